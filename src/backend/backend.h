@@ -1,0 +1,46 @@
+/* Creating and destroying backends. Each backend fills a tf_ops table
+ * (ops.h) and owns an opaque context. */
+#ifndef TF_BACKEND_H
+#define TF_BACKEND_H
+
+#include "ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    int threads;       /* CPU: OpenMP threads (0 = all cores) */
+    int device;        /* CUDA: device ordinal */
+    int kernel_level;  /* 1..3: which kernel versions to use (v1 plain .. v3 custom) */
+    int tf32;          /* CUDA: allow TF32 tensor cores in GEMMs */
+} tf_backend_opts;
+
+/* Each returns 0 on success, else non-zero with one line in err. */
+int tf_cpu_backend_create(tf_backend **be, const tf_ops **ops, const tf_backend_opts *o,
+                          char *err, size_t errlen);
+void tf_cpu_backend_destroy(tf_backend *be);
+/* Bytes currently/peak allocated through ops->alloc. */
+size_t tf_cpu_backend_peak_bytes(const tf_backend *be);
+/* Human-readable BLAS and thread info for `validate`. */
+void tf_cpu_backend_describe(const tf_backend *be, char *out, size_t n);
+
+/* CUDA: defined by src/backend/cuda when built with CUDA, else by a stub that
+ * always reports "not built with CUDA". */
+int tf_cuda_backend_available(char *why, size_t n); /* 1 if a usable device exists */
+int tf_cuda_backend_create(tf_backend **be, const tf_ops **ops, const tf_backend_opts *o,
+                           char *err, size_t errlen);
+void tf_cuda_backend_destroy(tf_backend *be);
+size_t tf_cuda_backend_peak_bytes(const tf_backend *be); /* cudaMalloc'd + library workspaces */
+void tf_cuda_backend_describe(const tf_backend *be, char *out, size_t n);
+/* Graph capture of a callback on the backend's stream (whole-step capture). */
+int tf_cuda_graph_capture(tf_backend *be, void (*fn)(void *), void *arg, void **graph_exec);
+int tf_cuda_graph_launch(tf_backend *be, void *graph_exec);
+void tf_cuda_graph_destroy(void *graph_exec);
+/* Is this build compiled with CUDA? */
+int tf_built_with_cuda(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,187 @@
+/* The op table: everything the model asks of a backend.
+ *
+ * The TinyOpenFold model (src/model/) is written once against this table; the
+ * CPU backend (src/backend/cpu/) fills it with CBLAS + OpenMP, the CUDA backend
+ * (src/backend/cuda/) with cuBLAS/cuBLASLt + kernels. Adding an entry is a
+ * decision: prefer composing existing ops in the model.
+ *
+ * Conventions (all ops):
+ *  - float32, row-major; pointers are backend memory (host memory on the CPU,
+ *    device memory on CUDA); counts are element counts unless named bytes.
+ *  - Ops are asynchronous on devices: they are ordered on the backend's one
+ *    stream; `sync` waits for all of them.
+ *  - Outputs come first in argument lists. `dx`-style gradients are assigned
+ *    unless the op says "accumulates" (+=). Parameter gradients always
+ *    accumulate.
+ *  - Ops never allocate; scratch they need is passed in (see tf_attn_args.work).
+ *  - Aliasing is allowed only where an op says so.
+ */
+#ifndef TF_BACKEND_OPS_H
+#define TF_BACKEND_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tf_backend tf_backend; /* backend-private context */
+
+typedef enum { TF_EPI_NONE = 0, TF_EPI_RELU = 1 } tf_epilogue;
+
+/* Strided batched GEMM, row-major:
+ *   for p in [0, batch): C_p = alpha * op(A_p) * op(B_p) + beta * C_p, then epilogue
+ *   op(A_p) is [M,K]: A stored [M,K] (lda >= K) or, when transA, stored [K,M] (lda >= M)
+ *   op(B_p) is [K,N]: B stored [K,N] (ldb >= N) or, when transB, stored [N,K] (ldb >= K)
+ *   C_p [M,N], ldc >= N. X_p = X + p * strideX.
+ * beta == 0 means C is not read (may hold NaN). The epilogue RELU is only used
+ * with beta == 0. `name` is a stable label for traces ("msa_q_proj", ...), may be NULL. */
+typedef struct {
+    int transA, transB;
+    int M, N, K;
+    float alpha, beta;
+    const float *A; long lda; long strideA;
+    const float *B; long ldb; long strideB;
+    float *C; long ldc; long strideC;
+    int batch;
+    tf_epilogue epilogue;
+} tf_gemm_args;
+
+/* A strided view of a [nb, no, L, H, d] attention operand:
+ *   element (b, o, l, h, c) lives at p[b*sb + o*so + l*sl + h*d + c]
+ * (heads are always packed: head h occupies channels h*d .. h*d+d-1). */
+typedef struct {
+    float *p;
+    long sb, so, sl;
+} tf_attn_view;
+
+/* Fused (flash-style) multi-head attention without materialising scores:
+ *   for every (b, o, h): S[i,j] = scale * q_i . k_j + bias(b,h,i,j)
+ *                        P = softmax_j(S);  out_i = sum_j P[i,j] v_j
+ *   bias(b,h,i,j) = bias[b*bias_sb + h*bias_sh + i*bias_si + j*bias_sj] (shared across o),
+ *   or no bias when bias == NULL.
+ * Forward writes out and lse[((b*no + o)*nh + h)*L + i] = log(sum_j exp(S[i,j])).
+ * Backward (same args plus gradients) assigns dq, dk, dv (views, may be views into
+ * one fused [.., 3C] buffer) and, if dbias != NULL, ASSIGNS dbias(b,h,i,j) =
+ * sum_o dS (same strides as bias). work: nb*no*nh*L floats of scratch (bwd only).
+ * The sum over o must be deterministic (no float atomics). */
+typedef struct {
+    int nb, no, nh, L, d;
+    float scale;
+    tf_attn_view q, k, v, out;
+    const float *bias; long bias_sb, bias_sh, bias_si, bias_sj;
+    float *lse;
+    /* backward only */
+    tf_attn_view dq, dk, dv, dout;
+    float *dbias;
+    float *work;
+} tf_attn_args;
+
+/* Generic permute of a contiguous tensor of rank <= 6:
+ *   out[i_perm[0], ..., i_perm[r-1]] = in[i_0, ..., i_{r-1}], i.e. out's axis a is
+ *   in's axis perm[a] (numpy.transpose semantics). out is contiguous.
+ *   If accumulate, out += permuted in. */
+typedef struct {
+    int rank;
+    int dims[6];   /* dims of `in` */
+    int perm[6];
+    int accumulate;
+} tf_permute_args;
+
+typedef enum {
+    TF_ACT_SIGMOID = 0, /* y = 1/(1+exp(-x)) */
+    TF_ACT_RELU = 1     /* y = max(x, 0) */
+} tf_act;
+
+typedef struct tf_ops {
+    const char *name; /* "cpu", "cuda" */
+
+    /* ---- memory & sync ---- */
+    int (*alloc)(tf_backend *be, void **p, size_t bytes); /* 0 ok, else out of memory */
+    void (*free)(tf_backend *be, void *p);
+    void (*upload)(tf_backend *be, void *dst, const void *host_src, size_t bytes);
+    void (*download)(tf_backend *be, void *host_dst, const void *src, size_t bytes);
+    void (*copy)(tf_backend *be, void *dst, const void *src, size_t bytes); /* backend to backend */
+    void (*zero)(tf_backend *be, void *p, size_t bytes);
+    void (*sync)(tf_backend *be);
+
+    /* ---- dense algebra ---- */
+    void (*gemm)(tf_backend *be, const tf_gemm_args *a, const char *name);
+
+    /* ---- layer norm over the last axis (C), eps given; saves mean/rstd [rows] ----
+     * fwd: out = (x-mean)*rstd*gamma + beta (out may not alias x)
+     * bwd: dx = (accumulate ? dx + : ) LN'(dout); dgamma += sum dout*xhat; dbeta += sum dout */
+    void (*layernorm_fwd)(tf_backend *be, float *out, float *mean, float *rstd,
+                          const float *x, const float *gamma, const float *beta,
+                          long rows, int C, float eps);
+    void (*layernorm_bwd)(tf_backend *be, float *dx, float *dgamma, float *dbeta,
+                          const float *dout, const float *x, const float *mean,
+                          const float *rstd, const float *gamma, long rows, int C,
+                          int accumulate);
+
+    /* ---- softmax over the last axis (materialised scores path, v1) ----
+     * fwd: y = softmax(x) (y may alias x); bwd: dx = y * (dy - sum(dy*y)) (dx may alias dy) */
+    void (*softmax_fwd)(tf_backend *be, float *y, const float *x, long rows, int cols);
+    void (*softmax_bwd)(tf_backend *be, float *dx, const float *dy, const float *y,
+                        long rows, int cols);
+
+    /* ---- fused attention (v2/v3) ---- */
+    void (*attn_fwd)(tf_backend *be, const tf_attn_args *a);
+    void (*attn_bwd)(tf_backend *be, const tf_attn_args *a);
+
+    /* ---- data movement ---- */
+    void (*permute)(tf_backend *be, float *out, const float *in, const tf_permute_args *a);
+    /* y[o, m, i] += x[o, i] for m < mid (broadcast add over the middle axis) */
+    void (*add_bcast_mid)(tf_backend *be, float *y, const float *x, long outer, long mid,
+                          long inner);
+    /* y[o, i] (= or +=) sum_m x[o, m, i] */
+    void (*sum_mid)(tf_backend *be, float *y, const float *x, long outer, long mid,
+                    long inner, int accumulate);
+
+    /* ---- elementwise, contiguous n (all may alias in place) ---- */
+    void (*add)(tf_backend *be, float *y, const float *a, const float *b, long n); /* y = a + b */
+    void (*mul)(tf_backend *be, float *y, const float *a, const float *b, long n); /* y = a * b */
+    void (*scale)(tf_backend *be, float *y, const float *x, float alpha, long n);  /* y = alpha x */
+    void (*act_fwd)(tf_backend *be, tf_act act, float *y, const float *x, long n);
+    /* dx = dy * act'(.) written in terms of the activation OUTPUT y */
+    void (*act_bwd)(tf_backend *be, tf_act act, float *dx, const float *dy, const float *y,
+                    long n);
+    /* fused gating (v3): y = a * sigmoid(g); gate_bwd: da = dy*sigmoid(g),
+     * dg = dy*a*s*(1-s) (both assigned) */
+    void (*gate_fwd)(tf_backend *be, float *y, const float *a, const float *g, long n);
+    void (*gate_bwd)(tf_backend *be, float *da, float *dg, const float *dy, const float *a,
+                     const float *g, long n);
+    /* fused gate + residual (v3): res += a * sigmoid(g) */
+    void (*gate_residual_fwd)(tf_backend *be, float *res, const float *a, const float *g,
+                              long n);
+
+    /* ---- embedding: out[t, :] = table[tok[t], :]; bwd: dtable[v,:] += sum over t with tok[t]==v
+     * (deterministic) ---- */
+    void (*embed_fwd)(tf_backend *be, float *out, const float *table, const int32_t *tok,
+                      long n, int C);
+    void (*embed_bwd)(tf_backend *be, float *dtable, const float *dout, const int32_t *tok,
+                      long n, int C, int vocab);
+
+    /* ---- distance head + MSE loss ----
+     * fwd: pred[i] = dmax * sigmoid(logit[i]); loss[0] = mean_i (pred[i]-target[i])^2
+     *      (loss is backend memory, one float; deterministic reduction)
+     * bwd: dlogit[i] = 2/n * (pred[i]-target[i]) * pred[i] * (1 - pred[i]/dmax) */
+    void (*mse_head_fwd)(tf_backend *be, float *pred, float *loss, const float *logit,
+                         const float *target, long n, float dmax);
+    void (*mse_head_bwd)(tf_backend *be, float *dlogit, const float *pred, const float *target,
+                         long n, float dmax);
+
+    /* ---- AdamW (PyTorch semantics) over one contiguous range ----
+     * p *= 1 - lr*wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+     * p -= (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps), bc_i = 1 - b_i^step
+     * The hyper-parameters are read from BACKEND memory at run time (so a captured
+     * CUDA graph sees the current step): hyper = {lr, b1, b2, eps, wd, bc1, bc2}. */
+    void (*adamw)(tf_backend *be, float *p, const float *g, float *m, float *v, long n,
+                  const float *hyper);
+} tf_ops;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,141 @@
+/* Op wrappers: stable kernel names for the profiler, skipped while planning. */
+#include "model/exec.h"
+
+static const char *gemm_kname(const tf_gemm_args *a) {
+    static const char *names[2][2][2] = {
+        {{"sgemm_nn", "sgemm_nt"}, {"sgemm_tn", "sgemm_tt"}},
+        {{"sgemm_nn_batched", "sgemm_nt_batched"}, {"sgemm_tn_batched", "sgemm_tt_batched"}}};
+    return names[a->batch > 1][a->transA != 0][a->transB != 0];
+}
+
+void tf_gemm(tf_exec *ex, const tf_gemm_args *a, const char *name) {
+    TF_EXEC_OP(ex, gemm_kname(a), gemm(ex->be, a, name));
+}
+
+void tf_linear_fwd(tf_exec *ex, float *y, const float *x, const float *W, long rows, int in,
+                   int out, float beta, tf_epilogue epi) {
+    tf_gemm_args g = {0};
+    g.transA = 0;
+    g.transB = 1;
+    g.M = (int)rows;
+    g.N = out;
+    g.K = in;
+    g.alpha = 1.0f;
+    g.beta = beta;
+    g.A = x;
+    g.lda = in;
+    g.B = W;
+    g.ldb = in;
+    g.C = y;
+    g.ldc = out;
+    g.batch = 1;
+    g.epilogue = epi;
+    tf_gemm(ex, &g, "linear_fwd");
+}
+
+void tf_linear_bwd(tf_exec *ex, float *dx, float *dW, const float *dy, const float *x,
+                   const float *W, long rows, int in, int out, int accumulate) {
+    if (dx) { /* dx[rows,in] = dy[rows,out] W[out,in] */
+        tf_gemm_args g = {0};
+        g.M = (int)rows;
+        g.N = in;
+        g.K = out;
+        g.alpha = 1.0f;
+        g.beta = accumulate ? 1.0f : 0.0f;
+        g.A = dy;
+        g.lda = out;
+        g.B = W;
+        g.ldb = in;
+        g.C = dx;
+        g.ldc = in;
+        g.batch = 1;
+        tf_gemm(ex, &g, "linear_bwd_data");
+    }
+    /* dW[out,in] += dy^T[out,rows] x[rows,in] */
+    tf_gemm_args g = {0};
+    g.transA = 1;
+    g.M = out;
+    g.N = in;
+    g.K = (int)rows;
+    g.alpha = 1.0f;
+    g.beta = 1.0f;
+    g.A = dy;
+    g.lda = out;
+    g.B = x;
+    g.ldb = in;
+    g.C = dW;
+    g.ldc = in;
+    g.batch = 1;
+    tf_gemm(ex, &g, "linear_bwd_weight");
+}
+
+void tf_x_layernorm_fwd(tf_exec *ex, float *out, float *mean, float *rstd, const float *x,
+                        const float *g, const float *b, long rows, int C) {
+    TF_EXEC_OP(ex, "layernorm_fwd", layernorm_fwd(ex->be, out, mean, rstd, x, g, b, rows, C, 1e-5f));
+}
+
+void tf_x_layernorm_bwd(tf_exec *ex, float *dx, float *dg, float *db, const float *dout,
+                        const float *x, const float *mean, const float *rstd, const float *g,
+                        long rows, int C, int accumulate) {
+    TF_EXEC_OP(ex, "layernorm_bwd",
+               layernorm_bwd(ex->be, dx, dg, db, dout, x, mean, rstd, g, rows, C, accumulate));
+}
+
+void tf_x_permute(tf_exec *ex, float *out, const float *in, int rank, const int *dims,
+                  const int *perm, int accumulate) {
+    tf_permute_args a = {0};
+    a.rank = rank;
+    for (int i = 0; i < rank; i++) {
+        a.dims[i] = dims[i];
+        a.perm[i] = perm[i];
+    }
+    a.accumulate = accumulate;
+    TF_EXEC_OP(ex, "permute", permute(ex->be, out, in, &a));
+}
+
+void tf_x_copy(tf_exec *ex, float *dst, const float *src, size_t n) {
+    TF_EXEC_OP(ex, "copy", copy(ex->be, dst, src, n * sizeof(float)));
+}
+void tf_x_zero(tf_exec *ex, float *p, size_t n) {
+    TF_EXEC_OP(ex, "zero", zero(ex->be, p, n * sizeof(float)));
+}
+void tf_x_add(tf_exec *ex, float *y, const float *a, const float *b, long n) {
+    TF_EXEC_OP(ex, "add", add(ex->be, y, a, b, n));
+}
+void tf_x_mul(tf_exec *ex, float *y, const float *a, const float *b, long n) {
+    TF_EXEC_OP(ex, "mul", mul(ex->be, y, a, b, n));
+}
+void tf_x_scale(tf_exec *ex, float *y, const float *x, float alpha, long n) {
+    TF_EXEC_OP(ex, "scale", scale(ex->be, y, x, alpha, n));
+}
+void tf_x_act_fwd(tf_exec *ex, tf_act act, float *y, const float *x, long n) {
+    TF_EXEC_OP(ex, act == TF_ACT_RELU ? "relu_fwd" : "sigmoid_fwd", act_fwd(ex->be, act, y, x, n));
+}
+void tf_x_act_bwd(tf_exec *ex, tf_act act, float *dx, const float *dy, const float *y, long n) {
+    TF_EXEC_OP(ex, act == TF_ACT_RELU ? "relu_bwd" : "sigmoid_bwd",
+               act_bwd(ex->be, act, dx, dy, y, n));
+}
+void tf_x_softmax_fwd(tf_exec *ex, float *y, const float *x, long rows, int cols) {
+    TF_EXEC_OP(ex, "softmax_fwd", softmax_fwd(ex->be, y, x, rows, cols));
+}
+void tf_x_softmax_bwd(tf_exec *ex, float *dx, const float *dy, const float *y, long rows,
+                      int cols) {
+    TF_EXEC_OP(ex, "softmax_bwd", softmax_bwd(ex->be, dx, dy, y, rows, cols));
+}
+void tf_x_gate_fwd(tf_exec *ex, float *y, const float *a, const float *g, long n) {
+    TF_EXEC_OP(ex, "gate_fwd", gate_fwd(ex->be, y, a, g, n));
+}
+void tf_x_gate_bwd(tf_exec *ex, float *da, float *dg, const float *dy, const float *a,
+                   const float *g, long n) {
+    TF_EXEC_OP(ex, "gate_bwd", gate_bwd(ex->be, da, dg, dy, a, g, n));
+}
+void tf_x_gate_residual_fwd(tf_exec *ex, float *res, const float *a, const float *g, long n) {
+    TF_EXEC_OP(ex, "gate_residual_fwd", gate_residual_fwd(ex->be, res, a, g, n));
+}
+void tf_x_add_bcast_mid(tf_exec *ex, float *y, const float *x, long outer, long mid, long inner) {
+    TF_EXEC_OP(ex, "add_bcast", add_bcast_mid(ex->be, y, x, outer, mid, inner));
+}
+void tf_x_sum_mid(tf_exec *ex, float *y, const float *x, long outer, long mid, long inner,
+                  int accumulate) {
+    TF_EXEC_OP(ex, "sum_reduce", sum_mid(ex->be, y, x, outer, mid, inner, accumulate));
+}

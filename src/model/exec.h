@@ -1,0 +1,74 @@
+/* The execution context the model runs in, and thin wrappers over the op
+ * table that (a) skip execution while the arena is being planned and (b) give
+ * every op a stable kernel name for the profiler (one branch when it is off). */
+#ifndef TF_MODEL_EXEC_H
+#define TF_MODEL_EXEC_H
+
+#include "backend/ops.h"
+#include "model/arena.h"
+#include "prof/prof.h"
+#include "tinyfold.h"
+
+typedef struct {
+    const tf_ops *ops;
+    tf_backend *be;
+    tf_prof *prof;
+    tf_arena *arena;
+    int planning;   /* plan the arena: ops are not executed */
+    tf_fusion fu;   /* which fusions are on */
+    int level;      /* 1..3 (v3 uses the fused elementwise kernels) */
+} tf_exec;
+
+#define TF_EXEC_OP(ex, kname, call)                                                   \
+    do {                                                                              \
+        if (!(ex)->planning) {                                                        \
+            tf_prof *p_ = (ex)->prof;                                                 \
+            if (p_) tf_prof_op_begin(p_, kname);                                      \
+            (ex)->ops->call;                                                          \
+            if (p_) tf_prof_op_end(p_);                                               \
+        }                                                                             \
+    } while (0)
+
+static inline void tf_rpush(tf_exec *ex, const char *name) {
+    if (!ex->planning) tf_region_push(ex->prof, name);
+}
+static inline void tf_rpop(tf_exec *ex) {
+    if (!ex->planning) tf_region_pop(ex->prof);
+}
+static inline float *tf_alloc_act(tf_exec *ex, size_t n) { return tf_arena_alloc(ex->arena, n); }
+
+/* ---- linear layers (no bias; W is [out, in], y = x W^T) ---- */
+void tf_linear_fwd(tf_exec *ex, float *y, const float *x, const float *W, long rows, int in,
+                   int out, float beta, tf_epilogue epi);
+/* dx (= or += when accumulate) dy W ; dW += dy^T x. dx may be NULL. */
+void tf_linear_bwd(tf_exec *ex, float *dx, float *dW, const float *dy, const float *x,
+                   const float *W, long rows, int in, int out, int accumulate);
+void tf_gemm(tf_exec *ex, const tf_gemm_args *a, const char *name);
+
+/* ---- other op wrappers ---- */
+void tf_x_layernorm_fwd(tf_exec *ex, float *out, float *mean, float *rstd, const float *x,
+                        const float *g, const float *b, long rows, int C);
+void tf_x_layernorm_bwd(tf_exec *ex, float *dx, float *dg, float *db, const float *dout,
+                        const float *x, const float *mean, const float *rstd, const float *g,
+                        long rows, int C, int accumulate);
+void tf_x_permute(tf_exec *ex, float *out, const float *in, int rank, const int *dims,
+                  const int *perm, int accumulate);
+void tf_x_copy(tf_exec *ex, float *dst, const float *src, size_t n);
+void tf_x_zero(tf_exec *ex, float *p, size_t n);
+void tf_x_add(tf_exec *ex, float *y, const float *a, const float *b, long n);
+void tf_x_mul(tf_exec *ex, float *y, const float *a, const float *b, long n);
+void tf_x_scale(tf_exec *ex, float *y, const float *x, float alpha, long n);
+void tf_x_act_fwd(tf_exec *ex, tf_act act, float *y, const float *x, long n);
+void tf_x_act_bwd(tf_exec *ex, tf_act act, float *dx, const float *dy, const float *y, long n);
+void tf_x_softmax_fwd(tf_exec *ex, float *y, const float *x, long rows, int cols);
+void tf_x_softmax_bwd(tf_exec *ex, float *dx, const float *dy, const float *y, long rows,
+                      int cols);
+void tf_x_gate_fwd(tf_exec *ex, float *y, const float *a, const float *g, long n);
+void tf_x_gate_bwd(tf_exec *ex, float *da, float *dg, const float *dy, const float *a,
+                   const float *g, long n);
+void tf_x_gate_residual_fwd(tf_exec *ex, float *res, const float *a, const float *g, long n);
+void tf_x_add_bcast_mid(tf_exec *ex, float *y, const float *x, long outer, long mid, long inner);
+void tf_x_sum_mid(tf_exec *ex, float *y, const float *x, long outer, long mid, long inner,
+                  int accumulate);
+
+#endif

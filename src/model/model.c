@@ -1,0 +1,264 @@
+/* The whole TinyOpenFold forward and backward (SPEC "Forward pass"):
+ *   m = msa_embedding[tokens]; z = pair_features pair_embedding^T
+ *   per block: MSA row attn, MSA col attn, MSA transition, outer product mean,
+ *              triangle mult out/in, triangle attn start/end, pair transition
+ *   d = 20 sigmoid(z distance_pred^T); loss = mean (d - target)^2
+ * Backward walks the same in reverse with one gradient buffer per residual
+ * stream (dm, dz) that every module accumulates into. */
+#include <stdio.h>
+#include <string.h>
+
+#include "model/model.h"
+
+#define TF_DMAX 20.0f
+
+static size_t find(const tf_param_info *t, size_t n, const char *name) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(t[i].name, name) == 0) return t[i].offset;
+    return (size_t)-1; /* unreachable for a well-formed table */
+}
+
+void tf_model_offsets(const tf_config *c, const tf_param_info *t, tf_model_off *off) {
+    size_t n = tf_param_count_tensors(c);
+    off->msa_emb = find(t, n, "msa_embedding.weight");
+    off->pair_emb = find(t, n, "pair_embedding.weight");
+    off->dist = find(t, n, "structure_module.distance_pred.weight");
+    off->n_blocks = c->n_blocks;
+    char nm[128];
+#define OFF(field, suffix)                                                   \
+    do {                                                                     \
+        snprintf(nm, sizeof nm, "evoformer_blocks.%d.%s", b, suffix);        \
+        o->field = find(t, n, nm);                                           \
+    } while (0)
+#define LNOFF(field, prefix)                                                 \
+    do {                                                                     \
+        OFF(field.w, prefix ".weight");                                      \
+        OFF(field.b, prefix ".bias");                                        \
+    } while (0)
+    for (int b = 0; b < c->n_blocks; b++) {
+        tf_block_off *o = &off->blk[b];
+        OFF(row_q, "msa_row_attention.q_proj.weight");
+        OFF(row_k, "msa_row_attention.k_proj.weight");
+        OFF(row_v, "msa_row_attention.v_proj.weight");
+        OFF(row_o, "msa_row_attention.o_proj.weight");
+        OFF(row_pb, "msa_row_attention.pair_bias_proj.weight");
+        OFF(col_q, "msa_column_attention.q_proj.weight");
+        OFF(col_k, "msa_column_attention.k_proj.weight");
+        OFF(col_v, "msa_column_attention.v_proj.weight");
+        OFF(col_o, "msa_column_attention.o_proj.weight");
+        OFF(mt_w1, "msa_transition.linear1.weight");
+        OFF(mt_w2, "msa_transition.linear2.weight");
+        LNOFF(norm_row, "msa_norm_row");
+        LNOFF(norm_col, "msa_norm_col");
+        LNOFF(norm_trans, "msa_norm_trans");
+        OFF(opm_outer, "outer_product_mean.msa_to_outer.weight");
+        OFF(opm_pair, "outer_product_mean.outer_to_pair.weight");
+        LNOFF(opm_ln, "outer_product_mean.layer_norm");
+        static const char *tm[2] = {"triangle_mult_outgoing", "triangle_mult_incoming"};
+        static const char *ta[2] = {"triangle_attn_starting", "triangle_attn_ending"};
+        for (int k = 0; k < 2; k++) {
+            char s[96];
+#define SUB(field, name)                                                     \
+    do {                                                                     \
+        snprintf(s, sizeof s, "%s.%s", tm[k], name);                          \
+        OFF(field, s);                                                       \
+    } while (0)
+            SUB(tm[k].lp, "left_proj.weight");
+            SUB(tm[k].rp, "right_proj.weight");
+            SUB(tm[k].lg, "left_gate.weight");
+            SUB(tm[k].rg, "right_gate.weight");
+            SUB(tm[k].op, "output_proj.weight");
+            SUB(tm[k].og, "output_gate.weight");
+            SUB(tm[k].ln.w, "layer_norm.weight");
+            SUB(tm[k].ln.b, "layer_norm.bias");
+#undef SUB
+#define SUB(field, name)                                                     \
+    do {                                                                     \
+        snprintf(s, sizeof s, "%s.%s", ta[k], name);                          \
+        OFF(field, s);                                                       \
+    } while (0)
+            SUB(ta[k].q, "q_proj.weight");
+            SUB(ta[k].k, "k_proj.weight");
+            SUB(ta[k].v, "v_proj.weight");
+            SUB(ta[k].o, "o_proj.weight");
+            SUB(ta[k].ln.w, "layer_norm.weight");
+            SUB(ta[k].ln.b, "layer_norm.bias");
+#undef SUB
+        }
+        OFF(pt_w1, "pair_transition.linear1.weight");
+        OFF(pt_w2, "pair_transition.linear2.weight");
+        LNOFF(pn_outer, "pair_norm_outer");
+        LNOFF(pn_tri_out, "pair_norm_tri_out");
+        LNOFF(pn_tri_in, "pair_norm_tri_in");
+        LNOFF(pn_attn_start, "pair_norm_attn_start");
+        LNOFF(pn_attn_end, "pair_norm_attn_end");
+        LNOFF(pn_trans, "pair_norm_trans");
+    }
+#undef OFF
+#undef LNOFF
+}
+
+void tf_ln_fwd(tf_exec *ex, const tf_model *M, tf_ln_off ln, tf_ln_act *a, const float *x,
+               long rows, int C) {
+    a->y = tf_alloc_act(ex, (size_t)rows * C);
+    a->mean = tf_alloc_act(ex, (size_t)rows);
+    a->rstd = tf_alloc_act(ex, (size_t)rows);
+    tf_rpush(ex, "layer_norm");
+    tf_x_layernorm_fwd(ex, a->y, a->mean, a->rstd, x, tf_P(M, ln.w), tf_P(M, ln.b), rows, C);
+    tf_rpop(ex);
+}
+
+void tf_ln_bwd(tf_exec *ex, const tf_model *M, tf_ln_off ln, const tf_ln_act *a, float *dx,
+               const float *dy, const float *x, long rows, int C, int accumulate) {
+    tf_rpush(ex, "layer_norm");
+    tf_x_layernorm_bwd(ex, dx, tf_G(M, ln.w), tf_G(M, ln.b), dy, x, a->mean, a->rstd,
+                       tf_P(M, ln.w), rows, C, accumulate);
+    tf_rpop(ex);
+}
+
+void tf_residual_linear(tf_exec *ex, float *x_out, const float *x_in, const float *inp,
+                        const float *W, long rows, int in, int out) {
+    if (ex->level >= 3) {
+        tf_x_copy(ex, x_out, x_in, (size_t)rows * out);
+        tf_linear_fwd(ex, x_out, inp, W, rows, in, out, 1.0f, TF_EPI_NONE);
+        return;
+    }
+    size_t mark = tf_arena_mark(ex->arena);
+    float *tmp = tf_alloc_act(ex, (size_t)rows * out);
+    tf_linear_fwd(ex, tmp, inp, W, rows, in, out, 0.0f, TF_EPI_NONE);
+    tf_x_add(ex, x_out, x_in, tmp, rows * out);
+    tf_arena_release(ex->arena, mark);
+}
+
+static void block_fwd(tf_exec *ex, tf_model *M, int b, const float *m_in, const float *z_in,
+                      float **m_out, float **z_out) {
+    const tf_config *c = M->c;
+    const tf_block_off *o = &M->off.blk[b];
+    tf_block_act *A = &M->acts[b];
+    const long mrows = (long)c->batch * c->n_seqs * c->seq_len;
+    const long zrows = (long)c->batch * c->seq_len * c->seq_len;
+    const size_t mn = (size_t)mrows * c->msa_dim, zn = (size_t)zrows * c->pair_dim;
+    A->m_in = (float *)m_in;
+    A->z_in = (float *)z_in;
+    A->m1 = tf_alloc_act(ex, mn);
+    tf_msa_row_attn_fwd(ex, M, o, &A->row, A->m1, m_in, z_in);
+    A->m2 = tf_alloc_act(ex, mn);
+    tf_msa_col_attn_fwd(ex, M, o, &A->col, A->m2, A->m1);
+    A->m3 = tf_alloc_act(ex, mn);
+    tf_rpush(ex, "msa_transition");
+    tf_transition_fwd(ex, M, o->mt_w1, o->mt_w2, o->norm_trans, &A->mt, A->m3, A->m2, mrows,
+                      c->msa_dim);
+    tf_rpop(ex);
+    A->z1 = tf_alloc_act(ex, zn);
+    tf_opm_fwd(ex, M, o, &A->opm, A->z1, z_in, A->m3);
+    A->z2 = tf_alloc_act(ex, zn);
+    tf_trimul_fwd(ex, M, o, 0, &A->tm[0], A->z2, A->z1);
+    A->z3 = tf_alloc_act(ex, zn);
+    tf_trimul_fwd(ex, M, o, 1, &A->tm[1], A->z3, A->z2);
+    A->z4 = tf_alloc_act(ex, zn);
+    tf_triattn_fwd(ex, M, o, 0, &A->ta[0], A->z4, A->z3);
+    A->z5 = tf_alloc_act(ex, zn);
+    tf_triattn_fwd(ex, M, o, 1, &A->ta[1], A->z5, A->z4);
+    A->z6 = tf_alloc_act(ex, zn);
+    tf_rpush(ex, "pair_transition");
+    tf_transition_fwd(ex, M, o->pt_w1, o->pt_w2, o->pn_trans, &A->pt, A->z6, A->z5, zrows,
+                      c->pair_dim);
+    tf_rpop(ex);
+    *m_out = A->m3;
+    *z_out = A->z6;
+}
+
+static void block_bwd(tf_exec *ex, tf_model *M, int b, float *dm, float *dz) {
+    const tf_config *c = M->c;
+    const tf_block_off *o = &M->off.blk[b];
+    const tf_block_act *A = &M->acts[b];
+    const long mrows = (long)c->batch * c->n_seqs * c->seq_len;
+    const long zrows = (long)c->batch * c->seq_len * c->seq_len;
+    tf_rpush(ex, "pair_transition");
+    tf_transition_bwd(ex, M, o->pt_w1, o->pt_w2, o->pn_trans, &A->pt, dz, A->z5, zrows,
+                      c->pair_dim);
+    tf_rpop(ex);
+    tf_triattn_bwd(ex, M, o, 1, &A->ta[1], dz, A->z4);
+    tf_triattn_bwd(ex, M, o, 0, &A->ta[0], dz, A->z3);
+    tf_trimul_bwd(ex, M, o, 1, &A->tm[1], dz, A->z2);
+    tf_trimul_bwd(ex, M, o, 0, &A->tm[0], dz, A->z1);
+    tf_opm_bwd(ex, M, o, &A->opm, dm, dz, A->m3);
+    tf_rpush(ex, "msa_transition");
+    tf_transition_bwd(ex, M, o->mt_w1, o->mt_w2, o->norm_trans, &A->mt, dm, A->m2, mrows,
+                      c->msa_dim);
+    tf_rpop(ex);
+    tf_msa_col_attn_bwd(ex, M, o, &A->col, dm, A->m1);
+    tf_msa_row_attn_bwd(ex, M, o, &A->row, dm, dz, A->m_in, A->z_in);
+}
+
+static const char *block_name(int b) {
+    static const char *names[] = {"block_0", "block_1", "block_2",  "block_3",
+                                  "block_4", "block_5", "block_6",  "block_7",
+                                  "block_8", "block_9", "block_10", "block_11"};
+    return b < 12 ? names[b] : "block_n";
+}
+
+void tf_model_forward(tf_exec *ex, tf_model *M) {
+    const tf_config *c = M->c;
+    const int B = c->batch, S = c->n_seqs, N = c->seq_len;
+    const long mrows = (long)B * S * N, zrows = (long)B * N * N;
+    tf_arena_reset(ex->arena);
+    tf_rpush(ex, "embedding");
+    M->m0 = tf_alloc_act(ex, (size_t)mrows * c->msa_dim);
+    M->z0 = tf_alloc_act(ex, (size_t)zrows * c->pair_dim);
+    TF_EXEC_OP(ex, "embedding_fwd",
+               embed_fwd(ex->be, M->m0, tf_P(M, M->off.msa_emb), M->tokens, mrows, c->msa_dim));
+    tf_linear_fwd(ex, M->z0, M->pair, tf_P(M, M->off.pair_emb), zrows, c->pair_input_dim,
+                  c->pair_dim, 0.0f, TF_EPI_NONE);
+    tf_rpop(ex);
+    float *m = M->m0, *z = M->z0;
+    for (int b = 0; b < c->n_blocks; b++) {
+        tf_rpush(ex, block_name(b));
+        block_fwd(ex, M, b, m, z, &m, &z);
+        tf_rpop(ex);
+    }
+    tf_rpush(ex, "structure_module");
+    M->logits = tf_alloc_act(ex, (size_t)zrows);
+    tf_linear_fwd(ex, M->logits, z, tf_P(M, M->off.dist), zrows, c->pair_dim, 1, 0.0f,
+                  TF_EPI_NONE);
+    tf_rpop(ex);
+    tf_rpush(ex, "loss");
+    TF_EXEC_OP(ex, "mse_head_fwd",
+               mse_head_fwd(ex->be, M->pred, M->loss, M->logits, M->target, zrows, TF_DMAX));
+    tf_rpop(ex);
+}
+
+void tf_model_backward(tf_exec *ex, tf_model *M) {
+    const tf_config *c = M->c;
+    const int B = c->batch, S = c->n_seqs, N = c->seq_len;
+    const long mrows = (long)B * S * N, zrows = (long)B * N * N;
+    size_t mark = tf_arena_mark(ex->arena);
+    tf_x_zero(ex, M->grads, tf_param_count_floats(c));
+    float *dm = tf_alloc_act(ex, (size_t)mrows * c->msa_dim);
+    float *dz = tf_alloc_act(ex, (size_t)zrows * c->pair_dim);
+    float *dlogit = tf_alloc_act(ex, (size_t)zrows);
+    const float *z_last = c->n_blocks > 0 ? M->acts[c->n_blocks - 1].z6 : M->z0;
+    tf_rpush(ex, "loss");
+    TF_EXEC_OP(ex, "mse_head_bwd",
+               mse_head_bwd(ex->be, dlogit, M->pred, M->target, zrows, TF_DMAX));
+    tf_rpop(ex);
+    tf_rpush(ex, "structure_module");
+    /* dz = dlogit x distance_pred (initialises the pair gradient); dW += dlogit^T z */
+    tf_linear_bwd(ex, dz, tf_G(M, M->off.dist), dlogit, z_last, tf_P(M, M->off.dist), zrows,
+                  c->pair_dim, 1, 0);
+    tf_rpop(ex);
+    tf_x_zero(ex, dm, (size_t)mrows * c->msa_dim); /* the last m feeds nothing but its OPM */
+    for (int b = c->n_blocks - 1; b >= 0; b--) {
+        tf_rpush(ex, block_name(b));
+        block_bwd(ex, M, b, dm, dz);
+        tf_rpop(ex);
+    }
+    tf_rpush(ex, "embedding");
+    TF_EXEC_OP(ex, "embedding_bwd",
+               embed_bwd(ex->be, tf_G(M, M->off.msa_emb), dm, M->tokens, mrows, c->msa_dim,
+                         c->vocab));
+    tf_linear_bwd(ex, NULL, tf_G(M, M->off.pair_emb), dz, M->pair, NULL, zrows,
+                  c->pair_input_dim, c->pair_dim, 0);
+    tf_rpop(ex);
+    tf_arena_release(ex->arena, mark);
+}

@@ -1,0 +1,179 @@
+/* The TinyOpenFold model: parameter offsets, saved activations, and the
+ * forward/backward of every module (one file per module family):
+ *   attention.c       the attention core (eager v1 / flash v2,v3)
+ *   msa.c             MSA row attention, MSA column attention, MSA transition
+ *   outer_product.c   outer product mean
+ *   triangle_mult.c   triangle multiplicative update (outgoing / incoming)
+ *   triangle_attn.c   triangle attention (starting / ending node)
+ *   pair_transition.c pair transition
+ *   model.c           embeddings, blocks, distance head + loss, whole forward/backward
+ * Conventions (llm.c style): outputs first, activation gradients assigned except
+ * on the residual streams (dm, dz), which accumulate; parameter gradients
+ * accumulate. Activations come from the arena (exec.h). */
+#ifndef TF_MODEL_H
+#define TF_MODEL_H
+
+#include "model/exec.h"
+
+/* ---- parameter offsets (floats) into the parameter / gradient buffers ---- */
+typedef struct { size_t w, b; } tf_ln_off;
+typedef struct {
+    size_t row_q, row_k, row_v, row_o, row_pb;
+    size_t col_q, col_k, col_v, col_o;
+    size_t mt_w1, mt_w2;
+    tf_ln_off norm_row, norm_col, norm_trans;
+    size_t opm_outer, opm_pair;
+    tf_ln_off opm_ln;
+    struct { size_t lp, rp, lg, rg, op, og; tf_ln_off ln; } tm[2]; /* outgoing, incoming */
+    struct { size_t q, k, v, o; tf_ln_off ln; } ta[2];              /* starting, ending */
+    size_t pt_w1, pt_w2;
+    tf_ln_off pn_outer, pn_tri_out, pn_tri_in, pn_attn_start, pn_attn_end, pn_trans;
+} tf_block_off;
+
+typedef struct {
+    size_t msa_emb, pair_emb, dist;
+    tf_block_off *blk;
+    int n_blocks;
+} tf_model_off;
+
+/* ---- the attention core (attention.c) ---- */
+typedef struct {
+    int B, X, Y, H, d;
+    int colwise;            /* attend along X (outer Y) instead of along Y (outer X) */
+    long ld;                /* row stride of q/k/v: C, or 3C for a fused buffer */
+    const float *q, *k, *v;
+    const float *bias;      /* [B, L, L, H] or NULL */
+    /* saved for backward */
+    float *o;               /* [B, X, Y, C] */
+    float *lse;             /* flash */
+    float *qp, *kp, *vp, *probs; /* eager: per-head copies and softmax probabilities */
+} tf_attn_core;
+void tf_attn_core_fwd(tf_exec *ex, tf_attn_core *a);
+/* dq/dk/dv: buffers with the same layout (ld) as q/k/v, assigned; dbias [B,L,L,H] assigned */
+void tf_attn_core_bwd(tf_exec *ex, const tf_attn_core *a, float *dq, float *dk, float *dv,
+                      float *dbias, const float *dout);
+
+/* ---- saved activations ---- */
+typedef struct { float *y, *mean, *rstd; } tf_ln_act; /* LN output and statistics */
+
+typedef struct {            /* MSA row or column attention */
+    tf_ln_act ln;           /* block norm (msa_norm_row / msa_norm_col) */
+    float *qkv;             /* fused [rows, 3C] or NULL */
+    float *q, *k, *v;       /* separate [rows, C] (or views into qkv) */
+    float *bias;            /* row only: [B, N, N, H] */
+    tf_attn_core core;
+} tf_msa_attn_act;
+
+typedef struct {            /* MSA or pair transition */
+    tf_ln_act ln;
+    float *h;               /* relu(x W1^T) [rows, 4C] */
+} tf_transition_act;
+
+typedef struct {
+    tf_ln_act ln;           /* module layer_norm of m */
+    float *a;               /* [B, S, N, co] */
+    float *outer;           /* [B, N*co, N*co] before the permute (temporary, NULL after) */
+    float *outer_p;         /* [B, N, N, co*co] */
+} tf_opm_act;
+
+typedef struct {
+    tf_ln_act bln, ln;      /* block norm, module norm */
+    float *proj, *gate;     /* fused: [rows, 2C] each (left|right); else NULL */
+    float *lp, *rp, *lg, *rg; /* separate [rows, C] (views into proj/gate when fused) */
+    float *sig;             /* sigmoid of the gates (v1/v2): [rows, 2C] */
+    float *lr_t;            /* [B, 2C, N, N] (fused) or L_t [B,C,N,N] then R_t */
+    float *l_t, *r_t;
+    float *u_p;             /* [B, N, N, C] the triangle product, channels last */
+    float *out, *og, *og_sig; /* output projection, output gate logits, sigmoid (v1/v2) */
+} tf_trimul_act;
+
+typedef struct {
+    tf_ln_act bln, ln;
+    float *qkv, *q, *k, *v;
+    float *yt;              /* eager ending: the transposed normalised pair */
+    tf_attn_core core;
+    float *o_t;             /* eager ending: core output transposed back [B,N,N,C] */
+} tf_triattn_act;
+
+typedef struct {
+    float *m_in, *z_in;     /* block inputs */
+    float *m1, *m2, *m3;    /* after row attn, col attn, transition */
+    float *z1, *z2, *z3, *z4, *z5, *z6; /* after opm, tmo, tmi, tas, tae, pt */
+    tf_msa_attn_act row, col;
+    tf_transition_act mt, pt;
+    tf_opm_act opm;
+    tf_trimul_act tm[2];
+    tf_triattn_act ta[2];
+} tf_block_act;
+
+/* The model's view of one training step. */
+typedef struct {
+    const tf_config *c;
+    tf_model_off off;
+    float *params, *grads;  /* backend memory, one buffer each */
+    /* batch on the backend */
+    const int32_t *tokens;  /* [B,S,N] */
+    const float *pair;      /* [B,N,N,65] */
+    const float *target;    /* [B,N,N] */
+    float *loss;            /* backend scalar */
+    float *pred;            /* [B,N,N] backend */
+    /* activations of the current step */
+    float *m0, *z0, *logits;
+    tf_block_act *acts;
+} tf_model;
+
+void tf_model_offsets(const tf_config *c, const tf_param_info *table, tf_model_off *off);
+
+void tf_msa_row_attn_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o,
+                         tf_msa_attn_act *a, float *m_out, const float *m_in, const float *z);
+void tf_msa_row_attn_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o,
+                         const tf_msa_attn_act *a, float *dm, float *dz, const float *m_in,
+                         const float *z);
+void tf_msa_col_attn_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o,
+                         tf_msa_attn_act *a, float *m_out, const float *m_in);
+void tf_msa_col_attn_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o,
+                         const tf_msa_attn_act *a, float *dm, const float *m_in);
+/* transition: x_out = x_in + relu(LN(x_in) W1^T) W2^T; w1/w2/ln are offsets */
+void tf_transition_fwd(tf_exec *ex, const tf_model *M, size_t w1, size_t w2, tf_ln_off ln,
+                       tf_transition_act *a, float *x_out, const float *x_in, long rows, int C);
+void tf_transition_bwd(tf_exec *ex, const tf_model *M, size_t w1, size_t w2, tf_ln_off ln,
+                       const tf_transition_act *a, float *dx, const float *x_in, long rows,
+                       int C);
+void tf_opm_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, tf_opm_act *a,
+                float *z_out, const float *z_in, const float *m);
+void tf_opm_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, const tf_opm_act *a,
+                float *dm, const float *dz, const float *m);
+/* which: 0 outgoing, 1 incoming */
+void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                   tf_trimul_act *a, float *z_out, const float *z_in);
+void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                   const tf_trimul_act *a, float *dz, const float *z_in);
+/* which: 0 starting, 1 ending */
+void tf_triattn_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                    tf_triattn_act *a, float *z_out, const float *z_in);
+void tf_triattn_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                    const tf_triattn_act *a, float *dz, const float *z_in);
+
+/* Whole model (model.c). forward leaves loss and pred on the backend. */
+void tf_model_forward(tf_exec *ex, tf_model *M);
+/* Zeroes the gradient buffer, then accumulates every parameter gradient. */
+void tf_model_backward(tf_exec *ex, tf_model *M);
+
+/* Shared helpers (model.c) */
+static inline const float *tf_P(const tf_model *M, size_t off) { return M->params + off; }
+static inline float *tf_G(const tf_model *M, size_t off) { return M->grads + off; }
+void tf_ln_fwd(tf_exec *ex, const tf_model *M, tf_ln_off ln, tf_ln_act *a, const float *x,
+               long rows, int C);
+void tf_ln_bwd(tf_exec *ex, const tf_model *M, tf_ln_off ln, const tf_ln_act *a, float *dx,
+               const float *dy, const float *x, long rows, int C, int accumulate);
+/* x_out = x_in + inp W^T. Levels 1-2: GEMM into a temporary, then an add (as
+ * eager PyTorch); level 3: copy x_in, then one GEMM with beta = 1. */
+void tf_residual_linear(tf_exec *ex, float *x_out, const float *x_in, const float *inp,
+                        const float *W, long rows, int in, int out);
+/* Q/K/V projections (msa.c), shared with triangle attention. */
+void tf_qkv_fwd(tf_exec *ex, const tf_model *M, int fused, size_t wq, const float *x, long rows,
+                int C, float **qkv, float **q, float **k, float **v, long *ld);
+void tf_qkv_bwd(tf_exec *ex, const tf_model *M, int fused, size_t wq, const float *x, long rows,
+                int C, const float *dqkv, float *dx);
+
+#endif

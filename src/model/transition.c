@@ -1,0 +1,37 @@
+/* Transition (MSA and pair): x_out = x_in + relu(LN(x_in) W1^T) W2^T.
+ * Level 3 folds the ReLU into the first GEMM's epilogue. */
+#include "model/model.h"
+
+void tf_transition_fwd(tf_exec *ex, const tf_model *M, size_t w1, size_t w2, tf_ln_off ln,
+                       tf_transition_act *a, float *x_out, const float *x_in, long rows, int C) {
+    tf_ln_fwd(ex, M, ln, &a->ln, x_in, rows, C);
+    a->h = tf_alloc_act(ex, (size_t)rows * 4 * C);
+    tf_rpush(ex, "linear1");
+    if (ex->level >= 3) {
+        tf_linear_fwd(ex, a->h, a->ln.y, tf_P(M, w1), rows, C, 4 * C, 0.0f, TF_EPI_RELU);
+    } else {
+        tf_linear_fwd(ex, a->h, a->ln.y, tf_P(M, w1), rows, C, 4 * C, 0.0f, TF_EPI_NONE);
+        tf_x_act_fwd(ex, TF_ACT_RELU, a->h, a->h, rows * 4 * C);
+    }
+    tf_rpop(ex);
+    tf_rpush(ex, "linear2");
+    tf_residual_linear(ex, x_out, x_in, a->h, tf_P(M, w2), rows, 4 * C, C);
+    tf_rpop(ex);
+}
+
+void tf_transition_bwd(tf_exec *ex, const tf_model *M, size_t w1, size_t w2, tf_ln_off ln,
+                       const tf_transition_act *a, float *dx, const float *x_in, long rows,
+                       int C) {
+    size_t mark = tf_arena_mark(ex->arena);
+    float *dh = tf_alloc_act(ex, (size_t)rows * 4 * C);
+    tf_rpush(ex, "linear2");
+    tf_linear_bwd(ex, dh, tf_G(M, w2), dx, a->h, tf_P(M, w2), rows, 4 * C, C, 0);
+    tf_rpop(ex);
+    tf_rpush(ex, "linear1");
+    tf_x_act_bwd(ex, TF_ACT_RELU, dh, dh, a->h, rows * 4 * C);
+    float *dxn = tf_alloc_act(ex, (size_t)rows * C);
+    tf_linear_bwd(ex, dxn, tf_G(M, w1), dh, a->ln.y, tf_P(M, w1), rows, C, 4 * C, 0);
+    tf_rpop(ex);
+    tf_ln_bwd(ex, M, ln, &a->ln, dx, dxn, x_in, rows, C, 1);
+    tf_arena_release(ex->arena, mark);
+}

@@ -1,0 +1,98 @@
+/* Triangle attention (SPEC "TriAttnStart" / "TriAttnEnd"):
+ *   xb = block norm(z); y = LN(xb); q,k,v = y W^T (H_z heads)
+ *   starting: position (i,j) attends to (i,l) over l;  ending: to (l,j) over l
+ *   z_out = z + o Wo^T
+ * Ending node is the starting node on the transposed pair. Eager (no flash)
+ * does literally that: transpose y, attend row-wise, transpose back (as the
+ * reference does). The flash path instead attends column-wise through strided
+ * views: the projections are per position, so no transpose is needed. */
+#include "model/model.h"
+
+static const int swap_ij[4] = {0, 2, 1, 3}; /* [B,N,N,C]: swap the two residue axes */
+
+void tf_triattn_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                    tf_triattn_act *a, float *z_out, const float *z_in) {
+    const tf_config *c = M->c;
+    const int B = c->batch, N = c->seq_len, C = c->pair_dim, H = c->n_heads_pair;
+    const long rows = (long)B * N * N;
+    const int transpose = which == 1 && !ex->fu.flash;
+    tf_rpush(ex, which ? "triangle_attn_ending" : "triangle_attn_starting");
+    tf_ln_fwd(ex, M, which ? o->pn_attn_end : o->pn_attn_start, &a->bln, z_in, rows, C);
+    tf_ln_fwd(ex, M, o->ta[which].ln, &a->ln, a->bln.y, rows, C);
+    const float *x = a->ln.y;
+    a->yt = NULL;
+    if (transpose) {
+        a->yt = tf_alloc_act(ex, (size_t)rows * C);
+        int dims[4] = {B, N, N, C};
+        tf_x_permute(ex, a->yt, a->ln.y, 4, dims, swap_ij, 0);
+        x = a->yt;
+    }
+    tf_rpush(ex, "qkv");
+    long ld;
+    tf_qkv_fwd(ex, M, ex->fu.qkv_triangle, o->ta[which].q, x, rows, C, &a->qkv, &a->q, &a->k,
+               &a->v, &ld);
+    tf_rpop(ex);
+    tf_rpush(ex, "attention");
+    a->core = (tf_attn_core){.B = B, .X = N, .Y = N, .H = H, .d = C / H,
+                             .colwise = which == 1 && !transpose, .ld = ld,
+                             .q = a->q, .k = a->k, .v = a->v, .bias = NULL};
+    tf_attn_core_fwd(ex, &a->core);
+    const float *out_in = a->core.o;
+    a->o_t = NULL;
+    if (transpose) {
+        a->o_t = tf_alloc_act(ex, (size_t)rows * C);
+        int dims[4] = {B, N, N, C};
+        tf_x_permute(ex, a->o_t, a->core.o, 4, dims, swap_ij, 0);
+        out_in = a->o_t;
+    }
+    tf_rpop(ex);
+    tf_rpush(ex, "output_proj");
+    tf_residual_linear(ex, z_out, z_in, out_in, tf_P(M, o->ta[which].o), rows, C, C);
+    tf_rpop(ex);
+    tf_rpop(ex);
+}
+
+void tf_triattn_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                    const tf_triattn_act *a, float *dz, const float *z_in) {
+    const tf_config *c = M->c;
+    const int B = c->batch, N = c->seq_len, C = c->pair_dim;
+    const long rows = (long)B * N * N;
+    const int transpose = a->yt != NULL;
+    int dims[4] = {B, N, N, C};
+    size_t mark = tf_arena_mark(ex->arena);
+    tf_rpush(ex, which ? "triangle_attn_ending" : "triangle_attn_starting");
+    tf_rpush(ex, "output_proj");
+    float *dO = tf_alloc_act(ex, (size_t)rows * C);
+    const float *o_final = transpose ? a->o_t : a->core.o;
+    tf_linear_bwd(ex, dO, tf_G(M, o->ta[which].o), dz, o_final, tf_P(M, o->ta[which].o), rows, C,
+                  C, 0);
+    tf_rpop(ex);
+    tf_rpush(ex, "attention");
+    float *dcore = dO;
+    if (transpose) {
+        dcore = tf_alloc_act(ex, (size_t)rows * C);
+        tf_x_permute(ex, dcore, dO, 4, dims, swap_ij, 0);
+    }
+    float *dqkv = tf_alloc_act(ex, (size_t)rows * 3 * C);
+    long ld = a->core.ld;
+    float *dq = dqkv, *dk = ld == C ? dqkv + rows * C : dqkv + C;
+    float *dv = ld == C ? dqkv + 2 * rows * C : dqkv + 2 * C;
+    tf_attn_core_bwd(ex, &a->core, dq, dk, dv, NULL, dcore);
+    tf_rpop(ex);
+    tf_rpush(ex, "qkv");
+    float *dx = tf_alloc_act(ex, (size_t)rows * C);
+    tf_qkv_bwd(ex, M, a->qkv != NULL, o->ta[which].q, transpose ? a->yt : a->ln.y, rows, C, dqkv,
+               dx);
+    tf_rpop(ex);
+    float *dy = dx;
+    if (transpose) {
+        dy = dO; /* free again */
+        tf_x_permute(ex, dy, dx, 4, dims, swap_ij, 0);
+    }
+    float *dxb = dqkv; /* free again */
+    tf_ln_bwd(ex, M, o->ta[which].ln, &a->ln, dxb, dy, a->bln.y, rows, C, 0);
+    tf_ln_bwd(ex, M, which ? o->pn_attn_end : o->pn_attn_start, &a->bln, dz, dxb, z_in, rows, C,
+              1);
+    tf_rpop(ex);
+    tf_arena_release(ex->arena, mark);
+}

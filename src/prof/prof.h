@@ -1,0 +1,31 @@
+/* Profiling hooks the model and trainer call. A NULL tf_prof means profiling
+ * is off: every hook is then one branch (plus an NVTX range on CUDA builds,
+ * which costs nothing without a tool attached).
+ *
+ * Regions nest: forward_pass > block_0 > msa_row_attention > msa_qkv ...
+ * Ops (one backend launch each) are bracketed by tf_prof_op_begin/end; on the
+ * CPU the host timer around an op is the kernel's duration, on CUDA the device
+ * truth comes from CUPTI. */
+#ifndef TF_PROF_H
+#define TF_PROF_H
+
+#include "tinyfold.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void tf_region_push(tf_prof *p, const char *name);
+void tf_region_pop(tf_prof *p);
+/* Called around every op issued to the backend. name is the op's stable kernel
+ * name on the CPU ("sgemm_nt", "layernorm_fwd", ...). */
+void tf_prof_op_begin(tf_prof *p, const char *name);
+void tf_prof_op_end(tf_prof *p);
+/* Step boundaries (step index, warm-up or timed). */
+void tf_prof_step_begin(tf_prof *p, long step, int warmup);
+void tf_prof_step_end(tf_prof *p, long step);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,407 @@
+/* The trainer: owns the backend, the four parameter-sized buffers (params,
+ * grads, Adam m and v, one table describes them all), the planned activation
+ * arena and the batch buffers, and runs training steps with per-phase timing
+ * (the device is synchronised at each phase boundary, as the reference does). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/backend.h"
+#include "model/model.h"
+#include "prof/profiler.h"
+#include "train/rng.h"
+
+typedef struct { size_t off, n; } tf_range;
+
+struct tf_trainer {
+    tf_config cfg;
+    const tf_ops *ops;
+    tf_backend *be;
+    int is_cuda;
+    tf_param_info *table;
+    size_t ntensors, nparams;
+    float *params, *grads, *adam_m, *adam_v, *hyper;
+    long adam_step;
+    tf_range *ranges; /* trainable contiguous ranges for AdamW */
+    int nranges;
+    tf_arena arena;
+    void *arena_mem;
+    int32_t *tokens;
+    float *pair, *target, *loss, *pred;
+    tf_batch hb; /* host batch */
+    tf_model M;
+    tf_exec ex;
+    tf_prof *prof;
+    void *graph[3]; /* forward, backward, optimizer (CUDA --graph) */
+    int graphs_ready;
+};
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static void set_err(char *err, size_t n, const char *msg) {
+    if (err && n) snprintf(err, n, "%s", msg);
+}
+
+/* SPEC init: Linear weights and the embedding ~ N(0, 0.02); LayerNorm 1 / 0. */
+static void init_params(const tf_trainer *t, float *host) {
+    for (size_t i = 0; i < t->ntensors; i++) {
+        const tf_param_info *p = &t->table[i];
+        float *w = host + p->offset;
+        if (p->ndim == 1) {
+            size_t len = strlen(p->name);
+            int is_bias = len > 5 && strcmp(p->name + len - 5, ".bias") == 0;
+            for (size_t k = 0; k < p->count; k++) w[k] = is_bias ? 0.0f : 1.0f;
+        } else {
+            tf_rng r;
+            tf_rng_init(&r, t->cfg.seed, TF_STREAM_INIT, i);
+            for (size_t k = 0; k < p->count; k++) w[k] = (float)(0.02 * tf_rng_normal(&r));
+        }
+    }
+}
+
+static size_t mem_available_bytes(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    size_t kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1) break;
+    fclose(f);
+    return kb * 1024;
+}
+
+static int balloc(tf_trainer *t, void **p, size_t bytes) {
+    return t->ops->alloc(t->be, p, bytes ? bytes : 4);
+}
+
+static void build_ranges(tf_trainer *t) {
+    t->ranges = calloc(t->ntensors, sizeof *t->ranges);
+    t->nranges = 0;
+    for (size_t i = 0; i < t->ntensors; i++) {
+        const tf_param_info *p = &t->table[i];
+        if (!p->trainable) continue;
+        if (t->nranges && t->ranges[t->nranges - 1].off + t->ranges[t->nranges - 1].n == p->offset)
+            t->ranges[t->nranges - 1].n += p->count;
+        else
+            t->ranges[t->nranges++] = (tf_range){p->offset, p->count};
+    }
+}
+
+static void setup_model(tf_trainer *t) {
+    tf_model *M = &t->M;
+    M->c = &t->cfg;
+    M->params = t->params;
+    M->grads = t->grads;
+    M->tokens = t->tokens;
+    M->pair = t->pair;
+    M->target = t->target;
+    M->loss = t->loss;
+    M->pred = t->pred;
+}
+
+tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, size_t errlen) {
+    *out = NULL;
+    tf_status st = tf_config_validate(c, err, errlen);
+    if (st != TF_OK) return st;
+    tf_trainer *t = calloc(1, sizeof *t);
+    if (!t) {
+        set_err(err, errlen, "out of host memory creating the trainer");
+        return TF_ERR_NOMEM;
+    }
+    t->cfg = *c;
+    tf_backend_opts bo = {c->threads, c->device, (int)c->impl, c->precision == TF_PREC_TF32};
+    tf_backend_kind kind = c->backend;
+    char why[256] = "";
+    if (kind == TF_BACKEND_AUTO)
+        kind = tf_cuda_backend_available(why, sizeof why) ? TF_BACKEND_CUDA : TF_BACKEND_CPU;
+    int rc;
+    if (kind == TF_BACKEND_CUDA) {
+        if (!tf_cuda_backend_available(why, sizeof why)) {
+            snprintf(err, errlen, "--backend cuda: no usable CUDA device (%s); use --backend cpu",
+                     why);
+            free(t);
+            return TF_ERR_DEVICE;
+        }
+        rc = tf_cuda_backend_create(&t->be, &t->ops, &bo, err, errlen);
+        t->is_cuda = 1;
+    } else {
+        rc = tf_cpu_backend_create(&t->be, &t->ops, &bo, err, errlen);
+    }
+    t->cfg.backend = kind;
+    if (rc) {
+        free(t);
+        return TF_ERR_DEVICE;
+    }
+
+    t->ntensors = tf_param_count_tensors(c);
+    t->nparams = tf_param_count_floats(c);
+    t->table = calloc(t->ntensors, sizeof *t->table);
+    t->M.off.blk = calloc((size_t)c->n_blocks, sizeof(tf_block_off));
+    t->M.acts = calloc((size_t)c->n_blocks, sizeof(tf_block_act));
+    if (!t->table || !t->M.off.blk || !t->M.acts) {
+        set_err(err, errlen, "out of host memory creating the trainer");
+        tf_trainer_destroy(t);
+        return TF_ERR_NOMEM;
+    }
+    tf_param_table(c, t->table);
+    tf_model_offsets(c, t->table, &t->M.off);
+    build_ranges(t);
+
+    /* Plan the activation arena: run forward + backward without executing ops. */
+    const int B = c->batch, S = c->n_seqs, N = c->seq_len;
+    t->ex.ops = t->ops;
+    t->ex.be = t->be;
+    t->ex.arena = &t->arena;
+    t->ex.fu = c->fusion;
+    t->ex.level = (int)c->impl;
+    t->ex.planning = 1;
+    setup_model(t);
+    tf_model_forward(&t->ex, &t->M);
+    tf_model_backward(&t->ex, &t->M);
+    t->ex.planning = 0;
+    size_t arena_bytes = t->arena.peak;
+
+    size_t pbytes = t->nparams * sizeof(float);
+    size_t batch_bytes = (size_t)B * S * N * 4 + (size_t)B * N * N * (65 + 3) * 4;
+    size_t need = 4 * pbytes + arena_bytes + batch_bytes;
+    if (!t->is_cuda) {
+        size_t avail = mem_available_bytes();
+        size_t host_batch = batch_bytes;
+        if (avail && need + host_batch > avail / 10 * 9) {
+            snprintf(err, errlen,
+                     "this problem needs %.2f GB of memory (activations %.2f GB) but only %.2f GB "
+                     "is available: reduce --batch-size, --seq-len, --num-seqs or --num-blocks",
+                     (need + host_batch) / 1e9, arena_bytes / 1e9, avail / 1e9);
+            tf_trainer_destroy(t);
+            return TF_ERR_NOMEM;
+        }
+    }
+    if (balloc(t, (void **)&t->params, pbytes) || balloc(t, (void **)&t->grads, pbytes) ||
+        balloc(t, (void **)&t->adam_m, pbytes) || balloc(t, (void **)&t->adam_v, pbytes) ||
+        balloc(t, (void **)&t->hyper, 8 * sizeof(float)) ||
+        balloc(t, (void **)&t->tokens, (size_t)B * S * N * sizeof(int32_t)) ||
+        balloc(t, (void **)&t->pair, (size_t)B * N * N * 65 * sizeof(float)) ||
+        balloc(t, (void **)&t->target, (size_t)B * N * N * sizeof(float)) ||
+        balloc(t, (void **)&t->pred, (size_t)B * N * N * sizeof(float)) ||
+        balloc(t, (void **)&t->loss, 4 * sizeof(float)) ||
+        balloc(t, &t->arena_mem, arena_bytes)) {
+        snprintf(err, errlen,
+                 "not enough %s memory: this problem needs %.2f GB (activations %.2f GB); reduce "
+                 "--batch-size, --seq-len, --num-seqs or --num-blocks",
+                 t->is_cuda ? "device" : "host", need / 1e9, arena_bytes / 1e9);
+        tf_trainer_destroy(t);
+        return TF_ERR_NOMEM;
+    }
+    t->arena = (tf_arena){.base = t->arena_mem, .cap = arena_bytes};
+    t->hb.B = B;
+    t->hb.S = S;
+    t->hb.N = N;
+    t->hb.tokens = malloc((size_t)B * S * N * sizeof(int32_t));
+    t->hb.pair = malloc((size_t)B * N * N * 65 * sizeof(float));
+    t->hb.target = malloc((size_t)B * N * N * sizeof(float));
+    float *host = malloc(pbytes);
+    if (!t->hb.tokens || !t->hb.pair || !t->hb.target || !host) {
+        free(host);
+        set_err(err, errlen, "out of host memory for the batch buffers");
+        tf_trainer_destroy(t);
+        return TF_ERR_NOMEM;
+    }
+    init_params(t, host);
+    t->ops->upload(t->be, t->params, host, pbytes);
+    free(host);
+    t->ops->zero(t->be, t->grads, pbytes);
+    t->ops->zero(t->be, t->adam_m, pbytes);
+    t->ops->zero(t->be, t->adam_v, pbytes);
+    t->ops->sync(t->be);
+    setup_model(t);
+    *out = t;
+    return TF_OK;
+}
+
+void tf_trainer_destroy(tf_trainer *t) {
+    if (!t) return;
+    if (t->be) {
+        for (int i = 0; i < 3; i++)
+            if (t->graph[i]) tf_cuda_graph_destroy(t->graph[i]);
+        void *bufs[] = {t->params, t->grads,  t->adam_m, t->adam_v, t->hyper,    t->tokens,
+                        t->pair,   t->target, t->pred,   t->loss,   t->arena_mem};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+            if (bufs[i]) t->ops->free(t->be, bufs[i]);
+        if (t->is_cuda)
+            tf_cuda_backend_destroy(t->be);
+        else
+            tf_cpu_backend_destroy(t->be);
+    }
+    free(t->hb.tokens);
+    free(t->hb.pair);
+    free(t->hb.target);
+    free(t->table);
+    free(t->ranges);
+    free(t->M.off.blk);
+    free(t->M.acts);
+    free(t);
+}
+
+const tf_config *tf_trainer_config(const tf_trainer *t) { return &t->cfg; }
+const char *tf_trainer_backend_name(const tf_trainer *t) { return t->ops->name; }
+void tf_trainer_set_prof(tf_trainer *t, tf_prof *p) {
+    t->prof = p;
+    t->ex.prof = p;
+}
+
+static void upload_batch(tf_trainer *t, const tf_batch *b) {
+    const int B = t->cfg.batch, S = t->cfg.n_seqs, N = t->cfg.seq_len;
+    t->ops->upload(t->be, t->tokens, b->tokens, (size_t)B * S * N * sizeof(int32_t));
+    t->ops->upload(t->be, t->pair, b->pair, (size_t)B * N * N * 65 * sizeof(float));
+    t->ops->upload(t->be, t->target, b->target, (size_t)B * N * N * sizeof(float));
+}
+
+static void issue_forward(void *arg) {
+    tf_trainer *t = arg;
+    tf_rpush(&t->ex, "forward_pass");
+    tf_model_forward(&t->ex, &t->M);
+    tf_rpop(&t->ex);
+}
+static void issue_backward(void *arg) {
+    tf_trainer *t = arg;
+    tf_rpush(&t->ex, "backward_pass");
+    tf_model_backward(&t->ex, &t->M);
+    tf_rpop(&t->ex);
+}
+static void issue_optimizer(void *arg) {
+    tf_trainer *t = arg;
+    tf_rpush(&t->ex, "optimizer_step");
+    for (int i = 0; i < t->nranges; i++) {
+        const tf_range *r = &t->ranges[i];
+        TF_EXEC_OP(&t->ex, "adamw",
+                   adamw(t->be, t->params + r->off, t->grads + r->off, t->adam_m + r->off,
+                         t->adam_v + r->off, (long)r->n, t->hyper));
+    }
+    tf_rpop(&t->ex);
+}
+
+static void set_hyper(tf_trainer *t) {
+    const double b1 = 0.9, b2 = 0.999;
+    long s = t->adam_step;
+    float h[8] = {t->cfg.learning_rate, (float)b1, (float)b2, 1e-8f, 0.01f,
+                  (float)(1.0 - pow(b1, (double)s)), (float)(1.0 - pow(b2, (double)s)), 0.0f};
+    t->ops->upload(t->be, t->hyper, h, sizeof h);
+}
+
+/* Run one phase, eagerly or as a replayed graph. */
+static void run_phase(tf_trainer *t, int i, void (*fn)(void *)) {
+    if (t->graphs_ready)
+        tf_cuda_graph_launch(t->be, t->graph[i]);
+    else
+        fn(t);
+    t->ops->sync(t->be);
+}
+
+static void sample_memory(tf_trainer *t) {
+    if (t->prof) tf_prof_memory(t->prof, tf_trainer_backend_bytes(t), 0);
+}
+
+static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int warmup,
+                            tf_step_stats *st, double t0) {
+    tf_status rc = TF_OK;
+    upload_batch(t, b);
+    t->ops->sync(t->be);
+    double t1 = now_ms();
+    tf_region_pop(t->prof); /* data_loading */
+    if (t->cfg.graph && t->is_cuda && !warmup && !t->graphs_ready) {
+        void (*fns[3])(void *) = {issue_forward, issue_backward, issue_optimizer};
+        for (int i = 0; i < 3; i++)
+            if (tf_cuda_graph_capture(t->be, fns[i], t, &t->graph[i])) return TF_ERR_INTERNAL;
+        t->graphs_ready = 1;
+    }
+    run_phase(t, 0, issue_forward);
+    sample_memory(t);
+    double t2 = now_ms();
+    float loss = 0;
+    t->ops->download(t->be, &loss, t->loss, sizeof loss);
+    if (!isfinite(loss)) rc = TF_ERR_NONFINITE;
+    run_phase(t, 1, issue_backward);
+    sample_memory(t);
+    double t3 = now_ms();
+    t->adam_step++;
+    set_hyper(t);
+    run_phase(t, 2, issue_optimizer);
+    double t4 = now_ms();
+    if (st) {
+        st->loss = loss;
+        st->data_ms = t1 - t0;
+        st->forward_ms = t2 - t1;
+        st->backward_ms = t3 - t2;
+        st->optimizer_ms = t4 - t3;
+        st->step_ms = t4 - t0;
+    }
+    tf_prof_step_end(t->prof, step);
+    return rc;
+}
+
+tf_status tf_trainer_step(tf_trainer *t, long step, tf_step_stats *st) {
+    int warmup = step < t->cfg.warmup_steps;
+    tf_prof_step_begin(t->prof, step, warmup);
+    double t0 = now_ms();
+    tf_region_push(t->prof, "data_loading");
+    tf_data_batch(t->cfg.seed, step, &t->hb);
+    return train_step(t, &t->hb, step, warmup, st, t0);
+}
+
+tf_status tf_trainer_step_batch(tf_trainer *t, const tf_batch *b, tf_step_stats *st) {
+    long step = t->adam_step;
+    int warmup = step < t->cfg.warmup_steps;
+    tf_prof_step_begin(t->prof, step, warmup);
+    double t0 = now_ms();
+    tf_region_push(t->prof, "data_loading");
+    return train_step(t, b, step, warmup, st, t0);
+}
+
+tf_status tf_trainer_grad(tf_trainer *t, const tf_batch *b, float *loss, float *pred) {
+    upload_batch(t, b);
+    issue_forward(t);
+    issue_backward(t);
+    t->ops->sync(t->be);
+    t->ops->download(t->be, loss, t->loss, sizeof *loss);
+    if (pred)
+        t->ops->download(t->be, pred, t->pred,
+                         (size_t)t->cfg.batch * t->cfg.seq_len * t->cfg.seq_len * sizeof(float));
+    return isfinite(*loss) ? TF_OK : TF_ERR_NONFINITE;
+}
+
+void tf_trainer_get_params(tf_trainer *t, float *host) {
+    t->ops->sync(t->be);
+    t->ops->download(t->be, host, t->params, t->nparams * sizeof(float));
+}
+void tf_trainer_set_params(tf_trainer *t, const float *host) {
+    t->ops->upload(t->be, t->params, host, t->nparams * sizeof(float));
+    t->ops->sync(t->be);
+}
+void tf_trainer_get_grads(tf_trainer *t, float *host) {
+    t->ops->sync(t->be);
+    t->ops->download(t->be, host, t->grads, t->nparams * sizeof(float));
+}
+void tf_trainer_get_adam(tf_trainer *t, float *m_host, float *v_host, long *step) {
+    t->ops->sync(t->be);
+    if (m_host) t->ops->download(t->be, m_host, t->adam_m, t->nparams * sizeof(float));
+    if (v_host) t->ops->download(t->be, v_host, t->adam_v, t->nparams * sizeof(float));
+    if (step) *step = t->adam_step;
+}
+void tf_trainer_set_adam(tf_trainer *t, const float *m_host, const float *v_host, long step) {
+    if (m_host) t->ops->upload(t->be, t->adam_m, m_host, t->nparams * sizeof(float));
+    if (v_host) t->ops->upload(t->be, t->adam_v, v_host, t->nparams * sizeof(float));
+    t->adam_step = step;
+    t->ops->sync(t->be);
+}
+
+size_t tf_trainer_arena_bytes(const tf_trainer *t) { return t->arena.cap; }
+size_t tf_trainer_backend_bytes(const tf_trainer *t) {
+    return t->is_cuda ? tf_cuda_backend_peak_bytes(t->be) : tf_cpu_backend_peak_bytes(t->be);
+}
