@@ -9,14 +9,19 @@
  * rel_l2 per tensor. A correct fp32 implementation with another summation order
  * lands within a few times that, so we accept 1e-6 (loss), 1e-6 (pred) and 1e-5
  * (each gradient, rel_l2): 10x the reference's own rounding, and 100x below the
- * effect of any real bug. After k AdamW steps, each element within 3e-2 lr per
- * step (torch's own fp32 run is off by up to 2.3e-2 lr on `odd`: elements whose
- * later gradients nearly cancel make m/sqrt(v) sensitive), elements whose first
- * gradient is below 1e-5 of their tensor's largest within 2 lr per step (their
- * step sign is set by rounding), and the RMS over all elements within 1e-3 lr,
- * which any formula error (a missing weight decay moves every element by
- * 1e-2 lr |p| per step) exceeds. The exact AdamW arithmetic is checked to 2e-7
- * against a hand computation in test_train.c. */
+ * effect of any real bug.
+ *
+ * AdamW: the first step is checked element by element against the update
+ * computed in double from the reference's gradient (1e-3 lr + 4 ulp). The rest
+ * of the fixture's 3-step trajectory is weaker by nature: its lr (1e-3) moves
+ * the loss by 40% per step, and m/sqrt(v) of an element whose later gradients
+ * nearly cancel turns 1e-6 gradient differences into a different step.
+ * Measured: v1 ends within rms 1.2e-4 lr of the reference, other summation
+ * orders up to rms 1e-2 lr with single elements 1.9 lr off, although their
+ * gradients at the same parameters agree with v1's to < 3e-6 (checked). So the
+ * trajectory gets loose bounds: loss before each step within 1e-4 relative
+ * (measured <= 2.2e-5) and the final parameters within rms 5e-2 lr.
+ * The AdamW arithmetic itself is checked to 2e-7 in test_train.c. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -96,7 +101,7 @@ static void check_fixture(const char *file, tf_impl impl, int flip_flash) {
     size_t nt = tf_param_count_tensors(&c), np = tf_param_count_floats(&c);
     tf_param_info *tab = calloc(nt, sizeof *tab);
     tf_param_table(&c, tab);
-    float *p = malloc(np * 4), *g = malloc(np * 4), *g0 = malloc(np * 4);
+    float *p = malloc(np * 4), *g = malloc(np * 4);
     char name[160];
     for (size_t i = 0; i < nt; i++) {
         snprintf(name, sizeof name, "param.%s", tab[i].name);
@@ -142,53 +147,72 @@ static void check_fixture(const char *file, tf_impl impl, int flip_flash) {
     assert_true(pe <= 1e-6);
     assert_true(ge <= 1e-5);
 
-    if (steps > 0) { /* k AdamW steps on the same batch */
-        memcpy(g0, g, np * 4);
+    if (steps > 0) {
+        /* (1) the first AdamW step, against the update computed in double from
+         * the reference's float64 gradient: m_hat = g, v_hat = g^2, so
+         * p1 = p0 (1 - lr wd) - lr g / (|g| + eps). Insensitive to rounding
+         * except where |g| ~ eps or below fp32 noise (|g| < 1e-6 |g|max: 2 lr). */
+        float *p0 = malloc(np * 4);
+        memcpy(p0, p, np * 4);
         const float *losses = tensor_f32(f, "losses", (size_t)steps);
-        for (int s = 0; s < steps; s++) {
-            tf_step_stats st;
+        tf_step_stats st;
+        assert_int_equal(tf_trainer_step_batch(t, &b, &st), TF_OK);
+        float rl;
+        memcpy(&rl, losses, sizeof rl);
+        assert_true(fabs((double)st.loss - rl) <= 1e-6 * fabs(rl));
+        tf_trainer_get_params(t, p);
+        const double lr = c.learning_rate, wd = 0.01;
+        double first = 0;
+        for (size_t i = 0; i < nt; i++) {
+            snprintf(name, sizeof name, "grad.%s", tab[i].name);
+            const float *rgp = tab[i].trainable ? tensor_f32(f, name, tab[i].count) : NULL;
+            float gmax = 0, gk;
+            for (size_t k = 0; rgp && k < tab[i].count; k++)
+                memcpy(&gk, rgp + k, 4), gmax = fmaxf(gmax, fabsf(gk));
+            for (size_t k = 0; k < tab[i].count; k++) {
+                size_t o = tab[i].offset + k;
+                double want = p0[o], tol = 0; /* untrainable: untouched, bit for bit */
+                if (rgp) {
+                    memcpy(&gk, rgp + k, 4);
+                    want = p0[o] * (1 - lr * wd) - lr * gk / (fabs(gk) + 1e-8);
+                    tol = fabsf(gk) < 1e-6f * gmax ? 2 * lr : 1e-3 * lr + 4 * 1.2e-7 * fabs(want);
+                }
+                double d = fabs(p[o] - want);
+                if (d > tol)
+                    fail_msg("%s first AdamW step, %s[%zu]: %.9g, want %.9g (tol %.3g)", file,
+                             tab[i].name, k, (double)p[o], want, tol);
+                if (tol < lr) first = fmax(first, d / lr);
+            }
+        }
+        /* (2) the rest of the reference's k-step trajectory: losses before each
+         * step and the final parameters, with the loose bounds described above */
+        for (int s = 1; s < steps; s++) {
             assert_int_equal(tf_trainer_step_batch(t, &b, &st), TF_OK);
-            float rl;
             memcpy(&rl, losses + s, sizeof rl);
-            /* step 0 is the loss above; later steps see parameters that carry
-             * the AdamW differences checked below (rms ~1e-4 lr, single elements
-             * up to 2e-2 lr), amplified by a sharp loss (one step at lr 1e-3
-             * moves it by 40%): measured up to 2.2e-5 relative, so 1e-4 */
-            double ltol = s == 0 ? 1e-6 : 1e-4;
-            if (!(fabs((double)st.loss - rl) <= ltol * fabs(rl)))
+            if (!(fabs((double)st.loss - rl) <= 1e-4 * fabs(rl)))
                 fail_msg("%s step %d: loss %.9g vs reference %.9g", file, s, st.loss, (double)rl);
         }
         tf_trainer_get_params(t, p);
-        double lr = c.learning_rate, aw = 0, sq = 0;
-        size_t cnt = 0;
+        double sq = 0;
         for (size_t i = 0; i < nt; i++) {
             snprintf(name, sizeof name, "after.%s", tab[i].name);
             const float *ref = tensor_f32(f, name, tab[i].count);
-            float gmax = 0;
-            for (size_t k = 0; k < tab[i].count; k++)
-                gmax = fmaxf(gmax, fabsf(g0[tab[i].offset + k]));
             for (size_t k = 0; k < tab[i].count; k++) {
                 float r;
-                memcpy(&r, ref + k, sizeof r);
-                double a = p[tab[i].offset + k], d = fabs(a - r);
-                double tol = steps * 3e-2 * lr;
-                if (fabsf(g0[tab[i].offset + k]) < 1e-5f * gmax) tol = 2 * lr * steps;
-                if (!tab[i].trainable) tol = 0; /* untouched, bit for bit */
-                if (d > tol)
-                    fail_msg("%s after.%s[%zu]: %.9g vs %.9g (tol %.3g)", file, tab[i].name, k, a,
-                             (double)r, tol);
-                aw = fmax(aw, d / lr);
-                sq += (d / lr) * (d / lr);
-                cnt++;
+                memcpy(&r, ref + k, 4);
+                double d = (p[tab[i].offset + k] - (double)r) / lr;
+                sq += d * d;
+                if (!tab[i].trainable) assert_true(d == 0);
             }
         }
-        double rms = sqrt(sq / (double)cnt);
-        worst_after = fmax(worst_after, aw);
-        printf("  %-22s v%d: %d AdamW steps, |after - ref| max %.2e lr, rms %.2e lr\n", file,
-               (int)impl, steps, aw, rms);
-        assert_true(rms <= 1e-3);
+        double rms = sqrt(sq / (double)np);
+        worst_after = fmax(worst_after, first);
+        printf("  %-22s v%d: first AdamW step max %.2e lr; after %d steps rms %.2e lr\n", file,
+               (int)impl, first, steps, rms);
+        assert_true(rms <= 5e-2);
+        free(p0);
     }
-    free(p), free(g), free(g0), free(pred), free(tab), free(b.tokens), free(b.pair),
+    free(p), free(g), free(pred), free(tab), free(b.tokens), free(b.pair),
         free(b.target);
     tf_trainer_destroy(t);
     tf_st_close(f);
@@ -206,7 +230,7 @@ static void test_defaults(void **s) { (void)s; run_all("defaults.safetensors"); 
 
 static int report(void **s) {
     (void)s;
-    printf("  worst over all fixtures and levels: loss %.2e, pred %.2e, grad %.2e, after %.2e lr\n",
+    printf("  worst over all fixtures and levels: loss %.2e, pred %.2e, grad %.2e, first AdamW step %.2e lr\n",
            worst_loss, worst_pred, worst_grad, worst_after);
     return 0;
 }
