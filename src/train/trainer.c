@@ -263,28 +263,24 @@ static void upload_batch(tf_trainer *t, const tf_batch *b) {
     t->ops->upload(t->be, t->target, b->target, (size_t)B * N * N * sizeof(float));
 }
 
+/* The three phases. Their phase regions (forward_pass, ...) are opened by
+ * run_phase, outside any graph capture, so replayed steps are timed too. */
 static void issue_forward(void *arg) {
     tf_trainer *t = arg;
-    tf_rpush(&t->ex, "forward_pass");
     tf_model_forward(&t->ex, &t->M);
-    tf_rpop(&t->ex);
 }
 static void issue_backward(void *arg) {
     tf_trainer *t = arg;
-    tf_rpush(&t->ex, "backward_pass");
     tf_model_backward(&t->ex, &t->M);
-    tf_rpop(&t->ex);
 }
 static void issue_optimizer(void *arg) {
     tf_trainer *t = arg;
-    tf_rpush(&t->ex, "optimizer_step");
     for (int i = 0; i < t->nranges; i++) {
         const tf_range *r = &t->ranges[i];
         TF_EXEC_OP(&t->ex, "adamw",
                    adamw(t->be, t->params + r->off, t->grads + r->off, t->adam_m + r->off,
                          t->adam_v + r->off, (long)r->n, t->hyper));
     }
-    tf_rpop(&t->ex);
 }
 
 static void set_hyper(tf_trainer *t) {
@@ -295,13 +291,17 @@ static void set_hyper(tf_trainer *t) {
     t->ops->upload(t->be, t->hyper, h, sizeof h);
 }
 
-/* Run one phase, eagerly or as a replayed graph. */
+static const char *phase_name[3] = {"forward_pass", "backward_pass", "optimizer_step"};
+
+/* Run one phase, eagerly or as a replayed graph, inside its region. */
 static void run_phase(tf_trainer *t, int i, void (*fn)(void *)) {
+    tf_region_push(t->prof, phase_name[i]);
     if (t->graphs_ready)
         tf_cuda_graph_launch(t->be, t->graph[i]);
     else
         fn(t);
     t->ops->sync(t->be);
+    tf_region_pop(t->prof);
 }
 
 static void sample_memory(tf_trainer *t) {
@@ -317,8 +317,12 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
     tf_region_pop(t->prof); /* data_loading */
     if (t->cfg.graph && t->is_cuda && !warmup && !t->graphs_ready) {
         void (*fns[3])(void *) = {issue_forward, issue_backward, issue_optimizer};
-        for (int i = 0; i < 3; i++)
-            if (tf_cuda_graph_capture(t->be, fns[i], t, &t->graph[i])) return TF_ERR_INTERNAL;
+        for (int i = 0; i < 3; i++) {
+            tf_region_push(t->prof, phase_name[i]);
+            int bad = tf_cuda_graph_capture(t->be, fns[i], t, &t->graph[i]);
+            tf_region_pop(t->prof);
+            if (bad) return TF_ERR_INTERNAL;
+        }
         t->graphs_ready = 1;
     }
     run_phase(t, 0, issue_forward);
@@ -366,9 +370,8 @@ tf_status tf_trainer_step_batch(tf_trainer *t, const tf_batch *b, tf_step_stats 
 
 tf_status tf_trainer_grad(tf_trainer *t, const tf_batch *b, float *loss, float *pred) {
     upload_batch(t, b);
-    issue_forward(t);
-    issue_backward(t);
-    t->ops->sync(t->be);
+    run_phase(t, 0, issue_forward);
+    run_phase(t, 1, issue_backward);
     t->ops->download(t->be, loss, t->loss, sizeof *loss);
     if (pred)
         t->ops->download(t->be, pred, t->pred,

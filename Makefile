@@ -1,0 +1,71 @@
+# tinyfold entry points. The build itself is CMake (CMakeLists.txt); this file
+# installs what is missing, configures, builds, and runs or tests.
+#
+#   make run     deps + Release build in build/ + a 20-step training run
+#   make test    deps + build + every test (ctest)
+#   make asan    a second build in build-asan/ with ASan+UBSan, unit tests
+#   make bench   the CPU benchmark (bench/cpu.sh)
+#   make clean   remove both build directories
+#
+# With CI=true warnings are errors (-DTF_WERROR=ON). Extra CMake options go in
+# CMAKE_ARGS, e.g. make test CMAKE_ARGS=-DTF_CUDA=OFF.
+
+SHELL := /bin/bash
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+PKGS := cmake build-essential pkg-config libopenblas-openmp-dev libcjson-dev libcmocka-dev
+
+CMAKE_ARGS ?=
+CMAKE_FLAGS := -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+ifeq ($(CI),true)
+CMAKE_FLAGS += -DTF_WERROR=ON
+endif
+# The sanitizer build: no CUDA (its runtime and ASan do not mix), -O1 so the
+# numerical tests stay quick, assertions on.
+ASAN_FLAGS := -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g -fno-omit-frame-pointer" \
+              -DTF_SANITIZE=ON $(CMAKE_ARGS) -DTF_CUDA=OFF $(filter -DTF_WERROR=ON,$(CMAKE_FLAGS))
+
+.PHONY: all deps build run test asan bench clean
+
+all: build
+
+# Installs only what dpkg says is missing: nothing to do means no apt at all.
+deps:
+	@if ! command -v dpkg-query >/dev/null 2>&1; then \
+	  echo "tinyfold: not a Debian system: make sure these (or their equivalents) are installed: $(PKGS)"; \
+	  exit 0; \
+	fi; \
+	missing=""; \
+	for p in $(PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	[ -z "$$missing" ] && exit 0; \
+	if [ "$$(id -u)" = 0 ]; then sudo=""; \
+	elif command -v sudo >/dev/null 2>&1; then sudo="sudo"; \
+	else echo "tinyfold: missing packages and no root or sudo to install them; as root run: apt-get install -y --no-install-recommends$$missing" >&2; exit 1; fi; \
+	echo "tinyfold: installing$$missing"; \
+	$$sudo apt-get update -qq && \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing || \
+	{ echo "tinyfold: apt-get failed; install these packages, then rerun make:$$missing" >&2; exit 1; }
+
+build: deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	$(BUILD)/tinyfold train --backend auto --num-steps 20
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure
+
+asan: deps
+	cmake -S . -B $(ASAN_BUILD) $(ASAN_FLAGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure -R '^test_'
+
+bench: build
+	TINYFOLD=$(BUILD)/tinyfold bench/cpu.sh
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

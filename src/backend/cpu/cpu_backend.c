@@ -1,0 +1,176 @@
+/* CPU backend: context, memory accounting and the "cpu" op table.
+ *
+ * Memory is host memory. Each block carries a 64-byte header in front that
+ * records its size, so that free() can keep the current/peak byte counts
+ * without a lookup table; the pointer handed out stays 64-byte aligned. */
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+static int cpu_alloc(tf_backend *be, void **p, size_t bytes) {
+    size_t payload = round_up(bytes ? bytes : 1, TF_CPU_ALIGN);
+    if (payload < bytes) /* overflow */
+        return 1;
+    unsigned char *blk = aligned_alloc(TF_CPU_ALIGN, payload + TF_CPU_ALIGN);
+    if (!blk) {
+        *p = NULL;
+        return 1;
+    }
+    memcpy(blk, &payload, sizeof payload);
+    be->cur_bytes += payload;
+    if (be->cur_bytes > be->peak_bytes)
+        be->peak_bytes = be->cur_bytes;
+    *p = blk + TF_CPU_ALIGN;
+    return 0;
+}
+
+static void cpu_free(tf_backend *be, void *p) {
+    if (!p)
+        return;
+    unsigned char *blk = (unsigned char *)p - TF_CPU_ALIGN;
+    size_t payload;
+    memcpy(&payload, blk, sizeof payload);
+    be->cur_bytes -= payload;
+    free(blk);
+}
+
+static void cpu_upload(tf_backend *be, void *dst, const void *src, size_t bytes) {
+    (void)be;
+    if (bytes)
+        memcpy(dst, src, bytes);
+}
+
+static void cpu_copy(tf_backend *be, void *dst, const void *src, size_t bytes) {
+    (void)be;
+    if (bytes && dst != src)
+        memmove(dst, src, bytes);
+}
+
+static void cpu_zero(tf_backend *be, void *p, size_t bytes) {
+    (void)be;
+    if (bytes)
+        memset(p, 0, bytes);
+}
+
+static void cpu_sync(tf_backend *be) { (void)be; }
+
+void *tf_cpu_scratch(tf_backend *be, size_t bytes) {
+    if (bytes <= be->scratch_bytes)
+        return be->scratch;
+    size_t n = round_up(bytes + bytes / 4, TF_CPU_ALIGN); /* some headroom */
+    void *s = aligned_alloc(TF_CPU_ALIGN, n);
+    if (!s) {
+        fprintf(stderr, "tinyfold: cpu backend: out of host memory for %zu bytes of scratch\n",
+                n);
+        abort();
+    }
+    free(be->scratch);
+    be->scratch = s;
+    be->scratch_bytes = n;
+    return s;
+}
+
+static const tf_ops cpu_ops = {
+    .name = "cpu",
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_upload,
+    .download = cpu_upload,
+    .copy = cpu_copy,
+    .zero = cpu_zero,
+    .sync = cpu_sync,
+    .gemm = tf_cpu_gemm,
+    .layernorm_fwd = tf_cpu_layernorm_fwd,
+    .layernorm_bwd = tf_cpu_layernorm_bwd,
+    .softmax_fwd = tf_cpu_softmax_fwd,
+    .softmax_bwd = tf_cpu_softmax_bwd,
+    .attn_fwd = tf_cpu_attn_fwd,
+    .attn_bwd = tf_cpu_attn_bwd,
+    .permute = tf_cpu_permute,
+    .add_bcast_mid = tf_cpu_add_bcast_mid,
+    .sum_mid = tf_cpu_sum_mid,
+    .add = tf_cpu_add,
+    .mul = tf_cpu_mul,
+    .scale = tf_cpu_scale,
+    .act_fwd = tf_cpu_act_fwd,
+    .act_bwd = tf_cpu_act_bwd,
+    .gate_fwd = tf_cpu_gate_fwd,
+    .gate_bwd = tf_cpu_gate_bwd,
+    .gate_residual_fwd = tf_cpu_gate_residual_fwd,
+    .embed_fwd = tf_cpu_embed_fwd,
+    .embed_bwd = tf_cpu_embed_bwd,
+    .mse_head_fwd = tf_cpu_mse_head_fwd,
+    .mse_head_bwd = tf_cpu_mse_head_bwd,
+    .adamw = tf_cpu_adamw,
+};
+
+int tf_cpu_backend_create(tf_backend **be, const tf_ops **ops, const tf_backend_opts *o,
+                          char *err, size_t errlen) {
+    int threads = o ? o->threads : 0;
+    int level = o ? o->kernel_level : 2;
+    *be = NULL;
+    if (threads < 0) {
+        snprintf(err, errlen, "cpu backend: threads must be >= 0 (0 = all cores), got %d",
+                 threads);
+        return 1;
+    }
+    tf_backend *b = calloc(1, sizeof *b);
+    if (!b) {
+        snprintf(err, errlen, "cpu backend: out of host memory");
+        return 1;
+    }
+    b->threads = threads > 0 ? threads : omp_get_num_procs();
+    b->kernel_level = level;
+    /* OpenBLAS's OpenMP build follows omp_get_max_threads() of the caller;
+     * setting both keeps our loops and its GEMMs on the same thread count. */
+    omp_set_num_threads(b->threads);
+    openblas_set_num_threads(b->threads);
+    *be = b;
+    if (ops)
+        *ops = &cpu_ops;
+    return 0;
+}
+
+void tf_cpu_backend_destroy(tf_backend *be) {
+    if (!be)
+        return;
+    free(be->scratch);
+    free(be);
+}
+
+size_t tf_cpu_backend_peak_bytes(const tf_backend *be) { return be ? be->peak_bytes : 0; }
+
+void tf_cpu_backend_describe(const tf_backend *be, char *out, size_t n) {
+    if (!n)
+        return;
+    /* openblas_get_config() reads "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ...":
+     * keep its first two words (name and version). */
+    char ver[64] = "OpenBLAS";
+    const char *cfg = openblas_get_config();
+    if (cfg) {
+        int words = 0;
+        size_t i = 0;
+        for (; cfg[i] && i + 1 < sizeof ver; i++) {
+            if (cfg[i] == ' ' && ++words == 2)
+                break;
+            ver[i] = cfg[i];
+        }
+        ver[i] = '\0';
+    }
+    const char *par = "sequential";
+    switch (openblas_get_parallel()) {
+    case OPENBLAS_THREAD: par = "pthreads"; break;
+    case OPENBLAS_OPENMP: par = "openmp"; break;
+    default: break;
+    }
+    const char *core = openblas_get_corename();
+    snprintf(out, n, "%s (%s, %s kernels), %d threads, cores: %d", ver, par,
+             core ? core : "unknown", be ? be->threads : omp_get_max_threads(),
+             omp_get_num_procs());
+}

@@ -1,0 +1,163 @@
+/* Elementwise families, gating, embedding, the distance head + MSE loss and
+ * AdamW. All elementwise ops may run in place (outputs may alias inputs):
+ * no restrict, and every loop body reads its inputs before writing. */
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+#define PAR_FOR _Pragma("omp parallel for simd schedule(static) num_threads(be->threads) if (parallel : n >= TF_CPU_PAR_MIN)")
+
+void tf_cpu_add(tf_backend *be, float *y, const float *a, const float *b, long n) {
+    PAR_FOR
+    for (long i = 0; i < n; i++)
+        y[i] = a[i] + b[i];
+}
+
+void tf_cpu_mul(tf_backend *be, float *y, const float *a, const float *b, long n) {
+    PAR_FOR
+    for (long i = 0; i < n; i++)
+        y[i] = a[i] * b[i];
+}
+
+void tf_cpu_scale(tf_backend *be, float *y, const float *x, float alpha, long n) {
+    PAR_FOR
+    for (long i = 0; i < n; i++)
+        y[i] = alpha * x[i];
+}
+
+void tf_cpu_act_fwd(tf_backend *be, tf_act act, float *y, const float *x, long n) {
+    if (act == TF_ACT_SIGMOID) {
+        PAR_FOR
+        for (long i = 0; i < n; i++)
+            y[i] = tf_cpu_sigmoidf(x[i]);
+    } else {
+        PAR_FOR
+        for (long i = 0; i < n; i++)
+            y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    }
+}
+
+void tf_cpu_act_bwd(tf_backend *be, tf_act act, float *dx, const float *dy, const float *y,
+                    long n) {
+    if (act == TF_ACT_SIGMOID) {
+        PAR_FOR
+        for (long i = 0; i < n; i++)
+            dx[i] = dy[i] * y[i] * (1.0f - y[i]);
+    } else {
+        /* relu'(x) from the output: 1 where y > 0 (the subgradient at 0 is 0, as PyTorch) */
+        PAR_FOR
+        for (long i = 0; i < n; i++)
+            dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+    }
+}
+
+void tf_cpu_gate_fwd(tf_backend *be, float *y, const float *a, const float *g, long n) {
+    PAR_FOR
+    for (long i = 0; i < n; i++)
+        y[i] = a[i] * tf_cpu_sigmoidf(g[i]);
+}
+
+void tf_cpu_gate_bwd(tf_backend *be, float *da, float *dg, const float *dy, const float *a,
+                     const float *g, long n) {
+    PAR_FOR
+    for (long i = 0; i < n; i++) {
+        const float s = tf_cpu_sigmoidf(g[i]), d = dy[i], ai = a[i];
+        da[i] = d * s;
+        dg[i] = d * ai * s * (1.0f - s);
+    }
+}
+
+void tf_cpu_gate_residual_fwd(tf_backend *be, float *res, const float *a, const float *g,
+                              long n) {
+    PAR_FOR
+    for (long i = 0; i < n; i++)
+        res[i] += a[i] * tf_cpu_sigmoidf(g[i]);
+}
+
+/* ---- embedding ---- */
+
+void tf_cpu_embed_fwd(tf_backend *be, float *out, const float *table, const int32_t *tok,
+                      long n, int C) {
+#pragma omp parallel for schedule(static) num_threads(be->threads) \
+    if (n * C >= TF_CPU_PAR_MIN)
+    for (long t = 0; t < n; t++) /* tokens are in [0, vocab): the data layer checks */
+        memcpy(out + t * C, table + (long)tok[t] * C, (size_t)C * sizeof(float));
+}
+
+/* Each thread owns a slice of columns and walks the tokens in order, so every
+ * dtable element is summed in token order whatever the thread count. */
+void tf_cpu_embed_bwd(tf_backend *be, float *dtable, const float *dout, const int32_t *tok,
+                      long n, int C, int vocab) {
+    const int CB = 16; /* one cache line of columns per task */
+    const int nb = (C + CB - 1) / CB;
+#pragma omp parallel for schedule(static) num_threads(be->threads) \
+    if (n * C >= TF_CPU_PAR_MIN)
+    for (int bI = 0; bI < nb; bI++) {
+        const int c0 = bI * CB, c1 = c0 + CB < C ? c0 + CB : C;
+        for (long t = 0; t < n; t++) {
+            const int v = tok[t];
+            if (v < 0 || v >= vocab)
+                continue;
+            float *d = dtable + (long)v * C;
+            const float *s = dout + t * C;
+            for (int c = c0; c < c1; c++)
+                d[c] += s[c];
+        }
+    }
+}
+
+/* ---- distance head + MSE ---- */
+
+#define MSE_CHUNK 4096
+
+void tf_cpu_mse_head_fwd(tf_backend *be, float *pred, float *loss, const float *logit,
+                         const float *target, long n, float dmax) {
+    const long nchunk = (n + MSE_CHUNK - 1) / MSE_CHUNK;
+    double *part = tf_cpu_scratch(be, (size_t)(nchunk > 0 ? nchunk : 1) * sizeof(double));
+#pragma omp parallel for schedule(static) num_threads(be->threads) \
+    if (n >= TF_CPU_PAR_MIN)
+    for (long k = 0; k < nchunk; k++) {
+        const long i1 = (k + 1) * MSE_CHUNK < n ? (k + 1) * MSE_CHUNK : n;
+        double s = 0.0;
+        for (long i = k * MSE_CHUNK; i < i1; i++) {
+            const float p = dmax * tf_cpu_sigmoidf(logit[i]);
+            const double e = (double)p - (double)target[i];
+            pred[i] = p;
+            s += e * e;
+        }
+        part[k] = s;
+    }
+    double s = 0.0;
+    for (long k = 0; k < nchunk; k++)
+        s += part[k];
+    loss[0] = n > 0 ? (float)(s / (double)n) : 0.0f;
+}
+
+void tf_cpu_mse_head_bwd(tf_backend *be, float *dlogit, const float *pred, const float *target,
+                         long n, float dmax) {
+    const float k2 = 2.0f / (float)n, inv = 1.0f / dmax;
+    PAR_FOR
+    for (long i = 0; i < n; i++)
+        dlogit[i] = k2 * (pred[i] - target[i]) * pred[i] * (1.0f - pred[i] * inv);
+}
+
+/* ---- AdamW, PyTorch's formula, hyper = {lr, b1, b2, eps, wd, bc1, bc2} ---- */
+
+void tf_cpu_adamw(tf_backend *be, float *p, const float *g, float *m, float *v, long n,
+                  const float *hyper) {
+    const float lr = hyper[0], b1 = hyper[1], b2 = hyper[2], eps = hyper[3], wd = hyper[4];
+    const float bc1 = hyper[5], bc2 = hyper[6];
+    const float decay = 1.0f - lr * wd, step = lr / bc1, sbc2 = sqrtf(bc2);
+    const float omb1 = 1.0f - b1, omb2 = 1.0f - b2;
+    PAR_FOR
+    for (long i = 0; i < n; i++) {
+        const float gi = g[i];
+        const float mi = b1 * m[i] + omb1 * gi;
+        const float vi = b2 * v[i] + omb2 * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = p[i] * decay - step * mi / (sqrtf(vi) / sbc2 + eps);
+    }
+}

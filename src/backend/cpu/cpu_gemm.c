@@ -1,0 +1,78 @@
+/* Strided batched GEMM on CBLAS (row-major), with the RELU epilogue.
+ *
+ * Batches of small matrices (the triangle products, v1 attention scores) run
+ * one entry per OpenMP thread: OpenBLAS's OpenMP build runs single-threaded
+ * inside a parallel region, and a 64x64x64 product is too small to split
+ * across threads profitably. Large entries get one threaded cblas call each. */
+#include <cblas.h>
+#include <omp.h>
+
+#include "cpu_internal.h"
+
+/* Below this many multiply-adds per entry, parallelise over the batch. */
+#define GEMM_SMALL_MNK (1L << 21)
+
+static void relu_rows(float *C, int M, int N, long ldc) {
+    for (int i = 0; i < M; i++) {
+        float *c = C + (long)i * ldc;
+#pragma omp simd
+        for (int j = 0; j < N; j++)
+            c[j] = c[j] > 0.0f ? c[j] : 0.0f;
+    }
+}
+
+/* C = beta * C for K == 0 (BLAS would reject lda/ldb of 0; beta == 0 must not
+ * read C). */
+static void scale_rows(float *C, int M, int N, long ldc, float beta) {
+    for (int i = 0; i < M; i++) {
+        float *c = C + (long)i * ldc;
+        for (int j = 0; j < N; j++)
+            c[j] = beta == 0.0f ? 0.0f : beta * c[j];
+    }
+}
+
+static void gemm_one(const tf_gemm_args *a, int p) {
+    const float *A = a->A + (long)p * a->strideA;
+    const float *B = a->B + (long)p * a->strideB;
+    float *C = a->C + (long)p * a->strideC;
+    if (a->K == 0)
+        scale_rows(C, a->M, a->N, a->ldc, a->beta);
+    else
+        cblas_sgemm(CblasRowMajor, a->transA ? CblasTrans : CblasNoTrans,
+                    a->transB ? CblasTrans : CblasNoTrans, a->M, a->N, a->K, a->alpha, A,
+                    (int)a->lda, B, (int)a->ldb, a->beta, C, (int)a->ldc);
+}
+
+void tf_cpu_gemm(tf_backend *be, const tf_gemm_args *a, const char *name) {
+    (void)name; /* a label for traces only */
+    if (a->M <= 0 || a->N <= 0 || a->batch <= 0)
+        return;
+    const int relu = a->epilogue == TF_EPI_RELU;
+    const long mnk = (long)a->M * a->N * (a->K > 0 ? a->K : 1);
+    /* Entries may run concurrently only if their C blocks are disjoint (a
+     * strideC of 0 means "accumulate every entry into one C", in order). */
+    const long cspan = (long)(a->M - 1) * a->ldc + a->N;
+    const int disjoint = a->strideC >= cspan || -a->strideC >= cspan;
+    if (a->batch > 1 && mnk < GEMM_SMALL_MNK && be->threads > 1 && disjoint) {
+#pragma omp parallel for schedule(static) num_threads(be->threads)
+        for (int p = 0; p < a->batch; p++) {
+            gemm_one(a, p);
+            if (relu)
+                relu_rows(a->C + (long)p * a->strideC, a->M, a->N, a->ldc);
+        }
+        return;
+    }
+    for (int p = 0; p < a->batch; p++) {
+        gemm_one(a, p);
+        if (!relu)
+            continue;
+        float *C = a->C + (long)p * a->strideC;
+        if ((long)a->M * a->N < TF_CPU_PAR_MIN) {
+            relu_rows(C, a->M, a->N, a->ldc);
+            continue;
+        }
+#pragma omp parallel for schedule(static) num_threads(be->threads)
+        for (int i = 0; i < a->M; i++)
+            relu_rows(C + (long)i * a->ldc, 1, a->N, a->ldc);
+    }
+}

@@ -1,0 +1,133 @@
+/* CPU backend internals: the context, scratch memory, a vectorisable exp and
+ * the op implementations (one file per family) that cpu_backend.c puts in
+ * the tf_ops table. Not part of any contract: only src/backend/cpu includes it. */
+#ifndef TF_CPU_INTERNAL_H
+#define TF_CPU_INTERNAL_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+
+/* Every aligned block and every per-thread scratch slice starts on 64 bytes
+ * (one cache line, one AVX-512 vector). */
+#define TF_CPU_ALIGN 64
+
+struct tf_backend {
+    int threads;           /* OpenMP threads used by every parallel region */
+    int kernel_level;      /* 1..3 (unused on the CPU: results are level-independent) */
+    size_t cur_bytes;      /* bytes currently allocated through ops->alloc */
+    size_t peak_bytes;     /* high-water mark of cur_bytes */
+    void *scratch;         /* host scratch owned by the backend (see tf_cpu_scratch) */
+    size_t scratch_bytes;
+};
+
+/* Backend-owned host scratch of at least `bytes`, 64-byte aligned. It grows on
+ * demand (the first step grows it, later steps reuse it) and is shared by all
+ * ops, which run one at a time on the calling thread. The op table has no way
+ * to report an error, so running out of host memory here aborts with a message. */
+void *tf_cpu_scratch(tf_backend *be, size_t bytes);
+
+/* Round n up to a multiple of TF_CPU_ALIGN / sizeof(float) floats, so that
+ * per-thread slices of a scratch buffer stay aligned. */
+static inline size_t tf_cpu_pad_floats(size_t n) {
+    const size_t q = TF_CPU_ALIGN / sizeof(float);
+    return (n + q - 1) / q * q;
+}
+
+/* exp(x) for float, written so that `#pragma omp simd` loops vectorise it
+ * (glibc only offers a vector expf under -ffast-math). Cody-Waite reduction
+ * x = n ln2 + r, |r| <= ln2/2, then a degree-7 Taylor polynomial: its
+ * truncation error |r|^8/8! < 6e-9 is far below half an ulp (6e-8), so the
+ * result is within ~1-2 ulp of the true value. Overflow gives +inf, inputs
+ * below ln(FLT_MIN) give 0 (no subnormal results), NaN propagates. */
+static inline float tf_cpu_expf(float x) {
+    const float hi = 88.72283f;           /* just below ln(FLT_MAX) */
+    const float lo = -87.33654f;          /* ln(FLT_MIN): n >= -126 */
+    const float log2e = 1.44269504088896341f;
+    const float ln2_hi = 0.693359375f;    /* 9 significant bits: n*ln2_hi is exact */
+    const float ln2_lo = -2.12194440e-4f;
+    const float shifter = 12582912.0f;    /* 1.5 * 2^23: adding it rounds to an integer */
+    float xc = x < lo ? lo : (x > hi ? hi : x);
+    float t = xc * log2e + shifter;
+    float n = t - shifter;                /* n in [-126, 128] */
+    float r = xc - n * ln2_hi;
+    r = r - n * ln2_lo;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    /* 2^n with n = 128 is not a float: use 2 * 2^(n-1) for n > 0 (exact). */
+    float n1 = n > 0.0f ? n - 1.0f : n;
+    p = n > 0.0f ? p * 2.0f : p;
+    union { float f; int32_t i; } sc;
+    sc.i = ((int32_t)n1 + 127) << 23;
+    float y = p * sc.f;
+    y = x > hi ? INFINITY : y;
+    return x < lo ? 0.0f : y;
+}
+
+static inline float tf_cpu_sigmoidf(float x) { return 1.0f / (1.0f + tf_cpu_expf(-x)); }
+
+/* Parallel regions below this many elements run on one thread (fork/join
+ * costs a few microseconds). */
+#define TF_CPU_PAR_MIN 32768
+
+/* ---- op implementations (signatures as in tf_ops) ---- */
+void tf_cpu_gemm(tf_backend *be, const tf_gemm_args *a, const char *name);
+
+void tf_cpu_layernorm_fwd(tf_backend *be, float *out, float *mean, float *rstd, const float *x,
+                          const float *gamma, const float *beta, long rows, int C, float eps);
+void tf_cpu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta,
+                          const float *dout, const float *x, const float *mean,
+                          const float *rstd, const float *gamma, long rows, int C,
+                          int accumulate);
+void tf_cpu_softmax_fwd(tf_backend *be, float *y, const float *x, long rows, int cols);
+void tf_cpu_softmax_bwd(tf_backend *be, float *dx, const float *dy, const float *y, long rows,
+                        int cols);
+
+void tf_cpu_attn_fwd(tf_backend *be, const tf_attn_args *a);
+void tf_cpu_attn_bwd(tf_backend *be, const tf_attn_args *a);
+/* Register-blocked slices (cpu_attn_simd.c) for the head sizes where
+ * tf_cpu_attn_simd_ok(d); buf holds tf_cpu_attn_simd_floats(L, d) floats. */
+int tf_cpu_attn_simd_ok(int d);
+size_t tf_cpu_attn_simd_floats(int L, int d);
+void tf_cpu_attn_fwd_slice_simd(const tf_attn_args *a, int b, int o, int h, float *buf);
+void tf_cpu_attn_bwd_slice_simd(const tf_attn_args *a, int b, int o, int h, float *buf,
+                                int first_o);
+
+void tf_cpu_permute(tf_backend *be, float *out, const float *in, const tf_permute_args *a);
+void tf_cpu_add_bcast_mid(tf_backend *be, float *y, const float *x, long outer, long mid,
+                          long inner);
+void tf_cpu_sum_mid(tf_backend *be, float *y, const float *x, long outer, long mid, long inner,
+                    int accumulate);
+
+void tf_cpu_add(tf_backend *be, float *y, const float *a, const float *b, long n);
+void tf_cpu_mul(tf_backend *be, float *y, const float *a, const float *b, long n);
+void tf_cpu_scale(tf_backend *be, float *y, const float *x, float alpha, long n);
+void tf_cpu_act_fwd(tf_backend *be, tf_act act, float *y, const float *x, long n);
+void tf_cpu_act_bwd(tf_backend *be, tf_act act, float *dx, const float *dy, const float *y,
+                    long n);
+void tf_cpu_gate_fwd(tf_backend *be, float *y, const float *a, const float *g, long n);
+void tf_cpu_gate_bwd(tf_backend *be, float *da, float *dg, const float *dy, const float *a,
+                     const float *g, long n);
+void tf_cpu_gate_residual_fwd(tf_backend *be, float *res, const float *a, const float *g,
+                              long n);
+
+void tf_cpu_embed_fwd(tf_backend *be, float *out, const float *table, const int32_t *tok,
+                      long n, int C);
+void tf_cpu_embed_bwd(tf_backend *be, float *dtable, const float *dout, const int32_t *tok,
+                      long n, int C, int vocab);
+void tf_cpu_mse_head_fwd(tf_backend *be, float *pred, float *loss, const float *logit,
+                         const float *target, long n, float dmax);
+void tf_cpu_mse_head_bwd(tf_backend *be, float *dlogit, const float *pred, const float *target,
+                         long n, float dmax);
+void tf_cpu_adamw(tf_backend *be, float *p, const float *g, float *m, float *v, long n,
+                  const float *hyper);
+
+#endif

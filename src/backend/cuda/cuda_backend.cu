@@ -1,0 +1,332 @@
+/* The CUDA backend: device selection, the stream and library handles, exact
+ * memory accounting, memory ops, graph capture, and the op table.
+ *
+ * Everything runs on one non-default stream. cuBLAS and cuBLASLt share one
+ * workspace allocated here (cublasSetWorkspace), so no library allocates
+ * during a step and a step can be captured as a CUDA graph.
+ *
+ * Precision: fp32 uses CUBLAS_DEFAULT_MATH with CUBLAS_COMPUTE_32F, which never
+ * uses TF32 tensor cores; --precision tf32 sets CUBLAS_TF32_TENSOR_OP_MATH and
+ * CUBLAS_COMPUTE_32F_FAST_TF32 (cuBLASLt: CUBLASLT_COMPUTE_32F_FAST_TF32). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_common.h"
+
+extern "C" void tf_cuda_fail(const char *call, const char *msg, const char *file, int line)
+{
+    fprintf(stderr, "tinyfold: internal CUDA error: %s failed: %s (%s:%d)\n", call, msg, file,
+            line);
+    abort();
+}
+
+/* ---- availability ---------------------------------------------------------- */
+extern "C" int tf_cuda_backend_available(char *why, size_t n)
+{
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        if (why && n)
+            snprintf(why, n, "no usable CUDA device: cudaGetDeviceCount failed: %s (%s, code %d)",
+                     cudaGetErrorString(e), cudaGetErrorName(e), (int)e);
+        (void)cudaGetLastError(); /* clear the sticky-free error so later calls start clean */
+        return 0;
+    }
+    if (count <= 0) {
+        if (why && n) snprintf(why, n, "no usable CUDA device: cudaGetDeviceCount found 0 devices");
+        return 0;
+    }
+    if (why && n) snprintf(why, n, "%d CUDA device(s)", count);
+    return 1;
+}
+
+extern "C" int tf_built_with_cuda(void) { return 1; }
+
+/* ---- allocation bookkeeping ------------------------------------------------ */
+static void track_add(tf_backend *be, void *p, size_t bytes)
+{
+    if (be->n_allocs == be->cap_allocs) {
+        size_t cap = be->cap_allocs ? 2 * be->cap_allocs : 64;
+        tf_cu_alloc_rec *r = (tf_cu_alloc_rec *)realloc(be->allocs, cap * sizeof *r);
+        if (!r) {
+            fprintf(stderr, "tinyfold: internal error: out of host memory (%s:%d)\n", __FILE__,
+                    __LINE__);
+            abort();
+        }
+        be->allocs = r;
+        be->cap_allocs = cap;
+    }
+    be->allocs[be->n_allocs].p = p;
+    be->allocs[be->n_allocs].bytes = bytes;
+    be->n_allocs++;
+    be->cur_bytes += bytes;
+    if (be->cur_bytes > be->peak_bytes) be->peak_bytes = be->cur_bytes;
+}
+
+/* 0 ok; 1 when the device is out of memory (the caller reports it); any other
+ * failure is an internal fault. */
+extern "C" int tf_cu_alloc(tf_backend *be, void **p, size_t bytes)
+{
+    *p = NULL;
+    if (bytes == 0) return 0;
+    void *q = NULL;
+    cudaError_t e = cudaMalloc(&q, bytes);
+    if (e == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError(); /* not sticky: clear it */
+        return 1;
+    }
+    TF_CUDA_CHECK(e);
+    track_add(be, q, bytes);
+    *p = q;
+    return 0;
+}
+
+extern "C" void tf_cu_free(tf_backend *be, void *p)
+{
+    if (!p) return;
+    for (size_t i = 0; i < be->n_allocs; ++i) {
+        if (be->allocs[i].p == p) {
+            be->cur_bytes -= be->allocs[i].bytes;
+            be->allocs[i] = be->allocs[--be->n_allocs];
+            TF_CUDA_CHECK(cudaFree(p));
+            return;
+        }
+    }
+    fprintf(stderr, "tinyfold: internal error: CUDA free of %p, which this backend did not "
+                    "allocate (%s:%d)\n", p, __FILE__, __LINE__);
+    abort();
+}
+
+/* ---- memory ops ------------------------------------------------------------ */
+static int op_alloc(tf_backend *be, void **p, size_t bytes) { return tf_cu_alloc(be, p, bytes); }
+static void op_free(tf_backend *be, void *p) { tf_cu_free(be, p); }
+
+/* upload/download are synchronous for the host buffer: when they return, the
+ * host side may be reused or read. */
+static void op_upload(tf_backend *be, void *dst, const void *src, size_t bytes)
+{
+    if (!bytes) return;
+    TF_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, be->stream));
+    TF_CUDA_CHECK(cudaStreamSynchronize(be->stream));
+}
+static void op_download(tf_backend *be, void *dst, const void *src, size_t bytes)
+{
+    if (!bytes) return;
+    TF_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, be->stream));
+    TF_CUDA_CHECK(cudaStreamSynchronize(be->stream));
+}
+static void op_copy(tf_backend *be, void *dst, const void *src, size_t bytes)
+{
+    if (!bytes || dst == src) return;
+    TF_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, be->stream));
+}
+static void op_zero(tf_backend *be, void *p, size_t bytes)
+{
+    if (!bytes) return;
+    TF_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, be->stream));
+}
+static void op_sync(tf_backend *be) { TF_CUDA_CHECK(cudaStreamSynchronize(be->stream)); }
+
+/* ---- the op table ---------------------------------------------------------- */
+static tf_ops make_ops(void)
+{
+    tf_ops o;
+    memset(&o, 0, sizeof o);
+    o.name = "cuda";
+    o.alloc = op_alloc;
+    o.free = op_free;
+    o.upload = op_upload;
+    o.download = op_download;
+    o.copy = op_copy;
+    o.zero = op_zero;
+    o.sync = op_sync;
+    o.gemm = tf_cu_gemm;
+    o.layernorm_fwd = tf_cu_layernorm_fwd;
+    o.layernorm_bwd = tf_cu_layernorm_bwd;
+    o.softmax_fwd = tf_cu_softmax_fwd;
+    o.softmax_bwd = tf_cu_softmax_bwd;
+    o.attn_fwd = tf_cu_attn_fwd;
+    o.attn_bwd = tf_cu_attn_bwd;
+    o.permute = tf_cu_permute;
+    o.add_bcast_mid = tf_cu_add_bcast_mid;
+    o.sum_mid = tf_cu_sum_mid;
+    o.add = tf_cu_add;
+    o.mul = tf_cu_mul;
+    o.scale = tf_cu_scale;
+    o.act_fwd = tf_cu_act_fwd;
+    o.act_bwd = tf_cu_act_bwd;
+    o.gate_fwd = tf_cu_gate_fwd;
+    o.gate_bwd = tf_cu_gate_bwd;
+    o.gate_residual_fwd = tf_cu_gate_residual_fwd;
+    o.embed_fwd = tf_cu_embed_fwd;
+    o.embed_bwd = tf_cu_embed_bwd;
+    o.mse_head_fwd = tf_cu_mse_head_fwd;
+    o.mse_head_bwd = tf_cu_mse_head_bwd;
+    o.adamw = tf_cu_adamw;
+    return o;
+}
+static const tf_ops g_cuda_ops = make_ops();
+
+/* ---- create / destroy ------------------------------------------------------ */
+/* In create, failures are reported through err (the device may be busy, out of
+ * memory, or the driver too old) instead of aborting. */
+#define TRY_CUDA(call)                                                                   \
+    do {                                                                                 \
+        cudaError_t e_ = (call);                                                         \
+        if (e_ != cudaSuccess) {                                                         \
+            snprintf(err, errlen, "CUDA backend: %s failed: %s (%s:%d)", #call,          \
+                     cudaGetErrorString(e_), __FILE__, __LINE__);                        \
+            (void)cudaGetLastError();                                                    \
+            goto fail;                                                                   \
+        }                                                                                \
+    } while (0)
+#define TRY_BLAS(call)                                                                   \
+    do {                                                                                 \
+        cublasStatus_t s_ = (call);                                                      \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                               \
+            snprintf(err, errlen, "CUDA backend: %s failed: %s (%s:%d)", #call,          \
+                     cublasGetStatusString(s_), __FILE__, __LINE__);                     \
+            goto fail;                                                                   \
+        }                                                                                \
+    } while (0)
+
+extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
+                                      const tf_backend_opts *o, char *err, size_t errlen)
+{
+    char why[256];
+    int count = 0;
+    int dev = o ? o->device : 0;
+    tf_backend *be = NULL;
+    *out = NULL;
+    if (ops) *ops = NULL;
+    if (!tf_cuda_backend_available(why, sizeof why)) {
+        snprintf(err, errlen, "%s", why);
+        return 1;
+    }
+    TRY_CUDA(cudaGetDeviceCount(&count));
+    if (dev < 0 || dev >= count) {
+        snprintf(err, errlen, "CUDA device %d does not exist (this machine has %d: 0..%d)", dev,
+                 count, count - 1);
+        return 1;
+    }
+    be = (tf_backend *)calloc(1, sizeof *be);
+    if (!be) {
+        snprintf(err, errlen, "CUDA backend: out of host memory");
+        return 1;
+    }
+    be->device = dev;
+    be->kernel_level = (o && o->kernel_level >= 1 && o->kernel_level <= 3) ? o->kernel_level : 3;
+    be->tf32 = o ? (o->tf32 != 0) : 0;
+    TRY_CUDA(cudaSetDevice(dev));
+    TRY_CUDA(cudaDeviceGetAttribute(&be->sm_count, cudaDevAttrMultiProcessorCount, dev));
+    if (be->sm_count < 1) be->sm_count = 1;
+    TRY_CUDA(cudaStreamCreateWithFlags(&be->stream, cudaStreamNonBlocking));
+    TRY_BLAS(cublasCreate(&be->blas));
+    TRY_BLAS(cublasLtCreate(&be->lt));
+    if (tf_cu_alloc(be, &be->workspace, TF_CU_WORKSPACE_BYTES) ||
+        tf_cu_alloc(be, (void **)&be->scratch, TF_CU_SCRATCH_FLOATS * sizeof(float))) {
+        snprintf(err, errlen, "not enough device memory for the CUDA backend's %zu MiB of "
+                              "workspaces", (TF_CU_WORKSPACE_BYTES >> 20) +
+                                                (TF_CU_SCRATCH_FLOATS * sizeof(float) >> 20));
+        goto fail;
+    }
+    /* cublasSetStream resets the workspace to cuBLAS' own pool: set it first. */
+    TRY_BLAS(cublasSetStream(be->blas, be->stream));
+    TRY_BLAS(cublasSetWorkspace(be->blas, be->workspace, TF_CU_WORKSPACE_BYTES));
+    TRY_BLAS(cublasSetMathMode(be->blas, be->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                  : CUBLAS_DEFAULT_MATH));
+    *out = be;
+    if (ops) *ops = &g_cuda_ops;
+    return 0;
+fail:
+    tf_cuda_backend_destroy(be);
+    return 1;
+}
+#undef TRY_CUDA
+#undef TRY_BLAS
+
+extern "C" void tf_cuda_backend_destroy(tf_backend *be)
+{
+    if (!be) return;
+    if (be->stream) (void)cudaStreamSynchronize(be->stream);
+    tf_cu_gemm_destroy_plans(be);
+    /* whatever the trainer left allocated goes too, workspaces included */
+    while (be->n_allocs) tf_cu_free(be, be->allocs[be->n_allocs - 1].p);
+    free(be->allocs);
+    if (be->lt) (void)cublasLtDestroy(be->lt);
+    if (be->blas) (void)cublasDestroy(be->blas);
+    if (be->stream) (void)cudaStreamDestroy(be->stream);
+    free(be);
+}
+
+extern "C" size_t tf_cuda_backend_peak_bytes(const tf_backend *be)
+{
+    return be ? be->peak_bytes : 0;
+}
+
+extern "C" void tf_cuda_backend_describe(const tf_backend *be, char *out, size_t n)
+{
+    if (!out || !n) return;
+    if (!be) {
+        snprintf(out, n, "CUDA backend not created");
+        return;
+    }
+    cudaDeviceProp prop;
+    int rt = 0, drv = 0, blas = 0;
+    memset(&prop, 0, sizeof prop);
+    TF_CUDA_CHECK(cudaGetDeviceProperties(&prop, be->device));
+    TF_CUDA_CHECK(cudaRuntimeGetVersion(&rt));
+    TF_CUDA_CHECK(cudaDriverGetVersion(&drv));
+    TF_CUBLAS_CHECK(cublasGetVersion(be->blas, &blas));
+    snprintf(out, n,
+             "device %d: %s (sm_%d%d), %d SMs, %.1f GiB; CUDA runtime %d.%d, driver %d.%d; "
+             "cuBLAS %d.%d.%d, cuBLASLt %zu; %s GEMMs; kernel level %d",
+             be->device, prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+             (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), rt / 1000,
+             (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10, blas / 10000, (blas / 100) % 100,
+             blas % 100, cublasLtGetVersion(), be->tf32 ? "tf32" : "fp32", be->kernel_level);
+}
+
+/* ---- graph capture --------------------------------------------------------- */
+/* Captures fn(arg) on the backend stream (thread-local mode: only this thread's
+ * unsafe calls, e.g. a cudaMalloc inside the step, break the capture) and
+ * instantiates it. 0 ok; non-zero with one line on stderr otherwise. */
+extern "C" int tf_cuda_graph_capture(tf_backend *be, void (*fn)(void *), void *arg,
+                                     void **graph_exec)
+{
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t ge = NULL;
+    *graph_exec = NULL;
+    TF_CUDA_CHECK(cudaStreamBeginCapture(be->stream, cudaStreamCaptureModeThreadLocal));
+    fn(arg);
+    cudaError_t e = cudaStreamEndCapture(be->stream, &g);
+    if (e != cudaSuccess) {
+        fprintf(stderr, "tinyfold: CUDA graph capture failed: cudaStreamEndCapture: %s\n",
+                cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        if (g) (void)cudaGraphDestroy(g);
+        return 1;
+    }
+    e = cudaGraphInstantiate(&ge, g, 0);
+    (void)cudaGraphDestroy(g);
+    if (e != cudaSuccess) {
+        fprintf(stderr, "tinyfold: CUDA graph capture failed: cudaGraphInstantiate: %s\n",
+                cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        return 1;
+    }
+    *graph_exec = (void *)ge;
+    return 0;
+}
+
+extern "C" int tf_cuda_graph_launch(tf_backend *be, void *graph_exec)
+{
+    TF_CUDA_CHECK(cudaGraphLaunch((cudaGraphExec_t)graph_exec, be->stream));
+    return 0;
+}
+
+extern "C" void tf_cuda_graph_destroy(void *graph_exec)
+{
+    if (graph_exec) TF_CUDA_CHECK(cudaGraphExecDestroy((cudaGraphExec_t)graph_exec));
+}

@@ -1,0 +1,223 @@
+/* Shared by every file of the CUDA backend: the backend context, the checking
+ * macros, the launch helper and the internal op entry points (tf_cu_*).
+ *
+ * Built two ways:
+ *  - normally, by nvcc, against the CUDA runtime, cuBLAS and cuBLASLt;
+ *  - with -DTF_CUDA_HOSTEMU, by g++ against hostemu/emu.h, which runs the same
+ *    kernels on the CPU (one coroutine per CUDA thread) so that the kernels can
+ *    be checked on a machine without a GPU (see hostemu/emu.h).
+ */
+#ifndef TF_CUDA_COMMON_H
+#define TF_CUDA_COMMON_H
+
+#ifdef TF_CUDA_HOSTEMU
+#include "hostemu/emu.h"
+#else
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#endif
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "backend/ops.h"
+
+/* ---- fixed sizes ---------------------------------------------------------- */
+#define TF_CU_WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLAS + cuBLASLt workspace (H100/H200 advice) */
+#define TF_CU_SCRATCH_FLOATS ((size_t)1 << 20)   /* fixed partial-sum area (LayerNorm dgamma/dbeta) */
+#define TF_CU_LT_CACHE 16                        /* cached cuBLASLt RELU GEMM plans */
+
+/* One cached cuBLASLt plan (descriptors + chosen algorithm) for a GEMM shape. */
+typedef struct {
+    int used;
+    long key[11];
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulAlgo_t algo;
+    size_t ws_bytes;
+} tf_cu_lt_plan;
+
+typedef struct {
+    void *p;
+    size_t bytes;
+} tf_cu_alloc_rec;
+
+struct tf_backend {
+    int device;
+    int kernel_level; /* 1..3 */
+    int tf32;
+    int sm_count;
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    cublasLtHandle_t lt;
+    void *workspace; /* shared by cuBLAS and cuBLASLt: both run on `stream`, in order */
+    float *scratch;  /* TF_CU_SCRATCH_FLOATS floats, allocated at create */
+    /* every allocation the backend made, for exact current/peak accounting */
+    tf_cu_alloc_rec *allocs;
+    size_t n_allocs, cap_allocs;
+    size_t cur_bytes, peak_bytes;
+    tf_cu_lt_plan lt_cache[TF_CU_LT_CACHE];
+};
+
+/* ---- checking --------------------------------------------------------------
+ * Failures of CUDA/cuBLAS calls are internal faults: one line on stderr naming
+ * the call, file and line, then abort(). */
+#ifdef __cplusplus
+extern "C" {
+#endif
+void tf_cuda_fail(const char *call, const char *msg, const char *file, int line);
+#ifdef __cplusplus
+}
+#endif
+
+#define TF_CUDA_CHECK(call)                                                          \
+    do {                                                                             \
+        cudaError_t e_ = (call);                                                     \
+        if (e_ != cudaSuccess) tf_cuda_fail(#call, cudaGetErrorString(e_), __FILE__, \
+                                            __LINE__);                               \
+    } while (0)
+
+#define TF_CUBLAS_CHECK(call)                                                        \
+    do {                                                                             \
+        cublasStatus_t s_ = (call);                                                  \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                             \
+            tf_cuda_fail(#call, cublasGetStatusString(s_), __FILE__, __LINE__);      \
+    } while (0)
+
+#define TF_CUBLASLT_CHECK(call)                                                      \
+    do {                                                                             \
+        cublasStatus_t s_ = (call);                                                  \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                             \
+            tf_cuda_fail(#call, cublasLtGetStatusString(s_), __FILE__, __LINE__);    \
+    } while (0)
+
+/* ---- launching -------------------------------------------------------------
+ * TF_LAUNCH(kernel, grid, block, stream, args...) launches and then checks
+ * cudaGetLastError, naming the kernel. An empty grid launches nothing (CUDA
+ * would reject it as an invalid configuration). */
+#ifdef __cplusplus
+template <typename... KArgs, typename... Args>
+static inline void tf_launch_(const char *name, const char *file, int line, void (*k)(KArgs...),
+                              dim3 grid, dim3 block, cudaStream_t s, Args... args)
+{
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;
+#ifdef TF_CUDA_HOSTEMU
+    emu_launch(name, grid, block, s, [=]() { k(args...); });
+    (void)file;
+    (void)line;
+#else
+    k<<<grid, block, 0, s>>>(args...);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) tf_cuda_fail(name, cudaGetErrorString(e), file, line);
+#endif
+}
+#define TF_LAUNCH(kernel, grid, block, stream, ...) \
+    tf_launch_(#kernel, __FILE__, __LINE__, kernel, grid, block, stream, __VA_ARGS__)
+
+/* Grid for a grid-stride loop over n items with `threads` per block. The
+ * result never depends on the grid size (each item is independent). */
+static inline unsigned tf_cu_grid(const tf_backend *be, long n, int threads)
+{
+    long want = (n + threads - 1) / threads;
+    long cap = (long)be->sm_count * 32;
+    if (want > cap) want = cap;
+    return (unsigned)(want < 1 ? 1 : want);
+}
+
+/* ---- device helpers ------------------------------------------------------- */
+/* Butterfly sum: every lane ends with the same, bitwise identical value
+ * (each step adds a pair in both orders, and float addition commutes). */
+__device__ __forceinline__ float tf_warp_sum(float v)
+{
+    for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+    return v;
+}
+__device__ __forceinline__ float tf_warp_max(float v)
+{
+    for (int m = 16; m > 0; m >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, m));
+    return v;
+}
+/* Sum over the block (blockDim.x a multiple of 32, at most 1024); sh holds 32
+ * floats. Warp partials are added in warp order, so the result is deterministic
+ * and the same in every thread. Contains two __syncthreads. */
+__device__ __forceinline__ float tf_block_sum(float v, float *sh)
+{
+    v = tf_warp_sum(v);
+    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+    __syncthreads();
+    float t = 0.f;
+    const int nw = (int)(blockDim.x >> 5);
+    for (int w = 0; w < nw; ++w) t += sh[w];
+    __syncthreads(); /* sh may be reused right after */
+    return t;
+}
+#endif /* __cplusplus */
+
+/* ---- internal entry points (one file per family) ------------------------- */
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* allocation bookkeeping (cuda_backend.cu) */
+int tf_cu_alloc(tf_backend *be, void **p, size_t bytes);
+void tf_cu_free(tf_backend *be, void *p);
+
+/* cuda_gemm.cu */
+void tf_cu_gemm(tf_backend *be, const tf_gemm_args *a, const char *name);
+void tf_cu_gemm_destroy_plans(tf_backend *be);
+
+/* cuda_layernorm.cu */
+void tf_cu_layernorm_fwd(tf_backend *be, float *out, float *mean, float *rstd, const float *x,
+                         const float *gamma, const float *beta, long rows, int C, float eps);
+void tf_cu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta,
+                         const float *dout, const float *x, const float *mean, const float *rstd,
+                         const float *gamma, long rows, int C, int accumulate);
+
+/* cuda_softmax.cu */
+void tf_cu_softmax_fwd(tf_backend *be, float *y, const float *x, long rows, int cols);
+void tf_cu_softmax_bwd(tf_backend *be, float *dx, const float *dy, const float *y, long rows,
+                       int cols);
+
+/* cuda_attn_fwd.cu, cuda_attn_bwd.cu */
+void tf_cu_attn_fwd(tf_backend *be, const tf_attn_args *a);
+void tf_cu_attn_bwd(tf_backend *be, const tf_attn_args *a);
+
+/* cuda_permute.cu */
+void tf_cu_permute(tf_backend *be, float *out, const float *in, const tf_permute_args *a);
+void tf_cu_add_bcast_mid(tf_backend *be, float *y, const float *x, long outer, long mid,
+                         long inner);
+void tf_cu_sum_mid(tf_backend *be, float *y, const float *x, long outer, long mid, long inner,
+                   int accumulate);
+
+/* cuda_elementwise.cu */
+void tf_cu_add(tf_backend *be, float *y, const float *a, const float *b, long n);
+void tf_cu_mul(tf_backend *be, float *y, const float *a, const float *b, long n);
+void tf_cu_scale(tf_backend *be, float *y, const float *x, float alpha, long n);
+void tf_cu_act_fwd(tf_backend *be, tf_act act, float *y, const float *x, long n);
+void tf_cu_act_bwd(tf_backend *be, tf_act act, float *dx, const float *dy, const float *y,
+                   long n);
+void tf_cu_gate_fwd(tf_backend *be, float *y, const float *a, const float *g, long n);
+void tf_cu_gate_bwd(tf_backend *be, float *da, float *dg, const float *dy, const float *a,
+                    const float *g, long n);
+void tf_cu_gate_residual_fwd(tf_backend *be, float *res, const float *a, const float *g, long n);
+/* relu in place on the `batch` strided [M, N] matrices of a GEMM output */
+void tf_cu_relu_strided(tf_backend *be, float *C, int M, int N, long ldc, long strideC,
+                        int batch);
+
+/* cuda_embed_loss.cu */
+void tf_cu_embed_fwd(tf_backend *be, float *out, const float *table, const int32_t *tok, long n,
+                     int C);
+void tf_cu_embed_bwd(tf_backend *be, float *dtable, const float *dout, const int32_t *tok, long n,
+                     int C, int vocab);
+void tf_cu_mse_head_fwd(tf_backend *be, float *pred, float *loss, const float *logit,
+                        const float *target, long n, float dmax);
+void tf_cu_mse_head_bwd(tf_backend *be, float *dlogit, const float *pred, const float *target,
+                        long n, float dmax);
+void tf_cu_adamw(tf_backend *be, float *p, const float *g, float *m, float *v, long n,
+                 const float *hyper);
+#ifdef __cplusplus
+}
+#endif
+
+#endif

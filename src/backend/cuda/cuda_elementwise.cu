@@ -1,0 +1,209 @@
+/* Elementwise ops: grid-stride loops, float4 when every pointer is 16-byte
+ * aligned (a scalar loop takes the tail and unaligned views). Each element is
+ * read and written by one thread, so in-place calls (y == a, ...) are safe. */
+#include "cuda_common.h"
+
+#define EW_THREADS 256
+
+__device__ __forceinline__ float sigmoidf_(float x) { return 1.f / (1.f + expf(-x)); }
+/* relu that lets NaN through, like PyTorch */
+__device__ __forceinline__ float reluf_(float x) { return x < 0.f ? 0.f : x; }
+
+__device__ __forceinline__ bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+/* y[i] = f(u[i], v[i], w[i]); unused inputs are passed as u. */
+template <class F>
+__device__ __forceinline__ void ew3(float *y, const float *u, const float *v, const float *w,
+                                    long n, F f)
+{
+    const long tid = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long stride = (long)gridDim.x * blockDim.x;
+    const bool vec = aligned16(y) && aligned16(u) && aligned16(v) && aligned16(w);
+    const long nv = vec ? n / 4 : 0;
+    for (long i = tid; i < nv; i += stride) {
+        const float4 a = reinterpret_cast<const float4 *>(u)[i];
+        const float4 b = reinterpret_cast<const float4 *>(v)[i];
+        const float4 c = reinterpret_cast<const float4 *>(w)[i];
+        float4 r;
+        r.x = f(a.x, b.x, c.x);
+        r.y = f(a.y, b.y, c.y);
+        r.z = f(a.z, b.z, c.z);
+        r.w = f(a.w, b.w, c.w);
+        reinterpret_cast<float4 *>(y)[i] = r;
+    }
+    for (long i = nv * 4 + tid; i < n; i += stride) y[i] = f(u[i], v[i], w[i]);
+}
+
+struct AddF {
+    __device__ float operator()(float a, float b, float) const { return a + b; }
+};
+struct MulF {
+    __device__ float operator()(float a, float b, float) const { return a * b; }
+};
+struct ScaleF {
+    float alpha;
+    __device__ float operator()(float x, float, float) const { return alpha * x; }
+};
+struct SigmoidF {
+    __device__ float operator()(float x, float, float) const { return sigmoidf_(x); }
+};
+struct ReluF {
+    __device__ float operator()(float x, float, float) const { return reluf_(x); }
+};
+struct SigmoidBwdF { /* (dy, y) */
+    __device__ float operator()(float dy, float y, float) const { return dy * y * (1.f - y); }
+};
+struct ReluBwdF { /* (dy, y) */
+    __device__ float operator()(float dy, float y, float) const { return y > 0.f ? dy : 0.f; }
+};
+struct GateF { /* (a, g) */
+    __device__ float operator()(float a, float g, float) const { return a * sigmoidf_(g); }
+};
+struct GateResF { /* (res, a, g) */
+    __device__ float operator()(float r, float a, float g) const { return r + a * sigmoidf_(g); }
+};
+
+extern "C" __global__ void add_kernel1(float *y, const float *a, const float *b, long n)
+{
+    ew3(y, a, b, a, n, AddF());
+}
+extern "C" __global__ void mul_kernel1(float *y, const float *a, const float *b, long n)
+{
+    ew3(y, a, b, a, n, MulF());
+}
+extern "C" __global__ void scale_kernel1(float *y, const float *x, float alpha, long n)
+{
+    ScaleF f;
+    f.alpha = alpha;
+    ew3(y, x, x, x, n, f);
+}
+extern "C" __global__ void sigmoid_fwd_kernel1(float *y, const float *x, long n)
+{
+    ew3(y, x, x, x, n, SigmoidF());
+}
+extern "C" __global__ void relu_fwd_kernel1(float *y, const float *x, long n)
+{
+    ew3(y, x, x, x, n, ReluF());
+}
+extern "C" __global__ void sigmoid_bwd_kernel1(float *dx, const float *dy, const float *y, long n)
+{
+    ew3(dx, dy, y, dy, n, SigmoidBwdF());
+}
+extern "C" __global__ void relu_bwd_kernel1(float *dx, const float *dy, const float *y, long n)
+{
+    ew3(dx, dy, y, dy, n, ReluBwdF());
+}
+extern "C" __global__ void gate_fwd_kernel1(float *y, const float *a, const float *g, long n)
+{
+    ew3(y, a, g, a, n, GateF());
+}
+extern "C" __global__ void gate_residual_fwd_kernel1(float *res, const float *a, const float *g,
+                                                     long n)
+{
+    ew3(res, res, a, g, n, GateResF());
+}
+
+/* two outputs: da = dy*s, dg = dy*a*s*(1-s); da/dg may alias dy/a elementwise */
+__device__ __forceinline__ void gate_bwd_one(float *da, float *dg, float dy, float a, float g)
+{
+    const float s = sigmoidf_(g);
+    *da = dy * s;
+    *dg = dy * a * s * (1.f - s);
+}
+extern "C" __global__ void gate_bwd_kernel1(float *da, float *dg, const float *dy, const float *a,
+                                            const float *g, long n)
+{
+    const long tid = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long stride = (long)gridDim.x * blockDim.x;
+    const bool vec = aligned16(da) && aligned16(dg) && aligned16(dy) && aligned16(a) &&
+                     aligned16(g);
+    const long nv = vec ? n / 4 : 0;
+    for (long i = tid; i < nv; i += stride) {
+        const float4 y4 = reinterpret_cast<const float4 *>(dy)[i];
+        const float4 a4 = reinterpret_cast<const float4 *>(a)[i];
+        const float4 g4 = reinterpret_cast<const float4 *>(g)[i];
+        float4 r, s;
+        gate_bwd_one(&r.x, &s.x, y4.x, a4.x, g4.x);
+        gate_bwd_one(&r.y, &s.y, y4.y, a4.y, g4.y);
+        gate_bwd_one(&r.z, &s.z, y4.z, a4.z, g4.z);
+        gate_bwd_one(&r.w, &s.w, y4.w, a4.w, g4.w);
+        reinterpret_cast<float4 *>(da)[i] = r;
+        reinterpret_cast<float4 *>(dg)[i] = s;
+    }
+    for (long i = nv * 4 + tid; i < n; i += stride) {
+        float r, s;
+        gate_bwd_one(&r, &s, dy[i], a[i], g[i]);
+        da[i] = r;
+        dg[i] = s;
+    }
+}
+
+/* C[p*strideC + r*ldc + c] = relu(...) for p < batch, r < M, c < N */
+extern "C" __global__ void relu_strided_kernel1(float *C, int M, int N, long ldc, long strideC,
+                                                long total)
+{
+    const long stride = (long)gridDim.x * blockDim.x;
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+        const long c = i % N, r = (i / N) % M, p = i / ((long)N * M);
+        float *q = C + p * strideC + r * ldc + c;
+        *q = reluf_(*q);
+    }
+}
+
+/* ---- host wrappers ---- */
+#define GRID(n) dim3(tf_cu_grid(be, ((n) + 3) / 4, EW_THREADS))
+
+extern "C" void tf_cu_add(tf_backend *be, float *y, const float *a, const float *b, long n)
+{
+    if (n > 0) TF_LAUNCH(add_kernel1, GRID(n), dim3(EW_THREADS), be->stream, y, a, b, n);
+}
+extern "C" void tf_cu_mul(tf_backend *be, float *y, const float *a, const float *b, long n)
+{
+    if (n > 0) TF_LAUNCH(mul_kernel1, GRID(n), dim3(EW_THREADS), be->stream, y, a, b, n);
+}
+extern "C" void tf_cu_scale(tf_backend *be, float *y, const float *x, float alpha, long n)
+{
+    if (n > 0) TF_LAUNCH(scale_kernel1, GRID(n), dim3(EW_THREADS), be->stream, y, x, alpha, n);
+}
+extern "C" void tf_cu_act_fwd(tf_backend *be, tf_act act, float *y, const float *x, long n)
+{
+    if (n <= 0) return;
+    if (act == TF_ACT_SIGMOID)
+        TF_LAUNCH(sigmoid_fwd_kernel1, GRID(n), dim3(EW_THREADS), be->stream, y, x, n);
+    else
+        TF_LAUNCH(relu_fwd_kernel1, GRID(n), dim3(EW_THREADS), be->stream, y, x, n);
+}
+extern "C" void tf_cu_act_bwd(tf_backend *be, tf_act act, float *dx, const float *dy,
+                              const float *y, long n)
+{
+    if (n <= 0) return;
+    if (act == TF_ACT_SIGMOID)
+        TF_LAUNCH(sigmoid_bwd_kernel1, GRID(n), dim3(EW_THREADS), be->stream, dx, dy, y, n);
+    else
+        TF_LAUNCH(relu_bwd_kernel1, GRID(n), dim3(EW_THREADS), be->stream, dx, dy, y, n);
+}
+extern "C" void tf_cu_gate_fwd(tf_backend *be, float *y, const float *a, const float *g, long n)
+{
+    if (n > 0) TF_LAUNCH(gate_fwd_kernel1, GRID(n), dim3(EW_THREADS), be->stream, y, a, g, n);
+}
+extern "C" void tf_cu_gate_bwd(tf_backend *be, float *da, float *dg, const float *dy,
+                               const float *a, const float *g, long n)
+{
+    if (n > 0)
+        TF_LAUNCH(gate_bwd_kernel1, GRID(n), dim3(EW_THREADS), be->stream, da, dg, dy, a, g, n);
+}
+extern "C" void tf_cu_gate_residual_fwd(tf_backend *be, float *res, const float *a,
+                                        const float *g, long n)
+{
+    if (n > 0)
+        TF_LAUNCH(gate_residual_fwd_kernel1, GRID(n), dim3(EW_THREADS), be->stream, res, a, g,
+                  n);
+}
+extern "C" void tf_cu_relu_strided(tf_backend *be, float *C, int M, int N, long ldc,
+                                   long strideC, int batch)
+{
+    const long total = (long)M * N * batch;
+    if (total > 0)
+        TF_LAUNCH(relu_strided_kernel1, dim3(tf_cu_grid(be, total, EW_THREADS)),
+                  dim3(EW_THREADS), be->stream, C, M, N, ldc, strideC, total);
+}

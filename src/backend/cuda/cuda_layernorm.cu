@@ -1,0 +1,279 @@
+/* LayerNorm over the last axis, forward and backward.
+ *
+ *  kernel1 (levels 1-2): one block per row, two passes (mean, then the sum of
+ *           squared deviations) with shared-memory reductions.
+ *  kernel2 (level 3):    one warp per row; x is read once into registers when
+ *           C <= 128 (else re-read from cache), warp-shuffle reductions.
+ * Both compute var = mean((x-mean)^2) (two-pass, no E[x^2]-mean^2 cancellation).
+ *
+ * Backward: dgamma/dbeta are reduced deterministically without atomics:
+ * layernorm_bwd_dparams_kernel1 writes per-chunk column sums into the backend's
+ * fixed scratch area, layernorm_bwd_dparams_reduce_kernel1 adds the chunks in
+ * order. They run before dx is written, so dx may even alias dout. */
+#include "cuda_common.h"
+
+#define LN1_THREADS 128
+#define LN2_THREADS 256 /* 8 rows per block */
+#define LN2_CACHE 4     /* values per lane held in registers: C <= 128 */
+
+/* ---- forward ---------------------------------------------------------------- */
+extern "C" __global__ void __launch_bounds__(LN1_THREADS)
+layernorm_fwd_kernel1(float *out, float *mean, float *rstd, const float *x, const float *gamma,
+                      const float *beta, long rows, int C, float eps)
+{
+    __shared__ float sh[32];
+    const long r = blockIdx.x;
+    if (r >= rows) return; /* uniform per block */
+    const float *xr = x + r * C;
+    float s = 0.f;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) s += xr[c];
+    const float mu = tf_block_sum(s, sh) / C;
+    float v = 0.f;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        const float d = xr[c] - mu;
+        v += d * d;
+    }
+    const float rs = 1.f / sqrtf(tf_block_sum(v, sh) / C + eps);
+    float *orow = out + r * C;
+    for (int c = threadIdx.x; c < C; c += blockDim.x)
+        orow[c] = (xr[c] - mu) * rs * gamma[c] + beta[c];
+    if (threadIdx.x == 0) {
+        if (mean) mean[r] = mu;
+        if (rstd) rstd[r] = rs;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(LN2_THREADS)
+layernorm_fwd_kernel2(float *out, float *mean, float *rstd, const float *x, const float *gamma,
+                      const float *beta, long rows, int C, float eps)
+{
+    const int lane = threadIdx.x & 31;
+    const long r = (long)blockIdx.x * (LN2_THREADS / 32) + (threadIdx.x >> 5);
+    if (r >= rows) return; /* whole warp leaves together; no block barrier below */
+    const float *xr = x + r * C;
+    float *orow = out + r * C;
+    float mu, rs;
+    if (C <= 32 * LN2_CACHE) {
+        float xv[LN2_CACHE];
+        float s = 0.f;
+#pragma unroll
+        for (int k = 0; k < LN2_CACHE; ++k) {
+            const int c = lane + 32 * k;
+            xv[k] = c < C ? xr[c] : 0.f;
+            s += xv[k];
+        }
+        mu = tf_warp_sum(s) / C;
+        float v = 0.f;
+#pragma unroll
+        for (int k = 0; k < LN2_CACHE; ++k) {
+            const int c = lane + 32 * k;
+            const float d = xv[k] - mu;
+            v += c < C ? d * d : 0.f;
+        }
+        rs = 1.f / sqrtf(tf_warp_sum(v) / C + eps);
+#pragma unroll
+        for (int k = 0; k < LN2_CACHE; ++k) {
+            const int c = lane + 32 * k;
+            if (c < C) orow[c] = (xv[k] - mu) * rs * gamma[c] + beta[c];
+        }
+    } else {
+        float s = 0.f;
+        for (int c = lane; c < C; c += 32) s += xr[c];
+        mu = tf_warp_sum(s) / C;
+        float v = 0.f;
+        for (int c = lane; c < C; c += 32) {
+            const float d = xr[c] - mu;
+            v += d * d;
+        }
+        rs = 1.f / sqrtf(tf_warp_sum(v) / C + eps);
+        for (int c = lane; c < C; c += 32) orow[c] = (xr[c] - mu) * rs * gamma[c] + beta[c];
+    }
+    if (lane == 0) {
+        if (mean) mean[r] = mu;
+        if (rstd) rstd[r] = rs;
+    }
+}
+
+/* ---- backward: dx -------------------------------------------------------------
+ * g = dout*gamma, xhat = (x-mean)*rstd:
+ * dx = rstd * (g - mean(g) - xhat * mean(g*xhat))  (+= when accumulate) */
+extern "C" __global__ void __launch_bounds__(LN1_THREADS)
+layernorm_bwd_dx_kernel1(float *dx, const float *dout, const float *x, const float *mean,
+                         const float *rstd, const float *gamma, long rows, int C, int accumulate)
+{
+    __shared__ float sh[32];
+    const long r = blockIdx.x;
+    if (r >= rows) return;
+    const float mu = mean[r], rs = rstd[r];
+    const float *xr = x + r * C, *dr = dout + r * C;
+    float sg = 0.f, sgx = 0.f;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        const float g = dr[c] * gamma[c];
+        sg += g;
+        sgx += g * ((xr[c] - mu) * rs);
+    }
+    const float mg = tf_block_sum(sg, sh) / C;
+    const float mgx = tf_block_sum(sgx, sh) / C;
+    float *dxr = dx + r * C;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        const float xh = (xr[c] - mu) * rs;
+        const float v = rs * (dr[c] * gamma[c] - mg - xh * mgx);
+        dxr[c] = accumulate ? dxr[c] + v : v;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(LN2_THREADS)
+layernorm_bwd_dx_kernel2(float *dx, const float *dout, const float *x, const float *mean,
+                         const float *rstd, const float *gamma, long rows, int C, int accumulate)
+{
+    const int lane = threadIdx.x & 31;
+    const long r = (long)blockIdx.x * (LN2_THREADS / 32) + (threadIdx.x >> 5);
+    if (r >= rows) return;
+    const float mu = mean[r], rs = rstd[r];
+    const float *xr = x + r * C, *dr = dout + r * C;
+    float *dxr = dx + r * C;
+    if (C <= 32 * LN2_CACHE) {
+        float gv[LN2_CACHE], xh[LN2_CACHE];
+        float sg = 0.f, sgx = 0.f;
+#pragma unroll
+        for (int k = 0; k < LN2_CACHE; ++k) {
+            const int c = lane + 32 * k;
+            gv[k] = c < C ? dr[c] * gamma[c] : 0.f;
+            xh[k] = c < C ? (xr[c] - mu) * rs : 0.f;
+            sg += gv[k];
+            sgx += gv[k] * xh[k];
+        }
+        const float mg = tf_warp_sum(sg) / C, mgx = tf_warp_sum(sgx) / C;
+#pragma unroll
+        for (int k = 0; k < LN2_CACHE; ++k) {
+            const int c = lane + 32 * k;
+            if (c < C) {
+                const float v = rs * (gv[k] - mg - xh[k] * mgx);
+                dxr[c] = accumulate ? dxr[c] + v : v;
+            }
+        }
+    } else {
+        float sg = 0.f, sgx = 0.f;
+        for (int c = lane; c < C; c += 32) {
+            const float g = dr[c] * gamma[c];
+            sg += g;
+            sgx += g * ((xr[c] - mu) * rs);
+        }
+        const float mg = tf_warp_sum(sg) / C, mgx = tf_warp_sum(sgx) / C;
+        for (int c = lane; c < C; c += 32) {
+            const float xhc = (xr[c] - mu) * rs;
+            const float v = rs * (dr[c] * gamma[c] - mg - xhc * mgx);
+            dxr[c] = accumulate ? dxr[c] + v : v;
+        }
+    }
+}
+
+/* ---- backward: dgamma, dbeta -------------------------------------------------
+ * Block (32 channels x 8 row lanes) over rows [chunk*rpc, (chunk+1)*rpc) and
+ * channels [c0 + 32*blockIdx.x, +32) of the slab [c0, c0+cs). Writes
+ * part[chunk*cs + c - c0] (dgamma) and part[(nchunks + chunk)*cs + c - c0] (dbeta). */
+#define DP_TX 32
+#define DP_TY 8
+extern "C" __global__ void __launch_bounds__(DP_TX *DP_TY)
+layernorm_bwd_dparams_kernel1(float *part, const float *dout, const float *x, const float *mean,
+                              const float *rstd, long rows, int C, int c0, int cs, long rpc,
+                              int nchunks)
+{
+    __shared__ float sg[DP_TY][DP_TX], sb[DP_TY][DP_TX];
+    const int cl = blockIdx.x * DP_TX + threadIdx.x; /* channel within slab */
+    const int c = c0 + cl;
+    const long chunk = blockIdx.y;
+    const long r0 = chunk * rpc;
+    long r1 = r0 + rpc;
+    if (r1 > rows) r1 = rows;
+    float ag = 0.f, ab = 0.f;
+    if (cl < cs) {
+        for (long r = r0 + threadIdx.y; r < r1; r += DP_TY) {
+            const float d = dout[r * C + c];
+            ag += d * ((x[r * C + c] - mean[r]) * rstd[r]);
+            ab += d;
+        }
+    }
+    sg[threadIdx.y][threadIdx.x] = ag;
+    sb[threadIdx.y][threadIdx.x] = ab;
+    __syncthreads();
+    if (threadIdx.y == 0 && cl < cs) {
+        float tg = 0.f, tb = 0.f;
+        for (int k = 0; k < DP_TY; ++k) { /* fixed order */
+            tg += sg[k][threadIdx.x];
+            tb += sb[k][threadIdx.x];
+        }
+        part[chunk * cs + cl] = tg;
+        part[((long)nchunks + chunk) * cs + cl] = tb;
+    }
+}
+
+extern "C" __global__ void layernorm_bwd_dparams_reduce_kernel1(float *dgamma, float *dbeta,
+                                                                const float *part, int c0, int cs,
+                                                                int nchunks)
+{
+    const int cl = blockIdx.x * blockDim.x + threadIdx.x;
+    if (cl >= cs) return;
+    float tg = 0.f, tb = 0.f;
+    for (int k = 0; k < nchunks; ++k) { /* fixed order */
+        tg += part[(long)k * cs + cl];
+        tb += part[((long)nchunks + k) * cs + cl];
+    }
+    if (dgamma) dgamma[c0 + cl] += tg;
+    if (dbeta) dbeta[c0 + cl] += tb;
+}
+
+/* ---- host wrappers -------------------------------------------------------------- */
+extern "C" void tf_cu_layernorm_fwd(tf_backend *be, float *out, float *mean, float *rstd,
+                                    const float *x, const float *gamma, const float *beta,
+                                    long rows, int C, float eps)
+{
+    if (rows <= 0 || C <= 0) return;
+    if (be->kernel_level >= 3) {
+        const long nb = (rows + LN2_THREADS / 32 - 1) / (LN2_THREADS / 32);
+        TF_LAUNCH(layernorm_fwd_kernel2, dim3((unsigned)nb), dim3(LN2_THREADS), be->stream, out,
+                  mean, rstd, x, gamma, beta, rows, C, eps);
+    } else {
+        TF_LAUNCH(layernorm_fwd_kernel1, dim3((unsigned)rows), dim3(LN1_THREADS), be->stream,
+                  out, mean, rstd, x, gamma, beta, rows, C, eps);
+    }
+}
+
+#define DP_ROWS_PER_CHUNK 64
+#define DP_MAX_CHUNKS 1024
+
+extern "C" void tf_cu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta,
+                                    const float *dout, const float *x, const float *mean,
+                                    const float *rstd, const float *gamma, long rows, int C,
+                                    int accumulate)
+{
+    if (rows <= 0 || C <= 0) return;
+    if (dgamma || dbeta) {
+        /* chunking depends only on (rows, C): the sum order is fixed per shape */
+        long nchunks = (rows + DP_ROWS_PER_CHUNK - 1) / DP_ROWS_PER_CHUNK;
+        if (nchunks > DP_MAX_CHUNKS) nchunks = DP_MAX_CHUNKS;
+        const long rpc = (rows + nchunks - 1) / nchunks;
+        nchunks = (rows + rpc - 1) / rpc;
+        long cs = (long)(TF_CU_SCRATCH_FLOATS / (2 * (size_t)nchunks)); /* >= 512 */
+        if (cs > C) cs = C;
+        for (int c0 = 0; c0 < C; c0 += (int)cs) {
+            const int w = (int)(C - c0 < cs ? C - c0 : cs);
+            TF_LAUNCH(layernorm_bwd_dparams_kernel1,
+                      dim3((unsigned)((w + DP_TX - 1) / DP_TX), (unsigned)nchunks),
+                      dim3(DP_TX, DP_TY), be->stream, be->scratch, dout, x, mean, rstd, rows, C,
+                      c0, w, rpc, (int)nchunks);
+            TF_LAUNCH(layernorm_bwd_dparams_reduce_kernel1, dim3((unsigned)((w + 127) / 128)),
+                      dim3(128), be->stream, dgamma, dbeta, (const float *)be->scratch, c0, w,
+                      (int)nchunks);
+        }
+    }
+    if (!dx) return;
+    if (be->kernel_level >= 3) {
+        const long nb = (rows + LN2_THREADS / 32 - 1) / (LN2_THREADS / 32);
+        TF_LAUNCH(layernorm_bwd_dx_kernel2, dim3((unsigned)nb), dim3(LN2_THREADS), be->stream, dx,
+                  dout, x, mean, rstd, gamma, rows, C, accumulate);
+    } else {
+        TF_LAUNCH(layernorm_bwd_dx_kernel1, dim3((unsigned)rows), dim3(LN1_THREADS), be->stream,
+                  dx, dout, x, mean, rstd, gamma, rows, C, accumulate);
+    }
+}

@@ -1,0 +1,640 @@
+/* hostemu: the CPU implementation behind emu.h (see there for what it is for). */
+#include "emu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <ucontext.h>
+
+#include <map>
+#include <vector>
+
+uint3 threadIdx, blockIdx;
+dim3 blockDim, gridDim;
+
+static void emu_die(const char *what)
+{
+    fprintf(stderr, "hostemu: %s\n", what);
+    abort();
+}
+
+/* ================= coroutine threads ================= */
+namespace {
+const size_t kStack = 256 * 1024;
+
+struct Thr {
+    ucontext_t ctx;
+    bool done;
+    unsigned x, y, z;
+};
+struct Bar {
+    int count = 0;
+    long gen = 0;
+};
+
+std::vector<Thr> g_thr;
+std::vector<char *> g_stacks;
+ucontext_t g_sched;
+int g_cur = -1;
+int g_n = 0;
+long g_progress = 0;
+const std::function<void()> *g_body = nullptr;
+const char *g_kernel = "";
+Bar g_block_bar;
+std::vector<Bar> g_warp_bar;
+std::vector<uint64_t> g_slot; /* 32 per warp */
+
+int lin_tid() { return (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)); }
+int warp_size_of(int w) { return g_n - 32 * w < 32 ? g_n - 32 * w : 32; }
+
+void yield_() { swapcontext(&g_thr[g_cur].ctx, &g_sched); }
+
+void bar_wait(Bar &b, int target)
+{
+    const long gen = b.gen;
+    ++g_progress;
+    if (++b.count == target) {
+        b.count = 0;
+        ++b.gen;
+        return;
+    }
+    while (b.gen == gen) yield_();
+}
+
+void entry()
+{
+    (*g_body)();
+    g_thr[g_cur].done = true;
+    ++g_progress;
+    /* returning resumes uc_link = the scheduler */
+}
+
+void run_block()
+{
+    g_block_bar = Bar();
+    const int nw = (g_n + 31) / 32;
+    g_warp_bar.assign(nw, Bar());
+    g_slot.assign((size_t)nw * 32, 0);
+    for (int t = 0; t < g_n; ++t) {
+        Thr &th = g_thr[t];
+        getcontext(&th.ctx);
+        th.ctx.uc_stack.ss_sp = g_stacks[t];
+        th.ctx.uc_stack.ss_size = kStack;
+        th.ctx.uc_link = &g_sched;
+        makecontext(&th.ctx, entry, 0);
+        th.done = false;
+        th.x = t % blockDim.x;
+        th.y = (t / blockDim.x) % blockDim.y;
+        th.z = t / (blockDim.x * blockDim.y);
+    }
+    int ndone = 0;
+    while (ndone < g_n) {
+        const long before = g_progress;
+        for (int t = 0; t < g_n; ++t) {
+            Thr &th = g_thr[t];
+            if (th.done) continue;
+            g_cur = t;
+            threadIdx.x = th.x;
+            threadIdx.y = th.y;
+            threadIdx.z = th.z;
+            swapcontext(&g_sched, &th.ctx);
+            if (th.done) ++ndone;
+        }
+        if (ndone < g_n && g_progress == before) {
+            fprintf(stderr,
+                    "hostemu: deadlock in %s, block (%u,%u,%u): %d of %d threads finished, the "
+                    "rest wait at a barrier or shuffle that can never complete\n",
+                    g_kernel, blockIdx.x, blockIdx.y, blockIdx.z, ndone, g_n);
+            abort();
+        }
+    }
+    g_cur = -1;
+}
+
+void run_grid(const char *name, dim3 grid, dim3 block, const std::function<void()> &body)
+{
+    const long n = (long)block.x * block.y * block.z;
+    if (n < 1 || n > 1024 || block.z > 64) emu_die("invalid block size");
+    if (grid.y > 65535 || grid.z > 65535) emu_die("grid.y/grid.z over 65535");
+    if (g_cur >= 0) emu_die("kernel launched from inside a kernel");
+    g_n = (int)n;
+    while ((long)g_stacks.size() < n) g_stacks.push_back((char *)malloc(kStack));
+    g_thr.resize(n);
+    g_body = &body;
+    g_kernel = name;
+    blockDim = block;
+    gridDim = grid;
+    for (unsigned z = 0; z < grid.z; ++z)
+        for (unsigned y = 0; y < grid.y; ++y)
+            for (unsigned x = 0; x < grid.x; ++x) {
+                blockIdx.x = x;
+                blockIdx.y = y;
+                blockIdx.z = z;
+                run_block();
+            }
+    g_body = nullptr;
+}
+} // namespace
+
+void __syncthreads()
+{
+    if (g_cur < 0) emu_die("__syncthreads outside a kernel");
+    bar_wait(g_block_bar, g_n);
+}
+
+int emu_lane() { return lin_tid() % 32; }
+
+void __syncwarp(unsigned mask)
+{
+    const int w = lin_tid() / 32, ws = warp_size_of(w);
+    if (mask != (ws == 32 ? 0xffffffffu : ((1u << ws) - 1))) emu_die("__syncwarp: partial mask");
+    bar_wait(g_warp_bar[w], ws);
+}
+
+uint64_t emu_shfl(unsigned mask, uint64_t bits, int src)
+{
+    if (g_cur < 0) emu_die("shuffle outside a kernel");
+    const int t = lin_tid(), w = t / 32, lane = t % 32, ws = warp_size_of(w);
+    if (mask != (ws == 32 ? 0xffffffffu : ((1u << ws) - 1)))
+        emu_die("shuffle mask is not the whole (active) warp");
+    g_slot[(size_t)w * 32 + lane] = bits;
+    bar_wait(g_warp_bar[w], ws); /* everyone has written */
+    if (src < 0 || src >= ws) emu_die("shuffle reads a lane that does not exist");
+    const uint64_t r = g_slot[(size_t)w * 32 + src];
+    bar_wait(g_warp_bar[w], ws); /* everyone has read before slots are reused */
+    return r;
+}
+
+/* ================= runtime ================= */
+struct emu_graph {
+    std::vector<std::function<void()>> ops;
+};
+struct emu_stream {
+    emu_graph *capture = nullptr;
+};
+
+namespace {
+int g_devices = 1;
+size_t g_mem_limit = 0, g_mem_used = 0;
+std::map<void *, size_t> g_mem;
+cudaError_t g_last = cudaSuccess;
+int g_capturing = 0; /* number of streams capturing */
+
+cudaError_t fail(cudaError_t e)
+{
+    g_last = e;
+    return e;
+}
+/* runs now, or records into the stream's capture */
+void submit(cudaStream_t s, std::function<void()> f)
+{
+    if (s && s->capture)
+        s->capture->ops.push_back(std::move(f));
+    else
+        f();
+}
+} // namespace
+
+void emu_set_device_count(int n) { g_devices = n; }
+void emu_set_mem_limit(size_t b) { g_mem_limit = b; }
+
+const char *cudaGetErrorString(cudaError_t e)
+{
+    switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    default: return "unknown error";
+    }
+}
+const char *cudaGetErrorName(cudaError_t e)
+{
+    switch (e) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    default: return "cudaErrorUnknown";
+    }
+}
+cudaError_t cudaGetLastError(void)
+{
+    cudaError_t e = g_last;
+    g_last = cudaSuccess;
+    return e;
+}
+cudaError_t cudaGetDeviceCount(int *n)
+{
+    *n = 0;
+    if (g_devices <= 0) return fail(cudaErrorNoDevice);
+    *n = g_devices;
+    return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int d) { return d >= 0 && d < g_devices ? cudaSuccess : fail(cudaErrorInvalidValue); }
+cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int)
+{
+    *v = a == cudaDevAttrMultiProcessorCount ? 4 : 0;
+    return cudaSuccess;
+}
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int)
+{
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "hostemu (CPU emulation)");
+    p->totalGlobalMem = g_mem_limit ? g_mem_limit : ((size_t)1 << 32);
+    p->multiProcessorCount = 4;
+    p->major = 9;
+    p->minor = 0;
+    return cudaSuccess;
+}
+cudaError_t cudaRuntimeGetVersion(int *v)
+{
+    *v = 13000;
+    return cudaSuccess;
+}
+cudaError_t cudaDriverGetVersion(int *v)
+{
+    *v = 13000;
+    return cudaSuccess;
+}
+cudaError_t cudaMalloc(void **p, size_t bytes)
+{
+    *p = nullptr;
+    if (g_capturing) return fail(cudaErrorStreamCaptureUnsupported);
+    if (g_mem_limit && g_mem_used + bytes > g_mem_limit) return fail(cudaErrorMemoryAllocation);
+    void *q = nullptr; /* exact size: ASan sees overruns */
+    if (posix_memalign(&q, 256, bytes ? bytes : 1)) return fail(cudaErrorMemoryAllocation);
+    g_mem[q] = bytes;
+    g_mem_used += bytes;
+    *p = q;
+    return cudaSuccess;
+}
+cudaError_t cudaFree(void *p)
+{
+    if (!p) return cudaSuccess;
+    if (g_capturing) return fail(cudaErrorStreamCaptureUnsupported);
+    auto it = g_mem.find(p);
+    if (it == g_mem.end()) return fail(cudaErrorInvalidValue);
+    g_mem_used -= it->second;
+    g_mem.erase(it);
+    free(p);
+    return cudaSuccess;
+}
+/* device pointers must lie inside an allocation */
+static void check_dev(const void *p, size_t bytes, const char *what)
+{
+    auto it = g_mem.upper_bound((void *)p);
+    if (it == g_mem.begin()) goto bad;
+    --it;
+    if ((const char *)p >= (const char *)it->first &&
+        (const char *)p + bytes <= (const char *)it->first + it->second)
+        return;
+bad:
+    fprintf(stderr, "hostemu: %s: %zu bytes at %p are not inside one device allocation\n", what,
+            bytes, p);
+    abort();
+}
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind k,
+                            cudaStream_t s)
+{
+    if (k != cudaMemcpyDeviceToDevice && s && s->capture) return fail(cudaErrorStreamCaptureUnsupported);
+    if (k != cudaMemcpyHostToDevice) check_dev(src, bytes, "cudaMemcpyAsync source");
+    if (k != cudaMemcpyDeviceToHost) check_dev(dst, bytes, "cudaMemcpyAsync destination");
+    submit(s, [=]() { memmove(dst, src, bytes); });
+    return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void *p, int v, size_t bytes, cudaStream_t s)
+{
+    check_dev(p, bytes, "cudaMemsetAsync");
+    submit(s, [=]() { memset(p, v, bytes); });
+    return cudaSuccess;
+}
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned)
+{
+    *s = new emu_stream();
+    return cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t s)
+{
+    delete s;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t s)
+{
+    if (s && s->capture) return fail(cudaErrorStreamCaptureUnsupported);
+    return cudaSuccess;
+}
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode)
+{
+    if (!s || s->capture) return fail(cudaErrorInvalidValue);
+    s->capture = new emu_graph();
+    ++g_capturing;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g)
+{
+    if (!s || !s->capture) return fail(cudaErrorInvalidValue);
+    *g = s->capture;
+    s->capture = nullptr;
+    --g_capturing;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long)
+{
+    *e = new emu_graph(*g);
+    return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s)
+{
+    if (s && s->capture) return fail(cudaErrorStreamCaptureUnsupported);
+    for (auto &f : e->ops) f();
+    return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t g)
+{
+    delete g;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e)
+{
+    delete e;
+    return cudaSuccess;
+}
+
+void emu_launch(const char *name, dim3 grid, dim3 block, cudaStream_t s,
+                std::function<void()> body)
+{
+    submit(s, [=]() { run_grid(name, grid, block, body); });
+}
+
+/* ================= cuBLAS ================= */
+struct emu_blas {
+    cudaStream_t stream = nullptr;
+    cublasMath_t math = CUBLAS_DEFAULT_MATH;
+    void *ws = nullptr;
+};
+
+/* TF32: 10 mantissa bits, round to nearest even */
+static float tf32_round(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7f800000u) != 0x7f800000u) {
+        u += 0x0fffu + ((u >> 13) & 1u);
+        u &= 0xffffe000u;
+    }
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+/* column-major C[m,n] = alpha op(A) op(B) + beta C (C not read when beta == 0) */
+static void gemm_cm(bool ta, bool tb, int m, int n, int k, float alpha, const float *A, long lda,
+                    const float *B, long ldb, float beta, float *C, long ldc, bool tf32,
+                    bool relu)
+{
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i < m; ++i) {
+            float acc = 0.f;
+            for (int l = 0; l < k; ++l) {
+                float a = ta ? A[l + (long)i * lda] : A[i + (long)l * lda];
+                float b = tb ? B[j + (long)l * ldb] : B[l + (long)j * ldb];
+                if (tf32) {
+                    a = tf32_round(a);
+                    b = tf32_round(b);
+                }
+                acc += a * b;
+            }
+            float r = alpha * acc;
+            if (beta != 0.f) r += beta * C[i + (long)j * ldc];
+            if (relu && r < 0.f) r = 0.f;
+            C[i + (long)j * ldc] = r;
+        }
+}
+
+const char *cublasGetStatusString(cublasStatus_t s)
+{
+    switch (s) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default: return "CUBLAS_STATUS_UNKNOWN";
+    }
+}
+cublasStatus_t cublasCreate(cublasHandle_t *h)
+{
+    *h = new emu_blas();
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasDestroy(cublasHandle_t h)
+{
+    delete h;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s)
+{
+    h->stream = s;
+    h->ws = nullptr; /* like cuBLAS: back to the default pool */
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetWorkspace(cublasHandle_t h, void *ws, size_t bytes)
+{
+    if (ws) check_dev(ws, bytes, "cublasSetWorkspace");
+    h->ws = ws;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t m)
+{
+    h->math = m;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasGetVersion(cublasHandle_t, int *v)
+{
+    *v = 130000;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta,
+                                          cublasOperation_t tb, int m, int n, int k,
+                                          const void *alpha, const void *A, cudaDataType,
+                                          int lda, long long sA, const void *B, cudaDataType,
+                                          int ldb, long long sB, const void *beta, void *C,
+                                          cudaDataType, int ldc, long long sC, int batch,
+                                          cublasComputeType_t comp, cublasGemmAlgo_t)
+{
+    if (m < 0 || n < 0 || k < 0 || batch < 0) return CUBLAS_STATUS_INVALID_VALUE;
+    if (lda < (ta == CUBLAS_OP_N ? (m > 1 ? m : 1) : (k > 1 ? k : 1)) ||
+        ldb < (tb == CUBLAS_OP_N ? (k > 1 ? k : 1) : (n > 1 ? n : 1)) || ldc < (m > 1 ? m : 1))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (h->stream && h->stream->capture && !h->ws)
+        emu_die("cuBLAS call captured without a user workspace (cublasSetWorkspace)");
+    const float al = *(const float *)alpha, be = *(const float *)beta;
+    const bool tf32 = comp == CUBLAS_COMPUTE_32F_FAST_TF32 || h->math == CUBLAS_TF32_TENSOR_OP_MATH;
+    const float *Af = (const float *)A, *Bf = (const float *)B;
+    float *Cf = (float *)C;
+    if (batch > 0 && m > 0 && n > 0) {
+        /* every operand must lie in device memory */
+        const long aext = (ta == CUBLAS_OP_N ? (long)(k - 1) * lda + m : (long)(m - 1) * lda + k);
+        const long bext = (tb == CUBLAS_OP_N ? (long)(n - 1) * ldb + k : (long)(k - 1) * ldb + n);
+        for (int p = 0; p < batch; ++p) {
+            if (k > 0) {
+                check_dev(Af + p * sA, aext * 4, "cublasGemm A");
+                check_dev(Bf + p * sB, bext * 4, "cublasGemm B");
+            }
+            check_dev(Cf + p * sC, ((long)(n - 1) * ldc + m) * 4, "cublasGemm C");
+        }
+    }
+    submit(h->stream, [=]() {
+        for (int p = 0; p < batch; ++p)
+            gemm_cm(ta == CUBLAS_OP_T, tb == CUBLAS_OP_T, m, n, k, al, Af + p * sA, lda,
+                    Bf + p * sB, ldb, be, Cf + p * sC, ldc, tf32, false);
+    });
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* ================= cuBLASLt ================= */
+struct emu_lt {};
+struct emu_lt_desc {
+    cublasComputeType_t comp;
+    cublasOperation_t ta = CUBLAS_OP_N, tb = CUBLAS_OP_N;
+    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+};
+struct emu_lt_layout {
+    uint64_t rows, cols;
+    int64_t ld;
+};
+struct emu_lt_pref {
+    uint64_t ws = 0;
+    uint32_t align[4] = {256, 256, 256, 256};
+};
+
+const char *cublasLtGetStatusString(cublasStatus_t s) { return cublasGetStatusString(s); }
+size_t cublasLtGetVersion(void) { return 130000; }
+cublasStatus_t cublasLtCreate(cublasLtHandle_t *h)
+{
+    *h = new emu_lt();
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t h)
+{
+    delete h;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *d, cublasComputeType_t c,
+                                        cudaDataType_t)
+{
+    *d = new emu_lt_desc();
+    (*d)->comp = c;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d)
+{
+    delete d;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
+                                              cublasLtMatmulDescAttributes_t a, const void *buf,
+                                              size_t n)
+{
+    switch (a) {
+    case CUBLASLT_MATMUL_DESC_TRANSA:
+        if (n != sizeof(int32_t)) return CUBLAS_STATUS_INVALID_VALUE;
+        d->ta = (cublasOperation_t) * (const int32_t *)buf;
+        break;
+    case CUBLASLT_MATMUL_DESC_TRANSB:
+        if (n != sizeof(int32_t)) return CUBLAS_STATUS_INVALID_VALUE;
+        d->tb = (cublasOperation_t) * (const int32_t *)buf;
+        break;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE:
+        if (n != sizeof(uint32_t)) return CUBLAS_STATUS_INVALID_VALUE;
+        d->epi = (cublasLtEpilogue_t) * (const uint32_t *)buf;
+        break;
+    default: return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *l, cudaDataType, uint64_t rows,
+                                          uint64_t cols, int64_t ld)
+{
+    if (ld < (int64_t)(rows > 1 ? rows : 1)) return CUBLAS_STATUS_INVALID_VALUE;
+    *l = new emu_lt_layout{rows, cols, ld};
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l)
+{
+    delete l;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *p)
+{
+    *p = new emu_lt_pref();
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p)
+{
+    delete p;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p,
+                                                    cublasLtMatmulPreferenceAttributes_t a,
+                                                    const void *buf, size_t n)
+{
+    if (a == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES) {
+        if (n != sizeof(uint64_t)) return CUBLAS_STATUS_INVALID_VALUE;
+        p->ws = *(const uint64_t *)buf;
+    } else if (a >= CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES &&
+               a <= CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES) {
+        if (n != sizeof(uint32_t)) return CUBLAS_STATUS_INVALID_VALUE;
+        p->align[a - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES] = *(const uint32_t *)buf;
+    } else {
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDesc_t,
+                                              cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+                                              cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+                                              cublasLtMatmulPreference_t p, int req,
+                                              cublasLtMatmulHeuristicResult_t *res, int *nres)
+{
+    if (req < 1) return CUBLAS_STATUS_INVALID_VALUE;
+    memset(res, 0, sizeof *res);
+    /* the "algorithm" remembers the alignments it was chosen for */
+    for (int i = 0; i < 4; ++i) res->algo.data[i] = p->align[i];
+    res->state = CUBLAS_STATUS_SUCCESS;
+    *nres = 1;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const void *alpha,
+                              const void *A, cublasLtMatrixLayout_t ad, const void *B,
+                              cublasLtMatrixLayout_t bd, const void *beta, const void *C,
+                              cublasLtMatrixLayout_t cd, void *D, cublasLtMatrixLayout_t dd,
+                              const cublasLtMatmulAlgo_t *algo, void *ws, size_t wsbytes,
+                              cudaStream_t s)
+{
+    const bool ta = d->ta == CUBLAS_OP_T, tb = d->tb == CUBLAS_OP_T;
+    const uint64_t m = dd->rows, n = dd->cols;
+    const uint64_t k = ta ? ad->rows : ad->cols;
+    if ((ta ? ad->cols : ad->rows) != m || (tb ? bd->cols : bd->rows) != k ||
+        (tb ? bd->rows : bd->cols) != n || cd->rows != m || cd->cols != n || C != D ||
+        cd->ld != dd->ld)
+        emu_die("cublasLtMatmul: operand layouts do not describe one GEMM");
+    const void *ptrs[4] = {A, B, C, D};
+    for (int i = 0; i < 4; ++i)
+        if ((uintptr_t)ptrs[i] % algo->data[i])
+            emu_die("cublasLtMatmul: operand less aligned than the algorithm was chosen for");
+    if (ws) check_dev(ws, wsbytes, "cublasLtMatmul workspace");
+    if (s && s->capture && !ws) emu_die("cuBLASLt call captured without a workspace");
+    const float al = *(const float *)alpha, be = *(const float *)beta;
+    const bool tf32 = d->comp == CUBLAS_COMPUTE_32F_FAST_TF32;
+    const bool relu = d->epi == CUBLASLT_EPILOGUE_RELU;
+    const float *Af = (const float *)A, *Bf = (const float *)B;
+    float *Df = (float *)D;
+    const long lda = ad->ld, ldb = bd->ld, ldd = dd->ld;
+    check_dev(Af, ((ad->cols - 1) * lda + ad->rows) * 4, "cublasLtMatmul A");
+    check_dev(Bf, ((bd->cols - 1) * ldb + bd->rows) * 4, "cublasLtMatmul B");
+    check_dev(Df, ((n - 1) * ldd + m) * 4, "cublasLtMatmul D");
+    submit(s, [=]() {
+        gemm_cm(ta, tb, (int)m, (int)n, (int)k, al, Af, lda, Bf, ldb, be, Df, ldd, tf32, relu);
+    });
+    return CUBLAS_STATUS_SUCCESS;
+}

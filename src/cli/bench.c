@@ -1,0 +1,238 @@
+/* `tinyfold bench`: problems x levels, median step time, and on the CPU the
+ * machine's own sgemm rate to read the step's GFLOP/s against. */
+#define _POSIX_C_SOURCE 200809L
+#include "cli.h"
+
+#include <cJSON.h>
+#include <cblas.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct {
+    const char *name;
+    int B, N, S, blocks;
+} bench_problem;
+
+static const bench_problem problems[] = {
+    {"tiny", 2, 32, 8, 2},
+    {"small", 4, 64, 16, 4},
+    {"large", 4, 128, 32, 4},
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Median GFLOP/s of 5 cblas_sgemm calls C[M,N] = A[M,K] B[K,N] (after one
+ * untimed call). Returns 0 when out of memory. */
+static double sgemm_gflops(int M, int N, int K)
+{
+    float *A = malloc((size_t)M * K * sizeof *A), *Bm = malloc((size_t)K * N * sizeof *Bm),
+          *C = malloc((size_t)M * N * sizeof *C);
+    double rate = 0;
+    if (A && Bm && C) {
+        for (size_t i = 0; i < (size_t)M * K; i++)
+            A[i] = (float)((i % 17) * 0.01);
+        for (size_t i = 0; i < (size_t)K * N; i++)
+            Bm[i] = (float)((i % 13) * 0.01);
+        double t[5];
+        for (int r = -1; r < 5; r++) {
+            double t0 = tf_cli_now_ms();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, Bm, N,
+                        0.0f, C, N);
+            if (r >= 0)
+                t[r] = tf_cli_now_ms() - t0;
+        }
+        double ms = median(t, 5);
+        rate = ms > 0 ? 2.0 * M * N * K / (ms * 1e-3) * 1e-9 : 0;
+    }
+    free(A);
+    free(Bm);
+    free(C);
+    return rate;
+}
+
+static int listed(const char *list, const char *item)
+{
+    size_t len = strlen(item);
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == len && strncmp(p, item, len) == 0)
+            return 1;
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
+typedef struct {
+    const bench_problem *p;
+    tf_impl impl;
+    double step_ms, samples, gflops;
+    size_t bytes;
+    int status; /* TF_OK, or why the row has no numbers */
+    char why[256];
+} bench_row;
+
+static void run_one(bench_row *row, const tf_config *base, int steps, int live)
+{
+    tf_config c = *base;
+    c.batch = row->p->B;
+    c.seq_len = row->p->N;
+    c.n_seqs = row->p->S;
+    c.n_blocks = row->p->blocks;
+    c.impl = row->impl;
+    c.fusion = tf_fusion_for_impl(row->impl);
+    c.warmup_steps = 2;
+    c.num_steps = steps;
+    tf_trainer *t = NULL;
+    row->status = tf_trainer_create(&t, &c, row->why, sizeof row->why);
+    if (row->status != TF_OK)
+        return;
+    double *ms = malloc((size_t)steps * sizeof *ms);
+    if (!ms) {
+        tf_trainer_destroy(t);
+        row->status = TF_ERR_NOMEM;
+        snprintf(row->why, sizeof row->why, "out of host memory");
+        return;
+    }
+    for (int i = 0; i < 2 + steps && row->status == TF_OK; i++) {
+        tf_step_stats st = {0};
+        if (live) {
+            fprintf(stderr, "\r\033[K%s %s: %s %d/%d", row->p->name, tf_cli_impl_name(row->impl),
+                    i < 2 ? "warm-up" : "step", i < 2 ? i + 1 : i - 1, i < 2 ? 2 : steps);
+            fflush(stderr);
+        }
+        row->status = tf_trainer_step(t, i, &st);
+        if (row->status != TF_OK)
+            snprintf(row->why, sizeof row->why, "step %d failed (status %d, loss %g)", i,
+                     (int)row->status, (double)st.loss);
+        else if (i >= 2)
+            ms[i - 2] = st.step_ms;
+    }
+    if (live) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+    }
+    if (row->status == TF_OK) {
+        row->step_ms = median(ms, steps);
+        row->samples = row->step_ms > 0 ? c.batch / (row->step_ms * 1e-3) : 0;
+        row->gflops =
+            row->step_ms > 0 ? 3.0 * tf_flops_forward(&c) / (row->step_ms * 1e-3) * 1e-9 : 0;
+        row->bytes = tf_trainer_backend_bytes(t);
+    }
+    free(ms);
+    tf_trainer_destroy(t);
+}
+
+static cJSON *row_json(const bench_row *r)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "problem", r->p->name);
+    cJSON_AddStringToObject(j, "impl", tf_cli_impl_name(r->impl));
+    if (r->status != TF_OK) {
+        cJSON_AddStringToObject(j, "error", r->why);
+        return j;
+    }
+    cJSON_AddNumberToObject(j, "median_step_ms", r->step_ms);
+    cJSON_AddNumberToObject(j, "samples_per_sec", r->samples);
+    cJSON_AddNumberToObject(j, "gflops", r->gflops);
+    cJSON_AddNumberToObject(j, "peak_memory_bytes", (double)r->bytes);
+    return j;
+}
+
+int tf_cli_bench(tf_cli_opts *o)
+{
+    tf_config base = o->cfg;
+    char note[384], err[512];
+    if (tf_config_validate(&base, err, sizeof err) != TF_OK) {
+        tf_cli_error("%s", err);
+        return TF_EXIT_USAGE;
+    }
+    int rc = tf_cli_resolve_backend(&base, note, sizeof note);
+    if (rc != TF_EXIT_OK)
+        return rc;
+    int cpu = base.backend == TF_BACKEND_CPU;
+    const char *plist = o->problems ? o->problems : cpu ? "tiny,small" : "tiny,small,large";
+    const char *ilist = o->impls ? o->impls : "v1,v2,v3";
+    int live = !o->quiet && !o->no_progress && isatty(STDERR_FILENO);
+
+    printf("tinyfold %s bench | backend %s%s%s%s | %d timed steps after 2 warm-up, median\n",
+           TF_VERSION, tf_cli_backend_str(base.backend), note[0] ? " [" : "", note,
+           note[0] ? "]" : "", o->bench_steps);
+    double sg_big = 0, sg_skinny = 0;
+    if (cpu) {
+        omp_set_num_threads(base.threads);
+        openblas_set_num_threads(base.threads);
+        sg_big = sgemm_gflops(1024, 1024, 1024);
+        sg_skinny = sgemm_gflops(16384, 128, 128);
+        printf("BLAS: %s\n", tf_cli_blas_info());
+        printf("Machine sgemm (cblas, %d threads, median of 5): 1024x1024x1024 %.1f GFLOP/s | "
+               "16384x128x128 %.1f GFLOP/s\n",
+               base.threads, sg_big, sg_skinny);
+    }
+    printf("\n%-8s %-5s %12s %11s %9s %8s %9s\n", "problem", "level", "step ms", "samples/s",
+           "GFLOP/s", cpu ? "% sgemm" : "", "peak MB");
+    fflush(stdout);
+
+    cJSON *rows = cJSON_CreateArray();
+    int failures = 0;
+    for (size_t pi = 0; pi < sizeof problems / sizeof problems[0]; pi++) {
+        if (!listed(plist, problems[pi].name))
+            continue;
+        for (int lv = TF_IMPL_V1; lv <= TF_IMPL_V3; lv++) {
+            if (!listed(ilist, tf_cli_impl_name((tf_impl)lv)))
+                continue;
+            bench_row row = {.p = &problems[pi], .impl = (tf_impl)lv};
+            run_one(&row, &base, o->bench_steps, live);
+            if (row.status == TF_OK) {
+                char pct[16] = "";
+                if (cpu && sg_skinny > 0)
+                    snprintf(pct, sizeof pct, "%.0f%%", 100.0 * row.gflops / sg_skinny);
+                printf("%-8s %-5s %12.1f %11.2f %9.1f %8s %9.1f\n", row.p->name,
+                       tf_cli_impl_name(row.impl), row.step_ms, row.samples, row.gflops, pct,
+                       row.bytes / (1024.0 * 1024.0));
+            } else {
+                printf("%-8s %-5s %s\n", row.p->name, tf_cli_impl_name(row.impl), row.why);
+                /* Too large for this machine is a result; anything else is a failure. */
+                if (row.status != TF_ERR_NOMEM)
+                    failures++;
+            }
+            fflush(stdout);
+            cJSON_AddItemToArray(rows, row_json(&row));
+        }
+    }
+    rc = failures ? TF_EXIT_FAIL : TF_EXIT_OK;
+    if (o->json_path) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "tinyfold_version", TF_VERSION);
+        cJSON_AddStringToObject(j, "command", "bench");
+        cJSON_AddItemToObject(j, "build", tf_cli_build_json());
+        cJSON_AddStringToObject(j, "backend", tf_cli_backend_str(base.backend));
+        cJSON_AddNumberToObject(j, "threads", base.threads);
+        cJSON_AddNumberToObject(j, "steps", o->bench_steps);
+        if (cpu) {
+            cJSON *s = cJSON_AddObjectToObject(j, "sgemm_gflops");
+            cJSON_AddNumberToObject(s, "1024x1024x1024", sg_big);
+            cJSON_AddNumberToObject(s, "16384x128x128", sg_skinny);
+        }
+        cJSON_AddItemToObject(j, "rows", rows);
+        rows = NULL;
+        if (tf_cli_write_json(o->json_path, j, err, sizeof err) != 0) {
+            tf_cli_error("--json: %s", err);
+            rc = TF_EXIT_FAIL;
+        }
+        cJSON_Delete(j);
+    }
+    cJSON_Delete(rows);
+    return rc;
+}

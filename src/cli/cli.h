@@ -1,0 +1,223 @@
+/* The tinyfold program: shared declarations of src/cli/.
+ *
+ * main.c dispatches subcommands; options.c holds the one option table that
+ * parse.c feeds to getopt_long and help.c prints; train.c runs train/profile,
+ * report.c prints what a run prints, runjson.c writes the run JSON, bench.c,
+ * validate.c and grad.c are the other subcommands. util.c has the strict
+ * number parsers and the one-line error printer. */
+#ifndef TF_CLI_H
+#define TF_CLI_H
+
+#include "tinyfold.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct cJSON;
+
+/* Exit statuses (documented in --help and docs/cli.md). */
+enum { TF_EXIT_OK = 0, TF_EXIT_FAIL = 1, TF_EXIT_USAGE = 2 };
+
+/* Subcommands that take options, as bits of the option table. */
+enum {
+    TF_CMD_TRAIN = 1,
+    TF_CMD_PROFILE = 2,
+    TF_CMD_VALIDATE = 4,
+    TF_CMD_BENCH = 8,
+    TF_CMD_GRAD = 16
+};
+
+/* Knobs given explicitly on the command line (tf_cli_opts.set). */
+enum {
+    TF_SET_BATCH = 1u << 0,
+    TF_SET_SEQ_LEN = 1u << 1,
+    TF_SET_N_SEQS = 1u << 2,
+    TF_SET_BLOCKS = 1u << 3,
+    TF_SET_MSA_DIM = 1u << 4,
+    TF_SET_PAIR_DIM = 1u << 5,
+    TF_SET_LR = 1u << 6,
+    TF_SET_SEED = 1u << 7,
+    TF_SET_WARMUP = 1u << 8,
+    TF_SET_STEPS = 1u << 9,
+    TF_SET_IMPL = 1u << 10
+};
+
+typedef struct {
+    int cmd;        /* TF_CMD_* */
+    tf_config cfg;  /* defaults + options; backend may still be AUTO */
+    unsigned set;   /* TF_SET_* */
+    int fusion_override[4]; /* -1 unset, else 0/1: qkv_msa, qkv_triangle, flash, triangle */
+    /* train / profile */
+    const char *json_path, *save_path, *load_path, *resume_path, *data_path;
+    int save_every; /* 0 = only at the end */
+    int quiet, log_every, no_progress, memprof, validate_setup;
+    /* profile (out_path is also grad's --out) */
+    const char *out_path, *selected_regions, *counters;
+    int include_warmup, trace_steps, top;
+    /* bench */
+    const char *problems, *impls;
+    int bench_steps;
+    int help; /* --help was given: help printed, exit 0 */
+} tf_cli_opts;
+
+/* ---- options.c: the option table ---- */
+/* Option ids (getopt_long vals). */
+enum {
+    TF_OPT_HELP = 'h',
+    TF_OPT_BATCH = 300,
+    TF_OPT_SEQ_LEN,
+    TF_OPT_N_SEQS,
+    TF_OPT_BLOCKS,
+    TF_OPT_MSA_DIM,
+    TF_OPT_PAIR_DIM,
+    TF_OPT_STEPS,
+    TF_OPT_WARMUP,
+    TF_OPT_LR,
+    TF_OPT_SEED,
+    TF_OPT_IMPL,
+    TF_OPT_ALL_FUSION_ON,
+    TF_OPT_ALL_FUSION_OFF,
+    TF_OPT_QKV_MSA_ON,
+    TF_OPT_QKV_MSA_OFF,
+    TF_OPT_QKV_TRI_ON,
+    TF_OPT_QKV_TRI_OFF,
+    TF_OPT_FLASH_ON,
+    TF_OPT_FLASH_OFF,
+    TF_OPT_TRI_ON,
+    TF_OPT_TRI_OFF,
+    TF_OPT_BACKEND,
+    TF_OPT_DEVICE,
+    TF_OPT_THREADS,
+    TF_OPT_PRECISION,
+    TF_OPT_GRAPH,
+    TF_OPT_DATA,
+    TF_OPT_LOAD,
+    TF_OPT_SAVE,
+    TF_OPT_SAVE_EVERY,
+    TF_OPT_RESUME,
+    TF_OPT_JSON,
+    TF_OPT_MEMPROF,
+    TF_OPT_LOG_EVERY,
+    TF_OPT_NO_PROGRESS,
+    TF_OPT_QUIET,
+    TF_OPT_VALIDATE_SETUP,
+    TF_OPT_OUT,
+    TF_OPT_REGIONS,
+    TF_OPT_INCLUDE_WARMUP,
+    TF_OPT_TRACE_STEPS,
+    TF_OPT_COUNTERS,
+    TF_OPT_TOP,
+    TF_OPT_PROBLEMS,
+    TF_OPT_IMPLS,
+    TF_OPT_BENCH_STEPS,
+};
+
+typedef struct {
+    const char *name;    /* long name without "--" */
+    int has_arg;         /* no_argument / required_argument */
+    int id;              /* getopt_long val */
+    unsigned cmds;       /* TF_CMD_* bits */
+    const char *metavar; /* NULL for switches */
+    const char *help;    /* one or more lines, default and range included */
+} tf_cli_optdef;
+
+extern const tf_cli_optdef tf_cli_optdefs[];
+extern const int tf_cli_n_optdefs;
+const tf_cli_optdef *tf_cli_optdef_by_id(int id);
+const char *tf_cli_cmd_name(int cmd);
+
+/* ---- parse.c ---- */
+/* Fills o for cmd from argv (argv[0] is the command or program name).
+ * Returns TF_EXIT_OK, or TF_EXIT_USAGE after printing one line. With --help
+ * it prints the command's help, sets o->help and returns TF_EXIT_OK. */
+int tf_cli_parse(tf_cli_opts *o, int cmd, int argc, char **argv);
+/* Resolves --backend auto (note: what was chosen and why), checks an explicit
+ * cuda is usable, resolves --threads 0. Returns TF_EXIT_OK or TF_EXIT_USAGE
+ * after printing one line. */
+int tf_cli_resolve_backend(tf_config *c, char *note, size_t notelen);
+
+/* ---- help.c ---- */
+void tf_cli_help_main(FILE *f);
+void tf_cli_help_cmd(FILE *f, int cmd);
+/* `tinyfold help [cmd]`: returns the exit status. */
+int tf_cli_help_command(int argc, char **argv);
+
+/* ---- util.c ---- */
+/* Prints "tinyfold: <msg>\n" on stderr (one line: newlines are replaced). */
+void tf_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A user-supplied string made safe to print on one line, truncated. */
+void tf_cli_quote(char *out, size_t n, const char *s);
+/* Strict parsers: the whole text must be the number, in range; on error they
+ * print "--flag: 'text' is not accepted: expected ..." and return TF_EXIT_USAGE. */
+int tf_cli_parse_int(int *out, const char *flag, const char *text, long lo, long hi);
+int tf_cli_parse_u64(uint64_t *out, const char *flag, const char *text);
+int tf_cli_parse_lr(float *out, const char *flag, const char *text, double hi);
+/* text must be one of names[i]; *out = vals[i]. expected: "cpu, cuda or auto". */
+int tf_cli_parse_choice(int *out, const char *flag, const char *text, const char *const *names,
+                        const int *vals, int n, const char *expected);
+/* 2653760 -> "2,653,760" */
+void tf_cli_thousands(char *out, size_t n, unsigned long long v);
+double tf_cli_now_ms(void);
+size_t tf_cli_peak_rss_bytes(void);
+const char *tf_cli_impl_name(tf_impl impl);        /* "v1" */
+const char *tf_cli_impl_desc(tf_impl impl);        /* "baseline", ... */
+const char *tf_cli_backend_str(tf_backend_kind b); /* "cpu" */
+/* Maps a library status to an exit status (user-caused -> 2, else 1). */
+int tf_cli_exit_for(tf_status s);
+/* Checks the directory of path exists and is writable (before a long run). */
+int tf_cli_check_writable(const char *flag, const char *path);
+/* Host batch buffers for c's problem (1 ok, 0 out of memory; free either way). */
+int tf_cli_batch_alloc(tf_batch *b, const tf_config *c);
+void tf_cli_batch_free(tf_batch *b);
+/* Writes a JSON document atomically (tmp file, fsync, rename). */
+int tf_cli_write_json(const char *path, const struct cJSON *j, char *err, size_t errlen);
+
+/* ---- train.c: train and profile ---- */
+int tf_cli_train(tf_cli_opts *o);
+
+/* ---- report.c ---- */
+typedef struct {
+    long step; /* global step index (warm-up included) */
+    int warmup;
+    float loss;
+    double data_ms, forward_ms, backward_ms, optimizer_ms, step_ms, samples_per_sec;
+} tf_cli_steprec;
+
+typedef struct {
+    int n_timed;
+    long total_samples;
+    double samples_per_sec; /* mean of per-step samples/s over timed steps */
+    double step_ms, data_ms, forward_ms, backward_ms, optimizer_ms;
+    double mean_loss, final_loss;
+    size_t peak_bytes, arena_bytes, rss_bytes;
+    double gflops; /* 3 * forward FLOPs / mean step time */
+} tf_cli_summary;
+
+void tf_cli_summarize(tf_cli_summary *s, const tf_cli_steprec *r, int n, int batch,
+                      double flops_step);
+void tf_cli_print_header(FILE *f, const tf_cli_opts *o, const tf_config *c,
+                         const char *backend_line, const char *data_line, long start_step,
+                         size_t backend_bytes, size_t arena_bytes);
+void tf_cli_print_step(FILE *f, int k, int n, const tf_cli_steprec *r, size_t backend_bytes);
+void tf_cli_print_warmup(FILE *f, int k, int n, const tf_cli_steprec *r);
+/* Live progress line on stderr while step k of n runs: the last step's loss
+ * and speed (prev may be NULL) and the time left (\r, erased by
+ * tf_cli_progress_clear). */
+void tf_cli_progress(int warm, int k, int n, const tf_cli_steprec *prev, double eta_s);
+void tf_cli_progress_clear(void);
+void tf_cli_print_summary(FILE *f, const tf_cli_summary *s, int memprof, size_t param_floats);
+
+/* ---- runjson.c ---- */
+/* The run JSON (docs/cli.md). Caller deletes. */
+struct cJSON *tf_cli_run_json(const char *command, const tf_config *c, size_t params,
+                              const tf_cli_summary *s, const tf_cli_steprec *r, int n);
+/* {"backends":[...],"compiler":..,"blas":..} */
+struct cJSON *tf_cli_build_json(void);
+const char *tf_cli_blas_info(void);
+
+/* ---- bench.c, validate.c, grad.c ---- */
+int tf_cli_bench(tf_cli_opts *o);
+int tf_cli_validate(tf_cli_opts *o);
+int tf_cli_grad(tf_cli_opts *o);
+
+#endif

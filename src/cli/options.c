@@ -1,0 +1,126 @@
+/* The one option table: parse.c builds getopt_long's table from it and help.c
+ * prints it, so every knob that parses is documented with its default and
+ * accepted range. Ranges come from limits.h (quoted here as text: keep them
+ * in step; test_bad_input.sh checks the bounds). */
+#include "cli.h"
+
+#include <getopt.h>
+#include <stddef.h>
+
+enum {
+    T = TF_CMD_TRAIN | TF_CMD_PROFILE,
+    V = TF_CMD_VALIDATE,
+    B = TF_CMD_BENCH,
+    G = TF_CMD_GRAD,
+    P = TF_CMD_PROFILE
+};
+
+const tf_cli_optdef tf_cli_optdefs[] = {
+    /* problem and model */
+    {"batch-size", required_argument, TF_OPT_BATCH, T | G, "N",
+     "samples per step (default 4; 1..256; grad: all samples of --data)"},
+    {"seq-len", required_argument, TF_OPT_SEQ_LEN, T, "N", "residues N (default 64; 1..4096)"},
+    {"num-seqs", required_argument, TF_OPT_N_SEQS, T, "N", "MSA depth S (default 16; 1..4096)"},
+    {"num-blocks", required_argument, TF_OPT_BLOCKS, T, "N", "Evoformer blocks (default 4; 1..64)"},
+    {"msa-dim", required_argument, TF_OPT_MSA_DIM, T, "N",
+     "MSA channels c_m (default 64; 4..4096, a multiple of the 4 MSA heads)"},
+    {"pair-dim", required_argument, TF_OPT_PAIR_DIM, T, "N",
+     "pair channels c_z (default 128; 4..4096, a multiple of the 4 pair heads)"},
+    /* training */
+    {"num-steps", required_argument, TF_OPT_STEPS, T, "N",
+     "timed steps (default 30; profile: 10; 1..1000000)"},
+    {"warmup-steps", required_argument, TF_OPT_WARMUP, T, "N",
+     "untimed warm-up steps before them (default 5; 0..100000; none after --resume)"},
+    {"learning-rate", required_argument, TF_OPT_LR, T, "X", "AdamW learning rate (default 3e-4; (0, 1])"},
+    {"seed", required_argument, TF_OPT_SEED, T, "N",
+     "seed of the weights and the synthetic data (default 42; 0..2^64-1)"},
+    /* implementation */
+    {"impl", required_argument, TF_OPT_IMPL, T | V | G, "v1|v2|v3",
+     "v1 baseline (one op at a time, attention scores stored), v2 fused\n"
+     "(QKV and triangle projections, flash attention), v3 v2 + custom kernels\n"
+     "(default v3)"},
+    {"enable-all-fusion", no_argument, TF_OPT_ALL_FUSION_ON, T | V | G, NULL, "turn the four fusions below on"},
+    {"disable-all-fusion", no_argument, TF_OPT_ALL_FUSION_OFF, T | V | G, NULL, "turn the four fusions below off"},
+    {"enable-qkv-fusion-msa", no_argument, TF_OPT_QKV_MSA_ON, T | V | G, NULL,
+     "Q,K,V of MSA attention in one GEMM (fusion switches apply after --impl, in order)"},
+    {"disable-qkv-fusion-msa", no_argument, TF_OPT_QKV_MSA_OFF, T | V | G, NULL, NULL},
+    {"enable-qkv-fusion-triangle", no_argument, TF_OPT_QKV_TRI_ON, T | V | G, NULL,
+     "Q,K,V of triangle attention in one GEMM"},
+    {"disable-qkv-fusion-triangle", no_argument, TF_OPT_QKV_TRI_OFF, T | V | G, NULL, NULL},
+    {"enable-flash-attention", no_argument, TF_OPT_FLASH_ON, T | V | G, NULL,
+     "streaming attention that never stores the N x N scores"},
+    {"disable-flash-attention", no_argument, TF_OPT_FLASH_OFF, T | V | G, NULL, NULL},
+    {"enable-triangle-fusion", no_argument, TF_OPT_TRI_ON, T | V | G, NULL,
+     "triangle mult: projections in one GEMM, gates in one"},
+    {"disable-triangle-fusion", no_argument, TF_OPT_TRI_OFF, T | V | G, NULL, NULL},
+    /* where it runs */
+    {"backend", required_argument, TF_OPT_BACKEND, T | V | B | G, "cpu|cuda|auto",
+     "default auto: the GPU when built with CUDA and a device exists, else\n"
+     "the CPU (the choice is printed)"},
+    {"device", required_argument, TF_OPT_DEVICE, T | V | B | G, "N", "CUDA device ordinal (default 0; 0..255)"},
+    {"threads", required_argument, TF_OPT_THREADS, T | V | B | G, "N",
+     "CPU threads (default 0 = all cores, or OMP_NUM_THREADS when set; 0..1024)"},
+    {"precision", required_argument, TF_OPT_PRECISION, T | V | B | G, "fp32|tf32",
+     "TF32 lets CUDA GEMMs use tensor cores (default fp32)"},
+    {"graph", no_argument, TF_OPT_GRAPH, T | B, NULL,
+     "CUDA: capture the whole step as a CUDA graph after warm-up"},
+    /* files */
+    {"data", required_argument, TF_OPT_DATA, T | G, "FILE",
+     "train on a data file instead of the synthetic data (its N and S apply)"},
+    {"load", required_argument, TF_OPT_LOAD, T | G, "FILE", "start from the weights of a checkpoint"},
+    {"save", required_argument, TF_OPT_SAVE, T, "FILE", "write a checkpoint at the end (atomically)"},
+    {"save-every", required_argument, TF_OPT_SAVE_EVERY, T, "K",
+     "also write --save every K global steps (1..1000000)"},
+    {"resume", required_argument, TF_OPT_RESUME, T, "FILE",
+     "continue a checkpoint: its model, problem, optimizer state and step; no warm-up"},
+    {"json", required_argument, TF_OPT_JSON, T | B, "FILE", "write the run (every step) as JSON"},
+    /* output */
+    {"enable-memory-profiling", no_argument, TF_OPT_MEMPROF, T, NULL,
+     "print the memory breakdown (parameters, gradients, moments, activations, host)"},
+    {"log-every", required_argument, TF_OPT_LOG_EVERY, T, "K", "a step line every K timed steps (default 10; 1..1000000)"},
+    {"no-progress", no_argument, TF_OPT_NO_PROGRESS, T | B, NULL,
+     "no live progress line (it is shown only when stderr is a terminal)"},
+    {"quiet", no_argument, TF_OPT_QUIET, T | V | B | G, NULL, "print only the summary (errors still go to stderr)"},
+    {"validate-setup", no_argument, TF_OPT_VALIDATE_SETUP, TF_CMD_TRAIN, NULL, "same as `tinyfold validate`"},
+    /* profile */
+    {"out", required_argument, TF_OPT_OUT, P | G, "DIR|FILE",
+     "profile: the output directory (required); grad: the gradient file (required)"},
+    {"selected-regions", required_argument, TF_OPT_REGIONS, P, "LIST",
+     "collect only inside these regions, e.g. forward_pass,backward_pass"},
+    {"include-warmup", no_argument, TF_OPT_INCLUDE_WARMUP, P, NULL, "also collect the warm-up steps"},
+    {"trace-steps", required_argument, TF_OPT_TRACE_STEPS, P, "K",
+     "steps kept in trace.json (default 5; 1..1000)"},
+    {"counters", required_argument, TF_OPT_COUNTERS, P, "PATTERN",
+     "hardware counters for kernels whose name contains PATTERN"},
+    {"top", required_argument, TF_OPT_TOP, P, "K", "kernels in the printed table (default 15; 1..10000)"},
+    /* bench */
+    {"problems", required_argument, TF_OPT_PROBLEMS, B, "LIST",
+     "of tiny (B2 N32 S8, 2 blocks), small (B4 N64 S16), large (B4 N128 S32)\n"
+     "(default tiny,small on the CPU, tiny,small,large on CUDA)"},
+    {"impls", required_argument, TF_OPT_IMPLS, B, "LIST", "levels to run (default v1,v2,v3)"},
+    {"steps", required_argument, TF_OPT_BENCH_STEPS, B, "K",
+     "timed steps per run after 2 warm-up steps (default 5; 1..1000)"},
+    {"help", no_argument, TF_OPT_HELP, T | V | B | G, NULL, "this help"},
+};
+
+const int tf_cli_n_optdefs = (int)(sizeof tf_cli_optdefs / sizeof tf_cli_optdefs[0]);
+
+const tf_cli_optdef *tf_cli_optdef_by_id(int id)
+{
+    for (int i = 0; i < tf_cli_n_optdefs; i++)
+        if (tf_cli_optdefs[i].id == id)
+            return &tf_cli_optdefs[i];
+    return NULL;
+}
+
+const char *tf_cli_cmd_name(int cmd)
+{
+    switch (cmd) {
+    case TF_CMD_TRAIN: return "train";
+    case TF_CMD_PROFILE: return "profile";
+    case TF_CMD_VALIDATE: return "validate";
+    case TF_CMD_BENCH: return "bench";
+    case TF_CMD_GRAD: return "grad";
+    default: return "?";
+    }
+}

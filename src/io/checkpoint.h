@@ -1,0 +1,42 @@
+/* Checkpoints: safetensors files holding the parameters under their PyTorch
+ * state_dict names (F32, shapes of tf_param_table), the AdamW moments as
+ * "optimizer.exp_avg.<name>" / "optimizer.exp_avg_sq.<name>" (every tensor,
+ * pair_norm_outer included, so the layout is uniform), and in "__metadata__":
+ * "format": "tinyfold-checkpoint", "version": "1", "tinyfold_version",
+ * "tinyfold_config" (JSON of the config), "global_step" (optimizer steps taken,
+ * warm-up included) and "adam_step" (the AdamW step count).
+ *
+ * A PyTorch state_dict saved with safetensors.torch.save_file (parameters
+ * only, no tinyfold metadata) loads with with_optimizer = 0; its config is
+ * inferred from the tensor shapes (n_heads_pair cannot be inferred: default).
+ * F64 tensors are converted to F32 on load; other dtypes are refused. */
+#ifndef TF_IO_CHECKPOINT_H
+#define TF_IO_CHECKPOINT_H
+
+#include <stddef.h>
+
+#include "tinyfold.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Atomic: temp file, fsync, rename (the previous file survives any failure). */
+tf_status tf_checkpoint_save(tf_trainer *t, const char *path, long global_step, char *err,
+                             size_t errlen);
+/* Checks the whole file against the trainer's config (model shape fields,
+ * every expected tensor's presence, dtype, shape and finiteness, unexpected
+ * tensors under the model's prefixes) before touching the trainer. With
+ * with_optimizer the moments and step count are restored too. *global_step
+ * (may be NULL) gets the stored step, 0 for a file without one. */
+tf_status tf_checkpoint_load(tf_trainer *t, const char *path, int with_optimizer, long *global_step,
+                             char *err, size_t errlen);
+/* The config stored in the file (tf_config_default + the stored values, or
+ * the shape-inferred model for a foreign file), for --resume. */
+tf_status tf_checkpoint_peek_config(const char *path, tf_config *c, long *global_step, char *err,
+                                    size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

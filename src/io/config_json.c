@@ -1,0 +1,208 @@
+/* tf_config <-> JSON (see config_json.h). */
+#include "io/config_json.h"
+
+#include <cJSON.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const char *key;
+    size_t off;
+    int required; /* model shape: must be present when reading */
+    int min;
+} int_field;
+
+#define F(k, req, mn)                                                                              \
+    { #k, offsetof(tf_config, k), req, mn }
+static const int_field k_ints[] = {
+    F(batch, 0, 1),        F(seq_len, 0, 1),  F(n_seqs, 0, 1),         F(n_blocks, 1, 0),
+    F(msa_dim, 1, 1),      F(pair_dim, 1, 1), F(n_heads_msa, 1, 1),    F(n_heads_pair, 1, 1),
+    F(outer_dim, 1, 1),    F(vocab, 0, 1),    F(pair_input_dim, 0, 1), F(num_steps, 0, 0),
+    F(warmup_steps, 0, 0), F(device, 0, 0),   F(threads, 0, 0),
+};
+#undef F
+#define N_INTS (sizeof k_ints / sizeof k_ints[0])
+
+static int *int_at(tf_config *c, size_t off) { return (int *)(void *)((char *)c + off); }
+static int int_of(const tf_config *c, size_t off) {
+    return *(const int *)(const void *)((const char *)c + off);
+}
+
+static const char *impl_name(tf_impl i) {
+    return i == TF_IMPL_V1 ? "v1" : i == TF_IMPL_V3 ? "v3" : "v2";
+}
+static const char *backend_name(tf_backend_kind b) {
+    return b == TF_BACKEND_CUDA ? "cuda" : b == TF_BACKEND_AUTO ? "auto" : "cpu";
+}
+
+cJSON *tf_io_config_to_json(const tf_config *c) {
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return NULL;
+    int ok = 1;
+    for (size_t i = 0; i < N_INTS; i++)
+        ok &= cJSON_AddNumberToObject(j, k_ints[i].key, int_of(c, k_ints[i].off)) != NULL;
+    /* a float printed through double is exact and reads back bit for bit */
+    ok &= cJSON_AddNumberToObject(j, "learning_rate", (double)c->learning_rate) != NULL;
+    if (c->seed < ((uint64_t)1 << 53)) {
+        ok &= cJSON_AddNumberToObject(j, "seed", (double)c->seed) != NULL;
+    } else {
+        char s[32];
+        snprintf(s, sizeof s, "%llu", (unsigned long long)c->seed);
+        ok &= cJSON_AddStringToObject(j, "seed", s) != NULL;
+    }
+    ok &= cJSON_AddStringToObject(j, "impl", impl_name(c->impl)) != NULL;
+    ok &= cJSON_AddStringToObject(j, "backend", backend_name(c->backend)) != NULL;
+    ok &= cJSON_AddStringToObject(j, "precision", c->precision == TF_PREC_TF32 ? "tf32" : "fp32") !=
+          NULL;
+    ok &= cJSON_AddBoolToObject(j, "graph", c->graph != 0) != NULL;
+    cJSON *f = cJSON_AddObjectToObject(j, "fusion");
+    ok &= f != NULL;
+    if (f) {
+        ok &= cJSON_AddBoolToObject(f, "qkv_msa", c->fusion.qkv_msa != 0) != NULL;
+        ok &= cJSON_AddBoolToObject(f, "qkv_triangle", c->fusion.qkv_triangle != 0) != NULL;
+        ok &= cJSON_AddBoolToObject(f, "flash", c->fusion.flash != 0) != NULL;
+        ok &= cJSON_AddBoolToObject(f, "triangle", c->fusion.triangle != 0) != NULL;
+    }
+    if (!ok) {
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
+}
+
+char *tf_io_config_to_json_string(const tf_config *c) {
+    cJSON *j = tf_io_config_to_json(c);
+    if (!j) return NULL;
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return s;
+}
+
+static tf_status bad(char *err, size_t errlen, const char *key, const char *what) {
+    if (errlen) snprintf(err, errlen, "config key \"%s\": %s", key, what);
+    return TF_ERR_USAGE;
+}
+
+static tf_status get_bool(const cJSON *o, const char *key, int *v, char *err, size_t errlen) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!x) return TF_OK;
+    if (cJSON_IsBool(x))
+        *v = cJSON_IsTrue(x);
+    else if (cJSON_IsNumber(x) && (x->valuedouble == 0 || x->valuedouble == 1))
+        *v = x->valuedouble != 0;
+    else
+        return bad(err, errlen, key, "expected true or false");
+    return TF_OK;
+}
+
+static tf_status get_enum(const cJSON *o, const char *key, const char *const *names, int n, int *v,
+                          char *err, size_t errlen) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!x) return TF_OK;
+    if (cJSON_IsString(x))
+        for (int i = 0; i < n; i++)
+            if (names[i] && strcmp(x->valuestring, names[i]) == 0) {
+                *v = i;
+                return TF_OK;
+            }
+    return bad(err, errlen, key, "unknown value");
+}
+
+tf_status tf_io_config_from_json(tf_config *c, const cJSON *j, char *err, size_t errlen) {
+    tf_config_default(c);
+    if (!cJSON_IsObject(j)) {
+        if (errlen) snprintf(err, errlen, "config is not a JSON object");
+        return TF_ERR_USAGE;
+    }
+    for (size_t i = 0; i < N_INTS; i++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, k_ints[i].key);
+        if (!x) {
+            if (k_ints[i].required) return bad(err, errlen, k_ints[i].key, "missing");
+            continue;
+        }
+        double d = cJSON_IsNumber(x) ? x->valuedouble : NAN;
+        if (!(d >= k_ints[i].min && d <= INT_MAX) || floor(d) != d) {
+            char w[64];
+            snprintf(w, sizeof w, "expected an integer >= %d", k_ints[i].min);
+            return bad(err, errlen, k_ints[i].key, w);
+        }
+        *int_at(c, k_ints[i].off) = (int)d;
+    }
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, "learning_rate");
+    if (x) {
+        if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble))
+            return bad(err, errlen, "learning_rate", "expected a finite number");
+        c->learning_rate = (float)x->valuedouble;
+    }
+    x = cJSON_GetObjectItemCaseSensitive(j, "seed");
+    if (x) {
+        if (cJSON_IsNumber(x) && x->valuedouble >= 0 && x->valuedouble < 9007199254740992.0 &&
+            floor(x->valuedouble) == x->valuedouble) {
+            c->seed = (uint64_t)x->valuedouble;
+        } else if (cJSON_IsString(x) && x->valuestring[0] >= '0' && x->valuestring[0] <= '9') {
+            char *end = NULL;
+            unsigned long long v = strtoull(x->valuestring, &end, 10);
+            if (*end != '\0' || (v == ULLONG_MAX && strcmp(x->valuestring, "18446744073709551615")))
+                return bad(err, errlen, "seed", "expected a non-negative 64-bit integer");
+            c->seed = (uint64_t)v;
+        } else {
+            return bad(err, errlen, "seed", "expected a non-negative 64-bit integer");
+        }
+    }
+    static const char *const impls[] = {NULL, "v1", "v2", "v3"};
+    static const char *const backends[] = {"cpu", "cuda", "auto"};
+    static const char *const precs[] = {"fp32", "tf32"};
+    int v = (int)c->impl;
+    tf_status st = get_enum(j, "impl", impls, 4, &v, err, errlen);
+    if (st) return st;
+    c->impl = (tf_impl)v;
+    v = (int)c->backend;
+    if ((st = get_enum(j, "backend", backends, 3, &v, err, errlen))) return st;
+    c->backend = (tf_backend_kind)v;
+    v = (int)c->precision;
+    if ((st = get_enum(j, "precision", precs, 2, &v, err, errlen))) return st;
+    c->precision = (tf_precision)v;
+    if ((st = get_bool(j, "graph", &c->graph, err, errlen))) return st;
+    c->fusion = tf_fusion_for_impl(c->impl);
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(j, "fusion");
+    if (f) {
+        if (!cJSON_IsObject(f)) return bad(err, errlen, "fusion", "expected an object");
+        if ((st = get_bool(f, "qkv_msa", &c->fusion.qkv_msa, err, errlen)) ||
+            (st = get_bool(f, "qkv_triangle", &c->fusion.qkv_triangle, err, errlen)) ||
+            (st = get_bool(f, "flash", &c->fusion.flash, err, errlen)) ||
+            (st = get_bool(f, "triangle", &c->fusion.triangle, err, errlen)))
+            return st;
+    }
+    return TF_OK;
+}
+
+tf_status tf_io_config_from_json_string(tf_config *c, const char *text, char *err, size_t errlen) {
+    cJSON *j = cJSON_Parse(text);
+    if (!j) {
+        tf_config_default(c);
+        if (errlen) snprintf(err, errlen, "config is not valid JSON");
+        return TF_ERR_USAGE;
+    }
+    tf_status st = tf_io_config_from_json(c, j, err, errlen);
+    cJSON_Delete(j);
+    return st;
+}
+
+int tf_io_config_model_diff(const tf_config *a, const tf_config *b, const char **field, long *va,
+                            long *vb) {
+    static const char *const keys[] = {"msa_dim",      "pair_dim",  "n_blocks", "n_heads_msa",
+                                       "n_heads_pair", "outer_dim", "vocab",    "pair_input_dim"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+        for (size_t i = 0; i < N_INTS; i++)
+            if (strcmp(k_ints[i].key, keys[k]) == 0 &&
+                int_of(a, k_ints[i].off) != int_of(b, k_ints[i].off)) {
+                *field = keys[k];
+                *va = int_of(a, k_ints[i].off);
+                *vb = int_of(b, k_ints[i].off);
+                return 1;
+            }
+    return 0;
+}

@@ -1,0 +1,385 @@
+/* `tinyfold compare A B [C ...] [--format table|markdown|csv] [--force]`
+ *
+ * Reads profiler summaries (summary.json, the run JSON under "run"; a
+ * profile directory stands for its summary.json) or run JSON files
+ * (`train --json`) and prints them side by side, with ratios vs
+ * the first run. Runs are only comparable at the same problem: a differing
+ * knob (batch, seq_len, ...) is refused with exit 2 unless --force. Any
+ * unreadable or malformed file is one line and exit 2. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cJSON.h>
+
+#include "prof/compare.h"
+#include "prof/profiler.h"
+
+/* The knobs that define the problem (SPEC.md, and the article's "fix batch
+ * size, sequence length, MSA depth, block count, AMP mode and step count"). */
+static const char *const knobs[] = {"batch",      "seq_len",      "n_seqs",       "n_blocks",
+                                    "msa_dim",    "pair_dim",     "n_heads_msa",  "n_heads_pair",
+                                    "outer_dim",  "precision",    "num_steps"};
+
+typedef struct {
+    cJSON *doc;
+    const cJSON *run;     /* the run JSON: doc, or doc["run"] */
+    const cJSON *profile; /* doc when it is a profiler summary, else NULL */
+} cmp_run;
+
+__attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "tinyfold compare: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 2;
+}
+
+static char *read_file(const char *path, int *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        *err = errno;
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) break;
+        if (n + 1 == cap) {
+            char *q = realloc(buf, cap * 2);
+            if (!q) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = q;
+            cap *= 2;
+        }
+    }
+    *err = ferror(f) ? EIO : buf ? 0 : ENOMEM;
+    fclose(f);
+    if (*err) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
+static int load(const char *path, cmp_run *r) {
+    int e = 0;
+    char *text = read_file(path, &e);
+    if (!text) return fail("cannot read '%s': %s", path, strerror(e));
+    r->doc = cJSON_Parse(text);
+    free(text);
+    if (!r->doc) return fail("'%s' is not valid JSON", path);
+    if (!cJSON_IsObject(r->doc))
+        return fail("'%s' is not a tinyfold summary.json or run JSON", path);
+    const cJSON *run = cJSON_GetObjectItemCaseSensitive(r->doc, "run");
+    if (cJSON_IsObject(run) || cJSON_GetObjectItemCaseSensitive(r->doc, "kernels")) {
+        r->profile = r->doc;
+        r->run = cJSON_IsObject(run) ? run : NULL;
+    } else {
+        r->run = r->doc;
+    }
+    if (r->run && !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(r->run, "config")))
+        return fail("'%s' has no \"config\" object: not a tinyfold run JSON", path);
+    if (!r->run && !r->profile)
+        return fail("'%s' is not a tinyfold summary.json or run JSON", path);
+    return 0;
+}
+
+static const cJSON *get(const cJSON *o, const char *a, const char *b) {
+    const cJSON *x = o ? cJSON_GetObjectItemCaseSensitive(o, a) : NULL;
+    return b && x ? cJSON_GetObjectItemCaseSensitive(x, b) : x;
+}
+
+static void knob_text(const cJSON *v, char *buf, size_t n) {
+    if (!v) snprintf(buf, n, "(missing)");
+    else if (cJSON_IsString(v)) snprintf(buf, n, "%s", v->valuestring);
+    else if (cJSON_IsNumber(v)) snprintf(buf, n, "%.15g", v->valuedouble);
+    else if (cJSON_IsBool(v)) snprintf(buf, n, "%s", cJSON_IsTrue(v) ? "true" : "false");
+    else snprintf(buf, n, "(?)");
+}
+
+/* 0 if every knob agrees; else prints the refusal and returns 2. */
+static int check_knobs(cmp_run *r, int n, const char *const *paths) {
+    for (int i = 1; i < n; i++) {
+        for (size_t k = 0; k < sizeof knobs / sizeof knobs[0]; k++) {
+            const cJSON *a = get(r[0].run, "config", knobs[k]);
+            const cJSON *b = get(r[i].run, "config", knobs[k]);
+            char ta[64], tb[64];
+            knob_text(a, ta, sizeof ta);
+            knob_text(b, tb, sizeof tb);
+            if (!a && !b) continue;
+            if (strcmp(ta, tb) == 0) continue;
+            fprintf(stderr,
+                    "tinyfold compare: runs differ in %s: %s (%s) vs %s (%s); use --force to "
+                    "compare anyway\n",
+                    knobs[k], ta, paths[0], tb, paths[i]);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+static cmp_row *add_row(cmp_section *s, const char *label, int prec) {
+    if (s->n == s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 16;
+        cmp_row *q = realloc(s->rows, nc * sizeof *q);
+        if (!q) return NULL;
+        s->rows = q;
+        s->cap = nc;
+    }
+    cmp_row *r = &s->rows[s->n++];
+    memset(r, 0, sizeof *r);
+    snprintf(r->label, sizeof r->label, "%s", label);
+    r->prec = prec;
+    return r;
+}
+
+/* A numeric row from run.summary.<key> (scaled), skipped when no run has it. */
+static void metric_row(cmp_section *s, const cmp_run *r, int n, const char *label, const char *key,
+                       double scale, int prec) {
+    cmp_row tmp;
+    memset(&tmp, 0, sizeof tmp);
+    int any = 0;
+    for (int i = 0; i < n; i++) {
+        const cJSON *v = get(r[i].run, "summary", key);
+        if (!cJSON_IsNumber(v) && r[i].profile) {
+            /* a profiler summary carries some figures itself */
+            if (!strcmp(key, "launches_per_step")) v = get(r[i].profile, "launches_per_step", NULL);
+            if (!strcmp(key, "peak_memory_bytes")) v = get(r[i].profile, "memory", "peak_backend_bytes");
+            if (!strcmp(key, "host_peak_rss_bytes"))
+                v = get(r[i].profile, "memory", "peak_host_rss_bytes");
+        }
+        if (cJSON_IsNumber(v)) {
+            tmp.v[i] = v->valuedouble * scale;
+            tmp.has[i] = 1;
+            any = 1;
+        }
+    }
+    if (!any) return;
+    cmp_row *row = add_row(s, label, prec);
+    if (!row) return;
+    memcpy(row->v, tmp.v, sizeof tmp.v);
+    memcpy(row->has, tmp.has, sizeof tmp.has);
+}
+
+static void text_row(cmp_section *s, const cmp_run *r, int n, const char *label, const char *a,
+                     const char *b) {
+    int any = 0;
+    for (int i = 0; i < n; i++) any |= get(get(r[i].run, "config", NULL), a, b) != NULL;
+    if (!any) return;
+    cmp_row *row = add_row(s, label, 0);
+    if (!row) return;
+    row->text = 1;
+    for (int i = 0; i < n; i++) {
+        const cJSON *v = get(get(r[i].run, "config", NULL), a, b);
+        if (v) knob_text(v, row->s[i], sizeof row->s[i]);
+        else snprintf(row->s[i], sizeof row->s[i], "-");
+    }
+}
+
+static const cJSON *find_named(const cJSON *arr, const char *name) {
+    const cJSON *k;
+    cJSON_ArrayForEach(k, arr) {
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(k, "name");
+        if (cJSON_IsString(nm) && !strcmp(nm->valuestring, name)) return k;
+    }
+    return NULL;
+}
+
+/* Union of the top 10 kernels (by total_ns) of each run: two rows each. */
+static void kernel_rows(cmp_section *s, const cmp_run *r, int n) {
+    const char *names[CMP_MAX_RUNS * 10];
+    int nn = 0;
+    for (int i = 0; i < n; i++) {
+        const cJSON *ks = get(r[i].profile, "kernels", NULL);
+        if (!cJSON_IsArray(ks)) continue;
+        int nk = cJSON_GetArraySize(ks);
+        /* take the 10 largest by total_ns (the file is sorted, but do not rely on it) */
+        int taken[10], nt = 0;
+        for (int t = 0; t < 10 && t < nk; t++) {
+            int best = -1;
+            double bv = -1;
+            for (int j = 0; j < nk; j++) {
+                int used = 0;
+                for (int u = 0; u < nt; u++) used |= taken[u] == j;
+                const cJSON *tv = get(cJSON_GetArrayItem(ks, j), "total_ns", NULL);
+                double v = cJSON_IsNumber(tv) ? tv->valuedouble : 0;
+                if (!used && v > bv) bv = v, best = j;
+            }
+            if (best < 0) break;
+            taken[nt++] = best;
+            const cJSON *nm = get(cJSON_GetArrayItem(ks, best), "name", NULL);
+            if (!cJSON_IsString(nm)) continue;
+            int dup = 0;
+            for (int u = 0; u < nn; u++) dup |= !strcmp(names[u], nm->valuestring);
+            if (!dup) names[nn++] = nm->valuestring;
+        }
+    }
+    for (int k = 0; k < nn; k++) {
+        char label[160];
+        snprintf(label, sizeof label, "%.140s ms", names[k]);
+        cmp_row *ms = add_row(s, label, 3);
+        snprintf(label, sizeof label, "%.140s calls", names[k]);
+        cmp_row *calls = add_row(s, label, 0);
+        if (!ms || !calls) return;
+        ms = &s->rows[s->n - 2]; /* add_row may have moved the array */
+        for (int i = 0; i < n; i++) {
+            const cJSON *e = find_named(get(r[i].profile, "kernels", NULL), names[k]);
+            const cJSON *t = get(e, "total_ns", NULL), *c = get(e, "calls", NULL);
+            if (cJSON_IsNumber(t)) ms->has[i] = 1, ms->v[i] = t->valuedouble / 1e6;
+            if (cJSON_IsNumber(c)) calls->has[i] = 1, calls->v[i] = c->valuedouble;
+        }
+    }
+}
+
+/* counters.kernels[].metrics of each run, one row per (kernel, metric). */
+static void counter_rows(cmp_section *s, const cmp_run *r, int n) {
+    for (int i = 0; i < n; i++) {
+        const cJSON *k;
+        cJSON_ArrayForEach(k, get(get(r[i].profile, "counters", NULL), "kernels", NULL)) {
+            const cJSON *nm = get(k, "name", NULL), *m;
+            if (!cJSON_IsString(nm)) continue;
+            cJSON_ArrayForEach(m, get(k, "metrics", NULL)) {
+                if (!cJSON_IsNumber(m) || !m->string) continue;
+                char label[160];
+                snprintf(label, sizeof label, "%.100s %.50s", nm->valuestring, m->string);
+                int seen = 0;
+                for (size_t q = 0; q < s->n; q++) seen |= !strcmp(s->rows[q].label, label);
+                if (seen) continue;
+                cmp_row *row = add_row(s, label, 3);
+                if (!row) return;
+                for (int j = 0; j < n; j++) {
+                    const cJSON *kj = find_named(get(get(r[j].profile, "counters", NULL), "kernels", NULL),
+                                                 nm->valuestring);
+                    const cJSON *v = get(get(kj, "metrics", NULL), m->string, NULL);
+                    if (cJSON_IsNumber(v)) row->has[j] = 1, row->v[j] = v->valuedouble;
+                }
+            }
+        }
+    }
+}
+
+static void make_label(const char *path, char *out, size_t n) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (!strcmp(base, "summary.json") && base > path) {
+        /* the profile directory names the run */
+        const char *end = base - 1, *start = end;
+        while (start > path && start[-1] != '/') start--;
+        snprintf(out, n, "%.*s", (int)(end - start), start);
+        if (out[0]) return;
+    }
+    snprintf(out, n, "%s", base);
+    size_t l = strlen(out);
+    if (l > 5 && !strcmp(out + l - 5, ".json")) out[l - 5] = 0;
+}
+
+static int usage(void) {
+    fprintf(stderr, "usage: tinyfold compare A B [C ...] [--format table|markdown|csv] [--force]\n"
+                    "  A, B, ...: profile summary.json files or run JSON files (train --json)\n");
+    return 2;
+}
+
+int tf_compare_main(int argc, char **argv) {
+    const char *paths[CMP_MAX_RUNS];
+    static char dirbuf[CMP_MAX_RUNS][4200];
+    int n = 0, force = 0;
+    cmp_format fmt = CMP_TABLE;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = NULL;
+        if (!strcmp(a, "--force")) {
+            force = 1;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage();
+            return 0;
+        } else if (!strncmp(a, "--format", 8) && (a[8] == 0 || a[8] == '=')) {
+            val = a[8] ? a + 9 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!val) return fail("--format needs a value (table, markdown or csv)");
+            if (!strcmp(val, "table")) fmt = CMP_TABLE;
+            else if (!strcmp(val, "markdown") || !strcmp(val, "md")) fmt = CMP_MARKDOWN;
+            else if (!strcmp(val, "csv")) fmt = CMP_CSV;
+            else return fail("--format '%s' is not one of table, markdown, csv", val);
+        } else if (a[0] == '-' && a[1]) {
+            return fail("unknown option '%s'", a);
+        } else {
+            if (n == CMP_MAX_RUNS) return fail("at most 16 files can be compared");
+            /* a profile directory stands for its summary.json */
+            struct stat st;
+            if (stat(a, &st) == 0 && S_ISDIR(st.st_mode)) {
+                size_t l = strlen(a);
+                while (l > 1 && a[l - 1] == '/') l--;
+                snprintf(dirbuf[n], sizeof dirbuf[n], "%.*s/summary.json", (int)l, a);
+                a = dirbuf[n];
+            }
+            paths[n++] = a;
+        }
+    }
+    if (n < 2) {
+        fprintf(stderr, "tinyfold compare: need at least two files to compare\n");
+        return usage();
+    }
+    cmp_run runs[CMP_MAX_RUNS];
+    memset(runs, 0, sizeof runs);
+    cmp_table *t = calloc(1, sizeof *t);
+    int rc = t ? 0 : fail("out of memory");
+    for (int i = 0; i < n && rc == 0; i++) rc = load(paths[i], &runs[i]);
+    for (int i = 0; i < n && rc == 0 && !force; i++)
+        if (!runs[i].run)
+            rc = fail("'%s' holds no run configuration to check; use --force to compare anyway",
+                      paths[i]);
+    if (rc == 0 && !force) rc = check_knobs(runs, n, paths);
+    if (rc == 0) {
+        t->nruns = n;
+        for (int i = 0; i < n; i++) {
+            t->paths[i] = paths[i];
+            make_label(paths[i], t->labels[i], sizeof t->labels[i]);
+            for (int j = 0; j < i; j++) /* keep labels distinct */
+                if (!strcmp(t->labels[i], t->labels[j])) {
+                    snprintf(t->labels[i], sizeof t->labels[i], "run%d", i + 1);
+                    break;
+                }
+        }
+        cmp_section *cfg = &t->sec[0], *perf = &t->sec[1], *ker = &t->sec[2], *cnt = &t->sec[3];
+        t->nsec = 4;
+        snprintf(cfg->title, sizeof cfg->title, "Configuration");
+        snprintf(perf->title, sizeof perf->title, "Performance");
+        snprintf(ker->title, sizeof ker->title, "Top kernels (union of each run's top 10)");
+        snprintf(cnt->title, sizeof cnt->title, "Counters (mean per call)");
+        text_row(cfg, runs, n, "impl", "impl", NULL);
+        text_row(cfg, runs, n, "backend", "backend", NULL);
+        text_row(cfg, runs, n, "precision", "precision", NULL);
+        text_row(cfg, runs, n, "graph", "graph", NULL);
+        text_row(cfg, runs, n, "threads", "threads", NULL);
+        metric_row(perf, runs, n, "samples/s", "samples_per_sec", 1, 2);
+        metric_row(perf, runs, n, "ms/step", "step_ms", 1, 3);
+        metric_row(perf, runs, n, "data ms", "data_ms", 1, 3);
+        metric_row(perf, runs, n, "forward ms", "forward_ms", 1, 3);
+        metric_row(perf, runs, n, "backward ms", "backward_ms", 1, 3);
+        metric_row(perf, runs, n, "optimizer ms", "optimizer_ms", 1, 3);
+        metric_row(perf, runs, n, "launches/step", "launches_per_step", 1, 1);
+        metric_row(perf, runs, n, "peak memory MiB", "peak_memory_bytes", 1.0 / 1048576, 1);
+        metric_row(perf, runs, n, "host peak RSS MiB", "host_peak_rss_bytes", 1.0 / 1048576, 1);
+        metric_row(perf, runs, n, "GFLOP/s", "gflops", 1, 1);
+        metric_row(perf, runs, n, "final loss", "final_loss", 1, 6);
+        kernel_rows(ker, runs, n);
+        counter_rows(cnt, runs, n);
+        cmp_render(t, fmt, stdout);
+        fflush(stdout);
+    }
+    for (int i = 0; i < n; i++) cJSON_Delete(runs[i].doc);
+    if (t)
+        for (int s = 0; s < 4; s++) free(t->sec[s].rows);
+    free(t);
+    return rc;
+}

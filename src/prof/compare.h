@@ -1,0 +1,39 @@
+/* compare: the table model shared by compare.c (reading runs, building rows)
+ * and compare_render.c (table, markdown, csv). */
+#ifndef TF_PROF_COMPARE_H
+#define TF_PROF_COMPARE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define CMP_MAX_RUNS 16
+
+typedef enum { CMP_TABLE = 0, CMP_MARKDOWN = 1, CMP_CSV = 2 } cmp_format;
+
+/* One row: a numeric value per run (with ratios vs the first run) or text. */
+typedef struct {
+    char label[160];
+    int text;                 /* 1: s[] holds text cells, no ratios */
+    double v[CMP_MAX_RUNS];
+    int has[CMP_MAX_RUNS];
+    char s[CMP_MAX_RUNS][48];
+    int prec;                 /* decimals of numeric cells */
+} cmp_row;
+
+typedef struct {
+    char title[64];
+    cmp_row *rows;
+    size_t n, cap;
+} cmp_section;
+
+typedef struct {
+    int nruns;
+    char labels[CMP_MAX_RUNS][64];
+    const char *paths[CMP_MAX_RUNS];
+    cmp_section sec[4];
+    int nsec;
+} cmp_table;
+
+void cmp_render(const cmp_table *t, cmp_format fmt, FILE *out);
+
+#endif

@@ -1,0 +1,30 @@
+/* CPU-only builds: the CUDA side of the profiler (src/prof/cuda/) is not
+ * compiled, and asking for it is a usage error. */
+#ifndef TF_HAVE_CUDA
+#include <stdio.h>
+
+#include "prof/prof_internal.h"
+
+int prof_gpu_start(tf_prof *p, char *err, size_t errlen) {
+    (void)p;
+    if (err && errlen) snprintf(err, errlen, "CUDA profiling: this build has no CUDA support");
+    return -1;
+}
+void prof_gpu_drain(tf_prof *p, int force) { (void)p, (void)force; }
+void prof_gpu_stop(tf_prof *p) { (void)p; }
+void prof_gpu_free(tf_prof *p) { (void)p; }
+void prof_gpu_counters_free(tf_prof *p) { (void)p; }
+void prof_gpu_counters_step_begin(tf_prof *p) { (void)p; }
+void prof_gpu_counters_step_end(tf_prof *p) { (void)p; }
+struct cJSON *prof_gpu_counters_json(const tf_prof *p) {
+    (void)p;
+    return NULL;
+}
+void prof_gpu_counters_print(const tf_prof *p, FILE *out) { (void)p, (void)out; }
+const char *prof_gpu_warning(const tf_prof *p) {
+    (void)p;
+    return NULL;
+}
+#else
+typedef int tf_prof_gpu_stub_unused; /* CUDA build: src/prof/cuda/ provides these */
+#endif

@@ -1,0 +1,252 @@
+/* The profiler's private state, shared by the files of src/prof/.
+ *
+ * Everything here is touched from the thread that drives the model only
+ * (the hooks, finish). The CUDA activity module receives CUPTI buffers on
+ * CUPTI's own thread: it queues them under its own lock and hands them to
+ * this state from the main thread (at step ends and at finish).
+ *
+ * Memory stays bounded: aggregates are per interned name and per region
+ * path; per-launch rows are kept for the first trace_max_steps collected
+ * steps only; arrays grow by doubling, and after the first traced step the
+ * launch array is reserved for the whole trace window, so steady-state
+ * recording does not allocate. */
+#ifndef TF_PROF_INTERNAL_H
+#define TF_PROF_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "prof/prof.h"
+#include "prof/profiler.h"
+
+#define PROF_MAX_DEPTH 64
+#define PROF_MAX_OPS 8          /* ops nested inside ops (rare) */
+#define PROF_ROOT 0u            /* path id of the empty path (no region) */
+#define PROF_NONE UINT32_MAX
+#define PROF_MAX_MEM_SAMPLES 65536
+
+/* ---- string interning ---- */
+typedef struct {
+    char **strs;
+    uint32_t *hashes;
+    uint32_t n, cap;
+    uint32_t *slots; /* id + 1; 0 = empty */
+    uint32_t nslots; /* power of two */
+} prof_intern;
+
+int prof_intern_init(prof_intern *t);
+void prof_intern_free(prof_intern *t);
+/* Id of s, added if missing; PROF_NONE when out of memory. */
+uint32_t prof_intern_id(prof_intern *t, const char *s);
+/* Id of s or PROF_NONE. */
+uint32_t prof_intern_find(const prof_intern *t, const char *s);
+
+/* ---- aggregates ---- */
+typedef enum { PROF_KIND_KERNEL = 0, PROF_KIND_MEMCPY = 1, PROF_KIND_MEMSET = 2 } prof_kind;
+
+typedef struct {
+    uint64_t calls;
+    int64_t total_ns, min_ns, max_ns;
+    double mean, m2; /* Welford: running mean and sum of squared deviations */
+    uint8_t kind;
+} prof_stat;
+
+typedef struct {
+    uint32_t parent, name;
+    int depth;
+    int selected;     /* this path lies inside a selected region (or no selection) */
+    char *path;       /* "forward_pass/block_0/msa_qkv"; "" for the root */
+    uint64_t calls;   /* collected entries */
+    int64_t host_ns;  /* inclusive host wall time of collected entries */
+    int64_t kernel_ns;/* inclusive kernel time (this region and below) */
+    uint64_t launches;/* launches directly in this region */
+    size_t peak_backend, peak_host; /* from memory samples in this region or below */
+} prof_path;
+
+typedef struct {
+    long step;
+    int warmup, collected, traced, counter_step;
+    int64_t start, end; /* profiler clock, ns */
+    uint64_t launches;
+    int64_t kernel_ns;
+} prof_step;
+
+/* One launch (a CPU op, a GPU kernel, a memcpy/memset). */
+typedef struct {
+    uint32_t name, op, path, step; /* step: index into steps */
+    uint32_t stream;
+    uint8_t kind;
+    int64_t start, end;             /* profiler clock (CLOCK_MONOTONIC ns) */
+    uint32_t grid[3], block[3];     /* 0 = unknown (CPU) */
+    int32_t regs, smem;             /* -1 = unknown (CPU) */
+} prof_launch;
+
+typedef struct {
+    uint32_t path, step;
+    int64_t start, end;
+} prof_region_ev;
+
+typedef struct {
+    int64_t t;
+    size_t backend, host;
+} prof_mem;
+
+typedef struct prof_cpuc prof_cpuc; /* counters_cpu.c */
+
+struct tf_prof {
+    /* options (strings owned) */
+    char *out_dir, *selected, *counters;
+    int include_warmup, trace_max_steps, cuda, top;
+    int64_t t0;
+
+    prof_intern names;
+    uint32_t *sel_ids;
+    int nsel;
+
+    prof_path *paths;
+    uint32_t npaths, cap_paths;
+    uint32_t *path_slots; /* hash (parent, name) -> id + 1 */
+    uint32_t path_nslots;
+
+    struct { uint32_t path; int64_t start; } stack[PROF_MAX_DEPTH];
+    int depth, overflow;
+    long unbalanced;
+    struct { uint32_t name; int64_t start; int counted; } ops[PROF_MAX_OPS];
+    int nops, ops_overflow;
+
+    prof_stat *kstats; /* indexed by name id */
+    size_t kstats_cap;
+    int64_t kernel_total_ns;
+    uint64_t launches_total;
+
+    prof_step *steps;
+    size_t nsteps, cap_steps;
+    int in_step;
+    size_t cur_step;
+    size_t steps_collected, steps_traced;
+    int trace_cap_hit;
+    int reserved_trace;
+    int steps_collected_counter_done; /* CUDA: the counter step has run */
+
+    prof_launch *launches;
+    size_t nlaunch, cap_launch;
+    prof_region_ev *rev;
+    size_t nrev, cap_rev;
+    prof_mem *mem;
+    size_t nmem, cap_mem;
+    uint64_t mem_samples;
+    size_t peak_backend, peak_host;
+
+    prof_cpuc *cpuc;
+    int8_t *name_match; /* per name: -1 unknown, 0/1 matches the counter pattern */
+    size_t name_match_cap;
+
+    void *gpu;          /* CUDA activity state (src/prof/cuda), NULL on the CPU */
+    void *gpu_counters; /* CUDA range-profiler state for --counters */
+    uint64_t ctx;       /* CUDA: encoded (step, path, op) of the current host position */
+    int oom;            /* some record was dropped for lack of memory */
+    int finished;
+};
+
+/* ---- the encoded host context of a CUDA launch ---- */
+#define PROF_CTX_PATH_BITS 20
+#define PROF_CTX_OP_BITS 19
+#define PROF_CTX_STEP_NONE 0xFFFFFFu
+static inline uint64_t prof_ctx_make(uint32_t step, uint32_t path, uint32_t op) {
+    return ((uint64_t)(step & 0xFFFFFFu) << 40) | (1ull << 39) |
+           ((uint64_t)(op & ((1u << PROF_CTX_OP_BITS) - 1)) << PROF_CTX_PATH_BITS) |
+           (uint64_t)(path & ((1u << PROF_CTX_PATH_BITS) - 1));
+}
+static inline int prof_ctx_valid(uint64_t c) { return (int)((c >> 39) & 1); }
+static inline uint32_t prof_ctx_step(uint64_t c) { return (uint32_t)(c >> 40); }
+static inline uint32_t prof_ctx_path(uint64_t c) {
+    return (uint32_t)(c & ((1u << PROF_CTX_PATH_BITS) - 1));
+}
+static inline uint32_t prof_ctx_op(uint64_t c) {
+    return (uint32_t)((c >> PROF_CTX_PATH_BITS) & ((1u << PROF_CTX_OP_BITS) - 1));
+}
+/* op field value meaning "no op" */
+#define PROF_CTX_NO_OP ((1u << PROF_CTX_OP_BITS) - 1)
+
+/* ---- helpers (profiler.c) ---- */
+int64_t prof_now_ns(void);
+/* Grow *arr to hold at least need elements of size elem; 0 ok, -1 out of memory. */
+int prof_reserve(void **arr, size_t *cap, size_t need, size_t elem);
+/* Child path of parent named name_id (created if missing); PROF_NONE on OOM. */
+uint32_t prof_path_child(tf_prof *p, uint32_t parent, uint32_t name_id);
+/* Record one collected launch (stats, regions, step, trace rows). */
+void prof_record_launch(tf_prof *p, const prof_launch *l);
+/* Does name id match the counter pattern (cached)? */
+int prof_name_matches(tf_prof *p, uint32_t name);
+/* Peak resident set size of the process so far (getrusage). */
+size_t prof_host_peak_rss(void);
+/* mkdir -p; 0 ok, else -1 with errno set. */
+int prof_mkdir_p(const char *dir);
+
+/* ---- CPU software counters (counters_cpu.c) ---- */
+#define PROF_CPUC_MAX 8
+prof_cpuc *prof_cpuc_open(void);
+void prof_cpuc_close(prof_cpuc *c);
+/* Reads the open counters into v (PROF_CPUC_MAX entries). */
+void prof_cpuc_read(prof_cpuc *c, uint64_t *v);
+void prof_cpuc_begin(prof_cpuc *c);
+/* Closes the bracket opened by prof_cpuc_begin and adds it to name's sums. */
+void prof_cpuc_end(prof_cpuc *c, uint32_t name);
+struct cJSON *prof_cpuc_json(const prof_cpuc *c, const tf_prof *p);
+void prof_cpuc_print(const prof_cpuc *c, const tf_prof *p, FILE *out);
+
+/* ---- outputs ---- */
+/* Kernel name ids sorted by total time descending (kind == kernel, calls > 0). */
+uint32_t *prof_sorted_kernels(const tf_prof *p, size_t *n, int kind);
+/* Indices of the trace rows in start order (CUDA buffers arrive out of order). */
+size_t *prof_launch_order(const tf_prof *p);
+int prof_write_stats_csv(const tf_prof *p, const char *path, char *err, size_t errlen);
+int prof_write_trace_csv(const tf_prof *p, const char *path, char *err, size_t errlen);
+int prof_write_summary(const tf_prof *p, const struct cJSON *run, const char *path, char *err,
+                       size_t errlen);
+int prof_write_trace_json(const tf_prof *p, const char *path, char *err, size_t errlen);
+void prof_print_report(const tf_prof *p, FILE *out);
+
+/* Totals the report and summary share. */
+typedef struct {
+    int64_t step_ns;                 /* wall time of the collected steps */
+    int64_t phase_ns[4];             /* data_loading, forward_pass, backward_pass, optimizer_step */
+    int64_t phase_kernel_ns[4];
+    int phase_seen[4];
+    uint64_t phase_calls[4];         /* region entries (fewer than steps under graph replay) */
+    double launches_per_step;
+} prof_totals;
+extern const char *const prof_phase_names[4];
+void prof_compute_totals(const tf_prof *p, prof_totals *t);
+
+/* Module aggregate: a module region (e.g. msa_row_attention) over all blocks. */
+typedef struct {
+    uint32_t name;
+    int64_t fwd_ns, bwd_ns, other_ns; /* host time on the CPU, kernel time on CUDA */
+    uint64_t calls;
+} prof_module;
+prof_module *prof_modules(const tf_prof *p, size_t *n);
+
+/* JSON/CSV string escaping into a FILE. */
+void prof_json_str(FILE *f, const char *s);
+void prof_csv_str(FILE *f, const char *s);
+
+/* ---- GPU (src/prof/cuda or the stub in prof_gpu_stub.c) ---- */
+/* Start CUPTI activity collection; 0 ok, else one line in err. */
+int prof_gpu_start(tf_prof *p, char *err, size_t errlen);
+/* Flush finished CUPTI buffers and fold them into p (main thread). */
+void prof_gpu_drain(tf_prof *p, int force);
+void prof_gpu_stop(tf_prof *p);
+/* Stops (if needed) and frees the CUDA state, counters included. */
+void prof_gpu_free(tf_prof *p);
+void prof_gpu_counters_free(tf_prof *p);
+/* Counters (range profiler) around the counter step. */
+void prof_gpu_counters_step_begin(tf_prof *p);
+void prof_gpu_counters_step_end(tf_prof *p);
+struct cJSON *prof_gpu_counters_json(const tf_prof *p);
+void prof_gpu_counters_print(const tf_prof *p, FILE *out);
+/* Recorded dropped CUPTI records etc.: one line or NULL. */
+const char *prof_gpu_warning(const tf_prof *p);
+
+#endif

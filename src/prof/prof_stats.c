@@ -1,0 +1,106 @@
+/* Derived figures shared by the printed report and summary.json: kernels by
+ * time, step/phase totals, module regions aggregated over blocks. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "prof/prof_internal.h"
+
+const char *const prof_phase_names[4] = {"data_loading", "forward_pass", "backward_pass",
+                                         "optimizer_step"};
+
+static const tf_prof *sort_p;
+static int by_total_desc(const void *a, const void *b) {
+    const prof_stat *x = &sort_p->kstats[*(const uint32_t *)a];
+    const prof_stat *y = &sort_p->kstats[*(const uint32_t *)b];
+    if (x->total_ns != y->total_ns) return x->total_ns < y->total_ns ? 1 : -1;
+    /* ties: by name, so the order is reproducible */
+    return strcmp(sort_p->names.strs[*(const uint32_t *)a], sort_p->names.strs[*(const uint32_t *)b]);
+}
+
+uint32_t *prof_sorted_kernels(const tf_prof *p, size_t *n, int kind) {
+    *n = 0;
+    uint32_t *ids = malloc((p->kstats_cap + 1) * sizeof *ids);
+    if (!ids) return NULL;
+    for (size_t i = 0; i < p->kstats_cap; i++)
+        if (p->kstats[i].calls && p->kstats[i].kind == kind) ids[(*n)++] = (uint32_t)i;
+    sort_p = p; /* single-threaded: finish runs on the model's thread */
+    qsort(ids, *n, sizeof *ids, by_total_desc);
+    return ids;
+}
+
+void prof_compute_totals(const tf_prof *p, prof_totals *t) {
+    memset(t, 0, sizeof *t);
+    for (size_t i = 0; i < p->nsteps; i++)
+        if (p->steps[i].collected && p->steps[i].end > p->steps[i].start)
+            t->step_ns += p->steps[i].end - p->steps[i].start;
+    for (uint32_t id = 1; id < p->npaths; id++) {
+        const prof_path *q = &p->paths[id];
+        if (q->parent != PROF_ROOT || (q->calls == 0 && q->kernel_ns == 0)) continue;
+        for (int k = 0; k < 4; k++) {
+            if (strcmp(p->names.strs[q->name], prof_phase_names[k]) != 0) continue;
+            t->phase_ns[k] += q->host_ns;
+            t->phase_kernel_ns[k] += q->kernel_ns;
+            t->phase_calls[k] += q->calls;
+            t->phase_seen[k] = 1;
+        }
+    }
+    t->launches_per_step =
+        p->steps_collected ? (double)p->launches_total / (double)p->steps_collected : 0.0;
+}
+
+static int is_block(const char *s) {
+    if (strncmp(s, "block_", 6) != 0 || !s[6]) return 0;
+    for (s += 6; *s; s++)
+        if (*s < '0' || *s > '9') return 0;
+    return 1;
+}
+
+static int by_module_total(const void *a, const void *b) {
+    const prof_module *x = a, *y = b;
+    int64_t tx = x->fwd_ns + x->bwd_ns + x->other_ns, ty = y->fwd_ns + y->bwd_ns + y->other_ns;
+    if (tx != ty) return tx < ty ? 1 : -1;
+    return x->name < y->name ? -1 : x->name > y->name;
+}
+
+prof_module *prof_modules(const tf_prof *p, size_t *n) {
+    *n = 0;
+    prof_module *m = calloc(p->npaths + 1, sizeof *m);
+    if (!m) return NULL;
+    uint32_t comp[PROF_MAX_DEPTH + 1];
+    for (uint32_t id = 1; id < p->npaths; id++) {
+        const prof_path *q = &p->paths[id];
+        /* under CUDA graph replay a module region is entered once (at capture)
+         * while its kernels run every step: keep paths that only have kernels */
+        if (q->calls == 0 && q->kernel_ns == 0) continue;
+        int nc = 0;
+        for (uint32_t k = id; k != PROF_ROOT && nc <= PROF_MAX_DEPTH; k = p->paths[k].parent)
+            comp[nc++] = p->paths[k].name; /* leaf first */
+        const char *first = p->names.strs[comp[nc - 1]];
+        int phase = 2; /* 0 forward, 1 backward, 2 other */
+        int lo = 0, hi = nc - 1;
+        if (!strcmp(first, "forward_pass")) phase = 0, hi--;
+        else if (!strcmp(first, "backward_pass")) phase = 1, hi--;
+        else if (!strcmp(first, "optimizer_step") || !strcmp(first, "data_loading")) continue;
+        int kept = 0;
+        uint32_t name = PROF_NONE;
+        for (int k = hi; k >= lo; k--) {
+            if (is_block(p->names.strs[comp[k]])) continue;
+            kept++;
+            name = comp[k];
+        }
+        if (kept != 1) continue; /* a phase or block itself, or a sub-step */
+        size_t j = 0;
+        while (j < *n && m[j].name != name) j++;
+        if (j == *n) {
+            m[j].name = name;
+            (*n)++;
+        }
+        int64_t v = p->gpu ? q->kernel_ns : q->host_ns;
+        if (phase == 0) m[j].fwd_ns += v;
+        else if (phase == 1) m[j].bwd_ns += v;
+        else m[j].other_ns += v;
+        m[j].calls += q->calls;
+    }
+    qsort(m, *n, sizeof *m, by_module_total);
+    return m;
+}

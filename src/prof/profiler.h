@@ -1,0 +1,55 @@
+/* Profiler management: create a profiler before the trainer, attach it with
+ * tf_trainer_set_prof, and finish it after the last step. The hooks the
+ * model and trainer call are in prof.h.
+ *
+ * What is collected (the same rules on the CPU and on CUDA):
+ *  - only work between tf_prof_step_begin and tf_prof_step_end;
+ *  - warm-up steps only when include_warmup;
+ *  - with selected_regions, only ops and regions whose region stack holds one
+ *    of the selected names (exact match of one path component);
+ *  - kernel statistics over every collected step; per-launch trace rows (and
+ *    trace.json) for the first trace_max_steps collected steps only.
+ * On CUDA a step used for hardware counters (--counters) runs every kernel
+ * several times (kernel replay): it is not counted in the timing statistics. */
+#ifndef TF_PROF_PROFILER_H
+#define TF_PROF_PROFILER_H
+
+#include <stdio.h>
+
+#include "tinyfold.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct cJSON;
+
+typedef struct {
+    const char *out_dir;          /* files go here; NULL = no files */
+    const char *selected_regions; /* comma-separated region names, NULL = collect everywhere */
+    int include_warmup;           /* also collect warm-up steps (default 0) */
+    int trace_max_steps;          /* Perfetto trace cap in steps (<= 0 means the default, 5) */
+    const char *counters;         /* kernel-name substring for hardware counters, or NULL */
+    int cuda;                     /* the run uses the CUDA backend */
+    int top;                      /* kernels in the printed table (<= 0 means 15) */
+} tf_prof_opts;
+
+/* NULL + one line in err on failure. On CUDA create it BEFORE the trainer
+ * (CUPTI must see the first CUDA work). */
+tf_prof *tf_prof_create(const tf_prof_opts *o, char *err, size_t errlen);
+/* A memory sample (the trainer calls it at phase boundaries). host_bytes == 0
+ * means "read this process's resident set size now". */
+void tf_prof_memory(tf_prof *p, size_t backend_bytes, size_t host_bytes);
+/* Writes DIR/kernel_stats.csv, kernel_trace.csv, summary.json (embeds `run`
+ * under "run"), trace.json; prints the report to out (may be NULL).
+ * Returns 0, or non-zero with one line in err. */
+int tf_prof_finish(tf_prof *p, const struct cJSON *run, FILE *out, char *err, size_t errlen);
+void tf_prof_destroy(tf_prof *p);
+
+/* `tinyfold compare A B ...`; argv[0] is "compare"; returns the exit status. */
+int tf_compare_main(int argc, char **argv);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

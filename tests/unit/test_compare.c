@@ -1,0 +1,300 @@
+/* `tinyfold compare`: side-by-side table of profiler summaries and run JSON
+ * files, refusal of runs at different problems, corrupt-file handling. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "test_prof_util.h"
+
+static char tmpdir[256];
+
+static void path_of(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", tmpdir, name); }
+
+/* A profile of the synthetic workload with `run` embedded, in tmpdir/<sub>. */
+static void make_profile(const char *sub, cJSON *run, int nsteps) {
+    char dir[400], err[256];
+    path_of(dir, sizeof dir, sub);
+    tf_prof_opts o = {.out_dir = dir};
+    tf_prof *p = tf_prof_create(&o, err, sizeof err);
+    assert_non_null(p);
+    for (int s = 0; s < nsteps; s++) tp_step(p, NULL, s, 0, 1, TP_ALL);
+    assert_int_equal(tf_prof_finish(p, run, NULL, err, sizeof err), 0);
+    tf_prof_destroy(p);
+}
+
+static void write_json(const char *name, cJSON *j) {
+    char path[400];
+    path_of(path, sizeof path, name);
+    char *s = cJSON_Print(j);
+    assert_int_equal(tp_write(path, s), 0);
+    cJSON_free(s);
+}
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/tf_test_compare_XXXXXX");
+    if (!mkdtemp(tmpdir)) return -1;
+    cJSON *a = tp_run_json(4, 64, 100.0, 40.0), *b = tp_run_json(4, 64, 200.0, 20.0);
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(b, "config"), "impl", cJSON_CreateString("v1"));
+    make_profile("v2", a, 2);
+    make_profile("v1", b, 4);
+    write_json("a.json", a);
+    write_json("b.json", b);
+    cJSON *c = tp_run_json(4, 128, 50.0, 80.0); /* a different problem */
+    write_json("c.json", c);
+    cJSON *d = tp_run_json(4, 64, 50.0, 80.0);
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(d, "config"), "precision", cJSON_CreateString("tf32"));
+    write_json("d.json", d);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    cJSON_Delete(c);
+    cJSON_Delete(d);
+    char path[400];
+    path_of(path, sizeof path, "trunc.json");
+    tp_write(path, "{\"config\": {\"batch\": 4, \"seq_len\"");
+    path_of(path, sizeof path, "array.json");
+    tp_write(path, "[1, 2, 3]");
+    path_of(path, sizeof path, "noconfig.json");
+    tp_write(path, "{\"summary\": {\"step_ms\": 3}}");
+    path_of(path, sizeof path, "empty.json");
+    tp_write(path, "");
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    static const char *const files[] = {"v1/kernel_stats.csv", "v1/kernel_trace.csv",
+                                        "v1/summary.json",     "v1/trace.json",
+                                        "v2/kernel_stats.csv", "v2/kernel_trace.csv",
+                                        "v2/summary.json",     "v2/trace.json",
+                                        "a.json",              "b.json",
+                                        "c.json",              "d.json",
+                                        "trunc.json",          "array.json",
+                                        "noconfig.json",       "empty.json",
+                                        "out.txt",             "err.txt"};
+    char path[400];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        path_of(path, sizeof path, files[i]);
+        unlink(path);
+    }
+    path_of(path, sizeof path, "v1");
+    rmdir(path);
+    path_of(path, sizeof path, "v2");
+    rmdir(path);
+    rmdir(tmpdir);
+    return 0;
+}
+
+/* Runs compare with stdout/stderr captured; returns the exit status. */
+static int compare(char **out, char **err, ...) {
+    char *argv[16];
+    int argc = 0;
+    argv[argc++] = "compare";
+    va_list ap;
+    va_start(ap, err);
+    for (char *a; (a = va_arg(ap, char *)) != NULL && argc < 15;) argv[argc++] = a;
+    va_end(ap);
+    argv[argc] = NULL;
+    char po[400], pe[400];
+    path_of(po, sizeof po, "out.txt");
+    path_of(pe, sizeof pe, "err.txt");
+    fflush(stdout);
+    fflush(stderr);
+    int so = dup(1), se = dup(2);
+    int fo = open(po, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(pe, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(so >= 0 && se >= 0 && fo >= 0 && fe >= 0);
+    dup2(fo, 1);
+    dup2(fe, 2);
+    int rc = tf_compare_main(argc, argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(so, 1);
+    dup2(se, 2);
+    close(so);
+    close(se);
+    close(fo);
+    close(fe);
+    *out = tp_read(po);
+    *err = tp_read(pe);
+    assert_non_null(*out);
+    assert_non_null(*err);
+    return rc;
+}
+
+static int count_lines(const char *s) {
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+static char v1[400], v2[400], fa[400], fb[400], fc[400], fd[400];
+static void paths(void) {
+    path_of(v1, sizeof v1, "v1/summary.json");
+    path_of(v2, sizeof v2, "v2/summary.json");
+    path_of(fa, sizeof fa, "a.json");
+    path_of(fb, sizeof fb, "b.json");
+    path_of(fc, sizeof fc, "c.json");
+    path_of(fd, sizeof fd, "d.json");
+}
+
+static void test_table(void **state) {
+    (void)state;
+    paths();
+    char *out, *err;
+    int rc = compare(&out, &err, v2, v1, NULL);
+    if (rc) fprintf(stderr, "%s", err);
+    assert_int_equal(rc, 0);
+    assert_string_equal(err, "");
+    if (getenv("TF_TEST_VERBOSE")) fputs(out, stderr);
+    /* labels from the profile directories, values and ratios vs the first run */
+    assert_non_null(strstr(out, "v2 = "));
+    assert_non_null(strstr(out, "v1 = "));
+    assert_non_null(strstr(out, "samples/s"));
+    assert_non_null(strstr(out, "100.00"));
+    assert_non_null(strstr(out, "200.00"));
+    assert_non_null(strstr(out, "2.00x"));
+    assert_non_null(strstr(out, "0.50x"));
+    assert_non_null(strstr(out, "launches/step"));
+    assert_non_null(strstr(out, "14.0"));
+    assert_non_null(strstr(out, "peak memory MiB"));
+    assert_non_null(strstr(out, "512.0"));
+    /* kernels: both runs' top kernels, with calls (2 vs 4 steps: 2.00x) */
+    assert_non_null(strstr(out, "sgemm_nt ms"));
+    const char *row = strstr(out, "sgemm_nt calls");
+    assert_non_null(row);
+    assert_non_null(strstr(row, "16"));
+    assert_non_null(strstr(row, "32"));
+    const char *eol = strchr(row, '\n');
+    const char *ratio = strstr(row, "2.00x");
+    assert_true(ratio && ratio < eol);
+    assert_non_null(strstr(out, "impl"));
+    free(out);
+    free(err);
+
+    /* a profile directory stands for its summary.json */
+    char d1[400], d2[400];
+    path_of(d1, sizeof d1, "v2/");
+    path_of(d2, sizeof d2, "v1");
+    assert_int_equal(compare(&out, &err, d1, d2, NULL), 0);
+    assert_non_null(strstr(out, "v2 = "));
+    assert_non_null(strstr(out, "sgemm_nt calls"));
+    free(out);
+    free(err);
+}
+
+static void test_csv_markdown(void **state) {
+    (void)state;
+    paths();
+    char *out, *err;
+    assert_int_equal(compare(&out, &err, fa, fb, v1, "--format", "csv", NULL), 0);
+    char *s = out;
+    tp_csv_row r;
+    assert_true(tp_csv_next(&s, &r));
+    /* section, metric, a, b, b vs a, v1, v1 vs a */
+    assert_int_equal(r.n, 7);
+    assert_string_equal(r.f[1], "Metric");
+    assert_string_equal(r.f[2], "a");
+    assert_string_equal(r.f[3], "b");
+    assert_string_equal(r.f[4], "vs a");
+    assert_string_equal(r.f[5], "v1");
+    int found = 0, rows = 0;
+    while (tp_csv_next(&s, &r)) {
+        assert_int_equal(r.n, 7);
+        rows++;
+        if (!strcmp(r.f[1], "ms/step")) {
+            assert_string_equal(r.f[2], "40.000");
+            assert_string_equal(r.f[3], "20.000");
+            assert_string_equal(r.f[4], "0.50x");
+            assert_string_equal(r.f[6], "0.50x");
+            found = 1;
+        }
+        if (!strcmp(r.f[1], "sgemm_nt calls")) {
+            assert_string_equal(r.f[2], "-"); /* run JSON files have no kernels */
+            assert_string_equal(r.f[5], "32");
+        }
+    }
+    assert_true(found);
+    assert_true(rows > 5);
+    free(out);
+    free(err);
+
+    assert_int_equal(compare(&out, &err, fa, fb, "--format=markdown", NULL), 0);
+    assert_non_null(strstr(out, "### Performance"));
+    assert_non_null(strstr(out, "| Metric"));
+    assert_non_null(strstr(out, "|--"));
+    assert_non_null(strstr(out, "| samples/s"));
+    free(out);
+    free(err);
+}
+
+static void test_refuse_mismatch(void **state) {
+    (void)state;
+    paths();
+    char *out, *err;
+    assert_int_equal(compare(&out, &err, fa, fc, NULL), 2);
+    assert_string_equal(out, "");
+    assert_int_equal(count_lines(err), 1);
+    assert_non_null(strstr(err, "seq_len"));
+    assert_non_null(strstr(err, "64"));
+    assert_non_null(strstr(err, "128"));
+    free(out);
+    free(err);
+
+    assert_int_equal(compare(&out, &err, v1, fd, NULL), 2);
+    assert_int_equal(count_lines(err), 1);
+    assert_non_null(strstr(err, "precision"));
+    assert_non_null(strstr(err, "fp32"));
+    assert_non_null(strstr(err, "tf32"));
+    free(out);
+    free(err);
+
+    assert_int_equal(compare(&out, &err, fa, "--force", fc, NULL), 0);
+    assert_non_null(strstr(out, "samples/s"));
+    assert_non_null(strstr(out, "0.50x"));
+    free(out);
+    free(err);
+}
+
+static void test_bad_files(void **state) {
+    (void)state;
+    paths();
+    static const char *const bad[] = {"trunc.json", "array.json", "noconfig.json", "empty.json",
+                                      "missing.json"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char p[400], *out, *err;
+        path_of(p, sizeof p, bad[i]);
+        assert_int_equal(compare(&out, &err, fa, p, NULL), 2);
+        assert_string_equal(out, "");
+        assert_int_equal(count_lines(err), 1);
+        assert_non_null(strstr(err, p)); /* names the file */
+        free(out);
+        free(err);
+    }
+    char *out, *err;
+    assert_int_equal(compare(&out, &err, fa, NULL), 2); /* one file only */
+    free(out);
+    free(err);
+    assert_int_equal(compare(&out, &err, fa, fb, "--format", "xml", NULL), 2);
+    assert_int_equal(count_lines(err), 1);
+    free(out);
+    free(err);
+    assert_int_equal(compare(&out, &err, fa, fb, "--bogus", NULL), 2);
+    free(out);
+    free(err);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_csv_markdown),
+        cmocka_unit_test(test_refuse_mismatch),
+        cmocka_unit_test(test_bad_files),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,1067 @@
+/* CPU backend: every op of tf_ops against a naive double-precision reference
+ * written here, at several shapes including odd ones.
+ *
+ * Tolerances. u = 2^-24 is the fp32 unit roundoff. A K-term fp32 dot product
+ * has an error that behaves like a random walk, about sqrt(K) * u * sum|a_k b_k|;
+ * over up to ~1e5 checked elements the maximum sits within ~4.5 standard
+ * deviations, and a few more roundings (alpha/beta, scale, one exp/log) come on
+ * top, so checks use 8 * sqrt(K) * u times the magnitude of the summed terms,
+ * plus the extra terms each op's comment names. Where an op does no arithmetic
+ * (permute, copies, embedding forward) or the same float operations as the
+ * reference (add, mul, scale), the check is bit-exact. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "testutil.h"
+
+#define U TF_TEST_U
+
+static tf_backend *g_be;
+static const tf_ops *g_ops;
+
+#define CHECK_LE(what, err, tol)                                                              \
+    do {                                                                                      \
+        const double e_ = (err), t_ = (tol);                                                  \
+        if (!(e_ <= t_) || getenv("TF_TEST_VERBOSE"))                                         \
+            fprintf(stderr, "%s %s: err %.3g tol %.3g\n", e_ <= t_ ? "ok  " : "FAIL", what,   \
+                    e_, t_);                                                                  \
+        assert_true(e_ <= t_);                                                                \
+    } while (0)
+
+static int group_setup(void **state) {
+    (void)state;
+    return tf_test_cpu_backend(&g_be, &g_ops);
+}
+
+static int group_teardown(void **state) {
+    (void)state;
+    tf_cpu_backend_destroy(g_be);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ memory */
+
+static void test_memory(void **state) {
+    (void)state;
+    size_t peak0 = tf_cpu_backend_peak_bytes(g_be);
+    void *a = NULL, *b = NULL;
+    assert_int_equal(g_ops->alloc(g_be, &a, 1000), 0);
+    assert_int_equal(g_ops->alloc(g_be, &b, 3), 0);
+    assert_true(((uintptr_t)a % 64) == 0 && ((uintptr_t)b % 64) == 0);
+    assert_true(tf_cpu_backend_peak_bytes(g_be) >= peak0 + 1003);
+    float h[250], r[250];
+    tf_test_fill_normal(h, 250, 0, 1, 1);
+    g_ops->upload(g_be, a, h, sizeof h);
+    g_ops->download(g_be, r, a, sizeof r);
+    assert_true(tf_test_bits_equal(h, r, 250));
+    g_ops->zero(g_be, a, 100 * sizeof(float));
+    g_ops->copy(g_be, r, a, sizeof r);
+    for (int i = 0; i < 250; i++)
+        assert_true(r[i] == (i < 100 ? 0.0f : h[i]));
+    g_ops->sync(g_be);
+    size_t peak1 = tf_cpu_backend_peak_bytes(g_be);
+    g_ops->free(g_be, a);
+    g_ops->free(g_be, b);
+    g_ops->free(g_be, NULL);
+    assert_true(g_ops->alloc(g_be, &a, 64) == 0);
+    assert_true(tf_cpu_backend_peak_bytes(g_be) == peak1); /* freed bytes were returned */
+    g_ops->free(g_be, a);
+    char desc[256];
+    tf_cpu_backend_describe(g_be, desc, sizeof desc);
+    assert_non_null(strstr(desc, "OpenBLAS"));
+    assert_non_null(strstr(desc, "2 threads"));
+    assert_string_equal(g_ops->name, "cpu");
+}
+
+/* -------------------------------------------------------------------- gemm */
+
+/* One GEMM case; checks every element with 8 sqrt(K) u (|alpha| sum_k |a b| + |beta c|)
+ * and that C's padding (columns >= N) is untouched. */
+static void gemm_case(int tA, int tB, int M, int N, int K, int batch, int pad, float alpha,
+                      float beta, int relu, uint64_t seed) {
+    const long rowsA = tA ? K : M, colsA = tA ? M : K, rowsB = tB ? N : K, colsB = tB ? K : N;
+    const long lda = colsA + pad, ldb = colsB + pad, ldc = N + pad;
+    const long sA = rowsA * lda + 3, sB = rowsB * ldb + 5, sC = (long)M * ldc + 7;
+    float *A = tf_test_falloc(sA * batch), *B = tf_test_falloc(sB * batch);
+    float *C = tf_test_falloc(sC * batch), *C0 = tf_test_falloc(sC * batch);
+    tf_test_fill_uniform(A, sA * batch, -1, 1, seed);
+    tf_test_fill_uniform(B, sB * batch, -1, 1, seed + 1);
+    tf_test_fill_uniform(C, sC * batch, -1, 1, seed + 2);
+    for (long p = 0; p < batch; p++)
+        for (long i = 0; i < M; i++)
+            for (long j = N; j < ldc; j++)
+                C[p * sC + i * ldc + j] = 1234.5f; /* padding sentinel */
+    if (beta == 0.0f)
+        for (long p = 0; p < batch; p++)
+            for (long i = 0; i < M; i++)
+                for (long j = 0; j < N; j++)
+                    C[p * sC + i * ldc + j] = NAN; /* beta == 0: C must not be read */
+    memcpy(C0, C, sizeof(float) * sC * batch);
+    tf_gemm_args g = {.transA = tA, .transB = tB, .M = M, .N = N, .K = K, .alpha = alpha,
+                      .beta = beta, .A = A, .lda = lda, .strideA = sA, .B = B, .ldb = ldb,
+                      .strideB = sB, .C = C, .ldc = ldc, .strideC = sC, .batch = batch,
+                      .epilogue = relu ? TF_EPI_RELU : TF_EPI_NONE};
+    g_ops->gemm(g_be, &g, "test_gemm");
+    size_t bad = 0;
+    for (long p = 0; p < batch; p++)
+        for (long i = 0; i < M; i++) {
+            for (long j = 0; j < N; j++) {
+                double s = 0, mag = 0;
+                for (long k = 0; k < K; k++) {
+                    const double a = tA ? A[p * sA + k * lda + i] : A[p * sA + i * lda + k];
+                    const double b = tB ? B[p * sB + j * ldb + k] : B[p * sB + k * ldb + j];
+                    s += a * b;
+                    mag += fabs(a * b);
+                }
+                double ref = alpha * s, cmag = fabs(alpha) * mag;
+                if (beta != 0.0f) {
+                    ref += beta * (double)C0[p * sC + i * ldc + j];
+                    cmag += fabs(beta * (double)C0[p * sC + i * ldc + j]);
+                }
+                if (relu && ref < 0)
+                    ref = 0;
+                const double tol = 8.0 * sqrt((double)K + 2) * U * cmag + 1e-30;
+                const double got = C[p * sC + i * ldc + j];
+                if (!(fabs(got - ref) <= tol)) {
+                    if (bad++ < 3)
+                        fprintf(stderr, "gemm tA%d tB%d %dx%dx%d b%d: C[%ld,%ld,%ld] %.9g vs %.9g\n",
+                                tA, tB, M, N, K, batch, p, i, j, got, ref);
+                }
+            }
+            for (long j = N; j < ldc; j++)
+                bad += C[p * sC + i * ldc + j] != 1234.5f;
+        }
+    assert_int_equal(bad, 0);
+    free(A);
+    free(B);
+    free(C);
+    free(C0);
+}
+
+static void test_gemm(void **state) {
+    (void)state;
+    static const int shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 64}, {64, 64, 64}, {130, 70, 33}};
+    uint64_t seed = 100;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 4; t++)
+            for (int batch = 1; batch <= 3; batch += 2)
+                for (int beta = 0; beta <= 1; beta++)
+                    for (int pad = 0; pad <= 3; pad += 3)
+                        gemm_case(t & 1, t >> 1, shapes[s][0], shapes[s][1], shapes[s][2], batch,
+                                  pad, beta ? 0.75f : 1.25f, (float)beta, 0, seed++);
+    /* relu epilogue (beta 0), both batch paths and the parallel relu path */
+    gemm_case(0, 1, 33, 17, 20, 5, 2, 1.0f, 0.0f, 1, 7);
+    gemm_case(1, 0, 300, 450, 16, 1, 0, 1.0f, 0.0f, 1, 8);
+    /* entries at the threshold take the one-threaded-call-per-entry path */
+    gemm_case(0, 0, 128, 128, 128, 2, 1, 1.0f, 1.0f, 0, 9);
+    gemm_case(1, 1, 128, 256, 96, 2, 0, 0.5f, 0.0f, 1, 10);
+    /* strideC == 0: every entry accumulates into one C, in order (beta 1) */
+    {
+        const int M = 9, N = 11, K = 7, nb = 6;
+        float *A = tf_test_falloc(M * K * nb), *B = tf_test_falloc(K * N * nb), *C = tf_test_falloc(M * N);
+        double *R = tf_test_dalloc(M * N), mag = 0;
+        tf_test_fill_uniform(A, M * K * nb, -1, 1, 13);
+        tf_test_fill_uniform(B, K * N * nb, -1, 1, 14);
+        tf_test_fill_uniform(C, M * N, -1, 1, 15);
+        for (int i = 0; i < M * N; i++)
+            R[i] = C[i];
+        for (int p = 0; p < nb; p++)
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++)
+                    for (int k = 0; k < K; k++) {
+                        R[i * N + j] += (double)A[p * M * K + i * K + k] * B[p * K * N + k * N + j];
+                        mag = fmax(mag, fabs(R[i * N + j]));
+                    }
+        tf_gemm_args g = {.M = M, .N = N, .K = K, .alpha = 1, .beta = 1, .A = A, .lda = K,
+                          .strideA = M * K, .B = B, .ldb = N, .strideB = K * N, .C = C,
+                          .ldc = N, .strideC = 0, .batch = nb};
+        g_ops->gemm(g_be, &g, NULL);
+        CHECK_LE("gemm strideC 0", tf_test_max_abs_err(C, R, M * N), 8 * U * sqrt(K * nb + 2.0) * (mag + K * nb));
+        free(A); free(B); free(C); free(R);
+    }
+    /* K == 0: C = beta C */
+    gemm_case(0, 0, 5, 6, 0, 2, 0, 1.0f, 1.0f, 0, 11);
+    gemm_case(0, 0, 5, 6, 0, 2, 0, 1.0f, 0.0f, 0, 12);
+}
+
+/* --------------------------------------------------------------- layernorm */
+
+/* Reference over double; fwd error: the mean and variance are C-term sums
+ * (sqrt(C) u relative to max|x|, amplified by max|x|/std when the normalised
+ * value is formed), then ~4 roundings for the affine part. */
+static void test_layernorm(void **state) {
+    (void)state;
+    static const int rows_l[] = {1, 7, 33, 130};
+    static const int C_l[] = {5, 64, 128};
+    uint64_t seed = 200;
+    for (size_t ri = 0; ri < 4; ri++)
+        for (size_t ci = 0; ci < 3; ci++) {
+            const long R = rows_l[ri];
+            const int C = C_l[ci];
+            const long n = R * C;
+            float *x = tf_test_falloc(n), *out = tf_test_falloc(n), *g = tf_test_falloc(C);
+            float *bta = tf_test_falloc(C), *mean = tf_test_falloc(R), *rstd = tf_test_falloc(R);
+            tf_test_fill_normal(x, n, 3.0f, 2.0f, seed++); /* offset mean: two-pass matters */
+            tf_test_fill_uniform(g, C, 0.5f, 1.5f, seed++);
+            tf_test_fill_uniform(bta, C, -0.5f, 0.5f, seed++);
+            g_ops->layernorm_fwd(g_be, out, mean, rstd, x, g, bta, R, C, 1e-5f);
+            double *rout = tf_test_dalloc(n), *rmean = tf_test_dalloc(R), *rrs = tf_test_dalloc(R);
+            double kappa = 1;
+            for (long r = 0; r < R; r++) {
+                double s = 0, v = 0, xm = 0;
+                for (int c = 0; c < C; c++) {
+                    s += x[r * C + c];
+                    xm = fmax(xm, fabs(x[r * C + c]));
+                }
+                const double mu = s / C;
+                for (int c = 0; c < C; c++)
+                    v += (x[r * C + c] - mu) * (x[r * C + c] - mu);
+                const double rs = 1.0 / sqrt(v / C + 1e-5);
+                rmean[r] = mu;
+                rrs[r] = rs;
+                kappa = fmax(kappa, xm * rs);
+                for (int c = 0; c < C; c++)
+                    rout[r * C + c] = (x[r * C + c] - mu) * rs * g[c] + bta[c];
+            }
+            const double tol = 8 * U * (sqrt((double)C) * kappa + 4);
+            CHECK_LE("layernorm_fwd out", tf_test_norm_err(out, rout, n, 1.0), tol);
+            CHECK_LE("layernorm_fwd mean", tf_test_norm_err(mean, rmean, R, 1.0), tol);
+            CHECK_LE("layernorm_fwd rstd", tf_test_norm_err(rstd, rrs, R, 0.0), tol);
+
+            /* backward, from the op's own float mean/rstd (inputs of the bwd op) */
+            for (int accum = 0; accum <= 1; accum++) {
+                float *dout = tf_test_falloc(n), *dx = tf_test_falloc(n);
+                float *dg = tf_test_falloc(C), *db = tf_test_falloc(C);
+                tf_test_fill_normal(dout, n, 0, 1, seed++);
+                tf_test_fill_normal(dx, n, 0, 1, seed++);
+                tf_test_fill_uniform(dg, C, -1, 1, seed++);
+                tf_test_fill_uniform(db, C, -1, 1, seed++);
+                double *rdx = tf_test_dalloc(n), *rdg = tf_test_dalloc(C), *rdb = tf_test_dalloc(C);
+                for (int c = 0; c < C; c++) {
+                    rdg[c] = dg[c];
+                    rdb[c] = db[c];
+                }
+                double dxmag = 0; /* sum |g| + |g xhat| per row, times rstd: dx's scale */
+                for (long r = 0; r < R; r++) {
+                    double m1 = 0, m2 = 0, a1 = 0;
+                    for (int c = 0; c < C; c++) {
+                        const double xh = ((double)x[r * C + c] - mean[r]) * rstd[r];
+                        const double gg = (double)dout[r * C + c] * g[c];
+                        m1 += gg;
+                        m2 += gg * xh;
+                        a1 += fabs(gg) * (1 + fabs(xh));
+                        rdg[c] += (double)dout[r * C + c] * xh;
+                        rdb[c] += dout[r * C + c];
+                    }
+                    m1 /= C;
+                    m2 /= C;
+                    dxmag = fmax(dxmag, a1 / C * rstd[r] * kappa);
+                    for (int c = 0; c < C; c++) {
+                        const double xh = ((double)x[r * C + c] - mean[r]) * rstd[r];
+                        const double v = rstd[r] * ((double)dout[r * C + c] * g[c] - m1 - xh * m2);
+                        rdx[r * C + c] = accum ? dx[r * C + c] + v : v;
+                    }
+                }
+                g_ops->layernorm_bwd(g_be, dx, dg, db, dout, x, mean, rstd, g, R, C, accum);
+                /* dx: C-term row sums; absolute error relative to dxmag (+|dx0| if accum) */
+                const double tdx = 8 * U * (sqrt((double)C) + 4) * (dxmag + (accum ? 4.0 : 0.0));
+                CHECK_LE("layernorm_bwd dx", tf_test_max_abs_err(dx, rdx, n), tdx);
+                /* dgamma/dbeta: R-term sums of O(kappa) terms */
+                const double tp = 8 * U * (sqrt((double)R) + 4) * (kappa * 4 + 1);
+                CHECK_LE("layernorm_bwd dgamma", tf_test_norm_err(dg, rdg, C, 1.0), tp);
+                CHECK_LE("layernorm_bwd dbeta", tf_test_norm_err(db, rdb, C, 1.0), tp);
+                free(dout); free(dx); free(dg); free(db); free(rdx); free(rdg); free(rdb);
+            }
+            free(x); free(out); free(g); free(bta); free(mean); free(rstd);
+            free(rout); free(rmean); free(rrs);
+        }
+}
+
+/* dgamma/dbeta and dx are bit-identical run to run and across thread counts
+ * (fixed row chunks, reduced in chunk order). */
+static void test_layernorm_determinism(void **state) {
+    (void)state;
+    const long R = 4 * 64 * 64 + 13;
+    const int C = 128;
+    const long n = R * C;
+    float *x = tf_test_falloc(n), *dout = tf_test_falloc(n), *g = tf_test_falloc(C);
+    float *bta = tf_test_falloc(C), *out = tf_test_falloc(n), *mean = tf_test_falloc(R);
+    float *rstd = tf_test_falloc(R), *dx[3], *dg[3], *db[3];
+    tf_test_fill_normal(x, n, 0.5f, 1.5f, 300);
+    tf_test_fill_normal(dout, n, 0, 1, 301);
+    tf_test_fill_uniform(g, C, 0.5f, 1.5f, 302);
+    tf_test_fill_const(bta, C, 0.1f);
+    g_ops->layernorm_fwd(g_be, out, mean, rstd, x, g, bta, R, C, 1e-5f);
+    for (int k = 0; k < 3; k++) {
+        dx[k] = tf_test_falloc(n);
+        dg[k] = tf_test_falloc(C);
+        db[k] = tf_test_falloc(C);
+        tf_test_fill_const(dg[k], C, 0.25f);
+        tf_test_fill_const(db[k], C, -0.25f);
+        tf_backend *be1 = NULL;
+        const tf_ops *ops1 = NULL;
+        if (k == 2) /* a one-thread backend */
+            assert_int_equal(tf_test_cpu_backend_ex(&be1, &ops1, 1, 2), 0);
+        tf_backend *be = k == 2 ? be1 : g_be;
+        g_ops->layernorm_bwd(be, dx[k], dg[k], db[k], dout, x, mean, rstd, g, R, C, 0);
+        if (be1) {
+            tf_cpu_backend_destroy(be1);
+            tf_backend *tmp;
+            assert_int_equal(tf_test_cpu_backend(&tmp, &ops1), 0); /* restore 2 threads */
+            tf_cpu_backend_destroy(tmp);
+        }
+    }
+    for (int k = 1; k < 3; k++) {
+        assert_true(tf_test_bits_equal(dg[0], dg[k], C));
+        assert_true(tf_test_bits_equal(db[0], db[k], C));
+        assert_true(tf_test_bits_equal(dx[0], dx[k], n));
+    }
+    for (int k = 0; k < 3; k++) {
+        free(dx[k]); free(dg[k]); free(db[k]);
+    }
+    free(x); free(dout); free(g); free(bta); free(out); free(mean); free(rstd);
+}
+
+/* ----------------------------------------------------------------- softmax */
+
+/* fwd: exp is ~1 ulp, the row sum has `cols` terms: 8 u (sqrt(cols) + 4)
+ * relative per element. The max is subtracted first, so large logits are
+ * fine. bwd: a cols-term dot product, then one multiply. In place both ways. */
+static void test_softmax(void **state) {
+    (void)state;
+    static const int shapes[][2] = {{1, 1}, {7, 5}, {33, 64}, {300, 128}, {3, 1000}};
+    uint64_t seed = 400;
+    for (size_t s = 0; s < 5; s++)
+        for (int big = 0; big <= 1; big++) {
+            const long R = shapes[s][0];
+            const int Cc = shapes[s][1];
+            const long n = R * Cc;
+            float *x = tf_test_falloc(n), *y = tf_test_falloc(n), *dy = tf_test_falloc(n);
+            double *ry = tf_test_dalloc(n), *rdx = tf_test_dalloc(n);
+            tf_test_fill_uniform(x, n, big ? -80.0f : -3.0f, big ? 80.0f : 3.0f, seed++);
+            tf_test_fill_normal(dy, n, 0, 1, seed++);
+            double dmag = 0;
+            for (long r = 0; r < R; r++) {
+                double mx = -INFINITY, sum = 0, dot = 0, amag = 0;
+                for (int c = 0; c < Cc; c++)
+                    mx = fmax(mx, x[r * Cc + c]);
+                for (int c = 0; c < Cc; c++)
+                    sum += exp((double)x[r * Cc + c] - mx);
+                for (int c = 0; c < Cc; c++) {
+                    ry[r * Cc + c] = exp((double)x[r * Cc + c] - mx) / sum;
+                    dot += ry[r * Cc + c] * dy[r * Cc + c];
+                    amag += fabs(ry[r * Cc + c] * dy[r * Cc + c]);
+                }
+                for (int c = 0; c < Cc; c++) {
+                    rdx[r * Cc + c] = ry[r * Cc + c] * (dy[r * Cc + c] - dot);
+                    dmag = fmax(dmag, ry[r * Cc + c] * (fabs(dy[r * Cc + c]) + amag));
+                }
+            }
+            /* exp's argument x - max carries |x| u of rounding: relative error |x|max u */
+            const double tf = 8 * U * (sqrt((double)Cc) + 4 + (big ? 160.0 : 6.0));
+            memcpy(y, x, n * sizeof(float));
+            g_ops->softmax_fwd(g_be, y, y, R, Cc); /* in place */
+            /* atol FLT_MIN: the backend's exp flushes results below FLT_MIN to 0 */
+            CHECK_LE("softmax_fwd", tf_test_check_close("softmax_fwd", y, ry, n, 0x1p-126, tf), 0);
+            g_ops->softmax_bwd(g_be, dy, dy, y, R, Cc); /* in place */
+            const double tb = 8 * U * (sqrt((double)Cc) + 4) * dmag + tf * dmag;
+            CHECK_LE("softmax_bwd", tf_test_max_abs_err(dy, rdx, n), tb);
+            free(x); free(y); free(dy); free(ry); free(rdx);
+        }
+}
+
+/* --------------------------------------------------------------- attention */
+
+/* Operand layout of one attention test case. q/k/v live either in one fused
+ * buffer (row = [q | k | v | pad], stride 3C + pad) or in separate buffers
+ * (stride C + pad); rows are ordered (b, o, l) or, like MSA column attention,
+ * (b, l, o). Gradients use the same layout, pre-filled with a sentinel to
+ * check that exactly the view's elements are written. Bias is [b, i, j, h]. */
+typedef struct {
+    int nb, no, nh, L, d;
+    int fused, l_major, pad, bias;
+    float qk_std, bias_amp;
+} attn_case;
+
+typedef struct {
+    attn_case c;
+    long C, row, nrows, nqkv;
+    float *qkv, *dqkv, *out, *dout, *bias, *dbias, *lse, *work;
+    tf_attn_args a;
+} attn_bufs;
+
+#define SENTINEL 777.0f
+
+static tf_attn_view mkview(float *base, long off, const attn_case *c, long row) {
+    tf_attn_view v;
+    v.p = base + off;
+    v.sb = (long)c->no * c->L * row;
+    v.so = c->l_major ? row : (long)c->L * row;
+    v.sl = c->l_major ? (long)c->no * row : row;
+    return v;
+}
+
+static double vget(const tf_attn_view *v, int b, int o, int l, int h, int d, int c) {
+    return v->p[b * v->sb + o * v->so + l * v->sl + h * d + c];
+}
+
+static void attn_setup(attn_bufs *t, const attn_case *c, uint64_t seed) {
+    memset(t, 0, sizeof *t);
+    t->c = *c;
+    t->C = (long)c->nh * c->d;
+    t->row = (c->fused ? 3 * t->C : t->C) + c->pad;
+    t->nrows = (long)c->nb * c->no * c->L;
+    t->nqkv = t->nrows * t->row * (c->fused ? 1 : 3);
+    const long nout = t->nrows * t->C, nbias = (long)c->nb * c->L * c->L * c->nh;
+    t->qkv = tf_test_falloc(t->nqkv);
+    t->dqkv = tf_test_falloc(t->nqkv);
+    t->out = tf_test_falloc(nout);
+    t->dout = tf_test_falloc(nout);
+    t->lse = tf_test_falloc((long)c->nb * c->no * c->nh * c->L);
+    t->work = tf_test_falloc((long)c->nb * c->no * c->nh * c->L);
+    tf_test_fill_normal(t->qkv, t->nqkv, 0, c->qk_std, seed);
+    tf_test_fill_normal(t->dout, nout, 0, 1, seed + 1);
+    tf_test_fill_const(t->dqkv, t->nqkv, SENTINEL);
+    if (c->bias) {
+        t->bias = tf_test_falloc(nbias);
+        t->dbias = tf_test_falloc(nbias);
+        tf_test_fill_uniform(t->bias, nbias, -c->bias_amp, c->bias_amp, seed + 2);
+        tf_test_fill_const(t->dbias, nbias, NAN); /* assigned, never read */
+    }
+    tf_attn_args *a = &t->a;
+    a->nb = c->nb; a->no = c->no; a->nh = c->nh; a->L = c->L; a->d = c->d;
+    a->scale = 1.0f / sqrtf((float)c->d);
+    const long part = c->fused ? t->C : t->nrows * t->row; /* offset between q, k, v */
+    a->q = mkview(t->qkv, 0, c, t->row);
+    a->k = mkview(t->qkv, part, c, t->row);
+    a->v = mkview(t->qkv, 2 * part, c, t->row);
+    a->dq = mkview(t->dqkv, 0, c, t->row);
+    a->dk = mkview(t->dqkv, part, c, t->row);
+    a->dv = mkview(t->dqkv, 2 * part, c, t->row);
+    attn_case plain = *c;
+    plain.l_major = 0;
+    a->out = mkview(t->out, 0, &plain, t->C);
+    a->dout = mkview(t->dout, 0, &plain, t->C);
+    a->bias = t->bias;
+    a->bias_sb = (long)c->L * c->L * c->nh;
+    a->bias_si = (long)c->L * c->nh;
+    a->bias_sj = c->nh;
+    a->bias_sh = 1;
+    a->lse = t->lse;
+    a->dbias = t->dbias;
+    a->work = t->work;
+}
+
+static void attn_free(attn_bufs *t) {
+    free(t->qkv); free(t->dqkv); free(t->out); free(t->dout); free(t->lse); free(t->work);
+    free(t->bias); free(t->dbias);
+}
+
+/* Materialised double reference: out, lse and the analytic gradients. Also
+ * returns smag = max_ij (scale sum_c |q_c k_c| + |bias_ij|), the magnitude of
+ * the terms that make a score. */
+typedef struct {
+    double *out, *lse, *dq, *dk, *dv, *dbias;
+    double smag;
+} attn_ref;
+
+static void attn_reference(attn_ref *r, const attn_bufs *t) {
+    const tf_attn_args *a = &t->a;
+    const int L = a->L, d = a->d;
+    const long nout = t->nrows * t->C, nbias = (long)a->nb * L * L * a->nh;
+    r->out = tf_test_dalloc(nout);
+    r->lse = tf_test_dalloc((long)a->nb * a->no * a->nh * L);
+    r->dq = tf_test_dalloc(nout); r->dk = tf_test_dalloc(nout); r->dv = tf_test_dalloc(nout);
+    r->dbias = tf_test_dalloc(nbias);
+    memset(r->dbias, 0, nbias * sizeof(double));
+    memset(r->dk, 0, nout * sizeof(double));
+    memset(r->dv, 0, nout * sizeof(double));
+    r->smag = 0;
+    double *S = tf_test_dalloc((long)L * L), *dS = tf_test_dalloc((long)L * L);
+    for (int b = 0; b < a->nb; b++)
+        for (int o = 0; o < a->no; o++)
+            for (int h = 0; h < a->nh; h++) {
+                /* outputs indexed [(b, o, l), h*d + c] */
+#define RIDX(l, c) ((((long)b * a->no + o) * L + (l)) * t->C + (long)h * d + (c))
+                for (int i = 0; i < L; i++) {
+                    double mx = -INFINITY, sum = 0;
+                    for (int j = 0; j < L; j++) {
+                        double s = 0, mag = 0;
+                        for (int c = 0; c < d; c++) {
+                            const double p = vget(&a->q, b, o, i, h, d, c) * vget(&a->k, b, o, j, h, d, c);
+                            s += p;
+                            mag += fabs(p);
+                        }
+                        s *= a->scale;
+                        mag *= a->scale;
+                        if (a->bias) {
+                            const double bb = a->bias[b * a->bias_sb + h * a->bias_sh + i * a->bias_si + j * a->bias_sj];
+                            s += bb;
+                            mag += fabs(bb);
+                        }
+                        r->smag = fmax(r->smag, mag);
+                        S[i * L + j] = s;
+                        mx = fmax(mx, s);
+                    }
+                    for (int j = 0; j < L; j++)
+                        sum += exp(S[i * L + j] - mx);
+                    r->lse[(((long)b * a->no + o) * a->nh + h) * L + i] = mx + log(sum);
+                    for (int j = 0; j < L; j++)
+                        S[i * L + j] = exp(S[i * L + j] - mx) / sum; /* now P */
+                    for (int c = 0; c < d; c++) {
+                        double s = 0;
+                        for (int j = 0; j < L; j++)
+                            s += S[i * L + j] * vget(&a->v, b, o, j, h, d, c);
+                        r->out[RIDX(i, c)] = s;
+                    }
+                }
+                for (int i = 0; i < L; i++) {
+                    double D = 0;
+                    for (int c = 0; c < d; c++)
+                        D += vget(&a->dout, b, o, i, h, d, c) * r->out[RIDX(i, c)];
+                    for (int j = 0; j < L; j++) {
+                        double dp = 0;
+                        for (int c = 0; c < d; c++)
+                            dp += vget(&a->dout, b, o, i, h, d, c) * vget(&a->v, b, o, j, h, d, c);
+                        dS[i * L + j] = S[i * L + j] * (dp - D);
+                        if (a->bias)
+                            r->dbias[b * a->bias_sb + h * a->bias_sh + i * a->bias_si + j * a->bias_sj] += dS[i * L + j];
+                    }
+                }
+                for (int i = 0; i < L; i++)
+                    for (int c = 0; c < d; c++) {
+                        double sq = 0;
+                        for (int j = 0; j < L; j++)
+                            sq += dS[i * L + j] * vget(&a->k, b, o, j, h, d, c);
+                        r->dq[RIDX(i, c)] = a->scale * sq;
+                    }
+                for (int j = 0; j < L; j++)
+                    for (int c = 0; c < d; c++) {
+                        double sk = 0, sv = 0;
+                        for (int i = 0; i < L; i++) {
+                            sk += dS[i * L + j] * vget(&a->q, b, o, i, h, d, c);
+                            sv += S[i * L + j] * vget(&a->dout, b, o, i, h, d, c);
+                        }
+                        r->dk[RIDX(j, c)] = a->scale * sk;
+                        r->dv[RIDX(j, c)] = sv;
+                    }
+#undef RIDX
+            }
+    free(S);
+    free(dS);
+}
+
+static void attn_ref_free(attn_ref *r) {
+    free(r->out); free(r->lse); free(r->dq); free(r->dk); free(r->dv); free(r->dbias);
+}
+
+/* Gather a gradient view into [(b, o, l), C] order; count sentinel-damaged pads. */
+static void gather_view(float *dst, const tf_attn_view *v, const attn_bufs *t) {
+    const tf_attn_args *a = &t->a;
+    for (int b = 0; b < a->nb; b++)
+        for (int o = 0; o < a->no; o++)
+            for (int l = 0; l < a->L; l++)
+                for (int h = 0; h < a->nh; h++)
+                    for (int c = 0; c < a->d; c++)
+                        dst[(((long)b * a->no + o) * a->L + l) * t->C + h * a->d + c] =
+                            (float)vget(v, b, o, l, h, a->d, c);
+}
+
+/* Runs fwd + bwd on one case and checks everything against the reference.
+ * Tolerances: a score carries ~sqrt(d) u smag of rounding, which becomes a
+ * relative error of P (twice: in P itself and through lse); exp/log add ~2 u;
+ * the sums over j add sqrt(L) u. Normalised to the output's natural scale
+ * (max |v| for out, max |ref| for the gradients):
+ *   fwd: 8 u (2 sqrt(d) smag + sqrt(L) + 4)
+ *   bwd: twice that plus sqrt(d) (dP and D are d-term dot products). */
+static void attn_check(const attn_case *c, uint64_t seed) {
+    attn_bufs t;
+    attn_setup(&t, c, seed);
+    g_ops->attn_fwd(g_be, &t.a);
+    g_ops->attn_bwd(g_be, &t.a);
+    attn_ref r;
+    attn_reference(&r, &t);
+    const long nout = t.nrows * t.C, nlse = (long)c->nb * c->no * c->nh * c->L;
+    const long nbias = (long)c->nb * c->L * c->L * c->nh;
+    char what[160];
+    const double tf = 8 * U * (2 * sqrt((double)c->d) * r.smag + sqrt((double)c->L) + 4);
+    const double tb = 2 * tf + 8 * U * sqrt((double)c->d);
+    double vmax = 0;
+    float *g = tf_test_falloc(nout);
+    gather_view(g, &t.a.v, &t);
+    vmax = tf_test_max_abs(g, nout);
+#define CASE_NAME(x)                                                                          \
+    snprintf(what, sizeof what, "attn %s nb%d no%d nh%d L%d d%d fused%d lmaj%d bias%d", x,     \
+             c->nb, c->no, c->nh, c->L, c->d, c->fused, c->l_major, c->bias)
+    CASE_NAME("out");
+    CHECK_LE(what, tf_test_norm_err(t.out, r.out, nout, vmax), tf);
+    CASE_NAME("lse");
+    CHECK_LE(what, tf_test_max_abs_err(t.lse, r.lse, nlse),
+             tf + 8 * U * tf_test_max_abs_d(r.lse, nlse));
+    const tf_attn_view *gv[3] = {&t.a.dq, &t.a.dk, &t.a.dv};
+    double *gr[3] = {r.dq, r.dk, r.dv};
+    static const char *gn[3] = {"dq", "dk", "dv"};
+    for (int k = 0; k < 3; k++) {
+        gather_view(g, gv[k], &t);
+        CASE_NAME(gn[k]);
+        /* floor: the scale of these gradients when they vanish (L = 1) */
+        CHECK_LE(what, tf_test_norm_err(g, gr[k], nout, 1e-3), tb);
+    }
+    if (c->bias) {
+        CASE_NAME("dbias");
+        CHECK_LE(what, tf_test_norm_err(t.dbias, r.dbias, nbias, 1e-3), tb);
+    }
+    /* exactly the views' elements were written: the pads still hold the sentinel */
+    long bad = 0;
+    for (long row = 0; row < t.nqkv / t.row; row++)
+        for (long x = t.row - c->pad; x < t.row; x++)
+            bad += t.dqkv[row * t.row + x] != SENTINEL;
+    assert_int_equal(bad, 0);
+    free(g);
+    attn_ref_free(&r);
+    attn_free(&t);
+#undef CASE_NAME
+}
+
+static void test_attention(void **state) {
+    (void)state;
+    static const attn_case cases[] = {
+        /* nb no nh  L   d  fused lmaj pad bias qk_std bias_amp */
+        {1, 1, 1, 1, 8, 0, 0, 0, 0, 1.0f, 0},
+        {1, 1, 1, 1, 16, 1, 0, 2, 1, 1.0f, 1},
+        {2, 3, 2, 5, 16, 0, 0, 1, 1, 1.0f, 1},
+        {2, 3, 2, 5, 8, 1, 1, 3, 0, 1.0f, 0},
+        {1, 2, 3, 23, 32, 1, 0, 3, 1, 1.0f, 2},
+        {2, 2, 2, 23, 8, 0, 1, 0, 1, 1.0f, 1},
+        {2, 4, 2, 64, 16, 1, 0, 0, 1, 1.0f, 1},   /* MSA row attention shape, fused qkv */
+        {1, 5, 4, 16, 16, 1, 1, 0, 0, 1.0f, 0},   /* MSA column attention: rows (b, l, o) */
+        {1, 3, 2, 64, 32, 1, 0, 5, 0, 1.0f, 0},   /* triangle attention head size */
+        {1, 2, 2, 37, 12, 0, 0, 2, 1, 1.0f, 1},   /* a head size without a special case */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        attn_check(&cases[i], 500 + 10 * i);
+}
+
+/* Scores of +-80 (from the bias and from q.k) must stay finite and correct;
+ * the tolerance grows with smag as derived above. */
+static void test_attention_large_logits(void **state) {
+    (void)state;
+    static const attn_case cases[] = {
+        {1, 2, 2, 5, 8, 0, 0, 0, 1, 0.2f, 80},
+        {1, 2, 2, 23, 16, 1, 0, 1, 0, 4.0f, 0}, /* q.k/sqrt(d) ~ +-64 std */
+        {1, 1, 2, 1, 8, 1, 0, 0, 1, 6.0f, 80},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        attn_bufs t;
+        attn_setup(&t, &cases[i], 600 + i);
+        g_ops->attn_fwd(g_be, &t.a);
+        g_ops->attn_bwd(g_be, &t.a);
+        const long nout = t.nrows * t.C;
+        assert_true(tf_test_all_finite(t.out, nout));
+        assert_true(tf_test_all_finite(t.dqkv, t.nqkv));
+        assert_true(tf_test_all_finite(t.lse, (long)t.a.nb * t.a.no * t.a.nh * t.a.L));
+        attn_free(&t);
+        attn_check(&cases[i], 600 + i);
+    }
+}
+
+/* dbias (a sum over o) and all other gradients are bit-identical run to run
+ * and with one thread instead of two. */
+static void test_attention_determinism(void **state) {
+    (void)state;
+    const attn_case c = {2, 8, 4, 32, 16, 1, 0, 0, 1, 1.0f, 1};
+    attn_bufs t;
+    attn_setup(&t, &c, 700);
+    const long nbias = (long)c.nb * c.L * c.L * c.nh;
+    float *db0 = tf_test_falloc(nbias), *g0 = tf_test_falloc(t.nqkv);
+    g_ops->attn_fwd(g_be, &t.a);
+    g_ops->attn_bwd(g_be, &t.a);
+    memcpy(db0, t.dbias, nbias * sizeof(float));
+    memcpy(g0, t.dqkv, t.nqkv * sizeof(float));
+    g_ops->attn_bwd(g_be, &t.a);
+    assert_true(tf_test_bits_equal(db0, t.dbias, nbias));
+    assert_true(tf_test_bits_equal(g0, t.dqkv, t.nqkv));
+    tf_backend *be1;
+    const tf_ops *ops1;
+    assert_int_equal(tf_test_cpu_backend_ex(&be1, &ops1, 1, 2), 0);
+    ops1->attn_bwd(be1, &t.a);
+    tf_cpu_backend_destroy(be1);
+    assert_int_equal(tf_test_cpu_backend(&be1, &ops1), 0); /* restore 2 threads */
+    tf_cpu_backend_destroy(be1);
+    assert_true(tf_test_bits_equal(db0, t.dbias, nbias));
+    assert_true(tf_test_bits_equal(g0, t.dqkv, t.nqkv));
+    free(db0);
+    free(g0);
+    attn_free(&t);
+}
+
+/* ----------------------------------------------------------------- permute */
+
+/* Reference: walk `in` in order, place each element at its permuted index.
+ * No arithmetic except the accumulate add (the same float add): bit-exact. */
+static void permute_case(int rank, const int *dims, const int *perm, int accumulate,
+                         uint64_t seed) {
+    tf_permute_args pa;
+    memset(&pa, 0, sizeof pa);
+    pa.rank = rank;
+    pa.accumulate = accumulate;
+    long n = 1, ostr[6];
+    for (int k = 0; k < rank; k++) {
+        pa.dims[k] = dims[k];
+        pa.perm[k] = perm[k];
+        n *= dims[k];
+    }
+    long s = 1;
+    for (int ax = rank - 1; ax >= 0; ax--) {
+        ostr[ax] = s;
+        s *= dims[perm[ax]];
+    }
+    float *in = tf_test_falloc(n), *out = tf_test_falloc(n), *ref = tf_test_falloc(n);
+    tf_test_fill_normal(in, n, 0, 1, seed);
+    tf_test_fill_normal(out, n, 0, 1, seed + 1);
+    memcpy(ref, out, n * sizeof(float));
+    for (long li = 0; li < n; li++) {
+        long idx[6], rem = li, lo = 0;
+        for (int k = rank - 1; k >= 0; k--) {
+            idx[k] = rem % dims[k];
+            rem /= dims[k];
+        }
+        for (int ax = 0; ax < rank; ax++)
+            lo += idx[perm[ax]] * ostr[ax];
+        ref[lo] = accumulate ? ref[lo] + in[li] : in[li];
+    }
+    g_ops->permute(g_be, out, in, &pa);
+    if (!tf_test_bits_equal(out, ref, n))
+        fprintf(stderr, "permute rank %d perm %d%d%d%d%d%d acc %d differs\n", rank, perm[0],
+                rank > 1 ? perm[1] : 0, rank > 2 ? perm[2] : 0, rank > 3 ? perm[3] : 0,
+                rank > 4 ? perm[4] : 0, rank > 5 ? perm[5] : 0, accumulate);
+    assert_true(tf_test_bits_equal(out, ref, n));
+    free(in);
+    free(out);
+    free(ref);
+}
+
+static void test_permute(void **state) {
+    (void)state;
+    uint64_t seed = 800;
+    for (int acc = 0; acc <= 1; acc++) {
+        permute_case(1, (int[]){7}, (int[]){0}, acc, seed++);
+        permute_case(2, (int[]){5, 7}, (int[]){1, 0}, acc, seed++);
+        permute_case(2, (int[]){33, 64}, (int[]){1, 0}, acc, seed++);
+        permute_case(2, (int[]){300, 257}, (int[]){1, 0}, acc, seed++);
+        static const int p3[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+        for (int p = 0; p < 6; p++)
+            permute_case(3, (int[]){2, 3, 4}, p3[p], acc, seed++);
+        permute_case(4, (int[]){2, 5, 7, 3}, (int[]){0, 2, 1, 3}, acc, seed++);
+        permute_case(4, (int[]){2, 5, 7, 3}, (int[]){0, 3, 1, 2}, acc, seed++);
+        permute_case(4, (int[]){2, 5, 7, 3}, (int[]){0, 2, 3, 1}, acc, seed++);
+        permute_case(4, (int[]){2, 1, 7, 1}, (int[]){3, 2, 1, 0}, acc, seed++);
+        /* model shapes: [B,N,N,C] -> [B,C,N,N] (blocked transpose), [B,S,N,C] -> [B,N,S,C] */
+        permute_case(4, (int[]){4, 64, 64, 128}, (int[]){0, 3, 1, 2}, acc, seed++);
+        permute_case(4, (int[]){4, 128, 64, 64}, (int[]){0, 2, 3, 1}, acc, seed++);
+        permute_case(4, (int[]){4, 16, 64, 64}, (int[]){0, 2, 1, 3}, acc, seed++);
+        permute_case(5, (int[]){2, 3, 1, 4, 5}, (int[]){4, 2, 0, 3, 1}, acc, seed++);
+        permute_case(5, (int[]){3, 4, 5, 6, 7}, (int[]){0, 1, 3, 2, 4}, acc, seed++);
+        permute_case(6, (int[]){2, 3, 2, 3, 2, 3}, (int[]){5, 4, 3, 2, 1, 0}, acc, seed++);
+        permute_case(6, (int[]){2, 3, 2, 3, 2, 3}, (int[]){1, 0, 3, 2, 5, 4}, acc, seed++);
+        permute_case(6, (int[]){1, 1, 1, 1, 1, 1}, (int[]){5, 4, 3, 2, 1, 0}, acc, seed++);
+    }
+}
+
+/* ------------------------------------------------------ bcast / sum over mid */
+
+static void test_bcast_sum_mid(void **state) {
+    (void)state;
+    static const long shapes[][3] = {{1, 1, 1}, {3, 7, 5}, {2, 33, 300}, {64, 64, 128}, {1, 5000, 3}};
+    uint64_t seed = 900;
+    for (size_t s = 0; s < 5; s++) {
+        const long O = shapes[s][0], M = shapes[s][1], I = shapes[s][2];
+        float *y = tf_test_falloc(O * M * I), *x = tf_test_falloc(O * I), *ref = tf_test_falloc(O * M * I);
+        tf_test_fill_normal(y, O * M * I, 0, 1, seed++);
+        tf_test_fill_normal(x, O * I, 0, 1, seed++);
+        for (long o = 0; o < O; o++)
+            for (long m = 0; m < M; m++)
+                for (long i = 0; i < I; i++)
+                    ref[(o * M + m) * I + i] = y[(o * M + m) * I + i] + x[o * I + i];
+        g_ops->add_bcast_mid(g_be, y, x, O, M, I);
+        assert_true(tf_test_bits_equal(y, ref, O * M * I)); /* one float add each */
+        /* sum_mid: an M-term sum, 8 sqrt(M) u relative to sum |x| (plus the += term) */
+        for (int acc = 0; acc <= 1; acc++) {
+            float *z = tf_test_falloc(O * I);
+            double *rz = tf_test_dalloc(O * I);
+            tf_test_fill_normal(z, O * I, 0, 1, seed++);
+            double tol = 0;
+            for (long o = 0; o < O; o++)
+                for (long i = 0; i < I; i++) {
+                    double sm = 0, mag = 0;
+                    for (long m = 0; m < M; m++) {
+                        sm += y[(o * M + m) * I + i];
+                        mag += fabs(y[(o * M + m) * I + i]);
+                    }
+                    rz[o * I + i] = acc ? z[o * I + i] + sm : sm;
+                    tol = fmax(tol, 8 * U * (sqrt((double)M) + 2) * (mag + fabs(z[o * I + i])));
+                }
+            g_ops->sum_mid(g_be, z, y, O, M, I, acc);
+            CHECK_LE("sum_mid", tf_test_max_abs_err(z, rz, O * I), tol);
+            free(z);
+            free(rz);
+        }
+        free(y); free(x); free(ref);
+    }
+}
+
+/* ------------------------------------------------------------- elementwise */
+
+/* add/mul/scale/relu are single float operations: bit-exact against the same
+ * float expression. Sigmoid: exp (~1 ulp) + add + divide: 4 u relative (plus
+ * 1e-37 absolute where the result underflows). Gates add one multiply each. */
+static void test_elementwise(void **state) {
+    (void)state;
+    static const long sizes[] = {1, 7, 100003};
+    uint64_t seed = 1000;
+    for (size_t si = 0; si < 3; si++) {
+        const long n = sizes[si];
+        float *a = tf_test_falloc(n), *b = tf_test_falloc(n), *y = tf_test_falloc(n);
+        float *e = tf_test_falloc(n), *da = tf_test_falloc(n), *dg = tf_test_falloc(n);
+        double *r = tf_test_dalloc(n), *r2 = tf_test_dalloc(n);
+        tf_test_fill_normal(a, n, 0, 3, seed++);
+        tf_test_fill_normal(b, n, 0, 3, seed++);
+        if (n > 10) { /* extreme gate values: underflow/overflow of exp */
+            a[0] = -200.0f; a[1] = 200.0f; a[2] = -87.5f; a[3] = 88.5f; a[4] = 0.0f;
+        }
+        g_ops->add(g_be, y, a, b, n);
+        for (long i = 0; i < n; i++) e[i] = a[i] + b[i];
+        assert_true(tf_test_bits_equal(y, e, n));
+        memcpy(y, a, n * sizeof(float));
+        g_ops->mul(g_be, y, y, b, n); /* in place */
+        for (long i = 0; i < n; i++) e[i] = a[i] * b[i];
+        assert_true(tf_test_bits_equal(y, e, n));
+        g_ops->scale(g_be, y, a, -0.3f, n);
+        for (long i = 0; i < n; i++) e[i] = -0.3f * a[i];
+        assert_true(tf_test_bits_equal(y, e, n));
+        g_ops->act_fwd(g_be, TF_ACT_RELU, y, a, n);
+        for (long i = 0; i < n; i++) e[i] = a[i] > 0 ? a[i] : 0.0f;
+        assert_true(tf_test_bits_equal(y, e, n));
+        g_ops->act_bwd(g_be, TF_ACT_RELU, da, b, y, n);
+        for (long i = 0; i < n; i++) e[i] = y[i] > 0 ? b[i] : 0.0f;
+        assert_true(tf_test_bits_equal(da, e, n));
+
+        memcpy(y, a, n * sizeof(float));
+        g_ops->act_fwd(g_be, TF_ACT_SIGMOID, y, y, n); /* in place */
+        for (long i = 0; i < n; i++) r[i] = 1.0 / (1.0 + exp(-(double)a[i]));
+        assert_int_equal(tf_test_check_close("sigmoid", y, r, n, 1e-37, 4 * U), 0);
+        g_ops->act_bwd(g_be, TF_ACT_SIGMOID, da, b, y, n);
+        for (long i = 0; i < n; i++) r[i] = (double)b[i] * y[i] * (1.0 - y[i]);
+        assert_int_equal(tf_test_check_close("sigmoid_bwd", da, r, n, 1e-37, 4 * U), 0);
+
+        /* gates: y = a sigmoid(g), here g = b */
+        g_ops->gate_fwd(g_be, y, a, b, n);
+        for (long i = 0; i < n; i++) r[i] = a[i] / (1.0 + exp(-(double)b[i]));
+        assert_int_equal(tf_test_check_close("gate_fwd", y, r, n, 1e-37, 6 * U), 0);
+        float *res = tf_test_falloc(n);
+        tf_test_fill_normal(res, n, 0, 1, seed++);
+        for (long i = 0; i < n; i++) r2[i] = res[i] + r[i];
+        g_ops->gate_residual_fwd(g_be, res, a, b, n);
+        /* one more rounding of the sum: relative to |res| + |a s| */
+        for (long i = 0; i < n; i++) r[i] = fabs(r2[i] - r[i]) + fabs(r[i]);
+        double worst = 0;
+        for (long i = 0; i < n; i++) worst = fmax(worst, fabs(res[i] - r2[i]) / (r[i] + 1e-37));
+        CHECK_LE("gate_residual_fwd", worst, 8 * U);
+        float *dy = tf_test_falloc(n);
+        tf_test_fill_normal(dy, n, 0, 1, seed++);
+        g_ops->gate_bwd(g_be, da, dg, dy, a, b, n);
+        for (long i = 0; i < n; i++) {
+            const double s = 1.0 / (1.0 + exp(-(double)b[i]));
+            r[i] = dy[i] * s;
+            r2[i] = (double)dy[i] * a[i] * s * (1 - s);
+        }
+        assert_int_equal(tf_test_check_close("gate_bwd da", da, r, n, 1e-37, 6 * U), 0);
+        /* s (1 - s): 1 - s cancels for s -> 1, relative error u s / (1 - s) */
+        for (long i = 0; i < n; i++) {
+            const double s = 1.0 / (1.0 + exp(-(double)b[i]));
+            if (fabs(dg[i] - r2[i]) > 1e-37 + 8 * U * fabs(r2[i]) * (1 + s / (1 - s + 1e-300)))
+                fail_msg("gate_bwd dg[%ld] %.9g vs %.9g", i, (double)dg[i], r2[i]);
+        }
+        /* in place: da aliases dy */
+        memcpy(e, dy, n * sizeof(float));
+        g_ops->gate_bwd(g_be, dy, dg, dy, a, b, n);
+        assert_true(tf_test_bits_equal(dy, da, n));
+        free(res); free(dy);
+        free(a); free(b); free(y); free(e); free(da); free(dg); free(r); free(r2);
+    }
+}
+
+/* --------------------------------------------------------------- embedding */
+
+static void test_embed(void **state) {
+    (void)state;
+    static const long ns[] = {1, 33, 5000};
+    static const int Cs[] = {5, 64};
+    const int V = 21;
+    uint64_t seed = 1100;
+    for (size_t ni = 0; ni < 3; ni++)
+        for (size_t ci = 0; ci < 2; ci++) {
+            const long n = ns[ni];
+            const int C = Cs[ci];
+            int32_t *tok = malloc(n * sizeof(int32_t));
+            tf_test_rng rng;
+            tf_test_rng_init(&rng, seed++);
+            for (long t = 0; t < n; t++)
+                tok[t] = tf_test_rng_int(&rng, V);
+            float *table = tf_test_falloc((long)V * C), *out = tf_test_falloc(n * C);
+            tf_test_fill_normal(table, (long)V * C, 0, 0.02f, seed++);
+            g_ops->embed_fwd(g_be, out, table, tok, n, C);
+            for (long t = 0; t < n; t++)
+                assert_true(tf_test_bits_equal(out + t * C, table + (long)tok[t] * C, C));
+            /* bwd: each entry is a sum of count(v) terms onto its old value:
+             * 8 sqrt(n) u relative to the sum of magnitudes */
+            float *dout = tf_test_falloc(n * C), *dt = tf_test_falloc((long)V * C);
+            float *dt2 = tf_test_falloc((long)V * C);
+            double *rd = tf_test_dalloc((long)V * C), *mag = tf_test_dalloc((long)V * C);
+            tf_test_fill_normal(dout, n * C, 0, 1, seed++);
+            tf_test_fill_normal(dt, (long)V * C, 0, 1, seed++);
+            memcpy(dt2, dt, (long)V * C * sizeof(float));
+            for (long k = 0; k < (long)V * C; k++) {
+                rd[k] = dt[k];
+                mag[k] = fabs(dt[k]);
+            }
+            for (long t = 0; t < n; t++)
+                for (int c = 0; c < C; c++) {
+                    rd[(long)tok[t] * C + c] += dout[t * C + c];
+                    mag[(long)tok[t] * C + c] += fabs(dout[t * C + c]);
+                }
+            g_ops->embed_bwd(g_be, dt, dout, tok, n, C, V);
+            double worst = 0;
+            for (long k = 0; k < (long)V * C; k++)
+                worst = fmax(worst, fabs(dt[k] - rd[k]) / (8 * U * (sqrt((double)n) + 2) * mag[k]));
+            CHECK_LE("embed_bwd (err / tol)", worst, 1.0);
+            g_ops->embed_bwd(g_be, dt2, dout, tok, n, C, V); /* deterministic */
+            assert_true(tf_test_bits_equal(dt, dt2, (long)V * C));
+            free(tok); free(table); free(out); free(dout); free(dt); free(dt2); free(rd); free(mag);
+        }
+}
+
+/* ---------------------------------------------------------------- mse head */
+
+/* pred = dmax sigmoid(logit): 4 u relative. loss: (pred - t)^2 from float pred,
+ * so its error is mean(2 |e| |dpred|) + a double sum (negligible).
+ * bwd from the op's own pred: 5 float roundings: 8 u relative. */
+static void test_mse_head(void **state) {
+    (void)state;
+    static const long ns[] = {1, 7, 20000};
+    const float dmax = 20.0f;
+    uint64_t seed = 1200;
+    for (size_t ni = 0; ni < 3; ni++) {
+        const long n = ns[ni];
+        float *logit = tf_test_falloc(n), *tgt = tf_test_falloc(n), *pred = tf_test_falloc(n);
+        float *dl = tf_test_falloc(n), loss = -1;
+        double *rp = tf_test_dalloc(n), *rd = tf_test_dalloc(n);
+        tf_test_fill_normal(logit, n, 0, 2, seed++);
+        tf_test_fill_uniform(tgt, n, 0, dmax, seed++);
+        g_ops->mse_head_fwd(g_be, pred, &loss, logit, tgt, n, dmax);
+        double rl = 0, tl = 0;
+        for (long i = 0; i < n; i++) {
+            rp[i] = dmax / (1.0 + exp(-(double)logit[i]));
+            const double e = rp[i] - tgt[i];
+            rl += e * e;
+            tl += 2 * fabs(e) * 4 * U * rp[i];
+        }
+        rl /= n;
+        tl = tl / n + 2 * U * rl;
+        assert_int_equal(tf_test_check_close("mse pred", pred, rp, n, 0, 4 * U), 0);
+        CHECK_LE("mse loss", fabs(loss - rl), tl);
+        g_ops->mse_head_bwd(g_be, dl, pred, tgt, n, dmax);
+        for (long i = 0; i < n; i++)
+            rd[i] = 2.0 / n * ((double)pred[i] - tgt[i]) * pred[i] * (1.0 - pred[i] / (double)dmax);
+        /* pred - t and 1 - pred/dmax cancel: relative error u |pred|/|pred - t| etc. */
+        size_t bad = 0;
+        for (long i = 0; i < n; i++) {
+            const double k = 8 + fabs((double)pred[i]) / (fabs((double)pred[i] - tgt[i]) + 1e-30) +
+                             1.0 / (1.0 - pred[i] / (double)dmax + 1e-30);
+            bad += !(fabs(dl[i] - rd[i]) <= 1e-37 + k * U * fabs(rd[i]));
+        }
+        assert_int_equal(bad, 0);
+        float loss2 = -1;
+        g_ops->mse_head_fwd(g_be, pred, &loss2, logit, tgt, n, dmax);
+        assert_true(loss2 == loss);
+        free(logit); free(tgt); free(pred); free(dl); free(rp); free(rd);
+    }
+}
+
+/* ------------------------------------------------------------------- adamw */
+
+/* Two steps against the formula in double. m = b1 m + (1-b1) g can cancel, so
+ * m's error is measured against mag(m) = b1 mag(m) + (1-b1) |g| (3 roundings
+ * a step); v has no cancellation. The update lr/bc1 * m / (sqrt(v)/sqrt(bc2)
+ * + eps) inherits m's error: p's tolerance is 16 u (|p| + lr/bc1 * mag(m) /
+ * (sqrt(v)/sqrt(bc2) + eps)), summed over the steps. */
+static void test_adamw(void **state) {
+    (void)state;
+    const long n = 100003;
+    float *p = tf_test_falloc(n), *g = tf_test_falloc(n), *m = tf_test_falloc(n), *v = tf_test_falloc(n);
+    double *rp = tf_test_dalloc(n), *rm = tf_test_dalloc(n), *rv = tf_test_dalloc(n);
+    double *mm = tf_test_dalloc(n), *up = tf_test_dalloc(n);
+    tf_test_fill_normal(p, n, 0, 0.02f, 1300);
+    tf_test_fill_const(m, n, 0);
+    tf_test_fill_const(v, n, 0);
+    for (long i = 0; i < n; i++) {
+        rp[i] = p[i];
+        rm[i] = rv[i] = mm[i] = up[i] = 0;
+    }
+    const float lr = 3e-4f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f, wd = 0.01f;
+    for (int step = 1; step <= 2; step++) {
+        tf_test_fill_normal(g, n, 0, 1e-2f, 1300 + step);
+        g[0] = 0; /* a zero gradient: only the decay acts */
+        const float bc1 = 1.0f - powf(b1, (float)step), bc2 = 1.0f - powf(b2, (float)step);
+        const float hyper[7] = {lr, b1, b2, eps, wd, bc1, bc2};
+        g_ops->adamw(g_be, p, g, m, v, n, hyper);
+        for (long i = 0; i < n; i++) {
+            rp[i] *= 1.0 - (double)lr * wd;
+            rm[i] = (double)b1 * rm[i] + (1.0 - (double)b1) * g[i];
+            mm[i] = (double)b1 * mm[i] + (1.0 - (double)b1) * fabs(g[i]);
+            rv[i] = (double)b2 * rv[i] + (1.0 - (double)b2) * (double)g[i] * g[i];
+            const double den = sqrt(rv[i]) / sqrt((double)bc2) + eps;
+            rp[i] -= (double)lr / bc1 * rm[i] / den;
+            up[i] += (double)lr / bc1 * mm[i] / den;
+        }
+    }
+    size_t bad = 0;
+    for (long i = 0; i < n; i++) {
+        bad += !(fabs(p[i] - rp[i]) <= 16 * U * (fabs(rp[i]) + up[i]));
+        bad += !(fabs(m[i] - rm[i]) <= 16 * U * mm[i]);
+        bad += !(fabs(v[i] - rv[i]) <= 16 * U * rv[i]);
+    }
+    if (bad)
+        fprintf(stderr, "adamw: %zu mismatches\n", bad);
+    assert_int_equal(bad, 0);
+    free(p); free(g); free(m); free(v); free(rp); free(rm); free(rv); free(mm); free(up);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_memory),
+        cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_layernorm),
+        cmocka_unit_test(test_layernorm_determinism),
+        cmocka_unit_test(test_softmax),
+        cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_attention_large_logits),
+        cmocka_unit_test(test_attention_determinism),
+        cmocka_unit_test(test_permute),
+        cmocka_unit_test(test_bcast_sum_mid),
+        cmocka_unit_test(test_elementwise),
+        cmocka_unit_test(test_embed),
+        cmocka_unit_test(test_mse_head),
+        cmocka_unit_test(test_adamw),
+    };
+    return cmocka_run_group_tests_name("cpu_ops", tests, group_setup, group_teardown);
+}

@@ -1,0 +1,921 @@
+/* CUDA backend: every op of tf_ops against the CPU backend, at several shapes
+ * (odd ones too), plus determinism (each CUDA op runs twice and must give the
+ * same bits), TF32 GEMM, memory accounting and graph capture.
+ * Without a usable CUDA device it prints "SKIP: <why>" and passes.
+ *
+ * Output buffers are poisoned with NaN (0xFF bytes) before every op, so an
+ * element an op forgets to write fails the check. One line per op and shape:
+ *   PASS|FAIL <op> <shape>: rel <||cuda-cpu||/||cpu||> max <max|cuda-cpu|/max|cpu|> tol <t>
+ * (rel and max must both be <= tol, all values finite).
+ *
+ * Tolerances. u = 2^-24. Both backends round, independently; a K-term fp32
+ * sum has a normwise error of about 0.4*sqrt(K)*u in each (random-walk
+ * rounding), so the difference of two implementations stays below
+ *   tol_sum(K) = (3*sqrt(K) + 4) * u
+ * with a margin of ~5x (the +4u covers the few roundings around the sum).
+ * Ops doing the same single IEEE operation (add, mul, scale, relu, copies,
+ * permute, broadcast add, embedding lookup) are checked bit-exact (tol 0).
+ * Ops with one expf (sigmoid, gates, softmax entries, the distance head) add
+ * the libraries' expf error (CUDA <= 2 ulp, the CPU's expf <= 2 ulp): 8u, and
+ * 32u for dg = dy*a*s*(1-s), where 1-s loses up to 4 more bits as s -> 1.
+ * Other per-op reasons sit next to each check. TF32 GEMMs: 5e-3 (TF32 keeps
+ * 10 mantissa bits: 2^-11 ~ 4.9e-4 per input, and K-term sums of those). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "testutil.h"
+
+#define U TF_TEST_U
+
+typedef struct {
+    tf_backend *be;
+    const tf_ops *ops;
+} bk;
+
+static bk g_cpu, g_cu1, g_cu3, g_tf32; /* CPU; CUDA kernel level 1 and 3; CUDA TF32 */
+static int g_fail;
+
+static double tol_sum(double K) { return (3.0 * sqrt(K) + 4.0) * U; }
+
+/* ---- buffers on a backend ---- */
+static void *b_alloc(bk b, size_t n)
+{
+    void *p = NULL;
+    assert_int_equal(b.ops->alloc(b.be, &p, n * sizeof(float) + 16), 0);
+    return p;
+}
+static float *b_put(bk b, const float *h, size_t n)
+{
+    float *d = b_alloc(b, n);
+    b.ops->upload(b.be, d, h, n * sizeof(float));
+    return d;
+}
+static float *b_nan(bk b, size_t n) /* poisoned output */
+{
+    float *d = b_alloc(b, n);
+    unsigned char *h = malloc(n * sizeof(float) + 1);
+    memset(h, 0xFF, n * sizeof(float) + 1);
+    b.ops->upload(b.be, d, h, n * sizeof(float));
+    free(h);
+    return d;
+}
+static void b_get(bk b, float *h, const float *d, size_t n)
+{
+    b.ops->sync(b.be);
+    b.ops->download(b.be, h, d, n * sizeof(float));
+}
+static void b_free(bk b, void *p) { b.ops->free(b.be, p); }
+static float *rnd(size_t n, float sd, uint64_t seed)
+{
+    float *h = tf_test_falloc(n ? n : 1);
+    tf_test_fill_normal(h, n, 0.f, sd, seed);
+    return h;
+}
+
+/* ---- comparison ---- */
+static void check(const char *op, const char *shape, const float *got, const float *ref,
+                  size_t n, double tol)
+{
+    double num = 0, den = 0, dmax = 0, rmax = 0;
+    int finite = 1;
+    for (size_t i = 0; i < n; ++i) {
+        const double d = (double)got[i] - ref[i];
+        if (!isfinite(got[i])) finite = 0;
+        num += d * d;
+        den += (double)ref[i] * ref[i];
+        if (fabs(d) > dmax) dmax = fabs(d);
+        if (fabs(ref[i]) > rmax) rmax = fabs(ref[i]);
+    }
+    const double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+    const double mx = rmax > 0 ? dmax / rmax : dmax;
+    const int ok = finite && rel <= tol && mx <= tol;
+    printf("%s %s %s: rel %.2e max %.2e tol %.2e%s\n", ok ? "PASS" : "FAIL", op, shape, rel, mx,
+           tol, finite ? "" : " (non-finite values)");
+    if (!ok) ++g_fail;
+}
+static void check_same(const char *op, const char *shape, const float *a, const float *b,
+                       size_t n)
+{
+    const int ok = tf_test_bits_equal(a, b, n);
+    if (!ok) {
+        printf("FAIL %s %s: two runs differ (not deterministic)\n", op, shape);
+        ++g_fail;
+    }
+}
+static void done(void) { assert_int_equal(g_fail, 0); }
+
+/* ---- GEMM ---- */
+typedef struct {
+    int ta, tb, M, N, K, batch;
+    long lda, ldb, ldc, sA, sB, sC;
+    float alpha, beta;
+    tf_epilogue epi;
+} gshape;
+
+static void run_gemm(bk b, const gshape *s, const float *hA, const float *hB, const float *hC,
+                     float *out, size_t nA, size_t nB, size_t nC)
+{
+    float *A = b_put(b, hA, nA), *B = b_put(b, hB, nB);
+    float *C = s->beta != 0.f ? b_put(b, hC, nC) : b_nan(b, nC);
+    tf_gemm_args a = {s->ta, s->tb, s->M, s->N, s->K, s->alpha, s->beta, A, s->lda, s->sA,
+                      B, s->ldb, s->sB, C, s->ldc, s->sC, s->batch, s->epi};
+    b.ops->gemm(b.be, &a, "test_gemm");
+    b_get(b, out, C, nC);
+    b_free(b, A);
+    b_free(b, B);
+    b_free(b, C);
+}
+
+static void gemm_case(int ta, int tb, int M, int N, int K, int batch, int pad, float beta,
+                      tf_epilogue epi)
+{
+    gshape s = {ta, tb, M, N, K, batch, 0, 0, 0, 0, 0, 0, 0.5f, beta, epi};
+    const long ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    s.lda = ac + pad;
+    s.ldb = bc + pad;
+    s.ldc = N + pad;
+    s.sA = ar * s.lda + pad;
+    s.sB = br * s.ldb;
+    s.sC = (long)M * s.ldc + 2 * pad;
+    const size_t nA = (size_t)(s.sA * batch), nB = (size_t)(s.sB * batch),
+                 nC = (size_t)(s.sC * batch);
+    float *hA = rnd(nA, 1.f, 11), *hB = rnd(nB, 1.f, 12), *hC = rnd(nC, 1.f, 13);
+    float *ref = tf_test_falloc(nC), *g1 = tf_test_falloc(nC), *g2 = tf_test_falloc(nC);
+    char shape[160];
+    snprintf(shape, sizeof shape, "%c%c M=%d N=%d K=%d batch=%d pad=%d beta=%g%s", ta ? 'T' : 'N',
+             tb ? 'T' : 'N', M, N, K, batch, pad, beta, epi == TF_EPI_RELU ? " relu" : "");
+    run_gemm(g_cpu, &s, hA, hB, hC, ref, nA, nB, nC);
+    /* padding of C is never written: compare only the [M,N] parts */
+    float *r = tf_test_falloc((size_t)M * N * batch), *x = tf_test_falloc((size_t)M * N * batch);
+    float *y = tf_test_falloc((size_t)M * N * batch);
+    run_gemm(g_cu3, &s, hA, hB, hC, g1, nA, nB, nC);
+    run_gemm(g_cu3, &s, hA, hB, hC, g2, nA, nB, nC);
+    for (int p = 0; p < batch; ++p)
+        for (int i = 0; i < M; ++i)
+            for (int j = 0; j < N; ++j) {
+                const size_t o = (size_t)p * s.sC + (size_t)i * s.ldc + j,
+                             q = ((size_t)p * M + i) * N + j;
+                r[q] = ref[o];
+                x[q] = g1[o];
+                y[q] = g2[o];
+            }
+    const size_t nout = (size_t)M * N * batch;
+    check("gemm", shape, x, r, nout, tol_sum(K));
+    check_same("gemm", shape, x, y, nout);
+    run_gemm(g_tf32, &s, hA, hB, hC, g1, nA, nB, nC);
+    for (int p = 0; p < batch; ++p)
+        for (int i = 0; i < M; ++i)
+            for (int j = 0; j < N; ++j)
+                x[((size_t)p * M + i) * N + j] = g1[(size_t)p * s.sC + (size_t)i * s.ldc + j];
+    check("gemm_tf32", shape, x, r, nout, 5e-3);
+    free(hA), free(hB), free(hC), free(ref), free(g1), free(g2), free(r), free(x), free(y);
+}
+
+static void test_gemm(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    static const int shp[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 64, 17}, {64, 128, 128}, {5, 33, 256}};
+    for (int t = 0; t < 4; ++t)
+        for (size_t k = 0; k < sizeof shp / sizeof shp[0]; ++k) {
+            const int M = shp[k][0], N = shp[k][1], K = shp[k][2];
+            gemm_case(t & 1, t >> 1, M, N, K, 1, 0, 0.f, TF_EPI_NONE);
+            gemm_case(t & 1, t >> 1, M, N, K, 3, 3, 1.f, TF_EPI_NONE);
+            gemm_case(t & 1, t >> 1, M, N, K, 1, 1, 0.f, TF_EPI_RELU); /* cuBLASLt epilogue */
+            gemm_case(t & 1, t >> 1, M, N, K, 2, 0, 0.f, TF_EPI_RELU); /* separate relu kernel */
+        }
+    done();
+}
+
+/* ---- LayerNorm ---- */
+static void run_ln(bk b, long rows, int C, const float *hx, const float *hg, const float *hb,
+                   const float *hdo, const float *hdx0, const float *hdg0, const float *hdb0,
+                   int acc, float *out, float *mean, float *rstd, float *dx, float *dg, float *db)
+{
+    const size_t n = (size_t)rows * C;
+    float *x = b_put(b, hx, n), *g = b_put(b, hg, C), *be = b_put(b, hb, C);
+    float *o = b_nan(b, n), *mu = b_nan(b, rows), *rs = b_nan(b, rows);
+    b.ops->layernorm_fwd(b.be, o, mu, rs, x, g, be, rows, C, 1e-5f);
+    b_get(b, out, o, n);
+    b_get(b, mean, mu, rows);
+    b_get(b, rstd, rs, rows);
+    float *dout = b_put(b, hdo, n), *dxd = acc ? b_put(b, hdx0, n) : b_nan(b, n);
+    float *dgd = b_put(b, hdg0, C), *dbd = b_put(b, hdb0, C);
+    b.ops->layernorm_bwd(b.be, dxd, dgd, dbd, dout, x, mu, rs, g, rows, C, acc);
+    b_get(b, dx, dxd, n);
+    b_get(b, dg, dgd, C);
+    b_get(b, db, dbd, C);
+    b_free(b, x), b_free(b, g), b_free(b, be), b_free(b, o), b_free(b, mu), b_free(b, rs);
+    b_free(b, dout), b_free(b, dxd), b_free(b, dgd), b_free(b, dbd);
+}
+
+static void ln_case(bk cu, int level, long rows, int C, int acc)
+{
+    const size_t n = (size_t)rows * C;
+    float *hx = rnd(n, 2.f, 21), *hg = rnd(C, 1.f, 22), *hb = rnd(C, 1.f, 23);
+    float *hdo = rnd(n, 1.f, 24), *hdx0 = rnd(n, 1.f, 25), *hdg0 = rnd(C, 1.f, 26),
+          *hdb0 = rnd(C, 1.f, 27);
+    for (size_t i = 0; i < n; ++i) hx[i] += 3.f; /* a mean away from 0 */
+    float *o[3][6];
+    for (int r = 0; r < 3; ++r) {
+        o[r][0] = tf_test_falloc(n), o[r][1] = tf_test_falloc(rows), o[r][2] = tf_test_falloc(rows);
+        o[r][3] = tf_test_falloc(n), o[r][4] = tf_test_falloc(C), o[r][5] = tf_test_falloc(C);
+        run_ln(r == 0 ? g_cpu : cu, rows, C, hx, hg, hb, hdo, hdx0, hdg0, hdb0, acc, o[r][0],
+               o[r][1], o[r][2], o[r][3], o[r][4], o[r][5]);
+    }
+    char shape[96];
+    snprintf(shape, sizeof shape, "level=%d rows=%ld C=%d acc=%d", level, rows, C, acc);
+    static const char *names[6] = {"layernorm_fwd.out", "layernorm_fwd.mean", "layernorm_fwd.rstd",
+                                   "layernorm_bwd.dx", "layernorm_bwd.dgamma", "layernorm_bwd.dbeta"};
+    const size_t cnt[6] = {n, (size_t)rows, (size_t)rows, n, (size_t)C, (size_t)C};
+    /* out/mean/rstd: C-term sums; dx: three terms of C-term sums (2x);
+     * dgamma/dbeta: rows-term sums of x-hat products (plus x-hat's own error) */
+    const double tol[6] = {tol_sum(C), tol_sum(C), tol_sum(C), 2 * tol_sum(C),
+                           tol_sum(rows) + tol_sum(C), tol_sum(rows)};
+    for (int k = 0; k < 6; ++k) {
+        check(names[k], shape, o[1][k], o[0][k], cnt[k], tol[k]);
+        check_same(names[k], shape, o[1][k], o[2][k], cnt[k]);
+    }
+    for (int r = 0; r < 3; ++r)
+        for (int k = 0; k < 6; ++k) free(o[r][k]);
+    free(hx), free(hg), free(hb), free(hdo), free(hdx0), free(hdg0), free(hdb0);
+}
+
+static void test_layernorm(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    static const long rows[] = {1, 7, 33, 300};
+    static const int Cs[] = {5, 64, 128, 200};
+    for (int lv = 0; lv < 2; ++lv)
+        for (size_t r = 0; r < 4; ++r)
+            for (size_t c = 0; c < 4; ++c)
+                ln_case(lv ? g_cu3 : g_cu1, lv ? 3 : 1, rows[r], Cs[c], (int)((r + c) & 1));
+    ln_case(g_cu1, 1, 5000, 64, 0); /* several dgamma chunks */
+    ln_case(g_cu3, 3, 5000, 64, 1);
+    done();
+}
+
+/* ---- softmax ---- */
+static void test_softmax(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    static const int sh[][2] = {{1, 1}, {7, 5}, {33, 64}, {100, 128}, {3, 1000}};
+    for (size_t k = 0; k < sizeof sh / sizeof sh[0]; ++k) {
+        const long rows = sh[k][0];
+        const int cols = sh[k][1];
+        const size_t n = (size_t)rows * cols;
+        float *hx = rnd(n, 3.f, 31), *hdy = rnd(n, 1.f, 32);
+        float *y[3], *dx[3];
+        for (int r = 0; r < 3; ++r) {
+            const bk b = r == 0 ? g_cpu : g_cu3;
+            y[r] = tf_test_falloc(n), dx[r] = tf_test_falloc(n);
+            float *x = b_put(b, hx, n), *yd = b_nan(b, n), *dy = b_put(b, hdy, n);
+            float *dxd = b_nan(b, n);
+            b.ops->softmax_fwd(b.be, yd, x, rows, cols);
+            b.ops->softmax_bwd(b.be, dxd, dy, yd, rows, cols);
+            b_get(b, y[r], yd, n);
+            b_get(b, dx[r], dxd, n);
+            if (r == 1) { /* in place (y aliases x, dx aliases dy) gives the same bits */
+                b.ops->softmax_fwd(b.be, x, x, rows, cols);
+                b.ops->softmax_bwd(b.be, dy, dy, x, rows, cols);
+                float *t = tf_test_falloc(n);
+                b_get(b, t, x, n);
+                check_same("softmax_fwd(in place)", "", t, y[r], n);
+                b_get(b, t, dy, n);
+                check_same("softmax_bwd(in place)", "", t, dx[r], n);
+                free(t);
+            }
+            b_free(b, x), b_free(b, yd), b_free(b, dy), b_free(b, dxd);
+        }
+        char shape[64];
+        snprintf(shape, sizeof shape, "rows=%ld cols=%d", rows, cols);
+        /* entries: one expf each (8u) plus the cols-term normaliser */
+        check("softmax_fwd", shape, y[1], y[0], n, tol_sum(cols) + 8 * U);
+        check_same("softmax_fwd", shape, y[1], y[2], n);
+        /* dx = y*(dy - s): s is a cols-term sum; y carries the forward's error */
+        check("softmax_bwd", shape, dx[1], dx[0], n, 2 * (tol_sum(cols) + 8 * U));
+        check_same("softmax_bwd", shape, dx[1], dx[2], n);
+        for (int r = 0; r < 3; ++r) free(y[r]), free(dx[r]);
+        free(hx), free(hdy);
+    }
+    done();
+}
+
+/* ---- attention ----
+ * layout 0: q,k,v,out separate [nb,no,L,C]; 1: q,k,v fused in one [nb,no,L,3C]
+ * (and dq,dk,dv likewise); 2: "column" order [nb,L,no,C] (o inside l).
+ * bias 0: none; 1: [nb,L,L,nh] (the pair bias layout); 2: [nb,nh,L,L]. */
+typedef struct {
+    int nb, no, nh, L, d, layout, bias;
+} ashape;
+
+static tf_attn_view aview(const ashape *s, float *base, int width, int off)
+{
+    tf_attn_view v;
+    v.p = base + off;
+    if (s->layout == 2) {
+        v.sl = (long)s->no * width, v.so = width, v.sb = (long)s->L * s->no * width;
+    } else {
+        v.sl = width, v.so = (long)s->L * width, v.sb = (long)s->no * s->L * width;
+    }
+    return v;
+}
+
+/* q, k, v (or dq, dk, dv) inside one buffer of 3*nb*no*L*C floats */
+static void qkv_views(const ashape *s, float *base, tf_attn_view *q, tf_attn_view *k,
+                      tf_attn_view *v)
+{
+    const int C = s->nh * s->d, fused = s->layout == 1, W = fused ? 3 * C : C;
+    const size_t part = fused ? 0 : (size_t)s->nb * s->no * s->L * C; /* one after another */
+    const int off = fused ? C : 0;
+    *q = aview(s, base, W, 0), *k = aview(s, base + part, W, off);
+    *v = aview(s, base + 2 * part, W, 2 * off);
+}
+
+/* in: q,k,v (3*rows*C floats); fwd writes out, lse; bwd (given out/lse) writes gin, dbias */
+static void run_attn(bk b, const ashape *s, const float *hin, const float *hbias,
+                     const float *hdout, const float *hout, const float *hlse, float *out,
+                     float *lse, float *gin, float *dbias)
+{
+    const int C = s->nh * s->d;
+    const size_t rows = (size_t)s->nb * s->no * s->L, nrow = (size_t)s->nb * s->no * s->nh * s->L;
+    const size_t nbias = (size_t)s->nb * s->nh * s->L * s->L;
+    float *in = b_put(b, hin, 3 * rows * C), *gi = b_nan(b, 3 * rows * C);
+    float *bias = s->bias ? b_put(b, hbias, nbias) : NULL;
+    float *od = b_nan(b, rows * C), *ld = b_nan(b, nrow), *work = b_nan(b, nrow);
+    tf_attn_args a;
+    memset(&a, 0, sizeof a);
+    a.nb = s->nb, a.no = s->no, a.nh = s->nh, a.L = s->L, a.d = s->d;
+    a.scale = 1.f / sqrtf((float)s->d);
+    qkv_views(s, in, &a.q, &a.k, &a.v);
+    qkv_views(s, gi, &a.dq, &a.dk, &a.dv);
+    a.out = aview(s, od, C, 0);
+    a.bias = bias;
+    if (s->bias == 1)
+        a.bias_sb = (long)s->L * s->L * s->nh, a.bias_sh = 1, a.bias_si = (long)s->L * s->nh,
+        a.bias_sj = s->nh;
+    else
+        a.bias_sb = (long)s->nh * s->L * s->L, a.bias_sh = (long)s->L * s->L, a.bias_si = s->L,
+        a.bias_sj = 1;
+    a.lse = ld;
+    b.ops->attn_fwd(b.be, &a);
+    b_get(b, out, od, rows * C);
+    b_get(b, lse, ld, nrow);
+    /* backward from the reference forward's out and lse, so it is tested alone */
+    float *dout = b_put(b, hdout, rows * C), *db = s->bias ? b_nan(b, nbias) : NULL;
+    b.ops->upload(b.be, od, hout, rows * C * sizeof(float));
+    b.ops->upload(b.be, ld, hlse, nrow * sizeof(float));
+    a.dout = aview(s, dout, C, 0);
+    a.dbias = db;
+    a.work = work;
+    b.ops->attn_bwd(b.be, &a);
+    b_get(b, gin, gi, 3 * rows * C);
+    if (db) b_get(b, dbias, db, nbias);
+    b_free(b, in), b_free(b, gi), b_free(b, od), b_free(b, ld), b_free(b, work), b_free(b, dout);
+    if (bias) b_free(b, bias), b_free(b, db);
+}
+
+/* max |scale * q.k| over all scores, on the host (it scales the error of exp(S)) */
+static double attn_smax_qk(const ashape *s, const tf_attn_view *q, const tf_attn_view *k)
+{
+    double m = 0;
+    for (int b = 0; b < s->nb; ++b)
+        for (int o = 0; o < s->no; ++o)
+            for (int h = 0; h < s->nh; ++h)
+                for (int i = 0; i < s->L; ++i)
+                    for (int j = 0; j < s->L; ++j) {
+                        const float *qi = q->p + b * q->sb + o * q->so + i * q->sl + h * s->d;
+                        const float *kj = k->p + b * k->sb + o * k->so + j * k->sl + h * s->d;
+                        double t = 0;
+                        for (int c = 0; c < s->d; ++c) t += (double)qi[c] * kj[c];
+                        m = fmax(m, fabs(t) / sqrt((double)s->d));
+                    }
+    return m;
+}
+
+static void attn_case(ashape s)
+{
+    const int C = s.nh * s.d;
+    const size_t rows = (size_t)s.nb * s.no * s.L, nrow = (size_t)s.nb * s.no * s.nh * s.L;
+    const size_t nbias = (size_t)s.nb * s.nh * s.L * s.L, nin = 3 * rows * C;
+    float *hin = rnd(nin, 1.f, 41), *hbias = rnd(nbias, 1.f, 42), *hdout = rnd(rows * C, 1.f, 43);
+    float *out[3], *lse[3], *gin[3], *db[3];
+    for (int r = 0; r < 3; ++r) {
+        out[r] = tf_test_falloc(rows * C), lse[r] = tf_test_falloc(nrow);
+        gin[r] = tf_test_falloc(nin), db[r] = tf_test_falloc(nbias);
+        /* r = 0 (CPU) first: its out/lse feed every backward */
+        run_attn(r == 0 ? g_cpu : g_cu3, &s, hin, hbias, hdout, out[0], lse[0], out[r], lse[r],
+                 gin[r], db[r]);
+    }
+    tf_attn_view q, k, v;
+    qkv_views(&s, hin, &q, &k, &v);
+    const double smax = attn_smax_qk(&s, &q, &k) + (s.bias ? tf_test_max_abs(hbias, nbias) : 0);
+    /* scores: d-term dots (abs error ~ sqrt(d)*u*|S|, which exp turns into a
+     * relative error of P); outputs: L-term sums of P v */
+    const double tf = (3 * sqrt((double)s.L) + 3 * sqrt((double)s.d) * (1 + smax) + 8) * U;
+    char shape[128];
+    snprintf(shape, sizeof shape, "nb=%d no=%d nh=%d L=%d d=%d layout=%d bias=%d", s.nb, s.no,
+             s.nh, s.L, s.d, s.layout, s.bias);
+    check("attn_fwd.out", shape, out[1], out[0], rows * C, tf);
+    check("attn_fwd.lse", shape, lse[1], lse[0], nrow, tf);
+    /* backward: dS = P (dout.v - D) then a d- or L-term sum: two chained sums */
+    check("attn_bwd.dqkv", shape, gin[1], gin[0], nin, 2 * tf);
+    check_same("attn_fwd.out", shape, out[1], out[2], rows * C);
+    check_same("attn_fwd.lse", shape, lse[1], lse[2], nrow);
+    check_same("attn_bwd.dqkv", shape, gin[1], gin[2], nin);
+    if (s.bias) { /* plus the no-term sum over o */
+        check("attn_bwd.dbias", shape, db[1], db[0], nbias, 2 * tf + tol_sum(s.no));
+        check_same("attn_bwd.dbias", shape, db[1], db[2], nbias);
+    }
+    for (int r = 0; r < 3; ++r) free(out[r]), free(lse[r]), free(gin[r]), free(db[r]);
+    free(hin), free(hbias), free(hdout);
+}
+
+static void test_attention(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    static const ashape cases[] = {
+        {1, 1, 1, 1, 3, 0, 0},   {1, 1, 1, 1, 3, 0, 1},   {2, 3, 2, 5, 5, 0, 1},
+        {2, 3, 2, 5, 5, 2, 2},   {1, 2, 4, 23, 16, 1, 1}, {1, 2, 4, 23, 16, 0, 0},
+        {2, 2, 4, 64, 32, 1, 1}, {1, 3, 4, 64, 16, 2, 0}, {1, 1, 2, 128, 16, 0, 2},
+        {1, 2, 1, 33, 64, 1, 1}, {1, 1, 1, 70, 8, 0, 1},  {1, 2, 2, 130, 32, 2, 1},
+        {1, 1, 3, 17, 2, 1, 2},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) attn_case(cases[k]);
+    done();
+}
+
+/* ---- permute (pure data movement: bit-exact) ---- */
+static void perm_case(int rank, const int *dims, const int *perm, int acc)
+{
+    tf_permute_args a;
+    memset(&a, 0, sizeof a);
+    a.rank = rank, a.accumulate = acc;
+    size_t n = 1;
+    for (int k = 0; k < rank; ++k) a.dims[k] = dims[k], a.perm[k] = perm[k], n *= dims[k];
+    float *hin = rnd(n, 1.f, 51), *hout0 = rnd(n, 1.f, 52), *res[3];
+    for (int r = 0; r < 3; ++r) {
+        const bk b = r == 0 ? g_cpu : g_cu3;
+        float *in = b_put(b, hin, n), *out = acc ? b_put(b, hout0, n) : b_nan(b, n);
+        b.ops->permute(b.be, out, in, &a);
+        res[r] = tf_test_falloc(n);
+        b_get(b, res[r], out, n);
+        b_free(b, in), b_free(b, out);
+    }
+    char shape[128];
+    int len = snprintf(shape, sizeof shape, "dims=(");
+    for (int k = 0; k < rank; ++k) len += snprintf(shape + len, sizeof shape - len, "%s%d", k ? "," : "", dims[k]);
+    len += snprintf(shape + len, sizeof shape - len, ") perm=(");
+    for (int k = 0; k < rank; ++k) len += snprintf(shape + len, sizeof shape - len, "%s%d", k ? "," : "", perm[k]);
+    snprintf(shape + len, sizeof shape - len, ") acc=%d", acc);
+    check("permute", shape, res[1], res[0], n, 0.0);
+    check_same("permute", shape, res[1], res[2], n);
+    for (int r = 0; r < 3; ++r) free(res[r]);
+    free(hin), free(hout0);
+}
+
+static void test_permute(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    static const struct {
+        int rank, dims[6], perm[6];
+    } c[] = {
+        {1, {10}, {0}},
+        {2, {7, 5}, {1, 0}},
+        {3, {4, 33, 17}, {0, 2, 1}},
+        {3, {3, 100, 70}, {0, 2, 1}},
+        {4, {2, 5, 7, 3}, {0, 2, 1, 3}},
+        {4, {2, 5, 7, 3}, {0, 3, 1, 2}},
+        {4, {2, 5, 7, 3}, {0, 1, 3, 2}},
+        {4, {3, 1, 4, 5}, {2, 0, 3, 1}},
+        {3, {1, 64, 1}, {2, 1, 0}},
+        {5, {2, 3, 4, 5, 6}, {4, 2, 0, 3, 1}},
+        {6, {2, 1, 3, 2, 4, 3}, {5, 4, 3, 2, 1, 0}},
+        {6, {2, 3, 2, 2, 3, 2}, {0, 1, 4, 5, 2, 3}},
+    };
+    for (size_t k = 0; k < sizeof c / sizeof c[0]; ++k)
+        for (int acc = 0; acc < 2; ++acc) perm_case(c[k].rank, c[k].dims, c[k].perm, acc);
+    done();
+}
+
+/* ---- broadcast add (one add: exact) and sum over the middle axis ---- */
+static void test_bcast_sum(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    static const long sh[][3] = {{1, 1, 1}, {3, 7, 5}, {2, 33, 64}, {4, 16, 128}, {1, 300, 1}};
+    for (size_t k = 0; k < sizeof sh / sizeof sh[0]; ++k)
+        for (int acc = 0; acc < 2; ++acc) {
+            const long O = sh[k][0], M = sh[k][1], I = sh[k][2];
+            const size_t nb = (size_t)(O * M * I), ns = (size_t)(O * I);
+            float *hx = rnd(ns, 1.f, 61), *hy = rnd(nb, 1.f, 62), *hs0 = rnd(ns, 1.f, 63);
+            float *ya[3], *sa[3];
+            for (int r = 0; r < 3; ++r) {
+                const bk b = r == 0 ? g_cpu : g_cu3;
+                float *x = b_put(b, hx, ns), *y = b_put(b, hy, nb);
+                float *s = acc ? b_put(b, hs0, ns) : b_nan(b, ns);
+                b.ops->add_bcast_mid(b.be, y, x, O, M, I);
+                b.ops->sum_mid(b.be, s, y, O, M, I, acc);
+                ya[r] = tf_test_falloc(nb), sa[r] = tf_test_falloc(ns);
+                b_get(b, ya[r], y, nb);
+                b_get(b, sa[r], s, ns);
+                b_free(b, x), b_free(b, y), b_free(b, s);
+            }
+            char shape[96];
+            snprintf(shape, sizeof shape, "outer=%ld mid=%ld inner=%ld acc=%d", O, M, I, acc);
+            check("add_bcast_mid", shape, ya[1], ya[0], nb, 0.0);
+            check_same("add_bcast_mid", shape, ya[1], ya[2], nb);
+            check("sum_mid", shape, sa[1], sa[0], ns, tol_sum((double)M + acc));
+            check_same("sum_mid", shape, sa[1], sa[2], ns);
+            for (int r = 0; r < 3; ++r) free(ya[r]), free(sa[r]);
+            free(hx), free(hy), free(hs0);
+        }
+    done();
+}
+
+/* ---- elementwise ---- */
+enum { EW_ADD, EW_MUL, EW_SCALE, EW_SIG, EW_RELU, EW_SIGB, EW_RELUB, EW_GATE, EW_GATEB, EW_GRES, EW_N };
+static const char *ew_name[EW_N] = {"add", "mul", "scale", "act_fwd(sigmoid)", "act_fwd(relu)",
+                                    "act_bwd(sigmoid)", "act_bwd(relu)", "gate_fwd", "gate_bwd.da",
+                                    "gate_residual_fwd"};
+
+/* inputs u, v, w; outputs y (and z for gate_bwd); `off` floats into each buffer
+ * (off = 1 breaks 16-byte alignment: the scalar path); inplace: y aliases u */
+static void run_ew(bk b, int op, size_t n, int off, int inplace, const float *hu, const float *hv,
+                   const float *hw, float *y, float *z)
+{
+    float *u = b_put(b, hu, n + off), *v = b_put(b, hv, n + off), *w = b_put(b, hw, n + off);
+    float *yd = inplace ? u : b_nan(b, n + off), *zd = b_nan(b, n + off);
+    float *U_ = u + off, *V = v + off, *W = w + off, *Y = yd + off, *Z = zd + off;
+    switch (op) {
+    case EW_ADD: b.ops->add(b.be, Y, U_, V, (long)n); break;
+    case EW_MUL: b.ops->mul(b.be, Y, U_, V, (long)n); break;
+    case EW_SCALE: b.ops->scale(b.be, Y, U_, 0.37f, (long)n); break;
+    case EW_SIG: b.ops->act_fwd(b.be, TF_ACT_SIGMOID, Y, U_, (long)n); break;
+    case EW_RELU: b.ops->act_fwd(b.be, TF_ACT_RELU, Y, U_, (long)n); break;
+    case EW_SIGB: b.ops->act_bwd(b.be, TF_ACT_SIGMOID, Y, U_, W, (long)n); break;
+    case EW_RELUB: b.ops->act_bwd(b.be, TF_ACT_RELU, Y, U_, W, (long)n); break;
+    case EW_GATE: b.ops->gate_fwd(b.be, Y, U_, V, (long)n); break;
+    case EW_GATEB: b.ops->gate_bwd(b.be, Y, Z, U_, V, W, (long)n); break;
+    default: b.ops->gate_residual_fwd(b.be, U_, V, W, (long)n); Y = U_; break;
+    }
+    b_get(b, y, Y, n);
+    if (op == EW_GATEB) b_get(b, z, Z, n);
+    b_free(b, u), b_free(b, v), b_free(b, w), b_free(b, zd);
+    if (!inplace) b_free(b, yd);
+}
+
+static void test_elementwise(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    /* exact: one IEEE op; one expf: 8u; dy*y*(1-y): 3 roundings; dg: see top */
+    static const double tol[EW_N] = {0, 0, 0, 8 * U, 0, 4 * U, 0, 8 * U, 8 * U, 8 * U};
+    static const size_t ns[] = {1, 7, 33, 4099};
+    for (int op = 0; op < EW_N; ++op)
+        for (size_t k = 0; k < 4; ++k)
+            for (int off = 0; off < 2; ++off) {
+                const size_t n = ns[k];
+                float *hu = rnd(n + 1, 2.f, 71), *hv = rnd(n + 1, 2.f, 72), *hw = rnd(n + 1, 2.f, 73);
+                if (op == EW_SIGB) tf_test_fill_uniform(hw, n + 1, 0.f, 1.f, 74); /* sigmoid output */
+                if (op == EW_RELUB)
+                    for (size_t i = 0; i < n + 1; ++i) hw[i] = hw[i] < 0 ? 0 : hw[i];
+                float *y[3], *z[3];
+                for (int r = 0; r < 3; ++r) {
+                    y[r] = tf_test_falloc(n), z[r] = tf_test_falloc(n);
+                    run_ew(r == 0 ? g_cpu : g_cu3, op, n, off, 0, hu, hv, hw, y[r], z[r]);
+                }
+                char shape[64];
+                snprintf(shape, sizeof shape, "n=%zu offset=%d", n, off);
+                check(ew_name[op], shape, y[1], y[0], n, tol[op]);
+                check_same(ew_name[op], shape, y[1], y[2], n);
+                if (op == EW_GATEB) {
+                    check("gate_bwd.dg", shape, z[1], z[0], n, 32 * U);
+                    check_same("gate_bwd.dg", shape, z[1], z[2], n);
+                }
+                if (op != EW_GRES && op != EW_GATEB) { /* y aliasing the first input */
+                    run_ew(g_cu3, op, n, off, 1, hu, hv, hw, y[2], z[2]);
+                    check_same(ew_name[op], "in place", y[1], y[2], n);
+                }
+                for (int r = 0; r < 3; ++r) free(y[r]), free(z[r]);
+                free(hu), free(hv), free(hw);
+            }
+    done();
+}
+
+/* ---- embedding ---- */
+static void test_embed(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    static const long ns[] = {1, 7, 300, 4096};
+    static const int Cs[] = {5, 64};
+    const int V = 21;
+    for (size_t k = 0; k < 4; ++k)
+        for (size_t c = 0; c < 2; ++c) {
+            const long n = ns[k];
+            const int C = Cs[c];
+            int32_t *tok = malloc(n * sizeof *tok);
+            tf_test_rng rng;
+            tf_test_rng_init(&rng, 81);
+            for (long t = 0; t < n; ++t) tok[t] = tf_test_rng_int(&rng, V);
+            float *ht = rnd((size_t)V * C, 1.f, 82), *hd = rnd((size_t)n * C, 1.f, 83);
+            float *out[3], *dt[3];
+            for (int r = 0; r < 3; ++r) {
+                const bk b = r == 0 ? g_cpu : g_cu3;
+                void *tk = NULL;
+                assert_int_equal(b.ops->alloc(b.be, &tk, n * sizeof *tok), 0);
+                b.ops->upload(b.be, tk, tok, n * sizeof *tok);
+                float *tab = b_put(b, ht, (size_t)V * C), *o = b_nan(b, (size_t)n * C);
+                float *dout = b_put(b, hd, (size_t)n * C), *dtab = b_put(b, ht, (size_t)V * C);
+                b.ops->embed_fwd(b.be, o, tab, tk, n, C);
+                b.ops->embed_bwd(b.be, dtab, dout, tk, n, C, V); /* accumulates onto ht */
+                out[r] = tf_test_falloc((size_t)n * C), dt[r] = tf_test_falloc((size_t)V * C);
+                b_get(b, out[r], o, (size_t)n * C);
+                b_get(b, dt[r], dtab, (size_t)V * C);
+                b_free(b, tk), b_free(b, tab), b_free(b, o), b_free(b, dout), b_free(b, dtab);
+            }
+            char shape[64];
+            snprintf(shape, sizeof shape, "n=%ld C=%d vocab=%d", n, C, V);
+            check("embed_fwd", shape, out[1], out[0], (size_t)n * C, 0.0);
+            check("embed_bwd", shape, dt[1], dt[0], (size_t)V * C, tol_sum((double)n + 1));
+            check_same("embed_bwd", shape, dt[1], dt[2], (size_t)V * C);
+            for (int r = 0; r < 3; ++r) free(out[r]), free(dt[r]);
+            free(tok), free(ht), free(hd);
+        }
+    done();
+}
+
+/* ---- distance head + MSE ---- */
+static void test_mse_head(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    static const long ns[] = {1, 7, 33, 4096, 70000};
+    for (size_t k = 0; k < 5; ++k) {
+        const long n = ns[k];
+        float *hl = rnd(n, 2.f, 91), *ht = tf_test_falloc(n), *pred[3], *dl[3], loss[3];
+        tf_test_fill_uniform(ht, n, 0.f, 20.f, 92);
+        for (int r = 0; r < 3; ++r) {
+            const bk b = r == 0 ? g_cpu : g_cu3;
+            float *lg = b_put(b, hl, n), *tg = b_put(b, ht, n), *p = b_nan(b, n), *ls = b_nan(b, 1);
+            float *d = b_nan(b, n);
+            b.ops->mse_head_fwd(b.be, p, ls, lg, tg, n, 20.f);
+            pred[r] = tf_test_falloc(n), dl[r] = tf_test_falloc(n);
+            b_get(b, pred[r], p, n);
+            b_get(b, &loss[r], ls, 1);
+            b.ops->upload(b.be, p, pred[0], n * sizeof(float)); /* bwd from the same pred */
+            b.ops->mse_head_bwd(b.be, d, p, tg, n, 20.f);
+            b_get(b, dl[r], d, n);
+            b_free(b, lg), b_free(b, tg), b_free(b, p), b_free(b, ls), b_free(b, d);
+        }
+        /* bwd: dl = k (p-t) p (1 - p/dmax). The two backends' 1 - p/dmax differ by
+         * up to ~2u absolutely (p/dmax <= 1), which is not small relative to
+         * 1 - p/dmax when p -> dmax: so |diff| <= (2 + 6)u |k (p-t) p|, and the
+         * tolerance is 8u times how much |k (p-t) p| outweighs |dl| */
+        double num = 0, den = 0, mn = 0, md = 0;
+        for (long i = 0; i < n; ++i) {
+            const double kap = 2.0 / n * ((double)pred[0][i] - ht[i]) * pred[0][i];
+            num += kap * kap, den += (double)dl[0][i] * dl[0][i];
+            mn = fmax(mn, fabs(kap)), md = fmax(md, fabs(dl[0][i]));
+        }
+        const double amp = fmax(sqrt(num / den), mn / md);
+        char shape[32];
+        snprintf(shape, sizeof shape, "n=%ld", n);
+        check("mse_head_fwd.pred", shape, pred[1], pred[0], n, 8 * U);
+        /* n positive terms (no cancellation in the sum); each (p-t)^2 carries
+         * p's 8u relative error amplified by |p|/|p-t| on average ~ 2x */
+        check("mse_head_fwd.loss", shape, &loss[1], &loss[0], 1, tol_sum(n) + 32 * U);
+        check("mse_head_bwd", shape, dl[1], dl[0], n, 8 * U * amp);
+        check_same("mse_head_fwd.pred", shape, pred[1], pred[2], n);
+        check_same("mse_head_fwd.loss", shape, &loss[1], &loss[2], 1);
+        check_same("mse_head_bwd", shape, dl[1], dl[2], n);
+        for (int r = 0; r < 3; ++r) free(pred[r]), free(dl[r]);
+        free(hl), free(ht);
+    }
+    done();
+}
+
+/* ---- AdamW ---- */
+static void adamw_hyper(float *h, float lr, int step)
+{
+    h[0] = lr, h[1] = 0.9f, h[2] = 0.999f, h[3] = 1e-8f, h[4] = 0.01f;
+    h[5] = 1.f - powf(0.9f, (float)step), h[6] = 1.f - powf(0.999f, (float)step);
+}
+
+static void test_adamw(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    static const long ns[] = {1, 7, 10001};
+    for (size_t k = 0; k < 3; ++k) {
+        const long n = ns[k];
+        float hy[7], *hp = rnd(n, 1.f, 101), *hg = rnd(n, 1.f, 102), *hm = rnd(n, 0.1f, 103);
+        float *hv = tf_test_falloc(n), *res[3][3];
+        tf_test_fill_uniform(hv, n, 0.f, 0.01f, 104);
+        adamw_hyper(hy, 1e-2f, 3);
+        for (int r = 0; r < 3; ++r) {
+            const bk b = r == 0 ? g_cpu : g_cu3;
+            float *p = b_put(b, hp, n), *g = b_put(b, hg, n), *m = b_put(b, hm, n);
+            float *v = b_put(b, hv, n), *hyd = b_put(b, hy, 7);
+            b.ops->adamw(b.be, p, g, m, v, n, hyd);
+            float *dv[3] = {p, m, v};
+            for (int q = 0; q < 3; ++q) res[r][q] = tf_test_falloc(n), b_get(b, res[r][q], dv[q], n);
+            b_free(b, p), b_free(b, g), b_free(b, m), b_free(b, v), b_free(b, hyd);
+        }
+        char shape[32];
+        snprintf(shape, sizeof shape, "n=%ld", n);
+        static const char *nm[3] = {"adamw.p", "adamw.m", "adamw.v"};
+        for (int q = 0; q < 3; ++q) { /* a handful of roundings each, no long sums */
+            check(nm[q], shape, res[1][q], res[0][q], n, 8 * U);
+            check_same(nm[q], shape, res[1][q], res[2][q], n);
+        }
+        for (int r = 0; r < 3; ++r)
+            for (int q = 0; q < 3; ++q) free(res[r][q]);
+        free(hp), free(hg), free(hm), free(hv);
+    }
+    done();
+}
+
+/* ---- memory accounting, memory ops, describe ---- */
+static void test_memory(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    const tf_ops *o = g_cu3.ops;
+    tf_backend *be = g_cu3.be;
+    assert_int_equal(tf_built_with_cuda(), 1);
+    const size_t peak0 = tf_cuda_backend_peak_bytes(be);
+    assert_true(peak0 >= ((size_t)32 << 20)); /* the cuBLAS workspace is counted */
+    void *a = NULL, *b = NULL, *c = NULL;
+    assert_int_equal(o->alloc(be, &a, 1000), 0);
+    assert_int_equal(o->alloc(be, &b, 3), 0);
+    assert_int_equal(tf_cuda_backend_peak_bytes(be), peak0 + 1003); /* exact */
+    o->free(be, b);
+    assert_int_equal(o->alloc(be, &b, 2), 0);
+    assert_int_equal(tf_cuda_backend_peak_bytes(be), peak0 + 1003); /* 1002 < peak */
+    o->free(be, b);
+    /* out of memory is an answer, not a crash; the backend stays usable */
+    assert_int_not_equal(o->alloc(be, &c, (size_t)1 << 52), 0);
+    assert_int_equal(tf_cuda_backend_peak_bytes(be), peak0 + 1003);
+    float h[250], r[250];
+    tf_test_fill_normal(h, 250, 0, 1, 1);
+    o->upload(be, a, h, sizeof h);
+    o->zero(be, a, 100 * sizeof(float));
+    assert_int_equal(o->alloc(be, &b, sizeof r), 0);
+    o->copy(be, b, a, sizeof r);
+    o->download(be, r, b, sizeof r);
+    for (int i = 0; i < 250; i++) assert_true(r[i] == (i < 100 ? 0.0f : h[i]));
+    o->free(be, a), o->free(be, b), o->free(be, NULL);
+    char desc[512];
+    tf_cuda_backend_describe(be, desc, sizeof desc);
+    printf("describe: %s\n", desc);
+    assert_non_null(strstr(desc, "SMs"));
+    done();
+}
+
+/* ---- graph capture: replays read the current AdamW hyper-parameters ---- */
+typedef struct {
+    bk b;
+    float *p, *g, *m, *v, *hyper, *x, *y, *w, *ln, *mu, *rs, *gam, *bet;
+} gstate;
+#define GN 1000
+#define GR 33
+#define GC 64
+
+static void graph_step(void *arg)
+{
+    gstate *s = arg;
+    s->b.ops->adamw(s->b.be, s->p, s->g, s->m, s->v, GN, s->hyper);
+    s->b.ops->layernorm_fwd(s->b.be, s->ln, s->mu, s->rs, s->x, s->gam, s->bet, GR, GC, 1e-5f);
+    tf_gemm_args a = {0, 1, GR, GC, GC, 1.f, 1.f, s->ln, GC, 0, s->w, GC, 0, s->y, GC, 0, 1, TF_EPI_NONE};
+    s->b.ops->gemm(s->b.be, &a, "graph_gemm"); /* y += ln(x) w^T: changes every replay */
+    tf_gemm_args r = a;
+    r.beta = 0.f, r.epilogue = TF_EPI_RELU, r.A = s->y, r.C = s->x;
+    s->b.ops->gemm(s->b.be, &r, "graph_gemm_relu"); /* x = relu(y w^T): cuBLASLt */
+}
+
+static void gstate_init(gstate *s, bk b, const float *hy)
+{
+    float *h = rnd(GN + GR * GC, 1.f, 111), *w = rnd(GC * GC, 0.1f, 112);
+    s->b = b;
+    s->p = b_put(b, h, GN), s->g = b_put(b, h + 1, GN), s->m = b_put(b, h + 2, GN);
+    s->v = b_put(b, w, GN); /* any values; squares keep v meaningful enough */
+    s->hyper = b_put(b, hy, 7);
+    s->x = b_put(b, h + GN, GR * GC), s->y = b_put(b, h + 3, GR * GC), s->w = b_put(b, w, GC * GC);
+    s->ln = b_nan(b, GR * GC), s->mu = b_nan(b, GR), s->rs = b_nan(b, GR);
+    s->gam = b_put(b, w + 5, GC), s->bet = b_put(b, w + 9, GC);
+    for (int i = 0; i < GN; ++i) h[i] = fabsf(w[i]);
+    b.ops->upload(b.be, s->v, h, GN * sizeof(float));
+    free(h), free(w);
+}
+static void gstate_free(gstate *s)
+{
+    float *bufs[] = {s->p, s->g, s->m, s->v, s->hyper, s->x, s->y, s->w, s->ln, s->mu, s->rs, s->gam, s->bet};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; ++i) b_free(s->b, bufs[i]);
+}
+
+static void test_graph(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    float h1[7], h2[7], pa[GN], pb[GN], pc[GN], ya[GR * GC], yb[GR * GC];
+    adamw_hyper(h1, 1e-2f, 1);
+    adamw_hyper(h2, 3e-2f, 2);
+    gstate A, B, Cs;
+    /* A: captured once, replayed with h1 then h2 */
+    gstate_init(&A, g_cu3, h1);
+    void *ge = NULL;
+    assert_int_equal(tf_cuda_graph_capture(A.b.be, graph_step, &A, &ge), 0);
+    assert_non_null(ge);
+    assert_int_equal(tf_cuda_graph_launch(A.b.be, ge), 0);
+    A.b.ops->upload(A.b.be, A.hyper, h2, sizeof h2);
+    assert_int_equal(tf_cuda_graph_launch(A.b.be, ge), 0);
+    b_get(A.b, pa, A.p, GN);
+    b_get(A.b, ya, A.y, GR * GC);
+    tf_cuda_graph_destroy(ge);
+    /* B: the same ops issued directly */
+    gstate_init(&B, g_cu3, h1);
+    graph_step(&B);
+    B.b.ops->upload(B.b.be, B.hyper, h2, sizeof h2);
+    graph_step(&B);
+    b_get(B.b, pb, B.p, GN);
+    b_get(B.b, yb, B.y, GR * GC);
+    check_same("graph replay vs direct: adamw.p", "", pa, pb, GN);
+    check_same("graph replay vs direct: gemm.y", "", ya, yb, GR * GC);
+    /* C: h1 twice must differ, or the replay did not read the new hyper */
+    gstate_init(&Cs, g_cu3, h1);
+    graph_step(&Cs);
+    graph_step(&Cs);
+    b_get(Cs.b, pc, Cs.p, GN);
+    if (tf_test_bits_equal(pa, pc, GN)) {
+        printf("FAIL graph: replay ignored the updated AdamW hyper-parameters\n");
+        ++g_fail;
+    } else {
+        printf("PASS graph capture/replay (bit-identical to direct issue; reads hyper at run time)\n");
+    }
+    gstate_free(&A), gstate_free(&B), gstate_free(&Cs);
+    done();
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    tf_backend_opts o;
+    char err[256];
+    memset(&o, 0, sizeof o);
+    if (tf_test_cpu_backend(&g_cpu.be, &g_cpu.ops)) return 1;
+    bk *cu[3] = {&g_cu1, &g_cu3, &g_tf32};
+    const int level[3] = {1, 3, 3}, tf32[3] = {0, 0, 1};
+    for (int k = 0; k < 3; ++k) {
+        o.kernel_level = level[k];
+        o.tf32 = tf32[k];
+        if (tf_cuda_backend_create(&cu[k]->be, &cu[k]->ops, &o, err, sizeof err)) {
+            fprintf(stderr, "cuda backend: %s\n", err);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    tf_cuda_backend_destroy(g_cu1.be);
+    tf_cuda_backend_destroy(g_cu3.be);
+    tf_cuda_backend_destroy(g_tf32.be);
+    tf_cpu_backend_destroy(g_cpu.be);
+    return 0;
+}
+
+int main(void)
+{
+    char why[256];
+    if (!tf_cuda_backend_available(why, sizeof why)) {
+        printf("SKIP: %s\n", why);
+        return 0;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_memory),      cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_layernorm),   cmocka_unit_test(test_softmax),
+        cmocka_unit_test(test_attention),   cmocka_unit_test(test_permute),
+        cmocka_unit_test(test_bcast_sum),   cmocka_unit_test(test_elementwise),
+        cmocka_unit_test(test_embed),       cmocka_unit_test(test_mse_head),
+        cmocka_unit_test(test_adamw),       cmocka_unit_test(test_graph),
+    };
+    if (getenv("TF_TEST_FILTER")) cmocka_set_test_filter(getenv("TF_TEST_FILTER")); /* e.g. "*attention*" */
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
