@@ -167,8 +167,8 @@ int tf_cli_bench(tf_cli_opts *o)
     int live = !o->quiet && !o->no_progress && isatty(STDERR_FILENO);
 
     printf("tinyfold %s bench | backend %s%s%s%s | %d timed steps after 2 warm-up, median\n",
-           TF_VERSION, tf_cli_backend_str(base.backend), note[0] ? " [" : "", note,
-           note[0] ? "]" : "", o->bench_steps);
+           TF_VERSION, tf_cli_backend_str(base.backend), note[0] ? " (" : "", note,
+           note[0] ? ")" : "", o->bench_steps);
     double sg_big = 0, sg_skinny = 0;
     if (cpu) {
         omp_set_num_threads(base.threads);

@@ -356,7 +356,7 @@ int tf_cli_resolve_backend(tf_config *c, char *note, size_t notelen)
     } else if (c->backend == TF_BACKEND_AUTO) {
         if (tf_cuda_backend_available(why, sizeof why)) {
             c->backend = TF_BACKEND_CUDA;
-            snprintf(note, notelen, "auto: CUDA device %d", c->device);
+            snprintf(note, notelen, "auto: a CUDA device is usable");
         } else {
             c->backend = TF_BACKEND_CPU;
             snprintf(note, notelen, "auto: CUDA unavailable: %s",

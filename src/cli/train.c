@@ -142,8 +142,6 @@ static int setup(run_state *r, const tf_cli_opts *o)
         int rc = merge_stored(&r->c, &stored, o->set, o->resume_path != NULL);
         if (rc != TF_EXIT_OK)
             return rc;
-        if (o->resume_path)
-            r->start = gs;
     }
     if (o->data_path) {
         s = tf_datafile_open(o->data_path, &r->df, err, sizeof err);
@@ -194,7 +192,7 @@ static int setup(run_state *r, const tf_cli_opts *o)
             return s == TF_ERR_INTERNAL ? TF_EXIT_FAIL : TF_EXIT_USAGE;
         }
         if (o->resume_path)
-            r->start = gs;
+            r->start = gs; /* the run continues at the checkpoint's global step */
     }
     size_t n = (size_t)r->c.warmup_steps + (size_t)r->c.num_steps;
     r->recs = calloc(n, sizeof *r->recs);

@@ -651,6 +651,7 @@ static void test_embed(void **state)
             char shape[64];
             snprintf(shape, sizeof shape, "n=%ld C=%d vocab=%d", n, C, V);
             check("embed_fwd", shape, out[1], out[0], (size_t)n * C, 0.0);
+            check_same("embed_fwd", shape, out[1], out[2], (size_t)n * C);
             check("embed_bwd", shape, dt[1], dt[0], (size_t)V * C, tol_sum((double)n + 1));
             check_same("embed_bwd", shape, dt[1], dt[2], (size_t)V * C);
             for (int r = 0; r < 3; ++r) free(out[r]), free(dt[r]);

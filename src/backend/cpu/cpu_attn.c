@@ -5,8 +5,8 @@
  * row of scores is an AXPY over contiguous memory. Then query rows are
  * processed one at a time with one row of L scores in the per-thread buffer:
  * the L x L score matrix never exists. This file holds the task scheduling
- * and the generic slices (any head size d); head sizes 8/16/32/64 take the
- * register-blocked slices of cpu_attn_simd.c (4 query rows at a time).
+ * and these generic slices (any head size d); head sizes 8/16/32/64 take the
+ * register-blocked slices of cpu_attn_simd.c instead (4 query rows at a time).
  *
  * Backward recomputes P from the forward's log-sum-exp:
  *   P_ij = exp(S_ij - lse_i), dP_ij = dO_i . v_j, D_i = dO_i . O_i,
@@ -22,21 +22,9 @@
 
 #include "cpu_internal.h"
 
-#define ALWAYS_INLINE inline __attribute__((always_inline))
-
-static ALWAYS_INLINE const float *vrow(const tf_attn_view *v, int b, int o, int l, int h,
-                                       int d) {
-    return v->p + (long)b * v->sb + (long)o * v->so + (long)l * v->sl + (long)h * d;
-}
-
-static ALWAYS_INLINE float *vrow_w(const tf_attn_view *v, int b, int o, int l, int h, int d) {
-    return v->p + (long)b * v->sb + (long)o * v->so + (long)l * v->sl + (long)h * d;
-}
-
 /* s[j] = bias(i, j) (or 0) + sum_c qs[c] * Kt[c][j]  for j < L */
-static ALWAYS_INLINE void score_row(float *restrict s, const float *restrict qs,
-                                    const float *restrict Kt, const float *brow, long bsj,
-                                    int L, int Lp, int d) {
+static inline void score_row(float *restrict s, const float *restrict qs, const float *restrict Kt,
+                             const float *brow, long bsj, int L, int Lp, int d) {
     if (brow) {
         for (int j = 0; j < L; j++)
             s[j] = brow[(long)j * bsj];
@@ -59,16 +47,17 @@ static size_t fwd_floats(int L, int d) {
     return tf_cpu_pad_floats(d * Lp + (size_t)L * d) + Lp + 2 * tf_cpu_pad_floats((size_t)d);
 }
 
-static ALWAYS_INLINE void attn_fwd_slice(const tf_attn_args *a, int b, int o, int h,
-                                         float *buf, const int d) {
+static void attn_fwd_slice(const tf_attn_args *a, int b, int o, int h, float *buf) {
+    const int d = a->d;
     const int L = a->L, Lp = (int)tf_cpu_pad_floats((size_t)L);
-    float *restrict Kt = buf;                       /* [d][Lp] */
-    float *restrict V = buf + (long)d * Lp;         /* [L][d] */
+    float *restrict Kt = buf;                                                    /* [d][Lp] */
+    float *restrict V = buf + (long)d * Lp;                                      /* [L][d] */
     float *restrict s = buf + tf_cpu_pad_floats((size_t)d * Lp + (size_t)L * d); /* [Lp] */
-    float *restrict qs = s + Lp;                     /* [d] */
-    float *restrict acc = qs + tf_cpu_pad_floats((size_t)d); /* [d] */
+    float *restrict qs = s + Lp;                                                 /* [d] */
+    float *restrict acc = qs + tf_cpu_pad_floats((size_t)d);                     /* [d] */
     for (int j = 0; j < L; j++) {
-        const float *kr = vrow(&a->k, b, o, j, h, d), *vr = vrow(&a->v, b, o, j, h, d);
+        const float *kr = tf_cpu_attn_row(&a->k, b, o, j, h, d),
+                    *vr = tf_cpu_attn_row(&a->v, b, o, j, h, d);
         for (int c = 0; c < d; c++) {
             Kt[(long)c * Lp + j] = kr[c];
             V[(long)j * d + c] = vr[c];
@@ -76,12 +65,12 @@ static ALWAYS_INLINE void attn_fwd_slice(const tf_attn_args *a, int b, int o, in
     }
     const long lse0 = (((long)b * a->no + o) * a->nh + h) * L;
     for (int i = 0; i < L; i++) {
-        const float *qr = vrow(&a->q, b, o, i, h, d);
+        const float *qr = tf_cpu_attn_row(&a->q, b, o, i, h, d);
         for (int c = 0; c < d; c++)
             qs[c] = a->scale * qr[c];
-        const float *brow = a->bias ? a->bias + (long)b * a->bias_sb + (long)h * a->bias_sh +
-                                          (long)i * a->bias_si
-                                    : NULL;
+        const float *brow =
+            a->bias ? a->bias + (long)b * a->bias_sb + (long)h * a->bias_sh + (long)i * a->bias_si
+                    : NULL;
         score_row(s, qs, Kt, brow, a->bias_sj, L, Lp, d);
         float mx = -INFINITY;
 #pragma omp simd reduction(max : mx)
@@ -104,23 +93,19 @@ static ALWAYS_INLINE void attn_fwd_slice(const tf_attn_args *a, int b, int o, in
                 acc[c] += pj * vr[c];
         }
         const float inv = 1.0f / sum;
-        float *orow = vrow_w(&a->out, b, o, i, h, d);
+        float *orow = tf_cpu_attn_row(&a->out, b, o, i, h, d);
         for (int c = 0; c < d; c++)
             orow[c] = acc[c] * inv;
         a->lse[lse0 + i] = mx + logf(sum);
     }
 }
 
-static void attn_fwd_slice_any(const tf_attn_args *a, int b, int o, int h, float *buf) {
-    attn_fwd_slice(a, b, o, h, buf, a->d);
-}
-
 void tf_cpu_attn_fwd(tf_backend *be, const tf_attn_args *a) {
     if (a->nb <= 0 || a->no <= 0 || a->nh <= 0 || a->L <= 0 || a->d <= 0)
         return;
     const int simd = tf_cpu_attn_simd_ok(a->d);
-    const size_t per = tf_cpu_pad_floats(simd ? tf_cpu_attn_simd_floats(a->L, a->d)
-                                              : fwd_floats(a->L, a->d));
+    const size_t per =
+        tf_cpu_pad_floats(simd ? tf_cpu_attn_simd_floats(a->L, a->d) : fwd_floats(a->L, a->d));
     float *scr = tf_cpu_scratch(be, per * (size_t)be->threads * sizeof(float));
     const long tasks = (long)a->nb * a->no * a->nh;
     const long work = tasks * a->L * a->L * a->d;
@@ -134,7 +119,7 @@ void tf_cpu_attn_fwd(tf_backend *be, const tf_attn_args *a) {
             if (simd)
                 tf_cpu_attn_fwd_slice_simd(a, b, o, h, buf);
             else
-                attn_fwd_slice_any(a, b, o, h, buf);
+                attn_fwd_slice(a, b, o, h, buf);
         }
     }
 }
@@ -146,16 +131,16 @@ static size_t bwd_floats(int L, int d) {
     return 5 * Ld + 2 * d * Lp + 2 * Lp + tf_cpu_pad_floats((size_t)d);
 }
 
-static ALWAYS_INLINE void attn_bwd_slice(const tf_attn_args *a, int b, int o, int h,
-                                         float *buf, int first_o, const int d) {
+static void attn_bwd_slice(const tf_attn_args *a, int b, int o, int h, float *buf, int first_o) {
+    const int d = a->d;
     const int L = a->L, Lp = (int)tf_cpu_pad_floats((size_t)L);
     const long Ld = (long)tf_cpu_pad_floats((size_t)L * d);
-    float *restrict Qs = buf;            /* [L][d], q * scale */
-    float *restrict K = Qs + Ld;         /* [L][d] */
-    float *restrict dO = K + Ld;         /* [L][d] */
-    float *restrict dK = dO + Ld;        /* [L][d] */
-    float *restrict dV = dK + Ld;        /* [L][d] */
-    float *restrict Kt = dV + Ld;        /* [d][Lp] */
+    float *restrict Qs = buf;               /* [L][d], q * scale */
+    float *restrict K = Qs + Ld;            /* [L][d] */
+    float *restrict dO = K + Ld;            /* [L][d] */
+    float *restrict dK = dO + Ld;           /* [L][d] */
+    float *restrict dV = dK + Ld;           /* [L][d] */
+    float *restrict Kt = dV + Ld;           /* [d][Lp] */
     float *restrict Vt = Kt + (long)d * Lp; /* [d][Lp] */
     float *restrict p = Vt + (long)d * Lp;  /* [Lp]: scores, then P */
     float *restrict ds = p + Lp;            /* [Lp]: dP, then dS */
@@ -164,9 +149,11 @@ static ALWAYS_INLINE void attn_bwd_slice(const tf_attn_args *a, int b, int o, in
     const long row0 = (((long)b * a->no + o) * a->nh + h) * L; /* into lse and work */
 
     for (int j = 0; j < L; j++) {
-        const float *qr = vrow(&a->q, b, o, j, h, d), *kr = vrow(&a->k, b, o, j, h, d);
-        const float *vr = vrow(&a->v, b, o, j, h, d), *gr = vrow(&a->dout, b, o, j, h, d);
-        const float *orow = vrow(&a->out, b, o, j, h, d);
+        const float *qr = tf_cpu_attn_row(&a->q, b, o, j, h, d),
+                    *kr = tf_cpu_attn_row(&a->k, b, o, j, h, d);
+        const float *vr = tf_cpu_attn_row(&a->v, b, o, j, h, d),
+                    *gr = tf_cpu_attn_row(&a->dout, b, o, j, h, d);
+        const float *orow = tf_cpu_attn_row(&a->out, b, o, j, h, d);
         float D = 0.0f;
         for (int c = 0; c < d; c++) {
             Qs[(long)j * d + c] = scale * qr[c];
@@ -182,9 +169,9 @@ static ALWAYS_INLINE void attn_bwd_slice(const tf_attn_args *a, int b, int o, in
 
     for (int i = 0; i < L; i++) {
         const float *qi = Qs + (long)i * d, *gi = dO + (long)i * d;
-        const float *brow = a->bias ? a->bias + (long)b * a->bias_sb + (long)h * a->bias_sh +
-                                          (long)i * a->bias_si
-                                    : NULL;
+        const float *brow =
+            a->bias ? a->bias + (long)b * a->bias_sb + (long)h * a->bias_sh + (long)i * a->bias_si
+                    : NULL;
         score_row(p, qi, Kt, brow, a->bias_sj, L, Lp, d);
         score_row(ds, gi, Vt, NULL, 0, L, Lp, d); /* dP_ij = dO_i . v_j */
         const float lse = a->lse[row0 + i], D = a->work[row0 + i];
@@ -208,12 +195,12 @@ static ALWAYS_INLINE void attn_bwd_slice(const tf_attn_args *a, int b, int o, in
                 dvr[c] += pj * gi[c];
             }
         }
-        float *dqr = vrow_w(&a->dq, b, o, i, h, d);
+        float *dqr = tf_cpu_attn_row(&a->dq, b, o, i, h, d);
         for (int c = 0; c < d; c++)
             dqr[c] = scale * acc[c];
         if (a->dbias) {
-            float *db = a->dbias + (long)b * a->bias_sb + (long)h * a->bias_sh +
-                        (long)i * a->bias_si;
+            float *db =
+                a->dbias + (long)b * a->bias_sb + (long)h * a->bias_sh + (long)i * a->bias_si;
             const long sj = a->bias_sj;
             if (first_o)
                 for (int j = 0; j < L; j++)
@@ -224,23 +211,19 @@ static ALWAYS_INLINE void attn_bwd_slice(const tf_attn_args *a, int b, int o, in
         }
     }
     for (int j = 0; j < L; j++) {
-        float *dkr = vrow_w(&a->dk, b, o, j, h, d), *dvr = vrow_w(&a->dv, b, o, j, h, d);
+        float *dkr = tf_cpu_attn_row(&a->dk, b, o, j, h, d),
+              *dvr = tf_cpu_attn_row(&a->dv, b, o, j, h, d);
         memcpy(dkr, dK + (long)j * d, (size_t)d * sizeof(float)); /* scale is in Qs */
         memcpy(dvr, dV + (long)j * d, (size_t)d * sizeof(float));
     }
-}
-
-static void attn_bwd_slice_any(const tf_attn_args *a, int b, int o, int h, float *buf,
-                               int first_o) {
-    attn_bwd_slice(a, b, o, h, buf, first_o, a->d);
 }
 
 void tf_cpu_attn_bwd(tf_backend *be, const tf_attn_args *a) {
     if (a->nb <= 0 || a->no <= 0 || a->nh <= 0 || a->L <= 0 || a->d <= 0)
         return;
     const int simd = tf_cpu_attn_simd_ok(a->d);
-    const size_t per = tf_cpu_pad_floats(simd ? tf_cpu_attn_simd_floats(a->L, a->d)
-                                              : bwd_floats(a->L, a->d));
+    const size_t per =
+        tf_cpu_pad_floats(simd ? tf_cpu_attn_simd_floats(a->L, a->d) : bwd_floats(a->L, a->d));
     float *scr = tf_cpu_scratch(be, per * (size_t)be->threads * sizeof(float));
     const int by_bh = a->dbias != NULL;
     const long tasks = (long)a->nb * a->nh * (by_bh ? 1 : a->no);
@@ -256,14 +239,14 @@ void tf_cpu_attn_bwd(tf_backend *be, const tf_attn_args *a) {
                     if (simd)
                         tf_cpu_attn_bwd_slice_simd(a, b, o, h, buf, o == 0);
                     else
-                        attn_bwd_slice_any(a, b, o, h, buf, o == 0);
+                        attn_bwd_slice(a, b, o, h, buf, o == 0);
             } else {
                 const int h = (int)(t % a->nh), o = (int)((t / a->nh) % a->no);
                 const int b = (int)(t / ((long)a->nh * a->no));
                 if (simd)
                     tf_cpu_attn_bwd_slice_simd(a, b, o, h, buf, 0);
                 else
-                    attn_bwd_slice_any(a, b, o, h, buf, 0);
+                    attn_bwd_slice(a, b, o, h, buf, 0);
             }
         }
     }

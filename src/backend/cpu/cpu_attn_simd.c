@@ -14,7 +14,9 @@
  * Vectors are never passed by value (that would change the ABI without AVX
  * and trip -Wpsabi); loads and stores go through memcpy, which compiles to
  * unaligned vector moves. */
-#pragma GCC optimize("fp-contract=fast") /* FMAs: ISO C mode turns contraction off */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=fast") /* FMAs: gcc's ISO C mode turns contraction off */
+#endif
 
 #include <math.h>
 #include <string.h>
@@ -55,13 +57,17 @@ static simd_layout layout(int L, int d) {
     return y;
 }
 
-size_t tf_cpu_attn_simd_floats(int L, int d) { return layout(L, d).end; }
+size_t tf_cpu_attn_simd_floats(int L, int d) {
+    return layout(L, d).end;
+}
 
-int tf_cpu_attn_simd_ok(int d) { return d == 8 || d == 16 || d == 32 || d == 64; }
+int tf_cpu_attn_simd_ok(int d) {
+    return d == 8 || d == 16 || d == 32 || d == 64;
+}
 
 /* S[r][j] = sum_c A[r][c] Bt[c][j], r < 4, j < Lp. */
 static ALWAYS_INLINE void rows4_x_t(float *restrict S, const float *restrict A,
-                                   const float *restrict Bt, int Lp, const int d) {
+                                    const float *restrict Bt, int Lp, const int d) {
     for (int j0 = 0; j0 < Lp; j0 += 16) {
         v8 acc[4][2];
         memset(acc, 0, sizeof acc);
@@ -84,7 +90,7 @@ static ALWAYS_INLINE void rows4_x_t(float *restrict S, const float *restrict A,
 
 /* T[r][:] = sum_{j < L} W[r][j] B[j][:], r < 4. */
 static ALWAYS_INLINE void rows4_x_n(float *restrict T, const float *restrict W, int Lp,
-                                   const float *restrict B, int L, const int d) {
+                                    const float *restrict B, int L, const int d) {
     const int nd = d / 8;
     v8 acc[4][8];
     memset(acc, 0, sizeof acc);
@@ -125,19 +131,10 @@ static ALWAYS_INLINE void rank4_update(float *restrict D, const float *restrict 
     }
 }
 
-static ALWAYS_INLINE const float *vrow(const tf_attn_view *v, int b, int o, int l, int h,
-                                       int d) {
-    return v->p + (long)b * v->sb + (long)o * v->so + (long)l * v->sl + (long)h * d;
-}
-
-static ALWAYS_INLINE float *vrow_w(const tf_attn_view *v, int b, int o, int l, int h, int d) {
-    return v->p + (long)b * v->sb + (long)o * v->so + (long)l * v->sl + (long)h * d;
-}
-
 /* dst[c][j] = view(b, o, j, h, c) for j < L, zero for L <= j < Lp. */
 static ALWAYS_INLINE void transpose_in(float *restrict dst, const tf_attn_view *v, int b, int o,
                                        int h, int L, int Lp, const int d) {
-    const float *base = vrow(v, b, o, 0, h, d);
+    const float *base = tf_cpu_attn_row(v, b, o, 0, h, d);
     const long sl = v->sl;
     for (int c = 0; c < d; c++) {
         float *restrict row = dst + (long)c * Lp;
@@ -151,13 +148,13 @@ static ALWAYS_INLINE void transpose_in(float *restrict dst, const tf_attn_view *
 /* Scales query rows into Qs (rows >= L zero) and transposes K (columns >= L
  * zero). The transpose walks K column by column so that the stores are
  * contiguous; the strided loads hit L1 after the first column. */
-static ALWAYS_INLINE void gather_qk(const tf_attn_args *a, const simd_layout *y, float *buf,
-                                    int b, int o, int h, const int d) {
+static ALWAYS_INLINE void gather_qk(const tf_attn_args *a, const simd_layout *y, float *buf, int b,
+                                    int o, int h, const int d) {
     float *restrict qs = buf + y->qs, *restrict kt = buf + y->kt;
     const int L = y->L, Lp = y->Lp;
     const float scale = a->scale;
     for (int i = 0; i < L; i++) {
-        const float *qr = vrow(&a->q, b, o, i, h, d);
+        const float *qr = tf_cpu_attn_row(&a->q, b, o, i, h, d);
         for (int c = 0; c < d; c++)
             qs[(long)i * d + c] = scale * qr[c];
     }
@@ -182,7 +179,7 @@ static ALWAYS_INLINE void fwd_slice(const tf_attn_args *a, int b, int o, int h, 
     const float *qs = buf + y.qs, *kt = buf + y.kt;
     gather_qk(a, &y, buf, b, o, h, d);
     for (int j = 0; j < L; j++)
-        memcpy(v + (long)j * d, vrow(&a->v, b, o, j, h, d), (size_t)d * sizeof(float));
+        memcpy(v + (long)j * d, tf_cpu_attn_row(&a->v, b, o, j, h, d), (size_t)d * sizeof(float));
     const long row0 = (((long)b * a->no + o) * a->nh + h) * L;
     for (int i0 = 0; i0 < L; i0 += 4) {
         rows4_x_t(S, qs + (long)i0 * d, kt, Lp, d);
@@ -205,7 +202,7 @@ static ALWAYS_INLINE void fwd_slice(const tf_attn_args *a, int b, int o, int h, 
         }
         rows4_x_n(T, S, Lp, v, L, d); /* rows past L hold finite junk; not written */
         for (int r = 0; r < 4 && i0 + r < L; r++) {
-            float *orow = vrow_w(&a->out, b, o, i0 + r, h, d);
+            float *orow = tf_cpu_attn_row(&a->out, b, o, i0 + r, h, d);
             for (int c = 0; c < d; c++)
                 orow[c] = T[r * d + c] * inv[r];
         }
@@ -224,8 +221,9 @@ static ALWAYS_INLINE void bwd_slice(const tf_attn_args *a, int b, int o, int h, 
     gather_qk(a, &y, buf, b, o, h, d);
     transpose_in(vt, &a->v, b, o, h, L, Lp, d);
     for (int j = 0; j < L; j++) {
-        const float *kr = vrow(&a->k, b, o, j, h, d);
-        const float *gr = vrow(&a->dout, b, o, j, h, d), *orow = vrow(&a->out, b, o, j, h, d);
+        const float *kr = tf_cpu_attn_row(&a->k, b, o, j, h, d);
+        const float *gr = tf_cpu_attn_row(&a->dout, b, o, j, h, d),
+                    *orow = tf_cpu_attn_row(&a->out, b, o, j, h, d);
         float D = 0.0f;
         for (int c = 0; c < d; c++) {
             K[(long)j * d + c] = kr[c];
@@ -258,8 +256,8 @@ static ALWAYS_INLINE void bwd_slice(const tf_attn_args *a, int b, int o, int h, 
                 ds[j] = pj * (ds[j] - D);
             }
             if (a->dbias) {
-                float *db = a->dbias + (long)b * a->bias_sb + (long)h * a->bias_sh +
-                            (long)i * a->bias_si;
+                float *db =
+                    a->dbias + (long)b * a->bias_sb + (long)h * a->bias_sh + (long)i * a->bias_si;
                 const long sj = a->bias_sj;
                 if (first_o)
                     for (int j = 0; j < L; j++)
@@ -271,7 +269,7 @@ static ALWAYS_INLINE void bwd_slice(const tf_attn_args *a, int b, int o, int h, 
         }
         rows4_x_n(T, dS, Lp, K, L, d);
         for (int r = 0; r < 4 && i0 + r < L; r++) {
-            float *dqr = vrow_w(&a->dq, b, o, i0 + r, h, d);
+            float *dqr = tf_cpu_attn_row(&a->dq, b, o, i0 + r, h, d);
             for (int c = 0; c < d; c++)
                 dqr[c] = a->scale * T[r * d + c];
         }
@@ -279,8 +277,8 @@ static ALWAYS_INLINE void bwd_slice(const tf_attn_args *a, int b, int o, int h, 
         rank4_update(dV, P, Lp, dO + (long)i0 * d, L, d);
     }
     for (int j = 0; j < L; j++) {
-        memcpy(vrow_w(&a->dk, b, o, j, h, d), dK + (long)j * d, (size_t)d * sizeof(float));
-        memcpy(vrow_w(&a->dv, b, o, j, h, d), dV + (long)j * d, (size_t)d * sizeof(float));
+        memcpy(tf_cpu_attn_row(&a->dk, b, o, j, h, d), dK + (long)j * d, (size_t)d * sizeof(float));
+        memcpy(tf_cpu_attn_row(&a->dv, b, o, j, h, d), dV + (long)j * d, (size_t)d * sizeof(float));
     }
 }
 

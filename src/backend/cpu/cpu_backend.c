@@ -5,23 +5,25 @@
  * without a lookup table; the pointer handed out stays 64-byte aligned. */
 #include <cblas.h>
 #include <omp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu_internal.h"
 
-static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+static size_t round_up(size_t n, size_t a) {
+    return (n + a - 1) / a * a;
+}
 
 static int cpu_alloc(tf_backend *be, void **p, size_t bytes) {
-    size_t payload = round_up(bytes ? bytes : 1, TF_CPU_ALIGN);
-    if (payload < bytes) /* overflow */
+    *p = NULL;
+    if (bytes > SIZE_MAX - 2 * TF_CPU_ALIGN) /* the rounding below would overflow */
         return 1;
+    const size_t payload = round_up(bytes ? bytes : 1, TF_CPU_ALIGN);
     unsigned char *blk = aligned_alloc(TF_CPU_ALIGN, payload + TF_CPU_ALIGN);
-    if (!blk) {
-        *p = NULL;
+    if (!blk)
         return 1;
-    }
     memcpy(blk, &payload, sizeof payload);
     be->cur_bytes += payload;
     if (be->cur_bytes > be->peak_bytes)
@@ -58,7 +60,9 @@ static void cpu_zero(tf_backend *be, void *p, size_t bytes) {
         memset(p, 0, bytes);
 }
 
-static void cpu_sync(tf_backend *be) { (void)be; }
+static void cpu_sync(tf_backend *be) {
+    (void)be;
+}
 
 void *tf_cpu_scratch(tf_backend *be, size_t bytes) {
     if (bytes <= be->scratch_bytes)
@@ -66,8 +70,7 @@ void *tf_cpu_scratch(tf_backend *be, size_t bytes) {
     size_t n = round_up(bytes + bytes / 4, TF_CPU_ALIGN); /* some headroom */
     void *s = aligned_alloc(TF_CPU_ALIGN, n);
     if (!s) {
-        fprintf(stderr, "tinyfold: cpu backend: out of host memory for %zu bytes of scratch\n",
-                n);
+        fprintf(stderr, "tinyfold: cpu backend: out of host memory for %zu bytes of scratch\n", n);
         abort();
     }
     free(be->scratch);
@@ -110,14 +113,13 @@ static const tf_ops cpu_ops = {
     .adamw = tf_cpu_adamw,
 };
 
-int tf_cpu_backend_create(tf_backend **be, const tf_ops **ops, const tf_backend_opts *o,
-                          char *err, size_t errlen) {
+int tf_cpu_backend_create(tf_backend **be, const tf_ops **ops, const tf_backend_opts *o, char *err,
+                          size_t errlen) {
     int threads = o ? o->threads : 0;
     int level = o ? o->kernel_level : 2;
     *be = NULL;
     if (threads < 0) {
-        snprintf(err, errlen, "cpu backend: threads must be >= 0 (0 = all cores), got %d",
-                 threads);
+        snprintf(err, errlen, "cpu backend: threads must be >= 0 (0 = all cores), got %d", threads);
         return 1;
     }
     tf_backend *b = calloc(1, sizeof *b);
@@ -144,7 +146,9 @@ void tf_cpu_backend_destroy(tf_backend *be) {
     free(be);
 }
 
-size_t tf_cpu_backend_peak_bytes(const tf_backend *be) { return be ? be->peak_bytes : 0; }
+size_t tf_cpu_backend_peak_bytes(const tf_backend *be) {
+    return be ? be->peak_bytes : 0;
+}
 
 void tf_cpu_backend_describe(const tf_backend *be, char *out, size_t n) {
     if (!n)

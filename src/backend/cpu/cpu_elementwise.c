@@ -7,7 +7,10 @@
 
 #include "cpu_internal.h"
 
-#define PAR_FOR _Pragma("omp parallel for simd schedule(static) num_threads(be->threads) if (parallel : n >= TF_CPU_PAR_MIN)")
+/* `if (parallel: ...)`, not a plain `if`: OpenMP 5 applies a plain one to the
+ * simd part too, and small n would then not be vectorised. */
+#define PAR_FOR                                                                                    \
+    _Pragma("omp parallel for simd num_threads(be->threads) if (parallel : n >= TF_CPU_PAR_MIN)")
 
 void tf_cpu_add(tf_backend *be, float *y, const float *a, const float *b, long n) {
     PAR_FOR
@@ -69,8 +72,7 @@ void tf_cpu_gate_bwd(tf_backend *be, float *da, float *dg, const float *dy, cons
     }
 }
 
-void tf_cpu_gate_residual_fwd(tf_backend *be, float *res, const float *a, const float *g,
-                              long n) {
+void tf_cpu_gate_residual_fwd(tf_backend *be, float *res, const float *a, const float *g, long n) {
     PAR_FOR
     for (long i = 0; i < n; i++)
         res[i] += a[i] * tf_cpu_sigmoidf(g[i]);
@@ -78,22 +80,20 @@ void tf_cpu_gate_residual_fwd(tf_backend *be, float *res, const float *a, const 
 
 /* ---- embedding ---- */
 
-void tf_cpu_embed_fwd(tf_backend *be, float *out, const float *table, const int32_t *tok,
-                      long n, int C) {
-#pragma omp parallel for schedule(static) num_threads(be->threads) \
-    if (n * C >= TF_CPU_PAR_MIN)
+void tf_cpu_embed_fwd(tf_backend *be, float *out, const float *table, const int32_t *tok, long n,
+                      int C) {
+#pragma omp parallel for schedule(static) num_threads(be->threads) if (n * C >= TF_CPU_PAR_MIN)
     for (long t = 0; t < n; t++) /* tokens are in [0, vocab): the data layer checks */
         memcpy(out + t * C, table + (long)tok[t] * C, (size_t)C * sizeof(float));
 }
 
 /* Each thread owns a slice of columns and walks the tokens in order, so every
  * dtable element is summed in token order whatever the thread count. */
-void tf_cpu_embed_bwd(tf_backend *be, float *dtable, const float *dout, const int32_t *tok,
-                      long n, int C, int vocab) {
+void tf_cpu_embed_bwd(tf_backend *be, float *dtable, const float *dout, const int32_t *tok, long n,
+                      int C, int vocab) {
     const int CB = 16; /* one cache line of columns per task */
     const int nb = (C + CB - 1) / CB;
-#pragma omp parallel for schedule(static) num_threads(be->threads) \
-    if (n * C >= TF_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) num_threads(be->threads) if (n * C >= TF_CPU_PAR_MIN)
     for (int bI = 0; bI < nb; bI++) {
         const int c0 = bI * CB, c1 = c0 + CB < C ? c0 + CB : C;
         for (long t = 0; t < n; t++) {
@@ -116,8 +116,7 @@ void tf_cpu_mse_head_fwd(tf_backend *be, float *pred, float *loss, const float *
                          const float *target, long n, float dmax) {
     const long nchunk = (n + MSE_CHUNK - 1) / MSE_CHUNK;
     double *part = tf_cpu_scratch(be, (size_t)(nchunk > 0 ? nchunk : 1) * sizeof(double));
-#pragma omp parallel for schedule(static) num_threads(be->threads) \
-    if (n >= TF_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) num_threads(be->threads) if (n >= TF_CPU_PAR_MIN)
     for (long k = 0; k < nchunk; k++) {
         const long i1 = (k + 1) * MSE_CHUNK < n ? (k + 1) * MSE_CHUNK : n;
         double s = 0.0;

@@ -15,11 +15,11 @@
 #define TF_CPU_ALIGN 64
 
 struct tf_backend {
-    int threads;           /* OpenMP threads used by every parallel region */
-    int kernel_level;      /* 1..3 (unused on the CPU: results are level-independent) */
-    size_t cur_bytes;      /* bytes currently allocated through ops->alloc */
-    size_t peak_bytes;     /* high-water mark of cur_bytes */
-    void *scratch;         /* host scratch owned by the backend (see tf_cpu_scratch) */
+    int threads;       /* OpenMP threads used by every parallel region */
+    int kernel_level;  /* 1..3 (unused on the CPU: results are level-independent) */
+    size_t cur_bytes;  /* bytes currently allocated through ops->alloc */
+    size_t peak_bytes; /* high-water mark of cur_bytes */
+    void *scratch;     /* host scratch owned by the backend (see tf_cpu_scratch) */
     size_t scratch_bytes;
 };
 
@@ -43,15 +43,15 @@ static inline size_t tf_cpu_pad_floats(size_t n) {
  * result is within ~1-2 ulp of the true value. Overflow gives +inf, inputs
  * below ln(FLT_MIN) give 0 (no subnormal results), NaN propagates. */
 static inline float tf_cpu_expf(float x) {
-    const float hi = 88.72283f;           /* just below ln(FLT_MAX) */
-    const float lo = -87.33654f;          /* ln(FLT_MIN): n >= -126 */
+    const float hi = 88.72283f;  /* just below ln(FLT_MAX) */
+    const float lo = -87.33654f; /* ln(FLT_MIN): n >= -126 */
     const float log2e = 1.44269504088896341f;
-    const float ln2_hi = 0.693359375f;    /* 9 significant bits: n*ln2_hi is exact */
+    const float ln2_hi = 0.693359375f; /* 9 significant bits: n*ln2_hi is exact */
     const float ln2_lo = -2.12194440e-4f;
-    const float shifter = 12582912.0f;    /* 1.5 * 2^23: adding it rounds to an integer */
+    const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
     float xc = x < lo ? lo : (x > hi ? hi : x);
     float t = xc * log2e + shifter;
-    float n = t - shifter;                /* n in [-126, 128] */
+    float n = t - shifter; /* n in [-126, 128] */
     float r = xc - n * ln2_hi;
     r = r - n * ln2_lo;
     float p = 1.0f / 5040.0f;
@@ -65,14 +65,25 @@ static inline float tf_cpu_expf(float x) {
     /* 2^n with n = 128 is not a float: use 2 * 2^(n-1) for n > 0 (exact). */
     float n1 = n > 0.0f ? n - 1.0f : n;
     p = n > 0.0f ? p * 2.0f : p;
-    union { float f; int32_t i; } sc;
-    sc.i = ((int32_t)n1 + 127) << 23;
+    union {
+        float f;
+        int32_t i;
+    } sc;
+    /* shift as unsigned: n1 + 127 is negative for tiny x (then y is discarded) */
+    sc.i = (int32_t)((uint32_t)((int32_t)n1 + 127) << 23);
     float y = p * sc.f;
     y = x > hi ? INFINITY : y;
     return x < lo ? 0.0f : y;
 }
 
-static inline float tf_cpu_sigmoidf(float x) { return 1.0f / (1.0f + tf_cpu_expf(-x)); }
+static inline float tf_cpu_sigmoidf(float x) {
+    return 1.0f / (1.0f + tf_cpu_expf(-x));
+}
+
+/* Row l of head h of slice (b, o) of an attention operand view. */
+static inline float *tf_cpu_attn_row(const tf_attn_view *v, int b, int o, int l, int h, int d) {
+    return v->p + (long)b * v->sb + (long)o * v->so + (long)l * v->sl + (long)h * d;
+}
 
 /* Parallel regions below this many elements run on one thread (fork/join
  * costs a few microseconds). */
@@ -83,10 +94,9 @@ void tf_cpu_gemm(tf_backend *be, const tf_gemm_args *a, const char *name);
 
 void tf_cpu_layernorm_fwd(tf_backend *be, float *out, float *mean, float *rstd, const float *x,
                           const float *gamma, const float *beta, long rows, int C, float eps);
-void tf_cpu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta,
-                          const float *dout, const float *x, const float *mean,
-                          const float *rstd, const float *gamma, long rows, int C,
-                          int accumulate);
+void tf_cpu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta, const float *dout,
+                          const float *x, const float *mean, const float *rstd, const float *gamma,
+                          long rows, int C, int accumulate);
 void tf_cpu_softmax_fwd(tf_backend *be, float *y, const float *x, long rows, int cols);
 void tf_cpu_softmax_bwd(tf_backend *be, float *dx, const float *dy, const float *y, long rows,
                         int cols);
@@ -111,18 +121,16 @@ void tf_cpu_add(tf_backend *be, float *y, const float *a, const float *b, long n
 void tf_cpu_mul(tf_backend *be, float *y, const float *a, const float *b, long n);
 void tf_cpu_scale(tf_backend *be, float *y, const float *x, float alpha, long n);
 void tf_cpu_act_fwd(tf_backend *be, tf_act act, float *y, const float *x, long n);
-void tf_cpu_act_bwd(tf_backend *be, tf_act act, float *dx, const float *dy, const float *y,
-                    long n);
+void tf_cpu_act_bwd(tf_backend *be, tf_act act, float *dx, const float *dy, const float *y, long n);
 void tf_cpu_gate_fwd(tf_backend *be, float *y, const float *a, const float *g, long n);
 void tf_cpu_gate_bwd(tf_backend *be, float *da, float *dg, const float *dy, const float *a,
                      const float *g, long n);
-void tf_cpu_gate_residual_fwd(tf_backend *be, float *res, const float *a, const float *g,
-                              long n);
+void tf_cpu_gate_residual_fwd(tf_backend *be, float *res, const float *a, const float *g, long n);
 
-void tf_cpu_embed_fwd(tf_backend *be, float *out, const float *table, const int32_t *tok,
-                      long n, int C);
-void tf_cpu_embed_bwd(tf_backend *be, float *dtable, const float *dout, const int32_t *tok,
-                      long n, int C, int vocab);
+void tf_cpu_embed_fwd(tf_backend *be, float *out, const float *table, const int32_t *tok, long n,
+                      int C);
+void tf_cpu_embed_bwd(tf_backend *be, float *dtable, const float *dout, const int32_t *tok, long n,
+                      int C, int vocab);
 void tf_cpu_mse_head_fwd(tf_backend *be, float *pred, float *loss, const float *logit,
                          const float *target, long n, float dmax);
 void tf_cpu_mse_head_bwd(tf_backend *be, float *dlogit, const float *pred, const float *target,

@@ -16,9 +16,9 @@
 
 typedef struct {
     int R;
-    long od[6];  /* output dims */
-    long is[6];  /* input stride of each output axis */
-    long os[6];  /* output stride of each output axis */
+    long od[6]; /* output dims */
+    long is[6]; /* input stride of each output axis */
+    long os[6]; /* output stride of each output axis */
 } perm_plan;
 
 static void perm_simplify(perm_plan *pl, const tf_permute_args *a) {
@@ -57,8 +57,7 @@ static void perm_simplify(perm_plan *pl, const tf_permute_args *a) {
 
 /* Input and output offsets of outer index `idx` over the axes 0..R-1 except
  * skip1/skip2 (pass -1 to skip nothing), in row-major order of those axes. */
-static void perm_offsets(const perm_plan *pl, long idx, int skip1, int skip2, long *io,
-                         long *oo) {
+static void perm_offsets(const perm_plan *pl, long idx, int skip1, int skip2, long *io, long *oo) {
     long ii = 0, oi = 0;
     for (int ax = pl->R - 1; ax >= 0; ax--) {
         if (ax == skip1 || ax == skip2)
@@ -82,8 +81,7 @@ void tf_cpu_permute(tf_backend *be, float *out, const float *in, const tf_permut
 
     if (pl.is[R - 1] == 1) { /* rows contiguous on both sides */
         const long n = pl.od[R - 1], rows = total / n;
-#pragma omp parallel for schedule(static) num_threads(be->threads) \
-    if (total >= TF_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) num_threads(be->threads) if (total >= TF_CPU_PAR_MIN)
         for (long r = 0; r < rows; r++) {
             long io, oo;
             perm_offsets(&pl, r, R - 1, -1, &io, &oo);
@@ -109,8 +107,7 @@ void tf_cpu_permute(tf_backend *be, float *out, const float *in, const tf_permut
     const long sq = pl.is[q], sr = pl.is[R - 1], oq = pl.os[q];
     const long tq = (nq + PERM_TILE - 1) / PERM_TILE, tr = (nr + PERM_TILE - 1) / PERM_TILE;
     const long outer = total / (nq * nr), tasks = outer * tq * tr;
-#pragma omp parallel for schedule(static) num_threads(be->threads) \
-    if (total >= TF_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) num_threads(be->threads) if (total >= TF_CPU_PAR_MIN)
     for (long t = 0; t < tasks; t++) {
         const long br = t % tr, bq = (t / tr) % tq, ob = t / (tr * tq);
         long io, oo;
@@ -134,8 +131,8 @@ void tf_cpu_permute(tf_backend *be, float *out, const float *in, const tf_permut
 void tf_cpu_add_bcast_mid(tf_backend *be, float *y, const float *x, long outer, long mid,
                           long inner) {
     const long rows = outer * mid;
-#pragma omp parallel for schedule(static) num_threads(be->threads) \
-    if (rows * inner >= TF_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static)                                                          \
+    num_threads(be->threads) if (rows * inner >= TF_CPU_PAR_MIN)
     for (long r = 0; r < rows; r++) {
         float *restrict yr = y + r * inner;
         const float *restrict xr = x + (r / mid) * inner;
@@ -152,8 +149,8 @@ void tf_cpu_add_bcast_mid(tf_backend *be, float *y, const float *x, long outer, 
 void tf_cpu_sum_mid(tf_backend *be, float *y, const float *x, long outer, long mid, long inner,
                     int accumulate) {
     const long nblk = (inner + SUM_BLOCK - 1) / SUM_BLOCK, tasks = outer * nblk;
-#pragma omp parallel for schedule(static) num_threads(be->threads) \
-    if (outer * mid * inner >= TF_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static)                                                          \
+    num_threads(be->threads) if (outer * mid * inner >= TF_CPU_PAR_MIN)
     for (long t = 0; t < tasks; t++) {
         const long o = t / nblk, i0 = (t % nblk) * SUM_BLOCK;
         const long n = inner - i0 < SUM_BLOCK ? inner - i0 : SUM_BLOCK;

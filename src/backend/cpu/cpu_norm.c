@@ -15,8 +15,7 @@
 void tf_cpu_layernorm_fwd(tf_backend *be, float *out, float *mean, float *rstd, const float *x,
                           const float *gamma, const float *beta, long rows, int C, float eps) {
     const float invC = 1.0f / (float)C;
-#pragma omp parallel for schedule(static) num_threads(be->threads) \
-    if (rows * C >= TF_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) num_threads(be->threads) if (rows * C >= TF_CPU_PAR_MIN)
     for (long r = 0; r < rows; r++) {
         const float *xr = x + r * C;
         float *restrict o = out + r * C;
@@ -64,17 +63,15 @@ static inline void ln_bwd_row(float *dx, const float *dout, const float *x, floa
     }
 }
 
-void tf_cpu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta,
-                          const float *dout, const float *x, const float *mean,
-                          const float *rstd, const float *gamma, long rows, int C,
-                          int accumulate) {
+void tf_cpu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta, const float *dout,
+                          const float *x, const float *mean, const float *rstd, const float *gamma,
+                          long rows, int C, int accumulate) {
     if (rows <= 0 || C <= 0)
         return;
     const long nchunk = (rows + LN_CHUNK - 1) / LN_CHUNK;
     const size_t cp = tf_cpu_pad_floats((size_t)C);
     float *part = tf_cpu_scratch(be, (size_t)nchunk * 2 * cp * sizeof(float));
-#pragma omp parallel for schedule(static) num_threads(be->threads) \
-    if (rows * C >= TF_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) num_threads(be->threads) if (rows * C >= TF_CPU_PAR_MIN)
     for (long k = 0; k < nchunk; k++) {
         float *restrict pg = part + (size_t)k * 2 * cp;
         float *restrict pb = pg + cp;
@@ -105,8 +102,8 @@ void tf_cpu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta
 }
 
 void tf_cpu_softmax_fwd(tf_backend *be, float *y, const float *x, long rows, int cols) {
-#pragma omp parallel for schedule(static) num_threads(be->threads) \
-    if (rows * cols >= TF_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static)                                                          \
+    num_threads(be->threads) if (rows * cols >= TF_CPU_PAR_MIN)
     for (long r = 0; r < rows; r++) {
         const float *xr = x + r * cols;
         float *yr = y + r * cols; /* may alias xr: each element is read before written */
@@ -130,8 +127,8 @@ void tf_cpu_softmax_fwd(tf_backend *be, float *y, const float *x, long rows, int
 
 void tf_cpu_softmax_bwd(tf_backend *be, float *dx, const float *dy, const float *y, long rows,
                         int cols) {
-#pragma omp parallel for schedule(static) num_threads(be->threads) \
-    if (rows * cols >= TF_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static)                                                          \
+    num_threads(be->threads) if (rows * cols >= TF_CPU_PAR_MIN)
     for (long r = 0; r < rows; r++) {
         const float *dyr = dy + r * cols, *yr = y + r * cols;
         float *dxr = dx + r * cols; /* may alias dyr */

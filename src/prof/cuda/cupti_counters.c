@@ -13,6 +13,8 @@
 
 #include <cJSON.h>
 #include <cuda.h>
+
+#include "prof/cuda/cu_driver.h"
 #include <cuda_runtime_api.h>
 
 #include "prof/cuda/range_profiler.h"
@@ -71,7 +73,7 @@ void prof_gpu_counters_step_begin(tf_prof *p) {
     c->ran = 1;
     CUcontext ctx = NULL;
     cudaFree(0); /* makes the runtime's primary context current on this thread */
-    if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) {
+    if (tf_cu_ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx) {
         snprintf(c->err, sizeof c->err, "no current CUDA context");
         return;
     }

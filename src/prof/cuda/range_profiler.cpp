@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <cuda.h>
+#include <cuda_runtime_api.h>
 #include <cupti_profiler_host.h>
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
@@ -63,8 +64,8 @@ static int setup(tf_rp *r, char *err, size_t errlen) {
     RP_TRY(cuptiProfilerInitialize(&ip));
     r->prof_init = true;
 
-    CUdevice dev = 0;
-    if (cuCtxGetDevice(&dev) != CUDA_SUCCESS) {
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) {
         std::snprintf(err, errlen, "CUPTI range profiler: no current CUDA device");
         return -1;
     }

@@ -32,7 +32,13 @@ struct Bar {
 };
 
 std::vector<Thr> g_thr;
-std::vector<char *> g_stacks;
+std::vector<char *> g_stacks; /* reused by every launch, freed at exit */
+struct StackReaper {
+    ~StackReaper()
+    {
+        for (char *p : g_stacks) free(p);
+    }
+} g_reaper;
 ucontext_t g_sched;
 int g_cur = -1;
 int g_n = 0;
@@ -174,7 +180,7 @@ struct emu_stream {
 
 namespace {
 int g_devices = 1;
-size_t g_mem_limit = 0, g_mem_used = 0;
+size_t g_mem_limit = (size_t)140 << 30, g_mem_used = 0; /* like an H200 */
 std::map<void *, size_t> g_mem;
 cudaError_t g_last = cudaSuccess;
 int g_capturing = 0; /* number of streams capturing */
@@ -242,7 +248,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int)
 {
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "hostemu (CPU emulation)");
-    p->totalGlobalMem = g_mem_limit ? g_mem_limit : ((size_t)1 << 32);
+    p->totalGlobalMem = g_mem_limit;
     p->multiProcessorCount = 4;
     p->major = 9;
     p->minor = 0;
