@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The GPU benchmark and check, in one run on an NVIDIA machine (H200 here):
+#   1. builds tinyfold with CUDA (sm_90),
+#   2. checks every CUDA op against the CPU backend (test_cuda_ops) and the whole
+#      model, every level, eager and graph, fp32 and tf32 (test_cuda_model),
+#   3. runs compute-sanitizer memcheck on a short run of each level,
+#   4. times level x {eager, graph} x {fp32, tf32} x {small, large} and counts
+#      kernel launches per step with the built-in CUPTI profiler,
+#   5. prints one table (and writes every run's JSON under $OUT).
+# Usage: bench/gpu.sh [steps]   (STAGES="build check sanitize bench" to pick)
+# cJSON and cmocka are taken from .deps/ (Debian packages unpacked) when the
+# machine has none: see bench/README.md.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+STEPS=${1:-30}
+OUT=${GPU_OUT:-$PWD/out/gpu}
+BUILD=${BUILD:-build-gpu}
+STAGES=${STAGES:-"build check sanitize bench"}
+mkdir -p "$OUT"
+has() { [[ " $STAGES " == *" $1 "* ]]; }
+
+if ! pkg-config --exists libcjson 2>/dev/null && [ -d .deps/root ]; then
+  D=$PWD/.deps/root/usr
+  for pc in "$D"/lib/x86_64-linux-gnu/pkgconfig/*.pc; do
+    sed -i "s|^prefix=.*|prefix=$D|; s|^libdir=/usr|libdir=$D|; s|^includedir=/usr|includedir=$D|; s|-L/usr/lib|-L$D/lib|; s|-I/usr/include|-I$D/include|" "$pc"
+  done
+  export PKG_CONFIG_PATH=$D/lib/x86_64-linux-gnu/pkgconfig
+  export LD_LIBRARY_PATH=$D/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+fi
+export LD_LIBRARY_PATH=/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}
+
+if has build; then
+  nvidia-smi -L
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+        -DTF_CUDA=ON > "$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; exit 1; }
+  cmake --build "$BUILD" -j "$(nproc)" > "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -30; exit 1; }
+  echo "build: ok"
+fi
+TF=$BUILD/tinyfold
+
+if has check; then
+  "$BUILD/test_cuda_ops" > "$OUT/test_cuda_ops.log" 2>&1; rc=$?
+  echo "test_cuda_ops: exit $rc, $(grep -c PASS "$OUT/test_cuda_ops.log") PASS lines, $(grep -c FAIL "$OUT/test_cuda_ops.log") FAIL lines"
+  grep FAIL "$OUT/test_cuda_ops.log" | head -20
+  "$BUILD/test_cuda_model" > "$OUT/test_cuda_model.log" 2>&1; rc=$?
+  echo "test_cuda_model: exit $rc"
+  grep -E "B[0-9]|FAIL|PASSED|ERROR" "$OUT/test_cuda_model.log" | head -60
+fi
+
+if has sanitize; then
+  for v in v1 v2 v3; do
+    for g in "" "--graph"; do
+      compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
+        "$TF" train --backend cuda --impl $v $g --batch-size 1 --seq-len 12 --num-seqs 3 \
+        --num-blocks 1 --num-steps 2 --warmup-steps 1 --quiet > "$OUT/memcheck_$v$g.log" 2>&1
+      echo "memcheck $v $g: exit $? ($(grep -E 'ERROR SUMMARY' "$OUT/memcheck_$v$g.log" | tail -1))"
+    done
+  done
+fi
+
+if has bench; then
+  for prob in small large; do
+    if [ $prob = small ]; then N=64; S=16; else N=128; S=32; fi
+    for v in v1 v2 v3; do
+      for g in eager graph; do
+        for p in fp32 tf32; do
+          gf=""; [ $g = graph ] && gf="--graph"
+          "$TF" train --backend cuda --impl $v $gf --precision $p --batch-size 4 --seq-len $N \
+            --num-seqs $S --num-blocks 4 --num-steps "$STEPS" --quiet \
+            --json "$OUT/run_${prob}_${v}_${g}_${p}.json" > "$OUT/run_${prob}_${v}_${g}_${p}.log" 2>&1 \
+            || { echo "run $prob $v $g $p failed:"; tail -3 "$OUT/run_${prob}_${v}_${g}_${p}.log"; }
+        done
+      done
+      "$TF" profile --backend cuda --impl $v --batch-size 4 --seq-len $N --num-seqs $S \
+        --num-steps 3 --out "$OUT/prof_${prob}_$v" > "$OUT/prof_${prob}_$v.log" 2>&1 \
+        || { echo "profile $prob $v failed:"; tail -3 "$OUT/prof_${prob}_$v.log"; }
+      "$TF" profile --backend cuda --impl $v --graph --batch-size 4 --seq-len $N --num-seqs $S \
+        --num-steps 3 --out "$OUT/profg_${prob}_$v" > "$OUT/profg_${prob}_$v.log" 2>&1 \
+        || { echo "profile graph $prob $v failed:"; tail -3 "$OUT/profg_${prob}_$v.log"; }
+    done
+  done
+  python3 bench/gpu_table.py "$OUT"
+fi

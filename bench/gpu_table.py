@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Prints the GPU benchmark table from the run JSON files bench/gpu.sh wrote.
+
+Usage: gpu_table.py OUT_DIR   (reads run_<prob>_<level>_<mode>_<prec>.json and
+prof[g]_<prob>_<level>/summary.json for kernel launches per step)."""
+import json
+import os
+import sys
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def launches(out, prob, level, graph):
+    s = load(os.path.join(out, f"prof{'g' if graph else ''}_{prob}_{level}", "summary.json"))
+    if not s:
+        return None
+    v = s.get("launches_per_step")
+    return v if v is not None else s.get("run", {}).get("summary", {}).get("launches_per_step")
+
+
+def main():
+    out = sys.argv[1]
+    hdr = ("problem", "level", "mode", "prec", "samples/s", "ms/step", "fwd ms", "bwd ms",
+           "opt ms", "launches", "peak MiB", "TFLOP/s")
+    rows = []
+    for prob in ("small", "large"):
+        for level in ("v1", "v2", "v3"):
+            for mode in ("eager", "graph"):
+                for prec in ("fp32", "tf32"):
+                    r = load(os.path.join(out, f"run_{prob}_{level}_{mode}_{prec}.json"))
+                    if not r:
+                        rows.append((prob, level, mode, prec) + ("-",) * 8)
+                        continue
+                    s = r["summary"]
+                    n = launches(out, prob, level, mode == "graph") if prec == "fp32" else None
+                    rows.append((prob, level, mode, prec, f"{s['samples_per_sec']:.1f}",
+                                 f"{s['step_ms']:.2f}", f"{s['forward_ms']:.2f}",
+                                 f"{s['backward_ms']:.2f}", f"{s['optimizer_ms']:.2f}",
+                                 f"{n:.0f}" if n is not None else "",
+                                 f"{s['peak_memory_bytes'] / 2**20:.0f}",
+                                 f"{s['gflops'] / 1000:.1f}"))
+    w = [max(len(str(x)) for x in col) for col in zip(hdr, *rows)]
+    line = lambda r: " | ".join(str(x).rjust(w[i]) for i, x in enumerate(r))
+    print(line(hdr))
+    print("-+-".join("-" * x for x in w))
+    for r in rows:
+        print(line(r))
+
+
+if __name__ == "__main__":
+    main()
