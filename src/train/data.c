@@ -6,13 +6,41 @@
 #include "train/rng.h"
 #include "tinyfold.h"
 
+/* Values are drawn in chunks, each from its own stream (seed, index, chunk), so
+ * a sample is the same whatever the number of threads that draw it. */
+#define TF_DATA_CHUNK 4096
+
 void tf_data_sample(uint64_t seed, long index, int S, int N, int32_t *tokens, float *pair,
                     float *target) {
-    tf_rng r;
-    tf_rng_init(&r, seed, TF_STREAM_DATA, (uint64_t)index);
-    for (long i = 0; i < (long)S * N; i++) tokens[i] = (int32_t)(tf_rng_next(&r) % 21u);
-    for (long i = 0; i < (long)N * N * 65; i++) pair[i] = (float)tf_rng_normal(&r);
-    for (long i = 0; i < (long)N * N; i++) target[i] = (float)(20.0 * tf_rng_uniform(&r));
+    const long ntok = (long)S * N, npair = (long)N * N * 65, ntgt = (long)N * N;
+    const long ctok = (ntok + TF_DATA_CHUNK - 1) / TF_DATA_CHUNK;
+    const long cpair = (npair + TF_DATA_CHUNK - 1) / TF_DATA_CHUNK;
+    const long ctgt = (ntgt + TF_DATA_CHUNK - 1) / TF_DATA_CHUNK;
+    const long nchunks = ctok + cpair + ctgt;
+    /* stream index: (sample index, chunk) -> one 64-bit counter */
+    const uint64_t base = (uint64_t)index << 24;
+#pragma omp parallel for schedule(static) if (npair > 8 * TF_DATA_CHUNK)
+    for (long c = 0; c < nchunks; c++) {
+        tf_rng r;
+        tf_rng_init(&r, seed, TF_STREAM_DATA, base + (uint64_t)c);
+        if (c < ctok) {
+            long lo = c * TF_DATA_CHUNK, hi = lo + TF_DATA_CHUNK < ntok ? lo + TF_DATA_CHUNK : ntok;
+            for (long i = lo; i < hi; i++) tokens[i] = (int32_t)(tf_rng_next(&r) % 21u);
+        } else if (c < ctok + cpair) {
+            long lo = (c - ctok) * TF_DATA_CHUNK;
+            long hi = lo + TF_DATA_CHUNK < npair ? lo + TF_DATA_CHUNK : npair;
+            for (long i = lo; i < hi; i += 2) {
+                double z1;
+                double z0 = tf_rng_normal2(&r, &z1);
+                pair[i] = (float)z0;
+                if (i + 1 < hi) pair[i + 1] = (float)z1;
+            }
+        } else {
+            long lo = (c - ctok - cpair) * TF_DATA_CHUNK;
+            long hi = lo + TF_DATA_CHUNK < ntgt ? lo + TF_DATA_CHUNK : ntgt;
+            for (long i = lo; i < hi; i++) target[i] = (float)(20.0 * tf_rng_uniform(&r));
+        }
+    }
 }
 
 void tf_data_step_indices(uint64_t seed, long step, int B, long *idx) {

@@ -47,6 +47,15 @@ static inline double tf_rng_normal(tf_rng *r) {
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
+/* two independent standard normals (both Box-Muller outputs) */
+static inline double tf_rng_normal2(tf_rng *r, double *second) {
+    double u1 = tf_rng_uniform(r), u2 = tf_rng_uniform(r);
+    if (u1 < 1e-300) u1 = 1e-300;
+    double rad = sqrt(-2.0 * log(u1)), a = 6.283185307179586 * u2;
+    *second = rad * sin(a);
+    return rad * cos(a);
+}
+
 enum { TF_STREAM_DATA = 1, TF_STREAM_STEP = 2, TF_STREAM_INIT = 3 };
 
 #endif

@@ -4,6 +4,7 @@
  * (the device is synchronised at each phase boundary, as the reference does). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,14 @@ struct tf_trainer {
     void *arena_mem;
     int32_t *tokens;
     float *pair, *target, *loss, *pred;
-    tf_batch hb; /* host batch */
+    tf_batch hb;     /* host batch of the current step */
+    /* CUDA: the next step's synthetic batch is drawn by a host thread while
+     * the device runs the current step (double buffer: hb and hb_next). */
+    int prefetch;
+    tf_batch hb_next;
+    pthread_t pf_thread;
+    int pf_running;
+    long pf_step;
     tf_model M;
     tf_exec ex;
     tf_prof *prof;
@@ -213,6 +221,19 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
         tf_trainer_destroy(t);
         return TF_ERR_NOMEM;
     }
+    t->prefetch = t->is_cuda;
+    if (t->prefetch) {
+        t->hb_next = t->hb;
+        t->hb_next.tokens = malloc((size_t)B * S * N * sizeof(int32_t));
+        t->hb_next.pair = malloc((size_t)B * N * N * 65 * sizeof(float));
+        t->hb_next.target = malloc((size_t)B * N * N * sizeof(float));
+        if (!t->hb_next.tokens || !t->hb_next.pair || !t->hb_next.target) {
+            free(host);
+            set_err(err, errlen, "out of host memory for the batch buffers");
+            tf_trainer_destroy(t);
+            return TF_ERR_NOMEM;
+        }
+    }
     init_params(t, host);
     t->ops->upload(t->be, t->params, host, pbytes);
     free(host);
@@ -225,8 +246,19 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     return TF_OK;
 }
 
+static void prefetch_join(tf_trainer *t) {
+    if (t->pf_running) {
+        pthread_join(t->pf_thread, NULL);
+        t->pf_running = 0;
+    }
+}
+
 void tf_trainer_destroy(tf_trainer *t) {
     if (!t) return;
+    prefetch_join(t);
+    free(t->hb_next.tokens);
+    free(t->hb_next.pair);
+    free(t->hb_next.target);
     if (t->be) {
         for (int i = 0; i < 3; i++)
             if (t->graph[i]) tf_cuda_graph_destroy(t->graph[i]);
@@ -350,12 +382,38 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
     return rc;
 }
 
+static void *prefetch_main(void *arg) {
+    tf_trainer *t = arg;
+    tf_data_batch(t->cfg.seed, t->pf_step, &t->hb_next);
+    return NULL;
+}
+
+/* Makes t->hb the batch of `step`, from the prefetch when it has it, and
+ * starts drawing step + 1. */
+static void next_batch(tf_trainer *t, long step) {
+    int have = 0;
+    if (t->pf_running) {
+        prefetch_join(t);
+        if (t->pf_step == step) {
+            tf_batch tmp = t->hb;
+            t->hb = t->hb_next;
+            t->hb_next = tmp;
+            have = 1;
+        }
+    }
+    if (!have) tf_data_batch(t->cfg.seed, step, &t->hb);
+    if (t->prefetch) {
+        t->pf_step = step + 1;
+        t->pf_running = pthread_create(&t->pf_thread, NULL, prefetch_main, t) == 0;
+    }
+}
+
 tf_status tf_trainer_step(tf_trainer *t, long step, tf_step_stats *st) {
     int warmup = step < t->cfg.warmup_steps;
     tf_prof_step_begin(t->prof, step, warmup);
     double t0 = now_ms();
     tf_region_push(t->prof, "data_loading");
-    tf_data_batch(t->cfg.seed, step, &t->hb);
+    next_batch(t, step);
     return train_step(t, &t->hb, step, warmup, st, t0);
 }
 
