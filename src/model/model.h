@@ -74,6 +74,9 @@ typedef struct {
     float *a;               /* [B, S, N, co] */
     float *outer;           /* [B, N*co, N*co] before the permute (temporary, NULL after) */
     float *outer_p;         /* [B, N, N, co*co] */
+    /* weight-first composition (level 3, outer_product.c): */
+    float *a_t;             /* a permuted to [B, N, S, co] */
+    float *t;               /* T[b,s,p,j,c] = sum_q a[b,s,j,q] Wpair[c, p*co+q] */
 } tf_opm_act;
 
 typedef struct {
