@@ -17,6 +17,10 @@ typedef struct {
     int planning;   /* plan the arena: ops are not executed */
     tf_fusion fu;   /* which fusions are on */
     int level;      /* 1..3 (v3 uses the fused elementwise kernels) */
+    /* v3 outer product mean composed weight-first (outer_product.c): fewer
+     * FLOPs and no permute, but many small GEMMs; chosen where it is faster
+     * (the CPU: -160 ms/step; on the H200 it was 3.8 vs 3.1 ms/step slower) */
+    int opm_weight_first;
 } tf_exec;
 
 #define TF_EXEC_OP(ex, kname, call)                                                   \

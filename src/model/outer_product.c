@@ -4,8 +4,8 @@
  *   permute to [B, N, N, co*co] ((p,q) flattened as p*co+q), then Wpair.
  * pair_norm_outer is NOT applied (SPEC).
  *
- * Level 3 computes the same function weight-first (the order of the sums
- * changes, nothing else):
+ * Level 3 on the CPU (exec.h opm_weight_first) computes the same function
+ * weight-first (the order of the sums changes, nothing else):
  *   T[b,s,p,j,c] = sum_q a[b,s,j,q] Wpair[c, p*co+q]        co batched GEMMs
  *   out[b,i,(j,c)] = (1/S) sum_(s,p) a[b,s,i,p] T[b,s,p,j,c]  one GEMM per b
  * which is 3.2 instead of 4.8 GFLOP forward at the small problem (6.4 instead
@@ -32,7 +32,7 @@ void tf_opm_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, tf_opm_ac
     tf_linear_fwd(ex, a->a, a->ln.y, tf_P(M, o->opm_outer), rows, cm, co, 0.0f, TF_EPI_NONE);
     tf_rpop(ex);
     a->a_t = a->t = a->outer_p = NULL;
-    if (ex->level >= 3) {
+    if (ex->opm_weight_first) {
         opm_wf_fwd(ex, M, o, a, z_out, z_in);
         tf_rpop(ex);
         return;

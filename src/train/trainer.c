@@ -169,6 +169,7 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     t->ex.arena = &t->arena;
     t->ex.fu = c->fusion;
     t->ex.level = (int)c->impl;
+    t->ex.opm_weight_first = c->impl >= TF_IMPL_V3 && !t->is_cuda;
     t->ex.planning = 1;
     setup_model(t);
     tf_model_forward(&t->ex, &t->M);

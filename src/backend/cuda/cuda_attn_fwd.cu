@@ -4,10 +4,11 @@
  * V are streamed through shared memory in tiles of AF_BC keys, with the bias
  * tile beside them; each thread keeps its query, its output accumulator and
  * the running max / sum of the online softmax in registers, rescaling once per
- * key tile. Writes out and lse = m + log(l). */
+ * key tile. Writes out and lse = m + log(l). Kernel levels 1-2; level 3 runs
+ * kernel2 (cuda_attn2_fwd.cu). */
 #include <math.h>
 
-#include "cuda_attn.h"
+#include "cuda_attn2.h"
 
 #define AF_BR 64 /* queries per block = threads */
 #define AF_BC 32 /* keys per tile */
@@ -98,6 +99,10 @@ TF_ATTN_KERNELS(attn_fwd_kernel1, attn_fwd_body, AF_BR)
 
 extern "C" void tf_cu_attn_fwd(tf_backend *be, const tf_attn_args *a)
 {
+    if (be->kernel_level >= 3) { /* the register-tiled kernel2 (cuda_attn2_fwd.cu) */
+        tf_cu_attn_fwd2(be, a);
+        return;
+    }
     if (!tf_attn_check(a)) return;
     const long ntile = (a->L + AF_BR - 1) / AF_BR;
     const long nblk = (long)a->nb * a->no * a->nh * ntile;

@@ -34,6 +34,7 @@
 #define __forceinline__ inline
 #define __shared__ static
 #define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
 
 struct dim3 {
     unsigned x, y, z;
@@ -42,9 +43,16 @@ struct dim3 {
 struct uint3 {
     unsigned x, y, z;
 };
-struct float4 {
+/* aligned like CUDA's, so that UBSan (run_tests.sh --asan) reports a vector
+ * access through a misaligned pointer, as the GPU would fault on it */
+struct alignas(8) float2 {
+    float x, y;
+};
+struct alignas(16) float4 {
     float x, y, z, w;
 };
+static inline float2 make_float2(float x, float y) { return float2{x, y}; }
+static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
 extern uint3 threadIdx, blockIdx;
 extern dim3 blockDim, gridDim;
 
