@@ -10,10 +10,15 @@
 # 10x the fixture's own fp32 rounding, tests/fixtures/README.md), and a
 # plumbing mistake moves the results by O(1).
 # Usage: test_grad.sh path/to/tinyfold
+# Environment: TF_GRAD_BACKEND (cpu), TF_GRAD_FIXTURES (tiny), TF_GRAD_IMPLS
+# ("v1 v3"): the GPU machine runs it with cuda, every fixture and level.
 set -u
 BIN=${1:?usage: $0 path/to/tinyfold}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-FIX=$ROOT/tests/fixtures/tiny.safetensors
+BACKEND=${TF_GRAD_BACKEND:-cpu}
+IMPLS=${TF_GRAD_IMPLS:-v1 v3}
+for name in ${TF_GRAD_FIXTURES:-tiny}; do
+FIX=$ROOT/tests/fixtures/$name.safetensors
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 fail() {
@@ -43,12 +48,12 @@ t, _ = st.load(sys.argv[1])
 st.save(sys.argv[2], {k[len("param."):]: v for k, v in t.items() if k.startswith("param.")})
 EOF
 
-for impl in v1 v3; do
+for impl in $IMPLS; do
     timeout 300 "$BIN" grad --load "$TMP/weights.safetensors" --data "$FIX" \
-        --out "$TMP/grads_$impl.safetensors" --impl "$impl" --backend cpu --threads 2 \
+        --out "$TMP/grads_$impl.safetensors" --impl "$impl" --backend "$BACKEND" --threads 2 \
         >"$TMP/out" 2>"$TMP/err" </dev/null || fail "grad --impl $impl exited $?"
     [ -s "$TMP/err" ] && fail "grad --impl $impl wrote to stderr"
-    "$PY" - "$FIX" "$TMP/grads_$impl.safetensors" "$impl" <<'EOF' || fail "grad --impl $impl results"
+    "$PY" - "$FIX" "$TMP/grads_$impl.safetensors" "$name $BACKEND $impl" <<'EOF' || fail "grad --impl $impl results"
 import sys
 import numpy as np
 sys.path.insert(0, sys.argv[1].rsplit("/tests/", 1)[0] + "/tests/reference")
@@ -82,6 +87,7 @@ for k in grads:
 worst["grad"] = g
 print(f"test_grad {impl}: " + ", ".join(f"{k} {v:.1e}" for k, v in worst.items()))
 EOF
+done
 done
 
 # Bad input stays one line, exit 2.

@@ -12,10 +12,11 @@
  *                           loops over key tiles
  *   attn_bwd_dbias_kernel1  block per (b,h, 32x32 (i,j) tile); loops over o in
  *                           order, recomputing dS from q,k,v,dout tiles
- * P and dS are recomputed, never stored beyond one tile. */
+ * P and dS are recomputed, never stored beyond one tile. Kernel levels 1-2;
+ * level 3 runs kernel2 (cuda_attn2_bwd.cu). */
 #include <math.h>
 
-#include "cuda_attn.h"
+#include "cuda_attn2.h"
 
 /* ---- D = rowsum(dout * out) ---- */
 extern "C" __global__ void attn_bwd_dot_kernel1(tf_attn_args a)
@@ -290,6 +291,10 @@ TF_ATTN_KERNELS(attn_bwd_dbias_kernel1, attn_bwd_dbias_body, DB_T *DB_TY)
 
 extern "C" void tf_cu_attn_bwd(tf_backend *be, const tf_attn_args *a)
 {
+    if (be->kernel_level >= 3) { /* the register-tiled kernel2 (cuda_attn2_bwd.cu) */
+        tf_cu_attn_bwd2(be, a);
+        return;
+    }
     if (!tf_attn_check(a)) return;
     const int dm = tf_attn_dm(a->d);
     const long rows = (long)a->nb * a->no * a->nh * a->L;

@@ -1,0 +1,502 @@
+/* Attention backward, kernel2 (level 3): register-tiled, FlashAttention-2
+ * order, no atomics. With S = scale q.k + bias, P = exp(S - lse),
+ * D_i = dout_i . out_i, dS = P (dout.v - D):
+ *   dV_j = sum_i P_ij dout_i   dK_j = scale sum_i dS_ij q_i   dQ_i = scale sum_j dS_ij k_j
+ *   dbias(b,h,i,j) = sum_o dS_ij
+ *
+ * attn_bwd_kernel2_d<DM>_t<T>: one block per (b, o, h, tile of BK keys), its
+ *   K and V tiles in shared memory; loops over query tiles of BQ rows:
+ *   loads Q, dO, lse and computes D (written to `work` by the key-tile-0
+ *   block; every block computes the same bits), then
+ *     scores: S and dP as TM x TN micro-tiles, P and dS to shared memory;
+ *     keys:   dV += P^T dO, dK += dS^T Q, each thread owning TJ keys x TCK
+ *             channels in registers for the whole loop (no atomics);
+ *     dQ:     when the block holds every key (L <= BK: all model shapes at
+ *             N = 64), dQ = dS K of the query tile is complete: written here.
+ * attn_bwd_dq_kernel2_d<DM>_t<T>: only when L > BK: one block per (b, o, h,
+ *   query tile), loops over key tiles recomputing dS, accumulates dQ.
+ * attn_bwd_dbias_kernel2_d<DM>: one block per (32x32 (i,j) tile, b, h, chunk
+ *   of o), recomputes dS per o in order; with several chunks the partial sums
+ *   go to the backend's scratch and attn_bwd_dbias_reduce_kernel2 adds them
+ *   in chunk order. The chunking depends on the shape only.
+ * Tile classes as in the forward (tf_attn2_class): t16 BQ=BK=16, 64 threads;
+ * t32 BQ=BK=32, 128 threads; t64 BQ=32, BK=64, 256 threads. */
+#include <math.h>
+
+#include "cuda_attn2.h"
+
+/* sum_c x[c] y[c], c = 0..d-1 in order (the same bits with or without vec) */
+__device__ __forceinline__ float tf_attn2_rowdot(const float *x, const float *y, int d, int vec)
+{
+    float s = 0.f;
+    if (vec) {
+        for (int c = 0; c < d; c += 4) {
+            const float4 u = *reinterpret_cast<const float4 *>(x + c);
+            const float4 w = *reinterpret_cast<const float4 *>(y + c);
+            s = fmaf(u.x, w.x, s);
+            s = fmaf(u.y, w.y, s);
+            s = fmaf(u.z, w.z, s);
+            s = fmaf(u.w, w.w, s);
+        }
+    } else {
+        for (int c = 0; c < d; ++c) s = fmaf(x[c], y[c], s);
+    }
+    return s;
+}
+
+/* The score phase: P and dS of queries i0 + [0, BQ) x keys j0 + [0, BK) into
+ * ps (when WITH_P) and dss; exactly 0 outside the L x L range. */
+template <int DM, int BQ, int BK, int TM, int TN, bool WITH_P>
+__device__ __forceinline__ void attn_bwd2_scores(const tf_attn_args &a, const float *bb,
+                                                 const float (*qs)[DM + 4],
+                                                 const float (*dos)[DM + 4],
+                                                 const float (*ks)[DM + 4],
+                                                 const float (*vs)[DM + 4], const float *ls,
+                                                 const float *dd, float (*ps)[BK + 4],
+                                                 float (*dss)[BK + 4], int i0, int j0)
+{
+    constexpr int NY = BQ / TM, NX = BK / TN, LD = DM + 4;
+    const int tid = threadIdx.x, tx = tid % NX, ty = tid / NX, L = a.L;
+    float s[TM][TN], dp[TM][TN];
+    tf_attn2_dots<DM, TM, TN, NY, NX, LD>(s, qs, ks, ty, tx);
+    tf_attn2_dots<DM, TM, TN, NY, NX, LD>(dp, dos, vs, ty, tx);
+#pragma unroll
+    for (int ii = 0; ii < TM; ++ii) {
+        const int r = ty + NY * ii, i = i0 + r;
+        const float lse_i = ls[r], D_i = dd[r];
+#pragma unroll
+        for (int jj = 0; jj < TN; ++jj) {
+            const int c = tx + NX * jj, j = j0 + c;
+            float p = 0.f;
+            if (i < L && j < L) {
+                const float bv = bb ? bb[(long)i * a.bias_si + (long)j * a.bias_sj] : 0.f;
+                p = expf(fmaf(a.scale, s[ii][jj], bv) - lse_i);
+            }
+            if constexpr (WITH_P) ps[r][c] = p;
+            dss[r][c] = p * (dp[ii][jj] - D_i);
+        }
+    }
+}
+
+/* dq[t][cc] += sum_j dS[qi + NQ*t][j] K[j][cq*TQC + cc] over the tile's keys
+ * (j in order; keys nj..nj4-1 have dS = 0 and zero rows of K) */
+template <int LD, int PL, int TQM, int TQC, int NQ>
+__device__ __forceinline__ void attn_bwd2_dq_acc(float (&dq)[TQM][TQC], const float (*dss)[PL],
+                                                 const float (*ks)[LD], int nj, int qi, int cq)
+{
+    const int nj4 = (nj + 3) & ~3;
+#pragma unroll 2
+    for (int j = 0; j < nj4; j += 4) {
+        float4 s4[TQM];
+#pragma unroll
+        for (int t = 0; t < TQM; ++t) s4[t] = *reinterpret_cast<const float4 *>(&dss[qi + NQ * t][j]);
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            float kv[TQC];
+            tf_lds<TQC>(kv, &ks[j + u][cq * TQC]);
+#pragma unroll
+            for (int t = 0; t < TQM; ++t) {
+                const float su = tf_f4(s4[t], u);
+#pragma unroll
+                for (int cc = 0; cc < TQC; ++cc) dq[t][cc] = fmaf(su, kv[cc], dq[t][cc]);
+            }
+        }
+    }
+}
+
+/* writes scale * dq for rows i0 + qi + NQ*t < i0 + ni */
+template <int TQM, int TQC, int NQ>
+__device__ __forceinline__ void attn_bwd2_dq_store(const tf_attn_args &a, float *dqb,
+                                                   const float (&dq)[TQM][TQC], int i0, int ni,
+                                                   int qi, int cq)
+{
+#pragma unroll
+    for (int t = 0; t < TQM; ++t) {
+        const int r = qi + NQ * t;
+        if (r < ni) {
+            float *row = dqb + (long)(i0 + r) * a.dq.sl;
+#pragma unroll
+            for (int cc = 0; cc < TQC; ++cc) {
+                const int c = cq * TQC + cc;
+                if (c < a.d) row[c] = a.scale * dq[t][cc];
+            }
+        }
+    }
+}
+
+/* Per-thread work split of the key phase (TJ keys x TCK channels) and of the
+ * dQ phase (TQM rows x TQC channels), from the tile shape. */
+template <int DM, int BQ, int BK, int NT>
+struct tf_attn2_split {
+    static constexpr int KE = BK * DM / NT, TCK = KE >= 4 ? 4 : KE, TJ = KE / TCK;
+    static constexpr int NC = DM / TCK, NJ = NT / NC;
+    static constexpr int QE = BQ * DM / NT, TQC = QE >= 4 ? 4 : QE, TQM = QE / TQC;
+    static constexpr int NCQ = DM / TQC, NQ = NT / NCQ;
+    static_assert(KE * NT == BK * DM && NJ * TJ == BK && NC * NJ == NT, "key split");
+    static_assert(QE * NT == BQ * DM && NQ * TQM == BQ && NCQ * NQ == NT, "dq split");
+    static_assert(TJ == 1 || TJ == 2 || TJ == 4, "keys per thread");
+};
+
+/* ---- dK, dV (and dQ when the block holds every key), D ---- */
+template <int DM, int BQ, int BK, int TM, int TN>
+__device__ __forceinline__ void attn_bwd2_body(const tf_attn_args &a, const int vec,
+                                               const int fuse_dq)
+{
+    constexpr int NY = BQ / TM, NX = BK / TN, NT = NX * NY, LD = DM + 4, PL = BK + 4;
+    typedef tf_attn2_split<DM, BQ, BK, NT> S;
+    constexpr int TJ = S::TJ, TCK = S::TCK, NC = S::NC;
+    constexpr int TQM = S::TQM, TQC = S::TQC, NCQ = S::NCQ, NQ = S::NQ;
+    static_assert(NY * TM == BQ && NX * TN == BK && 32 % NX == 0 && NT % 32 == 0, "tile shape");
+    __shared__ __align__(16) float qs[BQ][LD];
+    __shared__ __align__(16) float dos[BQ][LD];
+    __shared__ __align__(16) float ks[BK][LD];
+    __shared__ __align__(16) float vs[BK][LD];
+    __shared__ __align__(16) float ps[BQ][PL];
+    __shared__ __align__(16) float dss[BQ][PL];
+    __shared__ float ls[BQ], dd[BQ];
+
+    const int L = a.L, d = a.d, tid = threadIdx.x;
+    const int nkt = (L + BK - 1) / BK;
+    long idx = blockIdx.x;
+    const int kt = (int)(idx % nkt);
+    idx /= nkt;
+    const int h = (int)(idx % a.nh);
+    idx /= a.nh;
+    const int o = (int)(idx % a.no);
+    const int b = (int)(idx / a.no);
+    const int j0 = kt * BK, nj = min(BK, L - j0);
+    const float *qb = tf_attn_base(a.q, b, o, h, d);
+    const float *dob = tf_attn_base(a.dout, b, o, h, d);
+    const float *ob = tf_attn_base(a.out, b, o, h, d);
+    const float *bb = tf_attn2_bias(a, b, h);
+    const long rowbase = (((long)b * a.no + o) * a.nh + h) * L;
+
+    tf_attn2_load<DM, BK, LD, NT>(ks, tf_attn_base(a.k, b, o, h, d), a.k.sl, j0, nj, d, vec);
+    tf_attn2_load<DM, BK, LD, NT>(vs, tf_attn_base(a.v, b, o, h, d), a.v.sl, j0, nj, d, vec);
+
+    const int kc = tid % NC, kj = tid / NC; /* key phase: keys kj*TJ.., channels kc*TCK.. */
+    const int cq = tid % NCQ, qi = tid / NCQ; /* dQ phase: rows qi + NQ*t, channels cq*TQC.. */
+    float dk[TJ][TCK], dv[TJ][TCK];
+#pragma unroll
+    for (int t = 0; t < TJ; ++t)
+#pragma unroll
+        for (int u = 0; u < TCK; ++u) dk[t][u] = 0.f, dv[t][u] = 0.f;
+
+    for (int i0 = 0; i0 < L; i0 += BQ) {
+        const int ni = min(BQ, L - i0);
+        __syncthreads(); /* the previous query tile is no longer read */
+        tf_attn2_load<DM, BQ, LD, NT>(qs, qb, a.q.sl, i0, ni, d, vec);
+        tf_attn2_load<DM, BQ, LD, NT>(dos, dob, a.dout.sl, i0, ni, d, vec);
+        if (tid < BQ) {
+            float lv = 0.f, D = 0.f;
+            if (tid < ni) {
+                const int i = i0 + tid;
+                lv = a.lse[rowbase + i];
+                D = tf_attn2_rowdot(dob + (long)i * a.dout.sl, ob + (long)i * a.out.sl, d, vec);
+                if (kt == 0) a.work[rowbase + i] = D;
+            }
+            ls[tid] = lv;
+            dd[tid] = D;
+        }
+        __syncthreads();
+        attn_bwd2_scores<DM, BQ, BK, TM, TN, true>(a, bb, qs, dos, ks, vs, ls, dd, ps, dss, i0,
+                                                   j0);
+        __syncthreads();
+
+        for (int r = 0; r < ni; ++r) { /* rows in order: fixed summation order */
+            float pv[TJ], sv[TJ], gv[TCK], qv[TCK];
+            tf_lds<TJ>(pv, &ps[r][kj * TJ]);
+            tf_lds<TJ>(sv, &dss[r][kj * TJ]);
+            tf_lds<TCK>(gv, &dos[r][kc * TCK]);
+            tf_lds<TCK>(qv, &qs[r][kc * TCK]);
+#pragma unroll
+            for (int t = 0; t < TJ; ++t)
+#pragma unroll
+                for (int u = 0; u < TCK; ++u) {
+                    dv[t][u] = fmaf(pv[t], gv[u], dv[t][u]);
+                    dk[t][u] = fmaf(sv[t], qv[u], dk[t][u]);
+                }
+        }
+        if (fuse_dq) { /* uniform: this block holds every key */
+            float dq[TQM][TQC];
+#pragma unroll
+            for (int t = 0; t < TQM; ++t)
+#pragma unroll
+                for (int cc = 0; cc < TQC; ++cc) dq[t][cc] = 0.f;
+            attn_bwd2_dq_acc<LD, PL, TQM, TQC, NQ>(dq, dss, ks, nj, qi, cq);
+            attn_bwd2_dq_store<TQM, TQC, NQ>(a, tf_attn_base(a.dq, b, o, h, d), dq, i0, ni, qi,
+                                             cq);
+        }
+    }
+
+    float *dkb = tf_attn_base(a.dk, b, o, h, d);
+    float *dvb = tf_attn_base(a.dv, b, o, h, d);
+#pragma unroll
+    for (int t = 0; t < TJ; ++t) {
+        const int jl = kj * TJ + t;
+        if (jl < nj) {
+            float *dkr = dkb + (long)(j0 + jl) * a.dk.sl;
+            float *dvr = dvb + (long)(j0 + jl) * a.dv.sl;
+#pragma unroll
+            for (int u = 0; u < TCK; ++u) {
+                const int c = kc * TCK + u;
+                if (c < d) {
+                    dkr[c] = a.scale * dk[t][u];
+                    dvr[c] = dv[t][u];
+                }
+            }
+        }
+    }
+}
+
+/* ---- dQ when L > BK: block per (b, o, h, query tile), loops over key tiles ---- */
+template <int DM, int BQ, int BK, int TM, int TN>
+__device__ __forceinline__ void attn_bwd2_dq_body(const tf_attn_args &a, const int vec)
+{
+    constexpr int NY = BQ / TM, NX = BK / TN, NT = NX * NY, LD = DM + 4, PL = BK + 4;
+    typedef tf_attn2_split<DM, BQ, BK, NT> S;
+    constexpr int TQM = S::TQM, TQC = S::TQC, NCQ = S::NCQ, NQ = S::NQ;
+    __shared__ __align__(16) float qs[BQ][LD];
+    __shared__ __align__(16) float dos[BQ][LD];
+    __shared__ __align__(16) float ks[BK][LD];
+    __shared__ __align__(16) float vs[BK][LD];
+    __shared__ __align__(16) float dss[BQ][PL];
+    __shared__ float ls[BQ], dd[BQ];
+
+    const int L = a.L, d = a.d, tid = threadIdx.x;
+    const int nqt = (L + BQ - 1) / BQ;
+    long idx = blockIdx.x;
+    const int qt = (int)(idx % nqt);
+    idx /= nqt;
+    const int h = (int)(idx % a.nh);
+    idx /= a.nh;
+    const int o = (int)(idx % a.no);
+    const int b = (int)(idx / a.no);
+    const int i0 = qt * BQ, ni = min(BQ, L - i0);
+    const float *kb = tf_attn_base(a.k, b, o, h, d);
+    const float *vb = tf_attn_base(a.v, b, o, h, d);
+    const float *bb = tf_attn2_bias(a, b, h);
+    const long rowbase = (((long)b * a.no + o) * a.nh + h) * L;
+
+    tf_attn2_load<DM, BQ, LD, NT>(qs, tf_attn_base(a.q, b, o, h, d), a.q.sl, i0, ni, d, vec);
+    tf_attn2_load<DM, BQ, LD, NT>(dos, tf_attn_base(a.dout, b, o, h, d), a.dout.sl, i0, ni, d,
+                                  vec);
+    if (tid < BQ) { /* D from the main kernel, which ran first */
+        ls[tid] = tid < ni ? a.lse[rowbase + i0 + tid] : 0.f;
+        dd[tid] = tid < ni ? a.work[rowbase + i0 + tid] : 0.f;
+    }
+    const int cq = tid % NCQ, qi = tid / NCQ;
+    float dq[TQM][TQC];
+#pragma unroll
+    for (int t = 0; t < TQM; ++t)
+#pragma unroll
+        for (int cc = 0; cc < TQC; ++cc) dq[t][cc] = 0.f;
+
+    for (int j0 = 0; j0 < L; j0 += BK) {
+        const int nj = min(BK, L - j0);
+        __syncthreads(); /* the previous key tile is no longer read */
+        tf_attn2_load<DM, BK, LD, NT>(ks, kb, a.k.sl, j0, nj, d, vec);
+        tf_attn2_load<DM, BK, LD, NT>(vs, vb, a.v.sl, j0, nj, d, vec);
+        __syncthreads();
+        attn_bwd2_scores<DM, BQ, BK, TM, TN, false>(a, bb, qs, dos, ks, vs, ls, dd, nullptr, dss,
+                                                    i0, j0);
+        __syncthreads();
+        attn_bwd2_dq_acc<LD, PL, TQM, TQC, NQ>(dq, dss, ks, nj, qi, cq);
+    }
+    attn_bwd2_dq_store<TQM, TQC, NQ>(a, tf_attn_base(a.dq, b, o, h, d), dq, i0, ni, qi, cq);
+}
+
+/* ---- dbias ---- */
+#define DB2_T 32  /* i and j tile */
+#define DB2_NT 128 /* 16 x 8 threads, 2 x 4 scores each */
+
+template <int DM>
+__device__ __forceinline__ void attn_bwd2_dbias_body(const tf_attn_args &a, const int vec,
+                                                     const int nchunk, float *part)
+{
+    constexpr int TM = 2, TN = 4, NY = DB2_T / TM, NX = DB2_T / TN, LD = DM + 4;
+    static_assert(NY * NX == DB2_NT, "dbias tile");
+    __shared__ __align__(16) float qs[DB2_T][LD];
+    __shared__ __align__(16) float dos[DB2_T][LD];
+    __shared__ __align__(16) float ks[DB2_T][LD];
+    __shared__ __align__(16) float vs[DB2_T][LD];
+    __shared__ float ls[DB2_T], dd[DB2_T];
+
+    const int L = a.L, d = a.d, tid = threadIdx.x, tx = tid % NX, ty = tid / NX;
+    const int nt = (L + DB2_T - 1) / DB2_T;
+    long idx = blockIdx.x;
+    const int jt = (int)(idx % nt);
+    idx /= nt;
+    const int it = (int)(idx % nt);
+    idx /= nt;
+    const int h = (int)(idx % a.nh);
+    idx /= a.nh;
+    const int b = (int)(idx % a.nb);
+    const int chunk = (int)(idx / a.nb);
+    const int opc = (a.no + nchunk - 1) / nchunk;
+    const int o0 = chunk * opc, o1 = min(a.no, o0 + opc);
+    const int i0 = it * DB2_T, j0 = jt * DB2_T;
+    const int ni = min(DB2_T, L - i0), nj = min(DB2_T, L - j0);
+    const float *bb = tf_attn2_bias(a, b, h);
+
+    float bv[TM][TN], acc[TM][TN];
+#pragma unroll
+    for (int ii = 0; ii < TM; ++ii)
+#pragma unroll
+        for (int jj = 0; jj < TN; ++jj) {
+            const int i = i0 + ty + NY * ii, j = j0 + tx + NX * jj;
+            bv[ii][jj] = (bb && i < L && j < L) ? bb[(long)i * a.bias_si + (long)j * a.bias_sj] : 0.f;
+            acc[ii][jj] = 0.f;
+        }
+
+    for (int o = o0; o < o1; ++o) { /* in order: the sum over o is deterministic */
+        const long rowbase = (((long)b * a.no + o) * a.nh + h) * L;
+        __syncthreads(); /* the previous o's tiles are no longer read */
+        tf_attn2_load<DM, DB2_T, LD, DB2_NT>(qs, tf_attn_base(a.q, b, o, h, d), a.q.sl, i0, ni, d,
+                                             vec);
+        tf_attn2_load<DM, DB2_T, LD, DB2_NT>(dos, tf_attn_base(a.dout, b, o, h, d), a.dout.sl, i0,
+                                             ni, d, vec);
+        tf_attn2_load<DM, DB2_T, LD, DB2_NT>(ks, tf_attn_base(a.k, b, o, h, d), a.k.sl, j0, nj, d,
+                                             vec);
+        tf_attn2_load<DM, DB2_T, LD, DB2_NT>(vs, tf_attn_base(a.v, b, o, h, d), a.v.sl, j0, nj, d,
+                                             vec);
+        if (tid < DB2_T) {
+            ls[tid] = tid < ni ? a.lse[rowbase + i0 + tid] : 0.f;
+            dd[tid] = tid < ni ? a.work[rowbase + i0 + tid] : 0.f;
+        }
+        __syncthreads();
+        float s[TM][TN], dp[TM][TN];
+        tf_attn2_dots<DM, TM, TN, NY, NX, LD>(s, qs, ks, ty, tx);
+        tf_attn2_dots<DM, TM, TN, NY, NX, LD>(dp, dos, vs, ty, tx);
+#pragma unroll
+        for (int ii = 0; ii < TM; ++ii) {
+            const int r = ty + NY * ii;
+#pragma unroll
+            for (int jj = 0; jj < TN; ++jj) {
+                const float p = expf(fmaf(a.scale, s[ii][jj], bv[ii][jj]) - ls[r]);
+                acc[ii][jj] += p * (dp[ii][jj] - dd[r]); /* as the main kernel's dS */
+            }
+        }
+    }
+
+    const long total = (long)a.nb * a.nh * L * L;
+#pragma unroll
+    for (int ii = 0; ii < TM; ++ii)
+#pragma unroll
+        for (int jj = 0; jj < TN; ++jj) {
+            const int i = i0 + ty + NY * ii, j = j0 + tx + NX * jj;
+            if (i < L && j < L) {
+                if (part)
+                    part[chunk * total + (((long)b * a.nh + h) * L + i) * L + j] = acc[ii][jj];
+                else
+                    a.dbias[(long)b * a.bias_sb + (long)h * a.bias_sh + (long)i * a.bias_si +
+                            (long)j * a.bias_sj] = acc[ii][jj];
+            }
+        }
+}
+
+/* dbias(b,h,i,j) = sum over chunks k in order of part[k][b,h,i,j] */
+extern "C" __global__ void attn_bwd_dbias_reduce_kernel2(tf_attn_args a, const float *part,
+                                                         int nchunk)
+{
+    const long L = a.L, total = (long)a.nb * a.nh * L * L;
+    const long stride = (long)gridDim.x * blockDim.x;
+    for (long t = (long)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += stride) {
+        float s = 0.f;
+        for (int k = 0; k < nchunk; ++k) s += part[k * total + t];
+        const long j = t % L, i = (t / L) % L, bh = t / (L * L);
+        const long h = bh % a.nh, b = bh / a.nh;
+        a.dbias[b * a.bias_sb + h * a.bias_sh + i * a.bias_si + j * a.bias_sj] = s;
+    }
+}
+
+#define TF_ATTN2_BWD(DM, BQ, BK, TM, TN)                                                     \
+    extern "C" __global__ void __launch_bounds__((BQ / TM) * (BK / TN))                     \
+        attn_bwd_kernel2_d##DM##_t##BK(tf_attn_args a, int vec, int fuse_dq)               \
+    {                                                                                      \
+        attn_bwd2_body<DM, BQ, BK, TM, TN>(a, vec, fuse_dq);                               \
+    }                                                                                      \
+    extern "C" __global__ void __launch_bounds__((BQ / TM) * (BK / TN))                     \
+        attn_bwd_dq_kernel2_d##DM##_t##BK(tf_attn_args a, int vec)                         \
+    {                                                                                      \
+        attn_bwd2_dq_body<DM, BQ, BK, TM, TN>(a, vec);                                     \
+    }
+TF_ATTN2_BWD(16, 16, 16, 2, 2)
+TF_ATTN2_BWD(32, 16, 16, 2, 2)
+TF_ATTN2_BWD(64, 16, 16, 2, 2)
+TF_ATTN2_BWD(16, 32, 32, 2, 4)
+TF_ATTN2_BWD(32, 32, 32, 2, 4)
+TF_ATTN2_BWD(64, 32, 32, 2, 4)
+TF_ATTN2_BWD(16, 32, 64, 2, 4)
+TF_ATTN2_BWD(32, 32, 64, 2, 4)
+
+#define TF_ATTN2_DBIAS(DM)                                                                   \
+    extern "C" __global__ void __launch_bounds__(DB2_NT)                                    \
+        attn_bwd_dbias_kernel2_d##DM(tf_attn_args a, int vec, int nchunk, float *part)     \
+    {                                                                                      \
+        attn_bwd2_dbias_body<DM>(a, vec, nchunk, part);                                    \
+    }
+TF_ATTN2_DBIAS(16)
+TF_ATTN2_DBIAS(32)
+TF_ATTN2_DBIAS(64)
+
+/* Chunks of o for dbias: enough blocks to fill the GPU (~512), within the
+ * backend's scratch area; a function of the shape only. */
+static int dbias_chunks(const tf_attn_args *a)
+{
+    const long nt = (a->L + DB2_T - 1) / DB2_T;
+    const long tiles = (long)a->nb * a->nh * nt * nt;
+    const long total = (long)a->nb * a->nh * a->L * a->L;
+    long n = (512 + tiles - 1) / tiles;
+    const long cap = (long)(TF_CU_SCRATCH_FLOATS / (size_t)total);
+    if (n > cap) n = cap;
+    if (n > a->no) n = a->no;
+    if (n < 1) n = 1;
+    const long opc = (a->no + n - 1) / n; /* every chunk non-empty */
+    return (int)((a->no + opc - 1) / opc);
+}
+
+extern "C" void tf_cu_attn_bwd2(tf_backend *be, const tf_attn_args *a)
+{
+    if (!tf_attn_check(a)) return;
+    const int dm = tf_attn2_dm(a->d), cls = tf_attn2_class(a->L, dm);
+    const int vec = a->d % 4 == 0 && tf_attn2_view_vec(&a->q) && tf_attn2_view_vec(&a->k) &&
+                    tf_attn2_view_vec(&a->v) && tf_attn2_view_vec(&a->out) &&
+                    tf_attn2_view_vec(&a->dout);
+    const long bh = (long)a->nb * a->no * a->nh;
+    const int BK = cls, BQ = cls == 64 ? 32 : cls, NT = cls == 16 ? 64 : cls == 32 ? 128 : 256;
+    const long nkt = (a->L + BK - 1) / BK, nqt = (a->L + BQ - 1) / BQ;
+    const int fuse = nkt == 1;
+    const dim3 gk((unsigned)(bh * nkt)), gq((unsigned)(bh * nqt)), blk(NT);
+#define BWD2(DM, T)                                                                           \
+    do {                                                                                      \
+        TF_LAUNCH(attn_bwd_kernel2_d##DM##_t##T, gk, blk, be->stream, *a, vec, fuse);         \
+        if (!fuse) TF_LAUNCH(attn_bwd_dq_kernel2_d##DM##_t##T, gq, blk, be->stream, *a, vec);  \
+    } while (0)
+    if (cls == 16) {
+        if (dm == 16) BWD2(16, 16);
+        else if (dm == 32) BWD2(32, 16);
+        else BWD2(64, 16);
+    } else if (cls == 32) {
+        if (dm == 16) BWD2(16, 32);
+        else if (dm == 32) BWD2(32, 32);
+        else BWD2(64, 32);
+    } else {
+        if (dm == 16) BWD2(16, 64);
+        else BWD2(32, 64);
+    }
+#undef BWD2
+    if (!a->dbias) return;
+    const int nchunk = dbias_chunks(a);
+    float *part = nchunk > 1 ? be->scratch : NULL;
+    const long nt = (a->L + DB2_T - 1) / DB2_T;
+    const dim3 gb((unsigned)((long)nchunk * a->nb * a->nh * nt * nt)), bb(DB2_NT);
+    if (dm == 16) TF_LAUNCH(attn_bwd_dbias_kernel2_d16, gb, bb, be->stream, *a, vec, nchunk, part);
+    else if (dm == 32) TF_LAUNCH(attn_bwd_dbias_kernel2_d32, gb, bb, be->stream, *a, vec, nchunk, part);
+    else TF_LAUNCH(attn_bwd_dbias_kernel2_d64, gb, bb, be->stream, *a, vec, nchunk, part);
+    if (part) {
+        const long total = (long)a->nb * a->nh * a->L * a->L;
+        TF_LAUNCH(attn_bwd_dbias_reduce_kernel2, dim3(tf_cu_grid(be, total, 256)), dim3(256),
+                  be->stream, *a, (const float *)part, nchunk);
+    }
+}
