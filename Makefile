@@ -5,6 +5,7 @@
 #   make test    deps + build + every test (ctest)
 #   make asan    a second build in build-asan/ with ASan+UBSan, unit tests
 #   make bench   the CPU benchmark (bench/cpu.sh)
+#   make fuzz    the safetensors loader's libFuzzer target for FUZZ_SECONDS (60)
 #   make clean   remove both build directories
 #
 # With CI=true warnings are errors (-DTF_WERROR=ON). Extra CMake options go in
@@ -14,6 +15,8 @@ SHELL := /bin/bash
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS ?= 60
+EXTRA_PKGS ?=
 PKGS := cmake build-essential pkg-config libopenblas-openmp-dev libcjson-dev libcmocka-dev
 
 CMAKE_ARGS ?=
@@ -26,7 +29,7 @@ endif
 ASAN_FLAGS := -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g -fno-omit-frame-pointer" \
               -DTF_SANITIZE=ON $(CMAKE_ARGS) -DTF_CUDA=OFF $(filter -DTF_WERROR=ON,$(CMAKE_FLAGS))
 
-.PHONY: all deps build run test asan bench clean
+.PHONY: all deps build run test asan bench fuzz clean
 
 all: build
 
@@ -37,7 +40,7 @@ deps:
 	  exit 0; \
 	fi; \
 	missing=""; \
-	for p in $(PKGS); do \
+	for p in $(PKGS) $(EXTRA_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	[ -z "$$missing" ] && exit 0; \
@@ -66,6 +69,11 @@ asan: deps
 
 bench: build
 	TINYFOLD=$(BUILD)/tinyfold bench/cpu.sh
+
+# The safetensors loader's fuzz target (libFuzzer via clang), bounded in time.
+fuzz:
+	$(MAKE) deps EXTRA_PKGS="clang-14 libclang-rt-14-dev python3"
+	bash tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
