@@ -39,6 +39,20 @@ static inline int tf_attn2_class(int L, int dm)
     return 64;
 }
 
+/* Minimum resident blocks per SM promised to the compiler (__launch_bounds__):
+ * caps registers at 65536 / (threads * MINB), so that the compiler does not
+ * trade occupancy for hoisted loads; chosen as the largest without spills
+ * (nvcc -Xptxas -v). Forward and backward use the same classes. */
+#ifndef TF_ATTN2_MINB_T16
+#define TF_ATTN2_MINB_T16 8 /*  64 threads: <= 128 registers */
+#endif
+#ifndef TF_ATTN2_MINB_T32
+#define TF_ATTN2_MINB_T32 4 /* 128 threads: <= 128 registers */
+#endif
+#ifndef TF_ATTN2_MINB_T64
+#define TF_ATTN2_MINB_T64 2 /* 256 threads: <= 128 registers */
+#endif
+
 static inline int tf_attn2_aligned(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 static inline int tf_attn2_view_vec(const tf_attn_view *v)
 {

@@ -25,23 +25,33 @@
 
 #include "cuda_attn2.h"
 
-/* sum_c x[c] y[c], c = 0..d-1 in order (the same bits with or without vec) */
-__device__ __forceinline__ float tf_attn2_rowdot(const float *x, const float *y, int d, int vec)
+/* Partial dot products for D_i = dout_i . out_i of rows i0 + [0, BQ): part[r][k]
+ * = sum over channels 4k..4k+3 (< d) in order; the caller adds the DM/4
+ * partials of a row in order. Row-parallel over the block, like the tile loads. */
+template <int DM, int BQ, int NT>
+__device__ __forceinline__ void tf_attn2_dparts(float (*part)[DM / 4], const float *dob, long dsl,
+                                                const float *ob, long osl, int i0, int ni, int d,
+                                                int vec)
 {
-    float s = 0.f;
-    if (vec) {
-        for (int c = 0; c < d; c += 4) {
-            const float4 u = *reinterpret_cast<const float4 *>(x + c);
-            const float4 w = *reinterpret_cast<const float4 *>(y + c);
-            s = fmaf(u.x, w.x, s);
-            s = fmaf(u.y, w.y, s);
-            s = fmaf(u.z, w.z, s);
-            s = fmaf(u.w, w.w, s);
+    constexpr int C4 = DM / 4;
+    for (int e = threadIdx.x; e < BQ * C4; e += NT) {
+        const int r = e / C4, k = e % C4, c = 4 * k;
+        float p = 0.f;
+        if (r < ni && c < d) {
+            const float *x = dob + (long)(i0 + r) * dsl + c, *y = ob + (long)(i0 + r) * osl + c;
+            if (vec) {
+                const float4 u = *reinterpret_cast<const float4 *>(x);
+                const float4 w = *reinterpret_cast<const float4 *>(y);
+                p = fmaf(u.x, w.x, p);
+                p = fmaf(u.y, w.y, p);
+                p = fmaf(u.z, w.z, p);
+                p = fmaf(u.w, w.w, p);
+            } else {
+                for (int u = 0; u < 4 && c + u < d; ++u) p = fmaf(x[u], y[u], p);
+            }
         }
-    } else {
-        for (int c = 0; c < d; ++c) s = fmaf(x[c], y[c], s);
+        part[r][k] = p;
     }
-    return s;
 }
 
 /* The score phase: P and dS of queries i0 + [0, BQ) x keys j0 + [0, BK) into
@@ -153,7 +163,7 @@ __device__ __forceinline__ void attn_bwd2_body(const tf_attn_args &a, const int 
     __shared__ __align__(16) float vs[BK][LD];
     __shared__ __align__(16) float ps[BQ][PL];
     __shared__ __align__(16) float dss[BQ][PL];
-    __shared__ float ls[BQ], dd[BQ];
+    __shared__ float ls[BQ], dd[BQ], dpart[BQ][DM / 4];
 
     const int L = a.L, d = a.d, tid = threadIdx.x;
     const int nkt = (L + BK - 1) / BK;
@@ -187,22 +197,22 @@ __device__ __forceinline__ void attn_bwd2_body(const tf_attn_args &a, const int 
         __syncthreads(); /* the previous query tile is no longer read */
         tf_attn2_load<DM, BQ, LD, NT>(qs, qb, a.q.sl, i0, ni, d, vec);
         tf_attn2_load<DM, BQ, LD, NT>(dos, dob, a.dout.sl, i0, ni, d, vec);
-        if (tid < BQ) {
-            float lv = 0.f, D = 0.f;
-            if (tid < ni) {
-                const int i = i0 + tid;
-                lv = a.lse[rowbase + i];
-                D = tf_attn2_rowdot(dob + (long)i * a.dout.sl, ob + (long)i * a.out.sl, d, vec);
-                if (kt == 0) a.work[rowbase + i] = D;
-            }
-            ls[tid] = lv;
+        tf_attn2_dparts<DM, BQ, NT>(dpart, dob, a.dout.sl, ob, a.out.sl, i0, ni, d, vec);
+        if (tid < BQ) ls[tid] = tid < ni ? a.lse[rowbase + i0 + tid] : 0.f;
+        __syncthreads();
+        if (tid < BQ) { /* D: the row's partials in order (every block: the same bits) */
+            float D = 0.f;
+#pragma unroll
+            for (int k = 0; k < DM / 4; ++k) D += dpart[tid][k];
             dd[tid] = D;
+            if (kt == 0 && tid < ni) a.work[rowbase + i0 + tid] = D;
         }
         __syncthreads();
         attn_bwd2_scores<DM, BQ, BK, TM, TN, true>(a, bb, qs, dos, ks, vs, ls, dd, ps, dss, i0,
                                                    j0);
         __syncthreads();
 
+#pragma unroll 2
         for (int r = 0; r < ni; ++r) { /* rows in order: fixed summation order */
             float pv[TJ], sv[TJ], gv[TCK], qv[TCK];
             tf_lds<TJ>(pv, &ps[r][kj * TJ]);
@@ -410,25 +420,25 @@ extern "C" __global__ void attn_bwd_dbias_reduce_kernel2(tf_attn_args a, const f
     }
 }
 
-#define TF_ATTN2_BWD(DM, BQ, BK, TM, TN)                                                     \
-    extern "C" __global__ void __launch_bounds__((BQ / TM) * (BK / TN))                     \
+#define TF_ATTN2_BWD(DM, BQ, BK, TM, TN, MINB)                                                     \
+    extern "C" __global__ void __launch_bounds__((BQ / TM) * (BK / TN), MINB)                     \
         attn_bwd_kernel2_d##DM##_t##BK(tf_attn_args a, int vec, int fuse_dq)               \
     {                                                                                      \
         attn_bwd2_body<DM, BQ, BK, TM, TN>(a, vec, fuse_dq);                               \
     }                                                                                      \
-    extern "C" __global__ void __launch_bounds__((BQ / TM) * (BK / TN))                     \
+    extern "C" __global__ void __launch_bounds__((BQ / TM) * (BK / TN), MINB)                     \
         attn_bwd_dq_kernel2_d##DM##_t##BK(tf_attn_args a, int vec)                         \
     {                                                                                      \
         attn_bwd2_dq_body<DM, BQ, BK, TM, TN>(a, vec);                                     \
     }
-TF_ATTN2_BWD(16, 16, 16, 2, 2)
-TF_ATTN2_BWD(32, 16, 16, 2, 2)
-TF_ATTN2_BWD(64, 16, 16, 2, 2)
-TF_ATTN2_BWD(16, 32, 32, 2, 4)
-TF_ATTN2_BWD(32, 32, 32, 2, 4)
-TF_ATTN2_BWD(64, 32, 32, 2, 4)
-TF_ATTN2_BWD(16, 32, 64, 2, 4)
-TF_ATTN2_BWD(32, 32, 64, 2, 4)
+TF_ATTN2_BWD(16, 16, 16, 2, 2, TF_ATTN2_MINB_T16)
+TF_ATTN2_BWD(32, 16, 16, 2, 2, TF_ATTN2_MINB_T16)
+TF_ATTN2_BWD(64, 16, 16, 2, 2, TF_ATTN2_MINB_T16)
+TF_ATTN2_BWD(16, 32, 32, 2, 4, TF_ATTN2_MINB_T32)
+TF_ATTN2_BWD(32, 32, 32, 2, 4, TF_ATTN2_MINB_T32)
+TF_ATTN2_BWD(64, 32, 32, 2, 4, TF_ATTN2_MINB_T32)
+TF_ATTN2_BWD(16, 32, 64, 2, 4, TF_ATTN2_MINB_T64)
+TF_ATTN2_BWD(32, 32, 64, 2, 4, TF_ATTN2_MINB_T64)
 
 #define TF_ATTN2_DBIAS(DM)                                                                   \
     extern "C" __global__ void __launch_bounds__(DB2_NT)                                    \

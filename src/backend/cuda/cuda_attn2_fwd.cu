@@ -138,20 +138,20 @@ __device__ __forceinline__ void attn_fwd2_body(const tf_attn_args &a, const int 
     }
 }
 
-#define TF_ATTN2_FWD(DM, BQ, BK, TM, TN)                                                     \
-    extern "C" __global__ void __launch_bounds__((BQ / TM) * (BK / TN))                     \
+#define TF_ATTN2_FWD(DM, BQ, BK, TM, TN, MINB)                                                     \
+    extern "C" __global__ void __launch_bounds__((BQ / TM) * (BK / TN), MINB)                     \
         attn_fwd_kernel2_d##DM##_t##BQ(tf_attn_args a, int vec)                            \
     {                                                                                      \
         attn_fwd2_body<DM, BQ, BK, TM, TN>(a, vec);                                        \
     }
-TF_ATTN2_FWD(16, 16, 16, 2, 2)
-TF_ATTN2_FWD(32, 16, 16, 2, 2)
-TF_ATTN2_FWD(64, 16, 16, 2, 2)
-TF_ATTN2_FWD(16, 32, 32, 2, 4)
-TF_ATTN2_FWD(32, 32, 32, 2, 4)
-TF_ATTN2_FWD(64, 32, 32, 2, 4)
-TF_ATTN2_FWD(16, 64, 64, 4, 4)
-TF_ATTN2_FWD(32, 64, 64, 4, 4)
+TF_ATTN2_FWD(16, 16, 16, 2, 2, TF_ATTN2_MINB_T16)
+TF_ATTN2_FWD(32, 16, 16, 2, 2, TF_ATTN2_MINB_T16)
+TF_ATTN2_FWD(64, 16, 16, 2, 2, TF_ATTN2_MINB_T16)
+TF_ATTN2_FWD(16, 32, 32, 2, 4, TF_ATTN2_MINB_T32)
+TF_ATTN2_FWD(32, 32, 32, 2, 4, TF_ATTN2_MINB_T32)
+TF_ATTN2_FWD(64, 32, 32, 2, 4, TF_ATTN2_MINB_T32)
+TF_ATTN2_FWD(16, 64, 64, 4, 4, TF_ATTN2_MINB_T64)
+TF_ATTN2_FWD(32, 64, 64, 4, 4, TF_ATTN2_MINB_T64)
 
 extern "C" void tf_cu_attn_fwd2(tf_backend *be, const tf_attn_args *a)
 {
