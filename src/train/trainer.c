@@ -131,6 +131,17 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
         kind = tf_cuda_backend_available(why, sizeof why) ? TF_BACKEND_CUDA : TF_BACKEND_CPU;
     int rc;
     if (kind == TF_BACKEND_CUDA) {
+        /* the CUDA attention kernels keep a head's row in registers: d <= 64 */
+        int dm = c->msa_dim / c->n_heads_msa, dz = c->pair_dim / c->n_heads_pair;
+        if (dm > 64 || dz > 64) {
+            snprintf(err, errlen,
+                     "%s: '%d' is not accepted with --backend cuda: head size %d exceeds 64 "
+                     "(expected at most %d)",
+                     dm > 64 ? "--msa-dim" : "--pair-dim", dm > 64 ? c->msa_dim : c->pair_dim,
+                     dm > 64 ? dm : dz, 64 * (dm > 64 ? c->n_heads_msa : c->n_heads_pair));
+            free(t);
+            return TF_ERR_USAGE;
+        }
         if (!tf_cuda_backend_available(why, sizeof why)) {
             snprintf(err, errlen, "--backend cuda: no usable CUDA device (%s); use --backend cpu",
                      why);
