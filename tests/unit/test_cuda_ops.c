@@ -262,6 +262,15 @@ static void test_layernorm(void **state)
                 ln_case(lv ? g_cu3 : g_cu1, lv ? 3 : 1, rows[r], Cs[c], (int)((r + c) & 1));
     ln_case(g_cu1, 1, 5000, 64, 0); /* several dgamma chunks */
     ln_case(g_cu3, 3, 5000, 64, 1);
+    /* level 3, C <= 128: dx and dgamma/dbeta partials in one pass (16 rows per
+     * block), the model's shapes (MSA: B*S*N x 64, pair: B*N*N x 128), a partial
+     * last block, C not a multiple of 32, and rows beyond what 16-row blocks
+     * can leave in the scratch area (more rows per block) */
+    ln_case(g_cu3, 3, 4096, 64, 0);
+    ln_case(g_cu3, 3, 16384, 128, 1);
+    ln_case(g_cu3, 3, 4097, 100, 0);
+    ln_case(g_cu3, 3, 17, 33, 1);
+    ln_case(g_cu3, 3, 66000, 128, 0);
     done();
 }
 
@@ -315,9 +324,11 @@ static void test_softmax(void **state)
 /* ---- attention ----
  * layout 0: q,k,v,out separate [nb,no,L,C]; 1: q,k,v fused in one [nb,no,L,3C]
  * (and dq,dk,dv likewise); 2: "column" order [nb,L,no,C] (o inside l).
- * bias 0: none; 1: [nb,L,L,nh] (the pair bias layout); 2: [nb,nh,L,L]. */
+ * bias 0: none; 1: [nb,L,L,nh] (the pair bias layout); 2: [nb,nh,L,L].
+ * off: every q/k/v/out/dout/dq/dk/dv buffer starts `off` floats into its
+ * allocation (off 1-3 breaks the 16-byte alignment of the float4 paths). */
 typedef struct {
-    int nb, no, nh, L, d, layout, bias;
+    int nb, no, nh, L, d, layout, bias, off;
 } ashape;
 
 static tf_attn_view aview(const ashape *s, float *base, int width, int off)
@@ -350,10 +361,13 @@ static void run_attn(bk b, const ashape *s, const float *hin, const float *hbias
 {
     const int C = s->nh * s->d;
     const size_t rows = (size_t)s->nb * s->no * s->L, nrow = (size_t)s->nb * s->no * s->nh * s->L;
-    const size_t nbias = (size_t)s->nb * s->nh * s->L * s->L;
-    float *in = b_put(b, hin, 3 * rows * C), *gi = b_nan(b, 3 * rows * C);
+    const size_t nbias = (size_t)s->nb * s->nh * s->L * s->L, off = (size_t)s->off;
+    float *in0 = b_nan(b, 3 * rows * C + off), *gi0 = b_nan(b, 3 * rows * C + off);
+    float *in = in0 + off, *gi = gi0 + off;
+    b.ops->upload(b.be, in, hin, 3 * rows * C * sizeof(float));
     float *bias = s->bias ? b_put(b, hbias, nbias) : NULL;
-    float *od = b_nan(b, rows * C), *ld = b_nan(b, nrow), *work = b_nan(b, nrow);
+    float *od0 = b_nan(b, rows * C + off), *od = od0 + off;
+    float *ld = b_nan(b, nrow), *work = b_nan(b, nrow);
     tf_attn_args a;
     memset(&a, 0, sizeof a);
     a.nb = s->nb, a.no = s->no, a.nh = s->nh, a.L = s->L, a.d = s->d;
@@ -373,7 +387,9 @@ static void run_attn(bk b, const ashape *s, const float *hin, const float *hbias
     b_get(b, out, od, rows * C);
     b_get(b, lse, ld, nrow);
     /* backward from the reference forward's out and lse, so it is tested alone */
-    float *dout = b_put(b, hdout, rows * C), *db = s->bias ? b_nan(b, nbias) : NULL;
+    float *dout0 = b_nan(b, rows * C + off), *dout = dout0 + off;
+    float *db = s->bias ? b_nan(b, nbias) : NULL;
+    b.ops->upload(b.be, dout, hdout, rows * C * sizeof(float));
     b.ops->upload(b.be, od, hout, rows * C * sizeof(float));
     b.ops->upload(b.be, ld, hlse, nrow * sizeof(float));
     a.dout = aview(s, dout, C, 0);
@@ -382,7 +398,8 @@ static void run_attn(bk b, const ashape *s, const float *hin, const float *hbias
     b.ops->attn_bwd(b.be, &a);
     b_get(b, gin, gi, 3 * rows * C);
     if (db) b_get(b, dbias, db, nbias);
-    b_free(b, in), b_free(b, gi), b_free(b, od), b_free(b, ld), b_free(b, work), b_free(b, dout);
+    b_free(b, in0), b_free(b, gi0), b_free(b, od0), b_free(b, ld), b_free(b, work);
+    b_free(b, dout0);
     if (bias) b_free(b, bias), b_free(b, db);
 }
 
@@ -404,7 +421,8 @@ static double attn_smax_qk(const ashape *s, const tf_attn_view *q, const tf_attn
     return m;
 }
 
-static void attn_case(ashape s)
+/* CPU, then the CUDA backend `cu` (kernel level `level`) twice */
+static void attn_case(bk cu, int level, ashape s)
 {
     const int C = s.nh * s.d;
     const size_t rows = (size_t)s.nb * s.no * s.L, nrow = (size_t)s.nb * s.no * s.nh * s.L;
@@ -415,7 +433,7 @@ static void attn_case(ashape s)
         out[r] = tf_test_falloc(rows * C), lse[r] = tf_test_falloc(nrow);
         gin[r] = tf_test_falloc(nin), db[r] = tf_test_falloc(nbias);
         /* r = 0 (CPU) first: its out/lse feed every backward */
-        run_attn(r == 0 ? g_cpu : g_cu3, &s, hin, hbias, hdout, out[0], lse[0], out[r], lse[r],
+        run_attn(r == 0 ? g_cpu : cu, &s, hin, hbias, hdout, out[0], lse[0], out[r], lse[r],
                  gin[r], db[r]);
     }
     tf_attn_view q, k, v;
@@ -424,9 +442,9 @@ static void attn_case(ashape s)
     /* scores: d-term dots (abs error ~ sqrt(d)*u*|S|, which exp turns into a
      * relative error of P); outputs: L-term sums of P v */
     const double tf = (3 * sqrt((double)s.L) + 3 * sqrt((double)s.d) * (1 + smax) + 8) * U;
-    char shape[128];
-    snprintf(shape, sizeof shape, "nb=%d no=%d nh=%d L=%d d=%d layout=%d bias=%d", s.nb, s.no,
-             s.nh, s.L, s.d, s.layout, s.bias);
+    char shape[160];
+    snprintf(shape, sizeof shape, "level=%d nb=%d no=%d nh=%d L=%d d=%d layout=%d bias=%d off=%d",
+             level, s.nb, s.no, s.nh, s.L, s.d, s.layout, s.bias, s.off);
     check("attn_fwd.out", shape, out[1], out[0], rows * C, tf);
     check("attn_fwd.lse", shape, lse[1], lse[0], nrow, tf);
     /* backward: dS = P (dout.v - D) then a d- or L-term sum: two chained sums */
@@ -446,19 +464,48 @@ static void test_attention(void **state)
 {
     (void)state;
     g_fail = 0;
-    static const ashape cases[] = {
-        {1, 1, 1, 1, 3, 0, 0},   {1, 1, 1, 1, 3, 0, 1},   {2, 3, 2, 5, 5, 0, 1},
-        {2, 3, 2, 5, 5, 2, 2},   {1, 2, 4, 23, 16, 1, 1}, {1, 2, 4, 23, 16, 0, 0},
-        {2, 2, 4, 64, 32, 1, 1}, {1, 3, 4, 64, 16, 2, 0}, {1, 1, 2, 128, 16, 0, 2},
-        {1, 2, 1, 33, 64, 1, 1}, {1, 1, 1, 70, 8, 0, 1},  {1, 2, 2, 130, 32, 2, 1},
-        {1, 1, 3, 17, 2, 1, 2},
+    /* both kernel versions: kernel1 (levels 1-2) and kernel2 (level 3) */
+    static const ashape both[] = {
+        {1, 1, 1, 1, 3, 0, 0, 0},   {1, 1, 1, 1, 3, 0, 1, 0},   {2, 3, 2, 5, 5, 0, 1, 0},
+        {2, 3, 2, 5, 5, 2, 2, 0},   {1, 2, 4, 23, 16, 1, 1, 0}, {1, 2, 4, 23, 16, 0, 0, 0},
+        {2, 2, 4, 64, 32, 1, 1, 0}, {1, 3, 4, 64, 16, 2, 0, 0}, {1, 1, 2, 128, 16, 0, 2, 0},
+        {1, 2, 1, 33, 64, 1, 1, 0}, {1, 1, 1, 70, 8, 0, 1, 0},  {1, 2, 2, 130, 32, 2, 1, 0},
+        {1, 1, 3, 17, 2, 1, 2, 0},
     };
-    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) attn_case(cases[k]);
+    /* kernel2: the model's shapes (fewer batches / rows) and its tile classes
+     * (t16: L <= 16, t32: L <= 32 or d > 32, t64: L > 32 with one key tile up
+     * to L = 64, two (and the separate dQ pass) beyond), at odd L and d, with
+     * and without 16-byte alignment */
+    static const ashape lv3[] = {
+        {1, 4, 4, 64, 32, 1, 0, 0},   /* triangle starting: fused qkv, row-wise */
+        {1, 4, 4, 64, 32, 2, 0, 0},   /* triangle ending: column-wise */
+        {1, 2, 2, 128, 32, 1, 0, 0},  /* triangle, N = 128 */
+        {1, 5, 4, 64, 16, 1, 1, 0},   /* MSA row with the pair bias */
+        {1, 3, 2, 128, 16, 1, 1, 0},  /* MSA row, N = 128 */
+        {1, 8, 4, 16, 16, 2, 0, 0},   /* MSA column, S = 16 */
+        {1, 4, 4, 32, 16, 2, 0, 0},   /* MSA column, S = 32 */
+        {1, 1, 1, 1, 2, 0, 1, 0},     {2, 2, 1, 1, 64, 1, 2, 0},  {2, 3, 2, 5, 3, 0, 1, 0},
+        {1, 2, 2, 5, 32, 2, 2, 0},    {1, 2, 2, 23, 5, 1, 1, 0},  {1, 2, 3, 23, 16, 0, 2, 1},
+        {1, 2, 2, 64, 2, 0, 1, 0},    {1, 1, 2, 64, 64, 1, 1, 0}, {1, 2, 1, 70, 3, 2, 2, 0},
+        {1, 2, 2, 70, 32, 1, 1, 1},   {1, 1, 2, 128, 5, 0, 1, 0}, {1, 1, 1, 128, 64, 2, 2, 0},
+        {1, 2, 1, 130, 16, 1, 1, 0},  {1, 1, 2, 130, 2, 0, 2, 3}, {1, 2, 2, 16, 32, 1, 1, 0},
+        {1, 2, 2, 17, 16, 0, 1, 0},   {1, 2, 2, 32, 64, 1, 2, 0}, {1, 2, 2, 33, 32, 2, 1, 0},
+        {1, 2, 1, 65, 32, 1, 1, 0},   {1, 2, 2, 64, 32, 1, 1, 2}, {1, 3, 1, 48, 64, 0, 1, 1},
+        {1, 2, 2, 32, 32, 2, 1, 0},   {1, 2, 2, 29, 24, 1, 2, 0},
+    };
+    for (size_t k = 0; k < sizeof both / sizeof both[0]; ++k) {
+        attn_case(g_cu1, 1, both[k]);
+        attn_case(g_cu3, 3, both[k]);
+    }
+    for (size_t k = 0; k < sizeof lv3 / sizeof lv3[0]; ++k) attn_case(g_cu3, 3, lv3[k]);
     done();
 }
 
 /* ---- permute (pure data movement: bit-exact) ---- */
-static void perm_case(int rank, const int *dims, const int *perm, int acc)
+/* CPU, then `cu` twice; in and out start `off` floats into their allocations
+ * (off 1 takes the scalar paths of the float4 kernels) */
+static void perm_case(bk cu, int level, int rank, const int *dims, const int *perm, int acc,
+                      int off)
 {
     tf_permute_args a;
     memset(&a, 0, sizeof a);
@@ -467,15 +514,18 @@ static void perm_case(int rank, const int *dims, const int *perm, int acc)
     for (int k = 0; k < rank; ++k) a.dims[k] = dims[k], a.perm[k] = perm[k], n *= dims[k];
     float *hin = rnd(n, 1.f, 51), *hout0 = rnd(n, 1.f, 52), *res[3];
     for (int r = 0; r < 3; ++r) {
-        const bk b = r == 0 ? g_cpu : g_cu3;
-        float *in = b_put(b, hin, n), *out = acc ? b_put(b, hout0, n) : b_nan(b, n);
+        const bk b = r == 0 ? g_cpu : cu;
+        float *in0 = b_nan(b, n + off), *out0 = b_nan(b, n + off);
+        float *in = in0 + off, *out = out0 + off;
+        b.ops->upload(b.be, in, hin, n * sizeof(float));
+        if (acc) b.ops->upload(b.be, out, hout0, n * sizeof(float));
         b.ops->permute(b.be, out, in, &a);
         res[r] = tf_test_falloc(n);
         b_get(b, res[r], out, n);
-        b_free(b, in), b_free(b, out);
+        b_free(b, in0), b_free(b, out0);
     }
-    char shape[128];
-    int len = snprintf(shape, sizeof shape, "dims=(");
+    char shape[160];
+    int len = snprintf(shape, sizeof shape, "level=%d off=%d dims=(", level, off);
     for (int k = 0; k < rank; ++k) len += snprintf(shape + len, sizeof shape - len, "%s%d", k ? "," : "", dims[k]);
     len += snprintf(shape + len, sizeof shape - len, ") perm=(");
     for (int k = 0; k < rank; ++k) len += snprintf(shape + len, sizeof shape - len, "%s%d", k ? "," : "", perm[k]);
@@ -505,9 +555,27 @@ static void test_permute(void **state)
         {5, {2, 3, 4, 5, 6}, {4, 2, 0, 3, 1}},
         {6, {2, 1, 3, 2, 4, 3}, {5, 4, 3, 2, 1, 0}},
         {6, {2, 3, 2, 2, 3, 2}, {0, 1, 4, 5, 2, 3}},
+        /* the model's permutes (smaller N) and the kernel2 paths: */
+        {5, {2, 6, 32, 6, 32}, {0, 1, 3, 2, 4}}, /* outer product mean: rows, float4 */
+        {5, {1, 4, 8, 4, 8}, {0, 1, 3, 2, 4}},   /* short rows: float4 gather */
+        {5, {2, 3, 40, 5, 12}, {0, 1, 3, 2, 4}}, /* 3 float4s per run */
+        {4, {2, 30, 5, 3}, {0, 2, 1, 3}},        /* runs of 3 floats: scalar rows */
+        {4, {1, 20, 24, 16}, {0, 2, 1, 3}},      /* [B,N,N,C] swap of i and j */
+        {4, {2, 7, 9, 8}, {0, 2, 1, 3}},
+        {3, {40, 3, 8}, {1, 0, 2}},              /* rank 3 rows (P = 1) */
+        {6, {2, 3, 4, 3, 2, 8}, {3, 0, 1, 4, 2, 5}}, /* fused q/k/v to heads: gather */
+        {4, {2, 33, 17, 40}, {0, 3, 1, 2}},      /* triangle mult: to channels first */
+        {4, {1, 64, 64, 64}, {0, 3, 1, 2}},
+        {4, {1, 64, 64, 64}, {0, 2, 3, 1}},      /* and back */
+        {4, {2, 40, 33, 17}, {0, 2, 3, 1}},
+        {2, {130, 67}, {1, 0}},
     };
     for (size_t k = 0; k < sizeof c / sizeof c[0]; ++k)
-        for (int acc = 0; acc < 2; ++acc) perm_case(c[k].rank, c[k].dims, c[k].perm, acc);
+        for (int acc = 0; acc < 2; ++acc) {
+            perm_case(g_cu1, 1, c[k].rank, c[k].dims, c[k].perm, acc, 0);
+            perm_case(g_cu3, 3, c[k].rank, c[k].dims, c[k].perm, acc, 0);
+            perm_case(g_cu3, 3, c[k].rank, c[k].dims, c[k].perm, acc, 1);
+        }
     done();
 }
 

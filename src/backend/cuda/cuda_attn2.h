@@ -44,10 +44,10 @@ static inline int tf_attn2_class(int L, int dm)
  * trade occupancy for hoisted loads; chosen as the largest without spills
  * (nvcc -Xptxas -v). Forward and backward use the same classes. */
 #ifndef TF_ATTN2_MINB_T16
-#define TF_ATTN2_MINB_T16 8 /*  64 threads: <= 128 registers */
+#define TF_ATTN2_MINB_T16 6 /*  64 threads: <= 168 registers */
 #endif
 #ifndef TF_ATTN2_MINB_T32
-#define TF_ATTN2_MINB_T32 4 /* 128 threads: <= 128 registers */
+#define TF_ATTN2_MINB_T32 3 /* 128 threads: <= 168 registers */
 #endif
 #ifndef TF_ATTN2_MINB_T64
 #define TF_ATTN2_MINB_T64 2 /* 256 threads: <= 128 registers */
@@ -108,8 +108,10 @@ __device__ __forceinline__ void tf_attn2_load(float (*T)[LD], const float *base,
     }
 }
 
-/* s[ii][jj] = sum_c A[ty + NY*ii][c] * B[tx + NX*jj][c], c = 0..DM-1 in order */
-template <int DM, int TM, int TN, int NY, int NX, int LD>
+/* s[ii][jj] = sum_c A[ty + NY*ii][c] * B[tx + NX*jj][c], c = 0..DM-1 in order.
+ * UNR: chunks of 4 channels unrolled (how far the compiler hoists loads, hence
+ * registers; the values do not depend on it). */
+template <int DM, int TM, int TN, int NY, int NX, int LD, int UNR>
 __device__ __forceinline__ void tf_attn2_dots(float (&s)[TM][TN], const float (*A)[LD],
                                               const float (*B)[LD], int ty, int tx)
 {
@@ -117,7 +119,7 @@ __device__ __forceinline__ void tf_attn2_dots(float (&s)[TM][TN], const float (*
     for (int ii = 0; ii < TM; ++ii)
 #pragma unroll
         for (int jj = 0; jj < TN; ++jj) s[ii][jj] = 0.f;
-#pragma unroll
+#pragma unroll UNR
     for (int c = 0; c < DM; c += 4) {
         float4 a4[TM], b4[TN];
 #pragma unroll

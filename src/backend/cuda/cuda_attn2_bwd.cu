@@ -68,8 +68,8 @@ __device__ __forceinline__ void attn_bwd2_scores(const tf_attn_args &a, const fl
     constexpr int NY = BQ / TM, NX = BK / TN, LD = DM + 4;
     const int tid = threadIdx.x, tx = tid % NX, ty = tid / NX, L = a.L;
     float s[TM][TN], dp[TM][TN];
-    tf_attn2_dots<DM, TM, TN, NY, NX, LD>(s, qs, ks, ty, tx);
-    tf_attn2_dots<DM, TM, TN, NY, NX, LD>(dp, dos, vs, ty, tx);
+    tf_attn2_dots<DM, TM, TN, NY, NX, LD, 2>(s, qs, ks, ty, tx);
+    tf_attn2_dots<DM, TM, TN, NY, NX, LD, 2>(dp, dos, vs, ty, tx);
 #pragma unroll
     for (int ii = 0; ii < TM; ++ii) {
         const int r = ty + NY * ii, i = i0 + r;
@@ -376,8 +376,8 @@ __device__ __forceinline__ void attn_bwd2_dbias_body(const tf_attn_args &a, cons
         }
         __syncthreads();
         float s[TM][TN], dp[TM][TN];
-        tf_attn2_dots<DM, TM, TN, NY, NX, LD>(s, qs, ks, ty, tx);
-        tf_attn2_dots<DM, TM, TN, NY, NX, LD>(dp, dos, vs, ty, tx);
+        tf_attn2_dots<DM, TM, TN, NY, NX, LD, 2>(s, qs, ks, ty, tx);
+        tf_attn2_dots<DM, TM, TN, NY, NX, LD, 2>(dp, dos, vs, ty, tx);
 #pragma unroll
         for (int ii = 0; ii < TM; ++ii) {
             const int r = ty + NY * ii;
@@ -420,13 +420,15 @@ extern "C" __global__ void attn_bwd_dbias_reduce_kernel2(tf_attn_args a, const f
     }
 }
 
-#define TF_ATTN2_BWD(DM, BQ, BK, TM, TN, MINB)                                                     \
-    extern "C" __global__ void __launch_bounds__((BQ / TM) * (BK / TN), MINB)                     \
+#define TF_ATTN2_BWD(DM, BQ, BK, TM, TN, MINB)                                               \
+    extern "C" __global__ void __launch_bounds__((BQ / TM) * (BK / TN), MINB)               \
         attn_bwd_kernel2_d##DM##_t##BK(tf_attn_args a, int vec, int fuse_dq)               \
     {                                                                                      \
         attn_bwd2_body<DM, BQ, BK, TM, TN>(a, vec, fuse_dq);                               \
-    }                                                                                      \
-    extern "C" __global__ void __launch_bounds__((BQ / TM) * (BK / TN), MINB)                     \
+    }
+/* the separate dQ pass exists where L can exceed BK: t64, and t32 for DM 64 */
+#define TF_ATTN2_BWDQ(DM, BQ, BK, TM, TN, MINB)                                              \
+    extern "C" __global__ void __launch_bounds__((BQ / TM) * (BK / TN), MINB)               \
         attn_bwd_dq_kernel2_d##DM##_t##BK(tf_attn_args a, int vec)                         \
     {                                                                                      \
         attn_bwd2_dq_body<DM, BQ, BK, TM, TN>(a, vec);                                     \
@@ -439,6 +441,9 @@ TF_ATTN2_BWD(32, 32, 32, 2, 4, TF_ATTN2_MINB_T32)
 TF_ATTN2_BWD(64, 32, 32, 2, 4, TF_ATTN2_MINB_T32)
 TF_ATTN2_BWD(16, 32, 64, 2, 4, TF_ATTN2_MINB_T64)
 TF_ATTN2_BWD(32, 32, 64, 2, 4, TF_ATTN2_MINB_T64)
+TF_ATTN2_BWDQ(64, 32, 32, 2, 4, TF_ATTN2_MINB_T32)
+TF_ATTN2_BWDQ(16, 32, 64, 2, 4, TF_ATTN2_MINB_T64)
+TF_ATTN2_BWDQ(32, 32, 64, 2, 4, TF_ATTN2_MINB_T64)
 
 #define TF_ATTN2_DBIAS(DM)                                                                   \
     extern "C" __global__ void __launch_bounds__(DB2_NT)                                    \
@@ -478,11 +483,9 @@ extern "C" void tf_cu_attn_bwd2(tf_backend *be, const tf_attn_args *a)
     const long nkt = (a->L + BK - 1) / BK, nqt = (a->L + BQ - 1) / BQ;
     const int fuse = nkt == 1;
     const dim3 gk((unsigned)(bh * nkt)), gq((unsigned)(bh * nqt)), blk(NT);
-#define BWD2(DM, T)                                                                           \
-    do {                                                                                      \
-        TF_LAUNCH(attn_bwd_kernel2_d##DM##_t##T, gk, blk, be->stream, *a, vec, fuse);         \
-        if (!fuse) TF_LAUNCH(attn_bwd_dq_kernel2_d##DM##_t##T, gq, blk, be->stream, *a, vec);  \
-    } while (0)
+#define BWD2(DM, T) TF_LAUNCH(attn_bwd_kernel2_d##DM##_t##T, gk, blk, be->stream, *a, vec, fuse)
+#define BWDQ(DM, T) TF_LAUNCH(attn_bwd_dq_kernel2_d##DM##_t##T, gq, blk, be->stream, *a, vec)
+    /* fuse is 1 for t16, and for t32 unless DM is 64 (then L <= BK) */
     if (cls == 16) {
         if (dm == 16) BWD2(16, 16);
         else if (dm == 32) BWD2(32, 16);
@@ -490,12 +493,19 @@ extern "C" void tf_cu_attn_bwd2(tf_backend *be, const tf_attn_args *a)
     } else if (cls == 32) {
         if (dm == 16) BWD2(16, 32);
         else if (dm == 32) BWD2(32, 32);
-        else BWD2(64, 32);
+        else {
+            BWD2(64, 32);
+            if (!fuse) BWDQ(64, 32);
+        }
+    } else if (dm == 16) {
+        BWD2(16, 64);
+        if (!fuse) BWDQ(16, 64);
     } else {
-        if (dm == 16) BWD2(16, 64);
-        else BWD2(32, 64);
+        BWD2(32, 64);
+        if (!fuse) BWDQ(32, 64);
     }
 #undef BWD2
+#undef BWDQ
     if (!a->dbias) return;
     const int nchunk = dbias_chunks(a);
     float *part = nchunk > 1 ? be->scratch : NULL;

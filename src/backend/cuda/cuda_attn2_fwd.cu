@@ -63,7 +63,7 @@ __device__ __forceinline__ void attn_fwd2_body(const tf_attn_args &a, const int 
         __syncthreads();
 
         float s[TM][TN];
-        tf_attn2_dots<DM, TM, TN, NY, NX, LD>(s, qs, ks, ty, tx);
+        tf_attn2_dots<DM, TM, TN, NY, NX, LD, DM / 4>(s, qs, ks, ty, tx);
 #pragma unroll
         for (int ii = 0; ii < TM; ++ii) {
             const int r = ty + NY * ii, i = i0 + r;

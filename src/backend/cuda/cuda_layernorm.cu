@@ -9,12 +9,21 @@
  * Backward: dgamma/dbeta are reduced deterministically without atomics:
  * layernorm_bwd_dparams_kernel1 writes per-chunk column sums into the backend's
  * fixed scratch area, layernorm_bwd_dparams_reduce_kernel1 adds the chunks in
- * order. They run before dx is written, so dx may even alias dout. */
+ * order. They run before dx is written, so dx may even alias dout.
+ * Level 3 with C <= 128 fuses them into the dx pass: layernorm_bwd_kernel2
+ * (one warp per row, as layernorm_bwd_dx_kernel2; each lane also sums its
+ * channels' dout*xhat and dout over the block's rows in registers, the warps'
+ * sums are added in warp order and one partial row per block goes to the
+ * scratch area) and layernorm_bwd_dparams_reduce_kernel2 (32 x 32 threads per
+ * 32 channels: strided partial rows, then the 32 sums in order). Two launches
+ * instead of three. A warp reads its whole row before writing its dx, so dx
+ * may still alias dout. */
 #include "cuda_common.h"
 
 #define LN1_THREADS 128
 #define LN2_THREADS 256 /* 8 rows per block */
 #define LN2_CACHE 4     /* values per lane held in registers: C <= 128 */
+#define LN2_ROWS_PER_BLOCK 16 /* layernorm_bwd_kernel2: 2 rows per warp */
 
 /* ---- forward ---------------------------------------------------------------- */
 extern "C" __global__ void __launch_bounds__(LN1_THREADS)
@@ -223,6 +232,99 @@ extern "C" __global__ void layernorm_bwd_dparams_reduce_kernel1(float *dgamma, f
     if (dbeta) dbeta[c0 + cl] += tb;
 }
 
+/* ---- backward, level 3: dx and dgamma/dbeta partials in one pass (C <= 128) ----
+ * Block b handles rows [b*rpb, (b+1)*rpb), warp w the rows w, w+8, ... of it.
+ * Writes part[b*C + c] (dgamma) and part[(nblk + b)*C + c] (dbeta). */
+extern "C" __global__ void __launch_bounds__(LN2_THREADS)
+layernorm_bwd_kernel2(float *dx, float *part, const float *dout, const float *x, const float *mean,
+                      const float *rstd, const float *gamma, long rows, int C, int accumulate,
+                      long rpb)
+{
+    constexpr int NW = LN2_THREADS / 32;
+    __shared__ float sg[NW][32 * LN2_CACHE], sb[NW][32 * LN2_CACHE];
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const long r0 = (long)blockIdx.x * rpb;
+    const long r1 = r0 + rpb < rows ? r0 + rpb : rows;
+    float ag[LN2_CACHE], ab[LN2_CACHE];
+#pragma unroll
+    for (int k = 0; k < LN2_CACHE; ++k) ag[k] = 0.f, ab[k] = 0.f;
+    for (long r = r0 + w; r < r1; r += NW) { /* warp-uniform */
+        const float mu = mean[r], rs = rstd[r];
+        const float *xr = x + r * C, *dr = dout + r * C;
+        float dv[LN2_CACHE], gv[LN2_CACHE], xh[LN2_CACHE];
+        float sgs = 0.f, sgx = 0.f;
+#pragma unroll
+        for (int k = 0; k < LN2_CACHE; ++k) {
+            const int c = lane + 32 * k;
+            dv[k] = c < C ? dr[c] : 0.f;
+            gv[k] = c < C ? dv[k] * gamma[c] : 0.f;
+            xh[k] = c < C ? (xr[c] - mu) * rs : 0.f;
+            sgs += gv[k];
+            sgx += gv[k] * xh[k];
+            ag[k] += dv[k] * xh[k]; /* rows in order per lane */
+            ab[k] += dv[k];
+        }
+        if (dx) {
+            const float mg = tf_warp_sum(sgs) / C, mgx = tf_warp_sum(sgx) / C;
+            float *dxr = dx + r * C;
+#pragma unroll
+            for (int k = 0; k < LN2_CACHE; ++k) {
+                const int c = lane + 32 * k;
+                if (c < C) {
+                    const float v = rs * (gv[k] - mg - xh[k] * mgx);
+                    dxr[c] = accumulate ? dxr[c] + v : v;
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < LN2_CACHE; ++k) {
+        sg[w][lane + 32 * k] = ag[k];
+        sb[w][lane + 32 * k] = ab[k];
+    }
+    __syncthreads();
+    const long nblk = gridDim.x;
+    for (int c = threadIdx.x; c < C; c += LN2_THREADS) {
+        float tg = 0.f, tb = 0.f;
+#pragma unroll
+        for (int k = 0; k < NW - 1; ++k) { /* warp order */
+            tg += sg[k][c];
+            tb += sb[k][c];
+        }
+        part[(long)blockIdx.x * C + c] = tg;
+        part[(nblk + blockIdx.x) * C + c] = tb;
+    }
+}
+
+/* dgamma[c] += sum_b part[b*C + c], dbeta likewise: block (32, 32) per 32
+ * channels; thread (tx, ty) sums rows ty, ty+32, ... in order, then thread
+ * (tx, 0) adds the 32 sums in ty order. */
+extern "C" __global__ void __launch_bounds__(1024)
+layernorm_bwd_dparams_reduce_kernel2(float *dgamma, float *dbeta, const float *part, int C,
+                                     int nblk)
+{
+    __shared__ float sg[32][33], sb[32][33];
+    const int tx = threadIdx.x, ty = threadIdx.y, c = blockIdx.x * 32 + tx;
+    float tg = 0.f, tb = 0.f;
+    if (c < C)
+        for (int b = ty; b < nblk; b += 32) {
+            tg += part[(long)b * C + c];
+            tb += part[((long)nblk + b) * C + c];
+        }
+    sg[ty][tx] = tg;
+    sb[ty][tx] = tb;
+    __syncthreads();
+    if (ty == 0 && c < C) {
+        float g = 0.f, h = 0.f;
+        for (int k = 0; k < 32; ++k) {
+            g += sg[k][tx];
+            h += sb[k][tx];
+        }
+        if (dgamma) dgamma[c] += g;
+        if (dbeta) dbeta[c] += h;
+    }
+}
+
 /* ---- host wrappers -------------------------------------------------------------- */
 extern "C" void tf_cu_layernorm_fwd(tf_backend *be, float *out, float *mean, float *rstd,
                                     const float *x, const float *gamma, const float *beta,
@@ -248,6 +350,20 @@ extern "C" void tf_cu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, fl
                                     int accumulate)
 {
     if (rows <= 0 || C <= 0) return;
+    if (be->kernel_level >= 3 && C <= 32 * LN2_CACHE && (dgamma || dbeta)) {
+        /* rows per block: 16 (2 per warp), more when the partial rows would not
+         * fit the scratch area; a function of (rows, C) only */
+        long rpb = LN2_ROWS_PER_BLOCK;
+        const long maxblk = (long)(TF_CU_SCRATCH_FLOATS / (2 * (size_t)C));
+        if ((rows + rpb - 1) / rpb > maxblk) rpb = ((rows + maxblk - 1) / maxblk + 7) / 8 * 8;
+        const long nblk = (rows + rpb - 1) / rpb;
+        TF_LAUNCH(layernorm_bwd_kernel2, dim3((unsigned)nblk), dim3(LN2_THREADS), be->stream, dx,
+                  be->scratch, dout, x, mean, rstd, gamma, rows, C, accumulate, rpb);
+        TF_LAUNCH(layernorm_bwd_dparams_reduce_kernel2, dim3((unsigned)((C + 31) / 32)),
+                  dim3(32, 32), be->stream, dgamma, dbeta, (const float *)be->scratch, C,
+                  (int)nblk);
+        return;
+    }
     if (dgamma || dbeta) {
         /* chunking depends only on (rows, C): the sum order is fixed per shape */
         long nchunks = (rows + DP_ROWS_PER_CHUNK - 1) / DP_ROWS_PER_CHUNK;

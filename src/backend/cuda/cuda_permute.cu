@@ -5,21 +5,16 @@
  * adjacent, in order, in the input. What is left is either a copy, a batched
  * 2-D transpose ([P, R, S] -> [P, S, R], e.g. (0,3,1,2) on [B,X,Y,C]) done
  * with 32x32 shared-memory tiles, or the generic kernel, which walks the
- * output contiguously and gathers from the input. */
+ * output contiguously and gathers from the input. Kernel level 3 first tries
+ * the kernel2 versions (cuda_permute2.cu). */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cuda_common.h"
+#include "cuda_permute.h"
 
 #define PM_THREADS 256
 #define TP_TILE 32
 #define TP_ROWS 8
-
-typedef struct {
-    int rank;
-    long odims[6];    /* output dims */
-    long istride[6];  /* input stride of output axis a */
-} tf_cu_perm;
 
 extern "C" __global__ void permute_kernel1(float *out, const float *in, tf_cu_perm p, long total,
                                            int accumulate)
@@ -109,6 +104,7 @@ extern "C" void tf_cu_permute(tf_backend *be, float *out, const float *in,
                                           cudaMemcpyDeviceToDevice, be->stream));
         return;
     }
+    if (be->kernel_level >= 3 && tf_cu_permute2(be, out, in, &p, total, a->accumulate)) return;
     /* batched transpose: out axes (P, S, R) with input strides (R*S, 1, S) */
     const int nt = n - 2;
     const long S = p.odims[nt], R = p.odims[nt + 1];

@@ -6,6 +6,7 @@
 #include <ucontext.h>
 
 #include <map>
+#include <string>
 #include <vector>
 
 uint3 threadIdx, blockIdx;
@@ -116,8 +117,20 @@ void run_block()
     g_cur = -1;
 }
 
+/* HOSTEMU_KERNELS=1: at exit, how often each kernel ran (which versions a
+ * test reached) */
+struct LaunchCounts {
+    std::map<std::string, long> n;
+    ~LaunchCounts()
+    {
+        if (!getenv("HOSTEMU_KERNELS")) return;
+        for (auto &kv : n) fprintf(stderr, "hostemu: kernel %s: %ld launches\n", kv.first.c_str(), kv.second);
+    }
+} g_counts;
+
 void run_grid(const char *name, dim3 grid, dim3 block, const std::function<void()> &body)
 {
+    g_counts.n[name]++;
     const long n = (long)block.x * block.y * block.z;
     if (n < 1 || n > 1024 || block.z > 64) emu_die("invalid block size");
     if (grid.y > 65535 || grid.z > 65535) emu_die("grid.y/grid.z over 65535");
