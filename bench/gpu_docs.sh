@@ -18,7 +18,6 @@ run prof_v1_sel profile --backend cuda --impl v1 --num-steps 3 --selected-region
 run prof_v2 profile --backend cuda --impl v2 --num-steps 10 --out "$D/prof_v2"
 run prof_v3 profile --backend cuda --impl v3 --num-steps 10 --out "$D/prof_v3"
 run prof_v3g profile --backend cuda --impl v3 --graph --num-steps 10 --out "$D/prof_v3g"
-run prof_v1_cnt profile --backend cuda --impl v1 --num-steps 3 --counters layernorm_bwd --out "$D/prof_v1_cnt"
 run mem_v1 train --backend cuda --impl v1 --num-steps 10 --enable-memory-profiling --quiet
 run mem_v2 train --backend cuda --impl v2 --num-steps 10 --enable-memory-profiling --quiet
 run mem_v2_off train --backend cuda --impl v2 --disable-all-fusion --num-steps 10 --enable-memory-profiling --quiet
