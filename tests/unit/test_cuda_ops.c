@@ -20,6 +20,7 @@
  * 32u for dg = dy*a*s*(1-s), where 1-s loses up to 4 more bits as s -> 1.
  * Other per-op reasons sit next to each check. TF32 GEMMs: 5e-3 (TF32 keeps
  * 10 mantissa bits: 2^-11 ~ 4.9e-4 per input, and K-term sums of those). */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -41,7 +42,9 @@ typedef struct {
     const tf_ops *ops;
 } bk;
 
-static bk g_cpu, g_cu1, g_cu3, g_tf32; /* CPU; CUDA kernel level 1 and 3; CUDA TF32 */
+/* CPU; CUDA kernel level 1 and 3; level 3 with the attention kernel2 for
+ * L > 32 instead of kernel3 (TF_CUDA_ATTN_KERNEL=2); CUDA TF32 */
+static bk g_cpu, g_cu1, g_cu3, g_cu3k2, g_tf32;
 static int g_fail;
 
 static double tol_sum(double K) { return (3.0 * sqrt(K) + 4.0) * U; }
@@ -421,8 +424,8 @@ static double attn_smax_qk(const ashape *s, const tf_attn_view *q, const tf_attn
     return m;
 }
 
-/* CPU, then the CUDA backend `cu` (kernel level `level`) twice */
-static void attn_case(bk cu, int level, ashape s)
+/* CPU, then the CUDA backend `cu` twice; `ver` names its kernel version */
+static void attn_case(bk cu, const char *ver, ashape s)
 {
     const int C = s.nh * s.d;
     const size_t rows = (size_t)s.nb * s.no * s.L, nrow = (size_t)s.nb * s.no * s.nh * s.L;
@@ -443,8 +446,8 @@ static void attn_case(bk cu, int level, ashape s)
      * relative error of P); outputs: L-term sums of P v */
     const double tf = (3 * sqrt((double)s.L) + 3 * sqrt((double)s.d) * (1 + smax) + 8) * U;
     char shape[160];
-    snprintf(shape, sizeof shape, "level=%d nb=%d no=%d nh=%d L=%d d=%d layout=%d bias=%d off=%d",
-             level, s.nb, s.no, s.nh, s.L, s.d, s.layout, s.bias, s.off);
+    snprintf(shape, sizeof shape, "%s nb=%d no=%d nh=%d L=%d d=%d layout=%d bias=%d off=%d", ver,
+             s.nb, s.no, s.nh, s.L, s.d, s.layout, s.bias, s.off);
     check("attn_fwd.out", shape, out[1], out[0], rows * C, tf);
     check("attn_fwd.lse", shape, lse[1], lse[0], nrow, tf);
     /* backward: dS = P (dout.v - D) then a d- or L-term sum: two chained sums */
@@ -472,10 +475,11 @@ static void test_attention(void **state)
         {1, 2, 1, 33, 64, 1, 1, 0}, {1, 1, 1, 70, 8, 0, 1, 0},  {1, 2, 2, 130, 32, 2, 1, 0},
         {1, 1, 3, 17, 2, 1, 2, 0},
     };
-    /* kernel2: the model's shapes (fewer batches / rows) and its tile classes
+    /* level 3: the model's shapes (fewer batches / rows) and the tile classes
      * (t16: L <= 16, t32: L <= 32 or d > 32, t64: L > 32 with one key tile up
      * to L = 64, two (and the separate dQ pass) beyond), at odd L and d, with
-     * and without 16-byte alignment */
+     * and without 16-byte alignment; t64 runs kernel3, and kernel2 on the
+     * backend made with TF_CUDA_ATTN_KERNEL=2 */
     static const ashape lv3[] = {
         {1, 4, 4, 64, 32, 1, 0, 0},   /* triangle starting: fused qkv, row-wise */
         {1, 4, 4, 64, 32, 2, 0, 0},   /* triangle ending: column-wise */
@@ -492,12 +496,16 @@ static void test_attention(void **state)
         {1, 2, 2, 17, 16, 0, 1, 0},   {1, 2, 2, 32, 64, 1, 2, 0}, {1, 2, 2, 33, 32, 2, 1, 0},
         {1, 2, 1, 65, 32, 1, 1, 0},   {1, 2, 2, 64, 32, 1, 1, 2}, {1, 3, 1, 48, 64, 0, 1, 1},
         {1, 2, 2, 32, 32, 2, 1, 0},   {1, 2, 2, 29, 24, 1, 2, 0},
+        {3, 17, 3, 64, 16, 1, 1, 0},  /* dbias: 9 chunks of 2 (the last 1) o each */
     };
     for (size_t k = 0; k < sizeof both / sizeof both[0]; ++k) {
-        attn_case(g_cu1, 1, both[k]);
-        attn_case(g_cu3, 3, both[k]);
+        attn_case(g_cu1, "level=1", both[k]);
+        attn_case(g_cu3, "level=3", both[k]);
     }
-    for (size_t k = 0; k < sizeof lv3 / sizeof lv3[0]; ++k) attn_case(g_cu3, 3, lv3[k]);
+    for (size_t k = 0; k < sizeof lv3 / sizeof lv3[0]; ++k) {
+        attn_case(g_cu3, "level=3", lv3[k]);
+        if (lv3[k].L > 32 && lv3[k].d <= 32) attn_case(g_cu3k2, "level=3(kernel2)", lv3[k]);
+    }
     done();
 }
 
@@ -947,12 +955,15 @@ static int group_setup(void **state)
     char err[256];
     memset(&o, 0, sizeof o);
     if (tf_test_cpu_backend(&g_cpu.be, &g_cpu.ops)) return 1;
-    bk *cu[3] = {&g_cu1, &g_cu3, &g_tf32};
-    const int level[3] = {1, 3, 3}, tf32[3] = {0, 0, 1};
-    for (int k = 0; k < 3; ++k) {
+    bk *cu[4] = {&g_cu1, &g_cu3, &g_cu3k2, &g_tf32};
+    const int level[4] = {1, 3, 3, 3}, tf32[4] = {0, 0, 0, 1};
+    for (int k = 0; k < 4; ++k) {
         o.kernel_level = level[k];
         o.tf32 = tf32[k];
-        if (tf_cuda_backend_create(&cu[k]->be, &cu[k]->ops, &o, err, sizeof err)) {
+        if (cu[k] == &g_cu3k2) setenv("TF_CUDA_ATTN_KERNEL", "2", 1); /* read at create */
+        const int rc = tf_cuda_backend_create(&cu[k]->be, &cu[k]->ops, &o, err, sizeof err);
+        unsetenv("TF_CUDA_ATTN_KERNEL");
+        if (rc) {
             fprintf(stderr, "cuda backend: %s\n", err);
             return 1;
         }
@@ -965,6 +976,7 @@ static int group_teardown(void **state)
     (void)state;
     tf_cuda_backend_destroy(g_cu1.be);
     tf_cuda_backend_destroy(g_cu3.be);
+    tf_cuda_backend_destroy(g_cu3k2.be);
     tf_cuda_backend_destroy(g_tf32.be);
     tf_cpu_backend_destroy(g_cpu.be);
     return 0;

@@ -1,5 +1,5 @@
-/* Shared by the register-tiled attention kernels (kernel2: cuda_attn2_fwd.cu,
- * cuda_attn2_bwd.cu), used at kernel level 3.
+/* Shared by the register-tiled attention kernels (kernel2 and kernel3:
+ * cuda_attn2_fwd.cu, cuda_attn2_bwd.cu), used at kernel level 3.
  *
  * A block works on one (b, o, h) and a tile of queries (forward) or keys
  * (backward). Operand tiles sit in shared memory row-major with rows padded to
@@ -12,9 +12,19 @@
  *
  * Padded head size DM is 16, 32 or 64 (channels d..DM-1 are zero in every
  * tile, adding exact zeros). Dot products run over c = 0..DM-1 in order with
- * fmaf, identically in every kernel2, and scores are fmaf(scale, q.k, bias),
+ * fmaf, identically in every kernel2/3, and scores are fmaf(scale, q.k, bias),
  * so the backward's recomputed P = exp(S - lse) matches the forward's.
- * Every sum has a fixed order: results are bitwise reproducible. */
+ * Every sum has a fixed order: results are bitwise reproducible.
+ *
+ * Shared memory delivers 32 floats per clock per SM against 128 FMAs, so the
+ * register tile decides the speed: a TM x TN tile loads TM + TN floats per
+ * TM*TN FMAs. kernel2 (4x4 forward, 2x4 backward, 256 threads) is bound by
+ * shared-memory bandwidth at ~40% / ~30% of the FMA rate; kernel3, the
+ * default for L > 32 (the triangle and MSA row attention), uses the same
+ * code with 8x8 (forward) and 4x8 scores, 8x4 dK/dV, 4x4 dQ (backward) per
+ * thread in 64-thread blocks (~80% / ~60% by the same count).
+ * TF_CUDA_ATTN_KERNEL=2 in the environment at backend creation selects
+ * kernel2 there instead, for A/B measurements (bench/cuda_kernels.cu). */
 #ifndef TF_CUDA_ATTN2_H
 #define TF_CUDA_ATTN2_H
 
@@ -51,6 +61,14 @@ static inline int tf_attn2_class(int L, int dm)
 #endif
 #ifndef TF_ATTN2_MINB_T64
 #define TF_ATTN2_MINB_T64 2 /* 256 threads: <= 128 registers */
+#endif
+/* kernel3 (64 threads, 8x8 / 4x8 register tiles): forward <= 168 registers,
+ * backward <= 255 (4 blocks per SM, as its 46 KB of shared memory allow) */
+#ifndef TF_ATTN3_MINB_FWD
+#define TF_ATTN3_MINB_FWD 5
+#endif
+#ifndef TF_ATTN3_MINB_BWD
+#define TF_ATTN3_MINB_BWD 4
 #endif
 
 static inline int tf_attn2_aligned(const void *p) { return ((uintptr_t)p & 15u) == 0; }

@@ -20,7 +20,9 @@
  *   go to the backend's scratch and attn_bwd_dbias_reduce_kernel2 adds them
  *   in chunk order. The chunking depends on the shape only.
  * Tile classes as in the forward (tf_attn2_class): t16 BQ=BK=16, 64 threads;
- * t32 BQ=BK=32, 128 threads; t64 BQ=32, BK=64, 256 threads. */
+ * t32 BQ=BK=32, 128 threads; t64 BQ=32, BK=64: kernel3 (default) 64 threads
+ * with 4x8 scores, 8x4 dK/dV and 4x4 dQ per thread; kernel2 256 threads with
+ * 2x4, 2x4 and 1x4. */
 #include <math.h>
 
 #include "cuda_attn2.h"
@@ -144,7 +146,7 @@ struct tf_attn2_split {
     static constexpr int NCQ = DM / TQC, NQ = NT / NCQ;
     static_assert(KE * NT == BK * DM && NJ * TJ == BK && NC * NJ == NT, "key split");
     static_assert(QE * NT == BQ * DM && NQ * TQM == BQ && NCQ * NQ == NT, "dq split");
-    static_assert(TJ == 1 || TJ == 2 || TJ == 4, "keys per thread");
+    static_assert(TJ == 1 || TJ == 2 || TJ % 4 == 0, "keys per thread");
 };
 
 /* ---- dK, dV (and dQ when the block holds every key), D ---- */
@@ -420,30 +422,35 @@ extern "C" __global__ void attn_bwd_dbias_reduce_kernel2(tf_attn_args a, const f
     }
 }
 
-#define TF_ATTN2_BWD(DM, BQ, BK, TM, TN, MINB)                                               \
+#define TF_ATTN2_BWD(VER, DM, BQ, BK, TM, TN, MINB)                                          \
     extern "C" __global__ void __launch_bounds__((BQ / TM) * (BK / TN), MINB)               \
-        attn_bwd_kernel2_d##DM##_t##BK(tf_attn_args a, int vec, int fuse_dq)               \
+        attn_bwd_kernel##VER##_d##DM##_t##BK(tf_attn_args a, int vec, int fuse_dq)         \
     {                                                                                      \
         attn_bwd2_body<DM, BQ, BK, TM, TN>(a, vec, fuse_dq);                               \
     }
 /* the separate dQ pass exists where L can exceed BK: t64, and t32 for DM 64 */
-#define TF_ATTN2_BWDQ(DM, BQ, BK, TM, TN, MINB)                                              \
+#define TF_ATTN2_BWDQ(VER, DM, BQ, BK, TM, TN, MINB)                                         \
     extern "C" __global__ void __launch_bounds__((BQ / TM) * (BK / TN), MINB)               \
-        attn_bwd_dq_kernel2_d##DM##_t##BK(tf_attn_args a, int vec)                         \
+        attn_bwd_dq_kernel##VER##_d##DM##_t##BK(tf_attn_args a, int vec)                   \
     {                                                                                      \
         attn_bwd2_dq_body<DM, BQ, BK, TM, TN>(a, vec);                                     \
     }
-TF_ATTN2_BWD(16, 16, 16, 2, 2, TF_ATTN2_MINB_T16)
-TF_ATTN2_BWD(32, 16, 16, 2, 2, TF_ATTN2_MINB_T16)
-TF_ATTN2_BWD(64, 16, 16, 2, 2, TF_ATTN2_MINB_T16)
-TF_ATTN2_BWD(16, 32, 32, 2, 4, TF_ATTN2_MINB_T32)
-TF_ATTN2_BWD(32, 32, 32, 2, 4, TF_ATTN2_MINB_T32)
-TF_ATTN2_BWD(64, 32, 32, 2, 4, TF_ATTN2_MINB_T32)
-TF_ATTN2_BWD(16, 32, 64, 2, 4, TF_ATTN2_MINB_T64)
-TF_ATTN2_BWD(32, 32, 64, 2, 4, TF_ATTN2_MINB_T64)
-TF_ATTN2_BWDQ(64, 32, 32, 2, 4, TF_ATTN2_MINB_T32)
-TF_ATTN2_BWDQ(16, 32, 64, 2, 4, TF_ATTN2_MINB_T64)
-TF_ATTN2_BWDQ(32, 32, 64, 2, 4, TF_ATTN2_MINB_T64)
+TF_ATTN2_BWD(2, 16, 16, 16, 2, 2, TF_ATTN2_MINB_T16)
+TF_ATTN2_BWD(2, 32, 16, 16, 2, 2, TF_ATTN2_MINB_T16)
+TF_ATTN2_BWD(2, 64, 16, 16, 2, 2, TF_ATTN2_MINB_T16)
+TF_ATTN2_BWD(2, 16, 32, 32, 2, 4, TF_ATTN2_MINB_T32)
+TF_ATTN2_BWD(2, 32, 32, 32, 2, 4, TF_ATTN2_MINB_T32)
+TF_ATTN2_BWD(2, 64, 32, 32, 2, 4, TF_ATTN2_MINB_T32)
+TF_ATTN2_BWD(2, 16, 32, 64, 2, 4, TF_ATTN2_MINB_T64)
+TF_ATTN2_BWD(2, 32, 32, 64, 2, 4, TF_ATTN2_MINB_T64)
+TF_ATTN2_BWDQ(2, 64, 32, 32, 2, 4, TF_ATTN2_MINB_T32)
+TF_ATTN2_BWDQ(2, 16, 32, 64, 2, 4, TF_ATTN2_MINB_T64)
+TF_ATTN2_BWDQ(2, 32, 32, 64, 2, 4, TF_ATTN2_MINB_T64)
+/* kernel3: 4 x 8 scores, 8 keys x 4 channels of dK/dV per thread, 64 threads */
+TF_ATTN2_BWD(3, 16, 32, 64, 4, 8, TF_ATTN3_MINB_BWD)
+TF_ATTN2_BWD(3, 32, 32, 64, 4, 8, TF_ATTN3_MINB_BWD)
+TF_ATTN2_BWDQ(3, 16, 32, 64, 4, 8, TF_ATTN3_MINB_BWD)
+TF_ATTN2_BWDQ(3, 32, 32, 64, 4, 8, TF_ATTN3_MINB_BWD)
 
 #define TF_ATTN2_DBIAS(DM)                                                                   \
     extern "C" __global__ void __launch_bounds__(DB2_NT)                                    \
@@ -485,6 +492,11 @@ extern "C" void tf_cu_attn_bwd2(tf_backend *be, const tf_attn_args *a)
     const dim3 gk((unsigned)(bh * nkt)), gq((unsigned)(bh * nqt)), blk(NT);
 #define BWD2(DM, T) TF_LAUNCH(attn_bwd_kernel2_d##DM##_t##T, gk, blk, be->stream, *a, vec, fuse)
 #define BWDQ(DM, T) TF_LAUNCH(attn_bwd_dq_kernel2_d##DM##_t##T, gq, blk, be->stream, *a, vec)
+#define BWD3(DM)                                                                              \
+    do {                                                                                      \
+        TF_LAUNCH(attn_bwd_kernel3_d##DM##_t64, gk, dim3(64), be->stream, *a, vec, fuse);     \
+        if (!fuse) TF_LAUNCH(attn_bwd_dq_kernel3_d##DM##_t64, gq, dim3(64), be->stream, *a, vec); \
+    } while (0)
     /* fuse is 1 for t16, and for t32 unless DM is 64 (then L <= BK) */
     if (cls == 16) {
         if (dm == 16) BWD2(16, 16);
@@ -497,6 +509,9 @@ extern "C" void tf_cu_attn_bwd2(tf_backend *be, const tf_attn_args *a)
             BWD2(64, 32);
             if (!fuse) BWDQ(64, 32);
         }
+    } else if (be->attn_kernel != 2) {
+        if (dm == 16) BWD3(16);
+        else BWD3(32);
     } else if (dm == 16) {
         BWD2(16, 64);
         if (!fuse) BWDQ(16, 64);
@@ -506,6 +521,7 @@ extern "C" void tf_cu_attn_bwd2(tf_backend *be, const tf_attn_args *a)
     }
 #undef BWD2
 #undef BWDQ
+#undef BWD3
     if (!a->dbias) return;
     const int nchunk = dbias_chunks(a);
     float *part = nchunk > 1 ? be->scratch : NULL;

@@ -10,10 +10,11 @@
  *   contiguous channels (a float4 of P and TC-wide loads of V per key).
  * At the end l is summed over the row's lanes, out = O / l, lse = m + log(l).
  *
- * Tile classes (cuda_attn2.h, tf_attn2_class), named attn_fwd_kernel2_d<DM>_t<BQ>:
+ * Tile classes (cuda_attn2.h, tf_attn2_class), named attn_fwd_kernel<V>_d<DM>_t<BQ>:
  *   t16: BQ = BK = 16, 2x2 per thread,  64 threads (MSA column attention, L = S = 16)
  *   t32: BQ = BK = 32, 2x4 per thread, 128 threads (L <= 32, and DM 64)
- *   t64: BQ = BK = 64, 4x4 per thread, 256 threads (L > 32: triangle, MSA row) */
+ *   t64: BQ = BK = 64 (L > 32: triangle, MSA row): kernel3 8x8 per thread, 64
+ *        threads (default); kernel2 4x4 per thread, 256 threads. */
 #include <math.h>
 
 #include "cuda_attn2.h"
@@ -138,20 +139,23 @@ __device__ __forceinline__ void attn_fwd2_body(const tf_attn_args &a, const int 
     }
 }
 
-#define TF_ATTN2_FWD(DM, BQ, BK, TM, TN, MINB)                                                     \
-    extern "C" __global__ void __launch_bounds__((BQ / TM) * (BK / TN), MINB)                     \
-        attn_fwd_kernel2_d##DM##_t##BQ(tf_attn_args a, int vec)                            \
+#define TF_ATTN2_FWD(VER, DM, BQ, BK, TM, TN, MINB)                                         \
+    extern "C" __global__ void __launch_bounds__((BQ / TM) * (BK / TN), MINB)               \
+        attn_fwd_kernel##VER##_d##DM##_t##BQ(tf_attn_args a, int vec)                      \
     {                                                                                      \
         attn_fwd2_body<DM, BQ, BK, TM, TN>(a, vec);                                        \
     }
-TF_ATTN2_FWD(16, 16, 16, 2, 2, TF_ATTN2_MINB_T16)
-TF_ATTN2_FWD(32, 16, 16, 2, 2, TF_ATTN2_MINB_T16)
-TF_ATTN2_FWD(64, 16, 16, 2, 2, TF_ATTN2_MINB_T16)
-TF_ATTN2_FWD(16, 32, 32, 2, 4, TF_ATTN2_MINB_T32)
-TF_ATTN2_FWD(32, 32, 32, 2, 4, TF_ATTN2_MINB_T32)
-TF_ATTN2_FWD(64, 32, 32, 2, 4, TF_ATTN2_MINB_T32)
-TF_ATTN2_FWD(16, 64, 64, 4, 4, TF_ATTN2_MINB_T64)
-TF_ATTN2_FWD(32, 64, 64, 4, 4, TF_ATTN2_MINB_T64)
+TF_ATTN2_FWD(2, 16, 16, 16, 2, 2, TF_ATTN2_MINB_T16)
+TF_ATTN2_FWD(2, 32, 16, 16, 2, 2, TF_ATTN2_MINB_T16)
+TF_ATTN2_FWD(2, 64, 16, 16, 2, 2, TF_ATTN2_MINB_T16)
+TF_ATTN2_FWD(2, 16, 32, 32, 2, 4, TF_ATTN2_MINB_T32)
+TF_ATTN2_FWD(2, 32, 32, 32, 2, 4, TF_ATTN2_MINB_T32)
+TF_ATTN2_FWD(2, 64, 32, 32, 2, 4, TF_ATTN2_MINB_T32)
+TF_ATTN2_FWD(2, 16, 64, 64, 4, 4, TF_ATTN2_MINB_T64)
+TF_ATTN2_FWD(2, 32, 64, 64, 4, 4, 3) /* 80 registers suffice: 3 blocks per SM */
+/* kernel3: 8 x 8 scores per thread, 64 threads (see cuda_attn2.h) */
+TF_ATTN2_FWD(3, 16, 64, 64, 8, 8, TF_ATTN3_MINB_FWD)
+TF_ATTN2_FWD(3, 32, 64, 64, 8, 8, TF_ATTN3_MINB_FWD)
 
 extern "C" void tf_cu_attn_fwd2(tf_backend *be, const tf_attn_args *a)
 {
@@ -162,6 +166,7 @@ extern "C" void tf_cu_attn_fwd2(tf_backend *be, const tf_attn_args *a)
     const long bh = (long)a->nb * a->no * a->nh;
     const dim3 grid((unsigned)(bh * ((a->L + cls - 1) / cls)));
 #define FWD2(DM, BQ, NT) TF_LAUNCH(attn_fwd_kernel2_d##DM##_t##BQ, grid, dim3(NT), be->stream, *a, vec)
+#define FWD3(DM) TF_LAUNCH(attn_fwd_kernel3_d##DM##_t64, grid, dim3(64), be->stream, *a, vec)
     if (cls == 16) {
         if (dm == 16) FWD2(16, 16, 64);
         else if (dm == 32) FWD2(32, 16, 64);
@@ -170,9 +175,13 @@ extern "C" void tf_cu_attn_fwd2(tf_backend *be, const tf_attn_args *a)
         if (dm == 16) FWD2(16, 32, 128);
         else if (dm == 32) FWD2(32, 32, 128);
         else FWD2(64, 32, 128);
-    } else {
+    } else if (be->attn_kernel == 2) {
         if (dm == 16) FWD2(16, 64, 256);
         else FWD2(32, 64, 256);
+    } else {
+        if (dm == 16) FWD3(16);
+        else FWD3(32);
     }
 #undef FWD2
+#undef FWD3
 }

@@ -13,7 +13,7 @@
  *   attn_bwd_dbias_kernel1  block per (b,h, 32x32 (i,j) tile); loops over o in
  *                           order, recomputing dS from q,k,v,dout tiles
  * P and dS are recomputed, never stored beyond one tile. Kernel levels 1-2;
- * level 3 runs kernel2 (cuda_attn2_bwd.cu). */
+ * level 3 runs kernel2/kernel3 (cuda_attn2_bwd.cu). */
 #include <math.h>
 
 #include "cuda_attn2.h"

@@ -5,7 +5,7 @@
  * tile beside them; each thread keeps its query, its output accumulator and
  * the running max / sum of the online softmax in registers, rescaling once per
  * key tile. Writes out and lse = m + log(l). Kernel levels 1-2; level 3 runs
- * kernel2 (cuda_attn2_fwd.cu). */
+ * kernel2/kernel3 (cuda_attn2_fwd.cu). */
 #include <math.h>
 
 #include "cuda_attn2.h"

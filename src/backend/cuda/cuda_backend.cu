@@ -217,6 +217,10 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
     }
     be->device = dev;
     be->kernel_level = (o && o->kernel_level >= 1 && o->kernel_level <= 3) ? o->kernel_level : 3;
+    {
+        const char *ak = getenv("TF_CUDA_ATTN_KERNEL"); /* developer A/B knob, see cuda_attn2.h */
+        be->attn_kernel = ak && !strcmp(ak, "2") ? 2 : 3;
+    }
     be->tf32 = o ? (o->tf32 != 0) : 0;
     TRY_CUDA(cudaSetDevice(dev));
     TRY_CUDA(cudaDeviceGetAttribute(&be->sm_count, cudaDevAttrMultiProcessorCount, dev));

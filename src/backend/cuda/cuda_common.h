@@ -47,6 +47,8 @@ typedef struct {
 struct tf_backend {
     int device;
     int kernel_level; /* 1..3 */
+    int attn_kernel;  /* level 3, L > 32: attention kernel3 (default) or kernel2
+                         (TF_CUDA_ATTN_KERNEL=2 at create: for A/B benchmarks) */
     int tf32;
     int sm_count;
     cudaStream_t stream;

@@ -287,7 +287,7 @@ layernorm_bwd_kernel2(float *dx, float *part, const float *dout, const float *x,
     for (int c = threadIdx.x; c < C; c += LN2_THREADS) {
         float tg = 0.f, tb = 0.f;
 #pragma unroll
-        for (int k = 0; k < NW - 1; ++k) { /* warp order */
+        for (int k = 0; k < NW; ++k) { /* warp order */
             tg += sg[k][c];
             tb += sb[k][c];
         }

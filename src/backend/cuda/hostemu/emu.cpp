@@ -93,10 +93,16 @@ void run_block()
         th.y = (t / blockDim.x) % blockDim.y;
         th.z = t / (blockDim.x * blockDim.y);
     }
+    /* HOSTEMU_REVERSE=1 runs the threads of a block in reverse order between
+     * barriers: a shared-memory read that lacks a barrier after another
+     * thread's write then sees the other thread's value in one of the two
+     * orders only (run the tests both ways) */
+    static const bool reverse = getenv("HOSTEMU_REVERSE") != nullptr;
     int ndone = 0;
     while (ndone < g_n) {
         const long before = g_progress;
-        for (int t = 0; t < g_n; ++t) {
+        for (int k = 0; k < g_n; ++k) {
+            const int t = reverse ? g_n - 1 - k : k;
             Thr &th = g_thr[t];
             if (th.done) continue;
             g_cur = t;
