@@ -1,0 +1,316 @@
+/* Micro-benchmark of the CUDA backend's own kernels, each kernel version on the
+ * model's shapes: attention fwd/bwd, permute, LayerNorm bwd (and fwd), and the
+ * elementwise ops. Runs on an NVIDIA GPU (built for sm_90 / H200).
+ *
+ * Versions are picked the way the trainer picks them, through the backend's
+ * kernel level: level 1 runs kernel1 (v1/v2's kernels), level 3 kernel2 and,
+ * for attention with L > 32, kernel3 (v3); attention also gets a row for
+ * level 3 with kernel2 there (TF_CUDA_ATTN_KERNEL=2, an A/B of the two).
+ * Each measurement captures REPS calls of the op into a CUDA graph (so host
+ * launch gaps do not count), launches it twice to warm up, then 20 times
+ * between CUDA events on the backend's stream; it prints the median time per
+ * call, the effective bandwidth (bytes each call must read + write once) and,
+ * for attention, TFLOP/s (fwd 4 L^2 d per head; bwd 10 L^2 d: S recomputed,
+ * dP, dV, dK, dQ; dbias' recomputation not counted).
+ *
+ * Build and run on the GPU machine: bench/cuda_kernels.sh [groups], groups
+ * among attn permute ln ew (default all). It compiles this file with the
+ * backend's sources (nothing else of tinyfold is needed) into $OUT or /tmp. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <functional>
+#include <vector>
+
+#include "backend/cuda/cuda_common.h"
+
+#define REPS 10
+#define TIMED 20
+#define WARM 2
+
+/* [1] level 1, [2] level 3 with attention kernel2 for L > 32, [3] level 3 */
+static tf_backend *g_be[4];
+static const tf_ops *g_ops;
+
+static void die(const char *what)
+{
+    fprintf(stderr, "cuda_kernels: %s\n", what);
+    exit(1);
+}
+
+static float *dalloc(size_t n)
+{
+    void *p = NULL;
+    if (g_ops->alloc(g_be[3], &p, n * sizeof(float))) die("out of device memory");
+    return (float *)p;
+}
+/* normal(0, sd) values (fixed seed), uploaded */
+static float *drand(size_t n, float sd, unsigned seed)
+{
+    std::vector<float> h(n);
+    unsigned long long s = 0x9E3779B97F4A7C15ull * (seed + 1);
+    for (size_t i = 0; i < n; i += 2) {
+        double u[2];
+        for (int k = 0; k < 2; ++k) {
+            s ^= s >> 12, s ^= s << 25, s ^= s >> 27;
+            u[k] = ((s * 2685821657736338717ull) >> 11) * (1.0 / 9007199254740992.0);
+        }
+        const double r = sqrt(-2.0 * log(u[0] + 1e-300)), t = 6.283185307179586 * u[1];
+        h[i] = (float)(sd * r * cos(t));
+        if (i + 1 < n) h[i + 1] = (float)(sd * r * sin(t));
+    }
+    float *d = dalloc(n);
+    g_ops->upload(g_be[3], d, h.data(), n * sizeof(float));
+    return d;
+}
+static void dfree(float *p) { g_ops->free(g_be[3], p); }
+
+/* ---- timing ---- */
+struct job {
+    std::function<void(tf_backend *)> fn;
+    tf_backend *be;
+};
+static void run_job(void *arg)
+{
+    job *j = (job *)arg;
+    for (int r = 0; r < REPS; ++r) j->fn(j->be);
+}
+
+/* median microseconds per call of fn on backend g_be[k] */
+static double time_op(int k, const std::function<void(tf_backend *)> &fn)
+{
+    tf_backend *be = g_be[k];
+    job j{fn, be};
+    fn(be); /* first call outside the graph (nothing lazy left for capture) */
+    TF_CUDA_CHECK(cudaStreamSynchronize(be->stream));
+    void *ge = NULL;
+    if (tf_cuda_graph_capture(be, run_job, &j, &ge)) die("graph capture failed");
+    cudaEvent_t a, b;
+    TF_CUDA_CHECK(cudaEventCreate(&a));
+    TF_CUDA_CHECK(cudaEventCreate(&b));
+    for (int w = 0; w < WARM; ++w) tf_cuda_graph_launch(be, ge);
+    std::vector<float> ms;
+    for (int t = 0; t < TIMED; ++t) {
+        TF_CUDA_CHECK(cudaEventRecord(a, be->stream));
+        tf_cuda_graph_launch(be, ge);
+        TF_CUDA_CHECK(cudaEventRecord(b, be->stream));
+        TF_CUDA_CHECK(cudaEventSynchronize(b));
+        float x = 0.f;
+        TF_CUDA_CHECK(cudaEventElapsedTime(&x, a, b));
+        ms.push_back(x);
+    }
+    std::sort(ms.begin(), ms.end());
+    tf_cuda_graph_destroy(ge);
+    TF_CUDA_CHECK(cudaEventDestroy(a));
+    TF_CUDA_CHECK(cudaEventDestroy(b));
+    return 1000.0 * 0.5 * (ms[TIMED / 2 - 1] + ms[TIMED / 2]) / REPS;
+}
+
+/* one table row per version: names[k] for g_be[k] (NULL: not run); bytes and
+ * flops per call (flops 0: not printed) */
+static void report(const char *op, const char *shape, const char *const names[4], double bytes,
+                   double flops, const std::function<void(tf_backend *)> &fn)
+{
+    double t1 = 0;
+    for (int k = 1; k <= 3; ++k) {
+        if (!names[k]) continue;
+        const double us = time_op(k, fn);
+        if (k == 1) t1 = us;
+        printf("%-14s %-34s %s %-30s %9.2f us %6.0f GB/s", op, shape, k == 1 ? "L1" : "L3",
+               names[k], us, bytes / (us * 1e3));
+        if (flops > 0) printf(" %6.2f TFLOP/s", flops / (us * 1e6));
+        if (k > 1) printf("  x%.2f vs L1", t1 / us);
+        printf("\n");
+        fflush(stdout);
+    }
+}
+static void report2(const char *op, const char *shape, const char *v1, const char *v3,
+                    double bytes, double flops, const std::function<void(tf_backend *)> &fn)
+{
+    const char *const names[4] = {NULL, v1, NULL, v3};
+    report(op, shape, names, bytes, flops, fn);
+}
+
+/* ---- attention ---- */
+/* [B, X, Y, H, d] with row stride ld, attended along Y (row) or X (column),
+ * as src/model/attention.c lays it out */
+static tf_attn_view aview(float *p, int X, int Y, long ld, int colwise)
+{
+    tf_attn_view v;
+    v.p = p;
+    v.sb = (long)X * Y * ld;
+    v.so = colwise ? ld : (long)Y * ld;
+    v.sl = colwise ? (long)Y * ld : ld;
+    return v;
+}
+
+static void bench_attn(const char *name, int B, int X, int Y, int H, int d, int colwise,
+                       int bias)
+{
+    const int C = H * d, L = colwise ? X : Y, O = colwise ? Y : X;
+    const long rows = (long)B * X * Y, ld = 3L * C, nh = (long)B * O * H;
+    float *qkv = drand(rows * ld, 1.f, 1), *dqkv = dalloc(rows * ld);
+    float *out = dalloc(rows * C), *dout = drand(rows * C, 1.f, 2);
+    float *lse = dalloc(nh * L), *work = dalloc(nh * L);
+    float *bb = bias ? drand((long)B * L * L * H, 1.f, 3) : NULL;
+    float *db = bias ? dalloc((long)B * L * L * H) : NULL;
+    tf_attn_args a;
+    memset(&a, 0, sizeof a);
+    a.nb = B, a.no = O, a.nh = H, a.L = L, a.d = d, a.scale = 1.f / sqrtf((float)d);
+    a.q = aview(qkv, X, Y, ld, colwise), a.k = aview(qkv + C, X, Y, ld, colwise);
+    a.v = aview(qkv + 2 * C, X, Y, ld, colwise), a.out = aview(out, X, Y, C, colwise);
+    a.dq = aview(dqkv, X, Y, ld, colwise), a.dk = aview(dqkv + C, X, Y, ld, colwise);
+    a.dv = aview(dqkv + 2 * C, X, Y, ld, colwise), a.dout = aview(dout, X, Y, C, colwise);
+    if (bias)
+        a.bias = bb, a.bias_sb = (long)L * L * H, a.bias_si = (long)L * H, a.bias_sj = H,
+        a.bias_sh = 1, a.dbias = db;
+    a.lse = lse, a.work = work;
+    char shape[96];
+    snprintf(shape, sizeof shape, "%s B%d O%d H%d L%d d%d", name, B, O, H, L, d);
+    const double hd = (double)nh * L * d * 4; /* one [L, d] operand of every head, bytes */
+    const double fl = (double)nh * L * L * d;
+    g_ops->attn_fwd(g_be[3], &a); /* out and lse for the backward */
+    const bool k3 = L > 32; /* kernel3 exists for the t64 class only */
+    const char *const fw[4] = {NULL, "attn_fwd_kernel1", k3 ? "attn_fwd_kernel2" : NULL,
+                               k3 ? "attn_fwd_kernel3" : "attn_fwd_kernel2"};
+    const char *const bw[4] = {NULL, "attn_bwd_{dot,dkdv,dq}1 (+dbias)",
+                               k3 ? "attn_bwd_kernel2 (+dq, dbias)" : NULL,
+                               k3 ? "attn_bwd_kernel3 (+dq, dbias)" : "attn_bwd_kernel2 (+dbias)"};
+    report("attn_fwd", shape, fw, 4 * hd + nh * L * 4.0, 4 * fl,
+           [&](tf_backend *be) { g_ops->attn_fwd(be, &a); });
+    report("attn_bwd", shape, bw, 8 * hd + 2.0 * nh * L * 4 + (bias ? 2.0 * B * H * L * L * 4 : 0),
+           10 * fl, [&](tf_backend *be) { g_ops->attn_bwd(be, &a); });
+    dfree(qkv), dfree(dqkv), dfree(out), dfree(dout), dfree(lse), dfree(work);
+    if (bias) dfree(bb), dfree(db);
+}
+
+/* ---- permute ---- */
+static void bench_perm(const char *name, int rank, const int *dims, const int *perm)
+{
+    tf_permute_args p;
+    memset(&p, 0, sizeof p);
+    p.rank = rank;
+    long n = 1;
+    for (int k = 0; k < rank; ++k) p.dims[k] = dims[k], p.perm[k] = perm[k], n *= dims[k];
+    float *in = drand(n, 1.f, 4), *out = dalloc(n);
+    char shape[96];
+    int len = snprintf(shape, sizeof shape, "%s [", name);
+    for (int k = 0; k < rank; ++k) len += snprintf(shape + len, sizeof shape - len, "%s%d", k ? "," : "", dims[k]);
+    snprintf(shape + len, sizeof shape - len, "]");
+    report2("permute", shape, "permute_{kernel1,transpose1}", "permute_{rows,transpose}2",
+           8.0 * n, 0, [&](tf_backend *be) { g_ops->permute(be, out, in, &p); });
+    dfree(in), dfree(out);
+}
+
+/* ---- LayerNorm ---- */
+static void bench_ln(const char *name, long rows, int C)
+{
+    const long n = rows * C;
+    float *x = drand(n, 1.f, 5), *g = drand(C, 1.f, 6), *bt = drand(C, 1.f, 7);
+    float *y = dalloc(n), *mu = dalloc(rows), *rs = dalloc(rows), *dout = drand(n, 1.f, 8);
+    float *dx = dalloc(n), *dg = dalloc(C), *db = dalloc(C);
+    char shape[96];
+    snprintf(shape, sizeof shape, "%s rows%ld C%d", name, rows, C);
+    report2("layernorm_fwd", shape, "layernorm_fwd_kernel1", "layernorm_fwd_kernel2",
+           4.0 * (2 * n + 2 * rows), 0,
+           [&](tf_backend *be) { g_ops->layernorm_fwd(be, y, mu, rs, x, g, bt, rows, C, 1e-5f); });
+    report2("layernorm_bwd", shape, "dparams1+reduce1+dx1 (3 launches)",
+           "layernorm_bwd2+reduce2 (2)", 4.0 * (3 * n + 2 * rows), 0, [&](tf_backend *be) {
+               g_ops->layernorm_bwd(be, dx, dg, db, dout, x, mu, rs, g, rows, C, 0);
+           });
+    dfree(x), dfree(g), dfree(bt), dfree(y), dfree(mu), dfree(rs), dfree(dout), dfree(dx);
+    dfree(dg), dfree(db);
+}
+
+/* ---- elementwise (one version: float4 grid-stride at every level) ---- */
+static void bench_ew(long n)
+{
+    float *a = drand(n, 1.f, 9), *b = drand(n, 1.f, 10), *c = drand(n, 1.f, 11);
+    float *y = dalloc(n), *z = dalloc(n);
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%ld", n);
+    const double f = 4.0 * n;
+    report2("add", shape, "add_kernel1", "add_kernel1", 3 * f, 0,
+           [&](tf_backend *be) { g_ops->add(be, y, a, b, n); });
+    report2("mul", shape, "mul_kernel1", "mul_kernel1", 3 * f, 0,
+           [&](tf_backend *be) { g_ops->mul(be, y, a, b, n); });
+    report2("act_bwd(relu)", shape, "relu_bwd_kernel1", "relu_bwd_kernel1", 3 * f, 0,
+           [&](tf_backend *be) { g_ops->act_bwd(be, TF_ACT_RELU, y, a, b, n); });
+    report2("gate_fwd", shape, "gate_fwd_kernel1", "gate_fwd_kernel1", 3 * f, 0,
+           [&](tf_backend *be) { g_ops->gate_fwd(be, y, a, b, n); });
+    report2("gate_bwd", shape, "gate_bwd_kernel1", "gate_bwd_kernel1", 5 * f, 0,
+           [&](tf_backend *be) { g_ops->gate_bwd(be, y, z, a, b, c, n); });
+    report2("gate_residual", shape, "gate_residual_fwd_kernel1", "gate_residual_fwd_kernel1",
+           4 * f, 0, [&](tf_backend *be) { g_ops->gate_residual_fwd(be, c, a, b, n); });
+    dfree(a), dfree(b), dfree(c), dfree(y), dfree(z);
+}
+
+static int want(int argc, char **argv, const char *group)
+{
+    if (argc < 2) return 1;
+    for (int i = 1; i < argc; ++i)
+        if (!strcmp(argv[i], group)) return 1;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    char err[256];
+    if (!tf_cuda_backend_available(err, sizeof err)) {
+        printf("SKIP: %s\n", err);
+        return 0;
+    }
+    for (int k = 1; k <= 3; ++k) {
+        tf_backend_opts o;
+        memset(&o, 0, sizeof o);
+        o.kernel_level = k == 1 ? 1 : 3;
+        if (k == 2) setenv("TF_CUDA_ATTN_KERNEL", "2", 1); /* read at create */
+        if (tf_cuda_backend_create(&g_be[k], &g_ops, &o, err, sizeof err)) die(err);
+        unsetenv("TF_CUDA_ATTN_KERNEL");
+    }
+    tf_cuda_backend_describe(g_be[3], err, sizeof err);
+    printf("# %s\n# median of %d graph launches of %d calls each; GB/s = bytes read + written "
+           "once per call\n", err, TIMED, REPS);
+    /* small problem B4 N64 S16, large B4 N128 S32 (the issue's two sizes) */
+    static const struct {
+        const char *name;
+        int N, S;
+    } P[2] = {{"small", 64, 16}, {"large", 128, 32}};
+    for (int k = 0; k < 2; ++k) {
+        const int B = 4, N = P[k].N, S = P[k].S;
+        char nm[32];
+        if (want(argc, argv, "attn")) {
+            snprintf(nm, sizeof nm, "%s tri_start", P[k].name);
+            bench_attn(nm, B, N, N, 4, 32, 0, 0);
+            snprintf(nm, sizeof nm, "%s tri_end", P[k].name);
+            bench_attn(nm, B, N, N, 4, 32, 1, 0);
+            snprintf(nm, sizeof nm, "%s msa_row", P[k].name);
+            bench_attn(nm, B, S, N, 4, 16, 0, 1);
+            snprintf(nm, sizeof nm, "%s msa_col", P[k].name);
+            bench_attn(nm, B, S, N, 4, 16, 1, 0);
+        }
+        if (want(argc, argv, "permute")) {
+            const int opm[5] = {B, N, 32, N, 32}, po[5] = {0, 1, 3, 2, 4};
+            const int lr[4] = {B, N, N, 256}, pf[4] = {0, 3, 1, 2};
+            const int up[4] = {B, 128, N, N}, pl[4] = {0, 2, 3, 1};
+            snprintf(nm, sizeof nm, "%s opm", P[k].name);
+            bench_perm(nm, 5, opm, po);
+            snprintf(nm, sizeof nm, "%s trimul_to_chan", P[k].name);
+            bench_perm(nm, 4, lr, pf);
+            snprintf(nm, sizeof nm, "%s trimul_from_chan", P[k].name);
+            bench_perm(nm, 4, up, pl);
+        }
+        if (want(argc, argv, "ln")) {
+            snprintf(nm, sizeof nm, "%s pair", P[k].name);
+            bench_ln(nm, (long)B * N * N, 128);
+            snprintf(nm, sizeof nm, "%s msa", P[k].name);
+            bench_ln(nm, (long)B * S * N, 64);
+        }
+        if (want(argc, argv, "ew")) bench_ew((long)B * N * N * 256);
+    }
+    for (int k = 1; k <= 3; ++k) tf_cuda_backend_destroy(g_be[k]);
+    return 0;
+}

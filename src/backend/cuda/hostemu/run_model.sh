@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Builds hostemu/model_check (the whole model, trainer included, against the
+# CUDA backend compiled for the host emulation) and runs it at shapes that
+# reach every attention tile class of kernel2 (level 3) and the level-3
+# LayerNorm and permute kernels: one step's loss and gradients vs the CPU.
+#   src/backend/cuda/hostemu/run_model.sh [build dir]     (about 3 minutes)
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../../../.." && pwd)
+out=${1:-/tmp/tinyfold-hostemu-model}
+mkdir -p "$out"
+cd "$top"
+flags="-O1 -g -Wall -Wextra -Werror -Iinclude -Isrc"
+pids=()
+for f in src/backend/cuda/*.cu src/backend/cuda/hostemu/emu.cpp; do
+    g++ -x c++ -std=c++17 $flags -Wno-unknown-pragmas -DTF_CUDA_HOSTEMU -c "$f" \
+        -o "$out/$(basename "$f").o" & pids+=($!)
+done
+# the profiler's GPU side is not emulated: its CPU-only stub (no TF_HAVE_CUDA)
+for f in src/model/*.c src/train/*.c src/backend/cpu/*.c src/prof/*.c src/io/*.c \
+         tests/unit/testutil.c src/backend/cuda/hostemu/model_check.c; do
+    def=-DTF_HAVE_CUDA=1
+    case $f in src/prof/*) def= ;; esac
+    gcc -std=c11 -D_POSIX_C_SOURCE=200809L $flags $def -fopenmp -Itests/unit \
+        $(pkg-config --cflags libcjson) -c "$f" -o "$out/$(basename "$f").o" & pids+=($!)
+    while [ "$(jobs -r | wc -l)" -ge "$(nproc)" ]; do sleep 0.2; done
+done
+for p in "${pids[@]}"; do wait "$p"; done
+g++ -fopenmp -o "$out/model_check" "$out"/*.o -lopenblas -lcjson -lm -ldl
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+rc=0
+# N S outer_dim: L 20/5 (t32, t16), 64/16 (t64 one key tile, t16; OPM rows
+# kernel), 70/33 (t64 two key tiles with the dQ pass; MSA column at t64)
+for shape in "20 5 8" "64 16 32" "70 33 32"; do
+    "$out/model_check" $shape 3 || rc=1
+done
+exit $rc
