@@ -91,24 +91,8 @@ static void to_heads(tf_exec *ex, const tf_attn_core *a, float *qp, float *kp, f
 static void batched(tf_exec *ex, int tA, int tB, int M, int N, int K, float beta, const float *A,
                     long lda, long sA, const float *Bm, long ldb, long sB, float *C, long ldc,
                     long sC, int batch, const char *name) {
-    tf_gemm_args g = {0};
-    g.transA = tA;
-    g.transB = tB;
-    g.M = M;
-    g.N = N;
-    g.K = K;
-    g.alpha = 1.0f;
-    g.beta = beta;
-    g.A = A;
-    g.lda = lda;
-    g.strideA = sA;
-    g.B = Bm;
-    g.ldb = ldb;
-    g.strideB = sB;
-    g.C = C;
-    g.ldc = ldc;
-    g.strideC = sC;
-    g.batch = batch;
+    tf_gemm_args g = tf_gemm_make(tA, tB, M, N, K, 1.0f, beta, A, lda, sA, Bm, ldb, sB, C, ldc, sC,
+                                  batch);
     tf_gemm(ex, &g, name);
 }
 

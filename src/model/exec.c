@@ -12,6 +12,30 @@ void tf_gemm(tf_exec *ex, const tf_gemm_args *a, const char *name) {
     TF_EXEC_OP(ex, gemm_kname(a), gemm(ex->be, a, name));
 }
 
+tf_gemm_args tf_gemm_make(int tA, int tB, int M, int N, int K, float alpha, float beta,
+                          const float *A, long lda, long sA, const float *B, long ldb, long sB,
+                          float *C, long ldc, long sC, int batch) {
+    tf_gemm_args g = {0};
+    g.transA = tA;
+    g.transB = tB;
+    g.M = M;
+    g.N = N;
+    g.K = K;
+    g.alpha = alpha;
+    g.beta = beta;
+    g.A = A;
+    g.lda = lda;
+    g.strideA = sA;
+    g.B = B;
+    g.ldb = ldb;
+    g.strideB = sB;
+    g.C = C;
+    g.ldc = ldc;
+    g.strideC = sC;
+    g.batch = batch;
+    return g;
+}
+
 void tf_linear_fwd(tf_exec *ex, float *y, const float *x, const float *W, long rows, int in,
                    int out, float beta, tf_epilogue epi) {
     tf_gemm_args g = {0};

@@ -48,6 +48,10 @@ void tf_linear_fwd(tf_exec *ex, float *y, const float *x, const float *W, long r
 void tf_linear_bwd(tf_exec *ex, float *dx, float *dW, const float *dy, const float *x,
                    const float *W, long rows, int in, int out, int accumulate);
 void tf_gemm(tf_exec *ex, const tf_gemm_args *a, const char *name);
+/* A strided-batched GEMM description (ops.h semantics), no epilogue. */
+tf_gemm_args tf_gemm_make(int tA, int tB, int M, int N, int K, float alpha, float beta,
+                          const float *A, long lda, long sA, const float *B, long ldb, long sB,
+                          float *C, long ldc, long sC, int batch);
 
 /* ---- other op wrappers ---- */
 void tf_x_layernorm_fwd(tf_exec *ex, float *out, float *mean, float *rstd, const float *x,

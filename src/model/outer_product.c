@@ -41,22 +41,9 @@ void tf_opm_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, tf_opm_ac
     a->outer_p = tf_alloc_act(ex, (size_t)B * NC * NC);
     size_t mark = tf_arena_mark(ex->arena); /* the unpermuted product is a temporary */
     a->outer = tf_alloc_act(ex, (size_t)B * NC * NC);
-    tf_gemm_args g = {0};
-    g.transA = 1; /* A_b is [S, N*co]; outer = A_b^T A_b / S */
-    g.M = (int)NC;
-    g.N = (int)NC;
-    g.K = S;
-    g.alpha = 1.0f / (float)S;
-    g.A = a->a;
-    g.lda = NC;
-    g.strideA = (long)S * NC;
-    g.B = a->a;
-    g.ldb = NC;
-    g.strideB = (long)S * NC;
-    g.C = a->outer;
-    g.ldc = NC;
-    g.strideC = NC * NC;
-    g.batch = B;
+    /* A_b is [S, N*co]; outer = A_b^T A_b / S */
+    tf_gemm_args g = tf_gemm_make(1, 0, (int)NC, (int)NC, S, 1.0f / (float)S, 0.0f, a->a, NC,
+                                  (long)S * NC, a->a, NC, (long)S * NC, a->outer, NC, NC * NC, B);
     tf_gemm(ex, &g, "opm_outer");
     int dims[5] = {B, N, co, N, co};
     tf_x_permute(ex, a->outer_p, a->outer, 5, dims, opm_perm, 0);
@@ -87,22 +74,8 @@ static void opm_ref_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o,
     int dims[5] = {B, N, N, co, co};
     tf_x_permute(ex, douter, dop, 5, dims, opm_perm, 0);
     /* outer = A^T A / S  =>  dA = A (dOuter^T + dOuter) / S, A = [S, NC] per batch */
-    tf_gemm_args g = {0};
-    g.transB = 1;
-    g.M = S;
-    g.N = (int)NC;
-    g.K = (int)NC;
-    g.alpha = 1.0f / (float)S;
-    g.A = a->a;
-    g.lda = NC;
-    g.strideA = (long)S * NC;
-    g.B = douter;
-    g.ldb = NC;
-    g.strideB = NC * NC;
-    g.C = da;
-    g.ldc = NC;
-    g.strideC = (long)S * NC;
-    g.batch = B;
+    tf_gemm_args g = tf_gemm_make(0, 1, S, (int)NC, (int)NC, 1.0f / (float)S, 0.0f, a->a, NC,
+                                  (long)S * NC, douter, NC, NC * NC, da, NC, (long)S * NC, B);
     tf_gemm(ex, &g, "opm_douter_t");
     g.transB = 0;
     g.beta = 1.0f;
@@ -135,30 +108,6 @@ void tf_opm_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, const tf_
 
 /* ---- weight-first composition (level 3) ---- */
 
-static tf_gemm_args gemm_args(int tA, int tB, int M, int N, int K, float alpha, float beta,
-                              const float *A, long lda, long sA, const float *Bm, long ldb,
-                              long sB, float *C, long ldc, long sC, int batch) {
-    tf_gemm_args g = {0};
-    g.transA = tA;
-    g.transB = tB;
-    g.M = M;
-    g.N = N;
-    g.K = K;
-    g.alpha = alpha;
-    g.beta = beta;
-    g.A = A;
-    g.lda = lda;
-    g.strideA = sA;
-    g.B = Bm;
-    g.ldb = ldb;
-    g.strideB = sB;
-    g.C = C;
-    g.ldc = ldc;
-    g.strideC = sC;
-    g.batch = batch;
-    return g;
-}
-
 static const int swap_sn[4] = {0, 2, 1, 3}; /* [B,S,N,co] <-> [B,N,S,co] */
 
 static void opm_wf_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, tf_opm_act *a,
@@ -170,7 +119,7 @@ static void opm_wf_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, tf
     a->t = tf_alloc_act(ex, (size_t)B * S * co * N * cz);
     /* T[b,s,p] = a[b,s] (N x co) . W_p^T (co x cz), W_p[c,q] = W[c, p*co+q] */
     for (int p = 0; p < co; p++) {
-        tf_gemm_args g = gemm_args(0, 1, N, cz, co, 1.0f, 0.0f, a->a, co, (long)N * co,
+        tf_gemm_args g = tf_gemm_make(0, 1, N, cz, co, 1.0f, 0.0f, a->a, co, (long)N * co,
                                    W + (long)p * co, (long)co * co, 0, a->t + (long)p * N * cz, cz,
                                    (long)co * N * cz, B * S);
         tf_gemm(ex, &g, "opm_wf_t");
@@ -182,7 +131,7 @@ static void opm_wf_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, tf
     tf_rpush(ex, "output_proj");
     /* out_b [N, N*cz] = (1/S) a_t_b [N, S*co] . T_b [S*co, N*cz], into z's layout */
     tf_x_copy(ex, z_out, z_in, (size_t)B * N * N * cz);
-    tf_gemm_args g = gemm_args(0, 0, N, N * cz, S * co, 1.0f / (float)S, 1.0f, a->a_t, (long)S * co,
+    tf_gemm_args g = tf_gemm_make(0, 0, N, N * cz, S * co, 1.0f / (float)S, 1.0f, a->a_t, (long)S * co,
                                (long)N * S * co, a->t, (long)N * cz, (long)S * co * N * cz, z_out,
                                (long)N * cz, (long)N * N * cz, B);
     tf_gemm(ex, &g, "opm_wf_out");
@@ -201,12 +150,12 @@ static void opm_wf_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o,
     tf_rpush(ex, "output_proj");
     /* d a_t_b = (1/S) dOut_b [N, N*cz] . T_b^T ; dT_b = (1/S) a_t_b^T . dOut_b */
     float *da_t = tf_alloc_act(ex, (size_t)B * N * S * co);
-    tf_gemm_args g = gemm_args(0, 1, N, S * co, N * cz, 1.0f / (float)S, 0.0f, dz, (long)N * cz,
+    tf_gemm_args g = tf_gemm_make(0, 1, N, S * co, N * cz, 1.0f / (float)S, 0.0f, dz, (long)N * cz,
                                (long)N * N * cz, a->t, (long)N * cz, tsz, da_t, (long)S * co,
                                (long)N * S * co, B);
     tf_gemm(ex, &g, "opm_wf_da_t");
     float *dt = tf_alloc_act(ex, (size_t)B * tsz);
-    g = gemm_args(1, 0, S * co, N * cz, N, 1.0f / (float)S, 0.0f, a->a_t, (long)S * co,
+    g = tf_gemm_make(1, 0, S * co, N * cz, N, 1.0f / (float)S, 0.0f, a->a_t, (long)S * co,
                   (long)N * S * co, dz, (long)N * cz, (long)N * N * cz, dt, (long)N * cz, tsz, B);
     tf_gemm(ex, &g, "opm_wf_dt");
     tf_rpop(ex);
@@ -217,10 +166,10 @@ static void opm_wf_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o,
     float *part = tf_alloc_act(ex, (size_t)B * S * cz * co * co); /* per-(b,s) dW partials */
     for (int p = 0; p < co; p++) {
         const float *dtp = dt + (long)p * N * cz;
-        g = gemm_args(0, 0, N, co, cz, 1.0f, 1.0f, dtp, cz, (long)co * N * cz, W + (long)p * co,
+        g = tf_gemm_make(0, 0, N, co, cz, 1.0f, 1.0f, dtp, cz, (long)co * N * cz, W + (long)p * co,
                       (long)co * co, 0, da, co, (long)N * co, B * S);
         tf_gemm(ex, &g, "opm_wf_da");
-        g = gemm_args(1, 0, cz, co, N, 1.0f, 0.0f, dtp, cz, (long)co * N * cz, a->a, co,
+        g = tf_gemm_make(1, 0, cz, co, N, 1.0f, 0.0f, dtp, cz, (long)co * N * cz, a->a, co,
                       (long)N * co, part + (long)p * co, (long)co * co, (long)cz * co * co, B * S);
         tf_gemm(ex, &g, "opm_wf_dw");
     }
