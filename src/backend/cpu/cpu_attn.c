@@ -198,17 +198,7 @@ static void attn_bwd_slice(const tf_attn_args *a, int b, int o, int h, float *bu
         float *dqr = tf_cpu_attn_row(&a->dq, b, o, i, h, d);
         for (int c = 0; c < d; c++)
             dqr[c] = scale * acc[c];
-        if (a->dbias) {
-            float *db =
-                a->dbias + (long)b * a->bias_sb + (long)h * a->bias_sh + (long)i * a->bias_si;
-            const long sj = a->bias_sj;
-            if (first_o)
-                for (int j = 0; j < L; j++)
-                    db[j * sj] = ds[j];
-            else
-                for (int j = 0; j < L; j++)
-                    db[j * sj] += ds[j];
-        }
+        if (a->dbias) tf_cpu_attn_dbias_row(a, b, h, i, ds, first_o);
     }
     for (int j = 0; j < L; j++) {
         float *dkr = tf_cpu_attn_row(&a->dk, b, o, j, h, d),

@@ -255,17 +255,7 @@ static ALWAYS_INLINE void bwd_slice(const tf_attn_args *a, int b, int o, int h, 
                 p[j] = pj;
                 ds[j] = pj * (ds[j] - D);
             }
-            if (a->dbias) {
-                float *db =
-                    a->dbias + (long)b * a->bias_sb + (long)h * a->bias_sh + (long)i * a->bias_si;
-                const long sj = a->bias_sj;
-                if (first_o)
-                    for (int j = 0; j < L; j++)
-                        db[j * sj] = ds[j];
-                else
-                    for (int j = 0; j < L; j++)
-                        db[j * sj] += ds[j];
-            }
+            if (a->dbias) tf_cpu_attn_dbias_row(a, b, h, i, ds, first_o);
         }
         rows4_x_n(T, dS, Lp, K, L, d);
         for (int r = 0; r < 4 && i0 + r < L; r++) {

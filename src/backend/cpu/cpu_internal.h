@@ -85,6 +85,18 @@ static inline float *tf_cpu_attn_row(const tf_attn_view *v, int b, int o, int l,
     return v->p + (long)b * v->sb + (long)o * v->so + (long)l * v->sl + (long)h * d;
 }
 
+/* Row i of dbias(b,h,:,:) from one o's dS row: assigned for the first o and
+ * accumulated for the next ones, in o order (so the sum is deterministic). */
+static inline void tf_cpu_attn_dbias_row(const tf_attn_args *a, int b, int h, int i,
+                                         const float *ds, int first_o) {
+    float *db = a->dbias + (long)b * a->bias_sb + (long)h * a->bias_sh + (long)i * a->bias_si;
+    const long sj = a->bias_sj;
+    if (first_o)
+        for (int j = 0; j < a->L; j++) db[j * sj] = ds[j];
+    else
+        for (int j = 0; j < a->L; j++) db[j * sj] += ds[j];
+}
+
 /* Parallel regions below this many elements run on one thread (fork/join
  * costs a few microseconds). */
 #define TF_CPU_PAR_MIN 32768
