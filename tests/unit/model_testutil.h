@@ -31,4 +31,15 @@ static inline float *tf_test_weights(const tf_config *c, uint64_t seed) {
     return p;
 }
 
+/* ||a - b|| / ||b|| (or ||a - b|| when b is all zeros) */
+static inline double tf_test_rel_l2(const float *a, const float *b, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - b[i];
+        num += d * d;
+        den += (double)b[i] * b[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
 #endif

@@ -44,16 +44,6 @@ static result run(const tf_config *c, const float *w, const tf_batch *b) {
     return r;
 }
 
-static double rel(const float *a, const float *b, size_t n) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = (double)a[i] - b[i];
-        num += d * d;
-        den += (double)b[i] * b[i];
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
-
 static void check_shape(int B, int N, int S, int blocks, int md, int pd) {
     tf_config c;
     tf_config_default(&c);
@@ -86,10 +76,10 @@ static void check_shape(int B, int N, int S, int blocks, int md, int pd) {
                 const char *worst = "";
                 for (size_t i = 0; i < nt; i++) {
                     if (!tab[i].trainable) continue;
-                    double e = rel(x.grad + tab[i].offset, ref.grad + tab[i].offset, tab[i].count);
+                    double e = tf_test_rel_l2(x.grad + tab[i].offset, ref.grad + tab[i].offset, tab[i].count);
                     if (e > ge) ge = e, worst = tab[i].name;
                 }
-                double all = rel(x.grad, ref.grad, tf_param_count_floats(&c));
+                double all = tf_test_rel_l2(x.grad, ref.grad, tf_param_count_floats(&c));
                 /* fp32: every tensor within 1e-4. tf32 (inputs rounded to 10-bit
                  * mantissas, 4.9e-4 each, compounded through every block's data
                  * gradients): the loss and all gradients together within 5e-3;

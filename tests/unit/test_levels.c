@@ -61,16 +61,6 @@ static result run(const tf_config *c) {
     return r;
 }
 
-static double rel(const float *a, const float *b, size_t n) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = (double)a[i] - b[i];
-        num += d * d;
-        den += (double)b[i] * b[i];
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
-
 static double worst;
 
 static void compare(const tf_config *c, const result *ref, const result *x, const char *label) {
@@ -79,10 +69,10 @@ static void compare(const tf_config *c, const result *ref, const result *x, cons
     tf_param_table(c, t);
     long nz = (long)c->batch * c->seq_len * c->seq_len;
     double lerr = fabs((double)x->loss - ref->loss) / fabs(ref->loss);
-    double perr = rel(x->pred, ref->pred, (size_t)nz), gmax = 0;
+    double perr = tf_test_rel_l2(x->pred, ref->pred, (size_t)nz), gmax = 0;
     const char *gworst = "";
     for (size_t i = 0; i < nt; i++) {
-        double e = rel(x->grad + t[i].offset, ref->grad + t[i].offset, t[i].count);
+        double e = tf_test_rel_l2(x->grad + t[i].offset, ref->grad + t[i].offset, t[i].count);
         if (e > gmax) gmax = e, gworst = t[i].name;
         if (e > 2e-5) printf("  %s: %s rel err %.3e\n", label, t[i].name, e);
     }
