@@ -3,9 +3,12 @@
  * elementwise ops. Runs on an NVIDIA GPU (built for sm_90 / H200).
  *
  * Versions are picked the way the trainer picks them, through the backend's
- * kernel level: level 1 runs kernel1 (v1/v2's kernels), level 3 kernel2 and,
- * for attention with L > 32, kernel3 (v3); attention also gets a row for
- * level 3 with kernel2 there (TF_CUDA_ATTN_KERNEL=2, an A/B of the two).
+ * kernel level: level 1 runs kernel1 (v1/v2's kernels), level 3 kernel2; for
+ * attention with L > 32 the level-3 rows force kernel2 and kernel3 at every
+ * head size (TF_CUDA_ATTN_KERNEL=2 and =3, an A/B of the two; the trainer's
+ * default takes kernel3 for head size 17..32 only), and attention with
+ * L <= 128 gets a row for kernel4 (TF_CUDA_ATTN_KERNEL=4, one block per
+ * (b, o, h); the trainer's default there for head size 16 and 32).
  * Each measurement captures REPS calls of the op into a CUDA graph (so host
  * launch gaps do not count), launches it twice to warm up, then 20 times
  * between CUDA events on the backend's stream; it prints the median time per
@@ -31,8 +34,9 @@
 #define TIMED 20
 #define WARM 2
 
-/* [1] level 1, [2] level 3 with attention kernel2 for L > 32, [3] level 3 */
-static tf_backend *g_be[4];
+/* [1] level 1, [2] level 3 with attention kernel2 for L > 32, [3] level 3
+ * with kernel3 there, [4] level 3 with kernel4 for L <= 128 */
+static tf_backend *g_be[5];
 static const tf_ops *g_ops;
 
 static void die(const char *what)
@@ -111,18 +115,20 @@ static double time_op(int k, const std::function<void(tf_backend *)> &fn)
 
 /* one table row per version: names[k] for g_be[k] (NULL: not run); bytes and
  * flops per call (flops 0: not printed) */
-static void report(const char *op, const char *shape, const char *const names[4], double bytes,
+static void report(const char *op, const char *shape, const char *const names[5], double bytes,
                    double flops, const std::function<void(tf_backend *)> &fn)
 {
-    double t1 = 0;
-    for (int k = 1; k <= 3; ++k) {
+    double t1 = 0, t3 = 0;
+    for (int k = 1; k <= 4; ++k) {
         if (!names[k]) continue;
         const double us = time_op(k, fn);
         if (k == 1) t1 = us;
+        if (k == 3) t3 = us;
         printf("%-14s %-34s %s %-30s %9.2f us %6.0f GB/s", op, shape, k == 1 ? "L1" : "L3",
                names[k], us, bytes / (us * 1e3));
         if (flops > 0) printf(" %6.2f TFLOP/s", flops / (us * 1e6));
         if (k > 1) printf("  x%.2f vs L1", t1 / us);
+        if (k == 4 && t3 > 0) printf("  x%.2f vs %s", t3 / us, names[3]);
         printf("\n");
         fflush(stdout);
     }
@@ -130,7 +136,7 @@ static void report(const char *op, const char *shape, const char *const names[4]
 static void report2(const char *op, const char *shape, const char *v1, const char *v3,
                     double bytes, double flops, const std::function<void(tf_backend *)> &fn)
 {
-    const char *const names[4] = {NULL, v1, NULL, v3};
+    const char *const names[5] = {NULL, v1, NULL, v3, NULL};
     report(op, shape, names, bytes, flops, fn);
 }
 
@@ -174,11 +180,15 @@ static void bench_attn(const char *name, int B, int X, int Y, int H, int d, int 
     const double fl = (double)nh * L * L * d;
     g_ops->attn_fwd(g_be[3], &a); /* out and lse for the backward */
     const bool k3 = L > 32; /* kernel3 exists for the t64 class only */
-    const char *const fw[4] = {NULL, "attn_fwd_kernel1", k3 ? "attn_fwd_kernel2" : NULL,
-                               k3 ? "attn_fwd_kernel3" : "attn_fwd_kernel2"};
-    const char *const bw[4] = {NULL, "attn_bwd_{dot,dkdv,dq}1 (+dbias)",
+    const bool k4 = L <= 128 && d <= 32; /* kernel4: one block per (b, o, h) */
+    const char *const fw[5] = {NULL, "attn_fwd_kernel1", k3 ? "attn_fwd_kernel2" : NULL,
+                               k3 ? "attn_fwd_kernel3" : "attn_fwd_kernel2",
+                               k4 ? "attn_fwd_kernel4" : NULL};
+    const char *const bw[5] = {NULL, "attn_bwd_{dot,dkdv,dq}1 (+dbias)",
                                k3 ? "attn_bwd_kernel2 (+dq, dbias)" : NULL,
-                               k3 ? "attn_bwd_kernel3 (+dq, dbias)" : "attn_bwd_kernel2 (+dbias)"};
+                               k3 ? "attn_bwd_kernel3 (+dq, dbias)" : "attn_bwd_kernel2 (+dbias)",
+                               k4 ? (bias ? "attn_bwd_kernel4 (+dbias2)" : "attn_bwd_kernel4")
+                                  : NULL};
     report("attn_fwd", shape, fw, 4 * hd + nh * L * 4.0, 4 * fl,
            [&](tf_backend *be) { g_ops->attn_fwd(be, &a); });
     report("attn_bwd", shape, bw, 8 * hd + 2.0 * nh * L * 4 + (bias ? 2.0 * B * H * L * L * 4 : 0),
@@ -263,11 +273,11 @@ int main(int argc, char **argv)
         printf("SKIP: %s\n", err);
         return 0;
     }
-    for (int k = 1; k <= 3; ++k) {
+    for (int k = 1; k <= 4; ++k) {
         tf_backend_opts o;
         memset(&o, 0, sizeof o);
         o.kernel_level = k == 1 ? 1 : 3;
-        if (k == 2) setenv("TF_CUDA_ATTN_KERNEL", "2", 1); /* read at create */
+        if (k >= 2) setenv("TF_CUDA_ATTN_KERNEL", k == 2 ? "2" : k == 3 ? "3" : "4", 1); /* read at create */
         if (tf_cuda_backend_create(&g_be[k], &g_ops, &o, err, sizeof err)) die(err);
         unsetenv("TF_CUDA_ATTN_KERNEL");
     }
@@ -311,6 +321,6 @@ int main(int argc, char **argv)
         }
         if (want(argc, argv, "ew")) bench_ew((long)B * N * N * 256);
     }
-    for (int k = 1; k <= 3; ++k) tf_cuda_backend_destroy(g_be[k]);
+    for (int k = 1; k <= 4; ++k) tf_cuda_backend_destroy(g_be[k]);
     return 0;
 }

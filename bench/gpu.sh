@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # The GPU benchmark and check, in one run on an NVIDIA machine (H200 here):
 #   1. builds tinyfold with CUDA (sm_90),
-#   2. checks every CUDA op against the CPU backend (test_cuda_ops) and the whole
-#      model, every level, eager and graph, fp32 and tf32 (test_cuda_model),
+#   2. checks every CUDA op against the CPU backend (test_cuda_ops), the
+#      profiler's GPU path (test_cuda_prof: counters on a known kernel, launches
+#      vs graph kernel nodes) and the whole model, every level, eager and
+#      graph, fp32 and tf32 (test_cuda_model),
 #   3. runs compute-sanitizer memcheck on a short run of each level,
 #   4. times level x {eager, graph} x {fp32, tf32} x {small, large} and counts
 #      kernel launches per step with the built-in CUPTI profiler,
-#   5. prints one table (and writes every run's JSON under $OUT).
-# Usage: bench/gpu.sh [steps]   (STAGES="build check sanitize bench" to pick)
+#   5. prints one table (and writes every run's JSON under $OUT),
+#   6. (stage "overhead", not in the default set) what profiling costs: the
+#      same eager run built with the hooks compiled out (TF_PROF_HOOKS=OFF),
+#      with them in and profiling off, and under `tinyfold profile` (kernel
+#      tracing), alternated 3 times, medians of the per-step times.
+# Usage: bench/gpu.sh [steps]   (STAGES="build check sanitize bench overhead" to pick)
 # cJSON and cmocka are taken from .deps/ (Debian packages unpacked) when the
 # machine has none: see bench/README.md.
 set -uo pipefail
@@ -42,6 +48,9 @@ if has check; then
   "$BUILD/test_cuda_ops" > "$OUT/test_cuda_ops.log" 2>&1; rc=$?
   echo "test_cuda_ops: exit $rc, $(grep -c PASS "$OUT/test_cuda_ops.log") PASS lines, $(grep -c FAIL "$OUT/test_cuda_ops.log") FAIL lines"
   grep FAIL "$OUT/test_cuda_ops.log" | head -20
+  "$BUILD/test_cuda_prof" > "$OUT/test_cuda_prof.log" 2>&1; rc=$?
+  echo "test_cuda_prof: exit $rc"
+  grep -E "add_kernel1|launches per step|PASSED|FAILED|ERROR|error" "$OUT/test_cuda_prof.log" | head -20
   "$BUILD/test_cuda_model" > "$OUT/test_cuda_model.log" 2>&1; rc=$?
   echo "test_cuda_model: exit $rc"
   grep -E "B[0-9]|FAIL|PASSED|ERROR" "$OUT/test_cuda_model.log" | head -60
@@ -80,4 +89,31 @@ if has bench; then
     done
   done
   python3 bench/gpu_table.py "$OUT"
+fi
+
+if has overhead; then
+  NB=${BUILD}-nohooks
+  cmake -S . -B "$NB" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DTF_CUDA=ON \
+        -DTF_PROF_HOOKS=OFF -DTF_TESTS=OFF > "$OUT/cmake_nohooks.log" 2>&1 &&
+    cmake --build "$NB" -j "$(nproc)" --target tinyfold > "$OUT/build_nohooks.log" 2>&1 ||
+    { echo "overhead: no-hooks build failed"; tail -5 "$OUT/build_nohooks.log"; }
+  A="--backend cuda --impl v3 --batch-size 4 --seq-len 64 --num-seqs 16 --num-steps $STEPS --quiet"
+  for rep in 1 2 3; do
+    "$NB/tinyfold" train $A --json "$OUT/ovh_nohooks_$rep.json" > /dev/null 2>&1
+    "$TF" train $A --json "$OUT/ovh_off_$rep.json" > /dev/null 2>&1
+    "$TF" profile $A --json "$OUT/ovh_trace_$rep.json" --out "$OUT/ovh_prof_$rep" > /dev/null 2>&1
+  done
+  python3 - "$OUT" <<'PY'
+import json, sys, statistics as st, glob
+O = sys.argv[1]
+med = {}
+for mode in ("nohooks", "off", "trace"):
+    xs = []
+    for f in sorted(glob.glob(f"{O}/ovh_{mode}_*.json")):
+        xs += [s["step_ms"] for s in json.load(open(f))["steps"] if not s["warmup"] and not s.get("counter_replay")]
+    med[mode] = st.median(xs) if xs else float("nan")
+print(f"overhead (small v3 eager, median step over 3 alternated runs): hooks compiled out {med['nohooks']:.3f} ms, "
+      f"profiling off {med['off']:.3f} ms ({100*(med['off']/med['nohooks']-1):+.2f}%), "
+      f"kernel tracing {med['trace']:.3f} ms ({100*(med['trace']/med['off']-1):+.2f}% vs off)")
+PY
 fi

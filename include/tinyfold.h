@@ -92,6 +92,7 @@ typedef struct tf_prof tf_prof;
 typedef struct {
     float loss;
     double data_ms, forward_ms, backward_ms, optimizer_ms, step_ms;
+    int counter_replay; /* CUDA --counters replayed this step's kernels: not a timed step */
 } tf_step_stats;
 
 /* A batch on the host: tokens [B,S,N] int32, pair [B,N,N,65], target [B,N,N]. */
@@ -129,6 +130,9 @@ void tf_trainer_set_adam(tf_trainer *t, const float *m_host, const float *v_host
  * on its backend (params, grads, moments, arena, batch buffers, library workspaces). */
 size_t tf_trainer_arena_bytes(const tf_trainer *t);
 size_t tf_trainer_backend_bytes(const tf_trainer *t);
+/* CUDA --graph: kernel nodes in the captured step (forward, backward and
+ * optimizer graphs together; 0 before capture or without graphs). */
+size_t tf_trainer_graph_kernels(const tf_trainer *t);
 
 /* ---- synthetic data (SPEC.md "Data") ---- */
 #define TF_DATASET_SIZE 1000

@@ -36,6 +36,8 @@ void tf_cuda_backend_describe(const tf_backend *be, char *out, size_t n);
 /* Graph capture of a callback on the backend's stream (whole-step capture). */
 int tf_cuda_graph_capture(tf_backend *be, void (*fn)(void *), void *arg, void **graph_exec);
 int tf_cuda_graph_launch(tf_backend *be, void *graph_exec);
+/* Kernel nodes in the graph the last tf_cuda_graph_capture built. */
+size_t tf_cuda_graph_captured_kernels(const tf_backend *be);
 void tf_cuda_graph_destroy(void *graph_exec);
 /* Is this build compiled with CUDA? */
 int tf_built_with_cuda(void);

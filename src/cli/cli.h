@@ -179,6 +179,7 @@ int tf_cli_train(tf_cli_opts *o);
 typedef struct {
     long step; /* global step index (warm-up included) */
     int warmup;
+    int counter_replay; /* --counters on CUDA: kernels replayed, left out of the means */
     float loss;
     double data_ms, forward_ms, backward_ms, optimizer_ms, step_ms, samples_per_sec;
 } tf_cli_steprec;
@@ -190,6 +191,7 @@ typedef struct {
     double step_ms, data_ms, forward_ms, backward_ms, optimizer_ms;
     double mean_loss, final_loss;
     size_t peak_bytes, arena_bytes, rss_bytes;
+    size_t graph_kernels; /* CUDA --graph: kernel nodes in the captured step, else 0 */
     double gflops; /* 3 * forward FLOPs / mean step time */
 } tf_cli_summary;
 

@@ -1,6 +1,6 @@
 /* What a training run prints, in the reference's shape: a configuration
  * header, a step line every --log-every steps, a summary. Averages are over
- * timed steps only (warm-up excluded). */
+ * timed steps only (warm-up and --counters replay steps excluded). */
 #include "cli.h"
 
 #include <stdio.h>
@@ -13,7 +13,7 @@ void tf_cli_summarize(tf_cli_summary *s, const tf_cli_steprec *r, int n, int bat
 {
     memset(s, 0, sizeof *s);
     for (int i = 0; i < n; i++) {
-        if (r[i].warmup)
+        if (r[i].warmup || r[i].counter_replay)
             continue;
         s->n_timed++;
         s->samples_per_sec += r[i].samples_per_sec;
@@ -116,6 +116,8 @@ void tf_cli_print_step(FILE *f, int k, int n, const tf_cli_steprec *r, size_t ba
     fprintf(f, "Step %3d/%d | Loss: %.4f | Speed: %5.1f samples/sec | Step: %6.1f ms | "
                "Memory: %6.1f MB\n",
             k, n, (double)r->loss, r->samples_per_sec, r->step_ms, MB(backend_bytes));
+    if (r->counter_replay)
+        fprintf(f, "           (step %d replayed its matching kernels for --counters: not in the means)\n", k);
 }
 
 void tf_cli_progress(int warm, int k, int n, const tf_cli_steprec *prev, double eta_s)
@@ -153,6 +155,9 @@ void tf_cli_print_summary(FILE *f, const tf_cli_summary *s, int memprof, size_t 
     fprintf(f, "   Peak memory usage: %.1f MB (backend)\n", MB(s->peak_bytes));
     fprintf(f, "   Host peak RSS: %.1f MB\n", MB(s->rss_bytes));
     fprintf(f, "   Achieved: %.1f GFLOP/s (3 x forward FLOPs / mean step time)\n", s->gflops);
+    if (s->graph_kernels)
+        fprintf(f, "   CUDA graph: %zu kernel nodes per step (forward, backward, optimizer)\n",
+                s->graph_kernels);
     if (memprof) {
         size_t p = param_floats * sizeof(float);
         size_t other = s->peak_bytes > 4 * p + s->arena_bytes

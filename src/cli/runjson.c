@@ -121,6 +121,8 @@ cJSON *tf_cli_run_json(const char *command, const tf_config *c, size_t params,
     cJSON_AddNumberToObject(sj, "peak_memory_bytes", (double)s->peak_bytes);
     cJSON_AddNumberToObject(sj, "arena_bytes", (double)s->arena_bytes);
     cJSON_AddNumberToObject(sj, "host_peak_rss_bytes", (double)s->rss_bytes);
+    if (s->graph_kernels)
+        cJSON_AddNumberToObject(sj, "graph_kernel_nodes", (double)s->graph_kernels);
     cJSON_AddNumberToObject(sj, "gflops", ms_json(s->gflops));
 
     cJSON *steps = cJSON_AddArrayToObject(j, "steps");
@@ -128,6 +130,8 @@ cJSON *tf_cli_run_json(const char *command, const tf_config *c, size_t params,
         cJSON *e = cJSON_CreateObject();
         cJSON_AddNumberToObject(e, "step", (double)r[i].step);
         cJSON_AddBoolToObject(e, "warmup", r[i].warmup);
+        if (r[i].counter_replay)
+            cJSON_AddBoolToObject(e, "counter_replay", 1);
         cJSON_AddNumberToObject(e, "loss", float_json(r[i].loss));
         cJSON_AddNumberToObject(e, "step_ms", ms_json(r[i].step_ms));
         cJSON_AddNumberToObject(e, "data_ms", ms_json(r[i].data_ms));

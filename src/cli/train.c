@@ -162,6 +162,11 @@ static int setup(run_state *r, const tf_cli_opts *o)
         return rc;
 
     if (o->cmd == TF_CMD_PROFILE) {
+#ifdef TF_NO_PROF_HOOKS
+        tf_cli_error("profile: this build has the profiling hooks compiled out "
+                     "(CMake TF_PROF_HOOKS=OFF, a benchmark-only build); rebuild with the default");
+        return TF_EXIT_USAGE;
+#endif
         /* Before the trainer: CUPTI must see the first CUDA work. */
         tf_prof_opts po = {.out_dir = o->out_path,
                            .selected_regions = o->selected_regions,
@@ -284,6 +289,7 @@ int tf_cli_train(tf_cli_opts *o)
         tf_cli_steprec *e = &r.recs[n++];
         *e = (tf_cli_steprec){.step = g,
                               .warmup = warm,
+                              .counter_replay = st.counter_replay,
                               .loss = st.loss,
                               .data_ms = st.data_ms + file_ms,
                               .forward_ms = st.forward_ms,
@@ -307,7 +313,7 @@ int tf_cli_train(tf_cli_opts *o)
         }
         if (!warm)
             timed_ms += e->step_ms;
-        if (verbose && (warm || k == 1 || k % o->log_every == 0 || k == N)) {
+        if (verbose && (warm || k == 1 || k % o->log_every == 0 || k == N || e->counter_replay)) {
             if (live)
                 tf_cli_progress_clear();
             if (warm)
@@ -330,6 +336,7 @@ int tf_cli_train(tf_cli_opts *o)
     sum.peak_bytes = tf_trainer_backend_bytes(r.t);
     sum.arena_bytes = tf_trainer_arena_bytes(r.t);
     sum.rss_bytes = tf_cli_peak_rss_bytes();
+    sum.graph_kernels = tf_trainer_graph_kernels(r.t);
     if (!failed) {
         if (verbose)
             fprintf(out, "%s\n", "==============================================================="

@@ -25,6 +25,7 @@ static void update_ctx(tf_prof *p) {
     p->ctx = prof_ctx_make(step, top_path(p), op);
 }
 
+#ifndef TF_NO_PROF_HOOKS
 void tf_region_push(tf_prof *p, const char *name) {
     tf_marker_push(name);
     if (!p) return;
@@ -99,6 +100,8 @@ void tf_prof_op_begin(tf_prof *p, const char *name) {
     p->ops[n].name = id;
     if (p->gpu) {
         update_ctx(p);
+        /* CUDA --counters: a profiling window around a matching op */
+        if (p->in_step && p->steps[p->cur_step].counter_step) p->ops[n].counted = prof_gpu_counters_op_begin(p);
         return;
     }
     /* CPU: counters around matching ops, read before the clock starts */
@@ -121,6 +124,7 @@ void tf_prof_op_end(tf_prof *p) {
     }
     int n = --p->nops;
     if (p->gpu) {
+        if (p->ops[n].counted) prof_gpu_counters_op_end(p);
         update_ctx(p);
         return;
     }
@@ -140,6 +144,15 @@ void tf_prof_op_end(tf_prof *p) {
     l.regs = l.smem = -1;
     prof_record_launch(p, &l);
 }
+#endif /* TF_NO_PROF_HOOKS */
+
+int tf_prof_wants_eager(const tf_prof *p) {
+    return p && prof_gpu_counters_pending(p);
+}
+
+int tf_prof_counter_step(const tf_prof *p) {
+    return p && p->in_step && p->steps[p->cur_step].counter_step;
+}
 
 void tf_prof_step_begin(tf_prof *p, long step, int warmup) {
     if (!p) return;
@@ -154,9 +167,10 @@ void tf_prof_step_begin(tf_prof *p, long step, int warmup) {
     s->step = step;
     s->warmup = warmup != 0;
     int collect = !warmup || p->include_warmup;
-    if (collect && p->gpu && p->counters && !p->steps_collected_counter_done) {
-        /* CUDA: the first collectable step measures counters (kernel replay
-         * distorts its timings, so it is not a timed step) */
+    if (collect && prof_gpu_counters_pending(p) && prof_gpu_counters_ready(p)) {
+        /* CUDA: the first collectable step after a matching kernel was seen
+         * measures counters (kernel replay distorts its timings, so it is not
+         * a timed step) */
         s->counter_step = 1;
         collect = 0;
     }
@@ -189,6 +203,8 @@ void tf_prof_step_end(tf_prof *p, long step) {
         if (s->counter_step) {
             prof_gpu_counters_step_end(p);
             p->steps_collected_counter_done = 1;
+        } else if (prof_gpu_counters_pending(p)) {
+            prof_gpu_counters_learning_done(p); /* a step issued kernels, none matched */
         }
         update_ctx(p);
         prof_gpu_drain(p, 0);

@@ -15,15 +15,28 @@
 extern "C" {
 #endif
 
+#ifdef TF_NO_PROF_HOOKS
+/* benchmark build (CMake TF_PROF_HOOKS=OFF): the hooks are not even a branch */
+static inline void tf_region_push(tf_prof *p, const char *name) { (void)p, (void)name; }
+static inline void tf_region_pop(tf_prof *p) { (void)p; }
+static inline void tf_prof_op_begin(tf_prof *p, const char *name) { (void)p, (void)name; }
+static inline void tf_prof_op_end(tf_prof *p) { (void)p; }
+#else
 void tf_region_push(tf_prof *p, const char *name);
 void tf_region_pop(tf_prof *p);
 /* Called around every op issued to the backend. name is the op's stable kernel
  * name on the CPU ("sgemm_nt", "layernorm_fwd", ...). */
 void tf_prof_op_begin(tf_prof *p, const char *name);
 void tf_prof_op_end(tf_prof *p);
+#endif
 /* Step boundaries (step index, warm-up or timed). */
 void tf_prof_step_begin(tf_prof *p, long step, int warmup);
 void tf_prof_step_end(tf_prof *p, long step);
+/* CUDA --counters: steps must issue their kernels eagerly (no graph capture
+ * or replay) until the counters are collected. */
+int tf_prof_wants_eager(const tf_prof *p);
+/* Is the current step the counter step (kernel replay, not timed)? */
+int tf_prof_counter_step(const tf_prof *p);
 
 #ifdef __cplusplus
 }

@@ -14,8 +14,23 @@ void prof_gpu_drain(tf_prof *p, int force) { (void)p, (void)force; }
 void prof_gpu_stop(tf_prof *p) { (void)p; }
 void prof_gpu_free(tf_prof *p) { (void)p; }
 void prof_gpu_counters_free(tf_prof *p) { (void)p; }
+int prof_gpu_counters_pending(const tf_prof *p) {
+    (void)p;
+    return 0;
+}
+void prof_gpu_counters_learn(tf_prof *p, const char *symbol) { (void)p, (void)symbol; }
+int prof_gpu_counters_ready(const tf_prof *p) {
+    (void)p;
+    return 0;
+}
+void prof_gpu_counters_learning_done(tf_prof *p) { (void)p; }
 void prof_gpu_counters_step_begin(tf_prof *p) { (void)p; }
 void prof_gpu_counters_step_end(tf_prof *p) { (void)p; }
+int prof_gpu_counters_op_begin(tf_prof *p) {
+    (void)p;
+    return 0;
+}
+void prof_gpu_counters_op_end(tf_prof *p) { (void)p; }
 struct cJSON *prof_gpu_counters_json(const tf_prof *p) {
     (void)p;
     return NULL;

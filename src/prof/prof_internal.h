@@ -241,9 +241,16 @@ void prof_gpu_stop(tf_prof *p);
 /* Stops (if needed) and frees the CUDA state, counters included. */
 void prof_gpu_free(tf_prof *p);
 void prof_gpu_counters_free(tf_prof *p);
-/* Counters (range profiler) around the counter step. */
+/* Counters (range profiler, cupti_counters.c): learning which (path, op)
+ * launch matching kernels, then one window per such op in the counter step. */
+int prof_gpu_counters_pending(const tf_prof *p);
+void prof_gpu_counters_learn(tf_prof *p, const char *symbol);
+int prof_gpu_counters_ready(const tf_prof *p);
+void prof_gpu_counters_learning_done(tf_prof *p);
 void prof_gpu_counters_step_begin(tf_prof *p);
 void prof_gpu_counters_step_end(tf_prof *p);
+int prof_gpu_counters_op_begin(tf_prof *p);
+void prof_gpu_counters_op_end(tf_prof *p);
 struct cJSON *prof_gpu_counters_json(const tf_prof *p);
 void prof_gpu_counters_print(const tf_prof *p, FILE *out);
 /* Recorded dropped CUPTI records etc.: one line or NULL. */

@@ -12,6 +12,7 @@
 
 #include "backend/backend.h"
 #include "model/model.h"
+#include "prof/prof.h"
 #include "prof/profiler.h"
 #include "train/rng.h"
 
@@ -45,6 +46,7 @@ struct tf_trainer {
     tf_prof *prof;
     void *graph[3]; /* forward, backward, optimizer (CUDA --graph) */
     int graphs_ready;
+    size_t graph_kernels; /* kernel nodes in the three captured graphs */
 };
 
 static double now_ms(void) {
@@ -359,11 +361,13 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
     t->ops->sync(t->be);
     double t1 = now_ms();
     tf_region_pop(t->prof); /* data_loading */
-    if (t->cfg.graph && t->is_cuda && !warmup && !t->graphs_ready) {
+    /* --counters on CUDA needs eager steps until it has run (prof.h) */
+    if (t->cfg.graph && t->is_cuda && !warmup && !t->graphs_ready && !tf_prof_wants_eager(t->prof)) {
         void (*fns[3])(void *) = {issue_forward, issue_backward, issue_optimizer};
         for (int i = 0; i < 3; i++) {
             tf_region_push(t->prof, phase_name[i]);
             int bad = tf_cuda_graph_capture(t->be, fns[i], t, &t->graph[i]);
+            if (!bad) t->graph_kernels += tf_cuda_graph_captured_kernels(t->be);
             tf_region_pop(t->prof);
             if (bad) return TF_ERR_INTERNAL;
         }
@@ -389,6 +393,7 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
         st->backward_ms = t3 - t2;
         st->optimizer_ms = t4 - t3;
         st->step_ms = t4 - t0;
+        st->counter_replay = tf_prof_counter_step(t->prof);
     }
     tf_prof_step_end(t->prof, step);
     return rc;
@@ -475,6 +480,10 @@ void tf_trainer_set_adam(tf_trainer *t, const float *m_host, const float *v_host
 }
 
 size_t tf_trainer_arena_bytes(const tf_trainer *t) { return t->arena.cap; }
+size_t tf_trainer_graph_kernels(const tf_trainer *t) {
+    return t->graphs_ready ? t->graph_kernels : 0;
+}
+
 size_t tf_trainer_backend_bytes(const tf_trainer *t) {
     return t->is_cuda ? tf_cuda_backend_peak_bytes(t->be) : tf_cpu_backend_peak_bytes(t->be);
 }

@@ -6,7 +6,8 @@
 #      its fp32 CUDA gradients vs tinyfold's CUDA gradients, and checkpoints both
 #      ways (tinyfold -> strict load in PyTorch, PyTorch -> tinyfold)
 #   3. profiler on CUDA: graph replays traced per node, launches per step
-#      stable, hardware counters on a known kernel, overhead of tracing
+#      stable, hardware counters through the CLI (eager and --graph), overhead
+#      of tracing and of the hooks with profiling off
 # Usage: tests/gpu/check_gpu.sh [build-dir]
 set -u
 cd "$(dirname "$0")/../.."
@@ -83,15 +84,25 @@ per_step = collections.Counter(r["Step"] for r in rows)
 print(f"  launches/step eager {le}, graph {lg}; graph trace rows per step {dict(per_step)}")
 sys.exit(0 if le == lg and len(set(per_step.values())) == 1 else 1)
 PY
-"$TF" profile --backend cuda --impl v3 --num-steps 2 --counters adamw_kernel --out "$P/counters" > "$P.counters.log" 2>&1
-grep -iE -A14 "counters" "$P.counters.log" | head -30
-python3 - "$P" <<'PY' && ok "counters plausible for adamw (DRAM bytes vs the bytes it must move)" || bad "counters"
+# counters through the CLI on a model kernel, eager and --graph (the
+# known-kernel DRAM check is test_cuda_prof)
+for g in "" "--graph"; do
+  d=$P/counters$g
+  /usr/bin/time -f "%e s, %M KB max RSS" -o "$d.time" "$TF" profile --backend cuda --impl v3 $g --num-steps 3 \
+    --counters layernorm_fwd --out "$d" > "$d.log" 2>&1
+  echo "  counters$g: $(cat "$d.time" 2>/dev/null | tail -1)"
+  grep -A12 "^Counters" "$d.log" | head -14
+  python3 - "$d" <<'PY' && ok "counters$g on layernorm_fwd: values, no error, replay step left out" || bad "counters$g"
 import json, sys
-s = json.load(open(f"{sys.argv[1]}/counters/summary.json"))
-c = s.get("counters")
-print("  counters:", json.dumps(c)[:600])
-sys.exit(0 if c else 1)
+s = json.load(open(f"{sys.argv[1]}/summary.json"))
+c = s.get("counters") or {}
+ks = c.get("kernels", [])
+ok = not c.get("error") and ks and all(k["metrics"].get("dram__bytes_read.sum", -1) >= 0 for k in ks)
+ok = ok and s["steps_collected"] == 2 and c.get("windows", 0) > 0
+print("  ", {k: c.get(k) for k in ("step", "windows", "windows_skipped", "ranges", "ranges_dropped", "error")})
+sys.exit(0 if ok else 1)
 PY
+done
 # overhead: the same run without and with kernel tracing (medians of the step time)
 for mode in train profile; do
   extra=""; [ $mode = profile ] && extra="--out $P/ovh"

@@ -42,9 +42,13 @@ typedef struct {
     const tf_ops *ops;
 } bk;
 
-/* CPU; CUDA kernel level 1 and 3; level 3 with the attention kernel2 for
- * L > 32 instead of kernel3 (TF_CUDA_ATTN_KERNEL=2); CUDA TF32 */
-static bk g_cpu, g_cu1, g_cu3, g_cu3k2, g_tf32;
+/* CPU; CUDA kernel level 1 and 3; level 3 with the attention kernel2 or
+ * kernel3 for L > 32 at every head size (TF_CUDA_ATTN_KERNEL=2|3; the default
+ * picks kernel4 for L <= 128 and d 16 or 32, else by head size), and with
+ * kernel4 wherever it runs (=4: L <= 128, d <= 32); level 3 with timed
+ * cuBLASLt GEMM plans (TF_CUDA_GEMM_TUNE=1; the default keeps the
+ * heuristic's first); CUDA TF32 */
+static bk g_cpu, g_cu1, g_cu3, g_cu3k2, g_cu3k3, g_cu3k4, g_cu3tune, g_tf32;
 static int g_fail;
 
 static double tol_sum(double K) { return (3.0 * sqrt(K) + 4.0) * U; }
@@ -163,6 +167,19 @@ static void run_gemm(bk b, const gshape *s, const float *hA, const float *hB, co
     b_free(b, C);
 }
 
+/* the [M,N] parts of the batch's C blocks (padding of C is never written) */
+static void gemm_parts(const gshape *s, const float *c, float *x)
+{
+    for (int p = 0; p < s->batch; ++p)
+        for (int i = 0; i < s->M; ++i)
+            for (int j = 0; j < s->N; ++j)
+                x[((size_t)p * s->M + i) * s->N + j] = c[(size_t)p * s->sC + (size_t)i * s->ldc + j];
+}
+
+/* CPU reference; level 3 twice (the first call of a shape times cuBLASLt's
+ * candidates, the second reuses the chosen one: same bits), level 3 untimed
+ * (heuristic's first), level 1 (cuBLAS, the RELU epilogue in cuBLASLt at batch
+ * 1 only), TF32 */
 static void gemm_case(int ta, int tb, int M, int N, int K, int batch, int pad, float beta,
                       tf_epilogue epi)
 {
@@ -182,28 +199,26 @@ static void gemm_case(int ta, int tb, int M, int N, int K, int batch, int pad, f
     snprintf(shape, sizeof shape, "%c%c M=%d N=%d K=%d batch=%d pad=%d beta=%g%s", ta ? 'T' : 'N',
              tb ? 'T' : 'N', M, N, K, batch, pad, beta, epi == TF_EPI_RELU ? " relu" : "");
     run_gemm(g_cpu, &s, hA, hB, hC, ref, nA, nB, nC);
-    /* padding of C is never written: compare only the [M,N] parts */
-    float *r = tf_test_falloc((size_t)M * N * batch), *x = tf_test_falloc((size_t)M * N * batch);
-    float *y = tf_test_falloc((size_t)M * N * batch);
+    const size_t nout = (size_t)M * N * batch;
+    float *r = tf_test_falloc(nout), *x = tf_test_falloc(nout), *y = tf_test_falloc(nout);
+    gemm_parts(&s, ref, r);
     run_gemm(g_cu3, &s, hA, hB, hC, g1, nA, nB, nC);
     run_gemm(g_cu3, &s, hA, hB, hC, g2, nA, nB, nC);
-    for (int p = 0; p < batch; ++p)
-        for (int i = 0; i < M; ++i)
-            for (int j = 0; j < N; ++j) {
-                const size_t o = (size_t)p * s.sC + (size_t)i * s.ldc + j,
-                             q = ((size_t)p * M + i) * N + j;
-                r[q] = ref[o];
-                x[q] = g1[o];
-                y[q] = g2[o];
-            }
-    const size_t nout = (size_t)M * N * batch;
+    gemm_parts(&s, g1, x);
+    gemm_parts(&s, g2, y);
     check("gemm", shape, x, r, nout, tol_sum(K));
     check_same("gemm", shape, x, y, nout);
+    run_gemm(g_cu3tune, &s, hA, hB, hC, g1, nA, nB, nC);
+    run_gemm(g_cu3tune, &s, hA, hB, hC, g2, nA, nB, nC); /* after tuning: the same bits */
+    gemm_parts(&s, g1, x);
+    gemm_parts(&s, g2, y);
+    check("gemm(tuned)", shape, x, r, nout, tol_sum(K));
+    check_same("gemm(tuned)", shape, x, y, nout);
+    run_gemm(g_cu1, &s, hA, hB, hC, g1, nA, nB, nC);
+    gemm_parts(&s, g1, x);
+    check("gemm(level=1)", shape, x, r, nout, tol_sum(K));
     run_gemm(g_tf32, &s, hA, hB, hC, g1, nA, nB, nC);
-    for (int p = 0; p < batch; ++p)
-        for (int i = 0; i < M; ++i)
-            for (int j = 0; j < N; ++j)
-                x[((size_t)p * M + i) * N + j] = g1[(size_t)p * s.sC + (size_t)i * s.ldc + j];
+    gemm_parts(&s, g1, x);
     check("gemm_tf32", shape, x, r, nout, 5e-3);
     free(hA), free(hB), free(hC), free(ref), free(g1), free(g2), free(r), free(x), free(y);
 }
@@ -217,10 +232,69 @@ static void test_gemm(void **state)
         for (size_t k = 0; k < sizeof shp / sizeof shp[0]; ++k) {
             const int M = shp[k][0], N = shp[k][1], K = shp[k][2];
             gemm_case(t & 1, t >> 1, M, N, K, 1, 0, 0.f, TF_EPI_NONE);
-            gemm_case(t & 1, t >> 1, M, N, K, 3, 3, 1.f, TF_EPI_NONE);
+            gemm_case(t & 1, t >> 1, M, N, K, 3, 3, 1.f, TF_EPI_NONE); /* C read: saved while timed */
             gemm_case(t & 1, t >> 1, M, N, K, 1, 1, 0.f, TF_EPI_RELU); /* cuBLASLt epilogue */
-            gemm_case(t & 1, t >> 1, M, N, K, 2, 0, 0.f, TF_EPI_RELU); /* separate relu kernel */
+            gemm_case(t & 1, t >> 1, M, N, K, 2, 0, 0.f, TF_EPI_RELU); /* level 3: epilogue; 1: kernel */
+            gemm_case(t & 1, t >> 1, M, N, K, 3, 1, 0.f, TF_EPI_RELU); /* unaligned batch strides */
         }
+    /* K = 0: C = beta C (cuBLAS at every level; beta 0 does not read C) */
+    gemm_case(0, 0, 7, 5, 0, 1, 1, 0.f, TF_EPI_NONE);
+    gemm_case(1, 1, 7, 5, 0, 2, 1, 0.5f, TF_EPI_NONE);
+    gemm_case(0, 1, 7, 5, 0, 2, 1, 0.f, TF_EPI_RELU);
+    /* beta != 0 with C larger than the backend's scratch area: the copy of C
+     * kept while the candidates are timed is a temporary allocation */
+    gemm_case(0, 1, 1100, 1000, 8, 1, 0, 1.f, TF_EPI_NONE);
+    gemm_case(1, 0, 300, 1000, 8, 4, 2, -0.5f, TF_EPI_NONE);
+    done();
+}
+
+/* More distinct GEMM keys than the plan table holds (3/4 of TF_CU_LT_CACHE =
+ * 768 slots): the later keys run on one-off plans. Every result against the
+ * CPU, and a second pass (cached plans and one-off plans again, C poisoned in
+ * between) bit-identical to the first. A backend of its own, so that the
+ * other tests keep a table with room. */
+enum { PL_KEYS = 900, PL_N = 3, PL_K = 2 };
+static void plans_pass(bk b, const float *A, const float *B, float *C)
+{
+    for (int M = 1; M <= PL_KEYS; ++M) { /* C at offset 3 M (M-1) / 2: alignments vary too */
+        tf_gemm_args a = {0, 1, M, PL_N, PL_K, 1.f, 0.f, A, PL_K, 0, B, PL_K, 0,
+                          C + (size_t)M * (M - 1) / 2 * PL_N, PL_N, 0, 1, TF_EPI_NONE};
+        b.ops->gemm(b.be, &a, "test_gemm_plans");
+    }
+}
+
+static void test_gemm_plans(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    bk cu;
+    tf_backend_opts o;
+    char err[256];
+    memset(&o, 0, sizeof o);
+    o.kernel_level = 3;
+    assert_int_equal(tf_cuda_backend_create(&cu.be, &cu.ops, &o, err, sizeof err), 0);
+    const size_t nA = (size_t)PL_KEYS * PL_K, nB = PL_N * PL_K,
+                 nC = (size_t)PL_KEYS * (PL_KEYS + 1) / 2 * PL_N;
+    float *hA = rnd(nA, 1.f, 61), *hB = rnd(nB, 1.f, 62);
+    float *ref = tf_test_falloc(nC), *x = tf_test_falloc(nC), *y = tf_test_falloc(nC);
+    unsigned char *poison = malloc(nC * sizeof(float));
+    memset(poison, 0xFF, nC * sizeof(float));
+    for (int r = 0; r < 2; ++r) {
+        const bk b = r == 0 ? g_cpu : cu;
+        float *A = b_put(b, hA, nA), *B = b_put(b, hB, nB), *C = b_nan(b, nC);
+        plans_pass(b, A, B, C);
+        b_get(b, r == 0 ? ref : x, C, nC);
+        if (r == 1) {
+            b.ops->upload(b.be, C, poison, nC * sizeof(float));
+            plans_pass(b, A, B, C);
+            b_get(b, y, C, nC);
+        }
+        b_free(b, A), b_free(b, B), b_free(b, C);
+    }
+    check("gemm_plans", "900 keys", x, ref, nC, tol_sum(PL_K));
+    check_same("gemm_plans", "900 keys", x, y, nC);
+    free(hA), free(hB), free(ref), free(x), free(y), free(poison);
+    tf_cuda_backend_destroy(cu.be);
     done();
 }
 
@@ -510,8 +584,12 @@ static void test_attention(void **state)
     /* level 3: the model's shapes (fewer batches / rows) and the tile classes
      * (t16: L <= 16, t32: L <= 32 or d > 32, t64: L > 32 with one key tile up
      * to L = 64, two (and the separate dQ pass) beyond), at odd L and d, with
-     * and without 16-byte alignment; t64 runs kernel3, and kernel2 on the
-     * backend made with TF_CUDA_ATTN_KERNEL=2 */
+     * and without 16-byte alignment; t64 runs kernel3 at d 17..32 and kernel2
+     * at d <= 16 by default, and the other one on the backends made with
+     * TF_CUDA_ATTN_KERNEL=2 (d 17..32) and =3 (d <= 16). kernel4 is the default
+     * for L <= 128 at d 16 and 32 (then kernel2 and kernel3 run forced), and
+     * runs forced (=4) at the other d <= 32. Each case runs the CUDA backend
+     * twice: outputs, dq/dk/dv and dbias must repeat bit for bit. */
     static const ashape lv3[] = {
         {1, 4, 4, 64, 32, 1, 0, 0},   /* triangle starting: fused qkv, row-wise */
         {1, 4, 4, 64, 32, 2, 0, 0},   /* triangle ending: column-wise */
@@ -529,14 +607,31 @@ static void test_attention(void **state)
         {1, 2, 1, 65, 32, 1, 1, 0},   {1, 2, 2, 64, 32, 1, 1, 2}, {1, 3, 1, 48, 64, 0, 1, 1},
         {1, 2, 2, 32, 32, 2, 1, 0},   {1, 2, 2, 29, 24, 1, 2, 0},
         {3, 17, 3, 64, 16, 1, 1, 0},  /* dbias: 9 chunks of 2 (the last 1) o each */
+        /* kernel4 (L <= 128): every key class (16, 32, 64, 128), partial chunks
+         * and key quads, both head sizes and odd ones (padded), bias / dbias
+         * on and off, all layouts, unaligned views */
+        {1, 2, 2, 5, 16, 1, 1, 1},    {1, 2, 2, 5, 32, 0, 2, 0},  {1, 3, 2, 16, 16, 1, 1, 0},
+        {1, 2, 2, 16, 32, 2, 2, 3},   {1, 2, 2, 23, 32, 1, 1, 2}, {1, 2, 2, 23, 16, 2, 0, 0},
+        {1, 2, 2, 32, 16, 0, 1, 1},   {1, 2, 2, 32, 32, 1, 2, 0}, {1, 2, 2, 64, 16, 2, 2, 3},
+        {1, 2, 2, 64, 32, 2, 1, 0},   {1, 2, 2, 128, 32, 1, 1, 0}, {1, 2, 1, 128, 32, 2, 2, 1},
+        {1, 2, 2, 128, 16, 0, 1, 2},  {1, 1, 2, 100, 32, 1, 0, 0}, {1, 2, 2, 97, 16, 1, 1, 1},
+        {1, 2, 2, 40, 24, 1, 1, 0},   {1, 2, 1, 50, 7, 0, 2, 1},  {1, 2, 2, 128, 20, 1, 0, 3},
+        {2, 5, 2, 128, 16, 1, 1, 0},  /* MSA row with dbias over 5 o, 2 batches */
     };
     for (size_t k = 0; k < sizeof both / sizeof both[0]; ++k) {
         attn_case(g_cu1, "level=1", both[k]);
         attn_case(g_cu3, "level=3", both[k]);
     }
     for (size_t k = 0; k < sizeof lv3 / sizeof lv3[0]; ++k) {
-        attn_case(g_cu3, "level=3", lv3[k]);
-        if (lv3[k].L > 32 && lv3[k].d <= 32) attn_case(g_cu3k2, "level=3(kernel2)", lv3[k]);
+        const ashape s = lv3[k];
+        /* the default: kernel4 (L <= 128, d 16 or 32), else kernel2 (L <= 32)
+         * or kernel3 (d 17..32) / kernel2 (d <= 16); the forced ones cover the rest */
+        const int def4 = s.L <= 128 && (s.d == 16 || s.d == 32);
+        attn_case(g_cu3, def4 ? "level=3(kernel4)" : "level=3", s);
+        if (def4) attn_case(g_cu3k2, "level=3(kernel2)", s);
+        if (s.L > 32 && s.d <= 32 && (def4 || s.d <= 16)) attn_case(g_cu3k3, "level=3(kernel3)", s);
+        if (s.L > 32 && s.d > 16 && s.d <= 32 && !def4) attn_case(g_cu3k2, "level=3(kernel2)", s);
+        if (s.L <= 128 && s.d <= 32 && !def4) attn_case(g_cu3k4, "level=3(kernel4)", s);
     }
     done();
 }
@@ -987,14 +1082,19 @@ static int group_setup(void **state)
     char err[256];
     memset(&o, 0, sizeof o);
     if (tf_test_cpu_backend(&g_cpu.be, &g_cpu.ops)) return 1;
-    bk *cu[4] = {&g_cu1, &g_cu3, &g_cu3k2, &g_tf32};
-    const int level[4] = {1, 3, 3, 3}, tf32[4] = {0, 0, 0, 1};
-    for (int k = 0; k < 4; ++k) {
+    bk *cu[7] = {&g_cu1, &g_cu3, &g_cu3k2, &g_cu3k3, &g_cu3k4, &g_cu3tune, &g_tf32};
+    const int level[7] = {1, 3, 3, 3, 3, 3, 3}, tf32[7] = {0, 0, 0, 0, 0, 0, 1};
+    for (int k = 0; k < 7; ++k) {
         o.kernel_level = level[k];
         o.tf32 = tf32[k];
-        if (cu[k] == &g_cu3k2) setenv("TF_CUDA_ATTN_KERNEL", "2", 1); /* read at create */
+        /* read at create */
+        if (cu[k] == &g_cu3k2) setenv("TF_CUDA_ATTN_KERNEL", "2", 1);
+        if (cu[k] == &g_cu3k3) setenv("TF_CUDA_ATTN_KERNEL", "3", 1);
+        if (cu[k] == &g_cu3k4) setenv("TF_CUDA_ATTN_KERNEL", "4", 1);
+        if (cu[k] == &g_cu3tune) setenv("TF_CUDA_GEMM_TUNE", "1", 1);
         const int rc = tf_cuda_backend_create(&cu[k]->be, &cu[k]->ops, &o, err, sizeof err);
         unsetenv("TF_CUDA_ATTN_KERNEL");
+        unsetenv("TF_CUDA_GEMM_TUNE");
         if (rc) {
             fprintf(stderr, "cuda backend: %s\n", err);
             return 1;
@@ -1009,6 +1109,9 @@ static int group_teardown(void **state)
     tf_cuda_backend_destroy(g_cu1.be);
     tf_cuda_backend_destroy(g_cu3.be);
     tf_cuda_backend_destroy(g_cu3k2.be);
+    tf_cuda_backend_destroy(g_cu3k3.be);
+    tf_cuda_backend_destroy(g_cu3k4.be);
+    tf_cuda_backend_destroy(g_cu3tune.be);
     tf_cuda_backend_destroy(g_tf32.be);
     tf_cpu_backend_destroy(g_cpu.be);
     return 0;
@@ -1023,6 +1126,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_memory),      cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_gemm_plans),
         cmocka_unit_test(test_layernorm),   cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_attention),   cmocka_unit_test(test_permute),
         cmocka_unit_test(test_bcast_sum),   cmocka_unit_test(test_elementwise),

@@ -19,12 +19,16 @@
  * Shared memory delivers 32 floats per clock per SM against 128 FMAs, so the
  * register tile decides the speed: a TM x TN tile loads TM + TN floats per
  * TM*TN FMAs. kernel2 (4x4 forward, 2x4 backward, 256 threads) is bound by
- * shared-memory bandwidth at ~40% / ~30% of the FMA rate; kernel3, the
- * default for L > 32 (the triangle and MSA row attention), uses the same
- * code with 8x8 (forward) and 4x8 scores, 8x4 dK/dV, 4x4 dQ (backward) per
- * thread in 64-thread blocks (~80% / ~60% by the same count).
- * TF_CUDA_ATTN_KERNEL=2 in the environment at backend creation selects
- * kernel2 there instead, for A/B measurements (bench/cuda_kernels.cu). */
+ * shared-memory bandwidth at ~40% / ~30% of the FMA rate; kernel3 uses the
+ * same code with 8x8 (forward) and 4x8 scores, 8x4 dK/dV, 4x4 dQ (backward)
+ * per thread in 64-thread blocks (~80% / ~60% by the same count). For L > 32
+ * it is the default at padded head size 32 (triangle attention); at 16 (MSA
+ * row attention) kernel2 stays: kernel3 measured slower there on the H200
+ * (bench/RESULTS.md entry 4, small problem: forward 22.9 us against kernel2's
+ * 11.2, backward 48.2 against 38.3).
+ * TF_CUDA_ATTN_KERNEL=2 or 3 in the environment at backend creation forces
+ * one of the two at every head size, for A/B measurements
+ * (bench/cuda_kernels.cu). */
 #ifndef TF_CUDA_ATTN2_H
 #define TF_CUDA_ATTN2_H
 
@@ -70,6 +74,13 @@ static inline int tf_attn2_class(int L, int dm)
 #ifndef TF_ATTN3_MINB_BWD
 #define TF_ATTN3_MINB_BWD 4
 #endif
+
+/* L > 32 (tile class 64): kernel3 rather than kernel2 for padded head size dm
+ * (where kernel4, cuda_attn4.h, does not run; attn_kernel 4 picks as 0 here) */
+static inline int tf_attn2_use_kernel3(const tf_backend *be, int dm)
+{
+    return be->attn_kernel == 3 || ((be->attn_kernel == 0 || be->attn_kernel == 4) && dm == 32);
+}
 
 static inline int tf_attn2_aligned(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 static inline int tf_attn2_view_vec(const tf_attn_view *v)

@@ -20,12 +20,13 @@
  *   go to the backend's scratch and attn_bwd_dbias_reduce_kernel2 adds them
  *   in chunk order. The chunking depends on the shape only.
  * Tile classes as in the forward (tf_attn2_class): t16 BQ=BK=16, 64 threads;
- * t32 BQ=BK=32, 128 threads; t64 BQ=32, BK=64: kernel3 (default) 64 threads
- * with 4x8 scores, 8x4 dK/dV and 4x4 dQ per thread; kernel2 256 threads with
- * 2x4, 2x4 and 1x4. */
+ * t32 BQ=BK=32, 128 threads; t64 BQ=32, BK=64: kernel3 (default for DM 32)
+ * 64 threads with 4x8 scores, 8x4 dK/dV and 4x4 dQ per thread; kernel2
+ * (default for DM 16) 256 threads with 2x4, 2x4 and 1x4 (tf_attn2_use_kernel3). */
 #include <math.h>
 
 #include "cuda_attn2.h"
+#include "cuda_attn4.h" /* tf_cu_attn_dbias2 */
 
 /* Partial dot products for D_i = dout_i . out_i of rows i0 + [0, BQ): part[r][k]
  * = sum over channels 4k..4k+3 (< d) in order; the caller adds the DM/4
@@ -509,7 +510,7 @@ extern "C" void tf_cu_attn_bwd2(tf_backend *be, const tf_attn_args *a)
             BWD2(64, 32);
             if (!fuse) BWDQ(64, 32);
         }
-    } else if (be->attn_kernel != 2) {
+    } else if (tf_attn2_use_kernel3(be, dm)) {
         if (dm == 16) BWD3(16);
         else BWD3(32);
     } else if (dm == 16) {
@@ -522,7 +523,13 @@ extern "C" void tf_cu_attn_bwd2(tf_backend *be, const tf_attn_args *a)
 #undef BWD2
 #undef BWDQ
 #undef BWD3
-    if (!a->dbias) return;
+    if (a->dbias) tf_cu_attn_dbias2(be, a, vec);
+}
+
+/* dbias from D in a->work (also kernel4's, cuda_attn4_bwd.cu) */
+extern "C" void tf_cu_attn_dbias2(tf_backend *be, const tf_attn_args *a, int vec)
+{
+    const int dm = tf_attn2_dm(a->d);
     const int nchunk = dbias_chunks(a);
     float *part = nchunk > 1 ? be->scratch : NULL;
     const long nt = (a->L + DB2_T - 1) / DB2_T;

@@ -14,7 +14,8 @@
  *   t16: BQ = BK = 16, 2x2 per thread,  64 threads (MSA column attention, L = S = 16)
  *   t32: BQ = BK = 32, 2x4 per thread, 128 threads (L <= 32, and DM 64)
  *   t64: BQ = BK = 64 (L > 32: triangle, MSA row): kernel3 8x8 per thread, 64
- *        threads (default); kernel2 4x4 per thread, 256 threads. */
+ *        threads (default for DM 32); kernel2 4x4 per thread, 256 threads
+ *        (default for DM 16; tf_attn2_use_kernel3). */
 #include <math.h>
 
 #include "cuda_attn2.h"
@@ -175,7 +176,7 @@ extern "C" void tf_cu_attn_fwd2(tf_backend *be, const tf_attn_args *a)
         if (dm == 16) FWD2(16, 32, 128);
         else if (dm == 32) FWD2(32, 32, 128);
         else FWD2(64, 32, 128);
-    } else if (be->attn_kernel == 2) {
+    } else if (!tf_attn2_use_kernel3(be, dm)) {
         if (dm == 16) FWD2(16, 64, 256);
         else FWD2(32, 64, 256);
     } else {

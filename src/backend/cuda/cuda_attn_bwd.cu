@@ -16,7 +16,7 @@
  * level 3 runs kernel2/kernel3 (cuda_attn2_bwd.cu). */
 #include <math.h>
 
-#include "cuda_attn2.h"
+#include "cuda_attn4.h"
 
 /* ---- D = rowsum(dout * out) ---- */
 extern "C" __global__ void attn_bwd_dot_kernel1(tf_attn_args a)
@@ -291,8 +291,9 @@ TF_ATTN_KERNELS(attn_bwd_dbias_kernel1, attn_bwd_dbias_body, DB_T *DB_TY)
 
 extern "C" void tf_cu_attn_bwd(tf_backend *be, const tf_attn_args *a)
 {
-    if (be->kernel_level >= 3) { /* the register-tiled kernel2 (cuda_attn2_bwd.cu) */
-        tf_cu_attn_bwd2(be, a);
+    if (be->kernel_level >= 3) { /* kernel4 for L <= 128 (cuda_attn4.h), else kernel2/3 */
+        if (tf_attn4_use(be, a)) tf_cu_attn_bwd4(be, a);
+        else tf_cu_attn_bwd2(be, a); /* the register-tiled kernel2/3 (cuda_attn2_bwd.cu) */
         return;
     }
     if (!tf_attn_check(a)) return;

@@ -8,7 +8,7 @@
  * kernel2/kernel3 (cuda_attn2_fwd.cu). */
 #include <math.h>
 
-#include "cuda_attn2.h"
+#include "cuda_attn4.h"
 
 #define AF_BR 64 /* queries per block = threads */
 #define AF_BC 32 /* keys per tile */
@@ -99,8 +99,9 @@ TF_ATTN_KERNELS(attn_fwd_kernel1, attn_fwd_body, AF_BR)
 
 extern "C" void tf_cu_attn_fwd(tf_backend *be, const tf_attn_args *a)
 {
-    if (be->kernel_level >= 3) { /* the register-tiled kernel2 (cuda_attn2_fwd.cu) */
-        tf_cu_attn_fwd2(be, a);
+    if (be->kernel_level >= 3) { /* kernel4 for L <= 128 (cuda_attn4.h), else kernel2/3 */
+        if (tf_attn4_use(be, a)) tf_cu_attn_fwd4(be, a);
+        else tf_cu_attn_fwd2(be, a); /* the register-tiled kernel2/3 (cuda_attn2_fwd.cu) */
         return;
     }
     if (!tf_attn_check(a)) return;

@@ -218,8 +218,25 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
     be->device = dev;
     be->kernel_level = (o && o->kernel_level >= 1 && o->kernel_level <= 3) ? o->kernel_level : 3;
     {
-        const char *ak = getenv("TF_CUDA_ATTN_KERNEL"); /* developer A/B knob, see cuda_attn2.h */
-        be->attn_kernel = ak && !strcmp(ak, "2") ? 2 : 3;
+        /* developer A/B knobs, read once here:
+         *   TF_CUDA_ATTN_KERNEL=2|3|4: level-3 attention. Default: kernel4 (one
+         *     block per (b, o, h), cuda_attn4.h) for L <= 128 and d 16 or 32;
+         *     otherwise, for L > 32, kernel3 for d 17..32 and kernel2 for d <= 16
+         *     (where kernel3 measured slower; see cuda_attn2.h). 2 or 3: that
+         *     kernel at every head size and L > 32 (never kernel4); 4: kernel4
+         *     wherever it runs (L <= 128, any d <= 32), the default elsewhere;
+         *   TF_CUDA_GEMM_TUNE=1: level-3 GEMMs time cuBLASLt's candidate
+         *     algorithms at each key's first call and keep the fastest, instead
+         *     of the heuristic's first (see cuda_gemm.cu; off by default: it
+         *     measured <= 1% faster on the H200 and makes the bits depend on
+         *     timing) */
+        const char *ak = getenv("TF_CUDA_ATTN_KERNEL");
+        const char *gt = getenv("TF_CUDA_GEMM_TUNE");
+        be->attn_kernel = ak && !strcmp(ak, "2")   ? 2
+                          : ak && !strcmp(ak, "3") ? 3
+                          : ak && !strcmp(ak, "4") ? 4
+                                                   : 0;
+        be->gemm_tune = gt && !strcmp(gt, "1");
     }
     be->tf32 = o ? (o->tf32 != 0) : 0;
     TRY_CUDA(cudaSetDevice(dev));
@@ -312,6 +329,20 @@ extern "C" int tf_cuda_graph_capture(tf_backend *be, void (*fn)(void *), void *a
         if (g) (void)cudaGraphDestroy(g);
         return 1;
     }
+    /* CUDA's own count of the kernels the capture holds: the profiler's
+     * launches per step are checked against it */
+    size_t nn = 0;
+    be->capture_kernels = 0;
+    if (cudaGraphGetNodes(g, NULL, &nn) == cudaSuccess && nn) {
+        cudaGraphNode_t *nodes = (cudaGraphNode_t *)malloc(nn * sizeof *nodes);
+        if (nodes && cudaGraphGetNodes(g, nodes, &nn) == cudaSuccess)
+            for (size_t i = 0; i < nn; i++) {
+                cudaGraphNodeType ty;
+                if (cudaGraphNodeGetType(nodes[i], &ty) == cudaSuccess && ty == cudaGraphNodeTypeKernel)
+                    be->capture_kernels++;
+            }
+        free(nodes);
+    }
     e = cudaGraphInstantiate(&ge, g, 0);
     (void)cudaGraphDestroy(g);
     if (e != cudaSuccess) {
@@ -322,6 +353,11 @@ extern "C" int tf_cuda_graph_capture(tf_backend *be, void (*fn)(void *), void *a
     }
     *graph_exec = (void *)ge;
     return 0;
+}
+
+extern "C" size_t tf_cuda_graph_captured_kernels(const tf_backend *be)
+{
+    return be->capture_kernels;
 }
 
 extern "C" int tf_cuda_graph_launch(tf_backend *be, void *graph_exec)

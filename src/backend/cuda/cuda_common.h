@@ -26,13 +26,22 @@
 
 /* ---- fixed sizes ---------------------------------------------------------- */
 #define TF_CU_WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLAS + cuBLASLt workspace (H100/H200 advice) */
-#define TF_CU_SCRATCH_FLOATS ((size_t)1 << 20)   /* fixed partial-sum area (LayerNorm dgamma/dbeta) */
-#define TF_CU_LT_CACHE 16                        /* cached cuBLASLt RELU GEMM plans */
+#define TF_CU_SCRATCH_FLOATS ((size_t)1 << 20)   /* fixed area within one op: partial sums
+                                                    (LayerNorm, attention dbias), the saved C
+                                                    of a GEMM being tuned */
+#define TF_CU_LT_CACHE 1024 /* cuBLASLt plan slots (open addressing, a power of two) */
+#define TF_CU_LT_KEY 18      /* longs in a plan key (cuda_gemm.cu: plan_key) */
+#define TF_CU_LT_ALGOS 8     /* heuristic candidates timed per key (level 3) */
+#define TF_CU_TUNE_RUNS 3    /* timed runs per candidate, after one untimed */
 
-/* One cached cuBLASLt plan (descriptors + chosen algorithm) for a GEMM shape. */
+/* One cached cuBLASLt plan (descriptors + chosen algorithm) for a GEMM key:
+ * shape, leading dimensions, batch and strides, operand alignments, beta == 0
+ * or not, epilogue, precision. ok == 0 caches "cuBLASLt has no algorithm"
+ * (descriptors destroyed; the caller falls back). */
 typedef struct {
-    int used;
-    long key[11];
+    int used, ok;
+    int tuned; /* algo chosen by timing candidates (else the heuristic's first) */
+    long key[TF_CU_LT_KEY];
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulAlgo_t algo;
@@ -47,8 +56,14 @@ typedef struct {
 struct tf_backend {
     int device;
     int kernel_level; /* 1..3 */
-    int attn_kernel;  /* level 3, L > 32: attention kernel3 (default) or kernel2
-                         (TF_CUDA_ATTN_KERNEL=2 at create: for A/B benchmarks) */
+    size_t capture_kernels; /* kernel nodes in the last captured graph */
+    int attn_kernel;  /* level 3: 0 = default (kernel4 for L <= 128 and d 16 or 32;
+                         else for L > 32 kernel3 for d 17..32, kernel2 for d <= 16),
+                         2 or 3 = that kernel everywhere (L > 32), 4 = kernel4 for
+                         every L <= 128, d <= 32 (TF_CUDA_ATTN_KERNEL=2|3|4 at create:
+                         for A/B benchmarks; see cuda_backend.cu) */
+    int gemm_tune;    /* level 3: time cuBLASLt's candidates per GEMM key
+                         (TF_CUDA_GEMM_TUNE=1 at create); default: the heuristic's first */
     int tf32;
     int sm_count;
     cudaStream_t stream;
@@ -61,6 +76,10 @@ struct tf_backend {
     size_t n_allocs, cap_allocs;
     size_t cur_bytes, peak_bytes;
     tf_cu_lt_plan lt_cache[TF_CU_LT_CACHE];
+    int n_plans;             /* used slots of lt_cache */
+    /* GEMM tuning timers (TF_CU_TUNE_RUNS + 1 per candidate), created at the first tuning */
+    cudaEvent_t tune_ev[(TF_CU_TUNE_RUNS + 1) * TF_CU_LT_ALGOS];
+    int tune_ev_ready;
 };
 
 /* ---- checking --------------------------------------------------------------

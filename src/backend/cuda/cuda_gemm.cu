@@ -1,4 +1,4 @@
-/* Row-major strided batched GEMM on cuBLAS (column-major).
+/* Row-major strided batched GEMM on cuBLAS / cuBLASLt (column-major).
  *
  * A row-major [R, C] matrix with leading dimension ld is the column-major
  * [C, R] matrix with the same ld, i.e. its transpose. So row-major
@@ -6,76 +6,155 @@
  * which is one cuBLAS call with the operands swapped (B first), the same
  * transpose flags, and m = N, n = M.
  *
- * The RELU epilogue runs fused in cuBLASLt (CUBLASLT_EPILOGUE_RELU) when
- * batch == 1, else as a separate kernel after cuBLAS. cuBLASLt plans (the
- * descriptors and the heuristic's algorithm) are cached per shape, so the
- * heuristic runs once per shape and never inside a step's hot path again. */
+ * Levels 1-2 (the baselines): cublasGemmStridedBatchedEx (CUBLAS_GEMM_DEFAULT);
+ * the RELU epilogue runs fused in cuBLASLt (heuristic's first algorithm) when
+ * batch == 1, else as a separate kernel after cuBLAS.
+ *
+ * Level 3: every GEMM with K > 0 runs in cuBLASLt (strided batch through the
+ * layouts' BATCH_COUNT / STRIDED_BATCH_OFFSET, C passed as C and D, RELU as
+ * its epilogue, or as the separate kernel when cuBLASLt has no RELU algorithm
+ * for the shape). Plans (descriptors + algorithm) are cached per key (shape,
+ * leading dimensions, batch and strides, operand alignments, beta == 0 or not,
+ * epilogue, precision) in an open-addressing table. The first call of a key
+ * asks the heuristic for up to TF_CU_LT_ALGOS candidates and, unless the
+ * stream is capturing a graph, times them on the call's own operands and keeps
+ * the fastest (plan_tune); while capturing, or without TF_CUDA_GEMM_TUNE=1, the
+ * heuristic's first is kept. A key is never re-tuned: a graph captured
+ * before its eager twin runs the same algorithm, so both give the same bits.
+ * No candidate: cublasGemmStridedBatchedEx, as at levels 1-2. K == 0 (C =
+ * beta C, which cuBLAS does) always takes the cuBLAS path.
+ *
+ * Tuning costs one synchronisation per key (warm-up steps) and, when beta != 0
+ * (C is an input), a saved copy of C: in the backend's scratch area when it
+ * fits, else a temporary device buffer (tf_cu_alloc, so the reported peak
+ * includes it) freed right after. Without the memory, the key is not timed. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cuda_common.h"
+
+#define TUNE_RUNS TF_CU_TUNE_RUNS
+#define TUNE_EV (TUNE_RUNS + 1) /* events per candidate */
+#define TUNE_WAIT_NS 40000ull   /* per candidate: the GPU waits while the runs are queued */
+
+/* the call in cuBLAS' column-major terms: D[m,n] = alpha opA(X) opB(Y) + beta D */
+typedef struct {
+    cublasOperation_t ta, tb;
+    int m, n, k, batch;
+    const float *X, *Y;
+    float *D;
+    long ldx, ldy, ldd, sx, sy, sd;
+    float alpha, beta;
+} cm_gemm;
 
 static cublasComputeType_t compute_type(const tf_backend *be)
 {
     return be->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 }
 
-/* Largest power of two (<= 256) dividing the address: cuBLASLt's heuristic
- * assumes 256-byte aligned operands unless told otherwise, and arena views
- * are only 4-byte aligned in general. */
-static uint32_t align_of(const void *p)
+/* Largest power of two (<= 256) dividing the address of every matrix of the
+ * batch: cuBLASLt's heuristic assumes 256-byte aligned operands unless told
+ * otherwise, and arena views are only 4-byte aligned in general. */
+static uint32_t align_of(const void *p, long stride, int batch)
 {
     uintptr_t a = (uintptr_t)p;
+    if (batch > 1) a |= (uintptr_t)stride * sizeof(float);
     uint32_t al = 256;
     while (al > 4 && (a % al) != 0) al >>= 1;
     return al;
 }
 
+/* floats from D to the end of the last matrix of the batch */
+static size_t d_extent(const cm_gemm *g)
+{
+    return (size_t)((long)(g->batch - 1) * g->sd + (long)(g->n - 1) * g->ldd + g->m);
+}
+
 static void plan_destroy(tf_cu_lt_plan *pl)
 {
-    if (!pl->used) return;
-    TF_CUBLASLT_CHECK(cublasLtMatrixLayoutDestroy(pl->la));
-    TF_CUBLASLT_CHECK(cublasLtMatrixLayoutDestroy(pl->lb));
-    TF_CUBLASLT_CHECK(cublasLtMatrixLayoutDestroy(pl->lc));
-    TF_CUBLASLT_CHECK(cublasLtMatmulDescDestroy(pl->desc));
-    pl->used = 0;
+    if (pl->la) TF_CUBLASLT_CHECK(cublasLtMatrixLayoutDestroy(pl->la));
+    if (pl->lb) TF_CUBLASLT_CHECK(cublasLtMatrixLayoutDestroy(pl->lb));
+    if (pl->lc) TF_CUBLASLT_CHECK(cublasLtMatrixLayoutDestroy(pl->lc));
+    if (pl->desc) TF_CUBLASLT_CHECK(cublasLtMatmulDescDestroy(pl->desc));
+    memset(pl, 0, sizeof *pl);
 }
 
 extern "C" void tf_cu_gemm_destroy_plans(tf_backend *be)
 {
     for (int i = 0; i < TF_CU_LT_CACHE; ++i) plan_destroy(&be->lt_cache[i]);
+    be->n_plans = 0;
+    if (be->tune_ev_ready)
+        for (int i = 0; i < TUNE_EV * TF_CU_LT_ALGOS; ++i) (void)cudaEventDestroy(be->tune_ev[i]);
+    be->tune_ev_ready = 0;
 }
 
-/* Builds a cuBLASLt plan for column-major D[m,n] = relu(opA(X)[m,k] opB(Y)[k,n]),
- * X = our B, Y = our A. Returns 0 when cuBLASLt offers no algorithm. */
-static int plan_build(tf_backend *be, tf_cu_lt_plan *pl, cublasOperation_t ta,
-                      cublasOperation_t tb, int m, int n, int k, const float *X, long ldx,
-                      const float *Y, long ldy, float *D, long ldd)
+static void plan_key(const tf_backend *be, const cm_gemm *g, int relu, long key[TF_CU_LT_KEY])
 {
-    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_RELU;
+    const int b = g->batch > 1; /* strides only matter in a batch */
+    const long k[TF_CU_LT_KEY] = {(long)g->ta, (long)g->tb, g->m, g->n, g->k, g->ldx, g->ldy,
+                                  g->ldd, b ? g->sx : 0, b ? g->sy : 0, b ? g->sd : 0, g->batch,
+                                  (long)align_of(g->X, g->sx, g->batch),
+                                  (long)align_of(g->Y, g->sy, g->batch),
+                                  (long)align_of(g->D, g->sd, g->batch), g->beta != 0.f, relu,
+                                  be->tf32};
+    memcpy(key, k, sizeof k);
+}
+
+/* the slot holding key, else the empty slot where it goes */
+static tf_cu_lt_plan *plan_slot(tf_backend *be, const long *key)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over the key's words */
+    for (int i = 0; i < TF_CU_LT_KEY; ++i) h = (h ^ (uint64_t)key[i]) * 1099511628211ull;
+    for (size_t i = (size_t)(h ^ (h >> 32)) & (TF_CU_LT_CACHE - 1);;
+         i = (i + 1) & (TF_CU_LT_CACHE - 1)) {
+        tf_cu_lt_plan *pl = &be->lt_cache[i];
+        if (!pl->used || !memcmp(pl->key, key, sizeof pl->key)) return pl;
+    }
+}
+
+static void make_layout(cublasLtMatrixLayout_t *l, int rows, int cols, long ld, int batch,
+                        long stride)
+{
+    TF_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(l, CUDA_R_32F, (uint64_t)rows, (uint64_t)cols,
+                                                 (int64_t)ld));
+    if (batch > 1) {
+        const int32_t n = batch;
+        const int64_t s = stride;
+        TF_CUBLASLT_CHECK(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                           &n, sizeof n));
+        TF_CUBLASLT_CHECK(cublasLtMatrixLayoutSetAttribute(
+            *l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &s, sizeof s));
+    }
+}
+
+/* Creates pl's descriptors and asks the heuristic for up to `want` algorithms;
+ * returns how many are usable (res[0..n)). With none, the descriptors are
+ * destroyed again. */
+static int plan_build(tf_backend *be, tf_cu_lt_plan *pl, const cm_gemm *g, int relu, int want,
+                      cublasLtMatmulHeuristicResult_t *res)
+{
+    const cublasLtEpilogue_t epi = relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT;
+    const uint64_t ws = TF_CU_WORKSPACE_BYTES;
+    const uint32_t alx = align_of(g->X, g->sx, g->batch), aly = align_of(g->Y, g->sy, g->batch),
+                   ald = align_of(g->D, g->sd, g->batch);
     cublasLtMatmulPreference_t pref;
-    cublasLtMatmulHeuristicResult_t res;
-    int nres = 0;
-    uint64_t ws = TF_CU_WORKSPACE_BYTES;
-    uint32_t alx = align_of(X), aly = align_of(Y), ald = align_of(D);
+    int nres = 0, n = 0;
 
     memset(pl, 0, sizeof *pl);
-    memset(&res, 0, sizeof res);
+    memset(res, 0, sizeof *res * (size_t)want);
     TF_CUBLASLT_CHECK(cublasLtMatmulDescCreate(&pl->desc, compute_type(be), CUDA_R_32F));
-    TF_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
-                                                     sizeof ta));
-    TF_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
-                                                     sizeof tb));
+    TF_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_TRANSA,
+                                                     &g->ta, sizeof g->ta));
+    TF_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_TRANSB,
+                                                     &g->tb, sizeof g->tb));
     TF_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                                      &epi, sizeof epi));
     /* stored shapes (column-major rows x cols) */
-    TF_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&pl->la, CUDA_R_32F,
-                                                 ta == CUBLAS_OP_N ? m : k,
-                                                 ta == CUBLAS_OP_N ? k : m, ldx));
-    TF_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&pl->lb, CUDA_R_32F,
-                                                 tb == CUBLAS_OP_N ? k : n,
-                                                 tb == CUBLAS_OP_N ? n : k, ldy));
-    TF_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&pl->lc, CUDA_R_32F, m, n, ldd));
+    make_layout(&pl->la, g->ta == CUBLAS_OP_N ? g->m : g->k, g->ta == CUBLAS_OP_N ? g->k : g->m,
+                g->ldx, g->batch, g->sx);
+    make_layout(&pl->lb, g->tb == CUBLAS_OP_N ? g->k : g->n, g->tb == CUBLAS_OP_N ? g->n : g->k,
+                g->ldy, g->batch, g->sy);
+    make_layout(&pl->lc, g->m, g->n, g->ldd, g->batch, g->sd);
     TF_CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     TF_CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
@@ -87,44 +166,123 @@ static int plan_build(tf_backend *be, tf_cu_lt_plan *pl, cublasOperation_t ta,
         pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ald, sizeof ald));
     TF_CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ald, sizeof ald));
-    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(be->lt, pl->desc, pl->la, pl->lb, pl->lc,
-                                                       pl->lc, pref, 1, &res, &nres);
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+        be->lt, pl->desc, pl->la, pl->lb, pl->lc, pl->lc, pref, want, res, &nres);
     TF_CUBLASLT_CHECK(cublasLtMatmulPreferenceDestroy(pref));
-    pl->used = 1;
-    if (st != CUBLAS_STATUS_SUCCESS || nres < 1 || res.state != CUBLAS_STATUS_SUCCESS) {
-        plan_destroy(pl);
-        return 0;
-    }
-    pl->algo = res.algo;
-    pl->ws_bytes = res.workspaceSize;
-    return 1;
+    if (st == CUBLAS_STATUS_SUCCESS)
+        for (int i = 0; i < nres && i < want; ++i)
+            if (res[i].state == CUBLAS_STATUS_SUCCESS &&
+                res[i].workspaceSize <= TF_CU_WORKSPACE_BYTES)
+                res[n++] = res[i];
+    if (!n) plan_destroy(pl);
+    return n;
 }
 
-/* The fused path; returns 0 when cuBLASLt cannot do it (the caller falls back). */
-static int gemm_relu_lt(tf_backend *be, cublasOperation_t ta, cublasOperation_t tb, int m,
-                        int n, int k, float alpha, const float *X, long ldx, const float *Y,
-                        long ldy, float *D, long ldd)
+static cublasStatus_t lt_run(tf_backend *be, const tf_cu_lt_plan *pl, const cm_gemm *g,
+                             const cublasLtMatmulAlgo_t *algo)
 {
-    const long key[11] = {(long)ta, (long)tb, m, n, k, ldx, ldy, ldd,
-                          (long)align_of(X) * 1000 + align_of(Y), (long)align_of(D),
-                          be->tf32};
-    const float beta = 0.f;
-    tf_cu_lt_plan tmp, *pl = NULL;
-    int i;
-    for (i = 0; i < TF_CU_LT_CACHE; ++i)
-        if (be->lt_cache[i].used && !memcmp(be->lt_cache[i].key, key, sizeof key)) {
-            pl = &be->lt_cache[i];
-            break;
+    return cublasLtMatmul(be->lt, pl->desc, &g->alpha, g->X, pl->la, g->Y, pl->lb, &g->beta, g->D,
+                          pl->lc, g->D, pl->lc, algo, be->workspace, TF_CU_WORKSPACE_BYTES,
+                          be->stream);
+}
+
+/* Holds the stream for ns nanoseconds, so that the timed runs queued behind
+ * it start back to back (small GEMMs are shorter than a launch). */
+extern "C" __global__ void gemm_tune_wait_kernel(unsigned long long ns)
+{
+#ifndef TF_CUDA_HOSTEMU
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    } while (t - t0 < ns);
+#else
+    (void)ns;
+#endif
+}
+
+/* Times the n candidates on the call's own operands (one untimed and
+ * TUNE_RUNS timed runs each, the minimum counts) and returns the index of the
+ * fastest; a later candidate must be 2% faster to replace an earlier one
+ * (noise keeps the heuristic's order); -1 when none would run. When beta != 0,
+ * D is an input: it is saved before and restored after, so the call's result
+ * is unchanged. Returns 0 without timing when the copy does not fit in memory. */
+static int plan_tune(tf_backend *be, tf_cu_lt_plan *pl, const cm_gemm *g,
+                     const cublasLtMatmulHeuristicResult_t *res, int n)
+{
+    const size_t bytes = d_extent(g) * sizeof(float);
+    void *save = NULL;
+    int own = 0, best = -1, ran[TF_CU_LT_ALGOS];
+    float best_ms = 0.f;
+    if (g->beta != 0.f) {
+        if (bytes <= TF_CU_SCRATCH_FLOATS * sizeof(float)) {
+            save = be->scratch;
+        } else {
+            if (tf_cu_alloc(be, &save, bytes)) return 0; /* out of memory: untimed */
+            own = 1;
         }
-    if (!pl) {
-        for (i = 0; i < TF_CU_LT_CACHE && be->lt_cache[i].used; ++i) {}
-        pl = i < TF_CU_LT_CACHE ? &be->lt_cache[i] : &tmp; /* cache full: one-off plan */
-        if (!plan_build(be, pl, ta, tb, m, n, k, X, ldx, Y, ldy, D, ldd)) return 0;
-        memcpy(pl->key, key, sizeof key);
+        TF_CUDA_CHECK(cudaMemcpyAsync(save, g->D, bytes, cudaMemcpyDeviceToDevice, be->stream));
     }
-    TF_CUBLASLT_CHECK(cublasLtMatmul(be->lt, pl->desc, &alpha, X, pl->la, Y, pl->lb, &beta, D,
-                                     pl->lc, D, pl->lc, &pl->algo, be->workspace,
-                                     TF_CU_WORKSPACE_BYTES, be->stream));
+    if (!be->tune_ev_ready) {
+        for (int i = 0; i < TUNE_EV * TF_CU_LT_ALGOS; ++i)
+            TF_CUDA_CHECK(cudaEventCreate(&be->tune_ev[i]));
+        be->tune_ev_ready = 1;
+    }
+    TF_LAUNCH(gemm_tune_wait_kernel, dim3(1), dim3(1), be->stream, TUNE_WAIT_NS * (unsigned)n);
+    for (int i = 0; i < n; ++i) {
+        cudaEvent_t *ev = &be->tune_ev[TUNE_EV * i];
+        ran[i] = lt_run(be, pl, g, &res[i].algo) == CUBLAS_STATUS_SUCCESS;
+        for (int r = 0; ran[i] && r < TUNE_RUNS; ++r) {
+            TF_CUDA_CHECK(cudaEventRecord(ev[r], be->stream));
+            TF_CUBLASLT_CHECK(lt_run(be, pl, g, &res[i].algo));
+        }
+        if (ran[i]) TF_CUDA_CHECK(cudaEventRecord(ev[TUNE_RUNS], be->stream));
+    }
+    if (save) TF_CUDA_CHECK(cudaMemcpyAsync(g->D, save, bytes, cudaMemcpyDeviceToDevice, be->stream));
+    TF_CUDA_CHECK(cudaStreamSynchronize(be->stream));
+    if (own) tf_cu_free(be, save);
+    for (int i = 0; i < n; ++i) {
+        if (!ran[i]) continue;
+        float t = 0.f, m = 0.f;
+        for (int r = 0; r < TUNE_RUNS; ++r) {
+            TF_CUDA_CHECK(cudaEventElapsedTime(&t, be->tune_ev[TUNE_EV * i + r],
+                                               be->tune_ev[TUNE_EV * i + r + 1]));
+            if (r == 0 || t < m) m = t;
+        }
+        if (best < 0 || m < 0.98f * best_ms) best = i, best_ms = m;
+    }
+    pl->tuned = best >= 0;
+    return best;
+}
+
+/* One GEMM through cuBLASLt; returns 0 when cuBLASLt has no algorithm for it
+ * (the caller falls back). */
+static int gemm_lt(tf_backend *be, const cm_gemm *g, int relu)
+{
+    cublasLtMatmulHeuristicResult_t res[TF_CU_LT_ALGOS];
+    long key[TF_CU_LT_KEY];
+    tf_cu_lt_plan tmp, *pl;
+    plan_key(be, g, relu, key);
+    pl = plan_slot(be, key);
+    if (!pl->used) {
+        const int tune = be->kernel_level >= 3 && be->gemm_tune;
+        if (be->n_plans >= TF_CU_LT_CACHE / 4 * 3) pl = &tmp; /* table full: one-off plan */
+        const int n = plan_build(be, pl, g, relu, tune ? TF_CU_LT_ALGOS : 1, res);
+        int pick = 0;
+        if (n > 1 && tune && pl != &tmp) {
+            cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+            TF_CUDA_CHECK(cudaStreamIsCapturing(be->stream, &cs));
+            if (cs == cudaStreamCaptureStatusNone) pick = plan_tune(be, pl, g, res, n);
+        }
+        if (pick < 0) plan_destroy(pl); /* no candidate ran */
+        memcpy(pl->key, key, sizeof key);
+        pl->used = 1;
+        pl->ok = n > 0 && pick >= 0;
+        if (pl->ok) pl->algo = res[pick].algo, pl->ws_bytes = res[pick].workspaceSize;
+        if (pl != &tmp) be->n_plans++;
+    }
+    if (!pl->ok) return 0;
+    TF_CUBLASLT_CHECK(lt_run(be, pl, g, &pl->algo));
     if (pl == &tmp) plan_destroy(&tmp);
     return 1;
 }
@@ -134,15 +292,26 @@ extern "C" void tf_cu_gemm(tf_backend *be, const tf_gemm_args *a, const char *na
     (void)name; /* kernel names come from cuBLAS; the model's region says which GEMM */
     if (a->M <= 0 || a->N <= 0 || a->batch <= 0) return;
     /* swapped operands: X = B (m = N rows of op), Y = A (n = M) */
-    const cublasOperation_t ta = a->transB ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const cublasOperation_t tb = a->transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cm_gemm g = {a->transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+                       a->transA ? CUBLAS_OP_T : CUBLAS_OP_N,
+                       a->N, a->M, a->K, a->batch, a->B, a->A, a->C, a->ldb, a->lda, a->ldc,
+                       a->strideB, a->strideA, a->strideC, a->alpha, a->beta};
     const int relu = a->epilogue == TF_EPI_RELU;
-    if (relu && a->batch == 1 && a->beta == 0.f && a->K > 0 &&
-        gemm_relu_lt(be, ta, tb, a->N, a->M, a->K, a->alpha, a->B, a->ldb, a->A, a->lda, a->C,
-                     a->ldc))
+    if (be->kernel_level >= 3) {
+        const int strides_ok = a->batch == 1 || (a->strideA >= 0 && a->strideB >= 0 &&
+                                                 a->strideC >= 0);
+        if (a->K > 0 && strides_ok) {
+            if (relu && gemm_lt(be, &g, 1)) return;
+            if (gemm_lt(be, &g, 0)) {
+                if (relu) tf_cu_relu_strided(be, a->C, a->M, a->N, a->ldc, a->strideC, a->batch);
+                return;
+            }
+        }
+    } else if (relu && a->batch == 1 && a->beta == 0.f && a->K > 0 && gemm_lt(be, &g, 1)) {
         return;
+    }
     TF_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-        be->blas, ta, tb, a->N, a->M, a->K, &a->alpha, a->B, CUDA_R_32F, (int)a->ldb,
+        be->blas, g.ta, g.tb, g.m, g.n, g.k, &a->alpha, a->B, CUDA_R_32F, (int)a->ldb,
         (long long)a->strideB, a->A, CUDA_R_32F, (int)a->lda, (long long)a->strideA, &a->beta,
         a->C, CUDA_R_32F, (int)a->ldc, (long long)a->strideC, a->batch, compute_type(be),
         CUBLAS_GEMM_DEFAULT));

@@ -137,6 +137,20 @@ static int node_get(const gpu_state *g, uint64_t node, uint64_t *ctx) {
 }
 
 /* ---- callbacks ---- */
+/* Driver launch calls: every runtime launch (and cuBLAS's) ends in one. */
+static int is_launch(CUpti_CallbackId cbid) {
+    switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
                                   const void *data) {
     gpu_state *g = userdata;
@@ -146,6 +160,8 @@ static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain dom, CUpt
         corr_slot *s = &g->ring[cd->correlationId & ((1u << RING_BITS) - 1)];
         s->corr = cd->correlationId;
         s->ctx = g->p->ctx;
+        if (dom == CUPTI_CB_DOMAIN_DRIVER_API && is_launch(cbid) && prof_gpu_counters_pending(g->p))
+            prof_gpu_counters_learn(g->p, cd->symbolName); /* --counters: which ops launch what */
     } else if (dom == CUPTI_CB_DOMAIN_RESOURCE) {
         const CUpti_ResourceData *rd = data;
         const CUpti_GraphData *gd = rd->resourceDescriptor;

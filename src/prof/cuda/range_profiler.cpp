@@ -5,6 +5,8 @@
 // range, kernel replay) -> start ... work ... stop -> decode -> evaluate.
 // With kernel replay CUPTI replays each kernel once per pass and restores
 // its memory itself, so the profiled step needs no help from the caller.
+// One profiler object serves several windows (start ... stop): each stop
+// decodes, and the new ranges are evaluated and handed to the caller.
 #include "prof/cuda/range_profiler.h"
 
 #include <cmath>
@@ -34,6 +36,7 @@ struct tf_rp {
     std::vector<const char *> used;  // the collected ones, for CUPTI
     std::vector<int> used_index;     // used[k] is names[used_index[k]]
     size_t max_ranges = 0;
+    size_t evaluated = 0;  // ranges of the counter data image already handed out
     bool started = false;
 };
 
@@ -88,15 +91,23 @@ static int setup(tf_rp *r, char *err, size_t errlen) {
     RP_TRY(cuptiProfilerHostInitialize(&hp));
     r->host = hp.pHostObject;
 
-    // Metrics one by one, so an unknown one is skipped rather than fatal.
+    // Which metrics the chip knows: each one is tried on a throwaway host
+    // object, because one failed add leaves the object unusable for the rest.
     for (size_t m = 0; m < r->names.size(); m++) {
+        CUpti_Profiler_Host_Initialize_Params tp = hp;
+        tp.pHostObject = nullptr;
+        RP_TRY(cuptiProfilerHostInitialize(&tp));
         CUpti_Profiler_Host_ConfigAddMetrics_Params am = {};
         am.structSize = CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE;
-        am.pHostObject = r->host;
+        am.pHostObject = tp.pHostObject;
         const char *name = r->names[m].c_str();
         am.ppMetricNames = &name;
         am.numMetrics = 1;
         CUptiResult res = cuptiProfilerHostConfigAddMetrics(&am);
+        CUpti_Profiler_Host_Deinitialize_Params td = {};
+        td.structSize = CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE;
+        td.pHostObject = tp.pHostObject;
+        cuptiProfilerHostDeinitialize(&td);
         if (res != CUPTI_SUCCESS) {
             const char *s = nullptr;
             cuptiGetResultString(res, &s);
@@ -105,6 +116,14 @@ static int setup(tf_rp *r, char *err, size_t errlen) {
         }
         r->used.push_back(r->names[m].c_str());
         r->used_index.push_back((int)m);
+    }
+    if (!r->used.empty()) {
+        CUpti_Profiler_Host_ConfigAddMetrics_Params am = {};
+        am.structSize = CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE;
+        am.pHostObject = r->host;
+        am.ppMetricNames = r->used.data();
+        am.numMetrics = r->used.size();
+        RP_TRY(cuptiProfilerHostConfigAddMetrics(&am));
     }
     if (r->used.empty()) {
         std::snprintf(err, errlen, "CUPTI range profiler: none of the metrics is supported on %s",
@@ -229,7 +248,9 @@ extern "C" int tf_rp_stop(tf_rp *r, void (*fn)(void *, const char *, const doubl
     RP_TRY(cuptiRangeProfilerGetCounterDataInfo(&ci));
 
     std::vector<double> used_vals(r->used.size()), all(r->names.size());
-    for (size_t i = 0; i < ci.numTotalRanges; i++) {
+    // The image accumulates the ranges of every window since tf_rp_create:
+    // hand out only the new ones.
+    for (size_t i = r->evaluated; i < ci.numTotalRanges; i++) {
         CUpti_RangeProfiler_CounterData_GetRangeInfo_Params ri = {};
         ri.structSize = CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE;
         ri.pCounterDataImage = r->data.data();
@@ -253,6 +274,7 @@ extern "C" int tf_rp_stop(tf_rp *r, void (*fn)(void *, const char *, const doubl
         // over for this call), so it is only read here.
         fn(arg, ri.rangeName ? ri.rangeName : "(unnamed range)", all.data());
     }
+    if (ci.numTotalRanges > r->evaluated) r->evaluated = ci.numTotalRanges;
     return 0;
 }
 

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <ucontext.h>
 
 #include <map>
@@ -190,8 +191,12 @@ uint64_t emu_shfl(unsigned mask, uint64_t bits, int src)
 }
 
 /* ================= runtime ================= */
+struct emu_graph_node {
+    cudaGraphNodeType type;
+};
 struct emu_graph {
     std::vector<std::function<void()>> ops;
+    std::vector<emu_graph_node> nodes; /* one per op: what kind of node CUDA would make */
 };
 struct emu_stream {
     emu_graph *capture = nullptr;
@@ -210,11 +215,13 @@ cudaError_t fail(cudaError_t e)
     return e;
 }
 /* runs now, or records into the stream's capture */
-void submit(cudaStream_t s, std::function<void()> f)
+void submit(cudaStream_t s, std::function<void()> f,
+            cudaGraphNodeType type = cudaGraphNodeTypeKernel)
 {
-    if (s && s->capture)
+    if (s && s->capture) {
         s->capture->ops.push_back(std::move(f));
-    else
+        s->capture->nodes.push_back(emu_graph_node{type});
+    } else
         f();
 }
 } // namespace
@@ -326,13 +333,13 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
     if (k != cudaMemcpyDeviceToDevice && s && s->capture) return fail(cudaErrorStreamCaptureUnsupported);
     if (k != cudaMemcpyHostToDevice) check_dev(src, bytes, "cudaMemcpyAsync source");
     if (k != cudaMemcpyDeviceToHost) check_dev(dst, bytes, "cudaMemcpyAsync destination");
-    submit(s, [=]() { memmove(dst, src, bytes); });
+    submit(s, [=]() { memmove(dst, src, bytes); }, cudaGraphNodeTypeMemcpy);
     return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void *p, int v, size_t bytes, cudaStream_t s)
 {
     check_dev(p, bytes, "cudaMemsetAsync");
-    submit(s, [=]() { memset(p, v, bytes); });
+    submit(s, [=]() { memset(p, v, bytes); }, cudaGraphNodeTypeMemset);
     return cudaSuccess;
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned)
@@ -350,6 +357,11 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s)
     if (s && s->capture) return fail(cudaErrorStreamCaptureUnsupported);
     return cudaSuccess;
 }
+cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus *st)
+{
+    *st = s && s->capture ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+    return cudaSuccess;
+}
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode)
 {
     if (!s || s->capture) return fail(cudaErrorInvalidValue);
@@ -363,6 +375,24 @@ cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g)
     *g = s->capture;
     s->capture = nullptr;
     --g_capturing;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n)
+{
+    if (!g || !n) return fail(cudaErrorInvalidValue);
+    if (nodes) {
+        const size_t k = *n < g->nodes.size() ? *n : g->nodes.size();
+        for (size_t i = 0; i < k; ++i) nodes[i] = &g->nodes[i];
+        *n = k;
+    } else {
+        *n = g->nodes.size();
+    }
+    return cudaSuccess;
+}
+cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, cudaGraphNodeType *t)
+{
+    if (!node || !t) return fail(cudaErrorInvalidValue);
+    *t = node->type;
     return cudaSuccess;
 }
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long)
@@ -384,6 +414,40 @@ cudaError_t cudaGraphDestroy(cudaGraph_t g)
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e)
 {
     delete e;
+    return cudaSuccess;
+}
+
+struct emu_event {
+    double ms = 0;
+    bool recorded = false;
+};
+cudaError_t cudaEventCreate(cudaEvent_t *e)
+{
+    *e = new emu_event();
+    return cudaSuccess;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t e)
+{
+    delete e;
+    return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
+{
+    /* the backend never times work while capturing: refuse, to catch it */
+    if (s && s->capture) return fail(cudaErrorStreamCaptureUnsupported);
+    submit(s, [=]() {
+        timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        e->ms = ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+        e->recorded = true;
+    });
+    return cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
+{
+    if (!a->recorded || !b->recorded) return fail(cudaErrorInvalidValue);
+    *ms = (float)(b->ms - a->ms);
     return cudaSuccess;
 }
 
@@ -413,14 +477,17 @@ static float tf32_round(float x)
     return x;
 }
 
-/* column-major C[m,n] = alpha op(A) op(B) + beta C (C not read when beta == 0) */
+/* column-major C[m,n] = alpha op(A) op(B) + beta C (C not read when beta == 0).
+ * split2: K summed in two halves added at the end (as a split-K algorithm
+ * would: other bits, no worse accuracy) */
 static void gemm_cm(bool ta, bool tb, int m, int n, int k, float alpha, const float *A, long lda,
                     const float *B, long ldb, float beta, float *C, long ldc, bool tf32,
-                    bool relu)
+                    bool relu, bool split2 = false)
 {
+    const int kh = split2 ? k / 2 : k;
     for (int j = 0; j < n; ++j)
         for (int i = 0; i < m; ++i) {
-            float acc = 0.f;
+            float acc = 0.f, acc2 = 0.f;
             for (int l = 0; l < k; ++l) {
                 float a = ta ? A[l + (long)i * lda] : A[i + (long)l * lda];
                 float b = tb ? B[j + (long)l * ldb] : B[l + (long)j * ldb];
@@ -428,8 +495,12 @@ static void gemm_cm(bool ta, bool tb, int m, int n, int k, float alpha, const fl
                     a = tf32_round(a);
                     b = tf32_round(b);
                 }
-                acc += a * b;
+                if (l < kh)
+                    acc += a * b;
+                else
+                    acc2 += a * b;
             }
+            acc += acc2;
             float r = alpha * acc;
             if (beta != 0.f) r += beta * C[i + (long)j * ldc];
             if (relu && r < 0.f) r = 0.f;
@@ -526,6 +597,8 @@ struct emu_lt_desc {
 struct emu_lt_layout {
     uint64_t rows, cols;
     int64_t ld;
+    int32_t batch;
+    int64_t stride;
 };
 struct emu_lt_pref {
     uint64_t ws = 0;
@@ -581,7 +654,22 @@ cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *l, cudaDataTyp
                                           uint64_t cols, int64_t ld)
 {
     if (ld < (int64_t)(rows > 1 ? rows : 1)) return CUBLAS_STATUS_INVALID_VALUE;
-    *l = new emu_lt_layout{rows, cols, ld};
+    *l = new emu_lt_layout{rows, cols, ld, 1, 0};
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l,
+                                                cublasLtMatrixLayoutAttribute_t a,
+                                                const void *buf, size_t n)
+{
+    if (a == CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT) {
+        if (n != sizeof(int32_t) || *(const int32_t *)buf < 1) return CUBLAS_STATUS_INVALID_VALUE;
+        l->batch = *(const int32_t *)buf;
+    } else if (a == CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET) {
+        if (n != sizeof(int64_t)) return CUBLAS_STATUS_INVALID_VALUE;
+        l->stride = *(const int64_t *)buf;
+    } else {
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
     return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l)
@@ -615,18 +703,38 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
     }
     return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDesc_t,
-                                              cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
-                                              cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+/* Up to three "algorithms": 0 (no workspace), 1 (4 KiB of workspace, sums K
+ * in two halves: other bits), 2 (more workspace than allowed: a real
+ * heuristic never offers it, the backend must skip it). Each remembers the
+ * alignments, epilogue and batch it was chosen for; cublasLtMatmul checks them.
+ * HOSTEMU_LT_NONE=all: no algorithm; =relu_batch: none for RELU on a batch. */
+enum { ALG_IDX = 4, ALG_WS = 5, ALG_EPI = 6, ALG_BATCH = 7 };
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDesc_t d,
+                                              cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                              cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t dd,
                                               cublasLtMatmulPreference_t p, int req,
                                               cublasLtMatmulHeuristicResult_t *res, int *nres)
 {
     if (req < 1) return CUBLAS_STATUS_INVALID_VALUE;
-    memset(res, 0, sizeof *res);
-    /* the "algorithm" remembers the alignments it was chosen for */
-    for (int i = 0; i < 4; ++i) res->algo.data[i] = p->align[i];
-    res->state = CUBLAS_STATUS_SUCCESS;
-    *nres = 1;
+    *nres = 0;
+    if (a->batch != dd->batch || b->batch != dd->batch || c->batch != dd->batch)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    const char *none = getenv("HOSTEMU_LT_NONE");
+    if (none && (!strcmp(none, "all") ||
+                 (!strcmp(none, "relu_batch") && d->epi == CUBLASLT_EPILOGUE_RELU && dd->batch > 1)))
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    const int n = req < 3 ? req : 3;
+    for (int k = 0; k < n; ++k) {
+        memset(&res[k], 0, sizeof res[k]);
+        for (int i = 0; i < 4; ++i) res[k].algo.data[i] = p->align[i];
+        res[k].algo.data[ALG_IDX] = (uint64_t)k;
+        res[k].workspaceSize = k == 0 ? 0 : k == 1 ? 4096 : (size_t)p->ws + 1;
+        res[k].algo.data[ALG_WS] = res[k].workspaceSize;
+        res[k].algo.data[ALG_EPI] = (uint64_t)d->epi;
+        res[k].algo.data[ALG_BATCH] = (uint64_t)dd->batch;
+        res[k].state = CUBLAS_STATUS_SUCCESS;
+    }
+    *nres = n;
     return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const void *alpha,
@@ -639,27 +747,41 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const vo
     const bool ta = d->ta == CUBLAS_OP_T, tb = d->tb == CUBLAS_OP_T;
     const uint64_t m = dd->rows, n = dd->cols;
     const uint64_t k = ta ? ad->rows : ad->cols;
+    const int batch = dd->batch;
     if ((ta ? ad->cols : ad->rows) != m || (tb ? bd->cols : bd->rows) != k ||
         (tb ? bd->rows : bd->cols) != n || cd->rows != m || cd->cols != n || C != D ||
-        cd->ld != dd->ld)
+        cd->ld != dd->ld || ad->batch != batch || bd->batch != batch || cd->batch != batch ||
+        cd->stride != dd->stride)
         emu_die("cublasLtMatmul: operand layouts do not describe one GEMM");
-    const void *ptrs[4] = {A, B, C, D};
-    for (int i = 0; i < 4; ++i)
-        if ((uintptr_t)ptrs[i] % algo->data[i])
-            emu_die("cublasLtMatmul: operand less aligned than the algorithm was chosen for");
+    if (algo->data[ALG_EPI] != (uint64_t)d->epi || algo->data[ALG_BATCH] != (uint64_t)batch)
+        emu_die("cublasLtMatmul: algorithm chosen for another epilogue or batch");
+    if (algo->data[ALG_WS] > wsbytes)
+        emu_die("cublasLtMatmul: algorithm needs more workspace than given");
+    if (k == 0) emu_die("cublasLtMatmul: K = 0 (the backend sends it to cuBLAS)");
+    const float *Af = (const float *)A, *Bf = (const float *)B;
+    float *Df = (float *)D;
+    const long lda = ad->ld, ldb = bd->ld, ldd = dd->ld;
+    for (int p = 0; p < batch; ++p) {
+        const void *ptrs[4] = {Af + p * ad->stride, Bf + p * bd->stride, Df + p * dd->stride,
+                               Df + p * dd->stride};
+        for (int i = 0; i < 4; ++i)
+            if ((uintptr_t)ptrs[i] % algo->data[i])
+                emu_die("cublasLtMatmul: operand less aligned than the algorithm was chosen for");
+        check_dev(ptrs[0], ((ad->cols - 1) * lda + ad->rows) * 4, "cublasLtMatmul A");
+        check_dev(ptrs[1], ((bd->cols - 1) * ldb + bd->rows) * 4, "cublasLtMatmul B");
+        check_dev(ptrs[2], ((n - 1) * ldd + m) * 4, "cublasLtMatmul D");
+    }
     if (ws) check_dev(ws, wsbytes, "cublasLtMatmul workspace");
     if (s && s->capture && !ws) emu_die("cuBLASLt call captured without a workspace");
     const float al = *(const float *)alpha, be = *(const float *)beta;
     const bool tf32 = d->comp == CUBLAS_COMPUTE_32F_FAST_TF32;
     const bool relu = d->epi == CUBLASLT_EPILOGUE_RELU;
-    const float *Af = (const float *)A, *Bf = (const float *)B;
-    float *Df = (float *)D;
-    const long lda = ad->ld, ldb = bd->ld, ldd = dd->ld;
-    check_dev(Af, ((ad->cols - 1) * lda + ad->rows) * 4, "cublasLtMatmul A");
-    check_dev(Bf, ((bd->cols - 1) * ldb + bd->rows) * 4, "cublasLtMatmul B");
-    check_dev(Df, ((n - 1) * ldd + m) * 4, "cublasLtMatmul D");
+    const bool split2 = algo->data[ALG_IDX] == 1;
+    const long sa = ad->stride, sb = bd->stride, sd = dd->stride;
     submit(s, [=]() {
-        gemm_cm(ta, tb, (int)m, (int)n, (int)k, al, Af, lda, Bf, ldb, be, Df, ldd, tf32, relu);
+        for (int p = 0; p < batch; ++p)
+            gemm_cm(ta, tb, (int)m, (int)n, (int)k, al, Af + p * sa, lda, Bf + p * sb, ldb, be,
+                    Df + p * sd, ldd, tf32, relu, split2);
     });
     return CUBLAS_STATUS_SUCCESS;
 }

@@ -11,7 +11,11 @@
  * The CUDA runtime, cuBLAS and cuBLASLt calls the backend makes are small
  * host implementations (naive column-major GEMM, TF32 input rounding when
  * asked), and stream capture records launches for replay, so graph capture
- * can be tested too.
+ * can be tested too. The cuBLASLt heuristic offers three "algorithms" (see
+ * cublasLtMatmulAlgoGetHeuristic in emu.cpp); the second sums K in two
+ * halves (split-K), so a plan that switched algorithms between two calls shows
+ * up as differing bits. HOSTEMU_LT_NONE=all (no algorithm ever) or =relu_batch
+ * (none for a RELU epilogue on a batch) reach the backend's fallbacks.
  *
  * It checks the logic (indexing, tiling, barriers, reductions); it says
  * nothing about speed, and float results may differ from the GPU's in the
@@ -123,6 +127,18 @@ enum cudaStreamCaptureMode {
     cudaStreamCaptureModeThreadLocal = 1,
     cudaStreamCaptureModeRelaxed = 2
 };
+enum cudaStreamCaptureStatus {
+    cudaStreamCaptureStatusNone = 0,
+    cudaStreamCaptureStatusActive = 1,
+    cudaStreamCaptureStatusInvalidated = 2
+};
+typedef struct emu_event *cudaEvent_t;
+typedef struct emu_graph_node *cudaGraphNode_t;
+enum cudaGraphNodeType {
+    cudaGraphNodeTypeKernel = 0,
+    cudaGraphNodeTypeMemcpy = 1,
+    cudaGraphNodeTypeMemset = 2
+};
 enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16 };
 #define cudaStreamNonBlocking 0x01
 struct cudaDeviceProp {
@@ -149,12 +165,21 @@ cudaError_t cudaMemsetAsync(void *p, int v, size_t bytes, cudaStream_t s);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t s);
 cudaError_t cudaStreamSynchronize(cudaStream_t s);
+cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus *st);
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode m);
 cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g);
+cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n);
+cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, cudaGraphNodeType *t);
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags);
 cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s);
 cudaError_t cudaGraphDestroy(cudaGraph_t g);
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e);
+/* events time the host's execution of the stream's work (not capturable) */
+cudaError_t cudaEventCreate(cudaEvent_t *e);
+cudaError_t cudaEventDestroy(cudaEvent_t e);
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
+cudaError_t cudaEventSynchronize(cudaEvent_t e);
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b);
 
 /* Runs (or, while capturing, records) `body` for every thread of the grid. */
 void emu_launch(const char *name, dim3 grid, dim3 block, cudaStream_t s,
@@ -216,6 +241,10 @@ typedef enum {
 } cublasLtMatmulDescAttributes_t;
 typedef enum { CUBLASLT_EPILOGUE_DEFAULT = 1, CUBLASLT_EPILOGUE_RELU = 2 } cublasLtEpilogue_t;
 typedef enum {
+    CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = 5,
+    CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET = 6
+} cublasLtMatrixLayoutAttribute_t;
+typedef enum {
     CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1,
     CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES = 5,
     CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES = 6,
@@ -236,6 +265,9 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *l, cudaDataType t,
                                           uint64_t rows, uint64_t cols, int64_t ld);
 cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l);
+cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l,
+                                                cublasLtMatrixLayoutAttribute_t a,
+                                                const void *buf, size_t n);
 cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *p);
 cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p);
 cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p,

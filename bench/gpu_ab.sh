@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# A/B of one environment knob on the GPU, runs alternated so drift hits both
+# sides alike: v3 --graph, small and large problems, fp32 and tf32, REPS
+# rounds of (A, B). Prints the median step time of each side and B/A.
+#   bench/gpu_ab.sh VAR A B [steps] [reps]
+# e.g. bench/gpu_ab.sh TF_CUDA_GEMM_TUNE 0 1     (GEMM autotuning off vs on)
+# Needs build-gpu/ (bench/gpu.sh STAGES=build); JSON of every run in $GPU_OUT/ab.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+VAR=${1:?variable}
+A=${2:?value A}
+B=${3:?value B}
+STEPS=${4:-20}
+REPS=${5:-3}
+OUT=${GPU_OUT:-$PWD/out/gpu}/ab
+TF=${BUILD:-build-gpu}/tinyfold
+mkdir -p "$OUT"
+for rep in $(seq "$REPS"); do
+  for prob in small large; do
+    if [ $prob = small ]; then N=64; S=16; else N=128; S=32; fi
+    for p in fp32 tf32; do
+      for side in A B; do
+        val=$A; [ $side = B ] && val=$B
+        env "$VAR=$val" "$TF" train --backend cuda --impl v3 --graph --precision $p --batch-size 4 \
+          --seq-len $N --num-seqs $S --num-blocks 4 --num-steps "$STEPS" --quiet \
+          --json "$OUT/${prob}_${p}_${side}_$rep.json" > /dev/null 2>&1 || echo "run $prob $p $side failed"
+      done
+    done
+  done
+done
+python3 - "$OUT" "$VAR" "$A" "$B" <<'PY'
+import glob, json, statistics as st, sys
+O, var, a, b = sys.argv[1:5]
+print(f"{'problem':8} {'prec':5} {var}={a:>3} ms  {var}={b:>3} ms  B/A    samples/s A -> B")
+for prob in ("small", "large"):
+    for p in ("fp32", "tf32"):
+        med = {}
+        for side in ("A", "B"):
+            xs = []
+            for f in glob.glob(f"{O}/{prob}_{p}_{side}_*.json"):
+                xs += [s["step_ms"] for s in json.load(open(f))["steps"] if not s["warmup"]]
+            med[side] = st.median(xs) if xs else float("nan")
+        print(f"{prob:8} {p:5} {med['A']:12.3f} {med['B']:12.3f}  {med['B']/med['A']:.3f}  "
+              f"{4e3/med['A']:.1f} -> {4e3/med['B']:.1f}")
+PY

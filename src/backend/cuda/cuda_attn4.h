@@ -1,0 +1,305 @@
+/* kernel4 (level 3): attention for short sequences, L <= 128, padded head size
+ * DM 16 or 32 (cuda_attn4_fwd.cu, cuda_attn4_bwd.cu).
+ *
+ * One block per (b, o, h) problem holds it on chip: K and V are staged in
+ * shared memory once, the queries go through in chunks of BQ rows, and every
+ * chunk sees every key, so the softmax is exact (row max and sum over the
+ * whole row, no online rescaling). Per chunk:
+ *   forward:  S = Q K^T (TM x TN scores per thread, cuda_attn2.h's dots), row
+ *             max / sum over the lanes sharing a row, P = exp(S - m) to shared
+ *             memory, then O = P V split over KS key groups per output tile
+ *             (TR rows x TC channels per thread) and added over those lanes by
+ *             a reduce-scatter of shuffles; out = O / l, lse = m + log l.
+ *   backward: one pass. S and dP = dO V^T recomputed at the same positions by
+ *             the same thread, P = exp(S - lse), dS = P (dP - D) to shared
+ *             memory; then half the threads accumulate dV += P^T dO and the
+ *             other half dK += dS^T Q (TJ keys x TKC channels per thread, in
+ *             registers over all chunks), and all of them dQ = dS K of the
+ *             chunk (split over keys as the forward's P V). The next chunk's
+ *             Q, dO, out rows and lse are fetched into registers while the
+ *             current one computes (two shared buffers), D = dO . out is
+ *             computed from them: two barriers per chunk, no dq kernel.
+ * dbias (bias != NULL) stays deterministic as in kernel2: the main kernel
+ * writes D to `work` and kernel2's dbias kernel (attn_bwd_dbias_kernel2_*,
+ * tf_cu_attn_dbias2) recomputes dS per o in order (sum over chunks of o in
+ * chunk order). A fused sum would need the dS of every (b, o, h), or per chunk
+ * of o nb*nh*L*L floats per chunk: more than `work` (nb*no*nh*L) holds.
+ *
+ * Shared memory (one block; rows padded to LD = DM + 4 floats, P / dS rows to
+ * PL = LC + NX): forward at LC 128: 83.2 KB (DM 32) / 62.7 KB (DM 16);
+ * backward at LC 128: 92.7 KB / 68.1 KB (tf_attn4_smem_bytes prints them per
+ * class). More than 48 KB is dynamic shared memory: the launcher opts each
+ * kernel in once per device (cudaFuncSetAttribute).
+ *
+ * Lane layouts are chosen so that each 8-lane phase of a 16-byte shared load
+ * touches distinct banks: score tiles read rows ty + NY*ii of Q and tx + NX*jj
+ * of K with LD = DM + 4; the split products read P[r][4 (ks + KS m) ..] and
+ * V[4 (ks + KS m) + u][4 (cg + NCG k) ..] with NCG >= 4 channel groups per
+ * 8 lanes (4 * LD = 16 mod 32 separates two key groups).
+ *
+ * Numerics: fp32, fmaf dot products over c = 0..DM-1 in order (as kernel2/3),
+ * scores fmaf(scale, q.k, bias); every sum has a fixed order (results are
+ * bitwise reproducible run to run).
+ *
+ * Dispatch (tf_attn4_use): level 3 runs kernel4 when L <= 128 and d is 16 or
+ * 32 (the model's head sizes); TF_CUDA_ATTN_KERNEL=4 at backend creation
+ * forces it wherever it runs (L <= 128, any d <= 32, padded), =2 or =3 force
+ * those kernels (A/B timing, bench/cuda_kernels.cu). */
+#ifndef TF_CUDA_ATTN4_H
+#define TF_CUDA_ATTN4_H
+
+#include "cuda_attn2.h"
+
+/* key class: the padded sequence length a kernel is compiled for, 0 if none */
+static inline int tf_attn4_class(int L)
+{
+    return L <= 0 ? 0 : L <= 16 ? 16 : L <= 32 ? 32 : L <= 64 ? 64 : L <= 128 ? 128 : 0;
+}
+
+static inline int tf_attn4_use(const tf_backend *be, const tf_attn_args *a)
+{
+    if (a->L < 1 || a->L > 128 || a->d < 1 || a->d > 32) return 0;
+    if (be->attn_kernel == 4) return 1;
+    return be->attn_kernel == 0 && (a->d == 16 || a->d == 32);
+}
+
+/* ---- tile shapes (all sizes in floats) ---------------------------------- */
+/* Blocks per SM that shared memory allows on the H200 (227 KB per SM, 1 KB
+ * reserved per block): a tile shape's MINB must not exceed it */
+static constexpr int tf4_smem_blocks(int smem_floats)
+{
+    return (227 * 1024) / (smem_floats * 4 + 1024);
+}
+
+/* forward: BQ query rows per chunk, NT threads; scores TM x TN per thread
+ * (NY x NX threads, NX lanes per row); P V as TR rows x TC channels over KS
+ * key groups (NRG row groups x NCG channel groups x KS = NT) */
+template <int DM, int LC>
+struct tf4_fwd {
+    static constexpr int BQ = LC >= 64 ? 64 : LC;
+    static constexpr int NT = LC == 128 ? 128 : LC == 64 ? 64 : 32;
+    static constexpr int TM = LC >= 64 ? 8 : LC == 32 ? 4 : 2;
+    static constexpr int TN = LC >= 32 ? 8 : 4;
+    static constexpr int NY = BQ / TM, NX = LC / TN;
+    static constexpr int TC = (DM == 32 && LC >= 64) ? 8 : 4, NCG = DM / TC;
+    static constexpr int TR = LC >= 64 ? 8 : (LC == 32 && DM == 32) ? 8 : 4;
+    static constexpr int NRG = BQ / TR, KS = NT / (NRG * NCG);
+    static constexpr int LD = DM + 4, PL = LC + NX;
+    static constexpr int OK = 0, OV = OK + LC * LD, OQ = OV + LC * LD, OP = OQ + BQ * LD;
+    static constexpr int OL = OP + BQ * PL, SMEM = OL + BQ; /* floats */
+    static constexpr int QI = BQ * (DM / 4) / NT;           /* Q float4s per thread */
+    /* channel chunks of 4 unrolled in the score dots; resident blocks per SM
+     * promised to the compiler (registers <= 64K / (NT * MINB), rounded down
+     * per SM quarter: 255 at 8 warps, 168 at 12, 128 at 16): chosen without
+     * spills (nvcc -Xptxas -v) except where occupancy matters more (l32: the
+     * MSA column attention, 2048 tiny problems in one wave at 16 per SM) */
+    static constexpr int UNR = LC >= 64 ? DM / 4 : 2;
+    static constexpr int MINB =
+        LC == 128 ? (DM == 32 ? 2 : 3) : LC == 64 ? 4 : LC == 32 ? (DM == 32 ? 8 : 16) : 8;
+    static_assert(NY * NX == NT && NX <= 32 && NT % 32 == 0, "fwd score tiles");
+    static_assert(MINB <= tf4_smem_blocks(SMEM) && MINB * NT <= 2048, "fwd MINB");
+    static_assert(NRG * NCG * KS == NT && NCG >= 4 && NCG * KS <= 32 && TR % KS == 0 &&
+                      LC % (4 * KS) == 0, "fwd P V tiles");
+    static_assert(QI * NT == BQ * (DM / 4) && NT % (DM / 4) == 0, "fwd Q fetch");
+};
+
+/* backward: BQ rows per chunk, NT threads; S and dP TM x TN per thread; dV
+ * (threads < NT/2) and dK (the others) TJ keys x TKC channels (NJG x NKC per
+ * half); dQ TR x TC over KS key groups */
+template <int DM, int LC>
+struct tf4_bwd {
+    static constexpr int BQ = LC == 16 ? 16 : 32;
+    static constexpr int NT = LC == 128 ? 128 : 64;
+    static constexpr int TM = LC >= 32 ? 4 : 2;
+    static constexpr int TN = LC >= 64 ? 8 : LC == 32 ? 4 : 2;
+    static constexpr int NY = BQ / TM, NX = LC / TN;
+    static constexpr int TKC = (DM == 32 && LC >= 64) ? 8 : 4, NKC = DM / TKC;
+    static constexpr int NJG = (NT / 2) / NKC, TJ = LC / NJG;
+    static constexpr int TC = (DM == 32 && LC >= 64) ? 8 : 4, NCG = DM / TC;
+    static constexpr int TR = LC >= 64 ? 8 : LC == 32 ? 4 : (DM == 32 ? 2 : 4);
+    static constexpr int NRG = BQ / TR, KS = NT / (NRG * NCG);
+    static constexpr int LD = DM + 4, PL = LC + NX;
+    static constexpr int OK = 0, OV = OK + LC * LD, OQ = OV + LC * LD, ODO = OQ + 2 * BQ * LD;
+    static constexpr int OP = ODO + 2 * BQ * LD, OS = OP + BQ * PL, OL = OS + BQ * PL;
+    static constexpr int OD = OL + 2 * BQ, SMEM = OD + 2 * BQ; /* floats */
+    static constexpr int QI = BQ * (DM / 4) / NT; /* float4s per thread of each chunk operand */
+    static constexpr int MINB = /* as the forward's */
+        LC == 128 ? (DM == 32 ? 2 : 3) : LC == 64 ? 4 : LC == 32 ? (DM == 32 ? 4 : 8) : 8;
+    static_assert(NY * NX == NT && NT % 64 == 0, "bwd score tiles");
+    static_assert(MINB <= tf4_smem_blocks(SMEM) && MINB * NT <= 2048, "bwd MINB");
+    static_assert(NJG * NKC * 2 == NT && NJG * TJ == LC && (TJ == 2 || TJ % 4 == 0) &&
+                      TKC % 4 == 0, "bwd dK/dV tiles");
+    static_assert(NRG * NCG * KS == NT && NCG >= 4 && NCG * KS <= 32 && TR % KS == 0 &&
+                      LC % (4 * KS) == 0, "bwd dQ tiles");
+    static_assert(QI >= 1 && QI * NT == BQ * (DM / 4) && NT % (DM / 4) == 0, "bwd chunk fetch");
+};
+
+#ifdef __cplusplus
+/* The block's dynamic shared memory. Under hostemu blocks run one at a time:
+ * one static buffer per translation unit serves every launch. */
+#ifdef TF_CUDA_HOSTEMU
+#define TF4_SMEM_MAX_FLOATS (227 * 1024 / 4)
+inline float *tf4_emu_smem()
+{
+    alignas(16) static float buf[TF4_SMEM_MAX_FLOATS];
+    return buf;
+}
+#define TF4_SMEM(name) float *const name = tf4_emu_smem()
+#else
+#define TF4_SMEM(name)                                   \
+    extern __shared__ __align__(16) float tf4_smem_[];   \
+    float *const name = tf4_smem_
+#endif
+
+/* float4 `q` of row r (rows >= n and channels >= d are zero) of one head */
+__device__ __forceinline__ float4 tf4_ld4(const float *base, long sl, int r, int n, int q, int d,
+                                          int vec)
+{
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    const int c = 4 * q;
+    if (r < n && c < d) {
+        const float *p = base + (long)r * sl + c;
+        if (vec) {
+            v = *reinterpret_cast<const float4 *>(p);
+        } else {
+            v.x = p[0];
+            if (c + 1 < d) v.y = p[1];
+            if (c + 2 < d) v.z = p[2];
+            if (c + 3 < d) v.w = p[3];
+        }
+    }
+    return v;
+}
+
+/* four values to channels c..c+3 of a row (c < d), float4 when vec */
+__device__ __forceinline__ void tf4_st4(float *row, int c, int d, int vec, float x, float y,
+                                        float z, float w)
+{
+    if (c >= d) return;
+    if (vec) {
+        *reinterpret_cast<float4 *>(row + c) = make_float4(x, y, z, w);
+    } else {
+        row[c] = x;
+        if (c + 1 < d) row[c + 1] = y;
+        if (c + 2 < d) row[c + 2] = z;
+        if (c + 3 < d) row[c + 3] = w;
+    }
+}
+
+/* acc[ii*TC + 4k + u] = sum over the keys of group ks of
+ *   A[rg + NRG*ii][j] * B[j][4*(cg + NCG*k) + u],
+ * keys j = 4*(ks + KS*m) + u' for m < mq, in order of m then u'. Keys past L
+ * hold A = 0 and zero rows of B, so stopping at mq (the quads with a key
+ * < L) adds nothing that the full loop would. */
+template <int LDA, int LDB, int TR, int TC, int NRG, int NCG, int KS>
+__device__ __forceinline__ void tf4_splitk(float (&acc)[TR * TC], const float *A, const float *B,
+                                           int rg, int cg, int ks, int mq)
+{
+#pragma unroll
+    for (int e = 0; e < TR * TC; ++e) acc[e] = 0.f;
+#pragma unroll 2
+    for (int m = 0; m < mq; ++m) {
+        const int j = 4 * (ks + KS * m);
+        float4 a4[TR];
+#pragma unroll
+        for (int ii = 0; ii < TR; ++ii)
+            a4[ii] = *reinterpret_cast<const float4 *>(A + (rg + NRG * ii) * LDA + j);
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            float bv[TC];
+#pragma unroll
+            for (int k = 0; k < TC / 4; ++k) {
+                const float4 t =
+                    *reinterpret_cast<const float4 *>(B + (j + u) * LDB + 4 * (cg + NCG * k));
+                bv[4 * k] = t.x, bv[4 * k + 1] = t.y, bv[4 * k + 2] = t.z, bv[4 * k + 3] = t.w;
+            }
+#pragma unroll
+            for (int ii = 0; ii < TR; ++ii) {
+                const float au = tf_f4(a4[ii], u);
+#pragma unroll
+                for (int cc = 0; cc < TC; ++cc)
+                    acc[ii * TC + cc] = fmaf(au, bv[cc], acc[ii * TC + cc]);
+            }
+        }
+    }
+}
+
+/* Adds v over the KS lanes l ^ (NCG << s) of a key group (reduce-scatter):
+ * after it the lane holds, in v[0 .. NV/KS), the sums of the entries
+ * tf4_rs_base<NV, KS>(ks) + [0, NV/KS). Each sum has a fixed tree: the bits
+ * do not depend on the lane. All 32 lanes must take part. */
+template <int NV, int KS, int NCG, int S = 0>
+__device__ __forceinline__ void tf4_reduce_scatter(float (&v)[NV], int ks)
+{
+    if constexpr ((1 << S) < KS) {
+        constexpr int half = NV >> (S + 1);
+        const bool up = (ks >> S) & 1;
+#pragma unroll
+        for (int k = 0; k < half; ++k) {
+            const float lo = v[k], hi = v[k + half];
+            const float r = __shfl_xor_sync(0xffffffffu, up ? lo : hi, NCG << S);
+            v[k] = (up ? hi : lo) + r;
+        }
+        tf4_reduce_scatter<NV, KS, NCG, S + 1>(v, ks);
+    }
+}
+template <int NV, int KS>
+__device__ __forceinline__ int tf4_rs_base(int ks)
+{
+    int base = 0;
+#pragma unroll
+    for (int s = 0; (1 << s) < KS; ++s) base += ((ks >> s) & 1) * (NV >> (s + 1));
+    return base;
+}
+
+/* Launch with `smem` bytes of dynamic shared memory; opts the kernel in to
+ * more than 48 KB once per device (*optin: bit per device). */
+template <typename... KArgs, typename... Args>
+static inline void tf4_launch_(const char *name, const char *file, int line,
+                               void (*k)(KArgs...), unsigned grid, int threads, size_t smem,
+                               const tf_backend *be, unsigned long long *optin, Args... args)
+{
+    if (grid == 0) return;
+#ifdef TF_CUDA_HOSTEMU
+    if (smem > sizeof(float) * TF4_SMEM_MAX_FLOATS)
+        tf_cuda_fail(name, "more shared memory than the emulator's buffer", file, line);
+    (void)optin;
+    emu_launch(name, dim3(grid), dim3((unsigned)threads), be->stream, [=]() { k(args...); });
+#else
+    const unsigned long long bit = 1ull << (be->device & 63);
+    if (smem > 48 * 1024 && !(*optin & bit)) {
+        cudaError_t e = cudaFuncSetAttribute(reinterpret_cast<const void *>(k),
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             (int)smem);
+        if (e != cudaSuccess) tf_cuda_fail(name, cudaGetErrorString(e), file, line);
+        *optin |= bit;
+    }
+    k<<<grid, threads, smem, be->stream>>>(args...);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) tf_cuda_fail(name, cudaGetErrorString(e), file, line);
+#endif
+}
+#define TF4_LAUNCH(kernel, grid, threads, smem, be, ...)                                   \
+    do {                                                                                   \
+        static unsigned long long optin_ = 0;                                              \
+        tf4_launch_(#kernel, __FILE__, __LINE__, kernel, grid, threads, smem, be, &optin_, \
+                    __VA_ARGS__);                                                          \
+    } while (0)
+#endif /* __cplusplus */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* level-3 entry points (cuda_attn4_fwd.cu, cuda_attn4_bwd.cu) */
+void tf_cu_attn_fwd4(tf_backend *be, const tf_attn_args *a);
+void tf_cu_attn_bwd4(tf_backend *be, const tf_attn_args *a);
+/* kernel2's deterministic dbias (cuda_attn2_bwd.cu): dS recomputed per o in
+ * order from q, k, v, dout, lse and D in a->work */
+void tf_cu_attn_dbias2(tf_backend *be, const tf_attn_args *a, int vec);
+/* shared memory bytes of kernel4 for (L, d): forward, backward (0: none) */
+size_t tf_attn4_smem_bytes(int L, int d, int backward);
+#ifdef __cplusplus
+}
+#endif
+
+#endif
