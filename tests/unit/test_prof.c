@@ -16,23 +16,16 @@ static char tmpdir[256];
 
 static int setup(void **state) {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tf_test_prof_XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return tp_mkdtemp(tmpdir, sizeof tmpdir, "prof");
 }
 
 static int teardown(void **state) {
     (void)state;
-    static const char *const files[] = {"kernel_stats.csv", "kernel_trace.csv", "summary.json",
-                                        "trace.json"};
     static const char *const subs[] = {"a", "b", "c", "d", "e", "f", "g"};
     char path[512];
     for (size_t s = 0; s < sizeof subs / sizeof subs[0]; s++) {
-        for (size_t i = 0; i < 4; i++) {
-            snprintf(path, sizeof path, "%s/%s/%s", tmpdir, subs[s], files[i]);
-            unlink(path);
-        }
         snprintf(path, sizeof path, "%s/%s", tmpdir, subs[s]);
-        rmdir(path);
+        tp_rm_outputs(path);
     }
     snprintf(path, sizeof path, "%s/file", tmpdir);
     unlink(path);

@@ -14,20 +14,12 @@ static char tmpdir[256];
 
 static int setup(void **state) {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tf_test_profc_XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return tp_mkdtemp(tmpdir, sizeof tmpdir, "profc");
 }
 
 static int teardown(void **state) {
     (void)state;
-    static const char *const files[] = {"kernel_stats.csv", "kernel_trace.csv", "summary.json",
-                                        "trace.json"};
-    char path[512];
-    for (size_t i = 0; i < 4; i++) {
-        snprintf(path, sizeof path, "%s/%s", tmpdir, files[i]);
-        unlink(path);
-    }
-    rmdir(tmpdir);
+    tp_rm_outputs(tmpdir);
     return 0;
 }
 

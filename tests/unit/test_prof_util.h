@@ -97,6 +97,25 @@ static inline void tp_step(tf_prof *p, tp_expect *e, long step, int warmup, int 
     tf_prof_step_end(p, step);
 }
 
+/* ---- a scratch output directory per test ---- */
+/* Makes /tmp/tf_test_<tag>_XXXXXX into dir (n bytes); 0 ok. */
+static inline int tp_mkdtemp(char *dir, size_t n, const char *tag) {
+    snprintf(dir, n, "/tmp/tf_test_%s_XXXXXX", tag);
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+/* Removes the profiler's four output files from dir, then dir. */
+static inline void tp_rm_outputs(const char *dir) {
+    static const char *const files[] = {"kernel_stats.csv", "kernel_trace.csv", "summary.json",
+                                        "trace.json"};
+    char path[1024];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%.512s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
 /* ---- files ---- */
 static inline char *tp_read(const char *path) {
     FILE *f = fopen(path, "rb");
