@@ -28,6 +28,7 @@
 #include <functional>
 #include <vector>
 
+#include "backend/cuda/cuda_attn4.h" /* tf_attn4_smem_bytes */
 #include "backend/cuda/cuda_common.h"
 
 #define REPS 10
@@ -189,6 +190,9 @@ static void bench_attn(const char *name, int B, int X, int Y, int H, int d, int 
                                k3 ? "attn_bwd_kernel3 (+dq, dbias)" : "attn_bwd_kernel2 (+dbias)",
                                k4 ? (bias ? "attn_bwd_kernel4 (+dbias2)" : "attn_bwd_kernel4")
                                   : NULL};
+    if (k4) /* what limits kernel4's blocks per SM, with its registers (ptxas above) */
+        printf("# %s: kernel4 shared memory %zu B forward, %zu B backward per block\n", shape,
+               tf_attn4_smem_bytes(L, d, 0), tf_attn4_smem_bytes(L, d, 1));
     report("attn_fwd", shape, fw, 4 * hd + nh * L * 4.0, 4 * fl,
            [&](tf_backend *be) { g_ops->attn_fwd(be, &a); });
     report("attn_bwd", shape, bw, 8 * hd + 2.0 * nh * L * 4 + (bias ? 2.0 * B * H * L * L * 4 : 0),

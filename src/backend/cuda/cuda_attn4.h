@@ -26,25 +26,42 @@
  * of o nb*nh*L*L floats per chunk: more than `work` (nb*no*nh*L) holds.
  *
  * Shared memory (one block; rows padded to LD = DM + 4 floats, P / dS rows to
- * PL = LC + NX): forward at LC 128: 83.2 KB (DM 32) / 62.7 KB (DM 16);
- * backward at LC 128: 92.7 KB / 68.1 KB (tf_attn4_smem_bytes prints them per
- * class). More than 48 KB is dynamic shared memory: the launcher opts each
- * kernel in once per device (cudaFuncSetAttribute).
+ * PL = LC + NX): forward at LC 128: 81.2 KB (DM 32) / 61.2 KB (DM 16), at
+ * LC 64: 45.2 / 33.2 KB; backward at LC 128: 90.5 / 66.5 KB, at LC 64: 54.5 /
+ * 38.5 KB (tf_attn4_smem_bytes; bench/cuda_kernels.cu prints them). All of
+ * it is dynamic shared memory; beyond 48 KB the launcher opts the kernel in
+ * once per device (cudaFuncSetAttribute).
  *
- * Lane layouts are chosen so that each 8-lane phase of a 16-byte shared load
- * touches distinct banks: score tiles read rows ty + NY*ii of Q and tx + NX*jj
- * of K with LD = DM + 4; the split products read P[r][4 (ks + KS m) ..] and
- * V[4 (ks + KS m) + u][4 (cg + NCG k) ..] with NCG >= 4 channel groups per
- * 8 lanes (4 * LD = 16 mod 32 separates two key groups).
+ * Shared memory feeds one 32-bit register per lane per clock (32 floats per
+ * clock per SM against 128 FMAs), so the loads decide the speed. A 16-byte
+ * load takes 4 wavefronts (8-lane phases), or 2 when lanes (n, n^1) or lanes
+ * (n, n^2) all read the same address (as reported for Volta..Hopper; not
+ * measured here: ncu's shared-memory wavefronts per request tell): every thread
+ * layout (tf4_txy, tf4_split) puts lane bit 0 in the index that the "B"
+ * operand depends on and lane bit 1 in the one the "A" operand depends on,
+ * so both operands of every product load at 2 wavefronts per 16 lanes, and
+ * the 8 addresses of each 16 lanes fall in distinct banks: score tiles read
+ * rows ty + NY*ii of Q and tx + NX*jj of K with LD = DM + 4; the split
+ * products read P[r][4 (ks + KS m) ..] and V[4 (ks + KS m) + u][4 (cg + NCG k) ..]
+ * (4 * LD = 16 mod 32 separates two key groups); P rows are PL = LC + NX long,
+ * so the score stores of a warp hit 32 banks. Exception: the backward's dQ at
+ * LC 128 (KS = 8 leaves no lane bit for a second channel group): its K loads
+ * take 4 wavefronts.
  *
  * Numerics: fp32, fmaf dot products over c = 0..DM-1 in order (as kernel2/3),
  * scores fmaf(scale, q.k, bias); every sum has a fixed order (results are
  * bitwise reproducible run to run).
  *
- * Dispatch (tf_attn4_use): level 3 runs kernel4 when L <= 128 and d is 16 or
- * 32 (the model's head sizes); TF_CUDA_ATTN_KERNEL=4 at backend creation
- * forces it wherever it runs (L <= 128, any d <= 32, padded), =2 or =3 force
- * those kernels (A/B timing, bench/cuda_kernels.cu). */
+ * Dispatch (tf_attn4_use), by the H200 timings of bench/cuda_kernels.sh attn
+ * (bench/RESULTS.md entry 7; the model's head sizes are 16 and 32): level 3
+ * runs kernel4 for the backward at L <= 128 except d 16 with 32 < L <= 64
+ * (MSA row, small problem: kernel2 38.5 us vs 43.9), and for the forward at
+ * L <= 32 (MSA column: 4.98 vs 7.00 us) and at d 32 with L <= 64 (triangle,
+ * small: 30.9 vs 31.4); elsewhere the forward keeps kernel2/3, which measured
+ * faster (triangle large 213 vs 224 us, MSA row large 66 vs 87 us).
+ * TF_CUDA_ATTN_KERNEL=4 at backend creation forces kernel4 wherever it runs
+ * (L <= 128, any d <= 32, padded), =2 or =3 force those kernels (A/B timing,
+ * bench/cuda_kernels.cu). */
 #ifndef TF_CUDA_ATTN4_H
 #define TF_CUDA_ATTN4_H
 
@@ -56,11 +73,13 @@ static inline int tf_attn4_class(int L)
     return L <= 0 ? 0 : L <= 16 ? 16 : L <= 32 ? 32 : L <= 64 ? 64 : L <= 128 ? 128 : 0;
 }
 
-static inline int tf_attn4_use(const tf_backend *be, const tf_attn_args *a)
+static inline int tf_attn4_use(const tf_backend *be, const tf_attn_args *a, int bwd)
 {
     if (a->L < 1 || a->L > 128 || a->d < 1 || a->d > 32) return 0;
     if (be->attn_kernel == 4) return 1;
-    return be->attn_kernel == 0 && (a->d == 16 || a->d == 32);
+    if (be->attn_kernel != 0 || (a->d != 16 && a->d != 32)) return 0;
+    if (bwd) return !(a->d == 16 && a->L > 32 && a->L <= 64);
+    return a->L <= 32 || (a->d == 32 && a->L <= 64);
 }
 
 /* ---- tile shapes (all sizes in floats) ---------------------------------- */
@@ -98,8 +117,8 @@ struct tf4_fwd {
         LC == 128 ? (DM == 32 ? 2 : 3) : LC == 64 ? 4 : LC == 32 ? (DM == 32 ? 8 : 16) : 8;
     static_assert(NY * NX == NT && NX <= 32 && NT % 32 == 0, "fwd score tiles");
     static_assert(MINB <= tf4_smem_blocks(SMEM) && MINB * NT <= 2048, "fwd MINB");
-    static_assert(NRG * NCG * KS == NT && NCG >= 4 && NCG * KS <= 32 && TR % KS == 0 &&
-                      LC % (4 * KS) == 0, "fwd P V tiles");
+    static_assert(NRG * NCG * KS == NT && NCG >= 4 && TR % KS == 0 && LC % (4 * KS) == 0,
+                  "fwd P V tiles");
     static_assert(QI * NT == BQ * (DM / 4) && NT % (DM / 4) == 0, "fwd Q fetch");
 };
 
@@ -123,20 +142,20 @@ struct tf4_bwd {
     static constexpr int OP = ODO + 2 * BQ * LD, OS = OP + BQ * PL, OL = OS + BQ * PL;
     static constexpr int OD = OL + 2 * BQ, SMEM = OD + 2 * BQ; /* floats */
     static constexpr int QI = BQ * (DM / 4) / NT; /* float4s per thread of each chunk operand */
-    static constexpr int MINB = /* as the forward's */
-        LC == 128 ? (DM == 32 ? 2 : 3) : LC == 64 ? 4 : LC == 32 ? (DM == 32 ? 4 : 8) : 8;
+    static constexpr int MINB = /* as the forward's (at LC 128 DM 16 3 spilled 128 B) */
+        LC == 128 ? 2 : LC == 64 ? 4 : LC == 32 ? (DM == 32 ? 4 : 8) : 8;
     static_assert(NY * NX == NT && NT % 64 == 0, "bwd score tiles");
     static_assert(MINB <= tf4_smem_blocks(SMEM) && MINB * NT <= 2048, "bwd MINB");
     static_assert(NJG * NKC * 2 == NT && NJG * TJ == LC && (TJ == 2 || TJ % 4 == 0) &&
                       TKC % 4 == 0, "bwd dK/dV tiles");
-    static_assert(NRG * NCG * KS == NT && NCG >= 4 && NCG * KS <= 32 && TR % KS == 0 &&
-                      LC % (4 * KS) == 0, "bwd dQ tiles");
+    static_assert(NRG * NCG * KS == NT && NCG >= 4 && TR % KS == 0 && LC % (4 * KS) == 0,
+                  "bwd dQ tiles");
     static_assert(QI >= 1 && QI * NT == BQ * (DM / 4) && NT % (DM / 4) == 0, "bwd chunk fetch");
 };
 
 #ifdef __cplusplus
 /* The block's dynamic shared memory. Under hostemu blocks run one at a time:
- * one static buffer per translation unit serves every launch. */
+ * one static buffer serves every launch. */
 #ifdef TF_CUDA_HOSTEMU
 #define TF4_SMEM_MAX_FLOATS (227 * 1024 / 4)
 inline float *tf4_emu_smem()
@@ -186,6 +205,65 @@ __device__ __forceinline__ void tf4_st4(float *row, int c, int d, int vec, float
     }
 }
 
+__host__ __device__ constexpr int tf4_log2(int n) { return n <= 1 ? 0 : 1 + tf4_log2(n / 2); }
+
+/* Thread t's place in an NX x NY grid (tiles of rows ty + NY*ii, columns
+ * tx + NX*jj): lane bit 0 -> tx bit 0, lane bit 1 -> ty bit 0, then tx's
+ * other bits (lane bits 2..), then ty's. The NX lanes of a row are lane bits
+ * 0, 2, .., log2(NX) of one warp (NX <= 16; tf4_row_max / tf4_row_sum). */
+template <int NX>
+__device__ __forceinline__ void tf4_txy(int t, int &tx, int &ty)
+{
+    static_assert(NX >= 2 && NX <= 16 && (NX & (NX - 1)) == 0, "tf4_txy: NX");
+    tx = (t & 1) | (((t >> 2) & (NX / 2 - 1)) << 1);
+    ty = ((t >> 1) & 1) | ((t >> (tf4_log2(NX) + 1)) << 1);
+}
+/* max / sum over the NX lanes of a row of tf4_txy (butterfly: every lane of
+ * the row ends with the same bits) */
+template <int NX>
+__device__ __forceinline__ float tf4_row_max(float v)
+{
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+#pragma unroll
+    for (int m = 4; m <= NX; m <<= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, m));
+    return v;
+}
+template <int NX>
+__device__ __forceinline__ float tf4_row_sum(float v)
+{
+    v += __shfl_xor_sync(0xffffffffu, v, 1);
+#pragma unroll
+    for (int m = 4; m <= NX; m <<= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+    return v;
+}
+
+/* Thread t's (channel group cg, key group ks, row group rg) in a split
+ * product: lane bit 0 -> cg, lane bit 1 -> rg, then cg's other bits and the
+ * KS key groups (ks from lane bit KPOS: the key groups of a tile are lanes of
+ * one warp, for tf4_reduce_scatter), then rg's. cg's bits come before ks's
+ * when they fit below lane bit 5 (the 16 lanes then hold 4 channel groups x
+ * 2 key groups: distinct banks), else after. */
+template <int NCG, int KS, int NRG>
+struct tf4_split {
+    static constexpr int CB = tf4_log2(NCG), KB = tf4_log2(KS);
+    static constexpr bool CG_FIRST = CB + KB <= 4;
+    static constexpr int KPOS = CG_FIRST ? CB + 1 : 2;
+    static_assert(NCG >= 2 && NRG >= 2 && KPOS + KB <= 5, "tf4_split: key groups in one warp");
+    __device__ __forceinline__ static void map(int t, int &cg, int &ks, int &rg)
+    {
+        cg = t & 1;
+        rg = (t >> 1) & 1;
+        if (CG_FIRST) {
+            cg |= ((t >> 2) & (NCG / 2 - 1)) << 1;
+            ks = (t >> KPOS) & (KS - 1);
+        } else {
+            ks = (t >> KPOS) & (KS - 1);
+            cg |= ((t >> (KPOS + KB)) & (NCG / 2 - 1)) << 1;
+        }
+        rg |= (t >> (CB + KB + 1)) << 1;
+    }
+};
+
 /* acc[ii*TC + 4k + u] = sum over the keys of group ks of
  *   A[rg + NRG*ii][j] * B[j][4*(cg + NCG*k) + u],
  * keys j = 4*(ks + KS*m) + u' for m < mq, in order of m then u'. Keys past L
@@ -224,11 +302,11 @@ __device__ __forceinline__ void tf4_splitk(float (&acc)[TR * TC], const float *A
     }
 }
 
-/* Adds v over the KS lanes l ^ (NCG << s) of a key group (reduce-scatter):
+/* Adds v over the KS lanes l ^ (1 << (KPOS + s)) of a key group (reduce-scatter):
  * after it the lane holds, in v[0 .. NV/KS), the sums of the entries
  * tf4_rs_base<NV, KS>(ks) + [0, NV/KS). Each sum has a fixed tree: the bits
  * do not depend on the lane. All 32 lanes must take part. */
-template <int NV, int KS, int NCG, int S = 0>
+template <int NV, int KS, int KPOS, int S = 0>
 __device__ __forceinline__ void tf4_reduce_scatter(float (&v)[NV], int ks)
 {
     if constexpr ((1 << S) < KS) {
@@ -237,10 +315,10 @@ __device__ __forceinline__ void tf4_reduce_scatter(float (&v)[NV], int ks)
 #pragma unroll
         for (int k = 0; k < half; ++k) {
             const float lo = v[k], hi = v[k + half];
-            const float r = __shfl_xor_sync(0xffffffffu, up ? lo : hi, NCG << S);
+            const float r = __shfl_xor_sync(0xffffffffu, up ? lo : hi, 1 << (KPOS + S));
             v[k] = (up ? hi : lo) + r;
         }
-        tf4_reduce_scatter<NV, KS, NCG, S + 1>(v, ks);
+        tf4_reduce_scatter<NV, KS, KPOS, S + 1>(v, ks);
     }
 }
 template <int NV, int KS>

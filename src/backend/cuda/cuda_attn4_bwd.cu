@@ -100,10 +100,12 @@ __device__ __forceinline__ void attn_bwd4_body(const tf_attn_args &a, const int 
     nx.put(sm + C::OQ, sm + C::ODO, sm + C::OL, sm + C::OD, work, 0, L);
     __syncthreads();
 
-    const int tx = tid % NX, ty = tid / NX;                                  /* S, dP */
-    const bool role_v = tid < NT / 2;                                        /* dV, else dK */
-    const int kc = (tid % (NT / 2)) % NKC, kj = (tid % (NT / 2)) / NKC;      /* dK/dV */
-    const int cg = tid % NCG, ks = (tid / NCG) % KS, rg = tid / (NCG * KS); /* dQ */
+    typedef tf4_split<NCG, KS, NRG> SP;
+    const bool role_v = tid < NT / 2; /* dV, else dK */
+    int tx, ty, kc, kj, cg, ks, rg;
+    tf4_txy<NX>(tid, tx, ty);            /* S, dP */
+    tf4_txy<NKC>(tid % (NT / 2), kc, kj); /* dK/dV: TJ keys from kj * TJ, TKC channels from kc * TKC */
+    SP::map(tid, cg, ks, rg);           /* dQ */
     const int mq = ((L + 3) / 4 - ks + KS - 1) / KS;
     float kv[TJ][TKC];
 #pragma unroll
@@ -170,7 +172,7 @@ __device__ __forceinline__ void attn_bwd4_body(const tf_attn_args &a, const int 
         {
             float acc[TR * TC];
             tf4_splitk<PL, LD, TR, TC, NRG, NCG, KS>(acc, &Ss[0][0], &Ks[0][0], rg, cg, ks, mq);
-            tf4_reduce_scatter<TR * TC, KS, NCG>(acc, ks);
+            tf4_reduce_scatter<TR * TC, KS, SP::KPOS>(acc, ks);
             const int q0 = tf4_rs_base<TR * TC, KS>(ks) / TC;
 #pragma unroll
             for (int q = 0; q < TR / KS; ++q) {

@@ -52,8 +52,10 @@ __device__ __forceinline__ void attn_fwd4_body(const tf_attn_args &a, const int 
     }
     __syncthreads();
 
-    const int tx = tid % NX, ty = tid / NX;                                    /* scores */
-    const int cg = tid % NCG, ks = (tid / NCG) % KS, rg = tid / (NCG * KS);   /* P V */
+    typedef tf4_split<NCG, KS, NRG> SP;
+    int tx, ty, cg, ks, rg;
+    tf4_txy<NX>(tid, tx, ty);   /* scores */
+    SP::map(tid, cg, ks, rg); /* P V */
     const int mq = ((L + 3) / 4 - ks + KS - 1) / KS; /* key quads of group ks with a key < L */
     for (int i0 = 0; i0 < L; i0 += BQ) {
         /* ---- S = Q K^T, exact softmax over the whole row ---- */
@@ -75,7 +77,7 @@ __device__ __forceinline__ void attn_fwd4_body(const tf_attn_args &a, const int 
                 s[ii][jj] = v;
                 mx = fmaxf(mx, v);
             }
-            mx = tf_group_max<NX>(mx); /* key 0 < L: finite */
+            mx = tf4_row_max<NX>(mx); /* key 0 < L: finite */
             float lt = 0.f;
 #pragma unroll
             for (int jj = 0; jj < TN; ++jj) {
@@ -83,7 +85,7 @@ __device__ __forceinline__ void attn_fwd4_body(const tf_attn_args &a, const int 
                 lt += p;
                 Ps[r][tx + NX * jj] = p;
             }
-            lt = tf_group_sum<NX>(lt);
+            lt = tf4_row_sum<NX>(lt);
             if (tx == 0) {
                 Ls[r] = lt;
                 if (i < L) lseb[i] = mx + logf(lt);
@@ -104,7 +106,7 @@ __device__ __forceinline__ void attn_fwd4_body(const tf_attn_args &a, const int 
         /* ---- O = P V over KS key groups, added over the group's lanes ---- */
         float acc[TR * TC];
         tf4_splitk<PL, LD, TR, TC, NRG, NCG, KS>(acc, &Ps[0][0], &Vs[0][0], rg, cg, ks, mq);
-        tf4_reduce_scatter<TR * TC, KS, NCG>(acc, ks);
+        tf4_reduce_scatter<TR * TC, KS, SP::KPOS>(acc, ks);
         const int q0 = tf4_rs_base<TR * TC, KS>(ks) / TC; /* first of this lane's rows */
 #pragma unroll
         for (int q = 0; q < TR / KS; ++q) {

@@ -220,7 +220,8 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
     {
         /* developer A/B knobs, read once here:
          *   TF_CUDA_ATTN_KERNEL=2|3|4: level-3 attention. Default: kernel4 (one
-         *     block per (b, o, h), cuda_attn4.h) for L <= 128 and d 16 or 32;
+         *     block per (b, o, h), cuda_attn4.h) where it measured fastest (the
+         *     backward at L <= 128, the forward at short L: tf_attn4_use);
          *     otherwise, for L > 32, kernel3 for d 17..32 and kernel2 for d <= 16
          *     (where kernel3 measured slower; see cuda_attn2.h). 2 or 3: that
          *     kernel at every head size and L > 32 (never kernel4); 4: kernel4
