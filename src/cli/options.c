@@ -101,7 +101,8 @@ const tf_cli_optdef tf_cli_optdefs[] = {
     {"trace-steps", required_argument, TF_OPT_TRACE_STEPS, P, "K",
      "steps kept in trace.json (default 5; 1..1000)"},
     {"counters", required_argument, TF_OPT_COUNTERS, P, "PATTERN",
-     "hardware counters for kernels whose name contains PATTERN"},
+     "hardware counters for kernels whose name contains PATTERN (CUDA: CUPTI kernel "
+     "replay of up to 64 matching ops in one extra step, left out of the timings)"},
     {"top", required_argument, TF_OPT_TOP, P, "K",
      "kernels in the printed table (default 15; 1..10000)"},
     /* bench */

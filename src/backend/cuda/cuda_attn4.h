@@ -73,6 +73,22 @@ static inline int tf_attn4_class(int L)
     return L <= 0 ? 0 : L <= 16 ? 16 : L <= 32 ? 32 : L <= 64 ? 64 : L <= 128 ? 128 : 0;
 }
 
+/* Runs M(DM, LC) for the compiled (padded head size, key class) pair. */
+#define TF4_BY_CLASS(dm, lc, M)                                                              \
+    do {                                                                                     \
+        if ((dm) == 16) {                                                                    \
+            if ((lc) == 16) M(16, 16);                                                       \
+            else if ((lc) == 32) M(16, 32);                                                  \
+            else if ((lc) == 64) M(16, 64);                                                  \
+            else M(16, 128);                                                                 \
+        } else {                                                                             \
+            if ((lc) == 16) M(32, 16);                                                       \
+            else if ((lc) == 32) M(32, 32);                                                  \
+            else if ((lc) == 64) M(32, 64);                                                  \
+            else M(32, 128);                                                                 \
+        }                                                                                    \
+    } while (0)
+
 static inline int tf_attn4_use(const tf_backend *be, const tf_attn_args *a, int bwd)
 {
     if (a->L < 1 || a->L > 128 || a->d < 1 || a->d > 32) return 0;

@@ -252,17 +252,7 @@ extern "C" void tf_cu_attn_bwd4(tf_backend *be, const tf_attn_args *a)
         TF4_LAUNCH(attn_bwd_kernel4_d##DM##_l##LC, grid, C4::NT, sizeof(float) * C4::SMEM, be, \
                    *a, vec, vout);                                                           \
     } while (0)
-    if (dm == 16) {
-        if (lc == 16) BWD4(16, 16);
-        else if (lc == 32) BWD4(16, 32);
-        else if (lc == 64) BWD4(16, 64);
-        else BWD4(16, 128);
-    } else {
-        if (lc == 16) BWD4(32, 16);
-        else if (lc == 32) BWD4(32, 32);
-        else if (lc == 64) BWD4(32, 64);
-        else BWD4(32, 128);
-    }
+    TF4_BY_CLASS(dm, lc, BWD4);
 #undef BWD4
     if (a->dbias) tf_cu_attn_dbias2(be, a, vec); /* D is in a->work */
 }

@@ -162,16 +162,6 @@ extern "C" void tf_cu_attn_fwd4(tf_backend *be, const tf_attn_args *a)
         TF4_LAUNCH(attn_fwd_kernel4_d##DM##_l##LC, grid, C4::NT, sizeof(float) * C4::SMEM, be, \
                    *a, vec, vout);                                                           \
     } while (0)
-    if (dm == 16) {
-        if (lc == 16) FWD4(16, 16);
-        else if (lc == 32) FWD4(16, 32);
-        else if (lc == 64) FWD4(16, 64);
-        else FWD4(16, 128);
-    } else {
-        if (lc == 16) FWD4(32, 16);
-        else if (lc == 32) FWD4(32, 32);
-        else if (lc == 64) FWD4(32, 64);
-        else FWD4(32, 128);
-    }
+    TF4_BY_CLASS(dm, lc, FWD4);
 #undef FWD4
 }
