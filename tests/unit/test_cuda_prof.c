@@ -4,8 +4,8 @@
  *     2 GiB and write 1 GiB of DRAM, its launch geometry must equal the one
  *     CUPTI's kernel trace records, and the bandwidth its duration implies
  *     must be physical;
- *  2. a pattern that matches nothing: no step is replayed, every timed step
- *     is collected, and the report says nothing matched;
+ *  2. a pattern that matches nothing, or only outside --selected-regions: no
+ *     step is replayed, every timed step is collected, the report says so;
  *  3. launches per step (CUPTI activity, eager) equal the kernel nodes CUDA
  *     itself counts in the captured step graph, on every level, and the
  *     graph-replayed run traces that many kernels per step.
@@ -86,9 +86,9 @@ static void one_add_step(tf_prof *p, tf_backend *be, const tf_ops *ops, long ste
     tf_prof_step_end(p, step);
 }
 
-static void run_add(const char *pattern, cJSON **summary) {
+static void run_add(const char *pattern, const char *selected, cJSON **summary) {
     char err[512];
-    tf_prof_opts o = {.out_dir = tmpdir, .counters = pattern, .cuda = 1};
+    tf_prof_opts o = {.out_dir = tmpdir, .counters = pattern, .selected_regions = selected, .cuda = 1};
     tf_prof *p = tf_prof_create(&o, err, sizeof err); /* before any CUDA work */
     if (!p) fail_msg("prof: %s", err);
     tf_backend *be;
@@ -114,7 +114,7 @@ static void run_add(const char *pattern, cJSON **summary) {
 static void test_counters_known_kernel(void **state) {
     (void)state;
     cJSON *j;
-    run_add("add_kernel1", &j);
+    run_add("add_kernel1", NULL, &j);
     const double n = (double)(1L << 28), gib = 1024.0 * 1024.0 * 1024.0;
     const cJSON *c = cJSON_GetObjectItem(j, "counters");
     assert_non_null(c);
@@ -169,10 +169,11 @@ static void test_counters_known_kernel(void **state) {
     cJSON_Delete(j);
 }
 
-static void test_counters_no_match(void **state) {
-    (void)state;
+/* nothing to profile: no kernel matches, or the match lies outside the
+ * selected regions; every timed step is then collected */
+static void no_counters(const char *pattern, const char *selected) {
     cJSON *j;
-    run_add("no_such_kernel", &j);
+    run_add(pattern, selected, &j);
     const cJSON *c = cJSON_GetObjectItem(j, "counters");
     assert_non_null(c);
     assert_null(cJSON_GetObjectItem(c, "error"));
@@ -180,6 +181,12 @@ static void test_counters_no_match(void **state) {
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(c, "kernels")), 0);
     assert_int_equal((int)cJSON_GetObjectItem(j, "steps_collected")->valuedouble, 2);
     cJSON_Delete(j);
+}
+
+static void test_counters_no_match(void **state) {
+    (void)state;
+    no_counters("no_such_kernel", NULL);
+    no_counters("add_kernel1", "some_other_region");
 }
 
 /* launches per step from a profiled run of `c` (eager or graph) */

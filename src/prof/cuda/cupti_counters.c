@@ -7,7 +7,8 @@
  *     prof_gpu_counters_learn, which remembers the (region path, op) that
  *     launched a matching kernel. Any step that issues kernels teaches it
  *     (warm-up included); graph replays issue none, so the trainer runs
- *     eagerly until the counters are done (tf_prof_wants_eager).
+ *     eagerly until the counters are done (tf_prof_wants_eager). Only ops
+ *     inside the selected regions count (--selected-regions), as on the CPU.
  *  2. Counter step: the first collectable step after something matched. Each
  *     op issued at a learned (path, op) is one profiling window: the device
  *     is drained, the range profiler started, the op runs (each of its
@@ -141,6 +142,7 @@ void prof_gpu_counters_learn(tf_prof *p, const char *symbol) {
         }
     }
     if (!match) return;
+    if (!p->paths[prof_ctx_path(p->ctx)].selected) return; /* --selected-regions, as on the CPU */
     if (prof_ctx_op(p->ctx) == PROF_CTX_NO_OP) { /* launched outside any op: no window */
         c->unwindowed++;
         return;
@@ -319,7 +321,7 @@ cJSON *prof_gpu_counters_json(const tf_prof *p) {
     if (!c || !c->ran) {
         const char *why = not_run_reason(c);
         if (why) cJSON_AddStringToObject(o, "error", why);
-        else cJSON_AddStringToObject(o, "note", "no launched kernel matched the pattern");
+        else cJSON_AddStringToObject(o, "note", "no kernel launched in the collected regions matched the pattern");
         cJSON_AddArrayToObject(o, "kernels");
         return o;
     }
@@ -368,8 +370,8 @@ void prof_gpu_counters_print(const tf_prof *p, FILE *out) {
     if (!c || !c->ran) {
         const char *why = not_run_reason(c);
         if (why) fprintf(out, "Counters: %s\n", why);
-        else fprintf(out, "Counters: no launched kernel matched '%s' (see kernel_stats.csv for names)\n",
-                     p->counters);
+        else fprintf(out, "Counters: no kernel launched in the collected regions matched '%s' "
+                          "(see kernel_stats.csv for names)\n", p->counters);
         return;
     }
     if (c->err[0]) {
