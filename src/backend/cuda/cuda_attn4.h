@@ -73,6 +73,10 @@ static inline int tf_attn4_class(int L)
     return L <= 0 ? 0 : L <= 16 ? 16 : L <= 32 ? 32 : L <= 64 ? 64 : L <= 128 ? 128 : 0;
 }
 
+/* Every compiled (padded head size, key class) pair, for instantiating. */
+#define TF4_EACH_CLASS(X)                                                                    \
+    X(16, 16) X(16, 32) X(16, 64) X(16, 128) X(32, 16) X(32, 32) X(32, 64) X(32, 128)
+
 /* Runs M(DM, LC) for the compiled (padded head size, key class) pair. */
 #define TF4_BY_CLASS(dm, lc, M)                                                              \
     do {                                                                                     \

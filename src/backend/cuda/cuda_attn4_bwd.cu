@@ -215,14 +215,7 @@ __device__ __forceinline__ void attn_bwd4_body(const tf_attn_args &a, const int 
     {                                                                                      \
         attn_bwd4_body<DM, LC>(a, vec, vout);                                              \
     }
-TF_ATTN4_BWD(16, 16)
-TF_ATTN4_BWD(16, 32)
-TF_ATTN4_BWD(16, 64)
-TF_ATTN4_BWD(16, 128)
-TF_ATTN4_BWD(32, 16)
-TF_ATTN4_BWD(32, 32)
-TF_ATTN4_BWD(32, 64)
-TF_ATTN4_BWD(32, 128)
+TF4_EACH_CLASS(TF_ATTN4_BWD)
 
 extern "C" size_t tf_attn4_smem_bytes(int L, int d, int backward)
 {

@@ -139,14 +139,7 @@ __device__ __forceinline__ void attn_fwd4_body(const tf_attn_args &a, const int 
     {                                                                                      \
         attn_fwd4_body<DM, LC>(a, vec, vout);                                              \
     }
-TF_ATTN4_FWD(16, 16)
-TF_ATTN4_FWD(16, 32)
-TF_ATTN4_FWD(16, 64)
-TF_ATTN4_FWD(16, 128)
-TF_ATTN4_FWD(32, 16)
-TF_ATTN4_FWD(32, 32)
-TF_ATTN4_FWD(32, 64)
-TF_ATTN4_FWD(32, 128)
+TF4_EACH_CLASS(TF_ATTN4_FWD)
 
 extern "C" void tf_cu_attn_fwd4(tf_backend *be, const tf_attn_args *a)
 {
