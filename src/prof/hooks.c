@@ -101,7 +101,7 @@ void tf_prof_op_begin(tf_prof *p, const char *name) {
     if (p->gpu) {
         update_ctx(p);
         /* CUDA --counters: a profiling window around a matching op */
-        if (p->in_step && p->steps[p->cur_step].counter_step) p->ops[n].counted = prof_gpu_counters_op_begin(p);
+        if (tf_prof_counter_step(p)) p->ops[n].counted = prof_gpu_counters_op_begin(p);
         return;
     }
     /* CPU: counters around matching ops, read before the clock starts */

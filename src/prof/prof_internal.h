@@ -253,6 +253,9 @@ int prof_gpu_counters_op_begin(tf_prof *p);
 void prof_gpu_counters_op_end(tf_prof *p);
 struct cJSON *prof_gpu_counters_json(const tf_prof *p);
 void prof_gpu_counters_print(const tf_prof *p, FILE *out);
+/* CUDA builds: the demangled form of a C++ kernel name (malloc'd), or NULL
+ * when name is not mangled (cupti_activity.c). */
+char *prof_cuda_demangle(const char *name);
 /* Recorded dropped CUPTI records etc.: one line or NULL. */
 const char *prof_gpu_warning(const tf_prof *p);
 

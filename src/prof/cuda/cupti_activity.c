@@ -31,7 +31,7 @@
 
 #include "prof/prof_internal.h"
 
-/* libstdc++'s demangler; the CUDA link line carries libstdc++. */
+/* libstdc++'s demangler (for prof_cuda_demangle); the CUDA link line carries libstdc++. */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 #define RING_BITS 20
@@ -183,7 +183,7 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
     *max_records = 0;
 }
 
-static char *demangle(const char *name) {
+char *prof_cuda_demangle(const char *name) {
     int status = -1;
     char *d = (name[0] == '_' && name[1] == 'Z') ? __cxa_demangle(name, NULL, NULL, &status) : NULL;
     if (d && status == 0) return d;
@@ -349,7 +349,7 @@ static uint32_t map_name(gpu_state *g, uint32_t kid) {
         char *raw = strdup(g->knames.strs[kid]);
         pthread_mutex_unlock(&g->mu);
         if (!raw) return PROF_NONE;
-        char *d = demangle(raw);
+        char *d = prof_cuda_demangle(raw);
         g->kmap[kid] = prof_intern_id(&p->names, d ? d : raw);
         free(d);
         free(raw);

@@ -34,8 +34,6 @@
 #include "prof/cuda/range_profiler.h"
 #include "prof/prof_internal.h"
 
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
-
 static const struct {
     const char *metric, *label;
 } metrics[] = {
@@ -96,9 +94,8 @@ static gpu_counters *state(tf_prof *p) {
 
 static int name_matches(const tf_prof *p, const char *sym) {
     if (strstr(sym, p->counters)) return 1;
-    int status = -1;
-    char *d = (sym[0] == '_' && sym[1] == 'Z') ? __cxa_demangle(sym, NULL, NULL, &status) : NULL;
-    int m = d && status == 0 && strstr(d, p->counters) != NULL;
+    char *d = prof_cuda_demangle(sym);
+    int m = d && strstr(d, p->counters) != NULL;
     free(d);
     return m;
 }
@@ -169,7 +166,7 @@ void prof_gpu_counters_step_begin(tf_prof *p) {
     c->ran = 1;
 }
 
-static int create(tf_prof *p, gpu_counters *c) {
+static int create(gpu_counters *c) {
     CUcontext ctx = NULL;
     if (tf_cu_ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx) {
         snprintf(c->err, sizeof c->err, "no current CUDA context");
@@ -185,7 +182,6 @@ static int create(tf_prof *p, gpu_counters *c) {
         const char *why = tf_rp_metric_why(c->rp, m);
         if (why) snprintf(c->why[m], sizeof c->why[m], "%s", why);
     }
-    (void)p;
     return 0;
 }
 
@@ -197,7 +193,7 @@ int prof_gpu_counters_op_begin(tf_prof *p) {
         return 0;
     }
     cudaDeviceSynchronize(); /* the window holds this op's kernels only */
-    if (!c->rp && create(p, c) != 0) {
+    if (!c->rp && create(c) != 0) {
         c->failed = 1;
         return 0;
     }
@@ -213,9 +209,8 @@ int prof_gpu_counters_op_begin(tf_prof *p) {
 
 /* Adds one range's values to its kernel's means (name demangled). */
 static void add_range(tf_prof *p, gpu_counters *c, const char *range, const double *v) {
-    int status = -1;
-    char *d = (range[0] == '_' && range[1] == 'Z') ? __cxa_demangle(range, NULL, NULL, &status) : NULL;
-    const char *name = d && status == 0 ? d : range;
+    char *d = prof_cuda_demangle(range);
+    const char *name = d ? d : range;
     if (!strstr(name, p->counters) && !strstr(range, p->counters)) {
         free(d);
         return;
