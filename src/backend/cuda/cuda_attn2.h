@@ -191,6 +191,21 @@ __device__ __forceinline__ const float *tf_attn2_bias(const tf_attn_args &a, int
 {
     return a.bias ? a.bias + (long)b * a.bias_sb + (long)h * a.bias_sh : nullptr;
 }
+
+/* bias(i, j) from that base (0 without a bias) */
+__device__ __forceinline__ float tf_attn2_bias_at(const tf_attn_args &a, const float *bb, int i,
+                                                  int j)
+{
+    return bb ? bb[(long)i * a.bias_si + (long)j * a.bias_sj] : 0.f;
+}
+
+/* the score of query i and key j from their dot product: scale q.k + bias
+ * (kernel2, kernel3 and kernel4 compute it alike, so their softmaxes agree) */
+__device__ __forceinline__ float tf_attn2_score(const tf_attn_args &a, const float *bb, int i,
+                                                int j, float dot)
+{
+    return fmaf(a.scale, dot, tf_attn2_bias_at(a, bb, i, j));
+}
 #endif /* __cplusplus */
 
 #ifdef __cplusplus

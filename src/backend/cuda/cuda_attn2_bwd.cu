@@ -82,8 +82,7 @@ __device__ __forceinline__ void attn_bwd2_scores(const tf_attn_args &a, const fl
             const int c = tx + NX * jj, j = j0 + c;
             float p = 0.f;
             if (i < L && j < L) {
-                const float bv = bb ? bb[(long)i * a.bias_si + (long)j * a.bias_sj] : 0.f;
-                p = expf(fmaf(a.scale, s[ii][jj], bv) - lse_i);
+                p = expf(tf_attn2_score(a, bb, i, j, s[ii][jj]) - lse_i);
             }
             if constexpr (WITH_P) ps[r][c] = p;
             dss[r][c] = p * (dp[ii][jj] - D_i);
@@ -358,7 +357,7 @@ __device__ __forceinline__ void attn_bwd2_dbias_body(const tf_attn_args &a, cons
 #pragma unroll
         for (int jj = 0; jj < TN; ++jj) {
             const int i = i0 + ty + NY * ii, j = j0 + tx + NX * jj;
-            bv[ii][jj] = (bb && i < L && j < L) ? bb[(long)i * a.bias_si + (long)j * a.bias_sj] : 0.f;
+            bv[ii][jj] = (i < L && j < L) ? tf_attn2_bias_at(a, bb, i, j) : 0.f;
             acc[ii][jj] = 0.f;
         }
 

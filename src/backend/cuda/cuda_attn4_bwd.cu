@@ -134,8 +134,7 @@ __device__ __forceinline__ void attn_bwd4_body(const tf_attn_args &a, const int 
                     const int j = tx + NX * jj;
                     float p = 0.f;
                     if (i < L && j < L) {
-                        const float bv = bb ? bb[(long)i * a.bias_si + (long)j * a.bias_sj] : 0.f;
-                        p = expf(fmaf(a.scale, s[ii][jj], bv) - lse_i);
+                        p = expf(tf_attn2_score(a, bb, i, j, s[ii][jj]) - lse_i);
                     }
                     Ps[r][j] = p;
                     Ss[r][j] = p * (dp[ii][jj] - D_i);

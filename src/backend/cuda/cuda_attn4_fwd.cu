@@ -68,12 +68,9 @@ __device__ __forceinline__ void attn_fwd4_body(const tf_attn_args &a, const int 
 #pragma unroll
             for (int jj = 0; jj < TN; ++jj) {
                 const int j = tx + NX * jj;
-                float v = -INFINITY; /* keys past L: p = 0 */
-                if (j < L) {
-                    const float bv =
-                        (bb && i < L) ? bb[(long)i * a.bias_si + (long)j * a.bias_sj] : 0.f;
-                    v = fmaf(a.scale, s[ii][jj], bv);
-                }
+                /* keys past L: p = 0; query rows past L read no bias */
+                const float v = j < L ? tf_attn2_score(a, i < L ? bb : nullptr, i, j, s[ii][jj])
+                                      : -INFINITY;
                 s[ii][jj] = v;
                 mx = fmaxf(mx, v);
             }
