@@ -17,7 +17,7 @@
  * dP, dV, dK, dQ; dbias' recomputation not counted).
  *
  * Build and run on the GPU machine: bench/cuda_kernels.sh [groups], groups
- * among attn permute ln ew (default all). It compiles this file with the
+ * among attn permute ln ew gemm (default all). It compiles this file with the
  * backend's sources (nothing else of tinyfold is needed) into $OUT or /tmp. */
 #include <math.h>
 #include <stdio.h>
@@ -85,9 +85,13 @@ static void run_job(void *arg)
 }
 
 /* median microseconds per call of fn on backend g_be[k] */
+static double time_be(tf_backend *be, const std::function<void(tf_backend *)> &fn);
 static double time_op(int k, const std::function<void(tf_backend *)> &fn)
 {
-    tf_backend *be = g_be[k];
+    return time_be(g_be[k], fn);
+}
+static double time_be(tf_backend *be, const std::function<void(tf_backend *)> &fn)
+{
     job j{fn, be};
     fn(be); /* first call outside the graph (nothing lazy left for capture) */
     TF_CUDA_CHECK(cudaStreamSynchronize(be->stream));
@@ -262,6 +266,56 @@ static void bench_ew(long n)
     dfree(a), dfree(b), dfree(c), dfree(y), dfree(z);
 }
 
+/* ---- GEMM: cuBLASLt vs the tensor-core kernel, fp32 and tf32 ----
+ * The model's shapes (R = pair rows B*N*N, Rm = MSA rows B*S*N): forward
+ * x W^T (NT), backward dX = dY W (NN) and dW = dY^T X (TN, K = rows), the
+ * triangle product per (b, channel), the outer product per b. */
+static tf_backend *g_gemm_be[4]; /* lt fp32, mma fp32, lt tf32, mma tf32 */
+static void bench_gemm_one(const char *name, int ta, int tb, int M, int N, int K, int batch,
+                           float beta)
+{
+    const long ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    float *A = drand((size_t)ar * ac * batch, 1.f, 1), *B = drand((size_t)br * bc * batch, 1.f, 2);
+    float *C = drand((size_t)M * N * batch, 1.f, 3);
+    tf_gemm_args a = {ta, tb, M, N, K, 1.f, beta, A, ac, ar * ac, B, bc, br * bc,
+                      C, N, (long)M * N, batch, TF_EPI_NONE};
+    const double fl = 2.0 * M * N * K * batch;
+    double us[4];
+    for (int k = 0; k < 4; ++k)
+        us[k] = time_be(g_gemm_be[k], [&](tf_backend *be) { g_ops->gemm(be, &a, "bench"); });
+    printf("%-22s %c%c M=%-6d N=%-5d K=%-6d b=%-4d fp32: lt %8.2f us mma %8.2f us (x%.2f, "
+           "%5.1f TF/s)  tf32: lt %8.2f mma %8.2f (x%.2f, %5.1f TF/s)\n",
+           name, ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, batch, us[0], us[1], us[0] / us[1],
+           fl / (us[1] * 1e6), us[2], us[3], us[2] / us[3], fl / (us[3] * 1e6));
+    fflush(stdout);
+    dfree(A), dfree(B), dfree(C);
+}
+static void bench_gemm(const char *p, int B, int N, int S)
+{
+    const int R = B * N * N, Rm = B * S * N;
+    char nm[64];
+#define G(label, ...)                                   \
+    do {                                                \
+        snprintf(nm, sizeof nm, "%s %s", p, label);     \
+        bench_gemm_one(nm, __VA_ARGS__);                \
+    } while (0)
+    G("pair x W^T", 0, 1, R, 128, 128, 1, 0.f);
+    G("pair proj x4", 0, 1, R, 512, 128, 1, 0.f);
+    G("pair lin2 fwd", 0, 1, R, 128, 512, 1, 0.f);
+    G("pair dX", 0, 0, R, 128, 128, 1, 0.f);
+    G("pair dX K512", 0, 0, R, 128, 512, 1, 0.f);
+    G("pair dW", 1, 0, 128, 128, R, 1, 1.f);
+    G("pair dW 512", 1, 0, 512, 128, R, 1, 1.f);
+    G("tri product", 0, 1, N, N, N, B * 128, 0.f);
+    G("outer product", 1, 0, N * 32, N * 32, S, B, 0.f);
+    G("outer_to_pair", 0, 1, R, 128, 1024, 1, 0.f);
+    G("outer_to_pair dW", 1, 0, 128, 1024, R, 1, 1.f);
+    G("msa x W^T", 0, 1, Rm, 64, 64, 1, 0.f);
+    G("msa qkv", 0, 1, Rm, 192, 64, 1, 0.f);
+    G("msa dW", 1, 0, 64, 64, Rm, 1, 1.f);
+#undef G
+}
+
 static int want(int argc, char **argv, const char *group)
 {
     if (argc < 2) return 1;
@@ -324,7 +378,21 @@ int main(int argc, char **argv)
             bench_ln(nm, (long)B * S * N, 64);
         }
         if (want(argc, argv, "ew")) bench_ew((long)B * N * N * 256);
+        if (want(argc, argv, "gemm")) {
+            if (!g_gemm_be[0])
+                for (int g = 0; g < 4; ++g) {
+                    tf_backend_opts o;
+                    memset(&o, 0, sizeof o);
+                    o.kernel_level = 3;
+                    o.tf32 = g >= 2;
+                    setenv("TF_CUDA_GEMM", g & 1 ? "mma" : "lt", 1);
+                    if (tf_cuda_backend_create(&g_gemm_be[g], &g_ops, &o, err, sizeof err)) die(err);
+                    unsetenv("TF_CUDA_GEMM");
+                }
+            bench_gemm(P[k].name, B, N, S);
+        }
     }
+    for (int g = 0; g < 4; ++g) tf_cuda_backend_destroy(g_gemm_be[g]);
     for (int k = 1; k <= 4; ++k) tf_cuda_backend_destroy(g_be[k]);
     return 0;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs the CUDA kernel micro-benchmark (bench/cuda_kernels.cu) on a
 # machine with an NVIDIA GPU: kernel1 (level 1) vs kernel2 (level 3) per op.
-#   bench/cuda_kernels.sh [attn] [permute] [ln] [ew]     (default: all)
+#   bench/cuda_kernels.sh [attn] [permute] [ln] [ew] [gemm]     (default: all)
 # Also prints the registers / spills of the level-3 kernels (ptxas -v).
 # Attention with L > 32 gets rows for kernel1 (L1), kernel2 and kernel3 (L3),
 # and with L <= 128 one for kernel4 (L3, one block per (b, o, h)).

@@ -47,11 +47,23 @@ typedef struct {
  * picks kernel4 where it measured fastest at d 16 and 32, else by head size), and with
  * kernel4 wherever it runs (=4: L <= 128, d <= 32); level 3 with timed
  * cuBLASLt GEMM plans (TF_CUDA_GEMM_TUNE=1; the default keeps the
- * heuristic's first); CUDA TF32 */
-static bk g_cpu, g_cu1, g_cu3, g_cu3k2, g_cu3k3, g_cu3k4, g_cu3tune, g_tf32;
+ * heuristic's first), and level 3 with every GEMM on cuBLASLt (TF_CUDA_GEMM=lt);
+ * g_cu3 runs every GEMM the tensor-core kernel takes on it (TF_CUDA_GEMM=mma,
+ * 3xTF32; the default takes it only for the shapes where it measured faster);
+ * CUDA TF32 (cuBLASLt), and TF32 on the tensor-core kernel (TF_CUDA_GEMM=mma) */
+static bk g_cpu, g_cu1, g_cu3, g_cu3k2, g_cu3k3, g_cu3k4, g_cu3tune, g_cu3lt, g_tf32, g_tf32mma;
 static int g_fail;
 
 static double tol_sum(double K) { return (3.0 * sqrt(K) + 4.0) * U; }
+/* 3xTF32 (cuda_gemm_mma.cu): each product carries the split's residue, at
+ * most 3 * 2^-22 = 12u relative (a_small*b_small and the roundings of the
+ * small parts); and the tensor cores accumulate in fp32 with truncation, not
+ * rounding (Fasi et al., "Numerical behavior of NVIDIA tensor cores", 2021):
+ * each of the 3K/8 MMAs into an accumulator may lose up to one ulp (2u) of
+ * it. Worst case, on top of tol_sum: 12u + 0.75 K u. (Measured on the H200:
+ * 4e-6 at K = 3000, 7e-6 at K = 16384, 10-100x inside; the bound still fails
+ * an indexing error, and 1xTF32, 2^-11 per product, at K <= 128.) */
+static double tol_x3(double K) { return tol_sum(K) + (12.0 + 0.75 * K) * U; }
 
 /* ---- buffers on a backend ---- */
 static void *b_alloc(bk b, size_t n)
@@ -176,9 +188,10 @@ static void gemm_parts(const gshape *s, const float *c, float *x)
                 x[((size_t)p * s->M + i) * s->N + j] = c[(size_t)p * s->sC + (size_t)i * s->ldc + j];
 }
 
-/* CPU reference; level 3 twice (the first call of a shape times cuBLASLt's
- * candidates, the second reuses the chosen one: same bits), level 3 untimed
- * (heuristic's first), level 1 (cuBLAS, the RELU epilogue in cuBLASLt at batch
+/* CPU reference; level 3 twice (3xTF32 on the tensor cores; split K among
+ * them: same bits), level 3 on cuBLASLt; level 3 on timed cuBLASLt plans twice
+ * (the first call of a shape times the candidates, the second reuses the
+ * chosen one: same bits), level 1 (cuBLAS, the RELU epilogue in cuBLASLt at batch
  * 1 only), TF32 */
 static void gemm_case(int ta, int tb, int M, int N, int K, int batch, int pad, float beta,
                       tf_epilogue epi)
@@ -206,8 +219,11 @@ static void gemm_case(int ta, int tb, int M, int N, int K, int batch, int pad, f
     run_gemm(g_cu3, &s, hA, hB, hC, g2, nA, nB, nC);
     gemm_parts(&s, g1, x);
     gemm_parts(&s, g2, y);
-    check("gemm", shape, x, r, nout, tol_sum(K));
+    check("gemm", shape, x, r, nout, tol_x3(K));
     check_same("gemm", shape, x, y, nout);
+    run_gemm(g_cu3lt, &s, hA, hB, hC, g1, nA, nB, nC);
+    gemm_parts(&s, g1, x);
+    check("gemm(cuBLASLt)", shape, x, r, nout, tol_sum(K));
     run_gemm(g_cu3tune, &s, hA, hB, hC, g1, nA, nB, nC);
     run_gemm(g_cu3tune, &s, hA, hB, hC, g2, nA, nB, nC); /* after tuning: the same bits */
     gemm_parts(&s, g1, x);
@@ -220,6 +236,12 @@ static void gemm_case(int ta, int tb, int M, int N, int K, int batch, int pad, f
     run_gemm(g_tf32, &s, hA, hB, hC, g1, nA, nB, nC);
     gemm_parts(&s, g1, x);
     check("gemm_tf32", shape, x, r, nout, 5e-3);
+    run_gemm(g_tf32mma, &s, hA, hB, hC, g1, nA, nB, nC);
+    run_gemm(g_tf32mma, &s, hA, hB, hC, g2, nA, nB, nC);
+    gemm_parts(&s, g1, x);
+    gemm_parts(&s, g2, y);
+    check("gemm_tf32(mma)", shape, x, r, nout, 5e-3);
+    check_same("gemm_tf32(mma)", shape, x, y, nout);
     free(hA), free(hB), free(hC), free(ref), free(g1), free(g2), free(r), free(x), free(y);
 }
 
@@ -245,6 +267,21 @@ static void test_gemm(void **state)
      * kept while the candidates are timed is a temporary allocation */
     gemm_case(0, 1, 1100, 1000, 8, 1, 0, 1.f, TF_EPI_NONE);
     gemm_case(1, 0, 300, 1000, 8, 4, 2, -0.5f, TF_EPI_NONE);
+    /* the tensor-core kernel's paths: several tiles with ragged edges, the
+     * 128 x 128 tiles (at least 2 per SM: 8 under hostemu's 4 SMs), split K
+     * (at most one tile per two SMs and K >= 1024), with and without 16-byte
+     * copies, C read, RELU */
+    for (int t = 0; t < 4; ++t) {
+        gemm_case(t & 1, t >> 1, 200, 76, 100, 2, 0, 0.f, TF_EPI_NONE);
+        gemm_case(t & 1, t >> 1, 256, 516, 36, 2, 0, 0.5f, TF_EPI_RELU);
+        gemm_case(t & 1, t >> 1, 40, 36, 3000, 1, 0, 0.f, TF_EPI_NONE);
+        gemm_case(t & 1, t >> 1, 40, 36, 3001, 2, 1, 1.f, TF_EPI_NONE);
+        if (!getenv("TF_TEST_HOSTEMU")) { /* GPU-sized: hours in the emulator */
+            gemm_case(t & 1, t >> 1, 2048, 2176, 24, 1, 0, 0.f, TF_EPI_RELU);
+            gemm_case(t & 1, t >> 1, 128, 128, 16384, 1, 0, 0.f, TF_EPI_NONE);
+            gemm_case(t & 1, t >> 1, 64, 100, 16385, 3, 1, 1.f, TF_EPI_NONE);
+        }
+    }
     done();
 }
 
@@ -1084,9 +1121,10 @@ static int group_setup(void **state)
     char err[256];
     memset(&o, 0, sizeof o);
     if (tf_test_cpu_backend(&g_cpu.be, &g_cpu.ops)) return 1;
-    bk *cu[7] = {&g_cu1, &g_cu3, &g_cu3k2, &g_cu3k3, &g_cu3k4, &g_cu3tune, &g_tf32};
-    const int level[7] = {1, 3, 3, 3, 3, 3, 3}, tf32[7] = {0, 0, 0, 0, 0, 0, 1};
-    for (int k = 0; k < 7; ++k) {
+    bk *cu[9] = {&g_cu1, &g_cu3, &g_cu3k2, &g_cu3k3, &g_cu3k4, &g_cu3tune, &g_cu3lt, &g_tf32,
+                 &g_tf32mma};
+    const int level[9] = {1, 3, 3, 3, 3, 3, 3, 3, 3}, tf32[9] = {0, 0, 0, 0, 0, 0, 0, 1, 1};
+    for (int k = 0; k < 9; ++k) {
         o.kernel_level = level[k];
         o.tf32 = tf32[k];
         /* read at create */
@@ -1094,9 +1132,12 @@ static int group_setup(void **state)
         if (cu[k] == &g_cu3k3) setenv("TF_CUDA_ATTN_KERNEL", "3", 1);
         if (cu[k] == &g_cu3k4) setenv("TF_CUDA_ATTN_KERNEL", "4", 1);
         if (cu[k] == &g_cu3tune) setenv("TF_CUDA_GEMM_TUNE", "1", 1);
+        if (cu[k] == &g_cu3tune || cu[k] == &g_cu3lt) setenv("TF_CUDA_GEMM", "lt", 1);
+        if (cu[k] == &g_tf32mma || cu[k] == &g_cu3) setenv("TF_CUDA_GEMM", "mma", 1);
         const int rc = tf_cuda_backend_create(&cu[k]->be, &cu[k]->ops, &o, err, sizeof err);
         unsetenv("TF_CUDA_ATTN_KERNEL");
         unsetenv("TF_CUDA_GEMM_TUNE");
+        unsetenv("TF_CUDA_GEMM");
         if (rc) {
             fprintf(stderr, "cuda backend: %s\n", err);
             return 1;
@@ -1114,7 +1155,9 @@ static int group_teardown(void **state)
     tf_cuda_backend_destroy(g_cu3k3.be);
     tf_cuda_backend_destroy(g_cu3k4.be);
     tf_cuda_backend_destroy(g_cu3tune.be);
+    tf_cuda_backend_destroy(g_cu3lt.be);
     tf_cuda_backend_destroy(g_tf32.be);
+    tf_cuda_backend_destroy(g_tf32mma.be);
     tf_cpu_backend_destroy(g_cpu.be);
     return 0;
 }

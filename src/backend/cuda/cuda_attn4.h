@@ -174,21 +174,6 @@ struct tf4_bwd {
 };
 
 #ifdef __cplusplus
-/* The block's dynamic shared memory. Under hostemu blocks run one at a time:
- * one static buffer serves every launch. */
-#ifdef TF_CUDA_HOSTEMU
-#define TF4_SMEM_MAX_FLOATS (227 * 1024 / 4)
-inline float *tf4_emu_smem()
-{
-    alignas(16) static float buf[TF4_SMEM_MAX_FLOATS];
-    return buf;
-}
-#define TF4_SMEM(name) float *const name = tf4_emu_smem()
-#else
-#define TF4_SMEM(name)                                   \
-    extern __shared__ __align__(16) float tf4_smem_[];   \
-    float *const name = tf4_smem_
-#endif
 
 /* float4 `q` of row r (rows >= n and channels >= d are zero) of one head */
 __device__ __forceinline__ float4 tf4_ld4(const float *base, long sl, int r, int n, int q, int d,
@@ -350,39 +335,6 @@ __device__ __forceinline__ int tf4_rs_base(int ks)
     return base;
 }
 
-/* Launch with `smem` bytes of dynamic shared memory; opts the kernel in to
- * more than 48 KB once per device (*optin: bit per device). */
-template <typename... KArgs, typename... Args>
-static inline void tf4_launch_(const char *name, const char *file, int line,
-                               void (*k)(KArgs...), unsigned grid, int threads, size_t smem,
-                               const tf_backend *be, unsigned long long *optin, Args... args)
-{
-    if (grid == 0) return;
-#ifdef TF_CUDA_HOSTEMU
-    if (smem > sizeof(float) * TF4_SMEM_MAX_FLOATS)
-        tf_cuda_fail(name, "more shared memory than the emulator's buffer", file, line);
-    (void)optin;
-    emu_launch(name, dim3(grid), dim3((unsigned)threads), be->stream, [=]() { k(args...); });
-#else
-    const unsigned long long bit = 1ull << (be->device & 63);
-    if (smem > 48 * 1024 && !(*optin & bit)) {
-        cudaError_t e = cudaFuncSetAttribute(reinterpret_cast<const void *>(k),
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             (int)smem);
-        if (e != cudaSuccess) tf_cuda_fail(name, cudaGetErrorString(e), file, line);
-        *optin |= bit;
-    }
-    k<<<grid, threads, smem, be->stream>>>(args...);
-    cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) tf_cuda_fail(name, cudaGetErrorString(e), file, line);
-#endif
-}
-#define TF4_LAUNCH(kernel, grid, threads, smem, be, ...)                                   \
-    do {                                                                                   \
-        static unsigned long long optin_ = 0;                                              \
-        tf4_launch_(#kernel, __FILE__, __LINE__, kernel, grid, threads, smem, be, &optin_, \
-                    __VA_ARGS__);                                                          \
-    } while (0)
 #endif /* __cplusplus */
 
 #ifdef __cplusplus

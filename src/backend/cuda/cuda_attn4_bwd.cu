@@ -73,7 +73,7 @@ __device__ __forceinline__ void attn_bwd4_body(const tf_attn_args &a, const int 
     constexpr int TM = C::TM, TN = C::TN, TR = C::TR, TC = C::TC, NRG = C::NRG, NCG = C::NCG;
     constexpr int KS = C::KS, TJ = C::TJ, TKC = C::TKC, NKC = C::NKC, QI = C::QI;
     static_assert(BQ <= NT && BQ % 4 == 0, "lse lanes");
-    TF4_SMEM(sm);
+    TF_SMEM(sm);
     float(*Ks)[LD] = reinterpret_cast<float(*)[LD]>(sm + C::OK);
     float(*Vs)[LD] = reinterpret_cast<float(*)[LD]>(sm + C::OV);
     float(*Ps)[PL] = reinterpret_cast<float(*)[PL]>(sm + C::OP);
@@ -241,7 +241,7 @@ extern "C" void tf_cu_attn_bwd4(tf_backend *be, const tf_attn_args *a)
 #define BWD4(DM, LC)                                                                         \
     do {                                                                                     \
         typedef tf4_bwd<DM, LC> C4;                                                          \
-        TF4_LAUNCH(attn_bwd_kernel4_d##DM##_l##LC, grid, C4::NT, sizeof(float) * C4::SMEM, be, \
+        TF_LAUNCH_SMEM(attn_bwd_kernel4_d##DM##_l##LC, grid, C4::NT, sizeof(float) * C4::SMEM, be, \
                    *a, vec, vout);                                                           \
     } while (0)
     TF4_BY_CLASS(dm, lc, BWD4);

@@ -19,7 +19,7 @@ __device__ __forceinline__ void attn_fwd4_body(const tf_attn_args &a, const int 
     constexpr int NT = C::NT, BQ = C::BQ, LD = C::LD, PL = C::PL, NX = C::NX, NY = C::NY;
     constexpr int TM = C::TM, TN = C::TN, TR = C::TR, TC = C::TC, NRG = C::NRG, NCG = C::NCG;
     constexpr int KS = C::KS, QI = C::QI, Q4 = DM / 4;
-    TF4_SMEM(sm);
+    TF_SMEM(sm);
     float(*Ks)[LD] = reinterpret_cast<float(*)[LD]>(sm + C::OK);
     float(*Vs)[LD] = reinterpret_cast<float(*)[LD]>(sm + C::OV);
     float(*Qs)[LD] = reinterpret_cast<float(*)[LD]>(sm + C::OQ);
@@ -149,7 +149,7 @@ extern "C" void tf_cu_attn_fwd4(tf_backend *be, const tf_attn_args *a)
 #define FWD4(DM, LC)                                                                         \
     do {                                                                                     \
         typedef tf4_fwd<DM, LC> C4;                                                          \
-        TF4_LAUNCH(attn_fwd_kernel4_d##DM##_l##LC, grid, C4::NT, sizeof(float) * C4::SMEM, be, \
+        TF_LAUNCH_SMEM(attn_fwd_kernel4_d##DM##_l##LC, grid, C4::NT, sizeof(float) * C4::SMEM, be, \
                    *a, vec, vout);                                                           \
     } while (0)
     TF4_BY_CLASS(dm, lc, FWD4);

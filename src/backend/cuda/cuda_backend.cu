@@ -230,16 +230,26 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
          *     algorithms at each key's first call and keep the fastest, instead
          *     of the heuristic's first (see cuda_gemm.cu; off by default: it
          *     measured <= 1% faster on the H200 and makes the bits depend on
-         *     timing) */
+         *     timing);
+         *   TF_CUDA_GEMM=mma|lt|auto: level-3 GEMMs on the tensor-core kernel
+         *     (cuda_gemm_mma.cu: 3xTF32 in fp32, TF32 in tf32) wherever it runs,
+         *     or all on cuBLASLt. Default (auto): in fp32 the shapes where the
+         *     kernel measured faster than cuBLAS (tf_cu_gemm_mma), cuBLASLt for
+         *     the rest and for every tf32 GEMM;
+         *   TF_CUDA_MMA_TILE=64|128: that kernel's tile size for every shape */
         const char *ak = getenv("TF_CUDA_ATTN_KERNEL");
         const char *gt = getenv("TF_CUDA_GEMM_TUNE");
+        const char *gm = getenv("TF_CUDA_GEMM");
+        const char *mt = getenv("TF_CUDA_MMA_TILE");
         be->attn_kernel = ak && !strcmp(ak, "2")   ? 2
                           : ak && !strcmp(ak, "3") ? 3
                           : ak && !strcmp(ak, "4") ? 4
                                                    : 0;
         be->gemm_tune = gt && !strcmp(gt, "1");
+        be->tf32 = o ? (o->tf32 != 0) : 0;
+        be->gemm_mma = gm && !strcmp(gm, "mma") ? 2 : gm && !strcmp(gm, "lt") ? 0 : !be->tf32;
+        be->mma_tile = mt && !strcmp(mt, "64") ? 64 : mt && !strcmp(mt, "128") ? 128 : 0;
     }
-    be->tf32 = o ? (o->tf32 != 0) : 0;
     TRY_CUDA(cudaSetDevice(dev));
     TRY_CUDA(cudaDeviceGetAttribute(&be->sm_count, cudaDevAttrMultiProcessorCount, dev));
     if (be->sm_count < 1) be->sm_count = 1;
@@ -247,12 +257,14 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
     TRY_BLAS(cublasCreate(&be->blas));
     TRY_BLAS(cublasLtCreate(&be->lt));
     if (tf_cu_alloc(be, &be->workspace, TF_CU_WORKSPACE_BYTES) ||
-        tf_cu_alloc(be, (void **)&be->scratch, TF_CU_SCRATCH_FLOATS * sizeof(float))) {
+        tf_cu_alloc(be, (void **)&be->scratch, TF_CU_SCRATCH_FLOATS * sizeof(float)) ||
+        tf_cu_alloc(be, (void **)&be->mma_count, TF_CU_MMA_COUNTERS * sizeof(int))) {
         snprintf(err, errlen, "not enough device memory for the CUDA backend's %zu MiB of "
                               "workspaces", (TF_CU_WORKSPACE_BYTES >> 20) +
                                                 (TF_CU_SCRATCH_FLOATS * sizeof(float) >> 20));
         goto fail;
     }
+    TRY_CUDA(cudaMemsetAsync(be->mma_count, 0, TF_CU_MMA_COUNTERS * sizeof(int), be->stream));
     /* cublasSetStream resets the workspace to cuBLAS' own pool: set it first. */
     TRY_BLAS(cublasSetStream(be->blas, be->stream));
     TRY_BLAS(cublasSetWorkspace(be->blas, be->workspace, TF_CU_WORKSPACE_BYTES));

@@ -29,6 +29,7 @@
 #define TF_CU_SCRATCH_FLOATS ((size_t)1 << 20)   /* fixed area within one op: partial sums
                                                     (LayerNorm, attention dbias), the saved C
                                                     of a GEMM being tuned */
+#define TF_CU_MMA_COUNTERS 1024 /* split-K tile counters of the tensor-core GEMM */
 #define TF_CU_LT_CACHE 1024 /* cuBLASLt plan slots (open addressing, a power of two) */
 #define TF_CU_LT_KEY 18      /* longs in a plan key (cuda_gemm.cu: plan_key) */
 #define TF_CU_LT_ALGOS 8     /* heuristic candidates timed per key (level 3) */
@@ -64,6 +65,12 @@ struct tf_backend {
                          for A/B benchmarks; see cuda_backend.cu) */
     int gemm_tune;    /* level 3: time cuBLASLt's candidates per GEMM key
                          (TF_CUDA_GEMM_TUNE=1 at create); default: the heuristic's first */
+    int gemm_mma;     /* level 3: GEMMs on the tensor-core kernel (cuda_gemm_mma.cu):
+                         0 never (cuBLASLt), 1 where it measured faster (the default
+                         in fp32, as 3xTF32), 2 wherever it runs (TF_CUDA_GEMM=mma;
+                         =lt gives 0, also the default in tf32) */
+    int mma_tile;     /* 0: tile size by the shape; 64 or 128 forces it (TF_CUDA_MMA_TILE) */
+    int *mma_count;   /* TF_CU_MMA_COUNTERS split-K arrival counters, zero between calls */
     int tf32;
     int sm_count;
     cudaStream_t stream;
@@ -137,6 +144,56 @@ static inline void tf_launch_(const char *name, const char *file, int line, void
 #define TF_LAUNCH(kernel, grid, block, stream, ...) \
     tf_launch_(#kernel, __FILE__, __LINE__, kernel, grid, block, stream, __VA_ARGS__)
 
+/* The block's dynamic shared memory, as floats. Under hostemu blocks run one
+ * at a time: one static buffer serves every launch. */
+#ifdef TF_CUDA_HOSTEMU
+#define TF_SMEM_MAX_FLOATS (227 * 1024 / 4)
+inline float *tf_emu_smem()
+{
+    alignas(16) static float buf[TF_SMEM_MAX_FLOATS];
+    return buf;
+}
+#define TF_SMEM(name) float *const name = tf_emu_smem()
+#else
+#define TF_SMEM(name)                                  \
+    extern __shared__ __align__(16) float tf_smem_[];  \
+    float *const name = tf_smem_
+#endif
+
+/* TF_LAUNCH with `smem` bytes of dynamic shared memory; opts the kernel in to
+ * more than 48 KB once per device (*optin: bit per device). */
+template <typename... KArgs, typename... Args>
+static inline void tf_launch_smem_(const char *name, const char *file, int line,
+                                   void (*k)(KArgs...), dim3 grid, int threads, size_t smem,
+                                   const tf_backend *be, unsigned long long *optin, Args... args)
+{
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;
+#ifdef TF_CUDA_HOSTEMU
+    if (smem > sizeof(float) * TF_SMEM_MAX_FLOATS)
+        tf_cuda_fail(name, "more shared memory than the emulator's buffer", file, line);
+    (void)optin;
+    emu_launch(name, grid, dim3((unsigned)threads), be->stream, [=]() { k(args...); });
+#else
+    const unsigned long long bit = 1ull << (be->device & 63);
+    if (smem > 48 * 1024 && !(*optin & bit)) {
+        cudaError_t e = cudaFuncSetAttribute(reinterpret_cast<const void *>(k),
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             (int)smem);
+        if (e != cudaSuccess) tf_cuda_fail(name, cudaGetErrorString(e), file, line);
+        *optin |= bit;
+    }
+    k<<<grid, threads, smem, be->stream>>>(args...);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) tf_cuda_fail(name, cudaGetErrorString(e), file, line);
+#endif
+}
+#define TF_LAUNCH_SMEM(kernel, grid, threads, smem, be, ...)                                  \
+    do {                                                                                      \
+        static unsigned long long optin_ = 0;                                                 \
+        tf_launch_smem_(#kernel, __FILE__, __LINE__, kernel, grid, threads, smem, be, &optin_, \
+                        __VA_ARGS__);                                                         \
+    } while (0)
+
 /* Grid for a grid-stride loop over n items with `threads` per block. The
  * result never depends on the grid size (each item is independent). */
 static inline unsigned tf_cu_grid(const tf_backend *be, long n, int threads)
@@ -187,6 +244,9 @@ void tf_cu_free(tf_backend *be, void *p);
 /* cuda_gemm.cu */
 void tf_cu_gemm(tf_backend *be, const tf_gemm_args *a, const char *name);
 void tf_cu_gemm_destroy_plans(tf_backend *be);
+/* cuda_gemm_mma.cu: 1 when it ran the GEMM, 0 when the shape is not for it
+ * (or, with be->gemm_mma == 1, not one where it measured faster) */
+int tf_cu_gemm_mma(tf_backend *be, const tf_gemm_args *a);
 
 /* cuda_layernorm.cu */
 void tf_cu_layernorm_fwd(tf_backend *be, float *out, float *mean, float *rstd, const float *x,

@@ -10,7 +10,9 @@
  * the RELU epilogue runs fused in cuBLASLt (heuristic's first algorithm) when
  * batch == 1, else as a separate kernel after cuBLAS.
  *
- * Level 3: every GEMM with K > 0 runs in cuBLASLt (strided batch through the
+ * Level 3: the tensor-core kernel of cuda_gemm_mma.cu takes every GEMM it
+ * suits (be->gemm_mma: fp32 by default, as 3xTF32); the rest, and every GEMM
+ * when it is off, go below. Every GEMM with K > 0 runs in cuBLASLt (strided batch through the
  * layouts' BATCH_COUNT / STRIDED_BATCH_OFFSET, C passed as C and D, RELU as
  * its epilogue, or as the separate kernel when cuBLASLt has no RELU algorithm
  * for the shape). Plans (descriptors + algorithm) are cached per key (shape,
@@ -300,6 +302,7 @@ extern "C" void tf_cu_gemm(tf_backend *be, const tf_gemm_args *a, const char *na
     if (be->kernel_level >= 3) {
         const int strides_ok = a->batch == 1 || (a->strideA >= 0 && a->strideB >= 0 &&
                                                  a->strideC >= 0);
+        if (be->gemm_mma && tf_cu_gemm_mma(be, a)) return;
         if (a->K > 0 && strides_ok) {
             if (relu && gemm_lt(be, &g, 1)) return;
             if (gemm_lt(be, &g, 0)) {

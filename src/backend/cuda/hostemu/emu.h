@@ -99,6 +99,20 @@ static inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width =
     return emu_shfl_t(mask, v, src);
 }
 
+/* blocks run one at a time, to completion: memory is always coherent */
+static inline void __threadfence() {}
+static inline int atomicAdd(int *p, int v)
+{
+    const int old = *p;
+    *p = old + v;
+    return old;
+}
+template <class T>
+static inline T __ldcg(const T *p)
+{
+    return *p;
+}
+
 static inline float rsqrtf(float x) { return 1.f / sqrtf(x); }
 static inline int min(int a, int b) { return a < b ? a : b; }
 static inline int max(int a, int b) { return a > b ? a : b; }

@@ -29,4 +29,4 @@ done
 for p in "${pids[@]}"; do wait "$p"; done
 g++ $san -fopenmp -o "$out/test_cuda_ops_hostemu" "$out"/*.o -lopenblas -lcmocka -lm
 # ASan cannot follow every swapcontext stack switch; it warns once about it
-OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} "$out/test_cuda_ops_hostemu"
+TF_TEST_HOSTEMU=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} "$out/test_cuda_ops_hostemu"

@@ -1,0 +1,469 @@
+/* Level-3 GEMM on the tensor cores: mma.sync m16n8k8 with TF32 operands and
+ * fp32 accumulation, row-major, strided batch, the same contract as
+ * tf_gemm_args (ops.h).
+ *
+ * fp32 precision runs "3xTF32": each operand x is split into big =
+ * tf32(x) and small = tf32(x - big), and a*b is taken as
+ *   a_small*b_big + a_big*b_small + a_big*b_big
+ * (the small terms first, into the same fp32 accumulator). What is dropped,
+ * a_small*b_small and the rounding of each small part, is below 2^-21 |a b|
+ * per product, the order of fp32's own rounding (2^-24). The tensor cores'
+ * fp32 accumulation is less exact than FFMA's: on the H200, normal(0,1)
+ * operands, the difference to a float64-accurate CPU sum is 4e-6 at K = 3000
+ * and 7e-6 at K = 16384, against cuBLAS' 4e-7 (tests/unit/test_cuda_ops.c).
+ * tf32 precision (--precision tf32) runs one MMA per product.
+ *
+ * Speed (bench/cuda_kernels.sh gemm, H200, 3xTF32 against cuBLAS' fp32 SIMT
+ * kernels): 1.0x-1.3x on GEMMs with many 128 x 128 tiles (the large
+ * problem's pair projections, dX, the outer product), slower on small tiles
+ * and split K (weight gradients), and in tf32 2x-4x slower than cuBLAS'
+ * TF32 kernels. So by default (be->gemm_mma == 1) it takes only the first
+ * kind, in fp32. mma.sync caps it: 3xTF32 triples the tensor work, and the
+ * TF32 rate of mma.sync on Hopper is well below that of wgmma.
+ *
+ * Tiles: a block computes a BM x BN tile of C over K in steps of BK = 16,
+ * with a STAGES-deep cp.async pipeline (global -> shared without registers).
+ * Each operand tile is stored in shared memory in its global layout (the
+ * contiguous dimension contiguous), padded so that the fragment loads of a
+ * warp hit 32 different banks: +4 floats per row when K is contiguous, +8
+ * when M (or N) is. VEC = 4 copies 16-byte vectors and needs 16-byte aligned
+ * operands and contiguous extents divisible by 4 (tested per call); VEC = 1
+ * copies single floats and takes anything.
+ *
+ * Split K (few tiles, long K, e.g. weight gradients, K = rows of the batch):
+ * grid.z = batch x splits, each split writes its raw accumulators to a
+ * partial buffer (the backend's cuBLAS workspace, unused while this kernel
+ * runs on the same stream); the last split of a tile to arrive (a counter per
+ * tile, reset by that split for the next launch and graph replay) adds the
+ * partials in split order and writes C. The order is fixed, so the result
+ * does not depend on which split finished last: the GEMM is deterministic, in
+ * one launch, without the separate reduce kernel cuBLAS adds. */
+#include <string.h>
+
+#include "cuda_common.h"
+
+#define MMA_BK 32
+#define MMA_STAGES 3
+
+typedef struct {
+    int M, N, K, splits, kchunk; /* kchunk: K per split, a multiple of MMA_BK */
+    const float *A;
+    long lda, sA;
+    const float *B;
+    long ldb, sB;
+    float *C;
+    long ldc, sC;
+    float alpha, beta;
+    int relu;
+    int vec2;    /* C rows and matrices 8-byte aligned: pairs of columns stored as float2 */
+    float *part; /* split K: [tile][split][accumulators of the block] */
+    int *count;  /* split K: arrivals per tile, 0 between launches */
+} mma_args;
+
+/* ---- the instructions (and their emulation under hostemu) ---------------- */
+#ifdef TF_CUDA_HOSTEMU
+static inline uint32_t mma_bits(float x)
+{
+    uint32_t b;
+    memcpy(&b, &x, 4);
+    return b;
+}
+static inline float mma_f(uint32_t b)
+{
+    float x;
+    memcpy(&x, &b, 4);
+    return x;
+}
+/* D = A B + D for the warp's 16x8x8 fragments, gathered with shuffles; the
+ * tensor cores read only the TF32 bits of each operand (the top 19) */
+static inline void mma_16888(float *c, const uint32_t *a, const uint32_t *b)
+{
+    const int lane = emu_lane(), g = lane >> 2, t = lane & 3;
+    const uint32_t m = 0xffffe000u;
+    for (int k = 0; k < 8; ++k) {
+        const int hi = k >> 2, src = k & 3;
+        const float a0 = mma_f(__shfl_sync(~0u, a[2 * hi], g * 4 + src) & m);
+        const float a1 = mma_f(__shfl_sync(~0u, a[2 * hi + 1], g * 4 + src) & m);
+        const float b0 = mma_f(__shfl_sync(~0u, b[hi], (2 * t) * 4 + src) & m);
+        const float b1 = mma_f(__shfl_sync(~0u, b[hi], (2 * t + 1) * 4 + src) & m);
+        c[0] += a0 * b0;
+        c[1] += a0 * b1;
+        c[2] += a1 * b0;
+        c[3] += a1 * b1;
+    }
+}
+static inline void mma_cp(float *dst, const float *src, int bytes, bool ok)
+{
+    if (ok) memcpy(dst, src, (size_t)bytes);
+    else memset(dst, 0, (size_t)bytes);
+}
+static inline void mma_commit() {}
+template <int N> static inline void mma_wait() {}
+#else
+__device__ __forceinline__ uint32_t mma_bits(float x) { return __float_as_uint(x); }
+__device__ __forceinline__ float mma_f(uint32_t b) { return __uint_as_float(b); }
+/* not volatile: the compiler may interleave independent MMAs */
+__device__ __forceinline__ void mma_16888(float *c, const uint32_t *a, const uint32_t *b)
+{
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+/* global -> shared, `bytes` 4 or 16; zero-filled when !ok (src not read) */
+__device__ __forceinline__ void mma_cp(float *dst, const float *src, int bytes, bool ok)
+{
+    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    const int n = ok ? bytes : 0;
+    if (bytes == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(n));
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s), "l"(src), "r"(n));
+}
+__device__ __forceinline__ void mma_commit() { asm volatile("cp.async.commit_group;"); }
+template <int N> __device__ __forceinline__ void mma_wait()
+{
+    asm volatile("cp.async.wait_group %0;" ::"n"(N));
+}
+#endif
+
+/* ---- the kernel ------------------------------------------------------------ */
+template <int BM, int BN, int WM, int WN, bool TA, bool TB>
+struct mma_cfg {
+    static constexpr int NT = (BM / WM) * (BN / WN) * 32;
+    static constexpr int MI = WM / 16, NI = WN / 8; /* fragments per warp */
+    /* row strides of the tiles (see "k order" below): +8 when k is contiguous,
+     * +4 when m (n) is */
+    static constexpr int SA = TA ? BM + 4 : MMA_BK + 8;
+    static constexpr int SB = TB ? MMA_BK + 8 : BN + 4;
+    static constexpr int A_TILE = TA ? MMA_BK * SA : BM * SA;
+    static constexpr int B_TILE = TB ? BN * SB : MMA_BK * SB;
+    static constexpr int STAGE = A_TILE + B_TILE; /* floats per pipeline stage */
+    static constexpr int SMEM = MMA_STAGES * STAGE;
+    static constexpr int ACC = MI * NI * 4; /* accumulators per thread */
+    static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 8 == 0, "warp tiles");
+};
+
+/* copy one BK slice of the A and B tiles (k0: its first k) into a stage */
+template <class CF, int BM, int BN, bool TA, bool TB, int VEC>
+__device__ __forceinline__ void mma_load(float *st, const mma_args &p, const float *A,
+                                         const float *B, int m0, int n0, int k0, int ke)
+{
+    const int tid = (int)threadIdx.x;
+    float *As = st, *Bs = st + CF::A_TILE;
+    if (!TA) { /* A [M,K]: rows m, k contiguous */
+        for (int i = tid; i < BM * MMA_BK / VEC; i += CF::NT) {
+            const int r = i / (MMA_BK / VEC), c = (i % (MMA_BK / VEC)) * VEC;
+            const int gm = m0 + r, gk = k0 + c;
+            const bool ok = gm < p.M && gk < ke;
+            mma_cp(As + r * CF::SA + c, ok ? A + (long)gm * p.lda + gk : A, VEC * 4, ok);
+        }
+    } else { /* A stored [K,M]: rows k, m contiguous */
+        for (int i = tid; i < MMA_BK * BM / VEC; i += CF::NT) {
+            const int r = i / (BM / VEC), c = (i % (BM / VEC)) * VEC;
+            const int gk = k0 + r, gm = m0 + c;
+            const bool ok = gk < ke && gm < p.M;
+            mma_cp(As + r * CF::SA + c, ok ? A + (long)gk * p.lda + gm : A, VEC * 4, ok);
+        }
+    }
+    if (!TB) { /* B [K,N]: rows k, n contiguous */
+        for (int i = tid; i < MMA_BK * BN / VEC; i += CF::NT) {
+            const int r = i / (BN / VEC), c = (i % (BN / VEC)) * VEC;
+            const int gk = k0 + r, gn = n0 + c;
+            const bool ok = gk < ke && gn < p.N;
+            mma_cp(Bs + r * CF::SB + c, ok ? B + (long)gk * p.ldb + gn : B, VEC * 4, ok);
+        }
+    } else { /* B stored [N,K]: rows n, k contiguous */
+        for (int i = tid; i < BN * MMA_BK / VEC; i += CF::NT) {
+            const int r = i / (MMA_BK / VEC), c = (i % (MMA_BK / VEC)) * VEC;
+            const int gn = n0 + r, gk = k0 + c;
+            const bool ok = gn < p.N && gk < ke;
+            mma_cp(Bs + r * CF::SB + c, ok ? B + (long)gn * p.ldb + gk : B, VEC * 4, ok);
+        }
+    }
+}
+
+/* One operand value as its big (and, for 3xTF32, small) TF32 parts, each
+ * rounded to nearest (ties away) in integer arithmetic, +2^12 then clear the
+ * low 13 bits: the bits cvt.rna.tf32.f32 gives for finite values. Rounding
+ * matters: the tensor cores read only the top 19 bits of an operand, and
+ * truncation doubled the tf32 model's gradient error (past the 5e-3 bound). */
+__device__ __forceinline__ uint32_t mma_round(uint32_t b) { return (b + 0x1000u) & 0xffffe000u; }
+template <bool X3>
+__device__ __forceinline__ void mma_split(float x, uint32_t &big, uint32_t &small)
+{
+    if (X3) {
+        big = mma_round(mma_bits(x));
+        small = mma_round(mma_bits(x - mma_f(big)));
+    } else {
+        big = mma_round(mma_bits(x));
+        small = 0u;
+    }
+}
+
+template <int BM, int BN, int WM, int WN, bool TA, bool TB, int VEC, bool X3>
+__global__ void __launch_bounds__(mma_cfg<BM, BN, WM, WN, TA, TB>::NT)
+    gemm_mma_kernel(mma_args p)
+{
+    typedef mma_cfg<BM, BN, WM, WN, TA, TB> CF;
+    TF_SMEM(sm);
+    const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int wm = (warp % (BM / WM)) * WM, wn = (warp / (BM / WM)) * WN;
+    const int bz = (int)blockIdx.z, bi = bz / p.splits, sp = bz % p.splits;
+    const int m0 = (int)blockIdx.y * BM, n0 = (int)blockIdx.x * BN;
+    const float *A = p.A + (long)bi * p.sA, *B = p.B + (long)bi * p.sB;
+    const int kb = sp * p.kchunk, ke = min(p.K, kb + p.kchunk);
+    const int nk = ke > kb ? (ke - kb + MMA_BK - 1) / MMA_BK : 0;
+
+    float acc[CF::MI][CF::NI][4];
+#pragma unroll
+    for (int i = 0; i < CF::MI; ++i)
+#pragma unroll
+        for (int j = 0; j < CF::NI; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+
+#pragma unroll
+    for (int s = 0; s < MMA_STAGES - 1; ++s) {
+        if (s < nk)
+            mma_load<CF, BM, BN, TA, TB, VEC>(sm + s * CF::STAGE, p, A, B, m0, n0,
+                                              kb + s * MMA_BK, ke);
+        mma_commit();
+    }
+    for (int kt = 0; kt < nk; ++kt) {
+        mma_wait<MMA_STAGES - 2>(); /* slice kt has landed (this thread's copies) */
+        __syncthreads();            /* ... and everyone's; slice kt-1 is no longer read */
+        const int pf = kt + MMA_STAGES - 1;
+        if (pf < nk)
+            mma_load<CF, BM, BN, TA, TB, VEC>(sm + (pf % MMA_STAGES) * CF::STAGE, p, A, B, m0,
+                                              n0, kb + pf * MMA_BK, ke);
+        mma_commit();
+        const float *As = sm + (kt % MMA_STAGES) * CF::STAGE, *Bs = As + CF::A_TILE;
+#pragma unroll
+        for (int kk = 0; kk < MMA_BK; kk += 8) {
+            uint32_t ab[CF::MI][4], as[CF::MI][4], bb[CF::NI][2], bs[CF::NI][2];
+            /* k order: the MMA's k index t (0..3) is the slice's k = kk + 2t and
+             * t + 4 is kk + 2t + 1, the same for A and B (any k order gives the
+             * same sum), so where k is contiguous a thread's two values are one
+             * 8-byte load; with the strides above no two lanes of a half warp
+             * (LDS.64) or warp (LDS.32) share a bank */
+#pragma unroll
+            for (int i = 0; i < CF::MI; ++i) {
+                const int r = wm + i * 16 + g;
+#pragma unroll
+                for (int h = 0; h < 2; ++h) { /* rows r, r + 8: a0 a2, a1 a3 */
+                    float v0, v1;
+                    if (TA) {
+                        v0 = As[(kk + 2 * t) * CF::SA + r + 8 * h];
+                        v1 = As[(kk + 2 * t + 1) * CF::SA + r + 8 * h];
+                    } else {
+                        const float2 v = *(const float2 *)(As + (r + 8 * h) * CF::SA + kk + 2 * t);
+                        v0 = v.x, v1 = v.y;
+                    }
+                    mma_split<X3>(v0, ab[i][h], as[i][h]);
+                    mma_split<X3>(v1, ab[i][h + 2], as[i][h + 2]);
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < CF::NI; ++j) {
+                const int n = wn + j * 8 + g;
+                float v0, v1;
+                if (TB) {
+                    const float2 v = *(const float2 *)(Bs + n * CF::SB + kk + 2 * t);
+                    v0 = v.x, v1 = v.y;
+                } else {
+                    v0 = Bs[(kk + 2 * t) * CF::SB + n];
+                    v1 = Bs[(kk + 2 * t + 1) * CF::SB + n];
+                }
+                mma_split<X3>(v0, bb[j][0], bs[j][0]);
+                mma_split<X3>(v1, bb[j][1], bs[j][1]);
+            }
+            /* pass by pass over all fragments: MMAs into one accumulator are
+             * MI*NI instructions apart, not back to back */
+            if (X3) {
+#pragma unroll
+                for (int i = 0; i < CF::MI; ++i)
+#pragma unroll
+                    for (int j = 0; j < CF::NI; ++j) mma_16888(acc[i][j], as[i], bb[j]);
+#pragma unroll
+                for (int i = 0; i < CF::MI; ++i)
+#pragma unroll
+                    for (int j = 0; j < CF::NI; ++j) mma_16888(acc[i][j], ab[i], bs[j]);
+            }
+#pragma unroll
+            for (int i = 0; i < CF::MI; ++i)
+#pragma unroll
+                for (int j = 0; j < CF::NI; ++j) mma_16888(acc[i][j], ab[i], bb[j]);
+        }
+    }
+
+    if (p.splits > 1) {
+        /* this split's accumulators, [e][thread] so that the stores coalesce */
+        const long tile = ((long)bi * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+        float *base = p.part + tile * p.splits * (long)(CF::ACC * CF::NT);
+        float *mine = base + (long)sp * (CF::ACC * CF::NT);
+#pragma unroll
+        for (int i = 0; i < CF::MI; ++i)
+#pragma unroll
+            for (int j = 0; j < CF::NI; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    mine[((i * CF::NI + j) * 4 + e) * CF::NT + tid] = acc[i][j][e];
+        __threadfence(); /* the partials are visible before the arrival is counted */
+        __syncthreads();
+        __shared__ int last;
+        if (tid == 0) last = atomicAdd(&p.count[tile], 1) == p.splits - 1;
+        __syncthreads();
+        if (!last) return;
+        __threadfence();
+#pragma unroll
+        for (int i = 0; i < CF::MI; ++i)
+#pragma unroll
+            for (int j = 0; j < CF::NI; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const long o = ((i * CF::NI + j) * 4 + e) * CF::NT + tid;
+                    float s = 0.f;
+                    for (int q = 0; q < p.splits; ++q) s += __ldcg(base + q * (long)(CF::ACC * CF::NT) + o);
+                    acc[i][j][e] = s;
+                }
+        if (tid == 0) p.count[tile] = 0; /* ready for the next launch */
+    }
+
+    float *C = p.C + (long)bi * p.sC;
+#pragma unroll
+    for (int i = 0; i < CF::MI; ++i)
+#pragma unroll
+        for (int j = 0; j < CF::NI; ++j)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) { /* (c0, c1) at row g, (c2, c3) at g + 8 */
+                const int r = m0 + wm + i * 16 + g + h * 8;
+                const int c = n0 + wn + j * 8 + 2 * t;
+                if (r >= p.M || c >= p.N) continue;
+                float *dst = C + (long)r * p.ldc + c;
+                float v0 = p.alpha * acc[i][j][2 * h], v1 = p.alpha * acc[i][j][2 * h + 1];
+                if (p.vec2 && c + 1 < p.N) {
+                    if (p.beta != 0.f) {
+                        const float2 o = *(const float2 *)dst;
+                        v0 += p.beta * o.x, v1 += p.beta * o.y;
+                    }
+                    if (p.relu) v0 = fmaxf(v0, 0.f), v1 = fmaxf(v1, 0.f);
+                    *(float2 *)dst = make_float2(v0, v1);
+                } else {
+                    if (p.beta != 0.f) v0 += p.beta * dst[0];
+                    if (p.relu) v0 = fmaxf(v0, 0.f);
+                    dst[0] = v0;
+                    if (c + 1 < p.N) {
+                        if (p.beta != 0.f) v1 += p.beta * dst[1];
+                        if (p.relu) v1 = fmaxf(v1, 0.f);
+                        dst[1] = v1;
+                    }
+                }
+            }
+}
+
+/* ---- dispatch -------------------------------------------------------------- */
+/* tile shapes: big (128 x 128, 8 warps of 64 x 32) when there are enough of
+ * them to fill the GPU twice, else small (64 x 64, 4 warps of 32 x 32) */
+#define MMA_BIG 128, 128, 64, 32
+#define MMA_SMALL 64, 64, 32, 32
+
+template <int BM, int BN, int WM, int WN, bool TA, bool TB, int VEC, bool X3>
+static void mma_launch(tf_backend *be, const mma_args &p, int batch)
+{
+    typedef mma_cfg<BM, BN, WM, WN, TA, TB> CF;
+    const dim3 grid((unsigned)((p.N + BN - 1) / BN), (unsigned)((p.M + BM - 1) / BM),
+                    (unsigned)(batch * p.splits));
+    TF_LAUNCH_SMEM((gemm_mma_kernel<BM, BN, WM, WN, TA, TB, VEC, X3>), grid, CF::NT,
+                   sizeof(float) * CF::SMEM, be, p);
+}
+
+template <int BM, int BN, int WM, int WN>
+static void mma_pick(tf_backend *be, const mma_args &p, int batch, int ta, int tb, int vec,
+                     int x3)
+{
+#define MMA_GO(TA, TB)                                                                   \
+    do {                                                                                 \
+        if (vec == 4)                                                                    \
+            x3 ? mma_launch<BM, BN, WM, WN, TA, TB, 4, true>(be, p, batch)               \
+               : mma_launch<BM, BN, WM, WN, TA, TB, 4, false>(be, p, batch);             \
+        else                                                                             \
+            x3 ? mma_launch<BM, BN, WM, WN, TA, TB, 1, true>(be, p, batch)               \
+               : mma_launch<BM, BN, WM, WN, TA, TB, 1, false>(be, p, batch);             \
+    } while (0)
+    if (!ta && !tb) MMA_GO(false, false);
+    else if (!ta && tb) MMA_GO(false, true);
+    else if (ta && !tb) MMA_GO(true, false);
+    else MMA_GO(true, true);
+#undef MMA_GO
+}
+
+static int aligned16(const void *ptr, long stride, int batch)
+{
+    uintptr_t a = (uintptr_t)ptr;
+    if (batch > 1) a |= (uintptr_t)stride * sizeof(float);
+    return (a & 15) == 0;
+}
+
+/* Runs the GEMM on the tensor cores when it suits them; returns 0 (nothing
+ * done) for K == 0, negative strides and very narrow outputs (M or N < 16,
+ * e.g. the attention pair-bias projections: cuBLAS' kernels fit them), and
+ * with be->gemm_mma == 1 for the shapes where cuBLAS measured faster. */
+extern "C" int tf_cu_gemm_mma(tf_backend *be, const tf_gemm_args *a)
+{
+    if (a->K <= 0 || a->M < 16 || a->N < 16) return 0;
+    if (a->batch > 1 && (a->strideA < 0 || a->strideB < 0 || a->strideC < 0)) return 0;
+    if ((long)a->batch > 65535) return 0;
+    mma_args p;
+    memset(&p, 0, sizeof p);
+    p.M = a->M, p.N = a->N, p.K = a->K;
+    p.A = a->A, p.lda = a->lda, p.sA = a->strideA;
+    p.B = a->B, p.ldb = a->ldb, p.sB = a->strideB;
+    p.C = a->C, p.ldc = a->ldc, p.sC = a->strideC;
+    p.alpha = a->alpha, p.beta = a->beta, p.relu = a->epilogue == TF_EPI_RELU;
+    /* 16-byte copies: aligned matrices and rows, contiguous extents in 4s */
+    const int acont = a->transA ? a->M : a->K, bcont = a->transB ? a->K : a->N;
+    const int vec = aligned16(a->A, a->strideA, a->batch) && aligned16(a->B, a->strideB, a->batch) &&
+                            a->lda % 4 == 0 && a->ldb % 4 == 0 && acont % 4 == 0 &&
+                            bcont % 4 == 0
+                        ? 4
+                        : 1;
+    p.vec2 = a->ldc % 2 == 0 && ((uintptr_t)a->C & 7) == 0 && (a->batch == 1 || a->strideC % 2 == 0);
+    const long sms = be->sm_count;
+    const long big_tiles = (long)a->batch * ((a->M + 127) / 128) * ((a->N + 127) / 128);
+    const int big = be->mma_tile ? be->mma_tile == 128 : big_tiles >= 2 * sms;
+    const int bm = big ? 128 : 64, bn = big ? 128 : 64, nt = big ? 256 : 128;
+    const long tiles = (long)a->batch * ((a->M + bm - 1) / bm) * ((a->N + bn - 1) / bn);
+    /* split K when the tiles leave most of the GPU idle and K is long: up to
+     * one block per SM, each split at least 512 deep, at most 16 splits */
+    int splits = 1;
+    if (tiles * 2 <= sms && a->K >= 1024) {
+        long s = sms / tiles;
+        if (s > a->K / 512) s = a->K / 512;
+        if (s > 16) s = 16; /* the last split of a tile reads all partials */
+        const long per = (long)bm * bn; /* partial floats per tile and split (= ACC * NT) */
+        const long cap = (long)(TF_CU_WORKSPACE_BYTES / sizeof(float));
+        while (s > 1 && tiles * s * per > cap) --s;
+        if (tiles > TF_CU_MMA_COUNTERS) s = 1;
+        splits = (int)(s < 1 ? 1 : s);
+        (void)nt;
+    }
+    p.splits = 1;
+    p.kchunk = a->K;
+    if (splits > 1) {
+        const int per = (a->K + splits - 1) / splits;
+        p.kchunk = (per + MMA_BK - 1) / MMA_BK * MMA_BK;
+        p.splits = (a->K + p.kchunk - 1) / p.kchunk;
+        p.part = (float *)be->workspace;
+        p.count = be->mma_count;
+    }
+    /* be->gemm_mma == 1: only where it beat cuBLAS (fp32, bench/cuda_kernels.sh
+     * gemm on the H200): no split K, 128 x 128 tiles, K at least one BK slice.
+     * Elsewhere (small tiles, split K, K < 32) cuBLAS measured faster */
+    if (be->gemm_mma == 1 && (splits > 1 || !big || a->K < MMA_BK)) return 0;
+    const int x3 = !be->tf32;
+    if (big) mma_pick<MMA_BIG>(be, p, a->batch, a->transA, a->transB, vec, x3);
+    else mma_pick<MMA_SMALL>(be, p, a->batch, a->transA, a->transB, vec, x3);
+    return 1;
+}
