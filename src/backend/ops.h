@@ -105,6 +105,12 @@ typedef struct tf_ops {
     void (*copy)(tf_backend *be, void *dst, const void *src, size_t bytes); /* backend to backend */
     void (*zero)(tf_backend *be, void *p, size_t bytes);
     void (*sync)(tf_backend *be);
+    /* host memory for data uploaded every step (the batch): page-locked on
+     * CUDA, so that upload runs at the bus' speed (pageable copies go through
+     * a staging buffer at a fraction of it); plain malloc on the CPU.
+     * 0 ok, else out of memory. */
+    int (*host_alloc)(tf_backend *be, void **p, size_t bytes);
+    void (*host_free)(tf_backend *be, void *p);
 
     /* ---- dense algebra ---- */
     void (*gemm)(tf_backend *be, const tf_gemm_args *a, const char *name);

@@ -37,6 +37,7 @@ struct tf_trainer {
     /* CUDA: the next step's synthetic batch is drawn by a host thread while
      * the device runs the current step (double buffer: hb and hb_next). */
     int prefetch;
+    int batch_pinned; /* hb, hb_next from ops->host_alloc (else malloc) */
     tf_batch hb_next;
     pthread_t pf_thread;
     int pf_running;
@@ -114,6 +115,35 @@ static void setup_model(tf_trainer *t) {
     M->target = t->target;
     M->loss = t->loss;
     M->pred = t->pred;
+}
+
+/* The host batch buffers come from the backend (page-locked on CUDA: the
+ * per-step upload runs several times faster than from pageable memory).
+ * TF_BATCH_PAGEABLE=1 keeps them in malloc'd memory, for an A/B. */
+static int batch_host_alloc(tf_trainer *t, void **p, size_t bytes) {
+    if (!t->batch_pinned) {
+        *p = malloc(bytes);
+        return *p == NULL;
+    }
+    return t->ops->host_alloc(t->be, p, bytes);
+}
+
+static int batch_alloc(tf_trainer *t, tf_batch *b) {
+    const size_t B = (size_t)t->cfg.batch, S = (size_t)t->cfg.n_seqs, N = (size_t)t->cfg.seq_len;
+    return batch_host_alloc(t, (void **)&b->tokens, B * S * N * sizeof(int32_t)) ||
+           batch_host_alloc(t, (void **)&b->pair, B * N * N * 65 * sizeof(float)) ||
+           batch_host_alloc(t, (void **)&b->target, B * N * N * sizeof(float));
+}
+
+static void batch_free(tf_trainer *t, tf_batch *b) {
+    void *p[3] = {b->tokens, b->pair, b->target};
+    for (int i = 0; i < 3; i++) {
+        if (t->batch_pinned)
+            t->ops->host_free(t->be, p[i]);
+        else
+            free(p[i]);
+    }
+    b->tokens = NULL, b->pair = NULL, b->target = NULL;
 }
 
 tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, size_t errlen) {
@@ -225,28 +255,18 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     t->hb.B = B;
     t->hb.S = S;
     t->hb.N = N;
-    t->hb.tokens = malloc((size_t)B * S * N * sizeof(int32_t));
-    t->hb.pair = malloc((size_t)B * N * N * 65 * sizeof(float));
-    t->hb.target = malloc((size_t)B * N * N * sizeof(float));
+    t->hb_next = t->hb;
+    t->prefetch = t->is_cuda;
+    {
+        const char *pg = getenv("TF_BATCH_PAGEABLE");
+        t->batch_pinned = !(pg && !strcmp(pg, "1"));
+    }
     float *host = malloc(pbytes);
-    if (!t->hb.tokens || !t->hb.pair || !t->hb.target || !host) {
+    if (!host || batch_alloc(t, &t->hb) || (t->prefetch && batch_alloc(t, &t->hb_next))) {
         free(host);
         set_err(err, errlen, "out of host memory for the batch buffers");
         tf_trainer_destroy(t);
         return TF_ERR_NOMEM;
-    }
-    t->prefetch = t->is_cuda;
-    if (t->prefetch) {
-        t->hb_next = t->hb;
-        t->hb_next.tokens = malloc((size_t)B * S * N * sizeof(int32_t));
-        t->hb_next.pair = malloc((size_t)B * N * N * 65 * sizeof(float));
-        t->hb_next.target = malloc((size_t)B * N * N * sizeof(float));
-        if (!t->hb_next.tokens || !t->hb_next.pair || !t->hb_next.target) {
-            free(host);
-            set_err(err, errlen, "out of host memory for the batch buffers");
-            tf_trainer_destroy(t);
-            return TF_ERR_NOMEM;
-        }
     }
     init_params(t, host);
     t->ops->upload(t->be, t->params, host, pbytes);
@@ -270,10 +290,9 @@ static void prefetch_join(tf_trainer *t) {
 void tf_trainer_destroy(tf_trainer *t) {
     if (!t) return;
     prefetch_join(t);
-    free(t->hb_next.tokens);
-    free(t->hb_next.pair);
-    free(t->hb_next.target);
     if (t->be) {
+        batch_free(t, &t->hb_next);
+        batch_free(t, &t->hb);
         for (int i = 0; i < 3; i++)
             if (t->graph[i]) tf_cuda_graph_destroy(t->graph[i]);
         void *bufs[] = {t->params, t->grads,  t->adam_m, t->adam_v, t->hyper,    t->tokens,
@@ -285,9 +304,6 @@ void tf_trainer_destroy(tf_trainer *t) {
         else
             tf_cpu_backend_destroy(t->be);
     }
-    free(t->hb.tokens);
-    free(t->hb.pair);
-    free(t->hb.target);
     free(t->table);
     free(t->ranges);
     free(t->M.off.blk);

@@ -78,6 +78,20 @@ static void test_memory(void **state) {
     assert_true(g_ops->alloc(g_be, &a, 64) == 0);
     assert_true(tf_cpu_backend_peak_bytes(g_be) == peak1); /* freed bytes were returned */
     g_ops->free(g_be, a);
+    /* host memory for per-step uploads: plain malloc here */
+    float *hp = NULL;
+    assert_int_equal(g_ops->host_alloc(g_be, (void **)&hp, sizeof h), 0);
+    memcpy(hp, h, sizeof h);
+    assert_int_equal(g_ops->alloc(g_be, &a, sizeof h), 0);
+    g_ops->upload(g_be, a, hp, sizeof h);
+    g_ops->download(g_be, r, a, sizeof r);
+    assert_true(tf_test_bits_equal(h, r, 250));
+    g_ops->free(g_be, a);
+    g_ops->host_free(g_be, hp);
+    g_ops->host_free(g_be, NULL);
+    huge = (void *)1;
+    assert_int_not_equal(g_ops->host_alloc(g_be, &huge, SIZE_MAX - 8), 0);
+    assert_null(huge);
     char desc[256];
     tf_cpu_backend_describe(g_be, desc, sizeof desc);
     assert_non_null(strstr(desc, "OpenBLAS"));

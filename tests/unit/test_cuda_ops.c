@@ -1023,6 +1023,24 @@ static void test_memory(void **state)
     o->download(be, r, b, sizeof r);
     for (int i = 0; i < 250; i++) assert_true(r[i] == (i < 100 ? 0.0f : h[i]));
     o->free(be, a), o->free(be, b), o->free(be, NULL);
+    /* page-locked host memory (the trainer's batch buffers): a round trip,
+     * no device bytes counted, and a size the host cannot lock fails cleanly */
+    float *hp = NULL;
+    const size_t pk = tf_cuda_backend_peak_bytes(be);
+    assert_int_equal(o->host_alloc(be, (void **)&hp, sizeof h), 0);
+    memcpy(hp, h, sizeof h);
+    assert_int_equal(o->alloc(be, &a, sizeof h), 0);
+    o->upload(be, a, hp, sizeof h);
+    memset(hp, 0, sizeof h);
+    o->download(be, hp, a, sizeof h);
+    assert_true(tf_test_bits_equal(h, hp, 250));
+    o->free(be, a);
+    o->host_free(be, hp);
+    o->host_free(be, NULL);
+    assert_int_equal(tf_cuda_backend_peak_bytes(be), pk);
+    void *hh = (void *)1;
+    assert_int_not_equal(o->host_alloc(be, &hh, (size_t)1 << 52), 0);
+    assert_null(hh);
     char desc[512];
     tf_cuda_backend_describe(be, desc, sizeof desc);
     printf("describe: %s\n", desc);

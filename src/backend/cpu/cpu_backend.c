@@ -42,6 +42,17 @@ static void cpu_free(tf_backend *be, void *p) {
     free(blk);
 }
 
+static int cpu_host_alloc(tf_backend *be, void **p, size_t bytes) {
+    (void)be;
+    *p = malloc(bytes ? bytes : 1);
+    return *p == NULL;
+}
+
+static void cpu_host_free(tf_backend *be, void *p) {
+    (void)be;
+    free(p);
+}
+
 static void cpu_upload(tf_backend *be, void *dst, const void *src, size_t bytes) {
     (void)be;
     if (bytes)
@@ -88,6 +99,8 @@ static const tf_ops cpu_ops = {
     .copy = cpu_copy,
     .zero = cpu_zero,
     .sync = cpu_sync,
+    .host_alloc = cpu_host_alloc,
+    .host_free = cpu_host_free,
     .gemm = tf_cpu_gemm,
     .layernorm_fwd = tf_cpu_layernorm_fwd,
     .layernorm_bwd = tf_cpu_layernorm_bwd,

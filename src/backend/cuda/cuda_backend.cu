@@ -102,6 +102,23 @@ extern "C" void tf_cu_free(tf_backend *be, void *p)
 static int op_alloc(tf_backend *be, void **p, size_t bytes) { return tf_cu_alloc(be, p, bytes); }
 static void op_free(tf_backend *be, void *p) { tf_cu_free(be, p); }
 
+static int op_host_alloc(tf_backend *be, void **p, size_t bytes)
+{
+    (void)be;
+    *p = NULL;
+    if (cudaMallocHost(p, bytes ? bytes : 1) != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky: clear it */
+        *p = NULL;
+        return 1;
+    }
+    return 0;
+}
+static void op_host_free(tf_backend *be, void *p)
+{
+    (void)be;
+    if (p) TF_CUDA_CHECK(cudaFreeHost(p));
+}
+
 /* upload/download are synchronous for the host buffer: when they return, the
  * host side may be reused or read. */
 static void op_upload(tf_backend *be, void *dst, const void *src, size_t bytes)
@@ -141,6 +158,8 @@ static tf_ops make_ops(void)
     o.copy = op_copy;
     o.zero = op_zero;
     o.sync = op_sync;
+    o.host_alloc = op_host_alloc;
+    o.host_free = op_host_free;
     o.gemm = tf_cu_gemm;
     o.layernorm_fwd = tf_cu_layernorm_fwd;
     o.layernorm_bwd = tf_cu_layernorm_bwd;

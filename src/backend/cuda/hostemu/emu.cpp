@@ -302,6 +302,16 @@ cudaError_t cudaMalloc(void **p, size_t bytes)
     *p = q;
     return cudaSuccess;
 }
+cudaError_t cudaMallocHost(void **p, size_t bytes)
+{
+    *p = malloc(bytes ? bytes : 1);
+    return *p ? cudaSuccess : fail(cudaErrorMemoryAllocation);
+}
+cudaError_t cudaFreeHost(void *p)
+{
+    free(p);
+    return cudaSuccess;
+}
 cudaError_t cudaFree(void *p)
 {
     if (!p) return cudaSuccess;
