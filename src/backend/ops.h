@@ -111,6 +111,16 @@ typedef struct tf_ops {
      * 0 ok, else out of memory. */
     int (*host_alloc)(tf_backend *be, void **p, size_t bytes);
     void (*host_free)(tf_backend *be, void *p);
+    /* A second, copy-only queue beside the main one, so that the next batch
+     * uploads while the current step computes. side_upload copies host memory
+     * (from host_alloc; unchanged until the copy is known done) to the device
+     * on it and returns at once; main_wait_side makes later main-queue work
+     * wait for the side queue's work issued so far, side_wait_main the
+     * reverse. sync waits for both queues. The CPU copies at once and the
+     * waits do nothing. */
+    void (*side_upload)(tf_backend *be, void *dst, const void *host_src, size_t bytes);
+    void (*main_wait_side)(tf_backend *be);
+    void (*side_wait_main)(tf_backend *be);
 
     /* ---- dense algebra ---- */
     void (*gemm)(tf_backend *be, const tf_gemm_args *a, const char *name);

@@ -41,7 +41,16 @@ struct tf_trainer {
     tf_batch hb_next;
     pthread_t pf_thread;
     int pf_running;
+    int pf_have;  /* the prefetch thread was joined: hb_next holds pf_step */
     long pf_step;
+    /* CUDA: hb_next is uploaded on the side queue into these during the
+     * current step's backward; the next step copies them into the inputs
+     * device to device (TF_BATCH_STAGE=0: off, each step uploads itself) */
+    int stage;
+    int32_t *st_tokens;
+    float *st_pair, *st_target;
+    long staged_step; /* the step whose batch is in the staging buffers, -1 */
+    long cur_step;
     tf_model M;
     tf_exec ex;
     tf_prof *prof;
@@ -259,7 +268,9 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     t->prefetch = t->is_cuda;
     {
         const char *pg = getenv("TF_BATCH_PAGEABLE");
+        const char *sg = getenv("TF_BATCH_STAGE");
         t->batch_pinned = !(pg && !strcmp(pg, "1"));
+        t->stage = t->prefetch && t->batch_pinned && !(sg && !strcmp(sg, "0"));
     }
     float *host = malloc(pbytes);
     if (!host || batch_alloc(t, &t->hb) || (t->prefetch && batch_alloc(t, &t->hb_next))) {
@@ -268,6 +279,12 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
         tf_trainer_destroy(t);
         return TF_ERR_NOMEM;
     }
+    /* staging is a speed-up only: without the device memory, do without */
+    t->staged_step = -1;
+    if (t->stage && (balloc(t, (void **)&t->st_tokens, (size_t)B * S * N * sizeof(int32_t)) ||
+                     balloc(t, (void **)&t->st_pair, (size_t)B * N * N * 65 * sizeof(float)) ||
+                     balloc(t, (void **)&t->st_target, (size_t)B * N * N * sizeof(float))))
+        t->stage = 0;
     init_params(t, host);
     t->ops->upload(t->be, t->params, host, pbytes);
     free(host);
@@ -284,6 +301,7 @@ static void prefetch_join(tf_trainer *t) {
     if (t->pf_running) {
         pthread_join(t->pf_thread, NULL);
         t->pf_running = 0;
+        t->pf_have = 1;
     }
 }
 
@@ -291,12 +309,14 @@ void tf_trainer_destroy(tf_trainer *t) {
     if (!t) return;
     prefetch_join(t);
     if (t->be) {
+        t->ops->sync(t->be); /* no upload still reads the host batches */
         batch_free(t, &t->hb_next);
         batch_free(t, &t->hb);
         for (int i = 0; i < 3; i++)
             if (t->graph[i]) tf_cuda_graph_destroy(t->graph[i]);
-        void *bufs[] = {t->params, t->grads,  t->adam_m, t->adam_v, t->hyper,    t->tokens,
-                        t->pair,   t->target, t->pred,   t->loss,   t->arena_mem};
+        void *bufs[] = {t->params, t->grads, t->adam_m,    t->adam_v,   t->hyper,
+                        t->tokens, t->pair,  t->target,    t->pred,     t->loss,
+                        t->arena_mem, t->st_tokens, t->st_pair, t->st_target};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) t->ops->free(t->be, bufs[i]);
         if (t->is_cuda)
@@ -355,15 +375,35 @@ static void set_hyper(tf_trainer *t) {
 
 static const char *phase_name[3] = {"forward_pass", "backward_pass", "optimizer_step"};
 
-/* Run one phase, eagerly or as a replayed graph, inside its region. */
-static void run_phase(tf_trainer *t, int i, void (*fn)(void *)) {
+/* Run one phase, eagerly or as a replayed graph, inside its region; `during`
+ * (may be NULL) runs on the host after the phase is issued, before the wait. */
+static void run_phase(tf_trainer *t, int i, void (*fn)(void *), void (*during)(tf_trainer *)) {
     tf_region_push(t->prof, phase_name[i]);
     if (t->graphs_ready)
         tf_cuda_graph_launch(t->be, t->graph[i]);
     else
         fn(t);
+    if (during) during(t);
     t->ops->sync(t->be);
     tf_region_pop(t->prof);
+}
+
+/* While the backward runs: the next step's batch (drawn by the prefetch
+ * thread) goes to the staging buffers on the side queue. The side queue
+ * already waits for this step's copies out of the staging buffers
+ * (side_wait_main in train_step). Not during a counter-replay step: the
+ * replayed kernels should have the GPU to themselves. */
+static void stage_next(tf_trainer *t) {
+    if (!t->stage || tf_prof_counter_step(t->prof) || (!t->pf_running && !t->pf_have))
+        return;
+    prefetch_join(t);
+    if (t->pf_step != t->cur_step + 1)
+        return;
+    const size_t B = (size_t)t->cfg.batch, S = (size_t)t->cfg.n_seqs, N = (size_t)t->cfg.seq_len;
+    t->ops->side_upload(t->be, t->st_tokens, t->hb_next.tokens, B * S * N * sizeof(int32_t));
+    t->ops->side_upload(t->be, t->st_pair, t->hb_next.pair, B * N * N * 65 * sizeof(float));
+    t->ops->side_upload(t->be, t->st_target, t->hb_next.target, B * N * N * sizeof(float));
+    t->staged_step = t->pf_step;
 }
 
 static void sample_memory(tf_trainer *t) {
@@ -373,7 +413,20 @@ static void sample_memory(tf_trainer *t) {
 static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int warmup,
                             tf_step_stats *st, double t0) {
     tf_status rc = TF_OK;
-    upload_batch(t, b);
+    t->cur_step = step;
+    if (t->stage && t->staged_step == step && b == &t->hb) {
+        const int B = t->cfg.batch, S = t->cfg.n_seqs, N = t->cfg.seq_len;
+        t->ops->main_wait_side(t->be);
+        t->ops->copy(t->be, t->tokens, t->st_tokens, (size_t)B * S * N * sizeof(int32_t));
+        t->ops->copy(t->be, t->pair, t->st_pair, (size_t)B * N * N * 65 * sizeof(float));
+        t->ops->copy(t->be, t->target, t->st_target, (size_t)B * N * N * sizeof(float));
+    } else {
+        upload_batch(t, b);
+    }
+    t->staged_step = -1;
+    /* the next staged upload may only overwrite the staging buffers after
+     * the copies above */
+    if (t->stage) t->ops->side_wait_main(t->be);
     t->ops->sync(t->be);
     double t1 = now_ms();
     tf_region_pop(t->prof); /* data_loading */
@@ -389,18 +442,18 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
         }
         t->graphs_ready = 1;
     }
-    run_phase(t, 0, issue_forward);
+    run_phase(t, 0, issue_forward, NULL);
     sample_memory(t);
     double t2 = now_ms();
     float loss = 0;
     t->ops->download(t->be, &loss, t->loss, sizeof loss);
     if (!isfinite(loss)) rc = TF_ERR_NONFINITE;
-    run_phase(t, 1, issue_backward);
+    run_phase(t, 1, issue_backward, stage_next);
     sample_memory(t);
     double t3 = now_ms();
     t->adam_step++;
     set_hyper(t);
-    run_phase(t, 2, issue_optimizer);
+    run_phase(t, 2, issue_optimizer, NULL);
     double t4 = now_ms();
     if (st) {
         st->loss = loss;
@@ -425,15 +478,14 @@ static void *prefetch_main(void *arg) {
  * starts drawing step + 1. */
 static void next_batch(tf_trainer *t, long step) {
     int have = 0;
-    if (t->pf_running) {
-        prefetch_join(t);
-        if (t->pf_step == step) {
-            tf_batch tmp = t->hb;
-            t->hb = t->hb_next;
-            t->hb_next = tmp;
-            have = 1;
-        }
+    prefetch_join(t);
+    if (t->pf_have && t->pf_step == step) {
+        tf_batch tmp = t->hb;
+        t->hb = t->hb_next;
+        t->hb_next = tmp;
+        have = 1;
     }
+    t->pf_have = 0;
     if (!have) tf_data_batch(t->cfg.seed, step, &t->hb);
     if (t->prefetch) {
         t->pf_step = step + 1;
@@ -461,8 +513,8 @@ tf_status tf_trainer_step_batch(tf_trainer *t, const tf_batch *b, tf_step_stats 
 
 tf_status tf_trainer_grad(tf_trainer *t, const tf_batch *b, float *loss, float *pred) {
     upload_batch(t, b);
-    run_phase(t, 0, issue_forward);
-    run_phase(t, 1, issue_backward);
+    run_phase(t, 0, issue_forward, NULL);
+    run_phase(t, 1, issue_backward, NULL);
     t->ops->download(t->be, loss, t->loss, sizeof *loss);
     if (pred)
         t->ops->download(t->be, pred, t->pred,

@@ -53,6 +53,8 @@ static void cpu_host_free(tf_backend *be, void *p) {
     free(p);
 }
 
+static void cpu_no_wait(tf_backend *be) { (void)be; }
+
 static void cpu_upload(tf_backend *be, void *dst, const void *src, size_t bytes) {
     (void)be;
     if (bytes)
@@ -101,6 +103,9 @@ static const tf_ops cpu_ops = {
     .sync = cpu_sync,
     .host_alloc = cpu_host_alloc,
     .host_free = cpu_host_free,
+    .side_upload = cpu_upload,
+    .main_wait_side = cpu_no_wait,
+    .side_wait_main = cpu_no_wait,
     .gemm = tf_cpu_gemm,
     .layernorm_fwd = tf_cpu_layernorm_fwd,
     .layernorm_bwd = tf_cpu_layernorm_bwd,

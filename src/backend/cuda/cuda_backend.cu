@@ -143,7 +143,26 @@ static void op_zero(tf_backend *be, void *p, size_t bytes)
     if (!bytes) return;
     TF_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, be->stream));
 }
-static void op_sync(tf_backend *be) { TF_CUDA_CHECK(cudaStreamSynchronize(be->stream)); }
+static void op_sync(tf_backend *be)
+{
+    TF_CUDA_CHECK(cudaStreamSynchronize(be->stream));
+    TF_CUDA_CHECK(cudaStreamSynchronize(be->side));
+}
+static void op_side_upload(tf_backend *be, void *dst, const void *src, size_t bytes)
+{
+    if (!bytes) return;
+    TF_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, be->side));
+}
+static void op_main_wait_side(tf_backend *be)
+{
+    TF_CUDA_CHECK(cudaEventRecord(be->ev_side, be->side));
+    TF_CUDA_CHECK(cudaStreamWaitEvent(be->stream, be->ev_side, 0));
+}
+static void op_side_wait_main(tf_backend *be)
+{
+    TF_CUDA_CHECK(cudaEventRecord(be->ev_main, be->stream));
+    TF_CUDA_CHECK(cudaStreamWaitEvent(be->side, be->ev_main, 0));
+}
 
 /* ---- the op table ---------------------------------------------------------- */
 static tf_ops make_ops(void)
@@ -160,6 +179,9 @@ static tf_ops make_ops(void)
     o.sync = op_sync;
     o.host_alloc = op_host_alloc;
     o.host_free = op_host_free;
+    o.side_upload = op_side_upload;
+    o.main_wait_side = op_main_wait_side;
+    o.side_wait_main = op_side_wait_main;
     o.gemm = tf_cu_gemm;
     o.layernorm_fwd = tf_cu_layernorm_fwd;
     o.layernorm_bwd = tf_cu_layernorm_bwd;
@@ -273,6 +295,9 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
     TRY_CUDA(cudaDeviceGetAttribute(&be->sm_count, cudaDevAttrMultiProcessorCount, dev));
     if (be->sm_count < 1) be->sm_count = 1;
     TRY_CUDA(cudaStreamCreateWithFlags(&be->stream, cudaStreamNonBlocking));
+    TRY_CUDA(cudaStreamCreateWithFlags(&be->side, cudaStreamNonBlocking));
+    TRY_CUDA(cudaEventCreateWithFlags(&be->ev_main, cudaEventDisableTiming));
+    TRY_CUDA(cudaEventCreateWithFlags(&be->ev_side, cudaEventDisableTiming));
     TRY_BLAS(cublasCreate(&be->blas));
     TRY_BLAS(cublasLtCreate(&be->lt));
     if (tf_cu_alloc(be, &be->workspace, TF_CU_WORKSPACE_BYTES) ||
@@ -309,6 +334,10 @@ extern "C" void tf_cuda_backend_destroy(tf_backend *be)
     free(be->allocs);
     if (be->lt) (void)cublasLtDestroy(be->lt);
     if (be->blas) (void)cublasDestroy(be->blas);
+    if (be->side) (void)cudaStreamSynchronize(be->side);
+    if (be->ev_main) (void)cudaEventDestroy(be->ev_main);
+    if (be->ev_side) (void)cudaEventDestroy(be->ev_side);
+    if (be->side) (void)cudaStreamDestroy(be->side);
     if (be->stream) (void)cudaStreamDestroy(be->stream);
     free(be);
 }

@@ -74,6 +74,8 @@ struct tf_backend {
     int tf32;
     int sm_count;
     cudaStream_t stream;
+    cudaStream_t side;              /* copy queue (ops side_upload) */
+    cudaEvent_t ev_main, ev_side;   /* the cross-queue waits */
     cublasHandle_t blas;
     cublasLtHandle_t lt;
     void *workspace; /* shared by cuBLAS and cuBLASLt: both run on `stream`, in order */

@@ -441,6 +441,18 @@ cudaError_t cudaEventDestroy(cudaEvent_t e)
     delete e;
     return cudaSuccess;
 }
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
+{
+    (void)flags;
+    return cudaEventCreate(e);
+}
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags)
+{
+    (void)e;
+    (void)flags;
+    if (s && s->capture) return fail(cudaErrorStreamCaptureUnsupported);
+    return cudaSuccess;
+}
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
 {
     /* the backend never times work while capturing: refuse, to catch it */
