@@ -44,6 +44,9 @@ static void cpu_free(tf_backend *be, void *p) {
 
 static int cpu_host_alloc(tf_backend *be, void **p, size_t bytes) {
     (void)be;
+    *p = NULL;
+    if (bytes > PTRDIFF_MAX) /* no object is larger (and ASan aborts on it) */
+        return 1;
     *p = malloc(bytes ? bytes : 1);
     return *p == NULL;
 }

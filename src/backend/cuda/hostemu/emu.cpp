@@ -304,6 +304,9 @@ cudaError_t cudaMalloc(void **p, size_t bytes)
 }
 cudaError_t cudaMallocHost(void **p, size_t bytes)
 {
+    *p = nullptr;
+    /* more than any host could lock (and more than ASan's malloc accepts) */
+    if (bytes > ((size_t)1 << 40)) return fail(cudaErrorMemoryAllocation);
     *p = malloc(bytes ? bytes : 1);
     return *p ? cudaSuccess : fail(cudaErrorMemoryAllocation);
 }
