@@ -38,6 +38,7 @@
 /* [1] level 1, [2] level 3 with attention kernel2 for L > 32, [3] level 3
  * with kernel3 there, [4] level 3 with kernel4 for L <= 128 */
 static tf_backend *g_be[5];
+static tf_backend *g_k5_be[2]; /* TF_CUDA_ATTN_KERNEL=5: fp32 (3xTF32), tf32 */
 static const tf_ops *g_ops;
 
 static void die(const char *what)
@@ -201,6 +202,15 @@ static void bench_attn(const char *name, int B, int X, int Y, int H, int d, int 
            [&](tf_backend *be) { g_ops->attn_fwd(be, &a); });
     report("attn_bwd", shape, bw, 8 * hd + 2.0 * nh * L * 4 + (bias ? 2.0 * B * H * L * L * 4 : 0),
            10 * fl, [&](tf_backend *be) { g_ops->attn_bwd(be, &a); });
+    if (L <= 128 && (d == 16 || d == 32)) { /* kernel5: the forward on the tensor cores */
+        double us[2];
+        for (int k = 0; k < 2; ++k)
+            us[k] = time_be(g_k5_be[k], [&](tf_backend *be) { g_ops->attn_fwd(be, &a); });
+        printf("%-14s %-34s L3 %-30s %9.2f us %6.2f TFLOP/s (3xTF32); tf32 %.2f us %6.2f TFLOP/s\n",
+               "attn_fwd", shape, "attn_fwd_kernel5", us[0], 4 * fl / (us[0] * 1e6), us[1],
+               4 * fl / (us[1] * 1e6));
+        fflush(stdout);
+    }
     dfree(qkv), dfree(dqkv), dfree(out), dfree(dout), dfree(lse), dfree(work);
     if (bias) dfree(bb), dfree(db);
 }
@@ -339,6 +349,15 @@ int main(int argc, char **argv)
         if (tf_cuda_backend_create(&g_be[k], &g_ops, &o, err, sizeof err)) die(err);
         unsetenv("TF_CUDA_ATTN_KERNEL");
     }
+    for (int k = 0; k < 2; ++k) {
+        tf_backend_opts o;
+        memset(&o, 0, sizeof o);
+        o.kernel_level = 3;
+        o.tf32 = k;
+        setenv("TF_CUDA_ATTN_KERNEL", "5", 1);
+        if (tf_cuda_backend_create(&g_k5_be[k], &g_ops, &o, err, sizeof err)) die(err);
+        unsetenv("TF_CUDA_ATTN_KERNEL");
+    }
     tf_cuda_backend_describe(g_be[3], err, sizeof err);
     printf("# %s\n# median of %d graph launches of %d calls each; GB/s = bytes read + written "
            "once per call\n", err, TIMED, REPS);
@@ -393,6 +412,7 @@ int main(int argc, char **argv)
         }
     }
     for (int g = 0; g < 4; ++g) tf_cuda_backend_destroy(g_gemm_be[g]);
+    for (int k = 0; k < 2; ++k) tf_cuda_backend_destroy(g_k5_be[k]);
     for (int k = 1; k <= 4; ++k) tf_cuda_backend_destroy(g_be[k]);
     return 0;
 }

@@ -51,7 +51,8 @@ typedef struct {
  * g_cu3 runs every GEMM the tensor-core kernel takes on it (TF_CUDA_GEMM=mma,
  * 3xTF32; the default takes it only for the shapes where it measured faster);
  * CUDA TF32 (cuBLASLt), and TF32 on the tensor-core kernel (TF_CUDA_GEMM=mma) */
-static bk g_cpu, g_cu1, g_cu3, g_cu3k2, g_cu3k3, g_cu3k4, g_cu3tune, g_cu3lt, g_tf32, g_tf32mma;
+static bk g_cpu, g_cu1, g_cu3, g_cu3k2, g_cu3k3, g_cu3k4, g_cu3k5, g_cu3tune, g_cu3lt, g_tf32,
+    g_tf32mma, g_tf32k5;
 static int g_fail;
 
 static double tol_sum(double K) { return (3.0 * sqrt(K) + 4.0) * U; }
@@ -561,7 +562,14 @@ static double attn_smax_qk(const ashape *s, const tf_attn_view *q, const tf_attn
 }
 
 /* CPU, then the CUDA backend `cu` twice; `ver` names its kernel version */
-static void attn_case(bk cu, const char *ver, ashape s)
+/* prec: how the CUDA forward computes its two products: 0 fp32 FFMA; 1
+ * 3xTF32 on the tensor cores (kernel5 in fp32: each sum also carries tol_x3's
+ * residue and truncated accumulation, over d for the scores, over L for the
+ * outputs); 2 TF32 (kernel5 in tf32: the formula with TF32's 2^-11 per
+ * rounded input in place of u) */
+static void attn_case_prec(bk cu, const char *ver, ashape s, int prec);
+static void attn_case(bk cu, const char *ver, ashape s) { attn_case_prec(cu, ver, s, 0); }
+static void attn_case_prec(bk cu, const char *ver, ashape s, int prec)
 {
     const int C = s.nh * s.d;
     const size_t rows = (size_t)s.nb * s.no * s.L, nrow = (size_t)s.nb * s.no * s.nh * s.L;
@@ -581,11 +589,14 @@ static void attn_case(bk cu, const char *ver, ashape s)
     /* scores: d-term dots (abs error ~ sqrt(d)*u*|S|, which exp turns into a
      * relative error of P); outputs: L-term sums of P v */
     const double tf = (3 * sqrt((double)s.L) + 3 * sqrt((double)s.d) * (1 + smax) + 8) * U;
+    const double tff = prec == 1   ? tf + ((12 + 0.75 * s.d) * (1 + smax) + 12 + 0.75 * s.L) * U
+                       : prec == 2 ? tf / U * 0x1p-11
+                                   : tf;
     char shape[160];
     snprintf(shape, sizeof shape, "%s nb=%d no=%d nh=%d L=%d d=%d layout=%d bias=%d off=%d", ver,
              s.nb, s.no, s.nh, s.L, s.d, s.layout, s.bias, s.off);
-    check("attn_fwd.out", shape, out[1], out[0], rows * C, tf);
-    check("attn_fwd.lse", shape, lse[1], lse[0], nrow, tf);
+    check("attn_fwd.out", shape, out[1], out[0], rows * C, tff);
+    check("attn_fwd.lse", shape, lse[1], lse[0], nrow, tff);
     /* backward: dS = P (dout.v - D) then a d- or L-term sum: two chained sums */
     check("attn_bwd.dqkv", shape, gin[1], gin[0], nin, 2 * tf);
     check_same("attn_fwd.out", shape, out[1], out[2], rows * C);
@@ -671,6 +682,8 @@ static void test_attention(void **state)
         if (s.L > 32 && s.d <= 32 && (def4 || s.d <= 16)) attn_case(g_cu3k3, "level=3(kernel3)", s);
         if (s.L > 32 && s.d > 16 && s.d <= 32 && !def4) attn_case(g_cu3k2, "level=3(kernel2)", s);
         if (s.L <= 128 && s.d <= 32) attn_case(g_cu3k4, "level=3(kernel4)", s);
+        if (def4) attn_case_prec(g_cu3k5, "level=3(kernel5, 3xTF32)", s, 1);
+        if (def4) attn_case_prec(g_tf32k5, "level=3 tf32(kernel5)", s, 2);
     }
     done();
 }
@@ -1139,16 +1152,18 @@ static int group_setup(void **state)
     char err[256];
     memset(&o, 0, sizeof o);
     if (tf_test_cpu_backend(&g_cpu.be, &g_cpu.ops)) return 1;
-    bk *cu[9] = {&g_cu1, &g_cu3, &g_cu3k2, &g_cu3k3, &g_cu3k4, &g_cu3tune, &g_cu3lt, &g_tf32,
-                 &g_tf32mma};
-    const int level[9] = {1, 3, 3, 3, 3, 3, 3, 3, 3}, tf32[9] = {0, 0, 0, 0, 0, 0, 0, 1, 1};
-    for (int k = 0; k < 9; ++k) {
+    bk *cu[11] = {&g_cu1,     &g_cu3,   &g_cu3k2, &g_cu3k3,    &g_cu3k4, &g_cu3k5,
+                  &g_cu3tune, &g_cu3lt, &g_tf32,  &g_tf32mma, &g_tf32k5};
+    const int level[11] = {1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3};
+    const int tf32[11] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1};
+    for (int k = 0; k < 11; ++k) {
         o.kernel_level = level[k];
         o.tf32 = tf32[k];
         /* read at create */
         if (cu[k] == &g_cu3k2) setenv("TF_CUDA_ATTN_KERNEL", "2", 1);
         if (cu[k] == &g_cu3k3) setenv("TF_CUDA_ATTN_KERNEL", "3", 1);
         if (cu[k] == &g_cu3k4) setenv("TF_CUDA_ATTN_KERNEL", "4", 1);
+        if (cu[k] == &g_cu3k5 || cu[k] == &g_tf32k5) setenv("TF_CUDA_ATTN_KERNEL", "5", 1);
         if (cu[k] == &g_cu3tune) setenv("TF_CUDA_GEMM_TUNE", "1", 1);
         if (cu[k] == &g_cu3tune || cu[k] == &g_cu3lt) setenv("TF_CUDA_GEMM", "lt", 1);
         if (cu[k] == &g_tf32mma || cu[k] == &g_cu3) setenv("TF_CUDA_GEMM", "mma", 1);
@@ -1172,6 +1187,8 @@ static int group_teardown(void **state)
     tf_cuda_backend_destroy(g_cu3k2.be);
     tf_cuda_backend_destroy(g_cu3k3.be);
     tf_cuda_backend_destroy(g_cu3k4.be);
+    tf_cuda_backend_destroy(g_cu3k5.be);
+    tf_cuda_backend_destroy(g_tf32k5.be);
     tf_cuda_backend_destroy(g_cu3tune.be);
     tf_cuda_backend_destroy(g_cu3lt.be);
     tf_cuda_backend_destroy(g_tf32.be);

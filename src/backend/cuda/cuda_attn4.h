@@ -97,7 +97,9 @@ static inline int tf_attn4_use(const tf_backend *be, const tf_attn_args *a, int 
 {
     if (a->L < 1 || a->L > 128 || a->d < 1 || a->d > 32) return 0;
     if (be->attn_kernel == 4) return 1;
-    if (be->attn_kernel != 0 || (a->d != 16 && a->d != 32)) return 0;
+    /* 5 forces kernel5 where it runs, a forward only: the default elsewhere */
+    const int forced = be->attn_kernel == 5 ? 0 : be->attn_kernel;
+    if (forced != 0 || (a->d != 16 && a->d != 32)) return 0;
     if (bwd) return !(a->d == 16 && a->L > 32 && a->L <= 64);
     return a->L <= 32 || (a->d == 32 && a->L <= 64);
 }
@@ -342,6 +344,10 @@ extern "C" {
 #endif
 /* level-3 entry points (cuda_attn4_fwd.cu, cuda_attn4_bwd.cu) */
 void tf_cu_attn_fwd4(tf_backend *be, const tf_attn_args *a);
+/* kernel5 (cuda_attn5_fwd.cu): the forward on the tensor cores, L <= 128 and
+ * d 16 or 32 (tf_attn5_fits); run where TF_CUDA_ATTN_KERNEL=5 */
+int tf_attn5_fits(const tf_attn_args *a);
+void tf_cu_attn_fwd5(tf_backend *be, const tf_attn_args *a);
 void tf_cu_attn_bwd4(tf_backend *be, const tf_attn_args *a);
 /* kernel2's deterministic dbias (cuda_attn2_bwd.cu): dS recomputed per o in
  * order from q, k, v, dout, lse and D in a->work */

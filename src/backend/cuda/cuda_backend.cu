@@ -267,6 +267,9 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
          *     (where kernel3 measured slower; see cuda_attn2.h). 2 or 3: that
          *     kernel at every head size and L > 32 (never kernel4); 4: kernel4
          *     wherever it runs (L <= 128, any d <= 32), the default elsewhere;
+         *     5: the forward on the tensor cores (kernel5, cuda_attn5_fwd.cu:
+         *     L <= 128, d 16 or 32; not yet timed on the H200), the default
+         *     elsewhere and for the backward;
          *   TF_CUDA_GEMM_TUNE=1: level-3 GEMMs time cuBLASLt's candidate
          *     algorithms at each key's first call and keep the fastest, instead
          *     of the heuristic's first (see cuda_gemm.cu; off by default: it
@@ -285,6 +288,7 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
         be->attn_kernel = ak && !strcmp(ak, "2")   ? 2
                           : ak && !strcmp(ak, "3") ? 3
                           : ak && !strcmp(ak, "4") ? 4
+                          : ak && !strcmp(ak, "5") ? 5
                                                    : 0;
         be->gemm_tune = gt && !strcmp(gt, "1");
         be->tf32 = o ? (o->tf32 != 0) : 0;

@@ -61,8 +61,9 @@ struct tf_backend {
     int attn_kernel;  /* level 3: 0 = default (kernel4 for L <= 128 and d 16 or 32;
                          else for L > 32 kernel3 for d 17..32, kernel2 for d <= 16),
                          2 or 3 = that kernel everywhere (L > 32), 4 = kernel4 for
-                         every L <= 128, d <= 32 (TF_CUDA_ATTN_KERNEL=2|3|4 at create:
-                         for A/B benchmarks; see cuda_backend.cu) */
+                         every L <= 128, d <= 32, 5 = the tensor-core forward
+                         (kernel5) where it runs (TF_CUDA_ATTN_KERNEL=2|3|4|5 at
+                         create: for A/B benchmarks; see cuda_backend.cu) */
     int gemm_tune;    /* level 3: time cuBLASLt's candidates per GEMM key
                          (TF_CUDA_GEMM_TUNE=1 at create); default: the heuristic's first */
     int gemm_mma;     /* level 3: GEMMs on the tensor-core kernel (cuda_gemm_mma.cu):
