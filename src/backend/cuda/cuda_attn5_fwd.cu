@@ -84,14 +84,7 @@ __global__ void __launch_bounds__(tf5_fwd<DM, LC>::NT) attn_fwd_kernel5(tf_attn_
             mma_split<X3>(v.x, kb[j][0], ks[j][0]);
             mma_split<X3>(v.y, kb[j][1], ks[j][1]);
         }
-        if (X3) {
-#pragma unroll
-            for (int j = 0; j < NJ; ++j) mma_16888(s[j], qs[kk], kb[j]);
-#pragma unroll
-            for (int j = 0; j < NJ; ++j) mma_16888(s[j], qb[kk], ks[j]);
-        }
-#pragma unroll
-        for (int j = 0; j < NJ; ++j) mma_16888(s[j], qb[kk], kb[j]);
+        mma_row<NJ, X3>(s, qb[kk], qs[kk], kb, ks);
     }
 
     /* ---- exact softmax of rows g (e = 0, 1) and g + 8 (e = 2, 3) ---- */
@@ -149,14 +142,7 @@ __global__ void __launch_bounds__(tf5_fwd<DM, LC>::NT) attn_fwd_kernel5(tf_attn_
             mma_split<X3>(Vs[8 * j + 2 * t][8 * n + g], vb[n][0], vs[n][0]);
             mma_split<X3>(Vs[8 * j + 2 * t + 1][8 * n + g], vb[n][1], vs[n][1]);
         }
-        if (X3) {
-#pragma unroll
-            for (int n = 0; n < NK; ++n) mma_16888(acc[n], ps, vb[n]);
-#pragma unroll
-            for (int n = 0; n < NK; ++n) mma_16888(acc[n], pb, vs[n]);
-        }
-#pragma unroll
-        for (int n = 0; n < NK; ++n) mma_16888(acc[n], pb, vb[n]);
+        mma_row<NK, X3>(acc, pb, ps, vb, vs);
     }
     const float inv[2] = {1.f / sum[0], 1.f / sum[1]};
 #pragma unroll

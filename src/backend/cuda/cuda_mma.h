@@ -78,4 +78,21 @@ __device__ __forceinline__ void mma_split(float x, uint32_t &big, uint32_t &smal
     }
 }
 
+/* acc[n] += A B[n] for n < NB: one A fragment (big ab, small as) against NB
+ * B fragments. 3xTF32 (X3) runs the two small products first, each pass over
+ * all NB fragments, so that MMAs into one accumulator are NB apart. */
+template <int NB, bool X3>
+__device__ __forceinline__ void mma_row(float (*acc)[4], const uint32_t *ab, const uint32_t *as,
+                                        const uint32_t (*bb)[2], const uint32_t (*bs)[2])
+{
+    if (X3) {
+#pragma unroll
+        for (int n = 0; n < NB; ++n) mma_16888(acc[n], as, bb[n]);
+#pragma unroll
+        for (int n = 0; n < NB; ++n) mma_16888(acc[n], ab, bs[n]);
+    }
+#pragma unroll
+    for (int n = 0; n < NB; ++n) mma_16888(acc[n], ab, bb[n]);
+}
+
 #endif
