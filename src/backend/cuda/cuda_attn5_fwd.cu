@@ -71,10 +71,7 @@ __global__ void __launch_bounds__(tf5_fwd<DM, LC>::NT) attn_fwd_kernel5(tf_attn_
             mma_split<X3>(v.y, qb[kk][hf + 2], qs[kk][hf + 2]);
         }
     float s[NJ][4];
-#pragma unroll
-    for (int j = 0; j < NJ; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[j][e] = 0.f;
+    mma_zero<NJ>(s);
 #pragma unroll
     for (int kk = 0; kk < NK; ++kk) {
         uint32_t kb[NJ][2], ks[NJ][2];
@@ -125,10 +122,7 @@ __global__ void __launch_bounds__(tf5_fwd<DM, LC>::NT) attn_fwd_kernel5(tf_attn_
 
     /* ---- O = P V: P's score fragments are its A fragments ---- */
     float acc[NK][4];
-#pragma unroll
-    for (int n = 0; n < NK; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[n][e] = 0.f;
+    mma_zero<NK>(acc);
 #pragma unroll
     for (int j = 0; j < NJ; ++j) {
         uint32_t pb[4], ps[4];

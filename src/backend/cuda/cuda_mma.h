@@ -78,6 +78,16 @@ __device__ __forceinline__ void mma_split(float x, uint32_t &big, uint32_t &smal
     }
 }
 
+/* NB accumulator fragments to zero */
+template <int NB>
+__device__ __forceinline__ void mma_zero(float (*acc)[4])
+{
+#pragma unroll
+    for (int n = 0; n < NB; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[n][e] = 0.f;
+}
+
 /* acc[n] += A B[n] for n < NB: one A fragment (big ab, small as) against NB
  * B fragments. 3xTF32 (X3) runs the two small products first, each pass over
  * all NB fragments, so that MMAs into one accumulator are NB apart. */
