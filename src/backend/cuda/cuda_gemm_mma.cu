@@ -21,14 +21,16 @@
  * kind, in fp32. mma.sync caps it: 3xTF32 triples the tensor work, and the
  * TF32 rate of mma.sync on Hopper is well below that of wgmma.
  *
- * Tiles: a block computes a BM x BN tile of C over K in steps of BK = 16,
- * with a STAGES-deep cp.async pipeline (global -> shared without registers).
+ * Tiles: a block computes a BM x BN tile of C (128 x 128 with 8 warps of
+ * 64 x 32, or 64 x 64 with 4 warps of 32 x 32) over K in steps of BK = 32,
+ * with a 3-stage cp.async pipeline (global -> shared without registers).
  * Each operand tile is stored in shared memory in its global layout (the
- * contiguous dimension contiguous), padded so that the fragment loads of a
- * warp hit 32 different banks: +4 floats per row when K is contiguous, +8
- * when M (or N) is. VEC = 4 copies 16-byte vectors and needs 16-byte aligned
- * operands and contiguous extents divisible by 4 (tested per call); VEC = 1
- * copies single floats and takes anything.
+ * contiguous dimension contiguous), padded so that the fragment loads hit
+ * distinct banks: +8 floats per row when K is contiguous (8-byte loads, see
+ * "k order" in the kernel), +4 when M (or N) is. VEC = 4 copies 16-byte
+ * vectors and needs 16-byte aligned operands and contiguous extents
+ * divisible by 4 (tested per call); VEC = 1 copies single floats and takes
+ * anything.
  *
  * Split K (few tiles, long K, e.g. weight gradients, K = rows of the batch):
  * grid.z = batch x splits, each split writes its raw accumulators to a
