@@ -164,18 +164,6 @@ extern "C" int tf_attn5_fits(const tf_attn_args *a)
     return a->L >= 1 && a->L <= 128 && (a->d == 16 || a->d == 32);
 }
 
-template <int DM, int LC>
-static void fwd5_launch(tf_backend *be, const tf_attn_args *a, unsigned grid, int vec, int vout)
-{
-    typedef tf5_fwd<DM, LC> C;
-    if (be->tf32)
-        TF_LAUNCH_SMEM((attn_fwd_kernel5<DM, LC, false>), grid, C::NT, sizeof(float) * C::SMEM, be,
-                       *a, vec, vout);
-    else
-        TF_LAUNCH_SMEM((attn_fwd_kernel5<DM, LC, true>), grid, C::NT, sizeof(float) * C::SMEM, be,
-                       *a, vec, vout);
-}
-
 extern "C" void tf_cu_attn_fwd5(tf_backend *be, const tf_attn_args *a)
 {
     if (!tf_attn_check(a)) return;
@@ -185,16 +173,16 @@ extern "C" void tf_cu_attn_fwd5(tf_backend *be, const tf_attn_args *a)
     const int vout = ((uintptr_t)a->out.p & 7) == 0 && a->out.sb % 2 == 0 &&
                      a->out.so % 2 == 0 && a->out.sl % 2 == 0;
     const unsigned grid = (unsigned)((long)a->nb * a->no * a->nh);
-    const int lc = a->L <= 16 ? 16 : a->L <= 32 ? 32 : a->L <= 64 ? 64 : 128;
-    if (a->d == 16) {
-        if (lc == 16) fwd5_launch<16, 16>(be, a, grid, vec, vout);
-        else if (lc == 32) fwd5_launch<16, 32>(be, a, grid, vec, vout);
-        else if (lc == 64) fwd5_launch<16, 64>(be, a, grid, vec, vout);
-        else fwd5_launch<16, 128>(be, a, grid, vec, vout);
-    } else {
-        if (lc == 16) fwd5_launch<32, 16>(be, a, grid, vec, vout);
-        else if (lc == 32) fwd5_launch<32, 32>(be, a, grid, vec, vout);
-        else if (lc == 64) fwd5_launch<32, 64>(be, a, grid, vec, vout);
-        else fwd5_launch<32, 128>(be, a, grid, vec, vout);
-    }
+#define FWD5(DM, LC)                                                                         \
+    do {                                                                                     \
+        typedef tf5_fwd<DM, LC> C5;                                                          \
+        if (be->tf32)                                                                        \
+            TF_LAUNCH_SMEM((attn_fwd_kernel5<DM, LC, false>), grid, C5::NT,                  \
+                           sizeof(float) * C5::SMEM, be, *a, vec, vout);                     \
+        else                                                                                 \
+            TF_LAUNCH_SMEM((attn_fwd_kernel5<DM, LC, true>), grid, C5::NT,                   \
+                           sizeof(float) * C5::SMEM, be, *a, vec, vout);                     \
+    } while (0)
+    TF4_BY_CLASS(a->d, tf_attn4_class(a->L), FWD5); /* d is 16 or 32 (tf_attn5_fits) */
+#undef FWD5
 }

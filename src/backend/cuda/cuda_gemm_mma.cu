@@ -378,7 +378,7 @@ extern "C" int tf_cu_gemm_mma(tf_backend *be, const tf_gemm_args *a)
     const long sms = be->sm_count;
     const long big_tiles = (long)a->batch * ((a->M + 127) / 128) * ((a->N + 127) / 128);
     const int big = be->mma_tile ? be->mma_tile == 128 : big_tiles >= 2 * sms;
-    const int bm = big ? 128 : 64, bn = big ? 128 : 64, nt = big ? 256 : 128;
+    const int bm = big ? 128 : 64, bn = big ? 128 : 64;
     const long tiles = (long)a->batch * ((a->M + bm - 1) / bm) * ((a->N + bn - 1) / bn);
     /* split K when the tiles leave most of the GPU idle and K is long: up to
      * one block per SM, each split at least 512 deep, at most 16 splits */
@@ -392,7 +392,6 @@ extern "C" int tf_cu_gemm_mma(tf_backend *be, const tf_gemm_args *a)
         while (s > 1 && tiles * s * per > cap) --s;
         if (tiles > TF_CU_MMA_COUNTERS) s = 1;
         splits = (int)(s < 1 ? 1 : s);
-        (void)nt;
     }
     p.splits = 1;
     p.kchunk = a->K;
