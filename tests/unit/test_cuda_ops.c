@@ -216,33 +216,25 @@ static void gemm_case(int ta, int tb, int M, int N, int K, int batch, int pad, f
     const size_t nout = (size_t)M * N * batch;
     float *r = tf_test_falloc(nout), *x = tf_test_falloc(nout), *y = tf_test_falloc(nout);
     gemm_parts(&s, ref, r);
-    run_gemm(g_cu3, &s, hA, hB, hC, g1, nA, nB, nC);
-    run_gemm(g_cu3, &s, hA, hB, hC, g2, nA, nB, nC);
-    gemm_parts(&s, g1, x);
-    gemm_parts(&s, g2, y);
-    check("gemm", shape, x, r, nout, tol_x3(K));
-    check_same("gemm", shape, x, y, nout);
-    run_gemm(g_cu3lt, &s, hA, hB, hC, g1, nA, nB, nC);
-    gemm_parts(&s, g1, x);
-    check("gemm(cuBLASLt)", shape, x, r, nout, tol_sum(K));
-    run_gemm(g_cu3tune, &s, hA, hB, hC, g1, nA, nB, nC);
-    run_gemm(g_cu3tune, &s, hA, hB, hC, g2, nA, nB, nC); /* after tuning: the same bits */
-    gemm_parts(&s, g1, x);
-    gemm_parts(&s, g2, y);
-    check("gemm(tuned)", shape, x, r, nout, tol_sum(K));
-    check_same("gemm(tuned)", shape, x, y, nout);
-    run_gemm(g_cu1, &s, hA, hB, hC, g1, nA, nB, nC);
-    gemm_parts(&s, g1, x);
-    check("gemm(level=1)", shape, x, r, nout, tol_sum(K));
-    run_gemm(g_tf32, &s, hA, hB, hC, g1, nA, nB, nC);
-    gemm_parts(&s, g1, x);
-    check("gemm_tf32", shape, x, r, nout, 5e-3);
-    run_gemm(g_tf32mma, &s, hA, hB, hC, g1, nA, nB, nC);
-    run_gemm(g_tf32mma, &s, hA, hB, hC, g2, nA, nB, nC);
-    gemm_parts(&s, g1, x);
-    gemm_parts(&s, g2, y);
-    check("gemm_tf32(mma)", shape, x, r, nout, 5e-3);
-    check_same("gemm_tf32(mma)", shape, x, y, nout);
+    /* one backend against the reference; twice: the second run the same bits */
+#define GEMM_ON(b, op, tol, twice)                                  \
+    do {                                                            \
+        run_gemm(b, &s, hA, hB, hC, g1, nA, nB, nC);                \
+        gemm_parts(&s, g1, x);                                      \
+        check(op, shape, x, r, nout, tol);                          \
+        if (twice) {                                                \
+            run_gemm(b, &s, hA, hB, hC, g2, nA, nB, nC);            \
+            gemm_parts(&s, g2, y);                                  \
+            check_same(op, shape, x, y, nout);                      \
+        }                                                           \
+    } while (0)
+    GEMM_ON(g_cu3, "gemm", tol_x3(K), 1);
+    GEMM_ON(g_cu3lt, "gemm(cuBLASLt)", tol_sum(K), 0);
+    GEMM_ON(g_cu3tune, "gemm(tuned)", tol_sum(K), 1); /* after tuning: the same bits */
+    GEMM_ON(g_cu1, "gemm(level=1)", tol_sum(K), 0);
+    GEMM_ON(g_tf32, "gemm_tf32", 5e-3, 0);
+    GEMM_ON(g_tf32mma, "gemm_tf32(mma)", 5e-3, 1);
+#undef GEMM_ON
     free(hA), free(hB), free(hC), free(ref), free(g1), free(g2), free(r), free(x), free(y);
 }
 
