@@ -137,11 +137,23 @@ static int batch_host_alloc(tf_trainer *t, void **p, size_t bytes) {
     return t->ops->host_alloc(t->be, p, bytes);
 }
 
-static int batch_alloc(tf_trainer *t, tf_batch *b) {
+/* Bytes of a batch's three arrays: tokens, pair features, target distances
+ * (the order of every loop below over a batch's arrays). */
+static void batch_sizes(const tf_trainer *t, size_t sz[3]) {
     const size_t B = (size_t)t->cfg.batch, S = (size_t)t->cfg.n_seqs, N = (size_t)t->cfg.seq_len;
-    return batch_host_alloc(t, (void **)&b->tokens, B * S * N * sizeof(int32_t)) ||
-           batch_host_alloc(t, (void **)&b->pair, B * N * N * 65 * sizeof(float)) ||
-           batch_host_alloc(t, (void **)&b->target, B * N * N * sizeof(float));
+    sz[0] = B * S * N * sizeof(int32_t);
+    sz[1] = B * N * N * 65 * sizeof(float);
+    sz[2] = B * N * N * sizeof(float);
+}
+
+static int batch_alloc(tf_trainer *t, tf_batch *b) {
+    size_t sz[3];
+    batch_sizes(t, sz);
+    void **f[3] = {(void **)&b->tokens, (void **)&b->pair, (void **)&b->target};
+    for (int i = 0; i < 3; i++)
+        if (batch_host_alloc(t, f[i], sz[i]))
+            return 1;
+    return 0;
 }
 
 static void batch_free(tf_trainer *t, tf_batch *b) {
@@ -281,10 +293,14 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     }
     /* staging is a speed-up only: without the device memory, do without */
     t->staged_step = -1;
-    if (t->stage && (balloc(t, (void **)&t->st_tokens, (size_t)B * S * N * sizeof(int32_t)) ||
-                     balloc(t, (void **)&t->st_pair, (size_t)B * N * N * 65 * sizeof(float)) ||
-                     balloc(t, (void **)&t->st_target, (size_t)B * N * N * sizeof(float))))
-        t->stage = 0;
+    if (t->stage) {
+        size_t sz[3];
+        batch_sizes(t, sz);
+        void **f[3] = {(void **)&t->st_tokens, (void **)&t->st_pair, (void **)&t->st_target};
+        for (int i = 0; i < 3 && t->stage; i++)
+            if (balloc(t, f[i], sz[i]))
+                t->stage = 0;
+    }
     init_params(t, host);
     t->ops->upload(t->be, t->params, host, pbytes);
     free(host);
@@ -339,10 +355,12 @@ void tf_trainer_set_prof(tf_trainer *t, tf_prof *p) {
 }
 
 static void upload_batch(tf_trainer *t, const tf_batch *b) {
-    const int B = t->cfg.batch, S = t->cfg.n_seqs, N = t->cfg.seq_len;
-    t->ops->upload(t->be, t->tokens, b->tokens, (size_t)B * S * N * sizeof(int32_t));
-    t->ops->upload(t->be, t->pair, b->pair, (size_t)B * N * N * 65 * sizeof(float));
-    t->ops->upload(t->be, t->target, b->target, (size_t)B * N * N * sizeof(float));
+    size_t sz[3];
+    batch_sizes(t, sz);
+    void *dst[3] = {t->tokens, t->pair, t->target};
+    const void *src[3] = {b->tokens, b->pair, b->target};
+    for (int i = 0; i < 3; i++)
+        t->ops->upload(t->be, dst[i], src[i], sz[i]);
 }
 
 /* The three phases. Their phase regions (forward_pass, ...) are opened by
@@ -399,10 +417,12 @@ static void stage_next(tf_trainer *t) {
     prefetch_join(t);
     if (t->pf_step != t->cur_step + 1)
         return;
-    const size_t B = (size_t)t->cfg.batch, S = (size_t)t->cfg.n_seqs, N = (size_t)t->cfg.seq_len;
-    t->ops->side_upload(t->be, t->st_tokens, t->hb_next.tokens, B * S * N * sizeof(int32_t));
-    t->ops->side_upload(t->be, t->st_pair, t->hb_next.pair, B * N * N * 65 * sizeof(float));
-    t->ops->side_upload(t->be, t->st_target, t->hb_next.target, B * N * N * sizeof(float));
+    size_t sz[3];
+    batch_sizes(t, sz);
+    void *dst[3] = {t->st_tokens, t->st_pair, t->st_target};
+    const void *src[3] = {t->hb_next.tokens, t->hb_next.pair, t->hb_next.target};
+    for (int i = 0; i < 3; i++)
+        t->ops->side_upload(t->be, dst[i], src[i], sz[i]);
     t->staged_step = t->pf_step;
 }
 
@@ -415,11 +435,13 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
     tf_status rc = TF_OK;
     t->cur_step = step;
     if (t->stage && t->staged_step == step && b == &t->hb) {
-        const int B = t->cfg.batch, S = t->cfg.n_seqs, N = t->cfg.seq_len;
+        size_t sz[3];
+        batch_sizes(t, sz);
+        void *dst[3] = {t->tokens, t->pair, t->target};
+        const void *src[3] = {t->st_tokens, t->st_pair, t->st_target};
         t->ops->main_wait_side(t->be);
-        t->ops->copy(t->be, t->tokens, t->st_tokens, (size_t)B * S * N * sizeof(int32_t));
-        t->ops->copy(t->be, t->pair, t->st_pair, (size_t)B * N * N * 65 * sizeof(float));
-        t->ops->copy(t->be, t->target, t->st_target, (size_t)B * N * N * sizeof(float));
+        for (int i = 0; i < 3; i++)
+            t->ops->copy(t->be, dst[i], src[i], sz[i]);
     } else {
         upload_batch(t, b);
     }
