@@ -202,13 +202,18 @@ static void bench_attn(const char *name, int B, int X, int Y, int H, int d, int 
            [&](tf_backend *be) { g_ops->attn_fwd(be, &a); });
     report("attn_bwd", shape, bw, 8 * hd + 2.0 * nh * L * 4 + (bias ? 2.0 * B * H * L * L * 4 : 0),
            10 * fl, [&](tf_backend *be) { g_ops->attn_bwd(be, &a); });
-    if (L <= 128 && (d == 16 || d == 32)) { /* kernel5: the forward on the tensor cores */
+    if (L <= 128 && (d == 16 || d == 32)) { /* kernel5: forward and backward on the tensor cores */
         double us[2];
         for (int k = 0; k < 2; ++k)
             us[k] = time_be(g_k5_be[k], [&](tf_backend *be) { g_ops->attn_fwd(be, &a); });
         printf("%-14s %-34s L3 %-30s %9.2f us %6.2f TFLOP/s (3xTF32); tf32 %.2f us %6.2f TFLOP/s\n",
                "attn_fwd", shape, "attn_fwd_kernel5", us[0], 4 * fl / (us[0] * 1e6), us[1],
                4 * fl / (us[1] * 1e6));
+        for (int k = 0; k < 2; ++k)
+            us[k] = time_be(g_k5_be[k], [&](tf_backend *be) { g_ops->attn_bwd(be, &a); });
+        printf("%-14s %-34s L3 %-30s %9.2f us %6.2f TFLOP/s (3xTF32); tf32 %.2f us %6.2f TFLOP/s\n",
+               "attn_bwd", shape, bias ? "attn_bwd_kernel5 (+dbias2)" : "attn_bwd_kernel5", us[0],
+               10 * fl / (us[0] * 1e6), us[1], 10 * fl / (us[1] * 1e6));
         fflush(stdout);
     }
     dfree(qkv), dfree(dqkv), dfree(out), dfree(dout), dfree(lse), dfree(work);
@@ -280,7 +285,7 @@ static void bench_ew(long n)
  * The model's shapes (R = pair rows B*N*N, Rm = MSA rows B*S*N): forward
  * x W^T (NT), backward dX = dY W (NN) and dW = dY^T X (TN, K = rows), the
  * triangle product per (b, channel), the outer product per b. */
-static tf_backend *g_gemm_be[4]; /* lt fp32, mma fp32, lt tf32, mma tf32 */
+static tf_backend *g_gemm_be[6]; /* lt fp32, mma fp32, lt tf32, mma tf32, wgmma fp32 (overlap, none) */
 static void bench_gemm_one(const char *name, int ta, int tb, int M, int N, int K, int batch,
                            float beta)
 {
@@ -290,13 +295,15 @@ static void bench_gemm_one(const char *name, int ta, int tb, int M, int N, int K
     tf_gemm_args a = {ta, tb, M, N, K, 1.f, beta, A, ac, ar * ac, B, bc, br * bc,
                       C, N, (long)M * N, batch, TF_EPI_NONE};
     const double fl = 2.0 * M * N * K * batch;
-    double us[4];
-    for (int k = 0; k < 4; ++k)
+    double us[6];
+    for (int k = 0; k < 6; ++k)
         us[k] = time_be(g_gemm_be[k], [&](tf_backend *be) { g_ops->gemm(be, &a, "bench"); });
     printf("%-22s %c%c M=%-6d N=%-5d K=%-6d b=%-4d fp32: lt %8.2f us mma %8.2f us (x%.2f, "
-           "%5.1f TF/s)  tf32: lt %8.2f mma %8.2f (x%.2f, %5.1f TF/s)\n",
+           "%5.1f TF/s) wgmma %8.2f us (x%.2f, %5.1f TF/s; no overlap %8.2f)  tf32: lt %8.2f "
+           "mma %8.2f (x%.2f, %5.1f TF/s)\n",
            name, ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, batch, us[0], us[1], us[0] / us[1],
-           fl / (us[1] * 1e6), us[2], us[3], us[2] / us[3], fl / (us[3] * 1e6));
+           fl / (us[1] * 1e6), us[4], us[0] / us[4], fl / (us[4] * 1e6), us[5], us[2], us[3],
+           us[2] / us[3], fl / (us[3] * 1e6));
     fflush(stdout);
     dfree(A), dfree(B), dfree(C);
 }
@@ -399,19 +406,21 @@ int main(int argc, char **argv)
         if (want(argc, argv, "ew")) bench_ew((long)B * N * N * 256);
         if (want(argc, argv, "gemm")) {
             if (!g_gemm_be[0])
-                for (int g = 0; g < 4; ++g) {
+                for (int g = 0; g < 6; ++g) {
                     tf_backend_opts o;
                     memset(&o, 0, sizeof o);
                     o.kernel_level = 3;
-                    o.tf32 = g >= 2;
-                    setenv("TF_CUDA_GEMM", g & 1 ? "mma" : "lt", 1);
+                    o.tf32 = g == 2 || g == 3;
+                    setenv("TF_CUDA_GEMM", g >= 4 ? "wg" : g & 1 ? "mma" : "lt", 1);
+                    if (g == 5) setenv("TF_CUDA_WG_PIPE", "0", 1);
                     if (tf_cuda_backend_create(&g_gemm_be[g], &g_ops, &o, err, sizeof err)) die(err);
                     unsetenv("TF_CUDA_GEMM");
+                    unsetenv("TF_CUDA_WG_PIPE");
                 }
             bench_gemm(P[k].name, B, N, S);
         }
     }
-    for (int g = 0; g < 4; ++g) tf_cuda_backend_destroy(g_gemm_be[g]);
+    for (int g = 0; g < 6; ++g) tf_cuda_backend_destroy(g_gemm_be[g]);
     for (int k = 0; k < 2; ++k) tf_cuda_backend_destroy(g_k5_be[k]);
     for (int k = 1; k <= 4; ++k) tf_cuda_backend_destroy(g_be[k]);
     return 0;

@@ -13,7 +13,8 @@
 #      same eager run built with the hooks compiled out (TF_PROF_HOOKS=OFF),
 #      with them in and profiling off, and under `tinyfold profile` (kernel
 #      tracing), alternated 3 times, medians of the per-step times.
-# Usage: bench/gpu.sh [steps]   (STAGES="build check sanitize bench overhead" to pick)
+# Usage: bench/gpu.sh [steps]   (STAGES="build check sanitize bench overhead" to pick,
+#        LEVELS="v3" to time fewer levels)
 # cJSON and cmocka are taken from .deps/ (Debian packages unpacked) when the
 # machine has none: see bench/README.md.
 set -uo pipefail
@@ -22,6 +23,7 @@ STEPS=${1:-30}
 OUT=${GPU_OUT:-$PWD/out/gpu}
 BUILD=${BUILD:-build-gpu}
 STAGES=${STAGES:-"build check sanitize bench"}
+LEVELS=${LEVELS:-"v1 v2 v3"} # bench stage: the levels timed
 mkdir -p "$OUT"
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 
@@ -70,7 +72,7 @@ fi
 if has bench; then
   for prob in small large; do
     if [ $prob = small ]; then N=64; S=16; else N=128; S=32; fi
-    for v in v1 v2 v3; do
+    for v in $LEVELS; do
       for g in eager graph; do
         for p in fp32 tf32; do
           gf=""; [ $g = graph ] && gf="--graph"

@@ -50,9 +50,12 @@ typedef struct {
  * heuristic's first), and level 3 with every GEMM on cuBLASLt (TF_CUDA_GEMM=lt);
  * g_cu3 runs every GEMM the tensor-core kernel takes on it (TF_CUDA_GEMM=mma,
  * 3xTF32; the default takes it only for the shapes where it measured faster);
- * CUDA TF32 (cuBLASLt), and TF32 on the tensor-core kernel (TF_CUDA_GEMM=mma) */
+ * CUDA TF32 (cuBLASLt), and TF32 on the tensor-core kernel (TF_CUDA_GEMM=mma);
+ * g_cu3wg every fp32 GEMM on the wgmma 3xTF32 kernel (TF_CUDA_GEMM=wg, where
+ * the build and GPU have sm_90a code; elsewhere it is the default backend),
+ * g_cu3wg0 the same without the overlap of slices (TF_CUDA_WG_PIPE=0) */
 static bk g_cpu, g_cu1, g_cu3, g_cu3k2, g_cu3k3, g_cu3k4, g_cu3k5, g_cu3tune, g_cu3lt, g_tf32,
-    g_tf32mma, g_tf32k5;
+    g_tf32mma, g_tf32k5, g_cu3wg, g_cu3wg0;
 static int g_fail;
 
 static double tol_sum(double K) { return (3.0 * sqrt(K) + 4.0) * U; }
@@ -229,6 +232,8 @@ static void gemm_case(int ta, int tb, int M, int N, int K, int batch, int pad, f
         }                                                           \
     } while (0)
     GEMM_ON(g_cu3, "gemm", tol_x3(K), 1);
+    GEMM_ON(g_cu3wg, "gemm(wgmma)", tol_x3(K), 1); /* the same 3xTF32 products */
+    GEMM_ON(g_cu3wg0, "gemm(wgmma, no overlap)", tol_x3(K), 1);
     GEMM_ON(g_cu3lt, "gemm(cuBLASLt)", tol_sum(K), 0);
     GEMM_ON(g_cu3tune, "gemm(tuned)", tol_sum(K), 1); /* after tuning: the same bits */
     GEMM_ON(g_cu1, "gemm(level=1)", tol_sum(K), 0);
@@ -558,10 +563,11 @@ static double attn_smax_qk(const ashape *s, const tf_attn_view *q, const tf_attn
  * 3xTF32 on the tensor cores (kernel5 in fp32: each sum also carries tol_x3's
  * residue and truncated accumulation, over d for the scores, over L for the
  * outputs); 2 TF32 (kernel5 in tf32: the formula with TF32's 2^-11 per
- * rounded input in place of u) */
-static void attn_case_prec(bk cu, const char *ver, ashape s, int prec);
-static void attn_case(bk cu, const char *ver, ashape s) { attn_case_prec(cu, ver, s, 0); }
-static void attn_case_prec(bk cu, const char *ver, ashape s, int prec)
+ * rounded input in place of u). bprec: the same for the backward's products
+ * (kernel5's backward: S and dP over d, then dV, dK and dQ over L) */
+static void attn_case_prec(bk cu, const char *ver, ashape s, int prec, int bprec);
+static void attn_case(bk cu, const char *ver, ashape s) { attn_case_prec(cu, ver, s, 0, 0); }
+static void attn_case_prec(bk cu, const char *ver, ashape s, int prec, int bprec)
 {
     const int C = s.nh * s.d;
     const size_t rows = (size_t)s.nb * s.no * s.L, nrow = (size_t)s.nb * s.no * s.nh * s.L;
@@ -589,8 +595,14 @@ static void attn_case_prec(bk cu, const char *ver, ashape s, int prec)
              s.nb, s.no, s.nh, s.L, s.d, s.layout, s.bias, s.off);
     check("attn_fwd.out", shape, out[1], out[0], rows * C, tff);
     check("attn_fwd.lse", shape, lse[1], lse[0], nrow, tff);
-    /* backward: dS = P (dout.v - D) then a d- or L-term sum: two chained sums */
-    check("attn_bwd.dqkv", shape, gin[1], gin[0], nin, 2 * tf);
+    /* backward: dS = P (dout.v - D) then a d- or L-term sum: two chained sums.
+     * On the tensor cores (bprec 1) each of its sums adds the 3xTF32 terms: the
+     * recomputed scores (d terms, relative to 1 + smax as the forward's), dP
+     * (d terms) and the output's L-term sum; in TF32 (bprec 2) u -> 2^-11 */
+    const double tfb = bprec == 1 ? 2 * tf + ((12 + 0.75 * s.d) * (2 + smax) + 12 + 0.75 * s.L) * U
+                       : bprec == 2 ? 2 * tf / U * 0x1p-11
+                                    : 2 * tf;
+    check("attn_bwd.dqkv", shape, gin[1], gin[0], nin, tfb);
     check_same("attn_fwd.out", shape, out[1], out[2], rows * C);
     check_same("attn_fwd.lse", shape, lse[1], lse[2], nrow);
     check_same("attn_bwd.dqkv", shape, gin[1], gin[2], nin);
@@ -664,18 +676,27 @@ static void test_attention(void **state)
     }
     for (size_t k = 0; k < sizeof lv3 / sizeof lv3[0]; ++k) {
         const ashape s = lv3[k];
-        /* the default: kernel4 where it measured fastest at d 16 and 32
-         * (tf_attn4_use: the backward at L <= 128, the forward at short L),
+        /* the default: kernel5's forward at L > 32 and kernel4 where it
+         * measured fastest at d 16 and 32 (tf_attn4_use: the backward at
+         * L <= 128, the forward at short L),
          * else kernel2 (L <= 32) or kernel3 (d 17..32) / kernel2 (d <= 16);
          * the forced ones cover the rest, kernel4 at every L <= 128 */
         const int def4 = s.L <= 128 && (s.d == 16 || s.d == 32);
-        attn_case(g_cu3, def4 ? "level=3(default, kernel4 in part)" : "level=3", s);
+        /* the default forward and backward at d 32, L > 32 is kernel5's 3xTF32
+         * (tf_attn5_use, tf_attn5_bwd_use) */
+        const int def5 = def4 && s.d == 32 && s.L > 32;
+        attn_case_prec(g_cu3,
+                       def5   ? "level=3(default, kernel5)"
+                       : def4 ? "level=3(default, kernel4 in part)"
+                              : "level=3",
+                       s, def5, def5);
         if (def4) attn_case(g_cu3k2, "level=3(kernel2)", s);
         if (s.L > 32 && s.d <= 32 && (def4 || s.d <= 16)) attn_case(g_cu3k3, "level=3(kernel3)", s);
         if (s.L > 32 && s.d > 16 && s.d <= 32 && !def4) attn_case(g_cu3k2, "level=3(kernel2)", s);
         if (s.L <= 128 && s.d <= 32) attn_case(g_cu3k4, "level=3(kernel4)", s);
-        if (def4) attn_case_prec(g_cu3k5, "level=3(kernel5, 3xTF32)", s, 1);
-        if (def4) attn_case_prec(g_tf32k5, "level=3 tf32(kernel5)", s, 2);
+        /* =5: kernel5's forward and backward */
+        if (def4) attn_case_prec(g_cu3k5, "level=3(kernel5, 3xTF32)", s, 1, 1);
+        if (def4) attn_case_prec(g_tf32k5, "level=3 tf32(kernel5)", s, 2, 2);
     }
     done();
 }
@@ -1144,11 +1165,11 @@ static int group_setup(void **state)
     char err[256];
     memset(&o, 0, sizeof o);
     if (tf_test_cpu_backend(&g_cpu.be, &g_cpu.ops)) return 1;
-    bk *cu[11] = {&g_cu1,     &g_cu3,   &g_cu3k2, &g_cu3k3,    &g_cu3k4, &g_cu3k5,
-                  &g_cu3tune, &g_cu3lt, &g_tf32,  &g_tf32mma, &g_tf32k5};
-    const int level[11] = {1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3};
-    const int tf32[11] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1};
-    for (int k = 0; k < 11; ++k) {
+    bk *cu[13] = {&g_cu1,     &g_cu3,   &g_cu3k2, &g_cu3k3,   &g_cu3k4,  &g_cu3k5, &g_cu3tune,
+                  &g_cu3lt,   &g_tf32,  &g_tf32mma, &g_tf32k5, &g_cu3wg, &g_cu3wg0};
+    const int level[13] = {1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3};
+    const int tf32[13] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0};
+    for (int k = 0; k < 13; ++k) {
         o.kernel_level = level[k];
         o.tf32 = tf32[k];
         /* read at create */
@@ -1159,10 +1180,13 @@ static int group_setup(void **state)
         if (cu[k] == &g_cu3tune) setenv("TF_CUDA_GEMM_TUNE", "1", 1);
         if (cu[k] == &g_cu3tune || cu[k] == &g_cu3lt) setenv("TF_CUDA_GEMM", "lt", 1);
         if (cu[k] == &g_tf32mma || cu[k] == &g_cu3) setenv("TF_CUDA_GEMM", "mma", 1);
+        if (cu[k] == &g_cu3wg || cu[k] == &g_cu3wg0) setenv("TF_CUDA_GEMM", "wg", 1);
+        if (cu[k] == &g_cu3wg0) setenv("TF_CUDA_WG_PIPE", "0", 1);
         const int rc = tf_cuda_backend_create(&cu[k]->be, &cu[k]->ops, &o, err, sizeof err);
         unsetenv("TF_CUDA_ATTN_KERNEL");
         unsetenv("TF_CUDA_GEMM_TUNE");
         unsetenv("TF_CUDA_GEMM");
+        unsetenv("TF_CUDA_WG_PIPE");
         if (rc) {
             fprintf(stderr, "cuda backend: %s\n", err);
             return 1;
@@ -1185,6 +1209,8 @@ static int group_teardown(void **state)
     tf_cuda_backend_destroy(g_cu3lt.be);
     tf_cuda_backend_destroy(g_tf32.be);
     tf_cuda_backend_destroy(g_tf32mma.be);
+    tf_cuda_backend_destroy(g_cu3wg.be);
+    tf_cuda_backend_destroy(g_cu3wg0.be);
     tf_cpu_backend_destroy(g_cpu.be);
     return 0;
 }

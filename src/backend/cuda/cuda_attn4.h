@@ -97,7 +97,7 @@ static inline int tf_attn4_use(const tf_backend *be, const tf_attn_args *a, int 
 {
     if (a->L < 1 || a->L > 128 || a->d < 1 || a->d > 32) return 0;
     if (be->attn_kernel == 4) return 1;
-    /* 5 forces kernel5 where it runs, a forward only: the default elsewhere */
+    /* 5 forces kernel5 where it runs (tf_attn5_fits): the default elsewhere */
     const int forced = be->attn_kernel == 5 ? 0 : be->attn_kernel;
     if (forced != 0 || (a->d != 16 && a->d != 32)) return 0;
     if (bwd) return !(a->d == 16 && a->L > 32 && a->L <= 64);
@@ -345,9 +345,12 @@ extern "C" {
 /* level-3 entry points (cuda_attn4_fwd.cu, cuda_attn4_bwd.cu) */
 void tf_cu_attn_fwd4(tf_backend *be, const tf_attn_args *a);
 /* kernel5 (cuda_attn5_fwd.cu): the forward on the tensor cores, L <= 128 and
- * d 16 or 32 (tf_attn5_fits); run where TF_CUDA_ATTN_KERNEL=5 */
+ * d 16 or 32 (tf_attn5_fits); where it runs: tf_attn5_use below */
 int tf_attn5_fits(const tf_attn_args *a);
 void tf_cu_attn_fwd5(tf_backend *be, const tf_attn_args *a);
+/* kernel5's backward (cuda_attn5_bwd.cu), same domain; where it runs:
+ * tf_attn5_bwd_use below */
+void tf_cu_attn_bwd5(tf_backend *be, const tf_attn_args *a);
 void tf_cu_attn_bwd4(tf_backend *be, const tf_attn_args *a);
 /* kernel2's deterministic dbias (cuda_attn2_bwd.cu): dS recomputed per o in
  * order from q, k, v, dout, lse and D in a->work */
@@ -357,5 +360,31 @@ size_t tf_attn4_smem_bytes(int L, int d, int backward);
 #ifdef __cplusplus
 }
 #endif
+
+/* The forward on kernel5: forced by TF_CUDA_ATTN_KERNEL=5, else by default
+ * for head size 32 (the triangle attentions) where it measured faster on the
+ * H200 (RESULTS.md entry 11: x1.5-1.6 over kernel3/4 at L 64 and 128 in fp32,
+ * x2.1 in tf32; at L <= 32 kernel4 is as fast in fp32). Not at head size 16
+ * (MSA attention, with the pair bias): the same speed at L 64, and with its
+ * 3xTF32 lse feeding kernel2's FFMA backward, the pair-bias weight gradient
+ * (a sum over rows that cancels to ~0) missed the 1e-4 model bound
+ * (test_cuda_model: 1.1e-4 at B4 N64 S16). */
+static inline int tf_attn5_use(const tf_backend *be, const tf_attn_args *a)
+{
+    if (!tf_attn5_fits(a)) return 0;
+    if (be->attn_kernel == 5) return 1;
+    if (be->attn_kernel != 0) return 0;
+    return a->d == 32 && (a->L > 32 || (be->tf32 && a->L > 16));
+}
+
+/* The backward on kernel5: forced by TF_CUDA_ATTN_KERNEL=5, else by default
+ * after kernel5's forward (tf_attn5_use; off with TF_CUDA_ATTN_BWD5=0, for
+ * A/B): RESULTS.md entry 11 has its speed against kernel4's. */
+static inline int tf_attn5_bwd_use(const tf_backend *be, const tf_attn_args *a)
+{
+    if (!tf_attn5_fits(a)) return 0;
+    if (be->attn_kernel == 5) return 1;
+    return be->attn_bwd5 && tf_attn5_use(be, a);
+}
 
 #endif

@@ -13,10 +13,11 @@
  * Row strides: Q and K rows DM + 8 floats, V rows DM + 4, so that a warp's
  * fragment loads hit distinct banks.
  *
- * Not the default anywhere yet: TF_CUDA_ATTN_KERNEL=5 runs it (checked against
- * the CPU in test_cuda_ops, under hostemu); its speed on the H200 is still to
- * be measured (NOTES.md). The backward stays on kernel4 / kernel2, fed by
- * this kernel's out and lse (lse = max + log(sum), as kernel4's). */
+ * The default forward at d 32, L > 32 (L > 16 in tf32), where it measured faster
+ * than kernel2/3/4 on the H200 (tf_attn5_use; RESULTS.md entry 11); forced
+ * everywhere it fits with TF_CUDA_ATTN_KERNEL=5. Its backward is
+ * cuda_attn5_bwd.cu where it runs (else kernel4 / kernel2), fed by this
+ * kernel's out and lse (lse = max + log(sum), as kernel4's). */
 #include <math.h>
 
 #include "cuda_attn4.h"

@@ -291,8 +291,9 @@ TF_ATTN_KERNELS(attn_bwd_dbias_kernel1, attn_bwd_dbias_body, DB_T *DB_TY)
 
 extern "C" void tf_cu_attn_bwd(tf_backend *be, const tf_attn_args *a)
 {
-    if (be->kernel_level >= 3) { /* kernel4 for L <= 128 (cuda_attn4.h), else kernel2/3 */
-        if (tf_attn4_use(be, a, 1)) tf_cu_attn_bwd4(be, a);
+    if (be->kernel_level >= 3) { /* kernel5 or 4 for L <= 128 (cuda_attn4.h), else kernel2/3 */
+        if (tf_attn5_bwd_use(be, a)) tf_cu_attn_bwd5(be, a);
+        else if (tf_attn4_use(be, a, 1)) tf_cu_attn_bwd4(be, a);
         else tf_cu_attn_bwd2(be, a); /* the register-tiled kernel2/3 (cuda_attn2_bwd.cu) */
         return;
     }

@@ -99,8 +99,8 @@ TF_ATTN_KERNELS(attn_fwd_kernel1, attn_fwd_body, AF_BR)
 
 extern "C" void tf_cu_attn_fwd(tf_backend *be, const tf_attn_args *a)
 {
-    if (be->kernel_level >= 3) { /* kernel4 for L <= 128 (cuda_attn4.h), else kernel2/3 */
-        if (be->attn_kernel == 5 && tf_attn5_fits(a)) tf_cu_attn_fwd5(be, a);
+    if (be->kernel_level >= 3) { /* kernel5 or 4 for L <= 128 (cuda_attn4.h), else kernel2/3 */
+        if (tf_attn5_use(be, a)) tf_cu_attn_fwd5(be, a);
         else if (tf_attn4_use(be, a, 0)) tf_cu_attn_fwd4(be, a);
         else tf_cu_attn_fwd2(be, a); /* the register-tiled kernel2/3 (cuda_attn2_fwd.cu) */
         return;

@@ -267,9 +267,12 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
          *     (where kernel3 measured slower; see cuda_attn2.h). 2 or 3: that
          *     kernel at every head size and L > 32 (never kernel4); 4: kernel4
          *     wherever it runs (L <= 128, any d <= 32), the default elsewhere;
-         *     5: the forward on the tensor cores (kernel5, cuda_attn5_fwd.cu:
-         *     L <= 128, d 16 or 32; not yet timed on the H200), the default
-         *     elsewhere and for the backward;
+         *     5: the forward and the backward on the tensor cores (kernel5,
+         *     cuda_attn5_fwd.cu, cuda_attn5_bwd.cu: L <= 128, d 16 or 32)
+         *     wherever they run, the default elsewhere. By default kernel5 runs
+         *     both at d 32, L > 32 (L > 16 in tf32), where they measured faster
+         *     (tf_attn5_use, tf_attn5_bwd_use); TF_CUDA_ATTN_BWD5=0 keeps the
+         *     backward there on kernel4 (A/B);
          *   TF_CUDA_GEMM_TUNE=1: level-3 GEMMs time cuBLASLt's candidate
          *     algorithms at each key's first call and keep the fastest, instead
          *     of the heuristic's first (see cuda_gemm.cu; off by default: it
@@ -280,6 +283,14 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
          *     or all on cuBLASLt. Default (auto): in fp32 the shapes where the
          *     kernel measured faster than cuBLAS (tf_cu_gemm_mma), cuBLASLt for
          *     the rest and for every tf32 GEMM;
+         *   TF_CUDA_GEMM=wg: fp32 GEMMs on the wgmma 3xTF32 kernel
+         *     (cuda_gemm_wgmma.cu) wherever it runs; by default it takes the
+         *     fp32 GEMMs routed to the tensor cores when the GPU and build
+         *     have sm_90a code (tf_cu_wg_probe) and the shape is one where it
+         *     measured faster; =nowg is the default without it, =mma keeps
+         *     every fp32 GEMM it can on mma.sync; TF_CUDA_WG_PIPE=0: the wgmma
+         *     kernel without overlap of one slice's conversion and the last's
+         *     MMAs (A/B);
          *   TF_CUDA_MMA_TILE=64|128: that kernel's tile size for every shape */
         const char *ak = getenv("TF_CUDA_ATTN_KERNEL");
         const char *gt = getenv("TF_CUDA_GEMM_TUNE");
@@ -291,8 +302,18 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
                           : ak && !strcmp(ak, "5") ? 5
                                                    : 0;
         be->gemm_tune = gt && !strcmp(gt, "1");
+        const char *b5 = getenv("TF_CUDA_ATTN_BWD5");
+        be->attn_bwd5 = !(b5 && !strcmp(b5, "0"));
         be->tf32 = o ? (o->tf32 != 0) : 0;
         be->gemm_mma = gm && !strcmp(gm, "mma") ? 2 : gm && !strcmp(gm, "lt") ? 0 : !be->tf32;
+        /* wgmma: fp32 only, unless mma.sync or cuBLAS is asked for; the probe below */
+        be->gemm_wg = be->tf32 || (gm && (!strcmp(gm, "mma") || !strcmp(gm, "lt") ||
+                                          !strcmp(gm, "nowg")))
+                          ? 0
+                      : gm && !strcmp(gm, "wg")                                     ? 2
+                                                                                    : 1;
+        const char *wp = getenv("TF_CUDA_WG_PIPE");
+        be->wg_pipe = !(wp && !strcmp(wp, "0"));
         be->mma_tile = mt && !strcmp(mt, "64") ? 64 : mt && !strcmp(mt, "128") ? 128 : 0;
     }
     TRY_CUDA(cudaSetDevice(dev));
@@ -313,6 +334,13 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
         goto fail;
     }
     TRY_CUDA(cudaMemsetAsync(be->mma_count, 0, TF_CU_MMA_COUNTERS * sizeof(int), be->stream));
+    if (be->gemm_wg && be->kernel_level >= 3 && !tf_cu_wg_probe(be)) {
+        if (be->gemm_wg == 2)
+            fprintf(stderr, "tinyfold: TF_CUDA_GEMM=wg: no wgmma code for this GPU (it needs an "
+                            "sm_90a build on a compute capability 9.0 device); the mma.sync "
+                            "kernel runs instead\n");
+        be->gemm_wg = 0;
+    }
     /* cublasSetStream resets the workspace to cuBLAS' own pool: set it first. */
     TRY_BLAS(cublasSetStream(be->blas, be->stream));
     TRY_BLAS(cublasSetWorkspace(be->blas, be->workspace, TF_CU_WORKSPACE_BYTES));

@@ -58,12 +58,17 @@ struct tf_backend {
     int device;
     int kernel_level; /* 1..3 */
     size_t capture_kernels; /* kernel nodes in the last captured graph */
-    int attn_kernel;  /* level 3: 0 = default (kernel4 for L <= 128 and d 16 or 32;
-                         else for L > 32 kernel3 for d 17..32, kernel2 for d <= 16),
+    int attn_kernel;  /* level 3: 0 = default (forward and backward on kernel5 for L
+                         33..128, d 32, also L 17..32 in tf32; kernel4 for the rest
+                         of L <= 128 and d 16 or 32; else for L > 32 kernel3 for d
+                         17..32, kernel2 for d <= 16: tf_attn5_use, tf_attn4_use),
                          2 or 3 = that kernel everywhere (L > 32), 4 = kernel4 for
-                         every L <= 128, d <= 32, 5 = the tensor-core forward
-                         (kernel5) where it runs (TF_CUDA_ATTN_KERNEL=2|3|4|5 at
+                         every L <= 128, d <= 32, 5 = kernel5, the tensor-core
+                         forward and backward, wherever it runs (L <= 128, d 16 or
+                         32) (TF_CUDA_ATTN_KERNEL=2|3|4|5 at
                          create: for A/B benchmarks; see cuda_backend.cu) */
+    int attn_bwd5;    /* level 3: 1 (default) the backward on kernel5 after its forward,
+                         0 kernel4/2 there (TF_CUDA_ATTN_BWD5=0, for A/B) */
     int gemm_tune;    /* level 3: time cuBLASLt's candidates per GEMM key
                          (TF_CUDA_GEMM_TUNE=1 at create); default: the heuristic's first */
     int gemm_mma;     /* level 3: GEMMs on the tensor-core kernel (cuda_gemm_mma.cu):
@@ -71,6 +76,12 @@ struct tf_backend {
                          in fp32, as 3xTF32), 2 wherever it runs (TF_CUDA_GEMM=mma;
                          =lt gives 0, also the default in tf32) */
     int mma_tile;     /* 0: tile size by the shape; 64 or 128 forces it (TF_CUDA_MMA_TILE) */
+    int gemm_wg;      /* level 3, fp32: GEMMs on the wgmma 3xTF32 kernel (cuda_gemm_wgmma.cu)
+                         where gemm_mma would take the mma.sync one: 0 never (no sm_90a
+                         code or device, tf32, TF_CUDA_GEMM=mma|lt), 1 default, 2 every
+                         GEMM it runs (TF_CUDA_GEMM=wg) */
+    int wg_pipe;      /* wgmma kernel: 1 converts slice k + 1 while slice k's MMAs run
+                         (default), 0 one slice at a time (TF_CUDA_WG_PIPE=0, for A/B) */
     int *mma_count;   /* TF_CU_MMA_COUNTERS split-K arrival counters, zero between calls */
     int tf32;
     int sm_count;
@@ -250,6 +261,9 @@ void tf_cu_gemm_destroy_plans(tf_backend *be);
 /* cuda_gemm_mma.cu: 1 when it ran the GEMM, 0 when the shape is not for it
  * (or, with be->gemm_mma == 1, not one where it measured faster) */
 int tf_cu_gemm_mma(tf_backend *be, const tf_gemm_args *a);
+/* cuda_gemm_wgmma.cu: 1 when this build and device run the wgmma kernel
+ * (sm_90a code on a compute capability 9.0 GPU), checked by a probe launch */
+int tf_cu_wg_probe(tf_backend *be);
 
 /* cuda_layernorm.cu */
 void tf_cu_layernorm_fwd(tf_backend *be, float *out, float *mean, float *rstd, const float *x,

@@ -40,111 +40,7 @@
  * partials in split order and writes C. The order is fixed, so the result
  * does not depend on which split finished last: the GEMM is deterministic, in
  * one launch, without the separate reduce kernel cuBLAS adds. */
-#include <string.h>
-
-#include "cuda_common.h"
-#include "cuda_mma.h"
-
-#define MMA_BK 32
-#define MMA_STAGES 3
-
-typedef struct {
-    int M, N, K, splits, kchunk; /* kchunk: K per split, a multiple of MMA_BK */
-    const float *A;
-    long lda, sA;
-    const float *B;
-    long ldb, sB;
-    float *C;
-    long ldc, sC;
-    float alpha, beta;
-    int relu;
-    int vec2;    /* C rows and matrices 8-byte aligned: pairs of columns stored as float2 */
-    float *part; /* split K: [tile][split][accumulators of the block] */
-    int *count;  /* split K: arrivals per tile, 0 between launches */
-} mma_args;
-
-/* ---- cp.async (and its emulation under hostemu) ----------------------------- */
-#ifdef TF_CUDA_HOSTEMU
-static inline void mma_cp(float *dst, const float *src, int bytes, bool ok)
-{
-    if (ok) memcpy(dst, src, (size_t)bytes);
-    else memset(dst, 0, (size_t)bytes);
-}
-static inline void mma_commit() {}
-template <int N> static inline void mma_wait() {}
-#else
-/* global -> shared, `bytes` 4 or 16; zero-filled when !ok (src not read) */
-__device__ __forceinline__ void mma_cp(float *dst, const float *src, int bytes, bool ok)
-{
-    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    const int n = ok ? bytes : 0;
-    if (bytes == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(n));
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s), "l"(src), "r"(n));
-}
-__device__ __forceinline__ void mma_commit() { asm volatile("cp.async.commit_group;"); }
-template <int N> __device__ __forceinline__ void mma_wait()
-{
-    asm volatile("cp.async.wait_group %0;" ::"n"(N));
-}
-#endif
-
-/* ---- the kernel ------------------------------------------------------------ */
-template <int BM, int BN, int WM, int WN, bool TA, bool TB>
-struct mma_cfg {
-    static constexpr int NT = (BM / WM) * (BN / WN) * 32;
-    static constexpr int MI = WM / 16, NI = WN / 8; /* fragments per warp */
-    /* row strides of the tiles (see "k order" below): +8 when k is contiguous,
-     * +4 when m (n) is */
-    static constexpr int SA = TA ? BM + 4 : MMA_BK + 8;
-    static constexpr int SB = TB ? MMA_BK + 8 : BN + 4;
-    static constexpr int A_TILE = TA ? MMA_BK * SA : BM * SA;
-    static constexpr int B_TILE = TB ? BN * SB : MMA_BK * SB;
-    static constexpr int STAGE = A_TILE + B_TILE; /* floats per pipeline stage */
-    static constexpr int SMEM = MMA_STAGES * STAGE;
-    static constexpr int ACC = MI * NI * 4; /* accumulators per thread */
-    static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 8 == 0, "warp tiles");
-};
-
-/* copy one BK slice of the A and B tiles (k0: its first k) into a stage */
-template <class CF, int BM, int BN, bool TA, bool TB, int VEC>
-__device__ __forceinline__ void mma_load(float *st, const mma_args &p, const float *A,
-                                         const float *B, int m0, int n0, int k0, int ke)
-{
-    const int tid = (int)threadIdx.x;
-    float *As = st, *Bs = st + CF::A_TILE;
-    if (!TA) { /* A [M,K]: rows m, k contiguous */
-        for (int i = tid; i < BM * MMA_BK / VEC; i += CF::NT) {
-            const int r = i / (MMA_BK / VEC), c = (i % (MMA_BK / VEC)) * VEC;
-            const int gm = m0 + r, gk = k0 + c;
-            const bool ok = gm < p.M && gk < ke;
-            mma_cp(As + r * CF::SA + c, ok ? A + (long)gm * p.lda + gk : A, VEC * 4, ok);
-        }
-    } else { /* A stored [K,M]: rows k, m contiguous */
-        for (int i = tid; i < MMA_BK * BM / VEC; i += CF::NT) {
-            const int r = i / (BM / VEC), c = (i % (BM / VEC)) * VEC;
-            const int gk = k0 + r, gm = m0 + c;
-            const bool ok = gk < ke && gm < p.M;
-            mma_cp(As + r * CF::SA + c, ok ? A + (long)gk * p.lda + gm : A, VEC * 4, ok);
-        }
-    }
-    if (!TB) { /* B [K,N]: rows k, n contiguous */
-        for (int i = tid; i < MMA_BK * BN / VEC; i += CF::NT) {
-            const int r = i / (BN / VEC), c = (i % (BN / VEC)) * VEC;
-            const int gk = k0 + r, gn = n0 + c;
-            const bool ok = gk < ke && gn < p.N;
-            mma_cp(Bs + r * CF::SB + c, ok ? B + (long)gk * p.ldb + gn : B, VEC * 4, ok);
-        }
-    } else { /* B stored [N,K]: rows n, k contiguous */
-        for (int i = tid; i < BN * MMA_BK / VEC; i += CF::NT) {
-            const int r = i / (MMA_BK / VEC), c = (i % (MMA_BK / VEC)) * VEC;
-            const int gn = n0 + r, gk = k0 + c;
-            const bool ok = gn < p.N && gk < ke;
-            mma_cp(Bs + r * CF::SB + c, ok ? B + (long)gn * p.ldb + gk : B, VEC * 4, ok);
-        }
-    }
-}
+#include "cuda_gemm_mma.h"
 
 template <int BM, int BN, int WM, int WN, bool TA, bool TB, int VEC, bool X3>
 __global__ void __launch_bounds__(mma_cfg<BM, BN, WM, WN, TA, TB>::NT)
@@ -243,69 +139,7 @@ __global__ void __launch_bounds__(mma_cfg<BM, BN, WM, WN, TA, TB>::NT)
         }
     }
 
-    if (p.splits > 1) {
-        /* this split's accumulators, [e][thread] so that the stores coalesce */
-        const long tile = ((long)bi * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
-        float *base = p.part + tile * p.splits * (long)(CF::ACC * CF::NT);
-        float *mine = base + (long)sp * (CF::ACC * CF::NT);
-#pragma unroll
-        for (int i = 0; i < CF::MI; ++i)
-#pragma unroll
-            for (int j = 0; j < CF::NI; ++j)
-#pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    mine[((i * CF::NI + j) * 4 + e) * CF::NT + tid] = acc[i][j][e];
-        __threadfence(); /* the partials are visible before the arrival is counted */
-        __syncthreads();
-        __shared__ int last;
-        if (tid == 0) last = atomicAdd(&p.count[tile], 1) == p.splits - 1;
-        __syncthreads();
-        if (!last) return;
-        __threadfence();
-#pragma unroll
-        for (int i = 0; i < CF::MI; ++i)
-#pragma unroll
-            for (int j = 0; j < CF::NI; ++j)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const long o = ((i * CF::NI + j) * 4 + e) * CF::NT + tid;
-                    float s = 0.f;
-                    for (int q = 0; q < p.splits; ++q) s += __ldcg(base + q * (long)(CF::ACC * CF::NT) + o);
-                    acc[i][j][e] = s;
-                }
-        if (tid == 0) p.count[tile] = 0; /* ready for the next launch */
-    }
-
-    float *C = p.C + (long)bi * p.sC;
-#pragma unroll
-    for (int i = 0; i < CF::MI; ++i)
-#pragma unroll
-        for (int j = 0; j < CF::NI; ++j)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) { /* (c0, c1) at row g, (c2, c3) at g + 8 */
-                const int r = m0 + wm + i * 16 + g + h * 8;
-                const int c = n0 + wn + j * 8 + 2 * t;
-                if (r >= p.M || c >= p.N) continue;
-                float *dst = C + (long)r * p.ldc + c;
-                float v0 = p.alpha * acc[i][j][2 * h], v1 = p.alpha * acc[i][j][2 * h + 1];
-                if (p.vec2 && c + 1 < p.N) {
-                    if (p.beta != 0.f) {
-                        const float2 o = *(const float2 *)dst;
-                        v0 += p.beta * o.x, v1 += p.beta * o.y;
-                    }
-                    if (p.relu) v0 = fmaxf(v0, 0.f), v1 = fmaxf(v1, 0.f);
-                    *(float2 *)dst = make_float2(v0, v1);
-                } else {
-                    if (p.beta != 0.f) v0 += p.beta * dst[0];
-                    if (p.relu) v0 = fmaxf(v0, 0.f);
-                    dst[0] = v0;
-                    if (c + 1 < p.N) {
-                        if (p.beta != 0.f) v1 += p.beta * dst[1];
-                        if (p.relu) v1 = fmaxf(v1, 0.f);
-                        dst[1] = v1;
-                    }
-                }
-            }
+    mma_finish<CF::MI, CF::NI, CF::NT>(p, acc, m0, n0, wm, wn, bi, sp);
 }
 
 /* ---- dispatch -------------------------------------------------------------- */
@@ -377,7 +211,14 @@ extern "C" int tf_cu_gemm_mma(tf_backend *be, const tf_gemm_args *a)
     p.vec2 = a->ldc % 2 == 0 && ((uintptr_t)a->C & 7) == 0 && (a->batch == 1 || a->strideC % 2 == 0);
     const long sms = be->sm_count;
     const long big_tiles = (long)a->batch * ((a->M + 127) / 128) * ((a->N + 127) / 128);
-    const int big = be->mma_tile ? be->mma_tile == 128 : big_tiles >= 2 * sms;
+    /* fp32 on wgmma (cuda_gemm_wgmma.cu, 128 x 128 tiles only): everywhere
+     * (TF_CUDA_GEMM=wg), or where it measured faster than cuBLAS' FFMA and
+     * mma.sync on the H200 (bench/cuda_kernels.sh gemm, RESULTS.md entry 11):
+     * full tiles, K >= 128, more tiles than half the SMs (no split K) */
+    const int wg = !be->tf32 && (be->gemm_wg == 2 ||
+                                 (be->gemm_wg == 1 && a->K >= 128 && a->M >= 128 &&
+                                  a->N >= 128 && big_tiles * 2 > sms));
+    const int big = wg || (be->mma_tile ? be->mma_tile == 128 : big_tiles >= 2 * sms);
     const int bm = big ? 128 : 64, bn = big ? 128 : 64;
     const long tiles = (long)a->batch * ((a->M + bm - 1) / bm) * ((a->N + bn - 1) / bn);
     /* split K when the tiles leave most of the GPU idle and K is long: up to
@@ -401,6 +242,13 @@ extern "C" int tf_cu_gemm_mma(tf_backend *be, const tf_gemm_args *a)
         p.splits = (a->K + p.kchunk - 1) / p.kchunk;
         p.part = (float *)be->workspace;
         p.count = be->mma_count;
+    }
+    if (wg) {
+        /* B's core matrices: 128 bytes apart in n, a column of BN / 8 apart in k */
+        p.wg_lbo = 16u * 128u;
+        p.wg_sbo = 128u;
+        tf_cu_gemm_wg(be, &p, a->batch, a->transA, a->transB, vec);
+        return 1;
     }
     /* be->gemm_mma == 1: only where it beat cuBLAS (fp32, bench/cuda_kernels.sh
      * gemm on the H200): no split K, 128 x 128 tiles, K at least one BK slice.

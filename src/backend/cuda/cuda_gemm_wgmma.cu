@@ -1,0 +1,352 @@
+/* Level-3 fp32 GEMM on Hopper's warpgroup MMA (wgmma), 3xTF32: the
+ * mma.sync kernel's contract and split K (cuda_gemm_mma.h), with the tensor
+ * work on wgmma.mma_async m64n128k8, which mma.sync cannot reach on sm_90
+ * (its TF32 rate is well below wgmma's; our mma.sync 3xTF32 kernel ran the
+ * large problem's pair GEMMs at ~65 TFLOP/s, about cuBLAS' FFMA speed).
+ *
+ * Block: 128 x 128 tile of C, two warpgroups (256 threads), each 64 rows x
+ * 128 columns, accumulators in registers (64 per thread, wgmma's layout is
+ * mma.sync's C layout over 16 column groups of 8). K in slices of BK = 32,
+ * copied by cp.async into a 2-stage pipeline in the operands' global layouts
+ * (mma_load), so transposed operands cost nothing extra. Per slice:
+ *   - A (each warp's 16 rows x 32 k) goes to registers and is split there
+ *     into big + small TF32 parts (mma_split, rounded), the A fragment of
+ *     wgmma with A in registers (the mma.sync m16n8k8 layout per warp);
+ *   - B is split by all 256 threads into two copies, big and small, written
+ *     in wgmma's K-major "core matrix" layout without swizzle (8 rows of n x
+ *     16 bytes = 4 k each, 128 contiguous bytes; core matrices adjacent in k
+ *     CM_K bytes apart, in n 128 bytes apart) and fenced for the async proxy;
+ *   - 12 wgmmas: per k8 step a_small b_big, a_big b_small, a_big b_big.
+ * The k order inside each group of 8 is the mma.sync kernel's (logical k t
+ * is slice k 2t, t + 4 is 2t + 1): A's two values per row are one 8-byte
+ * load, and B's conversion puts each k at its logical place.
+ *
+ * Needs sm_90a code (wgmma does not exist in plain sm_90): CMake compiles
+ * this file for sm_90a when the build targets 90 (CMakeLists.txt), and
+ * tf_cu_wg_probe checks once per backend that the running code has it;
+ * elsewhere (other GPUs, hostemu) the probe says 0 and the mma.sync kernel
+ * or cuBLAS run instead. */
+#include "cuda_gemm_mma.h"
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(TF_CUDA_HOSTEMU)
+#define TF_WG_CODE 1
+#else
+#define TF_WG_CODE 0
+#endif
+
+#define WG_BM 128
+#define WG_BN 128
+#define WG_NT 256
+#define WG_STAGES 2
+/* bytes between core matrices adjacent in k: a k4 column of BN / 8 of them */
+#define WG_CM_K (WG_BN / 8 * 128)
+#define WG_BC (MMA_BK * WG_BN) /* floats per converted copy of B (big or small) */
+
+/* The landing tiles of a pipeline stage (mma_load's layout contract): A as
+ * the mma.sync kernel keeps it (+8 floats per row where k is contiguous: the
+ * fragment loads below are the same), B padded for the conversion's reads:
+ * +4 per row either way (16-byte row reads of 8 k conflict-free when k is
+ * contiguous, single floats along n otherwise). PIPE: two converted copies of
+ * B, so that slice kt + 1 is converted while the wgmmas of slice kt run. */
+template <bool TA, bool TB, bool PIPE>
+struct wg_cfg {
+    static constexpr int NT = WG_NT;
+    static constexpr int SA = TA ? WG_BM + 4 : MMA_BK + 8;
+    static constexpr int SB = TB ? MMA_BK + 4 : WG_BN + 4;
+    static constexpr int A_TILE = TA ? MMA_BK * SA : WG_BM * SA;
+    static constexpr int B_TILE = TB ? WG_BN * SB : MMA_BK * SB;
+    static constexpr int STAGE = A_TILE + B_TILE;
+    static constexpr int NBC = PIPE ? 2 : 1; /* converted copies (big + small each) */
+    static constexpr int SMEM = WG_STAGES * STAGE + NBC * 2 * WG_BC;
+};
+
+#if TF_WG_CODE
+/* shared-memory matrix descriptor: start, leading (k) and stride (n) byte
+ * offsets, all >> 4; base offset 0, no swizzle */
+__device__ __forceinline__ uint64_t wg_desc(const float *s, uint32_t lbo, uint32_t sbo)
+{
+    const uint32_t a = (uint32_t)__cvta_generic_to_shared(s);
+    return (uint64_t)((a & 0x3ffffu) >> 4) | ((uint64_t)((lbo & 0x3ffffu) >> 4) << 16) |
+           ((uint64_t)((sbo & 0x3ffffu) >> 4) << 32);
+}
+
+/* d (64 x 128 per warpgroup) += a (registers, 64 x 8) b (shared, 8 x 128) */
+__device__ __forceinline__ void wg_mma(float (*d)[4], const uint32_t *a, uint64_t b)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
+          "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
+          "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+          "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
+          "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
+          "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+          "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+          "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]),
+          "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
+          "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]),
+          "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]),
+          "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
+          "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
+          "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]),
+          "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
+          "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+}
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wg_commit()
+{
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void wg_wait0()
+{
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+}
+/* generic-proxy shared stores visible to wgmma's (async proxy) reads */
+__device__ __forceinline__ void wg_proxy_fence()
+{
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+#endif /* TF_WG_CODE */
+
+#if TF_WG_CODE
+/* B's slice (landed in Bs) as big and small TF32 parts in the core-matrix
+ * layout: core matrix (kq, n / 8) row n % 8 at float (kq * BN + n) * 4, k
+ * column kq holding the k8 step kq / 2's slice k 2c (kq even) or 2c + 1 (odd)
+ * at its logical k c */
+template <class CF, bool TB>
+__device__ __forceinline__ void wg_convert(const float *Bs, float *Bhi, float *Blo)
+{
+    const int tid = (int)threadIdx.x;
+    if (TB) { /* rows n, k contiguous: one item = 8 k of a row, both columns of a k8 step */
+#pragma unroll
+        for (int it = 0; it < MMA_BK / 8 * WG_BN / WG_NT; ++it) {
+            const int q = tid + WG_NT * it, n = q % WG_BN, st = q / WG_BN;
+            const float4 x0 = *reinterpret_cast<const float4 *>(Bs + n * CF::SB + 8 * st);
+            const float4 x1 = *reinterpret_cast<const float4 *>(Bs + n * CF::SB + 8 * st + 4);
+            const float ev[4] = {x0.x, x0.z, x1.x, x1.z}, od[4] = {x0.y, x0.w, x1.y, x1.w};
+            uint32_t eh[4], el[4], oh[4], ol[4];
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+                mma_split<true>(ev[c], eh[c], el[c]);
+                mma_split<true>(od[c], oh[c], ol[c]);
+            }
+            const int oe = (2 * st * WG_BN + n) * 4, oo = oe + WG_BN * 4;
+            *reinterpret_cast<uint4 *>(Bhi + oe) = make_uint4(eh[0], eh[1], eh[2], eh[3]);
+            *reinterpret_cast<uint4 *>(Blo + oe) = make_uint4(el[0], el[1], el[2], el[3]);
+            *reinterpret_cast<uint4 *>(Bhi + oo) = make_uint4(oh[0], oh[1], oh[2], oh[3]);
+            *reinterpret_cast<uint4 *>(Blo + oo) = make_uint4(ol[0], ol[1], ol[2], ol[3]);
+        }
+    } else { /* rows k, n contiguous: one item = a core-matrix row (4 k of one n) */
+#pragma unroll
+        for (int it = 0; it < MMA_BK * WG_BN / 4 / WG_NT; ++it) {
+            const int q = tid + WG_NT * it, n = q % WG_BN, kq = q / WG_BN;
+            const int k0 = 8 * (kq >> 1) + (kq & 1);
+            uint32_t hb[4], lb[4];
+#pragma unroll
+            for (int c = 0; c < 4; ++c) mma_split<true>(Bs[(k0 + 2 * c) * CF::SB + n], hb[c], lb[c]);
+            const int o = (kq * WG_BN + n) * 4;
+            *reinterpret_cast<uint4 *>(Bhi + o) = make_uint4(hb[0], hb[1], hb[2], hb[3]);
+            *reinterpret_cast<uint4 *>(Blo + o) = make_uint4(lb[0], lb[1], lb[2], lb[3]);
+        }
+    }
+}
+
+/* the warp's A fragments of the slice, rows wm + g and + 8: per k8 step s,
+ * a0 (g, 2t) a2 (g, 2t + 1), a1 a3 the same at row g + 8, big and small */
+template <class CF, bool TA>
+__device__ __forceinline__ void wg_afrag(const float *As, int wm, uint32_t (*ab)[4],
+                                         uint32_t (*as)[4])
+{
+    const int lane = (int)threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int r = wm + g + 8 * h, kk = 8 * s;
+            float v0, v1;
+            if (TA) {
+                v0 = As[(kk + 2 * t) * CF::SA + r];
+                v1 = As[(kk + 2 * t + 1) * CF::SA + r];
+            } else {
+                const float2 v = *(const float2 *)(As + r * CF::SA + kk + 2 * t);
+                v0 = v.x, v1 = v.y;
+            }
+            mma_split<true>(v0, ab[s][h], as[s][h]);
+            mma_split<true>(v1, ab[s][h + 2], as[s][h + 2]);
+        }
+}
+
+/* the 12 wgmmas of a slice: per k8 step a_small b_big, a_big b_small, a_big b_big */
+__device__ __forceinline__ void wg_slice(float (*acc)[4], const uint32_t (*ab)[4],
+                                         const uint32_t (*as)[4], const float *Bhi,
+                                         const float *Blo, const mma_args &p)
+{
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+        const uint64_t dh = wg_desc(Bhi + s * 2 * WG_BN * 4, p.wg_lbo, p.wg_sbo);
+        const uint64_t dl = wg_desc(Blo + s * 2 * WG_BN * 4, p.wg_lbo, p.wg_sbo);
+        wg_mma(acc, as[s], dh);
+        wg_mma(acc, ab[s], dl);
+        wg_mma(acc, ab[s], dh);
+    }
+}
+
+/* registers the in-flight wgmmas read or write: live and unmoved up to here */
+__device__ __forceinline__ void wg_keep(float (*acc)[4], uint32_t (*ab)[4], uint32_t (*as)[4])
+{
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(acc[j][e])::"memory");
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(ab[s][e]), "+r"(as[s][e])::"memory");
+}
+#endif /* TF_WG_CODE */
+
+template <bool TA, bool TB, int VEC, bool PIPE>
+__global__ void __launch_bounds__(WG_NT, 1) gemm_wg_kernel(mma_args p)
+{
+#if TF_WG_CODE
+    typedef wg_cfg<TA, TB, PIPE> CF;
+    TF_SMEM(sm);
+    float *Bc = sm + WG_STAGES * CF::STAGE; /* [NBC][big, small][WG_BC] */
+    const int tid = (int)threadIdx.x, warp = tid >> 5;
+    const int wm = (warp >> 2) * 64 + (warp & 3) * 16; /* this warp's 16 rows */
+    const int bz = (int)blockIdx.z, bi = bz / p.splits, sp = bz % p.splits;
+    const int m0 = (int)blockIdx.y * WG_BM, n0 = (int)blockIdx.x * WG_BN;
+    const float *A = p.A + (long)bi * p.sA, *B = p.B + (long)bi * p.sB;
+    const int kb = sp * p.kchunk, ke = min(p.K, kb + p.kchunk);
+    const int nk = ke > kb ? (ke - kb + MMA_BK - 1) / MMA_BK : 0;
+#define WG_LOAD(kt)                                                                              \
+    mma_load<CF, WG_BM, WG_BN, TA, TB, VEC>(sm + ((kt) % WG_STAGES) * CF::STAGE, p, A, B, m0, n0, \
+                                            kb + (kt) * MMA_BK, ke)
+#define WG_STAGE_AT(kt) (sm + ((kt) % WG_STAGES) * CF::STAGE)
+
+    float acc[1][16][4];
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[0][j][e] = 0.f;
+    uint32_t ab[4][4], as[4][4];
+
+    if (nk > 0) WG_LOAD(0);
+    mma_commit();
+    if (!PIPE) {
+        for (int kt = 0; kt < nk; ++kt) {
+            mma_wait<0>();   /* slice kt has landed (this thread's copies) */
+            __syncthreads(); /* ... everyone's; slice kt-1's stage and B copies are free */
+            if (kt + 1 < nk) WG_LOAD(kt + 1);
+            mma_commit();
+            const float *As = WG_STAGE_AT(kt);
+            wg_convert<CF, TB>(As + CF::A_TILE, Bc, Bc + WG_BC);
+            wg_proxy_fence();
+            wg_afrag<CF, TA>(As, wm, ab, as);
+            __syncthreads(); /* the B copies are complete */
+            wg_fence();
+            wg_slice(acc[0], ab, as, Bc, Bc + WG_BC, p);
+            wg_commit();
+            wg_wait0();
+            wg_keep(acc[0], ab, as);
+        }
+    } else if (nk > 0) {
+        /* slice kt's wgmmas run while slice kt + 1 is converted into the other
+         * copy of B and its A fragments go to the other registers */
+        uint32_t nb[4][4], ns[4][4];
+        mma_wait<0>();
+        __syncthreads();
+        if (nk > 1) WG_LOAD(1);
+        mma_commit();
+        wg_convert<CF, TB>(WG_STAGE_AT(0) + CF::A_TILE, Bc, Bc + WG_BC);
+        wg_proxy_fence();
+        wg_afrag<CF, TA>(WG_STAGE_AT(0), wm, ab, as);
+        __syncthreads();
+        for (int kt = 0; kt < nk; ++kt) {
+            const float *bh = Bc + (kt & 1) * 2 * WG_BC;
+            wg_fence();
+            wg_slice(acc[0], ab, as, bh, bh + WG_BC, p);
+            wg_commit();
+            if (kt + 1 < nk) {
+                mma_wait<0>();   /* slice kt + 1 has landed */
+                __syncthreads(); /* everyone's; slice kt's stage is read */
+                if (kt + 2 < nk) WG_LOAD(kt + 2);
+                mma_commit();
+                /* the other copy: last read by slice kt-1's wgmmas, waited for */
+                float *nh = Bc + ((kt + 1) & 1) * 2 * WG_BC;
+                wg_convert<CF, TB>(WG_STAGE_AT(kt + 1) + CF::A_TILE, nh, nh + WG_BC);
+                wg_proxy_fence();
+                wg_afrag<CF, TA>(WG_STAGE_AT(kt + 1), wm, nb, ns);
+            }
+            wg_wait0();
+            wg_keep(acc[0], ab, as);
+            __syncthreads(); /* the next copy is complete; this one's reads are done */
+#pragma unroll
+            for (int s = 0; s < 4; ++s)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) ab[s][e] = nb[s][e], as[s][e] = ns[s][e];
+        }
+    }
+#undef WG_LOAD
+#undef WG_STAGE_AT
+    mma_finish<1, 16, WG_NT>(p, acc, m0, n0, wm, 0, bi, sp);
+#else
+    (void)p; /* no sm_90a code here: the probe reports 0, no GEMM is sent */
+#endif
+}
+
+__global__ void wg_probe_kernel(int *flag) { *flag = TF_WG_CODE; }
+
+template <bool TA, bool TB, int VEC, bool PIPE>
+static void wg_launch(tf_backend *be, const mma_args &p, int batch)
+{
+    const dim3 grid((unsigned)((p.N + WG_BN - 1) / WG_BN), (unsigned)((p.M + WG_BM - 1) / WG_BM),
+                    (unsigned)(batch * p.splits));
+    const size_t smem = sizeof(float) * wg_cfg<TA, TB, PIPE>::SMEM;
+    TF_LAUNCH_SMEM((gemm_wg_kernel<TA, TB, VEC, PIPE>), grid, WG_NT, smem, be, p);
+}
+
+extern "C" void tf_cu_gemm_wg(tf_backend *be, const mma_args *p, int batch, int ta, int tb,
+                              int vec)
+{
+    const int pipe = be->wg_pipe;
+#define WG_GO(TA, TB)                                                                    \
+    do {                                                                                 \
+        if (vec == 4)                                                                    \
+            pipe ? wg_launch<TA, TB, 4, true>(be, *p, batch)                             \
+                 : wg_launch<TA, TB, 4, false>(be, *p, batch);                           \
+        else                                                                             \
+            pipe ? wg_launch<TA, TB, 1, true>(be, *p, batch)                             \
+                 : wg_launch<TA, TB, 1, false>(be, *p, batch);                           \
+    } while (0)
+    if (!ta && !tb) WG_GO(false, false);
+    else if (!ta && tb) WG_GO(false, true);
+    else if (ta && !tb) WG_GO(true, false);
+    else WG_GO(true, true);
+#undef WG_GO
+}
+
+extern "C" int tf_cu_wg_probe(tf_backend *be)
+{
+#ifdef TF_CUDA_HOSTEMU
+    (void)be;
+    return 0;
+#else
+    int major = 0, minor = 0, flag = 0, *d = NULL;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, be->device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, be->device) != cudaSuccess ||
+        major != 9 || minor != 0)
+        return 0;
+    if (cudaMalloc((void **)&d, sizeof(int)) != cudaSuccess) return (void)cudaGetLastError(), 0;
+    wg_probe_kernel<<<1, 1, 0, be->stream>>>(d);
+    cudaError_t e = cudaGetLastError(); /* e.g. no kernel image for this GPU */
+    if (e == cudaSuccess) e = cudaMemcpyAsync(&flag, d, sizeof(int), cudaMemcpyDeviceToHost, be->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(be->stream);
+    (void)cudaGetLastError();
+    cudaFree(d);
+    return e == cudaSuccess && flag == 1;
+#endif
+}
