@@ -244,9 +244,6 @@ extern "C" int tf_cu_gemm_mma(tf_backend *be, const tf_gemm_args *a)
         p.count = be->mma_count;
     }
     if (wg) {
-        /* B's core matrices: 128 bytes apart in n, a column of BN / 8 apart in k */
-        p.wg_lbo = 16u * 128u;
-        p.wg_sbo = 128u;
         tf_cu_gemm_wg(be, &p, a->batch, a->transA, a->transB, vec);
         return 1;
     }

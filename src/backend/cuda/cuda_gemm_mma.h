@@ -27,7 +27,6 @@ typedef struct {
     int vec2;    /* C rows and matrices 8-byte aligned: pairs of columns stored as float2 */
     float *part; /* split K: [tile][split][accumulators of the block] */
     int *count;  /* split K: arrivals per tile, 0 between launches */
-    unsigned wg_lbo, wg_sbo; /* wgmma kernel: B's core-matrix byte offsets in k and n */
 } mma_args;
 
 /* ---- cp.async (and its emulation under hostemu) ----------------------------- */

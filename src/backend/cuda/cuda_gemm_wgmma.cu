@@ -21,6 +21,13 @@
  * is slice k 2t, t + 4 is 2t + 1): A's two values per row are one 8-byte
  * load, and B's conversion puts each k at its logical place.
  *
+ * Speed (bench/cuda_kernels.sh gemm, H200, RESULTS.md entry 11): 1.13-1.48x
+ * cuBLAS' fp32 kernels on the shapes tf_cu_gemm_mma routes here (full tiles,
+ * K >= 128, no split K), 40-60 TFLOP/s of fp32 work, a third of the tensor
+ * cores' TF32 peak over 3. The overlap of conversion and MMAs gained 1-5%;
+ * what is left is one block per SM (140-168 registers a thread), the
+ * per-slice barriers and one wgmma group in flight (NOTES.md).
+ *
  * Needs sm_90a code (wgmma does not exist in plain sm_90): CMake compiles
  * this file for sm_90a when the build targets 90 (CMakeLists.txt), and
  * tf_cu_wg_probe checks once per backend that the running code has it;
@@ -62,7 +69,8 @@ struct wg_cfg {
 
 #if TF_WG_CODE
 /* shared-memory matrix descriptor: start, leading (k) and stride (n) byte
- * offsets, all >> 4; base offset 0, no swizzle */
+ * offsets, all >> 4; base offset 0, no swizzle. B's core matrices are 128
+ * bytes apart in n and WG_CM_K (a k4 column of them) apart in k. */
 __device__ __forceinline__ uint64_t wg_desc(const float *s, uint32_t lbo, uint32_t sbo)
 {
     const uint32_t a = (uint32_t)__cvta_generic_to_shared(s);
@@ -182,12 +190,12 @@ __device__ __forceinline__ void wg_afrag(const float *As, int wm, uint32_t (*ab)
 /* the 12 wgmmas of a slice: per k8 step a_small b_big, a_big b_small, a_big b_big */
 __device__ __forceinline__ void wg_slice(float (*acc)[4], const uint32_t (*ab)[4],
                                          const uint32_t (*as)[4], const float *Bhi,
-                                         const float *Blo, const mma_args &p)
+                                         const float *Blo)
 {
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
-        const uint64_t dh = wg_desc(Bhi + s * 2 * WG_BN * 4, p.wg_lbo, p.wg_sbo);
-        const uint64_t dl = wg_desc(Blo + s * 2 * WG_BN * 4, p.wg_lbo, p.wg_sbo);
+        const uint64_t dh = wg_desc(Bhi + s * 2 * WG_BN * 4, WG_CM_K, 128u);
+        const uint64_t dl = wg_desc(Blo + s * 2 * WG_BN * 4, WG_CM_K, 128u);
         wg_mma(acc, as[s], dh);
         wg_mma(acc, ab[s], dl);
         wg_mma(acc, ab[s], dh);
@@ -248,7 +256,7 @@ __global__ void __launch_bounds__(WG_NT, 1) gemm_wg_kernel(mma_args p)
             wg_afrag<CF, TA>(As, wm, ab, as);
             __syncthreads(); /* the B copies are complete */
             wg_fence();
-            wg_slice(acc[0], ab, as, Bc, Bc + WG_BC, p);
+            wg_slice(acc[0], ab, as, Bc, Bc + WG_BC);
             wg_commit();
             wg_wait0();
             wg_keep(acc[0], ab, as);
@@ -268,7 +276,7 @@ __global__ void __launch_bounds__(WG_NT, 1) gemm_wg_kernel(mma_args p)
         for (int kt = 0; kt < nk; ++kt) {
             const float *bh = Bc + (kt & 1) * 2 * WG_BC;
             wg_fence();
-            wg_slice(acc[0], ab, as, bh, bh + WG_BC, p);
+            wg_slice(acc[0], ab, as, bh, bh + WG_BC);
             wg_commit();
             if (kt + 1 < nk) {
                 mma_wait<0>();   /* slice kt + 1 has landed */

@@ -29,18 +29,22 @@ static inline float mma_f(uint32_t b)
     memcpy(&x, &b, 4);
     return x;
 }
-/* D = A B + D for the warp's 16x8x8 fragments, gathered with shuffles; the
+/* D = A B + D for the warp's 16x8x8 fragments, every lane's gathered in one
+ * exchange (what 32 shuffles would fetch, at 2 barriers instead of 64); the
  * tensor cores read only the TF32 bits of each operand (the top 19) */
 static inline void mma_16888(float *c, const uint32_t *a, const uint32_t *b)
 {
     const int lane = emu_lane(), g = lane >> 2, t = lane & 3;
     const uint32_t m = 0xffffe000u;
+    const uint32_t mine[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
+    uint32_t all[32 * 6];
+    emu_warp_exchange(mine, 6, all);
     for (int k = 0; k < 8; ++k) {
         const int hi = k >> 2, src = k & 3;
-        const float a0 = mma_f(__shfl_sync(~0u, a[2 * hi], g * 4 + src) & m);
-        const float a1 = mma_f(__shfl_sync(~0u, a[2 * hi + 1], g * 4 + src) & m);
-        const float b0 = mma_f(__shfl_sync(~0u, b[hi], (2 * t) * 4 + src) & m);
-        const float b1 = mma_f(__shfl_sync(~0u, b[hi], (2 * t + 1) * 4 + src) & m);
+        const float a0 = mma_f(all[(g * 4 + src) * 6 + 2 * hi] & m);
+        const float a1 = mma_f(all[(g * 4 + src) * 6 + 2 * hi + 1] & m);
+        const float b0 = mma_f(all[((2 * t) * 4 + src) * 6 + 4 + hi] & m);
+        const float b1 = mma_f(all[((2 * t + 1) * 4 + src) * 6 + 4 + hi] & m);
         c[0] += a0 * b0;
         c[1] += a0 * b1;
         c[2] += a1 * b0;

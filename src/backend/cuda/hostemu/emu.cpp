@@ -50,6 +50,7 @@ const char *g_kernel = "";
 Bar g_block_bar;
 std::vector<Bar> g_warp_bar;
 std::vector<uint64_t> g_slot; /* 32 per warp */
+std::vector<uint32_t> g_xslot; /* 32 x EMU_XN per warp (emu_warp_exchange) */
 
 int lin_tid() { return (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)); }
 int warp_size_of(int w) { return g_n - 32 * w < 32 ? g_n - 32 * w : 32; }
@@ -82,6 +83,7 @@ void run_block()
     const int nw = (g_n + 31) / 32;
     g_warp_bar.assign(nw, Bar());
     g_slot.assign((size_t)nw * 32, 0);
+    g_xslot.assign((size_t)nw * 32 * EMU_XN, 0);
     for (int t = 0; t < g_n; ++t) {
         Thr &th = g_thr[t];
         getcontext(&th.ctx);
@@ -188,6 +190,19 @@ uint64_t emu_shfl(unsigned mask, uint64_t bits, int src)
     const uint64_t r = g_slot[(size_t)w * 32 + src];
     bar_wait(g_warp_bar[w], ws); /* everyone has read before slots are reused */
     return r;
+}
+
+void emu_warp_exchange(const uint32_t *mine, int n, uint32_t *all)
+{
+    if (g_cur < 0) emu_die("warp exchange outside a kernel");
+    const int t = lin_tid(), w = t / 32, lane = t % 32, ws = warp_size_of(w);
+    if (ws != 32 || n < 1 || n > EMU_XN) emu_die("warp exchange needs a whole warp, 1..8 words");
+    uint32_t *x = &g_xslot[(size_t)w * 32 * EMU_XN];
+    for (int i = 0; i < n; ++i) x[lane * EMU_XN + i] = mine[i];
+    bar_wait(g_warp_bar[w], ws); /* everyone has written */
+    for (int l = 0; l < 32; ++l)
+        for (int i = 0; i < n; ++i) all[l * n + i] = x[l * EMU_XN + i];
+    bar_wait(g_warp_bar[w], ws); /* everyone has read before the slots are reused */
 }
 
 /* ================= runtime ================= */

@@ -65,6 +65,10 @@ void __syncwarp(unsigned mask = 0xffffffffu);
 /* the value exchange behind the shuffles: lane `src` of this thread's warp */
 uint64_t emu_shfl(unsigned mask, uint64_t bits, int src_lane);
 int emu_lane();
+/* every lane of the (whole) warp gives n <= EMU_XN words and gets all 32 x n,
+ * lane-major: what n shuffles per value would fetch, in two barriers */
+#define EMU_XN 8
+void emu_warp_exchange(const uint32_t *mine, int n, uint32_t *all);
 
 template <class T>
 static inline T emu_shfl_t(unsigned mask, T v, int src)
