@@ -393,13 +393,24 @@ extern "C" void tf_cuda_backend_describe(const tf_backend *be, char *out, size_t
     TF_CUDA_CHECK(cudaRuntimeGetVersion(&rt));
     TF_CUDA_CHECK(cudaDriverGetVersion(&drv));
     TF_CUBLAS_CHECK(cublasGetVersion(be->blas, &blas));
+    /* where the GEMMs run (tf_cu_gemm_mma's routing; TF_CUDA_GEMM changes it) */
+    const char *where = be->kernel_level < 3 ? "cuBLAS"
+                        : be->tf32           ? (be->gemm_mma ? "TF32 on the mma.sync kernel"
+                                                             : "cuBLASLt")
+                        : be->gemm_wg == 2   ? "3xTF32 on wgmma wherever it runs"
+                        : be->gemm_wg        ? "3xTF32 on wgmma or mma.sync where faster, "
+                                               "else cuBLASLt"
+                        : be->gemm_mma == 2  ? "3xTF32 on mma.sync wherever it runs"
+                        : be->gemm_mma       ? "3xTF32 on mma.sync where faster, else cuBLASLt"
+                                             : "cuBLASLt";
     snprintf(out, n,
              "device %d: %s (sm_%d%d), %d SMs, %.1f GiB; CUDA runtime %d.%d, driver %d.%d; "
-             "cuBLAS %d.%d.%d, cuBLASLt %zu; %s GEMMs; kernel level %d",
+             "cuBLAS %d.%d.%d, cuBLASLt %zu; %s GEMMs (%s); kernel level %d",
              be->device, prop.name, prop.major, prop.minor, prop.multiProcessorCount,
              (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), rt / 1000,
              (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10, blas / 10000, (blas / 100) % 100,
-             blas % 100, cublasLtGetVersion(), be->tf32 ? "tf32" : "fp32", be->kernel_level);
+             blas % 100, cublasLtGetVersion(), be->tf32 ? "tf32" : "fp32", where,
+             be->kernel_level);
 }
 
 /* ---- graph capture --------------------------------------------------------- */
