@@ -1020,6 +1020,42 @@ static void test_adamw(void **state)
 }
 
 /* ---- memory accounting, memory ops, describe ---- */
+/* ---- the developer knobs: a value outside the accepted ones is refused ---- */
+static void test_env_knobs(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    static const char *const bad[][3] = {
+        {"TF_CUDA_GEMM", "cublas", "auto, wg, mma, nowg, lt"},
+        {"TF_CUDA_ATTN_KERNEL", "1", "0, 2, 3, 4, 5"},
+        {"TF_CUDA_MMA_TILE", "32", "auto, 64, 128"},
+        {"TF_CUDA_WG_PIPE", "yes", "0, 1"},
+        {"TF_CUDA_ATTN_BWD5", "2", "0, 1"},
+        {"TF_CUDA_GEMM_TUNE", "on", "0, 1"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) {
+        tf_backend_opts o;
+        memset(&o, 0, sizeof o);
+        o.kernel_level = 3;
+        tf_backend *be = NULL;
+        const tf_ops *ops = NULL;
+        char err[256] = "", want[160];
+        setenv(bad[k][0], bad[k][1], 1);
+        const int rc = tf_cuda_backend_create(&be, &ops, &o, err, sizeof err);
+        unsetenv(bad[k][0]);
+        snprintf(want, sizeof want, "%s=%s is not accepted: use one of %s", bad[k][0], bad[k][1],
+                 bad[k][2]);
+        if (rc == 0 || be || !strstr(err, want)) {
+            printf("FAIL env knob %s=%s: rc %d, error \"%s\"\n", bad[k][0], bad[k][1], rc, err);
+            g_fail++;
+            tf_cuda_backend_destroy(be);
+        } else {
+            printf("PASS env knob %s=%s refused: %s\n", bad[k][0], bad[k][1], err);
+        }
+    }
+    done();
+}
+
 static void test_memory(void **state)
 {
     (void)state;
@@ -1223,7 +1259,8 @@ int main(void)
         return 0;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_memory),      cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_env_knobs),   cmocka_unit_test(test_memory),
+        cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_gemm_plans),
         cmocka_unit_test(test_layernorm),   cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_attention),   cmocka_unit_test(test_permute),

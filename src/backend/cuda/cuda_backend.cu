@@ -232,6 +232,23 @@ static const tf_ops g_cuda_ops = make_ops();
         }                                                                                \
     } while (0)
 
+/* A developer knob from the environment: the index of its value in vals
+ * (unset or empty: def), or -1 with one line in err naming what is accepted. */
+static int env_knob(const char *name, const char *const *vals, int n, int def, char *err,
+                    size_t errlen)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) return def;
+    for (int i = 0; i < n; ++i)
+        if (!strcmp(v, vals[i])) return i;
+    char list[128] = "";
+    for (int i = 0, k = 0; i < n && k < (int)sizeof list; ++i)
+        k += snprintf(list + k, sizeof list - (size_t)k, "%s%s", i ? ", " : "", vals[i]);
+    snprintf(err, errlen, "%s=%s is not accepted: use one of %s, or leave it unset", name, v,
+             list);
+    return -1;
+}
+
 extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
                                       const tf_backend_opts *o, char *err, size_t errlen)
 {
@@ -259,7 +276,8 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
     be->device = dev;
     be->kernel_level = (o && o->kernel_level >= 1 && o->kernel_level <= 3) ? o->kernel_level : 3;
     {
-        /* developer A/B knobs, read once here:
+        /* developer A/B knobs, read once here (any other value is refused with
+         * one line naming the accepted ones: env_knob):
          *   TF_CUDA_ATTN_KERNEL=2|3|4: level-3 attention. Default: kernel4 (one
          *     block per (b, o, h), cuda_attn4.h) where it measured fastest (the
          *     backward at L <= 128, the forward at short L: tf_attn4_use);
@@ -292,29 +310,27 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
          *     kernel without overlap of one slice's conversion and the last's
          *     MMAs (A/B);
          *   TF_CUDA_MMA_TILE=64|128: that kernel's tile size for every shape */
-        const char *ak = getenv("TF_CUDA_ATTN_KERNEL");
-        const char *gt = getenv("TF_CUDA_GEMM_TUNE");
-        const char *gm = getenv("TF_CUDA_GEMM");
-        const char *mt = getenv("TF_CUDA_MMA_TILE");
-        be->attn_kernel = ak && !strcmp(ak, "2")   ? 2
-                          : ak && !strcmp(ak, "3") ? 3
-                          : ak && !strcmp(ak, "4") ? 4
-                          : ak && !strcmp(ak, "5") ? 5
-                                                   : 0;
-        be->gemm_tune = gt && !strcmp(gt, "1");
-        const char *b5 = getenv("TF_CUDA_ATTN_BWD5");
-        be->attn_bwd5 = !(b5 && !strcmp(b5, "0"));
+        static const char *const attn_v[] = {"0", "2", "3", "4", "5"}, *const bin_v[] = {"0", "1"},
+                                 *const gemm_v[] = {"auto", "wg", "mma", "nowg", "lt"},
+                                 *const tile_v[] = {"auto", "64", "128"};
+        static const int attn_k[] = {0, 2, 3, 4, 5};
+        const int ka = env_knob("TF_CUDA_ATTN_KERNEL", attn_v, 5, 0, err, errlen);
+        const int kt = env_knob("TF_CUDA_GEMM_TUNE", bin_v, 2, 0, err, errlen);
+        const int kb = env_knob("TF_CUDA_ATTN_BWD5", bin_v, 2, 1, err, errlen);
+        const int kg = env_knob("TF_CUDA_GEMM", gemm_v, 5, 0, err, errlen);
+        const int kp = env_knob("TF_CUDA_WG_PIPE", bin_v, 2, 1, err, errlen);
+        const int km = env_knob("TF_CUDA_MMA_TILE", tile_v, 3, 0, err, errlen);
+        if (ka < 0 || kt < 0 || kb < 0 || kg < 0 || kp < 0 || km < 0) goto fail;
+        be->attn_kernel = attn_k[ka];
+        be->gemm_tune = kt;
+        be->attn_bwd5 = kb;
         be->tf32 = o ? (o->tf32 != 0) : 0;
-        be->gemm_mma = gm && !strcmp(gm, "mma") ? 2 : gm && !strcmp(gm, "lt") ? 0 : !be->tf32;
+        /* TF_CUDA_GEMM: 0 auto, 1 wg, 2 mma, 3 nowg, 4 lt */
+        be->gemm_mma = kg == 2 ? 2 : kg == 4 ? 0 : !be->tf32;
         /* wgmma: fp32 only, unless mma.sync or cuBLAS is asked for; the probe below */
-        be->gemm_wg = be->tf32 || (gm && (!strcmp(gm, "mma") || !strcmp(gm, "lt") ||
-                                          !strcmp(gm, "nowg")))
-                          ? 0
-                      : gm && !strcmp(gm, "wg")                                     ? 2
-                                                                                    : 1;
-        const char *wp = getenv("TF_CUDA_WG_PIPE");
-        be->wg_pipe = !(wp && !strcmp(wp, "0"));
-        be->mma_tile = mt && !strcmp(mt, "64") ? 64 : mt && !strcmp(mt, "128") ? 128 : 0;
+        be->gemm_wg = be->tf32 || kg >= 2 ? 0 : kg == 1 ? 2 : 1;
+        be->wg_pipe = kp;
+        be->mma_tile = km == 1 ? 64 : km == 2 ? 128 : 0;
     }
     TRY_CUDA(cudaSetDevice(dev));
     TRY_CUDA(cudaDeviceGetAttribute(&be->sm_count, cudaDevAttrMultiProcessorCount, dev));
