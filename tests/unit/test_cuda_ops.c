@@ -676,9 +676,9 @@ static void test_attention(void **state)
     }
     for (size_t k = 0; k < sizeof lv3 / sizeof lv3[0]; ++k) {
         const ashape s = lv3[k];
-        /* the default: kernel5's forward at L > 32 and kernel4 where it
-         * measured fastest at d 16 and 32 (tf_attn4_use: the backward at
-         * L <= 128, the forward at short L),
+        /* the default: kernel5 (forward and backward) at d 32, L > 32, and
+         * kernel4 elsewhere where it measured fastest at d 16 and 32
+         * (tf_attn4_use: the backward at L <= 128, the forward at short L),
          * else kernel2 (L <= 32) or kernel3 (d 17..32) / kernel2 (d <= 16);
          * the forced ones cover the rest, kernel4 at every L <= 128 */
         const int def4 = s.L <= 128 && (s.d == 16 || s.d == 32);
