@@ -46,6 +46,25 @@ __device__ __forceinline__ float *tf_attn_base(const tf_attn_view v, int b, int 
     return v.p + (long)b * v.sb + (long)o * v.so + (long)h * d;
 }
 
+/* The block's (b, o, h) and tile, from blockIdx.x = ((b*no + o)*nh + h)*ntile +
+ * tile (ntile 1: one block per (b, o, h), tile 0). */
+__device__ __forceinline__ void tf_attn_decode(const tf_attn_args &a, int ntile, int *b, int *o,
+                                               int *h, int *tile)
+{
+    long idx = blockIdx.x;
+    *tile = (int)(idx % ntile);
+    idx /= ntile;
+    *h = (int)(idx % a.nh);
+    idx /= a.nh;
+    *o = (int)(idx % a.no);
+    *b = (int)(idx / a.no);
+}
+__device__ __forceinline__ void tf_attn_decode(const tf_attn_args &a, int *b, int *o, int *h)
+{
+    int tile;
+    tf_attn_decode(a, 1, b, o, h, &tile);
+}
+
 /* Stamps out one extern "C" kernel per padded head size from a body template. */
 #define TF_ATTN_KERNELS(name, body, threads)                                             \
     extern "C" __global__ void __launch_bounds__(threads) name##_d4(tf_attn_args a)       \

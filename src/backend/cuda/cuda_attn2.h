@@ -87,6 +87,11 @@ static inline int tf_attn2_view_vec(const tf_attn_view *v)
 {
     return tf_attn2_aligned(v->p) && v->sb % 4 == 0 && v->so % 4 == 0 && v->sl % 4 == 0;
 }
+/* the same for 8-byte (float2) accesses: base and strides in pairs of floats */
+static inline int tf_attn2_view_vec2(const tf_attn_view *v)
+{
+    return ((uintptr_t)v->p & 7u) == 0 && v->sb % 2 == 0 && v->so % 2 == 0 && v->sl % 2 == 0;
+}
 
 #ifdef __cplusplus
 /* TW contiguous floats from 16-byte-aligned shared memory (TW 1, 2 or 4k). */

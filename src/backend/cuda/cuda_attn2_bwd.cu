@@ -169,13 +169,8 @@ __device__ __forceinline__ void attn_bwd2_body(const tf_attn_args &a, const int 
 
     const int L = a.L, d = a.d, tid = threadIdx.x;
     const int nkt = (L + BK - 1) / BK;
-    long idx = blockIdx.x;
-    const int kt = (int)(idx % nkt);
-    idx /= nkt;
-    const int h = (int)(idx % a.nh);
-    idx /= a.nh;
-    const int o = (int)(idx % a.no);
-    const int b = (int)(idx / a.no);
+    int b, o, h, kt;
+    tf_attn_decode(a, nkt, &b, &o, &h, &kt);
     const int j0 = kt * BK, nj = min(BK, L - j0);
     const float *qb = tf_attn_base(a.q, b, o, h, d);
     const float *dob = tf_attn_base(a.dout, b, o, h, d);
@@ -277,13 +272,8 @@ __device__ __forceinline__ void attn_bwd2_dq_body(const tf_attn_args &a, const i
 
     const int L = a.L, d = a.d, tid = threadIdx.x;
     const int nqt = (L + BQ - 1) / BQ;
-    long idx = blockIdx.x;
-    const int qt = (int)(idx % nqt);
-    idx /= nqt;
-    const int h = (int)(idx % a.nh);
-    idx /= a.nh;
-    const int o = (int)(idx % a.no);
-    const int b = (int)(idx / a.no);
+    int b, o, h, qt;
+    tf_attn_decode(a, nqt, &b, &o, &h, &qt);
     const int i0 = qt * BQ, ni = min(BQ, L - i0);
     const float *kb = tf_attn_base(a.k, b, o, h, d);
     const float *vb = tf_attn_base(a.v, b, o, h, d);

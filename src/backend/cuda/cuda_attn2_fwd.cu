@@ -34,13 +34,8 @@ __device__ __forceinline__ void attn_fwd2_body(const tf_attn_args &a, const int 
 
     const int L = a.L, d = a.d, tid = threadIdx.x, tx = tid % NX, ty = tid / NX;
     const int ntile = (L + BQ - 1) / BQ;
-    long idx = blockIdx.x;
-    const int tile = (int)(idx % ntile);
-    idx /= ntile;
-    const int h = (int)(idx % a.nh);
-    idx /= a.nh;
-    const int o = (int)(idx % a.no);
-    const int b = (int)(idx / a.no);
+    int b, o, h, tile;
+    tf_attn_decode(a, ntile, &b, &o, &h, &tile);
     const int i0 = tile * BQ;
     const float *kb = tf_attn_base(a.k, b, o, h, d);
     const float *vb = tf_attn_base(a.v, b, o, h, d);

@@ -80,11 +80,8 @@ __device__ __forceinline__ void attn_bwd4_body(const tf_attn_args &a, const int 
     float(*Ss)[PL] = reinterpret_cast<float(*)[PL]>(sm + C::OS);
 
     const int L = a.L, d = a.d, tid = threadIdx.x;
-    long idx = blockIdx.x;
-    const int h = (int)(idx % a.nh);
-    idx /= a.nh;
-    const int o = (int)(idx % a.no);
-    const int b = (int)(idx / a.no);
+    int b, o, h;
+    tf_attn_decode(a, &b, &o, &h);
     const long rowbase = (((long)b * a.no + o) * a.nh + h) * L;
     const float *qb = tf_attn_base(a.q, b, o, h, d);
     const float *gb = tf_attn_base(a.dout, b, o, h, d);

@@ -27,11 +27,8 @@ __device__ __forceinline__ void attn_fwd4_body(const tf_attn_args &a, const int 
     float *Ls = sm + C::OL;
 
     const int L = a.L, d = a.d, tid = threadIdx.x;
-    long idx = blockIdx.x;
-    const int h = (int)(idx % a.nh);
-    idx /= a.nh;
-    const int o = (int)(idx % a.no);
-    const int b = (int)(idx / a.no);
+    int b, o, h;
+    tf_attn_decode(a, &b, &o, &h);
     const float *qb = tf_attn_base(a.q, b, o, h, d);
     const float *bb = tf_attn2_bias(a, b, h);
     float *ob = tf_attn_base(a.out, b, o, h, d);

@@ -81,11 +81,8 @@ __global__ void __launch_bounds__(tf5_bwd<DM, LC>::NT, tf5_bwd<DM, LC>::MINB)
     float *Ls = sm + C::OL, *Ds = sm + C::OD;
 
     const int L = a.L, d = a.d, tid = (int)threadIdx.x;
-    long idx = blockIdx.x;
-    const int h = (int)(idx % a.nh);
-    idx /= a.nh;
-    const int o = (int)(idx % a.no);
-    const int b = (int)(idx / a.no);
+    int b, o, h;
+    tf_attn_decode(a, &b, &o, &h);
     const long rowbase = (((long)b * a.no + o) * a.nh + h) * L;
     const float *bb = tf_attn2_bias(a, b, h);
     float *work = a.dbias && a.work ? a.work + rowbase : nullptr;
@@ -267,11 +264,8 @@ extern "C" void tf_cu_attn_bwd5(tf_backend *be, const tf_attn_args *a)
                     tf_attn2_view_vec(&a->v) && tf_attn2_view_vec(&a->out) &&
                     tf_attn2_view_vec(&a->dout);
     /* float2 stores: rows and the head's base 8-byte aligned in dq, dk and dv */
-    int vout = 1;
-    const tf_attn_view *ov[3] = {&a->dq, &a->dk, &a->dv};
-    for (int k = 0; k < 3; ++k)
-        vout = vout && ((uintptr_t)ov[k]->p & 7) == 0 && ov[k]->sb % 2 == 0 &&
-               ov[k]->so % 2 == 0 && ov[k]->sl % 2 == 0;
+    const int vout = tf_attn2_view_vec2(&a->dq) && tf_attn2_view_vec2(&a->dk) &&
+                     tf_attn2_view_vec2(&a->dv);
     const unsigned grid = (unsigned)((long)a->nb * a->no * a->nh);
 #define BWD5(DM, LC)                                                                         \
     do {                                                                                     \

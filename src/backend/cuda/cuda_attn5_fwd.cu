@@ -46,11 +46,8 @@ __global__ void __launch_bounds__(tf5_fwd<DM, LC>::NT) attn_fwd_kernel5(tf_attn_
     float(*Vs)[SV] = reinterpret_cast<float(*)[SV]>(sm + C::RQ * SK + LC * SK);
 
     const int L = a.L, d = a.d;
-    long idx = blockIdx.x;
-    const int h = (int)(idx % a.nh);
-    idx /= a.nh;
-    const int o = (int)(idx % a.no);
-    const int b = (int)(idx / a.no);
+    int b, o, h;
+    tf_attn_decode(a, &b, &o, &h);
     const float *bb = tf_attn2_bias(a, b, h);
     float *ob = tf_attn_base(a.out, b, o, h, d);
     float *lseb = a.lse + (((long)b * a.no + o) * a.nh + h) * L;
@@ -171,8 +168,7 @@ extern "C" void tf_cu_attn_fwd5(tf_backend *be, const tf_attn_args *a)
     const int vec = tf_attn2_view_vec(&a->q) && tf_attn2_view_vec(&a->k) &&
                     tf_attn2_view_vec(&a->v);
     /* float2 stores: rows and the head's base 8-byte aligned (d is even) */
-    const int vout = ((uintptr_t)a->out.p & 7) == 0 && a->out.sb % 2 == 0 &&
-                     a->out.so % 2 == 0 && a->out.sl % 2 == 0;
+    const int vout = tf_attn2_view_vec2(&a->out);
     const unsigned grid = (unsigned)((long)a->nb * a->no * a->nh);
 #define FWD5(DM, LC)                                                                         \
     do {                                                                                     \

@@ -39,19 +39,6 @@ extern "C" __global__ void attn_bwd_dot_kernel1(tf_attn_args a)
     }
 }
 
-/* decodes blockIdx.x = ((b*no + o)*nh + h)*ntile + tile */
-__device__ __forceinline__ void attn_decode(const tf_attn_args &a, int ntile, int *b, int *o,
-                                            int *h, int *tile)
-{
-    long idx = blockIdx.x;
-    *tile = (int)(idx % ntile);
-    idx /= ntile;
-    *h = (int)(idx % a.nh);
-    idx /= a.nh;
-    *o = (int)(idx % a.no);
-    *b = (int)(idx / a.no);
-}
-
 /* ---- dK, dV ---- */
 #define AB_BK 64 /* keys per block = threads */
 #define AB_BQ 32 /* queries per staged tile */
@@ -63,7 +50,7 @@ __device__ __forceinline__ void attn_bwd_dkdv_body(const tf_attn_args a)
     __shared__ float bs[AB_BQ][AB_BK + 1];
     const int L = a.L, d = a.d, tid = threadIdx.x;
     int b, o, h, tile;
-    attn_decode(a, (L + AB_BK - 1) / AB_BK, &b, &o, &h, &tile);
+    tf_attn_decode(a, (L + AB_BK - 1) / AB_BK, &b, &o, &h, &tile);
     const float *qb = tf_attn_base(a.q, b, o, h, d);
     const float *dob = tf_attn_base(a.dout, b, o, h, d);
     const float *bb = a.bias ? a.bias + (long)b * a.bias_sb + (long)h * a.bias_sh : NULL;
@@ -145,7 +132,7 @@ __device__ __forceinline__ void attn_bwd_dq_body(const tf_attn_args a)
     __shared__ float bs[AQ_BQ][AQ_BC + 1];
     const int L = a.L, d = a.d, tid = threadIdx.x;
     int b, o, h, tile;
-    attn_decode(a, (L + AQ_BQ - 1) / AQ_BQ, &b, &o, &h, &tile);
+    tf_attn_decode(a, (L + AQ_BQ - 1) / AQ_BQ, &b, &o, &h, &tile);
     const float *kb = tf_attn_base(a.k, b, o, h, d);
     const float *vb = tf_attn_base(a.v, b, o, h, d);
     const float *bb = a.bias ? a.bias + (long)b * a.bias_sb + (long)h * a.bias_sh : NULL;

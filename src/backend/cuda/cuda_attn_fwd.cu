@@ -20,13 +20,8 @@ __device__ __forceinline__ void attn_fwd_body(const tf_attn_args a)
     __shared__ float bs[AF_BR][AF_BC + 1];
     const int L = a.L, d = a.d, tid = threadIdx.x;
     const int ntile = (L + AF_BR - 1) / AF_BR;
-    long idx = blockIdx.x;
-    const int tile = (int)(idx % ntile);
-    idx /= ntile;
-    const int h = (int)(idx % a.nh);
-    idx /= a.nh;
-    const int o = (int)(idx % a.no);
-    const int b = (int)(idx / a.no);
+    int b, o, h, tile;
+    tf_attn_decode(a, ntile, &b, &o, &h, &tile);
 
     const float *qb = tf_attn_base(a.q, b, o, h, d);
     const float *kb = tf_attn_base(a.k, b, o, h, d);
