@@ -285,10 +285,14 @@ static void bench_ew(long n)
  * The model's shapes (R = pair rows B*N*N, Rm = MSA rows B*S*N): forward
  * x W^T (NT), backward dX = dY W (NN) and dW = dY^T X (TN, K = rows), the
  * triangle product per (b, channel), the outer product per b. */
-static tf_backend *g_gemm_be[6]; /* lt fp32, mma fp32, lt tf32, mma tf32, wgmma fp32 (overlap, none) */
+static tf_backend *g_gemm_be[6]; /* lt fp32, mma fp32, lt tf32, mma tf32, wgmma fp32 (4 stages, 2) */
 static void bench_gemm_one(const char *name, int ta, int tb, int M, int N, int K, int batch,
                            float beta)
 {
+    /* TF_BENCH_GEMM=text: only the shapes whose name contains it (e.g. to
+     * put one shape under ncu) */
+    const char *only = getenv("TF_BENCH_GEMM");
+    if (only && *only && !strstr(name, only)) return;
     const long ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
     float *A = drand((size_t)ar * ac * batch, 1.f, 1), *B = drand((size_t)br * bc * batch, 1.f, 2);
     float *C = drand((size_t)M * N * batch, 1.f, 3);
@@ -299,7 +303,7 @@ static void bench_gemm_one(const char *name, int ta, int tb, int M, int N, int K
     for (int k = 0; k < 6; ++k)
         us[k] = time_be(g_gemm_be[k], [&](tf_backend *be) { g_ops->gemm(be, &a, "bench"); });
     printf("%-22s %c%c M=%-6d N=%-5d K=%-6d b=%-4d fp32: lt %8.2f us mma %8.2f us (x%.2f, "
-           "%5.1f TF/s) wgmma %8.2f us (x%.2f, %5.1f TF/s; no overlap %8.2f)  tf32: lt %8.2f "
+           "%5.1f TF/s) wgmma %8.2f us (x%.2f, %5.1f TF/s; 2 stages %8.2f)  tf32: lt %8.2f "
            "mma %8.2f (x%.2f, %5.1f TF/s)\n",
            name, ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, batch, us[0], us[1], us[0] / us[1],
            fl / (us[1] * 1e6), us[4], us[0] / us[4], fl / (us[4] * 1e6), us[5], us[2], us[3],
@@ -412,10 +416,10 @@ int main(int argc, char **argv)
                     o.kernel_level = 3;
                     o.tf32 = g == 2 || g == 3;
                     setenv("TF_CUDA_GEMM", g >= 4 ? "wg" : g & 1 ? "mma" : "lt", 1);
-                    if (g == 5) setenv("TF_CUDA_WG_PIPE", "0", 1);
+                    if (g == 5) setenv("TF_CUDA_WG_STAGES", "2", 1);
                     if (tf_cuda_backend_create(&g_gemm_be[g], &g_ops, &o, err, sizeof err)) die(err);
                     unsetenv("TF_CUDA_GEMM");
-                    unsetenv("TF_CUDA_WG_PIPE");
+                    unsetenv("TF_CUDA_WG_STAGES");
                 }
             bench_gemm(P[k].name, B, N, S);
         }

@@ -3,6 +3,7 @@
 # machine with an NVIDIA GPU: kernel1 (level 1) vs kernel2 (level 3) per op.
 #   bench/cuda_kernels.sh [attn] [permute] [ln] [ew] [gemm]     (default: all)
 #   bench/cuda_kernels.sh --build-only                           (just build it)
+#   TF_BENCH_GEMM="large outer_to_pair" ...: only the GEMM shapes naming it
 # Also prints the registers / spills of the level-3 kernels (ptxas -v).
 # Built for sm_90a (the H200's arch-specific code: the wgmma GEMM needs it).
 # Attention with L > 32 gets rows for kernel1 (L1), kernel2 and kernel3 (L3),

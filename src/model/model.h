@@ -84,7 +84,7 @@ typedef struct {
     float *proj, *gate;     /* fused: [rows, 2C] each (left|right); else NULL */
     float *lp, *rp, *lg, *rg; /* separate [rows, C] (views into proj/gate when fused) */
     float *sig;             /* sigmoid of the gates (v1/v2): [rows, 2C] */
-    float *lr_t;            /* [B, 2C, N, N] (fused) or L_t [B,C,N,N] then R_t */
+    float *lr_t;            /* [2, B, C, N, N]: L_t [B,C,N,N] then R_t */
     float *l_t, *r_t;
     float *u_p;             /* [B, N, N, C] the triangle product, channels last */
     float *out, *og, *og_sig; /* output projection, output gate logits, sigmoid (v1/v2) */

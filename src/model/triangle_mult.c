@@ -4,38 +4,34 @@
  *   outgoing: u[b,i,j,c] = sum_k L[b,i,k,c] R[b,j,k,c]
  *   incoming: u[b,i,j,c] = sum_k L[b,k,i,c] R[b,k,j,c]
  *   z_out = z + (u Wo^T) * sigmoid(y Wog^T)
- * The product runs channel-first: L, R permuted to [B, C, N, N], one N x N x N
- * GEMM per (b, c). With the triangle fusion, left|right projections are one
- * GEMM (their weights are adjacent in the parameter buffer) and so are the two
- * gates; level 3 uses the fused gate kernels. */
+ * The product runs channel-first: L, R permuted to [B, C, N, N] each, stored
+ * as [2, B, C, N, N] (all L, then all R), so the N x N x N GEMMs over (b, c)
+ * have one batch stride and are one call per product. With the triangle
+ * fusion, left|right projections are one GEMM (their weights are adjacent in
+ * the parameter buffer) and so are the two gates; level 3 uses the fused gate
+ * kernels. */
 #include "model/model.h"
 
 static const int to_chan_first[4] = {0, 3, 1, 2}; /* [B,N,N,C] -> [B,C,N,N] */
 static const int to_chan_last[4] = {0, 2, 3, 1};  /* [B,C,N,N] -> [B,N,N,C] */
+/* fused L|R: [B,N,N,2,C] -> [2,B,C,N,N] and back */
+static const int lr_to_chan_first[5] = {3, 0, 4, 1, 2};
+static const int lr_to_chan_last[5] = {1, 3, 4, 0, 2};
 
-/* The batched N x N x N products over (b, c). A/B/C point at channel 0 of batch 0;
- * *_bs is each operand's distance between batches (C*N*N, or 2C*N*N inside a
- * fused left|right buffer). Uniform strides make it one call. */
-static void product(tf_exec *ex, int tA, int tB, const float *A, const float *Bm,
-                    float *Cm, long a_bs, long b_bs, long c_bs, int B, int C, int N, float beta,
-                    const char *name) {
+/* The batched N x N x N products over (b, c): each operand [B, C, N, N]
+ * contiguous, one call */
+static void product(tf_exec *ex, int tA, int tB, const float *A, const float *Bm, float *Cm,
+                    int B, int C, int N, const char *name) {
     tf_gemm_args g = {0};
     g.transA = tA;
     g.transB = tB;
     g.M = g.N = g.K = N;
     g.alpha = 1.0f;
-    g.beta = beta;
     g.lda = g.ldb = g.ldc = N;
     g.strideA = g.strideB = g.strideC = (long)N * N;
-    int uniform = a_bs == (long)C * N * N && b_bs == (long)C * N * N && c_bs == (long)C * N * N;
-    int calls = uniform ? 1 : B;
-    g.batch = uniform ? B * C : C;
-    for (int b = 0; b < calls; b++) {
-        g.A = A + b * a_bs;
-        g.B = Bm + b * b_bs;
-        g.C = Cm + b * c_bs;
-        tf_gemm(ex, &g, name);
-    }
+    g.batch = B * C;
+    g.A = A, g.B = Bm, g.C = Cm;
+    tf_gemm(ex, &g, name);
 }
 
 void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
@@ -98,15 +94,13 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
         }
         if (!gate_kernel) a->sig = a->lg; /* lg, rg now hold the sigmoids */
     }
+    a->l_t = a->lr_t;
+    a->r_t = a->lr_t + nc;
     if (fused) {
-        int dims[4] = {B, N, N, 2 * C};
-        tf_x_permute(ex, a->lr_t, g_lr, 4, dims, to_chan_first, 0);
-        a->l_t = a->lr_t;
-        a->r_t = a->lr_t + (long)C * N * N;
+        int dims[5] = {B, N, N, 2, C};
+        tf_x_permute(ex, a->lr_t, g_lr, 5, dims, lr_to_chan_first, 0);
     } else {
         int dims[4] = {B, N, N, C};
-        a->l_t = a->lr_t;
-        a->r_t = a->lr_t + nc;
         tf_x_permute(ex, a->l_t, g_lr, 4, dims, to_chan_first, 0);
         tf_x_permute(ex, a->r_t, g_lr + nc, 4, dims, to_chan_first, 0);
     }
@@ -114,14 +108,13 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     tf_rpop(ex);
 
     tf_rpush(ex, "triangle_product");
-    long bs = fused ? 2L * C * N * N : (long)C * N * N;
     a->u_p = tf_alloc_act(ex, (size_t)nc);
     mark = tf_arena_mark(ex->arena);
     float *u = tf_alloc_act(ex, (size_t)nc);
     if (which == 0)
-        product(ex, 0, 1, a->l_t, a->r_t, u, bs, bs, (long)C * N * N, B, C, N, 0.0f, "trimul_out");
+        product(ex, 0, 1, a->l_t, a->r_t, u, B, C, N, "trimul_out");
     else
-        product(ex, 1, 0, a->l_t, a->r_t, u, bs, bs, (long)C * N * N, B, C, N, 0.0f, "trimul_in");
+        product(ex, 1, 0, a->l_t, a->r_t, u, B, C, N, "trimul_in");
     int dims[4] = {B, C, N, N};
     tf_x_permute(ex, a->u_p, u, 4, dims, to_chan_last, 0);
     tf_arena_release(ex->arena, mark);
@@ -182,22 +175,21 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     int dims[4] = {B, N, N, C};
     tf_x_permute(ex, du, du_p, 4, dims, to_chan_first, 0);
     float *dlr_t = tf_alloc_act(ex, (size_t)2 * nc);
-    long bs = fused ? 2L * C * N * N : (long)C * N * N, cs = (long)C * N * N;
-    float *dl_t = dlr_t, *dr_t = fused ? dlr_t + cs : dlr_t + nc;
+    float *dl_t = dlr_t, *dr_t = dlr_t + nc; /* [2, B, C, N, N] as L|R */
     if (which == 0) { /* u = L R^T: dL = dU R, dR = dU^T L */
-        product(ex, 0, 0, du, a->r_t, dl_t, cs, bs, bs, B, C, N, 0.0f, "trimul_out_dl");
-        product(ex, 1, 0, du, a->l_t, dr_t, cs, bs, bs, B, C, N, 0.0f, "trimul_out_dr");
+        product(ex, 0, 0, du, a->r_t, dl_t, B, C, N, "trimul_out_dl");
+        product(ex, 1, 0, du, a->l_t, dr_t, B, C, N, "trimul_out_dr");
     } else { /* u = L^T R: dL = R dU^T, dR = L dU */
-        product(ex, 0, 1, a->r_t, du, dl_t, bs, cs, bs, B, C, N, 0.0f, "trimul_in_dl");
-        product(ex, 0, 0, a->l_t, du, dr_t, bs, cs, bs, B, C, N, 0.0f, "trimul_in_dr");
+        product(ex, 0, 1, a->r_t, du, dl_t, B, C, N, "trimul_in_dl");
+        product(ex, 0, 0, a->l_t, du, dr_t, B, C, N, "trimul_in_dr");
     }
     tf_rpop(ex);
 
     tf_rpush(ex, "gating");
     float *dlr = tf_alloc_act(ex, (size_t)2 * nc); /* gated L|R gradient, channels last */
     if (fused) {
-        int d2[4] = {B, 2 * C, N, N};
-        tf_x_permute(ex, dlr, dlr_t, 4, d2, to_chan_last, 0);
+        int d2[5] = {2, B, C, N, N};
+        tf_x_permute(ex, dlr, dlr_t, 5, d2, lr_to_chan_last, 0);
     } else {
         int d1[4] = {B, C, N, N};
         tf_x_permute(ex, dlr, dl_t, 4, d1, to_chan_last, 0);

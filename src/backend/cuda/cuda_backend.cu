@@ -308,11 +308,13 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
          *     measured faster; =nowg is the default without it, =mma keeps
          *     every fp32 GEMM it can on mma.sync; TF_CUDA_WG_PIPE=0: the wgmma
          *     kernel without overlap of one slice's conversion and the last's
-         *     MMAs (A/B);
+         *     MMAs (A/B); TF_CUDA_WG_STAGES=2: its pipeline with 2 stages
+         *     instead of 4 (A/B);
          *   TF_CUDA_MMA_TILE=64|128: that kernel's tile size for every shape */
         static const char *const attn_v[] = {"0", "2", "3", "4", "5"}, *const bin_v[] = {"0", "1"},
                                  *const gemm_v[] = {"auto", "wg", "mma", "nowg", "lt"},
-                                 *const tile_v[] = {"auto", "64", "128"};
+                                 *const tile_v[] = {"auto", "64", "128"},
+                                 *const stage_v[] = {"4", "2"};
         static const int attn_k[] = {0, 2, 3, 4, 5};
         const int ka = env_knob("TF_CUDA_ATTN_KERNEL", attn_v, 5, 0, err, errlen);
         const int kt = env_knob("TF_CUDA_GEMM_TUNE", bin_v, 2, 0, err, errlen);
@@ -320,7 +322,8 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
         const int kg = env_knob("TF_CUDA_GEMM", gemm_v, 5, 0, err, errlen);
         const int kp = env_knob("TF_CUDA_WG_PIPE", bin_v, 2, 1, err, errlen);
         const int km = env_knob("TF_CUDA_MMA_TILE", tile_v, 3, 0, err, errlen);
-        if (ka < 0 || kt < 0 || kb < 0 || kg < 0 || kp < 0 || km < 0) goto fail;
+        const int ks = env_knob("TF_CUDA_WG_STAGES", stage_v, 2, 0, err, errlen);
+        if (ka < 0 || kt < 0 || kb < 0 || kg < 0 || kp < 0 || km < 0 || ks < 0) goto fail;
         be->attn_kernel = attn_k[ka];
         be->gemm_tune = kt;
         be->attn_bwd5 = kb;
@@ -330,6 +333,7 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
         /* wgmma: fp32 only, unless mma.sync or cuBLAS is asked for; the probe below */
         be->gemm_wg = be->tf32 || kg >= 2 ? 0 : kg == 1 ? 2 : 1;
         be->wg_pipe = kp;
+        be->wg_stages = ks ? 2 : 4;
         be->mma_tile = km == 1 ? 64 : km == 2 ? 128 : 0;
     }
     TRY_CUDA(cudaSetDevice(dev));

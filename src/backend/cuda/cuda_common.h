@@ -82,6 +82,7 @@ struct tf_backend {
                          GEMM it runs (TF_CUDA_GEMM=wg) */
     int wg_pipe;      /* wgmma kernel: 1 converts slice k + 1 while slice k's MMAs run
                          (default), 0 one slice at a time (TF_CUDA_WG_PIPE=0, for A/B) */
+    int wg_stages;    /* its pipeline stages with the overlap: 4, or 2 (TF_CUDA_WG_STAGES) */
     int *mma_count;   /* TF_CU_MMA_COUNTERS split-K arrival counters, zero between calls */
     int tf32;
     int sm_count;

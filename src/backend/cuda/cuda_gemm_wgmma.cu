@@ -7,7 +7,7 @@
  * Block: 128 x 128 tile of C, two warpgroups (256 threads), each 64 rows x
  * 128 columns, accumulators in registers (64 per thread, wgmma's layout is
  * mma.sync's C layout over 16 column groups of 8). K in slices of BK = 32,
- * copied by cp.async into a 2-stage pipeline in the operands' global layouts
+ * copied by cp.async into a 4-stage pipeline in the operands' global layouts
  * (mma_load), so transposed operands cost nothing extra. Per slice:
  *   - A (each warp's 16 rows x 32 k) goes to registers and is split there
  *     into big + small TF32 parts (mma_split, rounded), the A fragment of
@@ -24,9 +24,10 @@
  * Speed (bench/cuda_kernels.sh gemm, H200, RESULTS.md entry 11): 1.13-1.48x
  * cuBLAS' fp32 kernels on the shapes tf_cu_gemm_mma routes here (full tiles,
  * K >= 128, no split K), 40-60 TFLOP/s of fp32 work, a third of the tensor
- * cores' TF32 peak over 3. The overlap of conversion and MMAs gained 1-5%;
- * what is left is one block per SM (140-168 registers a thread), the
- * per-slice barriers and one wgmma group in flight (NOTES.md).
+ * cores' TF32 peak over 3. The overlap of conversion and MMAs gained 1-5%,
+ * 4 stages instead of 2 another 5-11% (entry 12: 65.0 vs 71.6 us on the
+ * small outer_to_pair); what is left is one block per SM (164-182 registers
+ * a thread), the per-slice barriers and one wgmma group in flight (NOTES.md).
  *
  * Needs sm_90a code (wgmma does not exist in plain sm_90): CMake compiles
  * this file for sm_90a when the build targets 90 (CMakeLists.txt), and
@@ -44,7 +45,11 @@
 #define WG_BM 128
 #define WG_BN 128
 #define WG_NT 256
-#define WG_STAGES 2
+/* pipeline stages (landing tiles of one K slice each): 4 keeps three slices'
+ * loads in flight while one is converted and multiplied; 2 (the first
+ * version, TF_CUDA_WG_STAGES=2) only one, which leaves the loads' latency
+ * exposed at one block per SM */
+#define WG_STAGES_MAX 4
 /* bytes between core matrices adjacent in k: a k4 column of BN / 8 of them */
 #define WG_CM_K (WG_BN / 8 * 128)
 #define WG_BC (MMA_BK * WG_BN) /* floats per converted copy of B (big or small) */
@@ -55,7 +60,7 @@
  * +4 per row either way (16-byte row reads of 8 k conflict-free when k is
  * contiguous, single floats along n otherwise). PIPE: two converted copies of
  * B, so that slice kt + 1 is converted while the wgmmas of slice kt run. */
-template <bool TA, bool TB, bool PIPE>
+template <bool TA, bool TB, bool PIPE, int ST>
 struct wg_cfg {
     static constexpr int NT = WG_NT;
     static constexpr int SA = TA ? WG_BM + 4 : MMA_BK + 8;
@@ -64,7 +69,7 @@ struct wg_cfg {
     static constexpr int B_TILE = TB ? WG_BN * SB : MMA_BK * SB;
     static constexpr int STAGE = A_TILE + B_TILE;
     static constexpr int NBC = PIPE ? 2 : 1; /* converted copies (big + small each) */
-    static constexpr int SMEM = WG_STAGES * STAGE + NBC * 2 * WG_BC;
+    static constexpr int SMEM = ST * STAGE + NBC * 2 * WG_BC;
 };
 
 #if TF_WG_CODE
@@ -216,13 +221,13 @@ __device__ __forceinline__ void wg_keep(float (*acc)[4], uint32_t (*ab)[4], uint
 }
 #endif /* TF_WG_CODE */
 
-template <bool TA, bool TB, int VEC, bool PIPE>
+template <bool TA, bool TB, int VEC, bool PIPE, int ST>
 __global__ void __launch_bounds__(WG_NT, 1) gemm_wg_kernel(mma_args p)
 {
 #if TF_WG_CODE
-    typedef wg_cfg<TA, TB, PIPE> CF;
+    typedef wg_cfg<TA, TB, PIPE, ST> CF;
     TF_SMEM(sm);
-    float *Bc = sm + WG_STAGES * CF::STAGE; /* [NBC][big, small][WG_BC] */
+    float *Bc = sm + ST * CF::STAGE; /* [NBC][big, small][WG_BC] */
     const int tid = (int)threadIdx.x, warp = tid >> 5;
     const int wm = (warp >> 2) * 64 + (warp & 3) * 16; /* this warp's 16 rows */
     const int bz = (int)blockIdx.z, bi = bz / p.splits, sp = bz % p.splits;
@@ -231,9 +236,9 @@ __global__ void __launch_bounds__(WG_NT, 1) gemm_wg_kernel(mma_args p)
     const int kb = sp * p.kchunk, ke = min(p.K, kb + p.kchunk);
     const int nk = ke > kb ? (ke - kb + MMA_BK - 1) / MMA_BK : 0;
 #define WG_LOAD(kt)                                                                              \
-    mma_load<CF, WG_BM, WG_BN, TA, TB, VEC>(sm + ((kt) % WG_STAGES) * CF::STAGE, p, A, B, m0, n0, \
+    mma_load<CF, WG_BM, WG_BN, TA, TB, VEC>(sm + ((kt) % ST) * CF::STAGE, p, A, B, m0, n0,        \
                                             kb + (kt) * MMA_BK, ke)
-#define WG_STAGE_AT(kt) (sm + ((kt) % WG_STAGES) * CF::STAGE)
+#define WG_STAGE_AT(kt) (sm + ((kt) % ST) * CF::STAGE)
 
     float acc[1][16][4];
 #pragma unroll
@@ -242,13 +247,18 @@ __global__ void __launch_bounds__(WG_NT, 1) gemm_wg_kernel(mma_args p)
         for (int e = 0; e < 4; ++e) acc[0][j][e] = 0.f;
     uint32_t ab[4][4], as[4][4];
 
-    if (nk > 0) WG_LOAD(0);
-    mma_commit();
+    /* slices 0 .. ST-2 in flight; one commit group per slice (empty past the
+     * end), so "slice kt has landed" is "at most ST-2 newer groups pending" */
+#pragma unroll
+    for (int s = 0; s < ST - 1; ++s) {
+        if (s < nk) WG_LOAD(s);
+        mma_commit();
+    }
     if (!PIPE) {
         for (int kt = 0; kt < nk; ++kt) {
-            mma_wait<0>();   /* slice kt has landed (this thread's copies) */
-            __syncthreads(); /* ... everyone's; slice kt-1's stage and B copies are free */
-            if (kt + 1 < nk) WG_LOAD(kt + 1);
+            mma_wait<ST - 2>(); /* slice kt has landed (this thread's copies) */
+            __syncthreads();    /* ... everyone's; slice kt-1's stage and B copies are free */
+            if (kt + ST - 1 < nk) WG_LOAD(kt + ST - 1);
             mma_commit();
             const float *As = WG_STAGE_AT(kt);
             wg_convert<CF, TB>(As + CF::A_TILE, Bc, Bc + WG_BC);
@@ -265,9 +275,9 @@ __global__ void __launch_bounds__(WG_NT, 1) gemm_wg_kernel(mma_args p)
         /* slice kt's wgmmas run while slice kt + 1 is converted into the other
          * copy of B and its A fragments go to the other registers */
         uint32_t nb[4][4], ns[4][4];
-        mma_wait<0>();
+        mma_wait<ST - 2>();
         __syncthreads();
-        if (nk > 1) WG_LOAD(1);
+        if (ST - 1 < nk) WG_LOAD(ST - 1);
         mma_commit();
         wg_convert<CF, TB>(WG_STAGE_AT(0) + CF::A_TILE, Bc, Bc + WG_BC);
         wg_proxy_fence();
@@ -279,9 +289,9 @@ __global__ void __launch_bounds__(WG_NT, 1) gemm_wg_kernel(mma_args p)
             wg_slice(acc[0], ab, as, bh, bh + WG_BC);
             wg_commit();
             if (kt + 1 < nk) {
-                mma_wait<0>();   /* slice kt + 1 has landed */
-                __syncthreads(); /* everyone's; slice kt's stage is read */
-                if (kt + 2 < nk) WG_LOAD(kt + 2);
+                mma_wait<ST - 2>(); /* slice kt + 1 has landed */
+                __syncthreads();    /* everyone's; slice kt's stage was read last iteration */
+                if (kt + ST < nk) WG_LOAD(kt + ST);
                 mma_commit();
                 /* the other copy: last read by slice kt-1's wgmmas, waited for */
                 float *nh = Bc + ((kt + 1) & 1) * 2 * WG_BC;
@@ -308,27 +318,30 @@ __global__ void __launch_bounds__(WG_NT, 1) gemm_wg_kernel(mma_args p)
 
 __global__ void wg_probe_kernel(int *flag) { *flag = TF_WG_CODE; }
 
-template <bool TA, bool TB, int VEC, bool PIPE>
+template <bool TA, bool TB, int VEC, bool PIPE, int ST>
 static void wg_launch(tf_backend *be, const mma_args &p, int batch)
 {
     const dim3 grid((unsigned)((p.N + WG_BN - 1) / WG_BN), (unsigned)((p.M + WG_BM - 1) / WG_BM),
                     (unsigned)(batch * p.splits));
-    const size_t smem = sizeof(float) * wg_cfg<TA, TB, PIPE>::SMEM;
-    TF_LAUNCH_SMEM((gemm_wg_kernel<TA, TB, VEC, PIPE>), grid, WG_NT, smem, be, p);
+    const size_t smem = sizeof(float) * wg_cfg<TA, TB, PIPE, ST>::SMEM;
+    TF_LAUNCH_SMEM((gemm_wg_kernel<TA, TB, VEC, PIPE, ST>), grid, WG_NT, smem, be, p);
+}
+
+template <bool TA, bool TB, int VEC>
+static void wg_pick(tf_backend *be, const mma_args &p, int batch)
+{
+    if (!be->wg_pipe) wg_launch<TA, TB, VEC, false, 2>(be, p, batch);
+    else if (be->wg_stages == 2) wg_launch<TA, TB, VEC, true, 2>(be, p, batch);
+    else wg_launch<TA, TB, VEC, true, WG_STAGES_MAX>(be, p, batch);
 }
 
 extern "C" void tf_cu_gemm_wg(tf_backend *be, const mma_args *p, int batch, int ta, int tb,
                               int vec)
 {
-    const int pipe = be->wg_pipe;
 #define WG_GO(TA, TB)                                                                    \
     do {                                                                                 \
-        if (vec == 4)                                                                    \
-            pipe ? wg_launch<TA, TB, 4, true>(be, *p, batch)                             \
-                 : wg_launch<TA, TB, 4, false>(be, *p, batch);                           \
-        else                                                                             \
-            pipe ? wg_launch<TA, TB, 1, true>(be, *p, batch)                             \
-                 : wg_launch<TA, TB, 1, false>(be, *p, batch);                           \
+        if (vec == 4) wg_pick<TA, TB, 4>(be, *p, batch);                                 \
+        else wg_pick<TA, TB, 1>(be, *p, batch);                                          \
     } while (0)
     if (!ta && !tb) WG_GO(false, false);
     else if (!ta && tb) WG_GO(false, true);

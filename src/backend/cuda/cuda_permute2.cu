@@ -10,8 +10,9 @@
  *     head permutes of v1 have this form.
  *   permute_gather_kernel2_f4: any other permute with an inner run, walking
  *     the output in float4s and gathering from the input.
- * Batched transpose [P, R, S] -> [P, S, R] (the triangle multiplication's
- * [B,N,N,C] <-> [B,C,N,N]): permute_transpose_kernel2 stages 64x64 tiles in
+ * Transpose around the input-contiguous axis (the triangle multiplication's
+ * [B,N,N,C] <-> [B,C,N,N] and its fused [B,N,N,2,C] <-> [2,B,C,N,N]):
+ * permute_transpose_kernel2 stages 64x64 tiles in
  * shared memory with 65-float rows (conflict-free column reads), 256 threads
  * moving 16 floats each, so every thread has 16 loads in flight.
  * Pure data movement (or one add when accumulating): bit-exact. */
@@ -94,20 +95,32 @@ extern "C" __global__ void permute_gather_kernel2_f4(float4 *out, const float4 *
     }
 }
 
-/* ---- in [P, R, S] -> out [P, S, R]; grid (ceil(S/64), ceil(R/64), P) ---- */
+/* ---- transpose around the input-contiguous axis s ----
+ * out [P1, P2, S, R] (contiguous) <- in[p1*sp1 + p2*sp2 + s + roff(r)], where
+ * r = h*C + c (R = H*C) reads roff = h*sh + c*sc: the plain batched transpose
+ * [P, R, S] -> [P, S, R] (H 1) and the triangle multiplication's fused
+ * [B,N,N,2,C] <-> [2,B,C,N,N]. grid (ceil(S/64), ceil(R/64), P1*P2) */
+typedef struct {
+    int S, R, C, P2;
+    long sp1, sp2, sh, sc;
+} tp_args;
+
 extern "C" __global__ void __launch_bounds__(T2_TILE *T2_ROWS)
-permute_transpose_kernel2(float *out, const float *in, int R, int S, int accumulate)
+permute_transpose_kernel2(float *out, const float *in, tp_args t, int accumulate)
 {
     __shared__ float tile[T2_TILE][T2_TILE + 1];
-    const long p = blockIdx.z;
+    const int p1 = blockIdx.z / t.P2, p2 = blockIdx.z - p1 * t.P2;
     const int s0 = blockIdx.x * T2_TILE, r0 = blockIdx.y * T2_TILE;
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    const float *ip = in + p * R * S;
-    float *op = out + p * R * S;
+    const int tx = threadIdx.x, ty = threadIdx.y, S = t.S, R = t.R;
+    const float *ip = in + p1 * t.sp1 + p2 * t.sp2;
+    float *op = out + (long)blockIdx.z * R * S;
 #pragma unroll
     for (int k = 0; k < T2_TILE / T2_ROWS; ++k) {
         const int r = r0 + ty + T2_ROWS * k, s = s0 + tx;
-        if (r < R && s < S) tile[ty + T2_ROWS * k][tx] = ip[(long)r * S + s];
+        if (r < R && s < S) {
+            const int h = r / t.C, c = r - h * t.C;
+            tile[ty + T2_ROWS * k][tx] = ip[h * t.sh + c * t.sc + s];
+        }
     }
     __syncthreads();
 #pragma unroll
@@ -160,17 +173,31 @@ extern "C" int tf_cu_permute2(tf_backend *be, float *out, const float *in, const
                   accumulate);
         return 1;
     }
-    /* batched transpose: out axes (P, S, R) with input strides (R*S, 1, S) */
-    const int nt = n - 2;
-    const long S = p->odims[nt], R = p->odims[nt + 1], P = n == 3 ? p->odims[0] : 1;
-    if ((n == 2 || (n == 3 && p->istride[0] == R * S)) && p->istride[nt] == 1 &&
-        p->istride[nt + 1] == S && P <= 65535 && (R + T2_TILE - 1) / T2_TILE <= 65535 &&
-        R <= INT_MAX && S <= INT_MAX) {
-        const dim3 grid((unsigned)((S + T2_TILE - 1) / T2_TILE),
-                        (unsigned)((R + T2_TILE - 1) / T2_TILE), (unsigned)P);
-        TF_LAUNCH(permute_transpose_kernel2, grid, dim3(T2_TILE, T2_ROWS), be->stream, out, in,
-                  (int)R, (int)S, accumulate);
-        return 1;
-    }
+    /* transpose: output axes (P1, P2, S, H, C) with S read contiguously, at
+     * most two axes before S and two after it */
+    int a = 0;
+    while (a < n - 1 && p->istride[a] != 1) ++a;
+    const int after = n - 1 - a;
+    if (a > 2 || after < 1 || after > 2) return 0;
+    tp_args t;
+    const long S = p->odims[a], H = after == 2 ? p->odims[a + 1] : 1, C = p->odims[n - 1];
+    const long P1 = a == 2 ? p->odims[0] : 1, P2 = a >= 1 ? p->odims[a - 1] : 1;
+    t.sp1 = a == 2 ? p->istride[0] : 0;
+    t.sp2 = a >= 1 ? p->istride[a - 1] : 0;
+    t.sh = after == 2 ? p->istride[a + 1] : 0;
+    t.sc = p->istride[n - 1];
+    /* beyond the plain batched transpose, only where 64 x 64 tiles are mostly
+     * full (a thin side leaves most of each block idle: kernel1 then) */
+    const int plain = after == 1 && t.sc == S && (a == 0 || (a == 1 && t.sp2 == S * C));
+    if (!plain && (S < 16 || H * C < 16)) return 0;
+    if (S > INT_MAX || H * C > INT_MAX || P1 * P2 > 65535 ||
+        (H * C + T2_TILE - 1) / T2_TILE > 65535)
+        return 0;
+    t.S = (int)S, t.R = (int)(H * C), t.C = (int)C, t.P2 = (int)P2;
+    const dim3 grid((unsigned)((S + T2_TILE - 1) / T2_TILE),
+                    (unsigned)((H * C + T2_TILE - 1) / T2_TILE), (unsigned)(P1 * P2));
+    TF_LAUNCH(permute_transpose_kernel2, grid, dim3(T2_TILE, T2_ROWS), be->stream, out, in, t,
+              accumulate);
+    return 1;
     return 0;
 }
