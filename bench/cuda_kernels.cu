@@ -251,7 +251,7 @@ static void bench_ln(const char *name, long rows, int C)
            4.0 * (2 * n + 2 * rows), 0,
            [&](tf_backend *be) { g_ops->layernorm_fwd(be, y, mu, rs, x, g, bt, rows, C, 1e-5f); });
     report2("layernorm_bwd", shape, "dparams1+reduce1+dx1 (3 launches)",
-           "layernorm_bwd2+reduce2 (2)", 4.0 * (3 * n + 2 * rows), 0, [&](tf_backend *be) {
+           "layernorm_bwd2 (1 launch)", 4.0 * (3 * n + 2 * rows), 0, [&](tf_backend *be) {
                g_ops->layernorm_bwd(be, dx, dg, db, dout, x, mu, rs, g, rows, C, 0);
            });
     dfree(x), dfree(g), dfree(bt), dfree(y), dfree(mu), dfree(rs), dfree(dout), dfree(dx);
@@ -285,7 +285,7 @@ static void bench_ew(long n)
  * The model's shapes (R = pair rows B*N*N, Rm = MSA rows B*S*N): forward
  * x W^T (NT), backward dX = dY W (NN) and dW = dY^T X (TN, K = rows), the
  * triangle product per (b, channel), the outer product per b. */
-static tf_backend *g_gemm_be[6]; /* lt fp32, mma fp32, lt tf32, mma tf32, wgmma fp32 (4 stages, 2) */
+static tf_backend *g_gemm_be[6]; /* lt fp32, mma fp32, lt tf32, mma tf32, wgmma fp32 (two groups in flight, one) */
 static void bench_gemm_one(const char *name, int ta, int tb, int M, int N, int K, int batch,
                            float beta)
 {
@@ -303,7 +303,7 @@ static void bench_gemm_one(const char *name, int ta, int tb, int M, int N, int K
     for (int k = 0; k < 6; ++k)
         us[k] = time_be(g_gemm_be[k], [&](tf_backend *be) { g_ops->gemm(be, &a, "bench"); });
     printf("%-22s %c%c M=%-6d N=%-5d K=%-6d b=%-4d fp32: lt %8.2f us mma %8.2f us (x%.2f, "
-           "%5.1f TF/s) wgmma %8.2f us (x%.2f, %5.1f TF/s; 2 stages %8.2f)  tf32: lt %8.2f "
+           "%5.1f TF/s) wgmma %8.2f us (x%.2f, %5.1f TF/s; one group %8.2f)  tf32: lt %8.2f "
            "mma %8.2f (x%.2f, %5.1f TF/s)\n",
            name, ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, batch, us[0], us[1], us[0] / us[1],
            fl / (us[1] * 1e6), us[4], us[0] / us[4], fl / (us[4] * 1e6), us[5], us[2], us[3],
@@ -392,12 +392,17 @@ int main(int argc, char **argv)
         }
         if (want(argc, argv, "permute")) {
             const int opm[5] = {B, N, 32, N, 32}, po[5] = {0, 1, 3, 2, 4};
-            const int lr[4] = {B, N, N, 256}, pf[4] = {0, 3, 1, 2};
+            /* the triangle multiplication's: fused L|R [B,N,N,2,C] -> [2,B,C,N,N],
+             * its gradient back, and u [B,C,N,N] -> [B,N,N,C] */
+            const int lr[5] = {B, N, N, 2, 128}, pf[5] = {3, 0, 4, 1, 2};
+            const int dl[5] = {2, B, 128, N, N}, pb[5] = {1, 3, 4, 0, 2};
             const int up[4] = {B, 128, N, N}, pl[4] = {0, 2, 3, 1};
             snprintf(nm, sizeof nm, "%s opm", P[k].name);
             bench_perm(nm, 5, opm, po);
-            snprintf(nm, sizeof nm, "%s trimul_to_chan", P[k].name);
-            bench_perm(nm, 4, lr, pf);
+            snprintf(nm, sizeof nm, "%s trimul_lr_to_chan", P[k].name);
+            bench_perm(nm, 5, lr, pf);
+            snprintf(nm, sizeof nm, "%s trimul_lr_from_chan", P[k].name);
+            bench_perm(nm, 5, dl, pb);
             snprintf(nm, sizeof nm, "%s trimul_from_chan", P[k].name);
             bench_perm(nm, 4, up, pl);
         }
@@ -416,10 +421,10 @@ int main(int argc, char **argv)
                     o.kernel_level = 3;
                     o.tf32 = g == 2 || g == 3;
                     setenv("TF_CUDA_GEMM", g >= 4 ? "wg" : g & 1 ? "mma" : "lt", 1);
-                    if (g == 5) setenv("TF_CUDA_WG_STAGES", "2", 1);
+                    if (g == 5) setenv("TF_CUDA_WG_PIPE", "1", 1);
                     if (tf_cuda_backend_create(&g_gemm_be[g], &g_ops, &o, err, sizeof err)) die(err);
                     unsetenv("TF_CUDA_GEMM");
-                    unsetenv("TF_CUDA_WG_STAGES");
+                    unsetenv("TF_CUDA_WG_PIPE");
                 }
             bench_gemm(P[k].name, B, N, S);
         }

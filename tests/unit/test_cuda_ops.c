@@ -53,10 +53,12 @@ typedef struct {
  * CUDA TF32 (cuBLASLt), and TF32 on the tensor-core kernel (TF_CUDA_GEMM=mma);
  * g_cu3wg every fp32 GEMM on the wgmma 3xTF32 kernel (TF_CUDA_GEMM=wg, where
  * the build and GPU have sm_90a code; elsewhere it is the default backend),
- * g_cu3wg0 the same without the overlap of slices (TF_CUDA_WG_PIPE=0), g_cu3wg2
- * with the overlap and a 2-stage pipeline (TF_CUDA_WG_STAGES=2; 4 by default) */
+ * (its default schedule: two slices' MMAs in flight), g_cu3wg0 one slice at a
+ * time (TF_CUDA_WG_PIPE=0), g_cu3wg1 one slice's MMAs in flight while the next
+ * is converted (=1, 4 stages), g_cu3wg2 the same with 2 stages
+ * (TF_CUDA_WG_STAGES=2) */
 static bk g_cpu, g_cu1, g_cu3, g_cu3k2, g_cu3k3, g_cu3k4, g_cu3k5, g_cu3tune, g_cu3lt, g_tf32,
-    g_tf32mma, g_tf32k5, g_cu3wg, g_cu3wg0, g_cu3wg2;
+    g_tf32mma, g_tf32k5, g_cu3wg, g_cu3wg0, g_cu3wg1, g_cu3wg2;
 static int g_fail;
 
 static double tol_sum(double K) { return (3.0 * sqrt(K) + 4.0) * U; }
@@ -235,6 +237,7 @@ static void gemm_case(int ta, int tb, int M, int N, int K, int batch, int pad, f
     GEMM_ON(g_cu3, "gemm", tol_x3(K), 1);
     GEMM_ON(g_cu3wg, "gemm(wgmma)", tol_x3(K), 1); /* the same 3xTF32 products */
     GEMM_ON(g_cu3wg0, "gemm(wgmma, no overlap)", tol_x3(K), 1);
+    GEMM_ON(g_cu3wg1, "gemm(wgmma, one group)", tol_x3(K), 1);
     GEMM_ON(g_cu3wg2, "gemm(wgmma, 2 stages)", tol_x3(K), 1);
     GEMM_ON(g_cu3lt, "gemm(cuBLASLt)", tol_sum(K), 0);
     GEMM_ON(g_cu3tune, "gemm(tuned)", tol_sum(K), 1); /* after tuning: the same bits */
@@ -1038,7 +1041,7 @@ static void test_env_knobs(void **state)
         {"TF_CUDA_GEMM", "cublas", "auto, wg, mma, nowg, lt"},
         {"TF_CUDA_ATTN_KERNEL", "1", "0, 2, 3, 4, 5"},
         {"TF_CUDA_MMA_TILE", "32", "auto, 64, 128"},
-        {"TF_CUDA_WG_PIPE", "yes", "0, 1"},
+        {"TF_CUDA_WG_PIPE", "yes", "0, 1, 2"},
         {"TF_CUDA_WG_STAGES", "3", "4, 2"},
         {"TF_CUDA_ATTN_BWD5", "2", "0, 1"},
         {"TF_CUDA_GEMM_TUNE", "on", "0, 1"},
@@ -1211,11 +1214,12 @@ static int group_setup(void **state)
     char err[256];
     memset(&o, 0, sizeof o);
     if (tf_test_cpu_backend(&g_cpu.be, &g_cpu.ops)) return 1;
-    bk *cu[14] = {&g_cu1,    &g_cu3,    &g_cu3k2,   &g_cu3k3,  &g_cu3k4, &g_cu3k5,  &g_cu3tune,
-                  &g_cu3lt,  &g_tf32,   &g_tf32mma, &g_tf32k5, &g_cu3wg, &g_cu3wg0, &g_cu3wg2};
-    const int level[14] = {1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3};
-    const int tf32[14] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0};
-    for (int k = 0; k < 14; ++k) {
+    bk *cu[15] = {&g_cu1,    &g_cu3,     &g_cu3k2,  &g_cu3k3, &g_cu3k4,  &g_cu3k5,
+                  &g_cu3tune, &g_cu3lt,  &g_tf32,    &g_tf32mma, &g_tf32k5, &g_cu3wg,
+                  &g_cu3wg0, &g_cu3wg1, &g_cu3wg2};
+    const int level[15] = {1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3};
+    const int tf32[15] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0};
+    for (int k = 0; k < 15; ++k) {
         o.kernel_level = level[k];
         o.tf32 = tf32[k];
         /* read at create */
@@ -1226,9 +1230,10 @@ static int group_setup(void **state)
         if (cu[k] == &g_cu3tune) setenv("TF_CUDA_GEMM_TUNE", "1", 1);
         if (cu[k] == &g_cu3tune || cu[k] == &g_cu3lt) setenv("TF_CUDA_GEMM", "lt", 1);
         if (cu[k] == &g_tf32mma || cu[k] == &g_cu3) setenv("TF_CUDA_GEMM", "mma", 1);
-        if (cu[k] == &g_cu3wg || cu[k] == &g_cu3wg0 || cu[k] == &g_cu3wg2)
+        if (cu[k] == &g_cu3wg || cu[k] == &g_cu3wg0 || cu[k] == &g_cu3wg1 || cu[k] == &g_cu3wg2)
             setenv("TF_CUDA_GEMM", "wg", 1);
         if (cu[k] == &g_cu3wg0) setenv("TF_CUDA_WG_PIPE", "0", 1);
+        if (cu[k] == &g_cu3wg1 || cu[k] == &g_cu3wg2) setenv("TF_CUDA_WG_PIPE", "1", 1);
         if (cu[k] == &g_cu3wg2) setenv("TF_CUDA_WG_STAGES", "2", 1);
         const int rc = tf_cuda_backend_create(&cu[k]->be, &cu[k]->ops, &o, err, sizeof err);
         unsetenv("TF_CUDA_ATTN_KERNEL");
@@ -1260,6 +1265,7 @@ static int group_teardown(void **state)
     tf_cuda_backend_destroy(g_tf32mma.be);
     tf_cuda_backend_destroy(g_cu3wg.be);
     tf_cuda_backend_destroy(g_cu3wg0.be);
+    tf_cuda_backend_destroy(g_cu3wg1.be);
     tf_cuda_backend_destroy(g_cu3wg2.be);
     tf_cpu_backend_destroy(g_cpu.be);
     return 0;

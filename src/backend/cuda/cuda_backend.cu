@@ -306,21 +306,23 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
          *     fp32 GEMMs routed to the tensor cores when the GPU and build
          *     have sm_90a code (tf_cu_wg_probe) and the shape is one where it
          *     measured faster; =nowg is the default without it, =mma keeps
-         *     every fp32 GEMM it can on mma.sync; TF_CUDA_WG_PIPE=0: the wgmma
-         *     kernel without overlap of one slice's conversion and the last's
-         *     MMAs (A/B); TF_CUDA_WG_STAGES=2: its pipeline with 2 stages
-         *     instead of 4 (A/B);
+         *     every fp32 GEMM it can on mma.sync; TF_CUDA_WG_PIPE: the wgmma
+         *     kernel's schedule (A/B): 2 (default) two slices' MMAs in flight,
+         *     1 one, with the next slice converted meanwhile, 0 one slice at a
+         *     time; TF_CUDA_WG_STAGES=2: schedule 1 with 2 pipeline stages
+         *     instead of 4;
          *   TF_CUDA_MMA_TILE=64|128: that kernel's tile size for every shape */
         static const char *const attn_v[] = {"0", "2", "3", "4", "5"}, *const bin_v[] = {"0", "1"},
                                  *const gemm_v[] = {"auto", "wg", "mma", "nowg", "lt"},
                                  *const tile_v[] = {"auto", "64", "128"},
-                                 *const stage_v[] = {"4", "2"};
+                                 *const stage_v[] = {"4", "2"},
+                                 *const pipe_v[] = {"0", "1", "2"};
         static const int attn_k[] = {0, 2, 3, 4, 5};
         const int ka = env_knob("TF_CUDA_ATTN_KERNEL", attn_v, 5, 0, err, errlen);
         const int kt = env_knob("TF_CUDA_GEMM_TUNE", bin_v, 2, 0, err, errlen);
         const int kb = env_knob("TF_CUDA_ATTN_BWD5", bin_v, 2, 1, err, errlen);
         const int kg = env_knob("TF_CUDA_GEMM", gemm_v, 5, 0, err, errlen);
-        const int kp = env_knob("TF_CUDA_WG_PIPE", bin_v, 2, 1, err, errlen);
+        const int kp = env_knob("TF_CUDA_WG_PIPE", pipe_v, 3, 2, err, errlen);
         const int km = env_knob("TF_CUDA_MMA_TILE", tile_v, 3, 0, err, errlen);
         const int ks = env_knob("TF_CUDA_WG_STAGES", stage_v, 2, 0, err, errlen);
         if (ka < 0 || kt < 0 || kb < 0 || kg < 0 || kp < 0 || km < 0 || ks < 0) goto fail;

@@ -80,10 +80,12 @@ struct tf_backend {
                          where gemm_mma would take the mma.sync one: 0 never (no sm_90a
                          code or device, tf32, TF_CUDA_GEMM=mma|lt), 1 default, 2 every
                          GEMM it runs (TF_CUDA_GEMM=wg) */
-    int wg_pipe;      /* wgmma kernel: 1 converts slice k + 1 while slice k's MMAs run
-                         (default), 0 one slice at a time (TF_CUDA_WG_PIPE=0, for A/B) */
-    int wg_stages;    /* its pipeline stages with the overlap: 4, or 2 (TF_CUDA_WG_STAGES) */
-    int *mma_count;   /* TF_CU_MMA_COUNTERS split-K arrival counters, zero between calls */
+    int wg_pipe;      /* wgmma kernel's schedule (TF_CUDA_WG_PIPE, for A/B): 2 (default)
+                         slices k and k + 1's MMAs in flight, 1 slice k + 1 converted
+                         while slice k's MMAs run, 0 one slice at a time */
+    int wg_stages;    /* schedule 1's pipeline stages: 4, or 2 (TF_CUDA_WG_STAGES) */
+    int *mma_count;   /* TF_CU_MMA_COUNTERS arrival counters (the tensor-core GEMMs' split K,
+                         the LayerNorm backward's tree), zero between kernels */
     int tf32;
     int sm_count;
     cudaStream_t stream;

@@ -58,9 +58,12 @@
  * the mma.sync kernel keeps it (+8 floats per row where k is contiguous: the
  * fragment loads below are the same), B padded for the conversion's reads:
  * +4 per row either way (16-byte row reads of 8 k conflict-free when k is
- * contiguous, single floats along n otherwise). PIPE: two converted copies of
- * B, so that slice kt + 1 is converted while the wgmmas of slice kt run. */
-template <bool TA, bool TB, bool PIPE, int ST>
+ * contiguous, single floats along n otherwise). MODE 0: one converted copy of
+ * B, one slice at a time; MODE 1: two copies, so that slice kt + 1 is
+ * converted while the wgmmas of slice kt run; MODE 2: three copies, so that
+ * slice kt + 1's wgmmas are issued before slice kt's have finished (two
+ * groups in flight, one barrier per slice). */
+template <bool TA, bool TB, int MODE, int ST>
 struct wg_cfg {
     static constexpr int NT = WG_NT;
     static constexpr int SA = TA ? WG_BM + 4 : MMA_BK + 8;
@@ -68,7 +71,7 @@ struct wg_cfg {
     static constexpr int A_TILE = TA ? MMA_BK * SA : WG_BM * SA;
     static constexpr int B_TILE = TB ? WG_BN * SB : MMA_BK * SB;
     static constexpr int STAGE = A_TILE + B_TILE;
-    static constexpr int NBC = PIPE ? 2 : 1; /* converted copies (big + small each) */
+    static constexpr int NBC = MODE + 1; /* converted copies (big + small each) */
     static constexpr int SMEM = ST * STAGE + NBC * 2 * WG_BC;
 };
 
@@ -115,6 +118,10 @@ __device__ __forceinline__ void wg_commit()
 __device__ __forceinline__ void wg_wait0()
 {
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+}
+__device__ __forceinline__ void wg_wait1()
+{
+    asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
 }
 /* generic-proxy shared stores visible to wgmma's (async proxy) reads */
 __device__ __forceinline__ void wg_proxy_fence()
@@ -219,13 +226,22 @@ __device__ __forceinline__ void wg_keep(float (*acc)[4], uint32_t (*ab)[4], uint
 #pragma unroll
         for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(ab[s][e]), "+r"(as[s][e])::"memory");
 }
+
+/* the A registers of one slice: live and unmoved up to here */
+__device__ __forceinline__ void wg_keep_a(uint32_t (*ab)[4], uint32_t (*as)[4])
+{
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(ab[s][e]), "+r"(as[s][e])::"memory");
+}
 #endif /* TF_WG_CODE */
 
-template <bool TA, bool TB, int VEC, bool PIPE, int ST>
+template <bool TA, bool TB, int VEC, int MODE, int ST>
 __global__ void __launch_bounds__(WG_NT, 1) gemm_wg_kernel(mma_args p)
 {
 #if TF_WG_CODE
-    typedef wg_cfg<TA, TB, PIPE, ST> CF;
+    typedef wg_cfg<TA, TB, MODE, ST> CF;
     TF_SMEM(sm);
     float *Bc = sm + ST * CF::STAGE; /* [NBC][big, small][WG_BC] */
     const int tid = (int)threadIdx.x, warp = tid >> 5;
@@ -254,7 +270,7 @@ __global__ void __launch_bounds__(WG_NT, 1) gemm_wg_kernel(mma_args p)
         if (s < nk) WG_LOAD(s);
         mma_commit();
     }
-    if (!PIPE) {
+    if (MODE == 0) {
         for (int kt = 0; kt < nk; ++kt) {
             mma_wait<ST - 2>(); /* slice kt has landed (this thread's copies) */
             __syncthreads();    /* ... everyone's; slice kt-1's stage and B copies are free */
@@ -271,6 +287,52 @@ __global__ void __launch_bounds__(WG_NT, 1) gemm_wg_kernel(mma_args p)
             wg_wait0();
             wg_keep(acc[0], ab, as);
         }
+    } else if (MODE == 2 && nk > 0) {
+        /* iteration kt: the load of slice kt + ST (its stage held slice kt,
+         * converted last iteration), slice kt's wgmmas, then, once slice
+         * kt - 1's are done (wait_group 1), slice kt + 1 converted into copy
+         * (kt + 1) % 3 (last read by slice kt - 2's wgmmas, finished before
+         * the last barrier) and its A fragments into the register set slice
+         * kt - 1 used; one barrier. Register sets alternate: the loop runs
+         * two slices per pass. */
+        uint32_t b0[4][4], s0[4][4], b1[4][4], s1[4][4];
+        mma_wait<ST - 2>(); /* slice 0 */
+        __syncthreads();
+        if (ST - 1 < nk) WG_LOAD(ST - 1);
+        mma_commit();
+        wg_convert<CF, TB>(WG_STAGE_AT(0) + CF::A_TILE, Bc, Bc + WG_BC);
+        wg_proxy_fence();
+        wg_afrag<CF, TA>(WG_STAGE_AT(0), wm, b0, s0);
+        mma_wait<ST - 2>(); /* slice 1 */
+        __syncthreads();
+#define WG_STEP2(KT, CB, CS, NB, NS)                                                         \
+    do {                                                                                     \
+        const int kt_ = (KT);                                                                \
+        if (kt_ + ST < nk) WG_LOAD(kt_ + ST);                                                \
+        mma_commit();                                                                        \
+        const float *bh_ = Bc + (kt_ % 3) * 2 * WG_BC;                                       \
+        wg_fence();                                                                          \
+        wg_slice(acc[0], CB, CS, bh_, bh_ + WG_BC);                                          \
+        wg_commit();                                                                         \
+        if (kt_ + 1 < nk) {                                                                  \
+            wg_wait1();                 /* slice kt - 1's wgmmas: NB, NS are free */         \
+            wg_keep_a(NB, NS);                                                               \
+            float *nh_ = Bc + ((kt_ + 1) % 3) * 2 * WG_BC;                                   \
+            wg_convert<CF, TB>(WG_STAGE_AT(kt_ + 1) + CF::A_TILE, nh_, nh_ + WG_BC);         \
+            wg_proxy_fence();                                                                \
+            wg_afrag<CF, TA>(WG_STAGE_AT(kt_ + 1), wm, NB, NS);                              \
+            mma_wait<ST - 2>(); /* slice kt + 2 has landed */                                \
+            __syncthreads();                                                                 \
+        }                                                                                    \
+    } while (0)
+        for (int kt = 0; kt < nk; kt += 2) {
+            WG_STEP2(kt, b0, s0, b1, s1);
+            if (kt + 1 < nk) WG_STEP2(kt + 1, b1, s1, b0, s0);
+        }
+#undef WG_STEP2
+        wg_wait0();
+        wg_keep(acc[0], b0, s0);
+        wg_keep_a(b1, s1);
     } else if (nk > 0) {
         /* slice kt's wgmmas run while slice kt + 1 is converted into the other
          * copy of B and its A fragments go to the other registers */
@@ -318,21 +380,22 @@ __global__ void __launch_bounds__(WG_NT, 1) gemm_wg_kernel(mma_args p)
 
 __global__ void wg_probe_kernel(int *flag) { *flag = TF_WG_CODE; }
 
-template <bool TA, bool TB, int VEC, bool PIPE, int ST>
+template <bool TA, bool TB, int VEC, int MODE, int ST>
 static void wg_launch(tf_backend *be, const mma_args &p, int batch)
 {
     const dim3 grid((unsigned)((p.N + WG_BN - 1) / WG_BN), (unsigned)((p.M + WG_BM - 1) / WG_BM),
                     (unsigned)(batch * p.splits));
-    const size_t smem = sizeof(float) * wg_cfg<TA, TB, PIPE, ST>::SMEM;
-    TF_LAUNCH_SMEM((gemm_wg_kernel<TA, TB, VEC, PIPE, ST>), grid, WG_NT, smem, be, p);
+    const size_t smem = sizeof(float) * wg_cfg<TA, TB, MODE, ST>::SMEM;
+    TF_LAUNCH_SMEM((gemm_wg_kernel<TA, TB, VEC, MODE, ST>), grid, WG_NT, smem, be, p);
 }
 
 template <bool TA, bool TB, int VEC>
 static void wg_pick(tf_backend *be, const mma_args &p, int batch)
 {
-    if (!be->wg_pipe) wg_launch<TA, TB, VEC, false, 2>(be, p, batch);
-    else if (be->wg_stages == 2) wg_launch<TA, TB, VEC, true, 2>(be, p, batch);
-    else wg_launch<TA, TB, VEC, true, WG_STAGES_MAX>(be, p, batch);
+    if (be->wg_pipe == 0) wg_launch<TA, TB, VEC, 0, 2>(be, p, batch);
+    else if (be->wg_pipe == 2) wg_launch<TA, TB, VEC, 2, 3>(be, p, batch);
+    else if (be->wg_stages == 2) wg_launch<TA, TB, VEC, 1, 2>(be, p, batch);
+    else wg_launch<TA, TB, VEC, 1, WG_STAGES_MAX>(be, p, batch);
 }
 
 extern "C" void tf_cu_gemm_wg(tf_backend *be, const mma_args *p, int batch, int ta, int tb,

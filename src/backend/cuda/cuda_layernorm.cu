@@ -10,14 +10,13 @@
  * layernorm_bwd_dparams_kernel1 writes per-chunk column sums into the backend's
  * fixed scratch area, layernorm_bwd_dparams_reduce_kernel1 adds the chunks in
  * order. They run before dx is written, so dx may even alias dout.
- * Level 3 with C <= 128 fuses them into the dx pass: layernorm_bwd_kernel2
+ * Level 3 with C <= 128 does all of it in one kernel, layernorm_bwd_kernel2
  * (one warp per row, as layernorm_bwd_dx_kernel2; each lane also sums its
  * channels' dout*xhat and dout over the block's rows in registers, the warps'
- * sums are added in warp order and one partial row per block goes to the
- * scratch area) and layernorm_bwd_dparams_reduce_kernel2 (32 x 32 threads per
- * 32 channels: strided partial rows, then the 32 sums in order). Two launches
- * instead of three. A warp reads its whole row before writing its dx, so dx
- * may still alias dout. */
+ * sums are added in warp order into one partial row per block in the scratch
+ * area, and the blocks' rows are added by a fixed-order tree whose last
+ * arrivals do the adding). One launch instead of three. A warp reads its
+ * whole row before writing its dx, so dx may still alias dout. */
 #include "cuda_common.h"
 
 #define LN1_THREADS 128
@@ -232,16 +231,23 @@ extern "C" __global__ void layernorm_bwd_dparams_reduce_kernel1(float *dgamma, f
     if (dbeta) dbeta[c0 + cl] += tb;
 }
 
-/* ---- backward, level 3: dx and dgamma/dbeta partials in one pass (C <= 128) ----
- * Block b handles rows [b*rpb, (b+1)*rpb), warp w the rows w, w+8, ... of it.
- * Writes part[b*C + c] (dgamma) and part[(nblk + b)*C + c] (dbeta). */
+/* ---- backward, level 3: dx, dgamma and dbeta in one kernel (C <= 128) ----
+ * Block b handles rows [b*rpb, (b+1)*rpb), warp w the rows w, w+8, ... of it,
+ * and writes its partial row part[b*2C + c] (dgamma c < C, dbeta C + c). The
+ * partial rows are then added by a tree of fan-in LN2_FAN, deterministically:
+ * the last block of each group of LN2_FAN to arrive (a counter per group,
+ * reset by that block for the next launch and graph replay) adds the group's
+ * rows in index order and writes the sum as a row of the next level, until
+ * one row is left, which goes to dgamma/dbeta. One launch instead of two. */
+#define LN2_FAN 32
 extern "C" __global__ void __launch_bounds__(LN2_THREADS)
-layernorm_bwd_kernel2(float *dx, float *part, const float *dout, const float *x, const float *mean,
-                      const float *rstd, const float *gamma, long rows, int C, int accumulate,
-                      long rpb)
+layernorm_bwd_kernel2(float *dx, float *dgamma, float *dbeta, float *part, int *count,
+                      const float *dout, const float *x, const float *mean, const float *rstd,
+                      const float *gamma, long rows, int C, int accumulate, long rpb)
 {
     constexpr int NW = LN2_THREADS / 32;
     __shared__ float sg[NW][32 * LN2_CACHE], sb[NW][32 * LN2_CACHE];
+    __shared__ int last;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const long r0 = (long)blockIdx.x * rpb;
     const long r1 = r0 + rpb < rows ? r0 + rpb : rows;
@@ -283,45 +289,53 @@ layernorm_bwd_kernel2(float *dx, float *part, const float *dout, const float *x,
         sb[w][lane + 32 * k] = ab[k];
     }
     __syncthreads();
-    const long nblk = gridDim.x;
-    for (int c = threadIdx.x; c < C; c += LN2_THREADS) {
-        float tg = 0.f, tb = 0.f;
+    const int C2 = 2 * C;
+    long n = gridDim.x, node = blockIdx.x; /* nodes at this level, this block's */
+    float *row = part, *next = part + n * C2;
+    for (int c = threadIdx.x; c < C2; c += LN2_THREADS) {
+        const int cc = c < C ? c : c - C;
+        float t = 0.f;
 #pragma unroll
-        for (int k = 0; k < NW; ++k) { /* warp order */
-            tg += sg[k][c];
-            tb += sb[k][c];
-        }
-        part[(long)blockIdx.x * C + c] = tg;
-        part[(nblk + blockIdx.x) * C + c] = tb;
+        for (int k = 0; k < NW; ++k) t += c < C ? sg[k][cc] : sb[k][cc]; /* warp order */
+        row[node * C2 + c] = t;
     }
-}
-
-/* dgamma[c] += sum_b part[b*C + c], dbeta likewise: block (32, 32) per 32
- * channels; thread (tx, ty) sums rows ty, ty+32, ... in order, then thread
- * (tx, 0) adds the 32 sums in ty order. */
-extern "C" __global__ void __launch_bounds__(1024)
-layernorm_bwd_dparams_reduce_kernel2(float *dgamma, float *dbeta, const float *part, int C,
-                                     int nblk)
-{
-    __shared__ float sg[32][33], sb[32][33];
-    const int tx = threadIdx.x, ty = threadIdx.y, c = blockIdx.x * 32 + tx;
-    float tg = 0.f, tb = 0.f;
-    if (c < C)
-        for (int b = ty; b < nblk; b += 32) {
-            tg += part[(long)b * C + c];
-            tb += part[((long)nblk + b) * C + c];
+    int *cnt = count;
+    while (n > 1) {
+        const long g = node / LN2_FAN, g0 = g * LN2_FAN;
+        const int members = (int)(n - g0 < LN2_FAN ? n - g0 : LN2_FAN);
+        __threadfence(); /* this row is visible before the arrival is counted */
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            last = atomicAdd(&cnt[g], 1) == members - 1;
+            if (last) cnt[g] = 0; /* every member has arrived: ready for the next launch */
         }
-    sg[ty][tx] = tg;
-    sb[ty][tx] = tb;
-    __syncthreads();
-    if (ty == 0 && c < C) {
-        float g = 0.f, h = 0.f;
-        for (int k = 0; k < 32; ++k) {
-            g += sg[k][tx];
-            h += sb[k][tx];
+        __syncthreads();
+        if (!last) return;
+        __threadfence();
+        const long nn = (n + LN2_FAN - 1) / LN2_FAN;
+        for (int c = threadIdx.x; c < C2; c += LN2_THREADS) {
+            float t = 0.f;
+            for (int k = 0; k < members; ++k) t += __ldcg(row + (g0 + k) * C2 + c); /* in order */
+            if (nn > 1) {
+                next[g * C2 + c] = t;
+            } else if (c < C) {
+                if (dgamma) dgamma[c] += t;
+            } else if (dbeta) {
+                dbeta[c - C] += t;
+            }
         }
-        if (dgamma) dgamma[c] += g;
-        if (dbeta) dbeta[c] += h;
+        if (nn == 1) return;
+        cnt += nn; /* the next level's counters */
+        row = next, next += nn * C2, n = nn, node = g;
+    }
+    /* a single block: its row is the sum */
+    for (int c = threadIdx.x; c < C2; c += LN2_THREADS) {
+        const float t = row[c];
+        if (c < C) {
+            if (dgamma) dgamma[c] += t;
+        } else if (dbeta) {
+            dbeta[c - C] += t;
+        }
     }
 }
 
@@ -351,17 +365,16 @@ extern "C" void tf_cu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, fl
 {
     if (rows <= 0 || C <= 0) return;
     if (be->kernel_level >= 3 && C <= 32 * LN2_CACHE && (dgamma || dbeta)) {
-        /* rows per block: 16 (2 per warp), more when the partial rows would not
-         * fit the scratch area; a function of (rows, C) only */
+        /* rows per block: 16 (2 per warp), more when the partial rows of the
+         * tree (nblk, then nblk / 32, ...: under nblk * 32 / 31 + 3 in all)
+         * would not fit the scratch area; a function of (rows, C) only */
         long rpb = LN2_ROWS_PER_BLOCK;
-        const long maxblk = (long)(TF_CU_SCRATCH_FLOATS / (2 * (size_t)C));
+        const long maxblk = ((long)(TF_CU_SCRATCH_FLOATS / (2 * (size_t)C)) - 3) * 31 / 32;
         if ((rows + rpb - 1) / rpb > maxblk) rpb = ((rows + maxblk - 1) / maxblk + 7) / 8 * 8;
         const long nblk = (rows + rpb - 1) / rpb;
         TF_LAUNCH(layernorm_bwd_kernel2, dim3((unsigned)nblk), dim3(LN2_THREADS), be->stream, dx,
-                  be->scratch, dout, x, mean, rstd, gamma, rows, C, accumulate, rpb);
-        TF_LAUNCH(layernorm_bwd_dparams_reduce_kernel2, dim3((unsigned)((C + 31) / 32)),
-                  dim3(32, 32), be->stream, dgamma, dbeta, (const float *)be->scratch, C,
-                  (int)nblk);
+                  dgamma, dbeta, be->scratch, be->mma_count, dout, x, mean, rstd, gamma, rows, C,
+                  accumulate, rpb);
         return;
     }
     if (dgamma || dbeta) {

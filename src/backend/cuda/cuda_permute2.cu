@@ -114,13 +114,15 @@ permute_transpose_kernel2(float *out, const float *in, tp_args t, int accumulate
     const int tx = threadIdx.x, ty = threadIdx.y, S = t.S, R = t.R;
     const float *ip = in + p1 * t.sp1 + p2 * t.sp2;
     float *op = out + (long)blockIdx.z * R * S;
+    /* r = h * C + c, stepped by T2_ROWS (C >= T2_ROWS: at most one carry per
+     * step; one division per thread, not per element) */
+    int h = (r0 + ty) / t.C, c = r0 + ty - h * t.C;
 #pragma unroll
     for (int k = 0; k < T2_TILE / T2_ROWS; ++k) {
         const int r = r0 + ty + T2_ROWS * k, s = s0 + tx;
-        if (r < R && s < S) {
-            const int h = r / t.C, c = r - h * t.C;
-            tile[ty + T2_ROWS * k][tx] = ip[h * t.sh + c * t.sc + s];
-        }
+        if (r < R && s < S) tile[ty + T2_ROWS * k][tx] = ip[h * t.sh + c * t.sc + s];
+        c += T2_ROWS;
+        if (c >= t.C) c -= t.C, ++h;
     }
     __syncthreads();
 #pragma unroll
@@ -190,6 +192,7 @@ extern "C" int tf_cu_permute2(tf_backend *be, float *out, const float *in, const
      * full (a thin side leaves most of each block idle: kernel1 then) */
     const int plain = after == 1 && t.sc == S && (a == 0 || (a == 1 && t.sp2 == S * C));
     if (!plain && (S < 16 || H * C < 16)) return 0;
+    if (after == 2 && C < T2_ROWS) return 0; /* the kernel's carry needs C >= T2_ROWS */
     if (S > INT_MAX || H * C > INT_MAX || P1 * P2 > 65535 ||
         (H * C + T2_TILE - 1) / T2_TILE > 65535)
         return 0;
