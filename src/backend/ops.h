@@ -172,6 +172,15 @@ typedef struct tf_ops {
     void (*gate_residual_fwd)(tf_backend *be, float *res, const float *a, const float *g,
                               long n);
 
+    /* ---- outer product mean backward (v3 on CUDA): the gradient of a through
+     * outer[b,(i,p),(j,q)] = (1/S) sum_s a[b,s,i,p] a[b,s,j,q], read straight from
+     * the gradient dop [B, N, N, co, co] of its permuted form (dop[b,i,j,p,q]):
+     *   da[b,s,i,p] = (1/S) sum_{j,q} a[b,s,j,q] (dop[b,i,j,p,q] + dop[b,j,i,q,p])
+     * a, da [B, S, N, co]; da assigned. One pass instead of a permute of dop
+     * and two GEMMs that each read it. ---- */
+    void (*opm_bwd)(tf_backend *be, float *da, const float *dop, const float *a, int B, int S,
+                    int N, int co);
+
     /* ---- embedding: out[t, :] = table[tok[t], :]; bwd: dtable[v,:] += sum over t with tok[t]==v
      * (deterministic) ---- */
     void (*embed_fwd)(tf_backend *be, float *out, const float *table, const int32_t *tok,

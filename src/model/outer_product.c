@@ -10,7 +10,11 @@
  *   out[b,i,(j,c)] = (1/S) sum_(s,p) a[b,s,i,p] T[b,s,p,j,c]  one GEMM per b
  * which is 3.2 instead of 4.8 GFLOP forward at the small problem (6.4 instead
  * of 9.7 backward), and never forms the [B, N, N, co*co] tensor nor its
- * permute: the second GEMM writes z's layout directly. */
+ * permute: the second GEMM writes z's layout directly.
+ *
+ * Level 3 elsewhere (CUDA) keeps the reference composition, but its backward
+ * from the permuted gradient to da is one op (ops.h opm_bwd) instead of a
+ * permute and two skinny GEMMs that each read the [B, N, N, co*co] gradient. */
 #include "model/model.h"
 
 static void opm_wf_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, tf_opm_act *a,
@@ -70,6 +74,12 @@ static void opm_ref_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o,
                   (long)B * N * N, co * co, c->pair_dim, 0);
     tf_rpop(ex);
     tf_rpush(ex, "outer_product");
+    if (ex->level >= 3) { /* one pass over dop (ops.h opm_bwd) */
+        tf_x_opm_bwd(ex, da, dop, a->a, B, S, N, co);
+        tf_rpop(ex);
+        tf_arena_release(ex->arena, mark);
+        return;
+    }
     float *douter = tf_alloc_act(ex, (size_t)B * NC * NC);
     int dims[5] = {B, N, N, co, co};
     tf_x_permute(ex, douter, dop, 5, dims, opm_perm, 0);

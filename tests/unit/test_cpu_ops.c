@@ -802,6 +802,48 @@ static void test_permute(void **state) {
     }
 }
 
+/* ------------------------------------------- outer product mean backward */
+
+/* opm_bwd against the composition it replaces, in double: with D_b the
+ * [N*co, N*co] gradient of the unpermuted outer product, D_b[(i,p),(j,q)] =
+ * dop[b,i,j,p,q], dA_b = A_b (D_b^T + D_b) / S (A_b = a[b] as [S, N*co]).
+ * fp32 sums of 2 N co products: (3 sqrt(K) + 4) u relative. */
+static void opm_bwd_case(int B, int S, int N, int co, uint64_t seed) {
+    const long NC = (long)N * co, na = (long)B * S * NC, nd = (long)B * NC * NC;
+    float *a = tf_test_falloc((size_t)na), *dop = tf_test_falloc((size_t)nd);
+    float *da = tf_test_falloc((size_t)na);
+    tf_test_fill_normal(a, (size_t)na, 0.f, 1.f, seed);
+    tf_test_fill_normal(dop, (size_t)nd, 0.f, 1.f, seed + 1);
+    g_ops->opm_bwd(g_be, da, dop, a, B, S, N, co);
+    double num = 0, den = 0;
+    for (int b = 0; b < B; b++)
+        for (int s = 0; s < S; s++)
+            for (long r = 0; r < NC; r++) { /* r = (i, p) */
+                const long i = r / co, p = r % co;
+                double ref = 0;
+                for (long c = 0; c < NC; c++) { /* c = (j, q) */
+                    const long j = c / co, q = c % co;
+                    const double drc = dop[(((long)b * N + i) * N + j) * co * co + p * co + q];
+                    const double dcr = dop[(((long)b * N + j) * N + i) * co * co + q * co + p];
+                    ref += (double)a[((long)b * S + s) * NC + c] * (drc + dcr);
+                }
+                ref /= S;
+                const double d = da[((long)b * S + s) * NC + r] - ref;
+                num += d * d, den += ref * ref;
+            }
+    char what[64];
+    snprintf(what, sizeof what, "opm_bwd B%d S%d N%d co%d", B, S, N, co);
+    CHECK_LE(what, sqrt(num / den), (3.0 * sqrt(2.0 * NC) + 4.0) * U);
+    free(a), free(dop), free(da);
+}
+
+static void test_opm_bwd(void **state) {
+    (void)state;
+    opm_bwd_case(1, 3, 5, 8, 900);
+    opm_bwd_case(2, 4, 7, 6, 902);
+    opm_bwd_case(2, 16, 12, 32, 904);
+}
+
 /* ------------------------------------------------------ bcast / sum over mid */
 
 static void test_bcast_sum_mid(void **state) {
@@ -1085,6 +1127,7 @@ int main(void) {
         cmocka_unit_test(test_attention_large_logits),
         cmocka_unit_test(test_attention_determinism),
         cmocka_unit_test(test_permute),
+        cmocka_unit_test(test_opm_bwd),
         cmocka_unit_test(test_bcast_sum_mid),
         cmocka_unit_test(test_elementwise),
         cmocka_unit_test(test_embed),

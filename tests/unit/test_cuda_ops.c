@@ -940,6 +940,39 @@ static void test_embed(void **state)
     done();
 }
 
+/* ---- outer product mean backward (opm_bwd): each output sums 2 N co products
+ * (of a and the pre-added pair of dop values, added the same way on both
+ * sides), in another order: tol_sum(2 N co). Shapes: the float4 and scalar
+ * paths (co % 4), two s chunks (S > 32), two p chunks (co > 32), the small
+ * problem's ---- */
+static void test_opm_bwd(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    static const int sh[][4] = {{1, 3, 5, 8},   {2, 5, 7, 6},   {2, 16, 20, 32},
+                                {1, 40, 9, 32}, {1, 3, 4, 36}, {4, 16, 64, 32}};
+    for (size_t k = 0; k < sizeof sh / sizeof sh[0]; ++k) {
+        const int B = sh[k][0], S = sh[k][1], N = sh[k][2], co = sh[k][3];
+        const size_t na = (size_t)B * S * N * co, nd = (size_t)B * N * N * co * co;
+        float *ha = rnd(na, 1.f, 91), *hd = rnd(nd, 1.f, 92), *res[3];
+        for (int r = 0; r < 3; ++r) {
+            const bk b = r == 0 ? g_cpu : g_cu3;
+            float *a = b_put(b, ha, na), *dop = b_put(b, hd, nd), *da = b_nan(b, na);
+            b.ops->opm_bwd(b.be, da, dop, a, B, S, N, co);
+            res[r] = tf_test_falloc(na);
+            b_get(b, res[r], da, na);
+            b_free(b, a), b_free(b, dop), b_free(b, da);
+        }
+        char shape[64];
+        snprintf(shape, sizeof shape, "B=%d S=%d N=%d co=%d", B, S, N, co);
+        check("opm_bwd", shape, res[1], res[0], na, tol_sum(2.0 * N * co));
+        check_same("opm_bwd", shape, res[1], res[2], na);
+        for (int r = 0; r < 3; ++r) free(res[r]);
+        free(ha), free(hd);
+    }
+    done();
+}
+
 /* ---- distance head + MSE ---- */
 static void test_mse_head(void **state)
 {
@@ -1284,6 +1317,7 @@ int main(void)
         cmocka_unit_test(test_gemm_plans),
         cmocka_unit_test(test_layernorm),   cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_attention),   cmocka_unit_test(test_permute),
+        cmocka_unit_test(test_opm_bwd),
         cmocka_unit_test(test_bcast_sum),   cmocka_unit_test(test_elementwise),
         cmocka_unit_test(test_embed),       cmocka_unit_test(test_mse_head),
         cmocka_unit_test(test_adamw),       cmocka_unit_test(test_graph),

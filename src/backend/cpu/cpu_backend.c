@@ -127,6 +127,7 @@ static const tf_ops cpu_ops = {
     .gate_fwd = tf_cpu_gate_fwd,
     .gate_bwd = tf_cpu_gate_bwd,
     .gate_residual_fwd = tf_cpu_gate_residual_fwd,
+    .opm_bwd = tf_cpu_opm_bwd,
     .embed_fwd = tf_cpu_embed_fwd,
     .embed_bwd = tf_cpu_embed_bwd,
     .mse_head_fwd = tf_cpu_mse_head_fwd,

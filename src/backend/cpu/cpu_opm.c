@@ -1,0 +1,31 @@
+/* Outer product mean backward on the CPU (ops.h opm_bwd): the gradient of a
+ * through the outer product, read straight from the gradient of its permuted
+ * form. The CPU's own v3 composes the outer product mean weight-first and
+ * never calls this; it is the reference the CUDA kernel is tested against, so
+ * it is written plainly: per (b, i) in parallel, sums over j then q. */
+#include "cpu_internal.h"
+
+void tf_cpu_opm_bwd(tf_backend *be, float *da, const float *dop, const float *a, int B, int S,
+                    int N, int co) {
+    const long NC = (long)N * co, cc = (long)co * co;
+    const float inv = 1.0f / (float)S;
+#pragma omp parallel for schedule(static) collapse(2) num_threads(be->threads)
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < N; i++) {
+            const float *d = dop + (long)b * N * N * cc;
+            for (int s = 0; s < S; s++) {
+                const float *as = a + ((long)b * S + s) * NC;
+                float *out = da + (((long)b * S + s) * N + i) * co;
+                for (int p = 0; p < co; p++) {
+                    float acc = 0.f;
+                    for (int j = 0; j < N; j++) {
+                        const float *t1 = d + ((long)i * N + j) * cc + (long)p * co; /* [q] */
+                        const float *t2 = d + ((long)j * N + i) * cc + p;           /* [q*co] */
+                        const float *aj = as + (long)j * co;
+                        for (int q = 0; q < co; q++) acc += aj[q] * (t1[q] + t2[(long)q * co]);
+                    }
+                    out[p] = acc * inv;
+                }
+            }
+        }
+}
