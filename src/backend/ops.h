@@ -168,6 +168,13 @@ typedef struct tf_ops {
     void (*gate_fwd)(tf_backend *be, float *y, const float *a, const float *g, long n);
     void (*gate_bwd)(tf_backend *be, float *da, float *dg, const float *dy, const float *a,
                      const float *g, long n);
+    /* gated pairs (v3: the triangle multiplication's projections and gates from
+     * one GEMM): each row of x [rows, 2*cols] holds (a | g);
+     * glu_fwd: y[r,c] = a[r,c] * sigmoid(g[r,c]), y [rows, cols];
+     * glu_bwd: dx [rows, 2*cols] holds (dy*s | dy*a*s*(1-s)) per row (assigned) */
+    void (*glu_fwd)(tf_backend *be, float *y, const float *x, long rows, int cols);
+    void (*glu_bwd)(tf_backend *be, float *dx, const float *dy, const float *x, long rows,
+                    int cols);
     /* fused gate + residual (v3): res += a * sigmoid(g) */
     void (*gate_residual_fwd)(tf_backend *be, float *res, const float *a, const float *g,
                               long n);

@@ -156,6 +156,12 @@ void tf_x_gate_bwd(tf_exec *ex, float *da, float *dg, const float *dy, const flo
 void tf_x_gate_residual_fwd(tf_exec *ex, float *res, const float *a, const float *g, long n) {
     TF_EXEC_OP(ex, "gate_residual_fwd", gate_residual_fwd(ex->be, res, a, g, n));
 }
+void tf_x_glu_fwd(tf_exec *ex, float *y, const float *x, long rows, int cols) {
+    TF_EXEC_OP(ex, "glu_fwd", glu_fwd(ex->be, y, x, rows, cols));
+}
+void tf_x_glu_bwd(tf_exec *ex, float *dx, const float *dy, const float *x, long rows, int cols) {
+    TF_EXEC_OP(ex, "glu_bwd", glu_bwd(ex->be, dx, dy, x, rows, cols));
+}
 void tf_x_opm_bwd(tf_exec *ex, float *da, const float *dop, const float *a, int B, int S, int N,
                   int co) {
     TF_EXEC_OP(ex, "opm_bwd", opm_bwd(ex->be, da, dop, a, B, S, N, co));

@@ -75,6 +75,8 @@ void tf_x_gate_fwd(tf_exec *ex, float *y, const float *a, const float *g, long n
 void tf_x_gate_bwd(tf_exec *ex, float *da, float *dg, const float *dy, const float *a,
                    const float *g, long n);
 void tf_x_gate_residual_fwd(tf_exec *ex, float *res, const float *a, const float *g, long n);
+void tf_x_glu_fwd(tf_exec *ex, float *y, const float *x, long rows, int cols);
+void tf_x_glu_bwd(tf_exec *ex, float *dx, const float *dy, const float *x, long rows, int cols);
 void tf_x_opm_bwd(tf_exec *ex, float *da, const float *dop, const float *a, int B, int S, int N,
                   int co);
 void tf_x_add_bcast_mid(tf_exec *ex, float *y, const float *x, long outer, long mid, long inner);

@@ -81,7 +81,9 @@ typedef struct {
 
 typedef struct {
     tf_ln_act bln, ln;      /* block norm, module norm */
-    float *proj, *gate;     /* fused: [rows, 2C] each (left|right); else NULL */
+    float *proj, *gate;     /* fused: [rows, 2C] each (left|right); else NULL; merged:
+                               proj [rows, 4C] (L R | gate L, gate R), gate = proj + 2C */
+    int merged;             /* level 3: projections and gates from one GEMM */
     float *lp, *rp, *lg, *rg; /* separate [rows, C] (views into proj/gate when fused) */
     float *sig;             /* sigmoid of the gates (v1/v2): [rows, 2C] */
     float *lr_t;            /* [2, B, C, N, N]: L_t [B,C,N,N] then R_t */

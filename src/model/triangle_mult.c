@@ -8,8 +8,10 @@
  * as [2, B, C, N, N] (all L, then all R), so the N x N x N GEMMs over (b, c)
  * have one batch stride and are one call per product. With the triangle
  * fusion, left|right projections are one GEMM (their weights are adjacent in
- * the parameter buffer) and so are the two gates; level 3 uses the fused gate
- * kernels. */
+ * the parameter buffer) and so are the two gates; level 3 makes projections
+ * and gates one GEMM ([rows, 4C]: L R | gate L, gate R per row; the four
+ * weights are adjacent too) read by the gated-pair kernels (ops.h glu_fwd),
+ * and one GEMM each for their dX and dW in the backward. */
 #include "model/model.h"
 
 static const int to_chan_first[4] = {0, 3, 1, 2}; /* [B,N,N,C] -> [B,C,N,N] */
@@ -48,7 +50,15 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
 
     tf_rpush(ex, "projections");
     size_t mark;
-    if (fused) {
+    /* level 3: projections and gates from one GEMM when the four weights are adjacent */
+    a->merged = fused && gate_kernel && o->tm[which].rp == lp + (size_t)C * C &&
+                lg == lp + (size_t)2 * C * C && o->tm[which].rg == lp + (size_t)3 * C * C;
+    if (a->merged) {
+        a->proj = tf_alloc_act(ex, (size_t)4 * nc);
+        a->gate = a->proj + 2 * C; /* row r's gates at proj + r * 4C + 2C */
+        tf_linear_fwd(ex, a->proj, a->ln.y, tf_P(M, lp), rows, C, 4 * C, 0.0f, TF_EPI_NONE);
+        a->lp = a->rp = a->lg = a->rg = NULL;
+    } else if (fused) {
         a->proj = tf_alloc_act(ex, (size_t)2 * nc);
         a->gate = tf_alloc_act(ex, (size_t)2 * nc);
         tf_linear_fwd(ex, a->proj, a->ln.y, tf_P(M, lp), rows, C, 2 * C, 0.0f, TF_EPI_NONE);
@@ -74,7 +84,9 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     mark = tf_arena_mark(ex->arena);
     float *g_lr = tf_alloc_act(ex, (size_t)2 * nc);
     a->sig = NULL;
-    if (fused) {
+    if (a->merged) {
+        tf_x_glu_fwd(ex, g_lr, a->proj, rows, 2 * C);
+    } else if (fused) {
         if (gate_kernel) {
             tf_x_gate_fwd(ex, g_lr, a->proj, a->gate, 2 * nc);
         } else {
@@ -174,7 +186,9 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     float *du = dout;
     int dims[4] = {B, N, N, C};
     tf_x_permute(ex, du, du_p, 4, dims, to_chan_first, 0);
-    float *dlr_t = tf_alloc_act(ex, (size_t)2 * nc);
+    /* merged: the first half holds the products' gradient, then all of it the
+     * gradient of the projections and gates, [rows, 4C] */
+    float *dlr_t = tf_alloc_act(ex, (size_t)(a->merged ? 4 : 2) * nc);
     float *dl_t = dlr_t, *dr_t = dlr_t + nc; /* [2, B, C, N, N] as L|R */
     if (which == 0) { /* u = L R^T: dL = dU R, dR = dU^T L */
         product(ex, 0, 0, du, a->r_t, dl_t, B, C, N, "trimul_out_dl");
@@ -197,7 +211,9 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     }
     /* d(projection) and d(gate logits): reuse dlr_t's memory for the gate part */
     float *dproj = dlr, *dgate = dlr_t;
-    if (fused) {
+    if (a->merged) {
+        tf_x_glu_bwd(ex, dlr_t, dlr, a->proj, rows, 2 * C);
+    } else if (fused) {
         if (gate_kernel) {
             tf_x_gate_bwd(ex, dproj, dgate, dlr, a->proj, a->gate, 2 * nc);
         } else {
@@ -221,7 +237,9 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     tf_rpop(ex);
 
     tf_rpush(ex, "projections");
-    if (fused) {
+    if (a->merged) {
+        tf_linear_bwd(ex, dy, tf_G(M, lp), dlr_t, a->ln.y, tf_P(M, lp), rows, C, 4 * C, 1);
+    } else if (fused) {
         tf_linear_bwd(ex, dy, tf_G(M, lp), dproj, a->ln.y, tf_P(M, lp), rows, C, 2 * C, 1);
         tf_linear_bwd(ex, dy, tf_G(M, lg), dgate, a->ln.y, tf_P(M, lg), rows, C, 2 * C, 1);
     } else {

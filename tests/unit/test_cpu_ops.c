@@ -802,6 +802,37 @@ static void test_permute(void **state) {
     }
 }
 
+/* ------------------------------------------------------------ gated pairs */
+
+/* glu_fwd / glu_bwd are gate_fwd / gate_bwd on the halves of each row: the
+ * same arithmetic, so the same bits */
+static void test_glu(void **state) {
+    (void)state;
+    const long rows = 37;
+    const int cols = 12;
+    const size_t ny = (size_t)rows * cols;
+    float *x = tf_test_falloc(2 * ny), *dy = tf_test_falloc(ny), *y = tf_test_falloc(ny);
+    float *dx = tf_test_falloc(2 * ny), *a = tf_test_falloc(ny), *g = tf_test_falloc(ny);
+    float *y2 = tf_test_falloc(ny), *da = tf_test_falloc(ny), *dg = tf_test_falloc(ny);
+    tf_test_fill_normal(x, 2 * ny, 0.f, 2.f, 960);
+    tf_test_fill_normal(dy, ny, 0.f, 1.f, 961);
+    for (long r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            a[r * cols + c] = x[r * 2 * cols + c];
+            g[r * cols + c] = x[r * 2 * cols + cols + c];
+        }
+    g_ops->glu_fwd(g_be, y, x, rows, cols);
+    g_ops->glu_bwd(g_be, dx, dy, x, rows, cols);
+    g_ops->gate_fwd(g_be, y2, a, g, (long)ny);
+    g_ops->gate_bwd(g_be, da, dg, dy, a, g, (long)ny);
+    assert_true(tf_test_bits_equal(y, y2, ny));
+    for (long r = 0; r < rows; r++) {
+        assert_true(tf_test_bits_equal(dx + r * 2 * cols, da + r * cols, (size_t)cols));
+        assert_true(tf_test_bits_equal(dx + r * 2 * cols + cols, dg + r * cols, (size_t)cols));
+    }
+    free(x), free(dy), free(y), free(dx), free(a), free(g), free(y2), free(da), free(dg);
+}
+
 /* ------------------------------------------- outer product mean backward */
 
 /* opm_bwd against the composition it replaces, in double: with D_b the
@@ -1128,6 +1159,7 @@ int main(void) {
         cmocka_unit_test(test_attention_determinism),
         cmocka_unit_test(test_permute),
         cmocka_unit_test(test_opm_bwd),
+        cmocka_unit_test(test_glu),
         cmocka_unit_test(test_bcast_sum_mid),
         cmocka_unit_test(test_elementwise),
         cmocka_unit_test(test_embed),

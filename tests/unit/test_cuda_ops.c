@@ -896,6 +896,56 @@ static void test_elementwise(void **state)
     done();
 }
 
+/* ---- gated pairs (glu_fwd / glu_bwd): gate_fwd / gate_bwd's arithmetic on
+ * the two halves of each row, so their tolerances (8u; dg 32u); cols % 4 == 0
+ * takes the float4 path, odd cols and an offset of one float the scalar one ---- */
+static void test_glu(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    static const int sh[][2] = {{1, 1}, {7, 3}, {33, 8}, {300, 256}, {129, 6}};
+    for (size_t k = 0; k < sizeof sh / sizeof sh[0]; ++k)
+        for (int off = 0; off < 2; ++off) {
+            const long rows = sh[k][0];
+            const int cols = sh[k][1];
+            const size_t nx = (size_t)rows * 2 * cols, ny = (size_t)rows * cols;
+            float *hx = rnd(nx, 2.f, 75), *hd = rnd(ny, 2.f, 76), *y[3], *dx[3];
+            for (int r = 0; r < 3; ++r) {
+                const bk b = r == 0 ? g_cpu : g_cu3;
+                float *x0 = b_alloc(b, nx + off), *d0 = b_alloc(b, ny + off);
+                float *yd = b_nan(b, ny + off), *dxd = b_nan(b, nx + off);
+                b.ops->upload(b.be, x0 + off, hx, nx * sizeof(float));
+                b.ops->upload(b.be, d0 + off, hd, ny * sizeof(float));
+                b.ops->glu_fwd(b.be, yd + off, x0 + off, rows, cols);
+                b.ops->glu_bwd(b.be, dxd + off, d0 + off, x0 + off, rows, cols);
+                y[r] = tf_test_falloc(ny), dx[r] = tf_test_falloc(nx);
+                b_get(b, y[r], yd + off, ny);
+                b_get(b, dx[r], dxd + off, nx);
+                b_free(b, x0), b_free(b, d0), b_free(b, yd), b_free(b, dxd);
+            }
+            /* dx: the da halves (8u) and the dg halves (32u), row by row */
+            float *da[3], *dg[3];
+            for (int r = 0; r < 3; ++r) {
+                da[r] = tf_test_falloc(ny), dg[r] = tf_test_falloc(ny);
+                for (long i = 0; i < rows; ++i)
+                    for (int c = 0; c < cols; ++c) {
+                        da[r][i * cols + c] = dx[r][i * 2 * cols + c];
+                        dg[r][i * cols + c] = dx[r][i * 2 * cols + cols + c];
+                    }
+            }
+            char shape[64];
+            snprintf(shape, sizeof shape, "rows=%ld cols=%d offset=%d", rows, cols, off);
+            check("glu_fwd", shape, y[1], y[0], ny, 8 * U);
+            check_same("glu_fwd", shape, y[1], y[2], ny);
+            check("glu_bwd.da", shape, da[1], da[0], ny, 8 * U);
+            check("glu_bwd.dg", shape, dg[1], dg[0], ny, 32 * U);
+            check_same("glu_bwd", shape, dx[1], dx[2], nx);
+            for (int r = 0; r < 3; ++r) free(y[r]), free(dx[r]), free(da[r]), free(dg[r]);
+            free(hx), free(hd);
+        }
+    done();
+}
+
 /* ---- embedding ---- */
 static void test_embed(void **state)
 {
@@ -1318,6 +1368,7 @@ int main(void)
         cmocka_unit_test(test_layernorm),   cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_attention),   cmocka_unit_test(test_permute),
         cmocka_unit_test(test_opm_bwd),
+        cmocka_unit_test(test_glu),
         cmocka_unit_test(test_bcast_sum),   cmocka_unit_test(test_elementwise),
         cmocka_unit_test(test_embed),       cmocka_unit_test(test_mse_head),
         cmocka_unit_test(test_adamw),       cmocka_unit_test(test_graph),

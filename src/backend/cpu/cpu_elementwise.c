@@ -72,6 +72,30 @@ void tf_cpu_gate_bwd(tf_backend *be, float *da, float *dg, const float *dy, cons
     }
 }
 
+/* gated pairs: rows of x hold (a | g); the same arithmetic as gate_fwd/_bwd */
+void tf_cpu_glu_fwd(tf_backend *be, float *y, const float *x, long rows, int cols) {
+#pragma omp parallel for schedule(static) num_threads(be->threads) if (rows * cols >= TF_CPU_PAR_MIN)
+    for (long r = 0; r < rows; r++) {
+        const float *a = x + r * 2 * cols, *g = a + cols;
+        float *yr = y + r * cols;
+        for (int c = 0; c < cols; c++) yr[c] = a[c] * tf_cpu_sigmoidf(g[c]);
+    }
+}
+
+void tf_cpu_glu_bwd(tf_backend *be, float *dx, const float *dy, const float *x, long rows,
+                    int cols) {
+#pragma omp parallel for schedule(static) num_threads(be->threads) if (rows * cols >= TF_CPU_PAR_MIN)
+    for (long r = 0; r < rows; r++) {
+        const float *a = x + r * 2 * cols, *g = a + cols, *d = dy + r * cols;
+        float *da = dx + r * 2 * cols, *dg = da + cols;
+        for (int c = 0; c < cols; c++) {
+            const float s = tf_cpu_sigmoidf(g[c]);
+            da[c] = d[c] * s;
+            dg[c] = d[c] * a[c] * s * (1.0f - s);
+        }
+    }
+}
+
 void tf_cpu_gate_residual_fwd(tf_backend *be, float *res, const float *a, const float *g, long n) {
     PAR_FOR
     for (long i = 0; i < n; i++)

@@ -138,6 +138,9 @@ void tf_cpu_gate_fwd(tf_backend *be, float *y, const float *a, const float *g, l
 void tf_cpu_gate_bwd(tf_backend *be, float *da, float *dg, const float *dy, const float *a,
                      const float *g, long n);
 void tf_cpu_gate_residual_fwd(tf_backend *be, float *res, const float *a, const float *g, long n);
+void tf_cpu_glu_fwd(tf_backend *be, float *y, const float *x, long rows, int cols);
+void tf_cpu_glu_bwd(tf_backend *be, float *dx, const float *dy, const float *x, long rows,
+                    int cols);
 void tf_cpu_opm_bwd(tf_backend *be, float *da, const float *dop, const float *a, int B, int S,
                     int N, int co);
 

@@ -200,6 +200,8 @@ static tf_ops make_ops(void)
     o.gate_fwd = tf_cu_gate_fwd;
     o.gate_bwd = tf_cu_gate_bwd;
     o.gate_residual_fwd = tf_cu_gate_residual_fwd;
+    o.glu_fwd = tf_cu_glu_fwd;
+    o.glu_bwd = tf_cu_glu_bwd;
     o.opm_bwd = tf_cu_opm_bwd;
     o.embed_fwd = tf_cu_embed_fwd;
     o.embed_bwd = tf_cu_embed_bwd;
