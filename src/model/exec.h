@@ -21,6 +21,14 @@ typedef struct {
      * FLOPs and no permute, but many small GEMMs; chosen where it is faster
      * (the CPU: -160 ms/step; on the H200 it was 3.8 vs 3.1 ms/step slower) */
     int opm_weight_first;
+    /* v3 CUDA fp32: the outer product mean's backward as one op (ops.h opm_bwd)
+     * and the triangle multiplication's projections and gates as one GEMM
+     * (triangle_mult.c). Measured side by side on the H200 (RESULTS.md entry
+     * 12): fp32 faster, 40 launches fewer and 57 / 226 MiB less memory; tf32
+     * 3.8% / 4.6% slower (cuBLAS' TF32 GEMMs they replace are already fast),
+     * so tf32 keeps the composition. The CPU's v3 merges the triangle GEMMs
+     * too (its outer product mean is weight-first). */
+    int opm_bwd_op, trimul_merged;
 } tf_exec;
 
 #define TF_EXEC_OP(ex, kname, call)                                                   \

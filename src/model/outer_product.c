@@ -12,9 +12,10 @@
  * of 9.7 backward), and never forms the [B, N, N, co*co] tensor nor its
  * permute: the second GEMM writes z's layout directly.
  *
- * Level 3 elsewhere (CUDA) keeps the reference composition, but its backward
- * from the permuted gradient to da is one op (ops.h opm_bwd) instead of a
- * permute and two skinny GEMMs that each read the [B, N, N, co*co] gradient. */
+ * Level 3 elsewhere (CUDA) keeps the reference composition; in fp32 its
+ * backward from the permuted gradient to da is one op (ops.h opm_bwd, exec.h
+ * opm_bwd_op) instead of a permute and two skinny GEMMs that each read the
+ * [B, N, N, co*co] gradient. */
 #include "model/model.h"
 
 static void opm_wf_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, tf_opm_act *a,
@@ -74,7 +75,7 @@ static void opm_ref_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o,
                   (long)B * N * N, co * co, c->pair_dim, 0);
     tf_rpop(ex);
     tf_rpush(ex, "outer_product");
-    if (ex->level >= 3) { /* one pass over dop (ops.h opm_bwd) */
+    if (ex->opm_bwd_op) { /* one pass over dop (ops.h opm_bwd) */
         tf_x_opm_bwd(ex, da, dop, a->a, B, S, N, co);
         tf_rpop(ex);
         tf_arena_release(ex->arena, mark);

@@ -8,10 +8,11 @@
  * as [2, B, C, N, N] (all L, then all R), so the N x N x N GEMMs over (b, c)
  * have one batch stride and are one call per product. With the triangle
  * fusion, left|right projections are one GEMM (their weights are adjacent in
- * the parameter buffer) and so are the two gates; level 3 makes projections
- * and gates one GEMM ([rows, 4C]: L R | gate L, gate R per row; the four
- * weights are adjacent too) read by the gated-pair kernels (ops.h glu_fwd),
- * and one GEMM each for their dX and dW in the backward. */
+ * the parameter buffer) and so are the two gates; level 3 (exec.h
+ * trimul_merged: not CUDA tf32) makes projections and gates one GEMM
+ * ([rows, 4C]: L R | gate L, gate R per row; the four weights are adjacent
+ * too) read by the gated-pair kernels (ops.h glu_fwd), and one GEMM each for
+ * their dX and dW in the backward. */
 #include "model/model.h"
 
 static const int to_chan_first[4] = {0, 3, 1, 2}; /* [B,N,N,C] -> [B,C,N,N] */
@@ -51,8 +52,9 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     tf_rpush(ex, "projections");
     size_t mark;
     /* level 3: projections and gates from one GEMM when the four weights are adjacent */
-    a->merged = fused && gate_kernel && o->tm[which].rp == lp + (size_t)C * C &&
-                lg == lp + (size_t)2 * C * C && o->tm[which].rg == lp + (size_t)3 * C * C;
+    a->merged = fused && gate_kernel && ex->trimul_merged &&
+                o->tm[which].rp == lp + (size_t)C * C && lg == lp + (size_t)2 * C * C &&
+                o->tm[which].rg == lp + (size_t)3 * C * C;
     if (a->merged) {
         a->proj = tf_alloc_act(ex, (size_t)4 * nc);
         a->gate = a->proj + 2 * C; /* row r's gates at proj + r * 4C + 2C */

@@ -234,6 +234,8 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     t->ex.fu = c->fusion;
     t->ex.level = (int)c->impl;
     t->ex.opm_weight_first = c->impl >= TF_IMPL_V3 && !t->is_cuda;
+    t->ex.opm_bwd_op = c->impl >= TF_IMPL_V3 && t->is_cuda && c->precision == TF_PREC_FP32;
+    t->ex.trimul_merged = c->impl >= TF_IMPL_V3 && (!t->is_cuda || c->precision == TF_PREC_FP32);
     t->ex.planning = 1;
     setup_model(t);
     tf_model_forward(&t->ex, &t->M);
