@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# A/B of two source trees side by side: builds `tinyfold` from a base (a git
+# revision, or a directory holding a source tree) and from this tree, then
+# alternates their training runs so that drift hits both alike (the way
+# RESULTS.md entry 12 compared commits). Prints the median step of each side,
+# the ratio, samples/s, peak memory and graph kernel nodes.
+#   bench/ab_rev.sh BASE [steps] [rounds]
+#   BASE: a revision (git archive of it; needs the .git of this checkout) or a
+#         directory with a tinyfold source tree (e.g. one unpacked locally)
+# Environment: BACKEND=cuda (default) or cpu; IMPL=v3; GRAPH=--graph (cuda
+# only; empty for eager); PROBLEMS="small large"; PRECISIONS="fp32 tf32"
+# (cuda; the CPU runs fp32); OUT (default out/ab_rev); BUILD (this tree's
+# build dir, default build-ab) and JOBS.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BASE=${1:?usage: bench/ab_rev.sh BASE [steps] [rounds]}
+STEPS=${2:-15}
+ROUNDS=${3:-2}
+BACKEND=${BACKEND:-cuda}
+IMPL=${IMPL:-v3}
+OUT=${OUT:-$PWD/out/ab_rev}
+BUILD=${BUILD:-build-ab}
+JOBS=${JOBS:-$(nproc)}
+if [ "$BACKEND" = cuda ]; then
+  GRAPH=${GRAPH---graph}
+  PRECISIONS=${PRECISIONS:-"fp32 tf32"}
+  CUDA_FLAGS="-DTF_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90"
+else
+  GRAPH=""
+  PRECISIONS=fp32
+  CUDA_FLAGS="-DTF_CUDA=OFF"
+fi
+PROBLEMS=${PROBLEMS:-"small large"}
+mkdir -p "$OUT"
+
+src="$BASE"
+if [ ! -d "$BASE" ]; then # a revision: unpack it next to the builds
+  src="$OUT/base-src"
+  rm -rf "$src" && mkdir -p "$src"
+  git archive "$BASE" 2>/dev/null | tar -x -C "$src" 2>/dev/null ||
+    { echo "ab_rev: cannot unpack revision $BASE (not a revision of this checkout)"; exit 2; }
+fi
+[ -f "$src/CMakeLists.txt" ] || { echo "ab_rev: $src holds no tinyfold source tree"; exit 2; }
+
+build() { # source dir, build dir, log name
+  cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DTF_TESTS=OFF $CUDA_FLAGS > "$OUT/$3.cmake.log" 2>&1 &&
+    cmake --build "$2" -j "$((JOBS / 2 > 0 ? JOBS / 2 : 1))" --target tinyfold > "$OUT/$3.build.log" 2>&1
+}
+build "$src" "$OUT/build-base" base & pb=$!
+build . "$BUILD" cur & pc=$!
+wait $pb || { echo "ab_rev: the base build failed ($OUT/base.build.log)"; exit 1; }
+wait $pc || { echo "ab_rev: this tree's build failed ($OUT/cur.build.log)"; exit 1; }
+
+rm -f "$OUT"/run_*.json
+for r in $(seq "$ROUNDS"); do
+  for prob in $PROBLEMS; do
+    if [ "$prob" = small ]; then N=64; S=16; else N=128; S=32; fi
+    for p in $PRECISIONS; do
+      for side in base cur; do
+        T="$OUT/build-base/tinyfold"; [ $side = cur ] && T="$BUILD/tinyfold"
+        prec=""; [ "$BACKEND" = cuda ] && prec="--precision $p"
+        "$T" train --backend "$BACKEND" --impl "$IMPL" $GRAPH $prec --batch-size 4 \
+          --seq-len $N --num-seqs $S --num-blocks 4 --num-steps "$STEPS" --quiet \
+          --json "$OUT/run_${prob}_${p}_${side}_$r.json" > /dev/null 2>&1 ||
+          echo "run $prob $p $side failed"
+      done
+    done
+  done
+done
+python3 - "$OUT" "$BASE" <<'PY'
+import glob, json, statistics as st, sys
+O, base = sys.argv[1:3]
+print(f"base {base} vs this tree (median step of all timed steps, alternated runs)")
+print(f"{'problem':8} {'prec':5} {'base ms':>9} {'this ms':>9} {'this/base':>9}  samples/s base -> this  "
+      "peak MiB base -> this  graph nodes")
+rows = sorted({tuple(f.split("/run_")[1].split("_")[:2]) for f in glob.glob(f"{O}/run_*.json")})
+for prob, p in rows:
+    med, peak, nodes = {}, {}, {}
+    for side in ("base", "cur"):
+        xs = []
+        for f in glob.glob(f"{O}/run_{prob}_{p}_{side}_*.json"):
+            d = json.load(open(f))
+            xs += [s["step_ms"] for s in d["steps"] if not s["warmup"]]
+            peak[side] = d["summary"]["peak_memory_bytes"] / 2**20
+            nodes[side] = d["summary"].get("graph_kernel_nodes", "-")
+        med[side] = st.median(xs) if xs else float("nan")
+    print(f"{prob:8} {p:5} {med['base']:9.3f} {med['cur']:9.3f} {med['cur']/med['base']:9.3f}  "
+          f"{4e3/med['base']:8.1f} -> {4e3/med['cur']:<8.1f}  {peak.get('base', 0):8.1f} -> "
+          f"{peak.get('cur', 0):<8.1f}  {nodes.get('base')} -> {nodes.get('cur')}")
+PY
