@@ -32,14 +32,24 @@
  * Needs sm_90a code (wgmma does not exist in plain sm_90): CMake compiles
  * this file for sm_90a when the build targets 90 (CMakeLists.txt), and
  * tf_cu_wg_probe checks once per backend that the running code has it;
- * elsewhere (other GPUs, hostemu) the probe says 0 and the mma.sync kernel
- * or cuBLAS run instead. */
+ * elsewhere (other GPUs) the probe says 0 and the mma.sync kernel or cuBLAS
+ * run instead. hostemu emulates the wgmma primitives (below), so the
+ * kernel's logic (layouts, pipeline, schedules, split K, epilogue) is
+ * checked without a GPU; the asynchrony and its register hazards are not. */
 #include "cuda_gemm_mma.h"
 
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(TF_CUDA_HOSTEMU)
+/* TF_WG_CODE: the kernel is compiled (sm_90a code, or hostemu, which
+ * emulates the wgmma primitives below synchronously); TF_WG_ASM: the real
+ * instructions */
+#if defined(TF_CUDA_HOSTEMU)
 #define TF_WG_CODE 1
+#define TF_WG_ASM 0
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define TF_WG_CODE 1
+#define TF_WG_ASM 1
 #else
 #define TF_WG_CODE 0
+#define TF_WG_ASM 0
 #endif
 
 #define WG_BM 128
@@ -75,7 +85,7 @@ struct wg_cfg {
     static constexpr int SMEM = ST * STAGE + NBC * 2 * WG_BC;
 };
 
-#if TF_WG_CODE
+#if TF_WG_ASM
 /* shared-memory matrix descriptor: start, leading (k) and stride (n) byte
  * offsets, all >> 4; base offset 0, no swizzle. B's core matrices are 128
  * bytes apart in n and WG_CM_K (a k4 column of them) apart in k. */
@@ -129,7 +139,52 @@ __device__ __forceinline__ void wg_proxy_fence()
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
-#endif /* TF_WG_CODE */
+#endif /* TF_WG_ASM */
+
+#if TF_WG_CODE && !TF_WG_ASM
+/* hostemu: the same primitives, run when issued (a group is complete at once,
+ * so the waits and fences have nothing to do). The descriptor's start is the
+ * offset into the emulator's one shared-memory buffer; each warp's 16 rows
+ * of the 64 x 128 result come from its own A fragments (wgmma's register-A
+ * layout per warp is mma.sync m16n8k8's), gathered in one exchange; B is
+ * read through the descriptor (core matrix (k / 4, n / 8) at LBO, SBO apart,
+ * row n % 8 16 bytes apart); the tensor cores read the TF32 bits only. */
+__device__ __forceinline__ uint64_t wg_desc(const float *s, uint32_t lbo, uint32_t sbo)
+{
+    const uint32_t a = (uint32_t)((const char *)s - (const char *)tf_emu_smem());
+    return (uint64_t)((a & 0x3ffffu) >> 4) | ((uint64_t)((lbo & 0x3ffffu) >> 4) << 16) |
+           ((uint64_t)((sbo & 0x3ffffu) >> 4) << 32);
+}
+__device__ __forceinline__ void wg_mma(float (*d)[4], const uint32_t *a, uint64_t desc)
+{
+    const int lane = emu_lane(), g = lane >> 2, t = lane & 3;
+    const uint32_t m = 0xffffe000u;
+    uint32_t all[32 * 4];
+    emu_warp_exchange(a, 4, all);
+    const char *b = (const char *)tf_emu_smem() + ((desc & 0x3fffu) << 4);
+    const uint32_t lbo = (uint32_t)((desc >> 16) & 0x3fffu) << 4;
+    const uint32_t sbo = (uint32_t)((desc >> 32) & 0x3fffu) << 4;
+    for (int k = 0; k < 8; ++k) {
+        const int hi = k >> 2, src = k & 3;
+        const float a0 = mma_f(all[(g * 4 + src) * 4 + 2 * hi] & m);     /* row g */
+        const float a1 = mma_f(all[(g * 4 + src) * 4 + 2 * hi + 1] & m); /* row g + 8 */
+        for (int j = 0; j < 16; ++j)
+            for (int h = 0; h < 2; ++h) {
+                const int n = 8 * j + 2 * t + h;
+                uint32_t bb;
+                memcpy(&bb, b + (k / 4) * lbo + (n / 8) * sbo + (n % 8) * 16 + (k % 4) * 4, 4);
+                const float bv = mma_f(bb & m);
+                d[j][h] += a0 * bv;
+                d[j][2 + h] += a1 * bv;
+            }
+    }
+}
+__device__ __forceinline__ void wg_fence() {}
+__device__ __forceinline__ void wg_commit() {}
+__device__ __forceinline__ void wg_wait0() {}
+__device__ __forceinline__ void wg_wait1() {}
+__device__ __forceinline__ void wg_proxy_fence() {}
+#endif
 
 #if TF_WG_CODE
 /* B's slice (landed in Bs) as big and small TF32 parts in the core-matrix
@@ -215,6 +270,10 @@ __device__ __forceinline__ void wg_slice(float (*acc)[4], const uint32_t (*ab)[4
 }
 
 /* registers the in-flight wgmmas read or write: live and unmoved up to here */
+#if !TF_WG_ASM
+__device__ __forceinline__ void wg_keep(float (*)[4], uint32_t (*)[4], uint32_t (*)[4]) {}
+__device__ __forceinline__ void wg_keep_a(uint32_t (*)[4], uint32_t (*)[4]) {}
+#else
 __device__ __forceinline__ void wg_keep(float (*acc)[4], uint32_t (*ab)[4], uint32_t (*as)[4])
 {
 #pragma unroll
@@ -235,6 +294,7 @@ __device__ __forceinline__ void wg_keep_a(uint32_t (*ab)[4], uint32_t (*as)[4])
 #pragma unroll
         for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(ab[s][e]), "+r"(as[s][e])::"memory");
 }
+#endif /* TF_WG_ASM */
 #endif /* TF_WG_CODE */
 
 template <bool TA, bool TB, int VEC, int MODE, int ST>
@@ -417,7 +477,7 @@ extern "C" int tf_cu_wg_probe(tf_backend *be)
 {
 #ifdef TF_CUDA_HOSTEMU
     (void)be;
-    return 0;
+    return 1; /* the primitives are emulated (above) */
 #else
     int major = 0, minor = 0, flag = 0, *d = NULL;
     if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, be->device) != cudaSuccess ||
