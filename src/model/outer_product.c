@@ -77,20 +77,18 @@ static void opm_ref_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o,
     tf_rpush(ex, "outer_product");
     if (ex->opm_bwd_op) { /* one pass over dop (ops.h opm_bwd) */
         tf_x_opm_bwd(ex, da, dop, a->a, B, S, N, co);
-        tf_rpop(ex);
-        tf_arena_release(ex->arena, mark);
-        return;
+    } else {
+        float *douter = tf_alloc_act(ex, (size_t)B * NC * NC);
+        int dims[5] = {B, N, N, co, co};
+        tf_x_permute(ex, douter, dop, 5, dims, opm_perm, 0);
+        /* outer = A^T A / S  =>  dA = A (dOuter^T + dOuter) / S, A = [S, NC] per batch */
+        tf_gemm_args g = tf_gemm_make(0, 1, S, (int)NC, (int)NC, 1.0f / (float)S, 0.0f, a->a, NC,
+                                      (long)S * NC, douter, NC, NC * NC, da, NC, (long)S * NC, B);
+        tf_gemm(ex, &g, "opm_douter_t");
+        g.transB = 0;
+        g.beta = 1.0f;
+        tf_gemm(ex, &g, "opm_douter");
     }
-    float *douter = tf_alloc_act(ex, (size_t)B * NC * NC);
-    int dims[5] = {B, N, N, co, co};
-    tf_x_permute(ex, douter, dop, 5, dims, opm_perm, 0);
-    /* outer = A^T A / S  =>  dA = A (dOuter^T + dOuter) / S, A = [S, NC] per batch */
-    tf_gemm_args g = tf_gemm_make(0, 1, S, (int)NC, (int)NC, 1.0f / (float)S, 0.0f, a->a, NC,
-                                  (long)S * NC, douter, NC, NC * NC, da, NC, (long)S * NC, B);
-    tf_gemm(ex, &g, "opm_douter_t");
-    g.transB = 0;
-    g.beta = 1.0f;
-    tf_gemm(ex, &g, "opm_douter");
     tf_rpop(ex);
     tf_arena_release(ex->arena, mark);
 }

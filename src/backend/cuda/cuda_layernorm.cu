@@ -240,6 +240,15 @@ extern "C" __global__ void layernorm_bwd_dparams_reduce_kernel1(float *dgamma, f
  * rows in index order and writes the sum as a row of the next level, until
  * one row is left, which goes to dgamma/dbeta. One launch instead of two. */
 #define LN2_FAN 32
+/* column c of the root row: dgamma (c < C) or dbeta (C + c), either may be NULL */
+__device__ __forceinline__ void ln2_add_root(float *dgamma, float *dbeta, int C, int c, float t)
+{
+    if (c < C) {
+        if (dgamma) dgamma[c] += t;
+    } else if (dbeta) {
+        dbeta[c - C] += t;
+    }
+}
 extern "C" __global__ void __launch_bounds__(LN2_THREADS)
 layernorm_bwd_kernel2(float *dx, float *dgamma, float *dbeta, float *part, int *count,
                       const float *dout, const float *x, const float *mean, const float *rstd,
@@ -316,27 +325,15 @@ layernorm_bwd_kernel2(float *dx, float *dgamma, float *dbeta, float *part, int *
         for (int c = threadIdx.x; c < C2; c += LN2_THREADS) {
             float t = 0.f;
             for (int k = 0; k < members; ++k) t += __ldcg(row + (g0 + k) * C2 + c); /* in order */
-            if (nn > 1) {
-                next[g * C2 + c] = t;
-            } else if (c < C) {
-                if (dgamma) dgamma[c] += t;
-            } else if (dbeta) {
-                dbeta[c - C] += t;
-            }
+            if (nn > 1) next[g * C2 + c] = t;
+            else ln2_add_root(dgamma, dbeta, C, c, t);
         }
         if (nn == 1) return;
         cnt += nn; /* the next level's counters */
         row = next, next += nn * C2, n = nn, node = g;
     }
     /* a single block: its row is the sum */
-    for (int c = threadIdx.x; c < C2; c += LN2_THREADS) {
-        const float t = row[c];
-        if (c < C) {
-            if (dgamma) dgamma[c] += t;
-        } else if (dbeta) {
-            dbeta[c - C] += t;
-        }
-    }
+    for (int c = threadIdx.x; c < C2; c += LN2_THREADS) ln2_add_root(dgamma, dbeta, C, c, row[c]);
 }
 
 /* ---- host wrappers -------------------------------------------------------------- */

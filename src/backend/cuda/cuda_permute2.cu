@@ -202,5 +202,4 @@ extern "C" int tf_cu_permute2(tf_backend *be, float *out, const float *in, const
     TF_LAUNCH(permute_transpose_kernel2, grid, dim3(T2_TILE, T2_ROWS), be->stream, out, in, t,
               accumulate);
     return 1;
-    return 0;
 }
