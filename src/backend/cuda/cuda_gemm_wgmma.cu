@@ -7,7 +7,8 @@
  * Block: 128 x 128 tile of C, two warpgroups (256 threads), each 64 rows x
  * 128 columns, accumulators in registers (64 per thread, wgmma's layout is
  * mma.sync's C layout over 16 column groups of 8). K in slices of BK = 32,
- * copied by cp.async into a 4-stage pipeline in the operands' global layouts
+ * copied by cp.async into a 3- or 4-stage pipeline (schedule 2 / 1, below)
+ * in the operands' global layouts
  * (mma_load), so transposed operands cost nothing extra. Per slice:
  *   - A (each warp's 16 rows x 32 k) goes to registers and is split there
  *     into big + small TF32 parts (mma_split, rounded), the A fragment of
@@ -21,13 +22,14 @@
  * is slice k 2t, t + 4 is 2t + 1): A's two values per row are one 8-byte
  * load, and B's conversion puts each k at its logical place.
  *
- * Speed (bench/cuda_kernels.sh gemm, H200, RESULTS.md entry 11): 1.13-1.48x
- * cuBLAS' fp32 kernels on the shapes tf_cu_gemm_mma routes here (full tiles,
- * K >= 128, no split K), 40-60 TFLOP/s of fp32 work, a third of the tensor
- * cores' TF32 peak over 3. The overlap of conversion and MMAs gained 1-5%,
- * 4 stages instead of 2 another 5-11% (entry 12: 65.0 vs 71.6 us on the
- * small outer_to_pair); what is left is one block per SM (164-182 registers
- * a thread), the per-slice barriers and one wgmma group in flight (NOTES.md).
+ * Speed (bench/cuda_kernels.sh gemm, H200, RESULTS.md entries 11 and 12):
+ * 1.24-1.96x cuBLAS' fp32 kernels on the shapes tf_cu_gemm_mma routes here
+ * (full tiles, K >= 128, no split K), 45-72 TFLOP/s of fp32 work, under half
+ * of the tensor cores' TF32 peak over 3. The overlap of conversion and MMAs
+ * gained 1-5%, 4 stages instead of 2 another 5-11%, two groups in flight
+ * with one barrier per slice (schedule 2, the default) another 2-10%; what
+ * is left is one block per SM (up to 224 registers a thread) and B
+ * converted per slice by the whole block (NOTES.md).
  *
  * Needs sm_90a code (wgmma does not exist in plain sm_90): CMake compiles
  * this file for sm_90a when the build targets 90 (CMakeLists.txt), and
