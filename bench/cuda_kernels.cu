@@ -277,15 +277,21 @@ static void bench_ew(long n)
     report2("gate_bwd", shape, "gate_bwd_kernel1", "gate_bwd_kernel1", 5 * f, 0,
            [&](tf_backend *be) { g_ops->gate_bwd(be, y, z, a, b, c, n); });
     report2("gate_residual", shape, "gate_residual_fwd_kernel1", "gate_residual_fwd_kernel1",
-           4 * f, 0, [&](tf_backend *be) { g_ops->gate_residual_fwd(be, c, a, b, n); });
+           4 * f, 0, [&](tf_backend *be) { g_ops->gate_residual_fwd(be, c, c, a, b, n); });
     dfree(a), dfree(b), dfree(c), dfree(y), dfree(z);
 }
 
 /* ---- GEMM: cuBLASLt vs the tensor-core kernel, fp32 and tf32 ----
  * The model's shapes (R = pair rows B*N*N, Rm = MSA rows B*S*N): forward
  * x W^T (NT), backward dX = dY W (NN) and dW = dY^T X (TN, K = rows), the
- * triangle product per (b, channel), the outer product per b. */
-static tf_backend *g_gemm_be[6]; /* lt fp32, mma fp32, lt tf32, mma tf32, wgmma fp32 (two groups in flight, one) */
+ * triangle product per (b, channel), the outer product per b. Then the
+ * weight gradients ("dW split" rows: dW += dy^T x, few tiles, K = rows) on
+ * cuBLASLt (today's default for them), on wgmma with split K capped at 16
+ * (TF_CUDA_GEMM=wg) and with the wide split (TF_CUDA_WG_SPLIT=1, the default
+ * routing otherwise: up to one split per SM, the partials added in-kernel by
+ * a fixed-order tree). */
+static tf_backend *g_gemm_be[7]; /* lt fp32, mma fp32, lt tf32, mma tf32, wgmma fp32 (two groups
+                                    in flight, one), default fp32 with TF_CUDA_WG_SPLIT=1 */
 static void bench_gemm_one(const char *name, int ta, int tb, int M, int N, int K, int batch,
                            float beta)
 {
@@ -297,7 +303,7 @@ static void bench_gemm_one(const char *name, int ta, int tb, int M, int N, int K
     float *A = drand((size_t)ar * ac * batch, 1.f, 1), *B = drand((size_t)br * bc * batch, 1.f, 2);
     float *C = drand((size_t)M * N * batch, 1.f, 3);
     tf_gemm_args a = {ta, tb, M, N, K, 1.f, beta, A, ac, ar * ac, B, bc, br * bc,
-                      C, N, (long)M * N, batch, TF_EPI_NONE};
+                      C, N, (long)M * N, batch, TF_EPI_NONE, NULL, NULL};
     const double fl = 2.0 * M * N * K * batch;
     double us[6];
     for (int k = 0; k < 6; ++k)
@@ -308,6 +314,29 @@ static void bench_gemm_one(const char *name, int ta, int tb, int M, int N, int K
            name, ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, batch, us[0], us[1], us[0] / us[1],
            fl / (us[1] * 1e6), us[4], us[0] / us[4], fl / (us[4] * 1e6), us[5], us[2], us[3],
            us[2] / us[3], fl / (us[3] * 1e6));
+    fflush(stdout);
+    dfree(A), dfree(B), dfree(C);
+}
+/* a weight gradient: cuBLASLt vs wgmma (split K <= 16) vs wgmma wide split */
+static void bench_gemm_dw(const char *name, int ta, int tb, int M, int N, int K, int batch,
+                          float beta)
+{
+    const char *only = getenv("TF_BENCH_GEMM");
+    if (only && *only && !strstr(name, only)) return;
+    const long ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    float *A = drand((size_t)ar * ac * batch, 1.f, 1), *B = drand((size_t)br * bc * batch, 1.f, 2);
+    float *C = drand((size_t)M * N * batch, 1.f, 3);
+    tf_gemm_args a = {ta, tb, M, N, K, 1.f, beta, A, ac, ar * ac, B, bc, br * bc,
+                      C, N, (long)M * N, batch, TF_EPI_NONE, NULL, NULL};
+    const double fl = 2.0 * M * N * K * batch;
+    static const int be_k[3] = {0, 4, 6};
+    double us[3];
+    for (int k = 0; k < 3; ++k)
+        us[k] = time_be(g_gemm_be[be_k[k]], [&](tf_backend *be) { g_ops->gemm(be, &a, "bench"); });
+    printf("%-26s %c%c M=%-4d N=%-4d K=%-6d b=%-2d fp32: lt %8.2f us (%5.1f TF/s) wgmma split<=16 "
+           "%8.2f us (x%.2f) wgmma wide split %8.2f us (x%.2f, %5.1f TF/s)\n",
+           name, ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, batch, us[0], fl / (us[0] * 1e6), us[1],
+           us[0] / us[1], us[2], us[0] / us[2], fl / (us[2] * 1e6));
     fflush(stdout);
     dfree(A), dfree(B), dfree(C);
 }
@@ -335,6 +364,17 @@ static void bench_gemm(const char *p, int B, int N, int S)
     G("msa qkv", 0, 1, Rm, 192, 64, 1, 0.f);
     G("msa dW", 1, 0, 64, 64, Rm, 1, 1.f);
 #undef G
+#define D(label, ...)                                           \
+    do {                                                        \
+        snprintf(nm, sizeof nm, "%s dW split %s", p, label);    \
+        bench_gemm_dw(nm, __VA_ARGS__);                         \
+    } while (0)
+    D("128x128", 1, 0, 128, 128, R, 1, 1.f);
+    D("512x128", 1, 0, 512, 128, R, 1, 1.f);
+    D("128x512", 1, 0, 128, 512, R, 1, 1.f);
+    D("msa 64x64", 1, 0, 64, 64, Rm, 1, 1.f);
+    D("msa 256x64", 1, 0, 256, 64, Rm, 1, 1.f);
+#undef D
 }
 
 static int want(int argc, char **argv, const char *group)
@@ -415,21 +455,23 @@ int main(int argc, char **argv)
         if (want(argc, argv, "ew")) bench_ew((long)B * N * N * 256);
         if (want(argc, argv, "gemm")) {
             if (!g_gemm_be[0])
-                for (int g = 0; g < 6; ++g) {
+                for (int g = 0; g < 7; ++g) {
                     tf_backend_opts o;
                     memset(&o, 0, sizeof o);
                     o.kernel_level = 3;
                     o.tf32 = g == 2 || g == 3;
-                    setenv("TF_CUDA_GEMM", g >= 4 ? "wg" : g & 1 ? "mma" : "lt", 1);
+                    setenv("TF_CUDA_GEMM", g == 6 ? "auto" : g >= 4 ? "wg" : g & 1 ? "mma" : "lt", 1);
                     if (g == 5) setenv("TF_CUDA_WG_PIPE", "1", 1);
+                    if (g == 6) setenv("TF_CUDA_WG_SPLIT", "1", 1);
                     if (tf_cuda_backend_create(&g_gemm_be[g], &g_ops, &o, err, sizeof err)) die(err);
                     unsetenv("TF_CUDA_GEMM");
                     unsetenv("TF_CUDA_WG_PIPE");
+                    unsetenv("TF_CUDA_WG_SPLIT");
                 }
             bench_gemm(P[k].name, B, N, S);
         }
     }
-    for (int g = 0; g < 6; ++g) tf_cuda_backend_destroy(g_gemm_be[g]);
+    for (int g = 0; g < 7; ++g) tf_cuda_backend_destroy(g_gemm_be[g]);
     for (int k = 0; k < 2; ++k) tf_cuda_backend_destroy(g_k5_be[k]);
     for (int k = 1; k <= 4; ++k) tf_cuda_backend_destroy(g_be[k]);
     return 0;

@@ -28,7 +28,12 @@ extern "C" {
 
 typedef struct tf_backend tf_backend; /* backend-private context */
 
-typedef enum { TF_EPI_NONE = 0, TF_EPI_RELU = 1 } tf_epilogue;
+typedef enum {
+    TF_EPI_NONE = 0,
+    TF_EPI_RELU = 1, /* C = max(C, 0) */
+    TF_EPI_DRELU = 2 /* C = aux > 0 ? C : 0: the gradient through y = relu(.), aux = y
+                        (a select, as act_bwd's ReLU: the same bits) */
+} tf_epilogue;
 
 /* Strided batched GEMM, row-major:
  *   for p in [0, batch): C_p = alpha * op(A_p) * op(B_p) + beta * C_p, then epilogue
@@ -36,7 +41,12 @@ typedef enum { TF_EPI_NONE = 0, TF_EPI_RELU = 1 } tf_epilogue;
  *   op(B_p) is [K,N]: B stored [K,N] (ldb >= N) or, when transB, stored [N,K] (ldb >= K)
  *   C_p [M,N], ldc >= N. X_p = X + p * strideX.
  * beta == 0 means C is not read (may hold NaN). The epilogue RELU is only used
- * with beta == 0. `name` is a stable label for traces ("msa_q_proj", ...), may be NULL. */
+ * with beta == 0. `name` is a stable label for traces ("msa_q_proj", ...), may be NULL.
+ * Optional fields (zero-initialised = unused):
+ *   R:   the residual input: when non-NULL, beta scales R instead of C,
+ *        C_p = alpha op(A_p) op(B_p) + beta R_p (R has C's ldc and strideC; R may
+ *        equal C; C is then only written). Saves the copy before a residual GEMM.
+ *   aux: TF_EPI_DRELU's mask, with C's ldc and strideC: applied after beta. */
 typedef struct {
     int transA, transB;
     int M, N, K;
@@ -46,6 +56,8 @@ typedef struct {
     float *C; long ldc; long strideC;
     int batch;
     tf_epilogue epilogue;
+    const float *R;
+    const float *aux;
 } tf_gemm_args;
 
 /* A strided view of a [nb, no, L, H, d] attention operand:
@@ -94,6 +106,8 @@ typedef enum {
     TF_ACT_RELU = 1     /* y = max(x, 0) */
 } tf_act;
 
+#define TF_LN2_MAX_C 128 /* layernorm2: widest row (CUDA keeps a row in registers) */
+
 typedef struct tf_ops {
     const char *name; /* "cpu", "cuda" */
 
@@ -136,6 +150,22 @@ typedef struct tf_ops {
                           const float *rstd, const float *gamma, long rows, int C,
                           int accumulate);
 
+    /* ---- two LayerNorms in a row over the same C (v3: a module's block norm,
+     * then its own norm): y1 = LN(x; g1, b1), out = LN(y1; g2, b2), eps given.
+     * stats [4, rows]: mean1, rstd1, mean2, rstd2, saved by fwd for bwd; y1 is
+     * not stored (bwd recomputes it from x and stats). out may not alias x.
+     * bwd: dx (= or += when accumulate) is the gradient through both from dout;
+     * dg1, db1, dg2, db2 accumulate. One pass each way instead of two, and one
+     * [rows, C] tensor less to keep. C <= TF_LN2_MAX_C (the model composes two
+     * layernorm ops for wider rows). ---- */
+    void (*layernorm2_fwd)(tf_backend *be, float *out, float *stats, const float *x,
+                           const float *g1, const float *b1, const float *g2, const float *b2,
+                           long rows, int C, float eps);
+    void (*layernorm2_bwd)(tf_backend *be, float *dx, float *dg1, float *db1, float *dg2,
+                           float *db2, const float *dout, const float *x, const float *stats,
+                           const float *g1, const float *b1, const float *g2, long rows, int C,
+                           int accumulate);
+
     /* ---- softmax over the last axis (materialised scores path, v1) ----
      * fwd: y = softmax(x) (y may alias x); bwd: dx = y * (dy - sum(dy*y)) (dx may alias dy) */
     void (*softmax_fwd)(tf_backend *be, float *y, const float *x, long rows, int cols);
@@ -168,16 +198,22 @@ typedef struct tf_ops {
     void (*gate_fwd)(tf_backend *be, float *y, const float *a, const float *g, long n);
     void (*gate_bwd)(tf_backend *be, float *da, float *dg, const float *dy, const float *a,
                      const float *g, long n);
-    /* gated pairs (v3: the triangle multiplication's projections and gates from
-     * one GEMM): each row of x [rows, 2*cols] holds (a | g);
-     * glu_fwd: y[r,c] = a[r,c] * sigmoid(g[r,c]), y [rows, cols];
-     * glu_bwd: dx [rows, 2*cols] holds (dy*s | dy*a*s*(1-s)) per row (assigned) */
-    void (*glu_fwd)(tf_backend *be, float *y, const float *x, long rows, int cols);
-    void (*glu_bwd)(tf_backend *be, float *dx, const float *dy, const float *x, long rows,
-                    int cols);
-    /* fused gate + residual (v3): res += a * sigmoid(g) */
-    void (*gate_residual_fwd)(tf_backend *be, float *res, const float *a, const float *g,
-                              long n);
+    /* gated L|R to channel-major (v3: the triangle multiplication's gating and
+     * the transpose before its product, in one pass each way), s in {0, 1},
+     * rows r = b*inner + p (inner divides rows, B = rows / inner):
+     *   fwd: lr_t[s, b, c, p] = a[r*ld + s*C + c] * sigmoid(g[r*ld + s*C + c])
+     *   bwd, dy = dlr_t[s, b, c, p]: da[r*ld + s*C + c] = dy*sig,
+     *        dg[r*ld + s*C + c] = dy*a*sig*(1-sig)   (assigned)
+     * lr_t, dlr_t [2, B, C, inner] (inner = rows: [2, C, rows]); the
+     * arithmetic of gate_fwd/_bwd, so the results are those of gate_* then a
+     * permute. Outputs alias no input. */
+    void (*gate_cmajor_fwd)(tf_backend *be, float *lr_t, const float *a, const float *g, long ld,
+                            long rows, long inner, int C);
+    void (*gate_cmajor_bwd)(tf_backend *be, float *da, float *dg, const float *dlr_t,
+                            const float *a, const float *g, long ld, long rows, long inner, int C);
+    /* fused gate + residual (v3): out = res + a * sigmoid(g) (out may be res) */
+    void (*gate_residual_fwd)(tf_backend *be, float *out, const float *res, const float *a,
+                              const float *g, long n);
 
     /* ---- outer product mean backward (v3 on CUDA): the gradient of a through
      * outer[b,(i,p),(j,q)] = (1/S) sum_s a[b,s,i,p] a[b,s,j,q], read straight from

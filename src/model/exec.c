@@ -38,6 +38,11 @@ tf_gemm_args tf_gemm_make(int tA, int tB, int M, int N, int K, float alpha, floa
 
 void tf_linear_fwd(tf_exec *ex, float *y, const float *x, const float *W, long rows, int in,
                    int out, float beta, tf_epilogue epi) {
+    tf_linear_fwd_res(ex, y, x, W, rows, in, out, beta, epi, NULL);
+}
+
+void tf_linear_fwd_res(tf_exec *ex, float *y, const float *x, const float *W, long rows, int in,
+                       int out, float beta, tf_epilogue epi, const float *res) {
     tf_gemm_args g = {0};
     g.transA = 0;
     g.transB = 1;
@@ -54,11 +59,18 @@ void tf_linear_fwd(tf_exec *ex, float *y, const float *x, const float *W, long r
     g.ldc = out;
     g.batch = 1;
     g.epilogue = epi;
+    g.R = res;
     tf_gemm(ex, &g, "linear_fwd");
 }
 
 void tf_linear_bwd(tf_exec *ex, float *dx, float *dW, const float *dy, const float *x,
                    const float *W, long rows, int in, int out, int accumulate) {
+    tf_linear_bwd_epi(ex, dx, dW, dy, x, W, rows, in, out, accumulate, TF_EPI_NONE, NULL);
+}
+
+void tf_linear_bwd_epi(tf_exec *ex, float *dx, float *dW, const float *dy, const float *x,
+                       const float *W, long rows, int in, int out, int accumulate,
+                       tf_epilogue epi, const float *aux) {
     if (dx) { /* dx[rows,in] = dy[rows,out] W[out,in] */
         tf_gemm_args g = {0};
         g.M = (int)rows;
@@ -73,6 +85,8 @@ void tf_linear_bwd(tf_exec *ex, float *dx, float *dW, const float *dy, const flo
         g.C = dx;
         g.ldc = in;
         g.batch = 1;
+        g.epilogue = epi;
+        g.aux = aux;
         tf_gemm(ex, &g, "linear_bwd_data");
     }
     /* dW[out,in] += dy^T[out,rows] x[rows,in] */
@@ -103,6 +117,20 @@ void tf_x_layernorm_bwd(tf_exec *ex, float *dx, float *dg, float *db, const floa
                         long rows, int C, int accumulate) {
     TF_EXEC_OP(ex, "layernorm_bwd",
                layernorm_bwd(ex->be, dx, dg, db, dout, x, mean, rstd, g, rows, C, accumulate));
+}
+
+void tf_x_layernorm2_fwd(tf_exec *ex, float *out, float *stats, const float *x, const float *g1,
+                         const float *b1, const float *g2, const float *b2, long rows, int C) {
+    TF_EXEC_OP(ex, "layernorm2_fwd",
+               layernorm2_fwd(ex->be, out, stats, x, g1, b1, g2, b2, rows, C, 1e-5f));
+}
+
+void tf_x_layernorm2_bwd(tf_exec *ex, float *dx, float *dg1, float *db1, float *dg2, float *db2,
+                         const float *dout, const float *x, const float *stats, const float *g1,
+                         const float *b1, const float *g2, long rows, int C, int accumulate) {
+    TF_EXEC_OP(ex, "layernorm2_bwd",
+               layernorm2_bwd(ex->be, dx, dg1, db1, dg2, db2, dout, x, stats, g1, b1, g2, rows, C,
+                              accumulate));
 }
 
 void tf_x_permute(tf_exec *ex, float *out, const float *in, int rank, const int *dims,
@@ -153,14 +181,18 @@ void tf_x_gate_bwd(tf_exec *ex, float *da, float *dg, const float *dy, const flo
                    const float *g, long n) {
     TF_EXEC_OP(ex, "gate_bwd", gate_bwd(ex->be, da, dg, dy, a, g, n));
 }
-void tf_x_gate_residual_fwd(tf_exec *ex, float *res, const float *a, const float *g, long n) {
-    TF_EXEC_OP(ex, "gate_residual_fwd", gate_residual_fwd(ex->be, res, a, g, n));
+void tf_x_gate_residual_fwd(tf_exec *ex, float *out, const float *res, const float *a,
+                            const float *g, long n) {
+    TF_EXEC_OP(ex, "gate_residual_fwd", gate_residual_fwd(ex->be, out, res, a, g, n));
 }
-void tf_x_glu_fwd(tf_exec *ex, float *y, const float *x, long rows, int cols) {
-    TF_EXEC_OP(ex, "glu_fwd", glu_fwd(ex->be, y, x, rows, cols));
+void tf_x_gate_cmajor_fwd(tf_exec *ex, float *lr_t, const float *a, const float *g, long ld,
+                          long rows, long inner, int C) {
+    TF_EXEC_OP(ex, "gate_cmajor_fwd", gate_cmajor_fwd(ex->be, lr_t, a, g, ld, rows, inner, C));
 }
-void tf_x_glu_bwd(tf_exec *ex, float *dx, const float *dy, const float *x, long rows, int cols) {
-    TF_EXEC_OP(ex, "glu_bwd", glu_bwd(ex->be, dx, dy, x, rows, cols));
+void tf_x_gate_cmajor_bwd(tf_exec *ex, float *da, float *dg, const float *dlr_t, const float *a,
+                          const float *g, long ld, long rows, long inner, int C) {
+    TF_EXEC_OP(ex, "gate_cmajor_bwd",
+               gate_cmajor_bwd(ex->be, da, dg, dlr_t, a, g, ld, rows, inner, C));
 }
 void tf_x_opm_bwd(tf_exec *ex, float *da, const float *dop, const float *a, int B, int S, int N,
                   int co) {

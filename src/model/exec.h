@@ -29,6 +29,15 @@ typedef struct {
      * so tf32 keeps the composition. The CPU's v3 merges the triangle GEMMs
      * too (its outer product mean is weight-first). */
     int opm_bwd_op, trimul_merged;
+    /* v3: the triangle product channel-major (triangle_mult.c: no permute of
+     * u; its GEMMs read u transposed). CPU and CUDA tf32; CUDA fp32 keeps
+     * [B, C, N, N] (our wgmma kernel is slower on the transposed operands
+     * than the permute it saves: RESULTS.md entry 13). TF_TRIMUL_CMAJOR=0|1
+     * overrides it (an A/B knob). */
+    int trimul_cmajor;
+    /* v3: a module's two LayerNorms in a row as one op (model.c tf_ln2_fwd);
+     * TF_LAYERNORM2=0|1 overrides the default (an A/B knob) */
+    int ln2;
 } tf_exec;
 
 #define TF_EXEC_OP(ex, kname, call)                                                   \
@@ -52,9 +61,16 @@ static inline float *tf_alloc_act(tf_exec *ex, size_t n) { return tf_arena_alloc
 /* ---- linear layers (no bias; W is [out, in], y = x W^T) ---- */
 void tf_linear_fwd(tf_exec *ex, float *y, const float *x, const float *W, long rows, int in,
                    int out, float beta, tf_epilogue epi);
+/* y = x W^T + beta res (ops.h tf_gemm_args.R: no copy of res into y first) */
+void tf_linear_fwd_res(tf_exec *ex, float *y, const float *x, const float *W, long rows, int in,
+                       int out, float beta, tf_epilogue epi, const float *res);
 /* dx (= or += when accumulate) dy W ; dW += dy^T x. dx may be NULL. */
 void tf_linear_bwd(tf_exec *ex, float *dx, float *dW, const float *dy, const float *x,
                    const float *W, long rows, int in, int out, int accumulate);
+/* the same with an epilogue on dx (TF_EPI_DRELU with aux: through a ReLU) */
+void tf_linear_bwd_epi(tf_exec *ex, float *dx, float *dW, const float *dy, const float *x,
+                       const float *W, long rows, int in, int out, int accumulate,
+                       tf_epilogue epi, const float *aux);
 void tf_gemm(tf_exec *ex, const tf_gemm_args *a, const char *name);
 /* A strided-batched GEMM description (ops.h semantics), no epilogue. */
 tf_gemm_args tf_gemm_make(int tA, int tB, int M, int N, int K, float alpha, float beta,
@@ -67,6 +83,11 @@ void tf_x_layernorm_fwd(tf_exec *ex, float *out, float *mean, float *rstd, const
 void tf_x_layernorm_bwd(tf_exec *ex, float *dx, float *dg, float *db, const float *dout,
                         const float *x, const float *mean, const float *rstd, const float *g,
                         long rows, int C, int accumulate);
+void tf_x_layernorm2_fwd(tf_exec *ex, float *out, float *stats, const float *x, const float *g1,
+                         const float *b1, const float *g2, const float *b2, long rows, int C);
+void tf_x_layernorm2_bwd(tf_exec *ex, float *dx, float *dg1, float *db1, float *dg2, float *db2,
+                         const float *dout, const float *x, const float *stats, const float *g1,
+                         const float *b1, const float *g2, long rows, int C, int accumulate);
 void tf_x_permute(tf_exec *ex, float *out, const float *in, int rank, const int *dims,
                   const int *perm, int accumulate);
 void tf_x_copy(tf_exec *ex, float *dst, const float *src, size_t n);
@@ -82,9 +103,12 @@ void tf_x_softmax_bwd(tf_exec *ex, float *dx, const float *dy, const float *y, l
 void tf_x_gate_fwd(tf_exec *ex, float *y, const float *a, const float *g, long n);
 void tf_x_gate_bwd(tf_exec *ex, float *da, float *dg, const float *dy, const float *a,
                    const float *g, long n);
-void tf_x_gate_residual_fwd(tf_exec *ex, float *res, const float *a, const float *g, long n);
-void tf_x_glu_fwd(tf_exec *ex, float *y, const float *x, long rows, int cols);
-void tf_x_glu_bwd(tf_exec *ex, float *dx, const float *dy, const float *x, long rows, int cols);
+void tf_x_gate_residual_fwd(tf_exec *ex, float *out, const float *res, const float *a,
+                            const float *g, long n);
+void tf_x_gate_cmajor_fwd(tf_exec *ex, float *lr_t, const float *a, const float *g, long ld,
+                          long rows, long inner, int C);
+void tf_x_gate_cmajor_bwd(tf_exec *ex, float *da, float *dg, const float *dlr_t, const float *a,
+                          const float *g, long ld, long rows, long inner, int C);
 void tf_x_opm_bwd(tf_exec *ex, float *da, const float *dop, const float *a, int B, int S, int N,
                   int co);
 void tf_x_add_bcast_mid(tf_exec *ex, float *y, const float *x, long outer, long mid, long inner);

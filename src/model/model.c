@@ -116,11 +116,43 @@ void tf_ln_bwd(tf_exec *ex, const tf_model *M, tf_ln_off ln, const tf_ln_act *a,
     tf_rpop(ex);
 }
 
+void tf_ln2_fwd(tf_exec *ex, const tf_model *M, tf_ln_off bn, tf_ln_off ln, tf_ln_act *b,
+                tf_ln_act *a, const float *x, long rows, int C) {
+    if (ex->level < 3 || !ex->ln2 || C > TF_LN2_MAX_C || !ex->ops->layernorm2_fwd) {
+        tf_ln_fwd(ex, M, bn, b, x, rows, C);
+        tf_ln_fwd(ex, M, ln, a, b->y, rows, C);
+        return;
+    }
+    float *stats = tf_alloc_act(ex, (size_t)4 * rows);
+    a->y = tf_alloc_act(ex, (size_t)rows * C);
+    b->y = NULL;
+    b->mean = stats, b->rstd = stats + rows;
+    a->mean = stats + 2 * rows, a->rstd = stats + 3 * rows;
+    tf_rpush(ex, "layer_norm");
+    tf_x_layernorm2_fwd(ex, a->y, stats, x, tf_P(M, bn.w), tf_P(M, bn.b), tf_P(M, ln.w),
+                        tf_P(M, ln.b), rows, C);
+    tf_rpop(ex);
+}
+
+void tf_ln2_bwd(tf_exec *ex, const tf_model *M, tf_ln_off bn, tf_ln_off ln, const tf_ln_act *b,
+                const tf_ln_act *a, float *dx, float *tmp, const float *dy, const float *x,
+                long rows, int C, int accumulate) {
+    if (b->y) {
+        tf_ln_bwd(ex, M, ln, a, tmp, dy, b->y, rows, C, 0);
+        tf_ln_bwd(ex, M, bn, b, dx, tmp, x, rows, C, accumulate);
+        return;
+    }
+    tf_rpush(ex, "layer_norm");
+    tf_x_layernorm2_bwd(ex, dx, tf_G(M, bn.w), tf_G(M, bn.b), tf_G(M, ln.w), tf_G(M, ln.b), dy, x,
+                        b->mean, tf_P(M, bn.w), tf_P(M, bn.b), tf_P(M, ln.w), rows, C,
+                        accumulate);
+    tf_rpop(ex);
+}
+
 void tf_residual_linear(tf_exec *ex, float *x_out, const float *x_in, const float *inp,
                         const float *W, long rows, int in, int out) {
     if (ex->level >= 3) {
-        tf_x_copy(ex, x_out, x_in, (size_t)rows * out);
-        tf_linear_fwd(ex, x_out, inp, W, rows, in, out, 1.0f, TF_EPI_NONE);
+        tf_linear_fwd_res(ex, x_out, inp, W, rows, in, out, 1.0f, TF_EPI_NONE, x_in);
         return;
     }
     size_t mark = tf_arena_mark(ex->arena);

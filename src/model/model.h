@@ -86,9 +86,11 @@ typedef struct {
     int merged;             /* level 3: projections and gates from one GEMM */
     float *lp, *rp, *lg, *rg; /* separate [rows, C] (views into proj/gate when fused) */
     float *sig;             /* sigmoid of the gates (v1/v2): [rows, 2C] */
-    float *lr_t;            /* [2, B, C, N, N]: L_t [B,C,N,N] then R_t */
+    float *lr_t;            /* [2, B, C, N, N]: L_t [B,C,N,N] then R_t; cmajor: [2, C, B, N, N] */
     float *l_t, *r_t;
-    float *u_p;             /* [B, N, N, C] the triangle product, channels last */
+    int cmajor;             /* level 3: channel-major product, no permute of u (triangle_mult.c) */
+    float *u_p;             /* [B, N, N, C] the triangle product, channels last; cmajor:
+                               [C, B, N, N], i.e. u^T as a [C, rows] matrix */
     float *out, *og, *og_sig; /* output projection, output gate logits, sigmoid (v1/v2) */
 } tf_trimul_act;
 
@@ -171,8 +173,18 @@ void tf_ln_fwd(tf_exec *ex, const tf_model *M, tf_ln_off ln, tf_ln_act *a, const
                long rows, int C);
 void tf_ln_bwd(tf_exec *ex, const tf_model *M, tf_ln_off ln, const tf_ln_act *a, float *dx,
                const float *dy, const float *x, long rows, int C, int accumulate);
+/* A module's block norm then its own norm: b->y = LN(x; bn), a->y = LN(b->y; ln).
+ * Level 3 (C <= TF_LN2_MAX_C): one layernorm2 op each way; b->y is then NULL
+ * (not stored) and the four statistics rows are one allocation. */
+void tf_ln2_fwd(tf_exec *ex, const tf_model *M, tf_ln_off bn, tf_ln_off ln, tf_ln_act *b,
+                tf_ln_act *a, const float *x, long rows, int C);
+/* dx (+= when accumulate) from dy, the gradient of a->y; tmp: [rows, C] scratch
+ * for the composed path (the gradient of b->y) */
+void tf_ln2_bwd(tf_exec *ex, const tf_model *M, tf_ln_off bn, tf_ln_off ln, const tf_ln_act *b,
+                const tf_ln_act *a, float *dx, float *tmp, const float *dy, const float *x,
+                long rows, int C, int accumulate);
 /* x_out = x_in + inp W^T. Levels 1-2: GEMM into a temporary, then an add (as
- * eager PyTorch); level 3: copy x_in, then one GEMM with beta = 1. */
+ * eager PyTorch); level 3: one GEMM with x_in as its residual input. */
 void tf_residual_linear(tf_exec *ex, float *x_out, const float *x_in, const float *inp,
                         const float *W, long rows, int in, int out);
 /* Q/K/V projections (msa.c), shared with triangle attention. */

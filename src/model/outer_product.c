@@ -139,10 +139,10 @@ static void opm_wf_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, tf
     tf_rpop(ex);
     tf_rpush(ex, "output_proj");
     /* out_b [N, N*cz] = (1/S) a_t_b [N, S*co] . T_b [S*co, N*cz], into z's layout */
-    tf_x_copy(ex, z_out, z_in, (size_t)B * N * N * cz);
     tf_gemm_args g = tf_gemm_make(0, 0, N, N * cz, S * co, 1.0f / (float)S, 1.0f, a->a_t, (long)S * co,
                                (long)N * S * co, a->t, (long)N * cz, (long)S * co * N * cz, z_out,
                                (long)N * cz, (long)N * N * cz, B);
+    g.R = z_in; /* z_out = z_in + ..., no copy first */
     tf_gemm(ex, &g, "opm_wf_out");
     tf_rpop(ex);
 }

@@ -1,5 +1,7 @@
 /* Transition (MSA and pair): x_out = x_in + relu(LN(x_in) W1^T) W2^T.
- * Level 3 folds the ReLU into the first GEMM's epilogue. */
+ * Level 3 folds the ReLU into the first GEMM's epilogue, the residual into
+ * the second's, and the ReLU's gradient into the epilogue of the GEMM of
+ * its input gradient. */
 #include "model/model.h"
 
 void tf_transition_fwd(tf_exec *ex, const tf_model *M, size_t w1, size_t w2, tf_ln_off ln,
@@ -25,10 +27,13 @@ void tf_transition_bwd(tf_exec *ex, const tf_model *M, size_t w1, size_t w2, tf_
     size_t mark = tf_arena_mark(ex->arena);
     float *dh = tf_alloc_act(ex, (size_t)rows * 4 * C);
     tf_rpush(ex, "linear2");
-    tf_linear_bwd(ex, dh, tf_G(M, w2), dx, a->h, tf_P(M, w2), rows, 4 * C, C, 0);
+    /* level 3: the ReLU's gradient as the GEMM's epilogue (h > 0 where it passed) */
+    const int fused_mask = ex->level >= 3;
+    tf_linear_bwd_epi(ex, dh, tf_G(M, w2), dx, a->h, tf_P(M, w2), rows, 4 * C, C, 0,
+                      fused_mask ? TF_EPI_DRELU : TF_EPI_NONE, a->h);
     tf_rpop(ex);
     tf_rpush(ex, "linear1");
-    tf_x_act_bwd(ex, TF_ACT_RELU, dh, dh, a->h, rows * 4 * C);
+    if (!fused_mask) tf_x_act_bwd(ex, TF_ACT_RELU, dh, dh, a->h, rows * 4 * C);
     float *dxn = tf_alloc_act(ex, (size_t)rows * C);
     tf_linear_bwd(ex, dxn, tf_G(M, w1), dh, a->ln.y, tf_P(M, w1), rows, C, 4 * C, 0);
     tf_rpop(ex);

@@ -17,8 +17,8 @@ void tf_triattn_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int w
     const long rows = (long)B * N * N;
     const int transpose = which == 1 && !ex->fu.flash;
     tf_rpush(ex, which ? "triangle_attn_ending" : "triangle_attn_starting");
-    tf_ln_fwd(ex, M, which ? o->pn_attn_end : o->pn_attn_start, &a->bln, z_in, rows, C);
-    tf_ln_fwd(ex, M, o->ta[which].ln, &a->ln, a->bln.y, rows, C);
+    tf_ln2_fwd(ex, M, which ? o->pn_attn_end : o->pn_attn_start, o->ta[which].ln, &a->bln,
+               &a->ln, z_in, rows, C);
     const float *x = a->ln.y;
     a->yt = NULL;
     if (transpose) {
@@ -89,10 +89,8 @@ void tf_triattn_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int w
         dy = dO; /* free again */
         tf_x_permute(ex, dy, dx, 4, dims, swap_ij, 0);
     }
-    float *dxb = dqkv; /* free again */
-    tf_ln_bwd(ex, M, o->ta[which].ln, &a->ln, dxb, dy, a->bln.y, rows, C, 0);
-    tf_ln_bwd(ex, M, which ? o->pn_attn_end : o->pn_attn_start, &a->bln, dz, dxb, z_in, rows, C,
-              1);
+    tf_ln2_bwd(ex, M, which ? o->pn_attn_end : o->pn_attn_start, o->ta[which].ln, &a->bln, &a->ln,
+               dz, dqkv /* free again */, dy, z_in, rows, C, 1);
     tf_rpop(ex);
     tf_arena_release(ex->arena, mark);
 }

@@ -11,8 +11,16 @@
  * the parameter buffer) and so are the two gates; level 3 (exec.h
  * trimul_merged: not CUDA tf32) makes projections and gates one GEMM
  * ([rows, 4C]: L R | gate L, gate R per row; the four weights are adjacent
- * too) read by the gated-pair kernels (ops.h glu_fwd), and one GEMM each for
- * their dX and dW in the backward. */
+ * too), and one GEMM each for their dX and dW in the backward.
+ *
+ * Level 3 with the triangle fusion gates L|R and transposes them in one op
+ * each way (ops.h gate_cmajor_fwd/_bwd). Where exec.h trimul_cmajor says so
+ * it also orders the product's batch channel-major, L and R stored
+ * [2, C, B, N, N], so that u comes out as [C, B*N*N]: the transpose of the
+ * output projection's input, which its GEMM reads as such (transA), as do
+ * the GEMMs of its weight gradient and of u's gradient (written channel-major
+ * straight away): the permutes of u and of its gradient (a pass each way
+ * over [rows, C]) are gone. */
 #include "model/model.h"
 
 static const int to_chan_first[4] = {0, 3, 1, 2}; /* [B,N,N,C] -> [B,C,N,N] */
@@ -20,6 +28,9 @@ static const int to_chan_last[4] = {0, 2, 3, 1};  /* [B,C,N,N] -> [B,N,N,C] */
 /* fused L|R: [B,N,N,2,C] -> [2,B,C,N,N] and back */
 static const int lr_to_chan_first[5] = {3, 0, 4, 1, 2};
 static const int lr_to_chan_last[5] = {1, 3, 4, 0, 2};
+/* channel-major (level 3, triangle fusion off): [B,N,N,C] -> [C,B,N,N] (with
+ * the fusion, gate_cmajor_fwd/_bwd move the data) */
+static const int to_cmajor[4] = {3, 0, 1, 2};
 
 /* The batched N x N x N products over (b, c): each operand [B, C, N, N]
  * contiguous, one call */
@@ -46,8 +57,7 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out;
     const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
     tf_rpush(ex, which ? "triangle_mult_incoming" : "triangle_mult_outgoing");
-    tf_ln_fwd(ex, M, bn, &a->bln, z_in, rows, C);
-    tf_ln_fwd(ex, M, o->tm[which].ln, &a->ln, a->bln.y, rows, C);
+    tf_ln2_fwd(ex, M, bn, o->tm[which].ln, &a->bln, &a->ln, z_in, rows, C);
 
     tf_rpush(ex, "projections");
     size_t mark;
@@ -81,68 +91,75 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     tf_rpop(ex);
 
     tf_rpush(ex, "gating");
-    /* gated L|R, channels last, then channel-first copies kept for backward */
+    /* gated L|R, then channel-first (or -major) copies kept for backward */
     a->lr_t = tf_alloc_act(ex, (size_t)2 * nc);
-    mark = tf_arena_mark(ex->arena);
-    float *g_lr = tf_alloc_act(ex, (size_t)2 * nc);
+    a->l_t = a->lr_t;
+    a->r_t = a->lr_t + nc;
+    a->cmajor = ex->level >= 3 && ex->trimul_cmajor;
     a->sig = NULL;
-    if (a->merged) {
-        tf_x_glu_fwd(ex, g_lr, a->proj, rows, 2 * C);
-    } else if (fused) {
-        if (gate_kernel) {
-            tf_x_gate_fwd(ex, g_lr, a->proj, a->gate, 2 * nc);
-        } else {
+    if (gate_kernel && fused) { /* gating and transpose in one pass (ops.h gate_cmajor_fwd) */
+        tf_x_gate_cmajor_fwd(ex, a->lr_t, a->proj, a->merged ? a->proj + 2 * C : a->gate,
+                             a->merged ? 4 * C : 2 * C, rows, a->cmajor ? rows : (long)N * N, C);
+    } else {
+        mark = tf_arena_mark(ex->arena);
+        float *g_lr = tf_alloc_act(ex, (size_t)2 * nc);
+        if (fused) {
             a->sig = a->gate; /* sigmoid in place: the logits are not needed again */
             tf_x_act_fwd(ex, TF_ACT_SIGMOID, a->sig, a->gate, 2 * nc);
             tf_x_mul(ex, g_lr, a->proj, a->sig, 2 * nc);
-        }
-    } else {
-        for (int s = 0; s < 2; s++) {
-            float *p = s ? a->rp : a->lp, *gt = s ? a->rg : a->lg;
-            if (gate_kernel) {
-                tf_x_gate_fwd(ex, g_lr + s * nc, p, gt, nc);
-            } else {
-                tf_x_act_fwd(ex, TF_ACT_SIGMOID, gt, gt, nc);
-                tf_x_mul(ex, g_lr + s * nc, p, gt, nc);
+            int dims[5] = {B, N, N, 2, C};
+            tf_x_permute(ex, a->lr_t, g_lr, 5, dims, lr_to_chan_first, 0);
+        } else {
+            for (int s = 0; s < 2; s++) {
+                float *p = s ? a->rp : a->lp, *gt = s ? a->rg : a->lg;
+                if (gate_kernel) {
+                    tf_x_gate_fwd(ex, g_lr + s * nc, p, gt, nc);
+                } else {
+                    tf_x_act_fwd(ex, TF_ACT_SIGMOID, gt, gt, nc);
+                    tf_x_mul(ex, g_lr + s * nc, p, gt, nc);
+                }
             }
+            if (!gate_kernel) a->sig = a->lg; /* lg, rg now hold the sigmoids */
+            int dims[4] = {B, N, N, C};
+            const int *perm = a->cmajor ? to_cmajor : to_chan_first;
+            tf_x_permute(ex, a->l_t, g_lr, 4, dims, perm, 0);
+            tf_x_permute(ex, a->r_t, g_lr + nc, 4, dims, perm, 0);
         }
-        if (!gate_kernel) a->sig = a->lg; /* lg, rg now hold the sigmoids */
+        tf_arena_release(ex->arena, mark);
     }
-    a->l_t = a->lr_t;
-    a->r_t = a->lr_t + nc;
-    if (fused) {
-        int dims[5] = {B, N, N, 2, C};
-        tf_x_permute(ex, a->lr_t, g_lr, 5, dims, lr_to_chan_first, 0);
-    } else {
-        int dims[4] = {B, N, N, C};
-        tf_x_permute(ex, a->l_t, g_lr, 4, dims, to_chan_first, 0);
-        tf_x_permute(ex, a->r_t, g_lr + nc, 4, dims, to_chan_first, 0);
-    }
-    tf_arena_release(ex->arena, mark);
     tf_rpop(ex);
 
     tf_rpush(ex, "triangle_product");
     a->u_p = tf_alloc_act(ex, (size_t)nc);
     mark = tf_arena_mark(ex->arena);
-    float *u = tf_alloc_act(ex, (size_t)nc);
+    /* the product's batch is (b, c) or, channel-major, (c, b): one stride either way */
+    float *u = a->cmajor ? a->u_p : tf_alloc_act(ex, (size_t)nc);
     if (which == 0)
         product(ex, 0, 1, a->l_t, a->r_t, u, B, C, N, "trimul_out");
     else
         product(ex, 1, 0, a->l_t, a->r_t, u, B, C, N, "trimul_in");
-    int dims[4] = {B, C, N, N};
-    tf_x_permute(ex, a->u_p, u, 4, dims, to_chan_last, 0);
+    if (!a->cmajor) {
+        int dims[4] = {B, C, N, N};
+        tf_x_permute(ex, a->u_p, u, 4, dims, to_chan_last, 0);
+    }
     tf_arena_release(ex->arena, mark);
     tf_rpop(ex);
 
     tf_rpush(ex, "output_proj");
     a->out = tf_alloc_act(ex, (size_t)nc);
     a->og = tf_alloc_act(ex, (size_t)nc);
-    tf_linear_fwd(ex, a->out, a->u_p, tf_P(M, o->tm[which].op), rows, C, C, 0.0f, TF_EPI_NONE);
+    if (a->cmajor) { /* out [rows, C] = (u^T) Wo^T, u stored [C, rows] */
+        tf_gemm_args g = tf_gemm_make(1, 1, (int)rows, C, C, 1.0f, 0.0f, a->u_p, rows, 0,
+                                      tf_P(M, o->tm[which].op), C, 0, a->out, C, 0, 1);
+        tf_gemm(ex, &g, "linear_fwd");
+    } else {
+        tf_linear_fwd(ex, a->out, a->u_p, tf_P(M, o->tm[which].op), rows, C, C, 0.0f,
+                      TF_EPI_NONE);
+    }
     tf_linear_fwd(ex, a->og, a->ln.y, tf_P(M, o->tm[which].og), rows, C, C, 0.0f, TF_EPI_NONE);
     if (gate_kernel) {
         a->og_sig = NULL;
-        tf_x_copy(ex, z_out, z_in, (size_t)nc);
-        tf_x_gate_residual_fwd(ex, z_out, a->out, a->og, nc);
+        tf_x_gate_residual_fwd(ex, z_out, z_in, a->out, a->og, nc);
     } else {
         a->og_sig = a->og;
         tf_x_act_fwd(ex, TF_ACT_SIGMOID, a->og_sig, a->og, nc);
@@ -179,19 +196,31 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     float *dy = tf_alloc_act(ex, (size_t)nc);
     tf_linear_bwd(ex, dy, tf_G(M, o->tm[which].og), dog, a->ln.y, tf_P(M, o->tm[which].og), rows,
                   C, C, 0);
-    float *du_p = dog; /* dog is consumed: reuse its memory */
-    tf_linear_bwd(ex, du_p, tf_G(M, o->tm[which].op), dout, a->u_p, tf_P(M, o->tm[which].op),
-                  rows, C, C, 0);
-    tf_rpop(ex);
-
-    tf_rpush(ex, "triangle_product");
-    float *du = dout;
-    int dims[4] = {B, N, N, C};
-    tf_x_permute(ex, du, du_p, 4, dims, to_chan_first, 0);
-    /* merged: the first half holds the products' gradient, then all of it the
-     * gradient of the projections and gates, [rows, 4C] */
-    float *dlr_t = tf_alloc_act(ex, (size_t)(a->merged ? 4 : 2) * nc);
-    float *dl_t = dlr_t, *dr_t = dlr_t + nc; /* [2, B, C, N, N] as L|R */
+    float *du;
+    if (a->cmajor) {
+        /* dWo += dout^T (u^T)^T = dout^T u-as-stored^T; du [C, rows] = Wo^T dout^T,
+         * into dog's memory (consumed) */
+        tf_gemm_args g = tf_gemm_make(1, 1, C, C, (int)rows, 1.0f, 1.0f, dout, C, 0, a->u_p, rows,
+                                      0, tf_G(M, o->tm[which].op), C, 0, 1);
+        tf_gemm(ex, &g, "linear_bwd_weight");
+        du = dog;
+        g = tf_gemm_make(1, 1, C, (int)rows, C, 1.0f, 0.0f, tf_P(M, o->tm[which].op), C, 0, dout,
+                         C, 0, du, rows, 0, 1);
+        tf_gemm(ex, &g, "linear_bwd_data");
+        tf_rpop(ex);
+        tf_rpush(ex, "triangle_product");
+    } else {
+        float *du_p = dog; /* dog is consumed: reuse its memory */
+        tf_linear_bwd(ex, du_p, tf_G(M, o->tm[which].op), dout, a->u_p, tf_P(M, o->tm[which].op),
+                      rows, C, C, 0);
+        tf_rpop(ex);
+        tf_rpush(ex, "triangle_product");
+        du = dout;
+        int dims[4] = {B, N, N, C};
+        tf_x_permute(ex, du, du_p, 4, dims, to_chan_first, 0);
+    }
+    float *dlr_t = tf_alloc_act(ex, (size_t)2 * nc);
+    float *dl_t = dlr_t, *dr_t = dlr_t + nc; /* [2, B, C, N, N] (or [2, C, B, N, N]) as L|R */
     if (which == 0) { /* u = L R^T: dL = dU R, dR = dU^T L */
         product(ex, 0, 0, du, a->r_t, dl_t, B, C, N, "trimul_out_dl");
         product(ex, 1, 0, du, a->l_t, dr_t, B, C, N, "trimul_out_dr");
@@ -202,37 +231,43 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     tf_rpop(ex);
 
     tf_rpush(ex, "gating");
-    float *dlr = tf_alloc_act(ex, (size_t)2 * nc); /* gated L|R gradient, channels last */
-    if (fused) {
-        int d2[5] = {2, B, C, N, N};
-        tf_x_permute(ex, dlr, dlr_t, 5, d2, lr_to_chan_last, 0);
+    /* d(projection) and d(gate logits); merged: one [rows, 4C] gradient */
+    float *dproj, *dgate;
+    if (gate_kernel && fused) { /* from the channel-first gradient in one pass */
+        dproj = tf_alloc_act(ex, (size_t)4 * nc);
+        dgate = a->merged ? dproj + 2 * C : dproj + 2 * nc;
+        tf_x_gate_cmajor_bwd(ex, dproj, dgate, dlr_t, a->proj,
+                             a->merged ? a->proj + 2 * C : a->gate, a->merged ? 4 * C : 2 * C,
+                             rows, a->cmajor ? rows : (long)N * N, C);
     } else {
-        int d1[4] = {B, C, N, N};
-        tf_x_permute(ex, dlr, dl_t, 4, d1, to_chan_last, 0);
-        tf_x_permute(ex, dlr + nc, dr_t, 4, d1, to_chan_last, 0);
-    }
-    /* d(projection) and d(gate logits): reuse dlr_t's memory for the gate part */
-    float *dproj = dlr, *dgate = dlr_t;
-    if (a->merged) {
-        tf_x_glu_bwd(ex, dlr_t, dlr, a->proj, rows, 2 * C);
-    } else if (fused) {
-        if (gate_kernel) {
-            tf_x_gate_bwd(ex, dproj, dgate, dlr, a->proj, a->gate, 2 * nc);
+        float *dlr = tf_alloc_act(ex, (size_t)2 * nc); /* gated L|R gradient, channels last */
+        if (fused) {
+            int d2[5] = {2, B, C, N, N};
+            tf_x_permute(ex, dlr, dlr_t, 5, d2, lr_to_chan_last, 0);
         } else {
+            /* [B,C,N,N] -> [B,N,N,C], or channel-major [C,B*N*N] -> [B*N*N,C] */
+            int d1[4] = {B, C, N, N}, dc[4] = {C, B * N * N, 1, 1};
+            static const int cm_back[4] = {1, 0, 2, 3};
+            const int *pm = a->cmajor ? cm_back : to_chan_last;
+            tf_x_permute(ex, dlr, dl_t, 4, a->cmajor ? dc : d1, pm, 0);
+            tf_x_permute(ex, dlr + nc, dr_t, 4, a->cmajor ? dc : d1, pm, 0);
+        }
+        dproj = dlr, dgate = dlr_t; /* dlr_t's memory is free again */
+        if (fused) { /* a->sig holds sigmoid(gate) */
             tf_x_mul(ex, dgate, dlr, a->proj, 2 * nc);
             tf_x_act_bwd(ex, TF_ACT_SIGMOID, dgate, dgate, a->sig, 2 * nc);
             tf_x_mul(ex, dproj, dlr, a->sig, 2 * nc);
-        }
-    } else {
-        for (int s = 0; s < 2; s++) {
-            const float *p = s ? a->rp : a->lp, *gt = s ? a->rg : a->lg;
-            float *dp = dproj + s * nc, *dg = dgate + s * nc;
-            if (gate_kernel) {
-                tf_x_gate_bwd(ex, dp, dg, dp, p, gt, nc);
-            } else { /* gt holds sigmoid(gate) */
-                tf_x_mul(ex, dg, dp, p, nc);
-                tf_x_act_bwd(ex, TF_ACT_SIGMOID, dg, dg, gt, nc);
-                tf_x_mul(ex, dp, dp, gt, nc);
+        } else {
+            for (int s = 0; s < 2; s++) {
+                const float *p = s ? a->rp : a->lp, *gt = s ? a->rg : a->lg;
+                float *dp = dproj + s * nc, *dg = dgate + s * nc;
+                if (gate_kernel) {
+                    tf_x_gate_bwd(ex, dp, dg, dp, p, gt, nc);
+                } else { /* gt holds sigmoid(gate) */
+                    tf_x_mul(ex, dg, dp, p, nc);
+                    tf_x_act_bwd(ex, TF_ACT_SIGMOID, dg, dg, gt, nc);
+                    tf_x_mul(ex, dp, dp, gt, nc);
+                }
             }
         }
     }
@@ -240,7 +275,7 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
 
     tf_rpush(ex, "projections");
     if (a->merged) {
-        tf_linear_bwd(ex, dy, tf_G(M, lp), dlr_t, a->ln.y, tf_P(M, lp), rows, C, 4 * C, 1);
+        tf_linear_bwd(ex, dy, tf_G(M, lp), dproj, a->ln.y, tf_P(M, lp), rows, C, 4 * C, 1);
     } else if (fused) {
         tf_linear_bwd(ex, dy, tf_G(M, lp), dproj, a->ln.y, tf_P(M, lp), rows, C, 2 * C, 1);
         tf_linear_bwd(ex, dy, tf_G(M, lg), dgate, a->ln.y, tf_P(M, lg), rows, C, 2 * C, 1);
@@ -251,9 +286,7 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
             tf_linear_bwd(ex, dy, tf_G(M, w[i]), dd[i], a->ln.y, tf_P(M, w[i]), rows, C, C, 1);
     }
     tf_rpop(ex);
-    float *dxb = dout;
-    tf_ln_bwd(ex, M, o->tm[which].ln, &a->ln, dxb, dy, a->bln.y, rows, C, 0);
-    tf_ln_bwd(ex, M, bn, &a->bln, dz, dxb, z_in, rows, C, 1);
+    tf_ln2_bwd(ex, M, bn, o->tm[which].ln, &a->bln, &a->ln, dz, dout, dy, z_in, rows, C, 1);
     tf_rpop(ex);
     tf_arena_release(ex->arena, mark0);
 }

@@ -236,6 +236,20 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     t->ex.opm_weight_first = c->impl >= TF_IMPL_V3 && !t->is_cuda;
     t->ex.opm_bwd_op = c->impl >= TF_IMPL_V3 && t->is_cuda && c->precision == TF_PREC_FP32;
     t->ex.trimul_merged = c->impl >= TF_IMPL_V3 && (!t->is_cuda || c->precision == TF_PREC_FP32);
+    t->ex.trimul_cmajor = !t->is_cuda || c->precision == TF_PREC_TF32;
+    t->ex.ln2 = 1;
+    static const char *const knobs[2] = {"TF_TRIMUL_CMAJOR", "TF_LAYERNORM2"}; /* A/B knobs */
+    int *const knob_flag[2] = {&t->ex.trimul_cmajor, &t->ex.ln2};
+    for (int k = 0; k < 2; k++) {
+        const char *v = getenv(knobs[k]);
+        if (!v) continue;
+        if (strcmp(v, "0") && strcmp(v, "1")) {
+            snprintf(err, errlen, "%s=%s: accepted values are 0 and 1", knobs[k], v);
+            tf_trainer_destroy(t);
+            return TF_ERR_USAGE;
+        }
+        *knob_flag[k] = v[0] == '1';
+    }
     t->ex.planning = 1;
     setup_model(t);
     tf_model_forward(&t->ex, &t->M);

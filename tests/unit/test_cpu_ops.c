@@ -101,32 +101,46 @@ static void test_memory(void **state) {
 
 /* -------------------------------------------------------------------- gemm */
 
-/* One GEMM case; checks every element with 8 sqrt(K) u (|alpha| sum_k |a b| + |beta c|)
- * and that C's padding (columns >= N) is untouched. */
-static void gemm_case(int tA, int tB, int M, int N, int K, int batch, int pad, float alpha,
-                      float beta, int relu, uint64_t seed) {
+/* One GEMM case; checks every element with 8 sqrt(K) u (|alpha| sum_k |a b| + |beta r|)
+ * and that C's padding (columns >= N) is untouched. rmode: 0 beta scales C; 1
+ * a separate residual R (C then only written: poisoned with NaN; R unchanged);
+ * 2 R == C. DRELU's mask aux holds exact zeros too (masked: only aux > 0 passes). */
+static void gemm_case_x(int tA, int tB, int M, int N, int K, int batch, int pad, float alpha,
+                        float beta, tf_epilogue epi, int rmode, uint64_t seed) {
     const long rowsA = tA ? K : M, colsA = tA ? M : K, rowsB = tB ? N : K, colsB = tB ? K : N;
     const long lda = colsA + pad, ldb = colsB + pad, ldc = N + pad;
     const long sA = rowsA * lda + 3, sB = rowsB * ldb + 5, sC = (long)M * ldc + 7;
     float *A = tf_test_falloc(sA * batch), *B = tf_test_falloc(sB * batch);
     float *C = tf_test_falloc(sC * batch), *C0 = tf_test_falloc(sC * batch);
+    float *Rs = tf_test_falloc(sC * batch), *R0 = tf_test_falloc(sC * batch);
+    float *X = tf_test_falloc(sC * batch);
     tf_test_fill_uniform(A, sA * batch, -1, 1, seed);
     tf_test_fill_uniform(B, sB * batch, -1, 1, seed + 1);
     tf_test_fill_uniform(C, sC * batch, -1, 1, seed + 2);
+    tf_test_fill_uniform(Rs, sC * batch, -1, 1, seed + 3);
+    tf_test_fill_uniform(X, sC * batch, -1, 1, seed + 4);
+    for (long i = 0; i < sC * batch; i += 7)
+        X[i] = 0.0f; /* relu output exactly 0: masked */
     for (long p = 0; p < batch; p++)
         for (long i = 0; i < M; i++)
             for (long j = N; j < ldc; j++)
                 C[p * sC + i * ldc + j] = 1234.5f; /* padding sentinel */
-    if (beta == 0.0f)
-        for (long p = 0; p < batch; p++)
-            for (long i = 0; i < M; i++)
-                for (long j = 0; j < N; j++)
-                    C[p * sC + i * ldc + j] = NAN; /* beta == 0: C must not be read */
+    for (long p = 0; p < batch; p++)
+        for (long i = 0; i < M; i++)
+            for (long j = 0; j < N; j++) {
+                if (beta == 0.0f || rmode == 1)
+                    C[p * sC + i * ldc + j] = NAN; /* C must not be read */
+                if (beta == 0.0f)
+                    Rs[p * sC + i * ldc + j] = NAN; /* nor R */
+            }
     memcpy(C0, C, sizeof(float) * sC * batch);
+    memcpy(R0, Rs, sizeof(float) * sC * batch);
+    const float *in = rmode == 1 ? R0 : C0; /* what beta scales */
     tf_gemm_args g = {.transA = tA, .transB = tB, .M = M, .N = N, .K = K, .alpha = alpha,
                       .beta = beta, .A = A, .lda = lda, .strideA = sA, .B = B, .ldb = ldb,
                       .strideB = sB, .C = C, .ldc = ldc, .strideC = sC, .batch = batch,
-                      .epilogue = relu ? TF_EPI_RELU : TF_EPI_NONE};
+                      .epilogue = epi, .R = rmode == 1 ? Rs : rmode == 2 ? C : NULL,
+                      .aux = epi == TF_EPI_DRELU ? X : NULL};
     g_ops->gemm(g_be, &g, "test_gemm");
     size_t bad = 0;
     for (long p = 0; p < batch; p++)
@@ -141,27 +155,43 @@ static void gemm_case(int tA, int tB, int M, int N, int K, int batch, int pad, f
                 }
                 double ref = alpha * s, cmag = fabs(alpha) * mag;
                 if (beta != 0.0f) {
-                    ref += beta * (double)C0[p * sC + i * ldc + j];
-                    cmag += fabs(beta * (double)C0[p * sC + i * ldc + j]);
+                    ref += beta * (double)in[p * sC + i * ldc + j];
+                    cmag += fabs(beta * (double)in[p * sC + i * ldc + j]);
                 }
-                if (relu && ref < 0)
+                if (epi == TF_EPI_RELU && ref < 0)
+                    ref = 0;
+                if (epi == TF_EPI_DRELU && !(X[p * sC + i * ldc + j] > 0.0f))
                     ref = 0;
                 const double tol = 8.0 * sqrt((double)K + 2) * U * cmag + 1e-30;
                 const double got = C[p * sC + i * ldc + j];
                 if (!(fabs(got - ref) <= tol)) {
                     if (bad++ < 3)
-                        fprintf(stderr, "gemm tA%d tB%d %dx%dx%d b%d: C[%ld,%ld,%ld] %.9g vs "
-                                "%.9g\n", tA, tB, M, N, K, batch, p, i, j, got, ref);
+                        fprintf(stderr, "gemm tA%d tB%d %dx%dx%d b%d epi%d r%d: C[%ld,%ld,%ld] "
+                                "%.9g vs %.9g\n", tA, tB, M, N, K, batch, (int)epi, rmode, p, i, j,
+                                got, ref);
                 }
             }
             for (long j = N; j < ldc; j++)
                 bad += C[p * sC + i * ldc + j] != 1234.5f;
         }
+    if (rmode == 1 && !tf_test_bits_equal(Rs, R0, (size_t)(sC * batch))) {
+        fprintf(stderr, "gemm: R was written\n");
+        bad++;
+    }
     assert_int_equal(bad, 0);
     free(A);
     free(B);
     free(C);
     free(C0);
+    free(Rs);
+    free(R0);
+    free(X);
+}
+
+static void gemm_case(int tA, int tB, int M, int N, int K, int batch, int pad, float alpha,
+                      float beta, int relu, uint64_t seed) {
+    gemm_case_x(tA, tB, M, N, K, batch, pad, alpha, beta, relu ? TF_EPI_RELU : TF_EPI_NONE, 0,
+                seed);
 }
 
 static void test_gemm(void **state) {
@@ -212,6 +242,27 @@ static void test_gemm(void **state) {
     /* K == 0: C = beta C */
     gemm_case(0, 0, 5, 6, 0, 2, 0, 1.0f, 1.0f, 0, 11);
     gemm_case(0, 0, 5, 6, 0, 2, 0, 1.0f, 0.0f, 0, 12);
+    /* the residual input R (separate, and R == C) and the DRELU mask, at odd
+     * shapes, batch 1 and > 1 (both batch paths), with and without padding,
+     * K == 0 (C = beta R), and on the parallel epilogue path */
+    static const int rshapes[][3] = {{7, 5, 3}, {33, 17, 64}, {130, 70, 33}};
+    for (size_t s = 0; s < sizeof rshapes / sizeof rshapes[0]; s++)
+        for (int t = 0; t < 4; t++)
+            for (int batch = 1; batch <= 3; batch += 2)
+                for (int rmode = 0; rmode <= 2; rmode++)
+                    for (int epi = 0; epi <= 2; epi += 2) {
+                        if (rmode == 0 && epi == 0)
+                            continue; /* above */
+                        const float beta = rmode ? (t & 1 ? -0.5f : 1.0f) : 0.0f;
+                        gemm_case_x(t & 1, t >> 1, rshapes[s][0], rshapes[s][1], rshapes[s][2],
+                                    batch, (int)(s + t) % 3, 0.75f, beta, (tf_epilogue)epi, rmode,
+                                    seed++);
+                    }
+    gemm_case_x(0, 1, 5, 6, 0, 2, 1, 1.0f, 0.5f, TF_EPI_NONE, 1, 30);  /* K == 0: C = beta R */
+    gemm_case_x(0, 1, 5, 6, 0, 2, 1, 1.0f, 0.5f, TF_EPI_DRELU, 2, 31);
+    gemm_case_x(1, 0, 300, 450, 16, 1, 0, 1.0f, 1.0f, TF_EPI_DRELU, 1, 32); /* parallel rows */
+    gemm_case_x(0, 0, 128, 128, 128, 2, 1, 1.0f, 1.0f, TF_EPI_DRELU, 1, 33); /* threaded calls */
+    gemm_case_x(1, 1, 40, 30, 20, 3, 2, 0.5f, 0.0f, TF_EPI_DRELU, 1, 34); /* beta 0: R unread */
 }
 
 /* --------------------------------------------------------------- layernorm */
@@ -350,6 +401,53 @@ static void test_layernorm_determinism(void **state) {
         free(dx[k]); free(dg[k]); free(db[k]);
     }
     free(x); free(dout); free(g); free(bta); free(out); free(mean); free(rstd);
+}
+
+/* layernorm2 (two LayerNorms in a row) is the composition of two layernorm
+ * ops with the intermediate not stored: the same per-row arithmetic and the
+ * same chunked sums, so bit-identical to it (test_layernorm checks the
+ * arithmetic against double), at row counts around the 64-row chunks, widths
+ * up to TF_LN2_MAX_C, with and without accumulation. */
+static void test_layernorm2(void **state) {
+    (void)state;
+    static const long rows_l[] = {1, 63, 64, 130};
+    static const int C_l[] = {1, 5, 64, TF_LN2_MAX_C};
+    uint64_t seed = 260;
+    for (size_t ri = 0; ri < 4; ri++)
+        for (size_t ci = 0; ci < 4; ci++)
+            for (int accum = 0; accum <= 1; accum++) {
+                const long R = rows_l[ri], n = R * C_l[ci];
+                const int C = C_l[ci];
+                float *x = tf_test_falloc(n), *dout = tf_test_falloc(n), *p = tf_test_falloc(4 * C);
+                tf_test_fill_normal(x, n, 3.0f, 2.0f, seed++);
+                tf_test_fill_normal(dout, n, 0, 1, seed++);
+                tf_test_fill_uniform(p, 4 * C, 0.5f, 1.5f, seed++);
+                const float *g1 = p, *b1 = p + C, *g2 = p + 2 * C, *b2 = p + 3 * C;
+                /* the composition: y1 stored, two ops each way */
+                float *y1 = tf_test_falloc(n), *out = tf_test_falloc(n), *st = tf_test_falloc(4 * R);
+                float *dy1 = tf_test_falloc(n), *dx = tf_test_falloc(n), *dp = tf_test_falloc(4 * C);
+                tf_test_fill_normal(dx, n, 0, 1, seed);
+                tf_test_fill_uniform(dp, 4 * C, -1, 1, seed + 1);
+                g_ops->layernorm_fwd(g_be, y1, st, st + R, x, g1, b1, R, C, 1e-5f);
+                g_ops->layernorm_fwd(g_be, out, st + 2 * R, st + 3 * R, y1, g2, b2, R, C, 1e-5f);
+                g_ops->layernorm_bwd(g_be, dy1, dp + 2 * C, dp + 3 * C, dout, y1, st + 2 * R,
+                                     st + 3 * R, g2, R, C, 0);
+                g_ops->layernorm_bwd(g_be, dx, dp, dp + C, dy1, x, st, st + R, g1, R, C, accum);
+                /* the fused op */
+                float *out2 = tf_test_falloc(n), *st2 = tf_test_falloc(4 * R);
+                float *dx2 = tf_test_falloc(n), *dp2 = tf_test_falloc(4 * C);
+                tf_test_fill_normal(dx2, n, 0, 1, seed++);
+                tf_test_fill_uniform(dp2, 4 * C, -1, 1, seed++);
+                g_ops->layernorm2_fwd(g_be, out2, st2, x, g1, b1, g2, b2, R, C, 1e-5f);
+                g_ops->layernorm2_bwd(g_be, dx2, dp2, dp2 + C, dp2 + 2 * C, dp2 + 3 * C, dout, x, st2,
+                                      g1, b1, g2, R, C, accum);
+                assert_true(tf_test_bits_equal(out, out2, n));
+                assert_true(tf_test_bits_equal(st, st2, 4 * R));
+                assert_true(tf_test_bits_equal(dx, dx2, n));
+                assert_true(tf_test_bits_equal(dp, dp2, 4 * C));
+                free(x); free(dout); free(p); free(y1); free(out); free(st); free(dy1); free(dx);
+                free(dp); free(out2); free(st2); free(dx2); free(dp2);
+            }
 }
 
 /* ----------------------------------------------------------------- softmax */
@@ -804,33 +902,59 @@ static void test_permute(void **state) {
 
 /* ------------------------------------------------------------ gated pairs */
 
-/* glu_fwd / glu_bwd are gate_fwd / gate_bwd on the halves of each row: the
- * same arithmetic, so the same bits */
-static void test_glu(void **state) {
+/* gate_cmajor_fwd / _bwd are gate_fwd / gate_bwd on the L|R halves followed
+ * (fwd) or preceded (bwd) by the permute [B, inner, 2, C] <-> [2, B, C, inner]
+ * (inner = rows: [2, C, rows]): the same arithmetic, so the same bits; with the
+ * merged layout (a and g in one [rows, 4C] buffer, ld 4C) and separate
+ * [rows, 2C] ones (ld 2C) */
+static void test_gate_cmajor(void **state) {
     (void)state;
-    const long rows = 37;
-    const int cols = 12;
-    const size_t ny = (size_t)rows * cols;
-    float *x = tf_test_falloc(2 * ny), *dy = tf_test_falloc(ny), *y = tf_test_falloc(ny);
-    float *dx = tf_test_falloc(2 * ny), *a = tf_test_falloc(ny), *g = tf_test_falloc(ny);
-    float *y2 = tf_test_falloc(ny), *da = tf_test_falloc(ny), *dg = tf_test_falloc(ny);
-    tf_test_fill_normal(x, 2 * ny, 0.f, 2.f, 960);
-    tf_test_fill_normal(dy, ny, 0.f, 1.f, 961);
-    for (long r = 0; r < rows; r++)
-        for (int c = 0; c < cols; c++) {
-            a[r * cols + c] = x[r * 2 * cols + c];
-            g[r * cols + c] = x[r * 2 * cols + cols + c];
+    const long rows = 39;
+    const int C = 12;
+    const size_t n = (size_t)rows * 2 * C;
+    for (int merged = 0; merged <= 1; merged++)
+    for (long inner = 13; inner <= rows; inner += rows - 13) {
+        const long ld = merged ? 4 * C : 2 * C;
+        float *x = tf_test_falloc((size_t)rows * ld), *gx = tf_test_falloc(n);
+        float *a = tf_test_falloc(n), *g = tf_test_falloc(n), *dyt = tf_test_falloc(n);
+        tf_test_fill_normal(x, (size_t)rows * ld, 0.f, 2.f, 960);
+        tf_test_fill_normal(gx, n, 0.f, 2.f, 961);
+        tf_test_fill_normal(dyt, n, 0.f, 1.f, 962);
+        const float *pa = x, *pg = merged ? x + 2 * C : gx; /* strided views */
+        for (long r = 0; r < rows; r++)
+            for (int c = 0; c < 2 * C; c++) {
+                a[r * 2 * C + c] = pa[r * ld + c];
+                g[r * 2 * C + c] = pg[r * ld + c];
+            }
+        /* fused */
+        float *lr_t = tf_test_falloc(n), *dx = tf_test_falloc((size_t)rows * ld);
+        float *dgs = tf_test_falloc((size_t)rows * ld);
+        float *da_v = dx, *dg_v = merged ? dx + 2 * C : dgs;
+        g_ops->gate_cmajor_fwd(g_be, lr_t, pa, pg, ld, rows, inner, C);
+        g_ops->gate_cmajor_bwd(g_be, da_v, dg_v, dyt, pa, pg, ld, rows, inner, C);
+        /* composed */
+        float *y = tf_test_falloc(n), *y_t = tf_test_falloc(n), *dy = tf_test_falloc(n);
+        float *da = tf_test_falloc(n), *dg = tf_test_falloc(n);
+        const int nb = (int)(rows / inner);
+        const int fdims[4] = {nb, (int)inner, 2, C}, fperm[4] = {2, 0, 3, 1};
+        const int bdims[4] = {2, nb, C, (int)inner}, bperm[4] = {1, 3, 0, 2};
+        tf_permute_args pf = {.rank = 4}, pb = {.rank = 4};
+        for (int k = 0; k < 4; k++) {
+            pf.dims[k] = fdims[k], pf.perm[k] = fperm[k];
+            pb.dims[k] = bdims[k], pb.perm[k] = bperm[k];
         }
-    g_ops->glu_fwd(g_be, y, x, rows, cols);
-    g_ops->glu_bwd(g_be, dx, dy, x, rows, cols);
-    g_ops->gate_fwd(g_be, y2, a, g, (long)ny);
-    g_ops->gate_bwd(g_be, da, dg, dy, a, g, (long)ny);
-    assert_true(tf_test_bits_equal(y, y2, ny));
-    for (long r = 0; r < rows; r++) {
-        assert_true(tf_test_bits_equal(dx + r * 2 * cols, da + r * cols, (size_t)cols));
-        assert_true(tf_test_bits_equal(dx + r * 2 * cols + cols, dg + r * cols, (size_t)cols));
+        g_ops->gate_fwd(g_be, y, a, g, (long)n);
+        g_ops->permute(g_be, y_t, y, &pf);
+        g_ops->permute(g_be, dy, dyt, &pb);
+        g_ops->gate_bwd(g_be, da, dg, dy, a, g, (long)n);
+        assert_true(tf_test_bits_equal(lr_t, y_t, n));
+        for (long r = 0; r < rows; r++) {
+            assert_true(tf_test_bits_equal(da_v + r * ld, da + r * 2 * C, 2 * (size_t)C));
+            assert_true(tf_test_bits_equal(dg_v + r * ld, dg + r * 2 * C, 2 * (size_t)C));
+        }
+        free(x), free(gx), free(a), free(g), free(dyt), free(lr_t), free(dx), free(dgs);
+        free(y), free(y_t), free(dy), free(da), free(dg);
     }
-    free(x), free(dy), free(y), free(dx), free(a), free(g), free(y2), free(da), free(dg);
 }
 
 /* ------------------------------------------- outer product mean backward */
@@ -970,7 +1094,11 @@ static void test_elementwise(void **state) {
         float *res = tf_test_falloc(n);
         tf_test_fill_normal(res, n, 0, 1, seed++);
         for (long i = 0; i < n; i++) r2[i] = res[i] + r[i];
-        g_ops->gate_residual_fwd(g_be, res, a, b, n);
+        float *res2 = tf_test_falloc(n); /* out of place: the same floats */
+        g_ops->gate_residual_fwd(g_be, res2, res, a, b, n);
+        g_ops->gate_residual_fwd(g_be, res, res, a, b, n);
+        assert_int_equal(memcmp(res, res2, (size_t)n * sizeof(float)), 0);
+        free(res2);
         /* one more rounding of the sum: relative to |res| + |a s| */
         for (long i = 0; i < n; i++) r[i] = fabs(r2[i] - r[i]) + fabs(r[i]);
         double worst = 0;
@@ -1153,13 +1281,14 @@ int main(void) {
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_layernorm_determinism),
+        cmocka_unit_test(test_layernorm2),
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_attention_large_logits),
         cmocka_unit_test(test_attention_determinism),
         cmocka_unit_test(test_permute),
         cmocka_unit_test(test_opm_bwd),
-        cmocka_unit_test(test_glu),
+        cmocka_unit_test(test_gate_cmajor),
         cmocka_unit_test(test_bcast_sum_mid),
         cmocka_unit_test(test_elementwise),
         cmocka_unit_test(test_embed),

@@ -178,7 +178,7 @@ static void run_gemm(bk b, const gshape *s, const float *hA, const float *hB, co
     float *A = b_put(b, hA, nA), *B = b_put(b, hB, nB);
     float *C = s->beta != 0.f ? b_put(b, hC, nC) : b_nan(b, nC);
     tf_gemm_args a = {s->ta, s->tb, s->M, s->N, s->K, s->alpha, s->beta, A, s->lda, s->sA,
-                      B, s->ldb, s->sB, C, s->ldc, s->sC, s->batch, s->epi};
+                      B, s->ldb, s->sB, C, s->ldc, s->sC, s->batch, s->epi, NULL, NULL};
     b.ops->gemm(b.be, &a, "test_gemm");
     b_get(b, out, C, nC);
     b_free(b, A);
@@ -288,6 +288,264 @@ static void test_gemm(void **state)
     done();
 }
 
+/* ---- GEMM with the residual input R and the DRELU epilogue ----
+ * Against a float64 reference computed here (the CPU backend's own R/DRELU
+ * are checked against one in test_cpu_ops). rmode: 0 beta scales C; 1 a
+ * separate R (C is then only written: poisoned with NaN; R must come back
+ * unchanged); 2 R == C. The mask aux (normal, a third of it exactly 0, which
+ * masks too) has C's layout. Everything of C outside the [M, N] parts (row
+ * padding, gaps between matrices) must come back bit-identical. */
+static bk g_blas; /* level 3 without cuBLASLt algorithms under hostemu: the cuBLAS fallback */
+
+static bk bk_create(int level, int tf32, const char *const *env) /* env: name, value, ..., NULL */
+{
+    bk b;
+    tf_backend_opts o;
+    char err[256];
+    memset(&o, 0, sizeof o);
+    o.kernel_level = level;
+    o.tf32 = tf32;
+    for (int i = 0; env && env[i]; i += 2) setenv(env[i], env[i + 1], 1);
+    const int rc = tf_cuda_backend_create(&b.be, &b.ops, &o, err, sizeof err);
+    for (int i = 0; env && env[i]; i += 2) unsetenv(env[i]);
+    if (rc) fprintf(stderr, "cuda backend: %s\n", err);
+    assert_int_equal(rc, 0);
+    return b;
+}
+
+typedef struct {
+    gshape s;
+    int rmode;
+    size_t nA, nB, nC;
+    const float *hA, *hB, *hC, *hR, *hX;
+} rcase;
+
+static void run_gemm_r(bk b, const rcase *c, float *out)
+{
+    const gshape *s = &c->s;
+    float *A = b_put(b, c->hA, c->nA), *B = b_put(b, c->hB, c->nB);
+    float *C = c->rmode != 1 && s->beta != 0.f ? b_put(b, c->hC, c->nC) : b_nan(b, c->nC);
+    float *R = c->rmode == 1 ? b_put(b, c->hR, c->nC) : c->rmode == 2 ? C : NULL;
+    float *X = s->epi == TF_EPI_DRELU ? b_put(b, c->hX, c->nC) : NULL;
+    tf_gemm_args a = {s->ta, s->tb, s->M, s->N, s->K, s->alpha, s->beta, A, s->lda, s->sA,
+                      B, s->ldb, s->sB, C, s->ldc, s->sC, s->batch, s->epi, R, X};
+    b.ops->gemm(b.be, &a, "test_gemm_r");
+    b_get(b, out, C, c->nC);
+    if (c->rmode == 1) { /* R is only read */
+        float *r = tf_test_falloc(c->nC);
+        b_get(b, r, R, c->nC);
+        if (!tf_test_bits_equal(r, c->hR, c->nC)) {
+            printf("FAIL gemm R M=%d N=%d K=%d: R was written\n", s->M, s->N, s->K);
+            ++g_fail;
+        }
+        free(r);
+        b_free(b, R);
+    }
+    if (X) b_free(b, X);
+    b_free(b, A), b_free(b, B), b_free(b, C);
+}
+
+/* C outside the [M, N] parts as it was before the call */
+static void check_guard(const char *op, const char *shape, const rcase *c, const float *got)
+{
+    const gshape *s = &c->s;
+    const int poisoned = c->rmode == 1 || s->beta == 0.f;
+    size_t bad = 0;
+    for (size_t i = 0; i < c->nC; ++i) {
+        const long p = (long)i / s->sC, o = (long)i % s->sC, r = o / s->ldc, col = o % s->ldc;
+        if (p < s->batch && r < s->M && col < s->N) continue;
+        uint32_t g, w = 0xFFFFFFFFu;
+        memcpy(&g, &got[i], 4);
+        if (!poisoned) memcpy(&w, &c->hC[i], 4);
+        bad += g != w;
+    }
+    if (bad) {
+        printf("FAIL %s %s: %zu elements outside the matrices written\n", op, shape, bad);
+        ++g_fail;
+    }
+}
+
+/* float64 reference of the [M, N] parts */
+static void gemm_ref_r(const rcase *c, float *r)
+{
+    const gshape *s = &c->s;
+    const float *in = c->rmode == 1 ? c->hR : c->hC;
+    for (int p = 0; p < s->batch; ++p)
+        for (int i = 0; i < s->M; ++i)
+            for (int j = 0; j < s->N; ++j) {
+                const float *A = c->hA + (size_t)p * s->sA, *B = c->hB + (size_t)p * s->sB;
+                double acc = 0;
+                for (int k = 0; k < s->K; ++k)
+                    acc += (double)(s->ta ? A[(size_t)k * s->lda + i] : A[(size_t)i * s->lda + k]) *
+                           (s->tb ? B[(size_t)j * s->ldb + k] : B[(size_t)k * s->ldb + j]);
+                const size_t o = (size_t)p * s->sC + (size_t)i * s->ldc + j;
+                double v = s->alpha * acc;
+                if (s->beta != 0.f) v += (double)s->beta * in[o];
+                if (s->epi == TF_EPI_RELU && v < 0) v = 0;
+                if (s->epi == TF_EPI_DRELU && !(c->hX[o] > 0.f)) v = 0;
+                r[((size_t)p * s->M + i) * s->N + j] = (float)v;
+            }
+}
+
+/* runs on every GEMM backend of gemm_case plus the cuBLAS fallback; nb, bs:
+ * extra backends and their names (the wide split K, test_gemm_split) */
+static void gemm_r_case_on(int ta, int tb, int M, int N, int K, int batch, int pad, float beta,
+                           tf_epilogue epi, int rmode, const bk *xb, const char *const *xname,
+                           int nx, int all)
+{
+    rcase c;
+    memset(&c, 0, sizeof c);
+    gshape *s = &c.s;
+    s->ta = ta, s->tb = tb, s->M = M, s->N = N, s->K = K, s->batch = batch;
+    s->alpha = 0.5f, s->beta = beta, s->epi = epi;
+    c.rmode = rmode;
+    const long ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    s->lda = ac + pad;
+    s->ldb = bc + pad;
+    s->ldc = N + pad;
+    s->sA = ar * s->lda + pad;
+    s->sB = br * s->ldb;
+    s->sC = (long)M * s->ldc + 2 * pad;
+    c.nA = (size_t)(s->sA * batch), c.nB = (size_t)(s->sB * batch), c.nC = (size_t)(s->sC * batch);
+    float *hA = rnd(c.nA, 1.f, 71), *hB = rnd(c.nB, 1.f, 72), *hC = rnd(c.nC, 1.f, 73);
+    float *hR = rnd(c.nC, 1.f, 74), *hX = rnd(c.nC, 1.f, 75);
+    for (size_t i = 0; i < c.nC; i += 3) hX[i] = 0.f; /* a ReLU output of exactly 0 masks */
+    c.hA = hA, c.hB = hB, c.hC = hC, c.hR = hR, c.hX = hX;
+    const size_t nout = (size_t)M * N * batch;
+    float *r = tf_test_falloc(nout), *x = tf_test_falloc(nout), *y = tf_test_falloc(nout);
+    float *g1 = tf_test_falloc(c.nC), *g2 = tf_test_falloc(c.nC);
+    char shape[192];
+    snprintf(shape, sizeof shape, "%c%c M=%d N=%d K=%d batch=%d pad=%d beta=%g%s%s",
+             ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, batch, pad, beta,
+             epi == TF_EPI_RELU ? " relu" : epi == TF_EPI_DRELU ? " drelu" : "",
+             rmode == 1 ? " R" : rmode == 2 ? " R=C" : "");
+    gemm_ref_r(&c, r);
+#define GEMM_R_ON(b, op, tol, twice)                                \
+    do {                                                            \
+        run_gemm_r(b, &c, g1);                                      \
+        gemm_parts(s, g1, x);                                       \
+        check(op, shape, x, r, nout, tol);                          \
+        check_guard(op, shape, &c, g1);                             \
+        if (twice) {                                                \
+            run_gemm_r(b, &c, g2);                                  \
+            gemm_parts(s, g2, y);                                   \
+            check_same(op, shape, x, y, nout);                      \
+        }                                                           \
+    } while (0)
+    if (all) {
+        GEMM_R_ON(g_cu3, "gemm_r", tol_x3(K), 1);
+        GEMM_R_ON(g_cu3wg, "gemm_r(wgmma)", tol_x3(K), 1);
+        GEMM_R_ON(g_cu3wg0, "gemm_r(wgmma, no overlap)", tol_x3(K), 0);
+        GEMM_R_ON(g_cu3wg1, "gemm_r(wgmma, one group)", tol_x3(K), 0);
+        GEMM_R_ON(g_cu3wg2, "gemm_r(wgmma, 2 stages)", tol_x3(K), 0);
+        GEMM_R_ON(g_cu3lt, "gemm_r(cuBLASLt)", tol_sum(K), 0);
+        GEMM_R_ON(g_cu3tune, "gemm_r(tuned)", tol_sum(K), 1); /* after tuning: the same bits */
+        GEMM_R_ON(g_cu1, "gemm_r(level=1)", tol_sum(K), 0);
+        setenv("HOSTEMU_LT_NONE", "all", 1); /* hostemu: no cuBLASLt algorithm */
+        GEMM_R_ON(g_blas, "gemm_r(cuBLAS fallback)", tol_sum(K), 0);
+        unsetenv("HOSTEMU_LT_NONE");
+        GEMM_R_ON(g_tf32, "gemm_r_tf32", 5e-3, 0);
+        GEMM_R_ON(g_tf32mma, "gemm_r_tf32(mma)", 5e-3, 0);
+    }
+    /* the extra backends twice, the second run with the blocks in another
+     * order under hostemu (on a GPU, just a second run): the same bits */
+    for (int i = 0; i < nx; ++i) {
+        run_gemm_r(xb[i], &c, g1);
+        gemm_parts(s, g1, x);
+        check(xname[i], shape, x, r, nout, tol_x3(K));
+        check_guard(xname[i], shape, &c, g1);
+        setenv("HOSTEMU_BLOCK_ORDER", i & 1 ? "reverse" : "shuffle", 1);
+        run_gemm_r(xb[i], &c, g2);
+        unsetenv("HOSTEMU_BLOCK_ORDER");
+        gemm_parts(s, g2, y);
+        check_same(xname[i], shape, x, y, nout);
+    }
+#undef GEMM_R_ON
+    free(hA), free(hB), free(hC), free(hR), free(hX), free(r), free(x), free(y), free(g1),
+        free(g2);
+}
+
+static void gemm_r_case(int ta, int tb, int M, int N, int K, int batch, int pad, float beta,
+                        tf_epilogue epi, int rmode)
+{
+    gemm_r_case_on(ta, tb, M, N, K, batch, pad, beta, epi, rmode, NULL, NULL, 0, 1);
+}
+
+static void test_gemm_r(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    static const char *const lt_env[] = {"TF_CUDA_GEMM", "lt", NULL};
+    g_blas = bk_create(3, 0, lt_env);
+    /* every path: M, N < 16 (no tensor-core kernel: cuBLASLt at level 3), small
+     * and big mma.sync tiles, ragged wgmma tiles, split K (mma.sync, wgmma),
+     * odd ldc (no float2 stores), batch > 1 with unaligned strides; per shape
+     * the five combinations of R (separate, == C) and DRELU, with rotating
+     * transposes, plus beta 0 with R (R not read) and RELU after R */
+    static const int shp[][5] = {/* M, N, K, batch, pad */
+                                 {7, 5, 3, 2, 1},     {33, 64, 17, 1, 0}, {200, 76, 100, 2, 0},
+                                 {130, 136, 40, 1, 1}, {40, 36, 3000, 2, 0}, {40, 36, 2001, 1, 1}};
+    for (size_t k = 0; k < sizeof shp / sizeof shp[0]; ++k)
+        for (int cmb = 0; cmb < 5; ++cmb) {
+            const int t = (int)(cmb + k) % 4, rmode = cmb < 4 ? 1 + (cmb & 1) : 0;
+            const tf_epilogue epi = cmb >= 2 ? TF_EPI_DRELU : TF_EPI_NONE;
+            const float beta = rmode ? (cmb & 2 ? -0.75f : 1.f) : 0.f;
+            gemm_r_case(t & 1, t >> 1, shp[k][0], shp[k][1], shp[k][2], shp[k][3], shp[k][4],
+                        beta, epi, rmode);
+        }
+    gemm_r_case(0, 1, 64, 80, 48, 2, 0, 0.f, TF_EPI_DRELU, 1); /* beta 0: R not read */
+    gemm_r_case(1, 0, 64, 80, 48, 1, 1, 1.f, TF_EPI_RELU, 1);
+    /* K = 0: C = beta R (cuBLAS at every level after the copy) */
+    gemm_r_case(0, 0, 7, 5, 0, 2, 1, 0.5f, TF_EPI_NONE, 1);
+    gemm_r_case(1, 1, 7, 5, 0, 2, 1, 0.5f, TF_EPI_DRELU, 2);
+    tf_cuda_backend_destroy(g_blas.be);
+    done();
+}
+
+/* Wide split K on the wgmma kernel (TF_CUDA_WG_SPLIT=1): the weight-gradient
+ * shapes (few 128 x 128 tiles, long K; transA: dy^T x) with up to one split
+ * per SM and the partials added by the fixed-order tree (mma_finish), 2 or 3
+ * levels, full and ragged groups, a ragged last split, beta 0 / 1, R, DRELU.
+ * The backends report the H200's 132 SMs (HOSTEMU_SMS under hostemu; a GPU
+ * reports its own), so the splits are the ones the H200 runs: e.g. 64 at
+ * 128 x 128 x 16384, 16 at 64 x 64 x 4096, 35 at 128 x 128 x 10000. Each case
+ * runs twice, the second time with the blocks in another order under
+ * hostemu (the last block of a group to arrive is another one): the same
+ * bits. One backend takes the default routing with the knob on, one
+ * TF_CUDA_GEMM=wg with another schedule. */
+static void test_gemm_split(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    static const char *const e1[] = {"TF_CUDA_WG_SPLIT", "1", "HOSTEMU_SMS", "132", NULL};
+    static const char *const e2[] = {"TF_CUDA_WG_SPLIT", "1", "HOSTEMU_SMS", "132", "TF_CUDA_GEMM",
+                                     "wg", "TF_CUDA_WG_PIPE", "1", NULL};
+    const bk xb[2] = {bk_create(3, 0, e1), bk_create(3, 0, e2)};
+    static const char *const xn[2] = {"gemm_split(wgmma)", "gemm_split(wgmma, one group)"};
+    const int emu = getenv("TF_TEST_HOSTEMU") != NULL;
+    /* ta, tb, M, N, K, batch, pad, beta (x2), epi, rmode; hostemu runs the
+     * first five (~1.5 minutes), the last three take as long again each */
+    static const int cs[][10] = {
+        {1, 0, 128, 128, 16384, 1, 0, 2, TF_EPI_NONE, 2},  /* dW += dy^T x: 64 splits */
+        {1, 0, 64, 64, 4096, 1, 0, 0, TF_EPI_NONE, 0},     /* the MSA's: 16 */
+        {1, 0, 128, 128, 10000, 1, 1, 2, TF_EPI_NONE, 1},  /* 35 (8,8,8,8,3), ragged last */
+        {0, 1, 128, 96, 6000, 2, 1, -1, TF_EPI_DRELU, 1},  /* batch 2: 21 each, N ragged */
+        {1, 0, 128, 128, 65536, 1, 0, 2, TF_EPI_NONE, 2},  /* 128: 16 + 2 + 1 groups */
+        {1, 0, 512, 128, 16384, 1, 0, 2, TF_EPI_NONE, 0},  /* 4 tiles x 32 */
+        {1, 0, 128, 512, 16384, 2, 0, 0, TF_EPI_NONE, 0},  /* 8 tiles x 16 */
+        {1, 0, 256, 64, 16384, 1, 0, 2, TF_EPI_NONE, 1},   /* 2 tiles x 64 */
+    };
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; ++k) {
+        if (emu && k >= 5) break;
+        const int *c = cs[k];
+        gemm_r_case_on(c[0], c[1], c[2], c[3], c[4], c[5], c[6], 0.5f * (float)c[7],
+                       (tf_epilogue)c[8], c[9], xb, xn, 2, 0);
+    }
+    tf_cuda_backend_destroy(xb[0].be);
+    tf_cuda_backend_destroy(xb[1].be);
+    done();
+}
+
 /* More distinct GEMM keys than the plan table holds (3/4 of TF_CU_LT_CACHE =
  * 768 slots): the later keys run on one-off plans. Every result against the
  * CPU, and a second pass (cached plans and one-off plans again, C poisoned in
@@ -298,7 +556,7 @@ static void plans_pass(bk b, const float *A, const float *B, float *C)
 {
     for (int M = 1; M <= PL_KEYS; ++M) { /* C at offset 3 M (M-1) / 2: alignments vary too */
         tf_gemm_args a = {0, 1, M, PL_N, PL_K, 1.f, 0.f, A, PL_K, 0, B, PL_K, 0,
-                          C + (size_t)M * (M - 1) / 2 * PL_N, PL_N, 0, 1, TF_EPI_NONE};
+                          C + (size_t)M * (M - 1) / 2 * PL_N, PL_N, 0, 1, TF_EPI_NONE, NULL, NULL};
         b.ops->gemm(b.be, &a, "test_gemm_plans");
     }
 }
@@ -413,6 +671,87 @@ static void test_layernorm(void **state)
     ln_case(g_cu3, 3, 4097, 100, 0);
     ln_case(g_cu3, 3, 17, 33, 1);
     ln_case(g_cu3, 3, 66000, 128, 0);
+    done();
+}
+
+/* ---- two LayerNorms in a row (layernorm2) ----
+ * Against the CPU's layernorm2, which is bit-identical to two layernorm ops
+ * (test_cpu_ops), whose arithmetic test_cpu_ops checks against double. The
+ * tolerances compose test_layernorm's: the second norm adds its own C-term
+ * sums to the first's (out, mean2, rstd2: 2 tol_sum(C)); dx goes back through
+ * two LayerNorm backwards (2 x 2 tol_sum(C)); dgamma/dbeta are rows-term sums
+ * of products whose factors carry those errors (tol_sum(rows) + 2 or 4
+ * tol_sum(C) for the first norm's, whose factor dy1 is one backward deep). */
+static void run_ln2(bk b, long rows, int C, const float *hx, const float *hp, const float *hdo,
+                    const float *hdx0, const float *hdp0, int acc, float *out, float *st, float *dx,
+                    float *dp)
+{
+    const size_t n = (size_t)rows * C;
+    float *x = b_put(b, hx, n), *p = b_put(b, hp, 4 * (size_t)C);
+    float *o = b_nan(b, n), *s = b_nan(b, 4 * (size_t)rows);
+    b.ops->layernorm2_fwd(b.be, o, s, x, p, p + C, p + 2 * C, p + 3 * C, rows, C, 1e-5f);
+    b_get(b, out, o, n);
+    b_get(b, st, s, 4 * (size_t)rows);
+    float *dout = b_put(b, hdo, n), *dxd = acc ? b_put(b, hdx0, n) : b_nan(b, n);
+    float *dpd = b_put(b, hdp0, 4 * (size_t)C);
+    b.ops->layernorm2_bwd(b.be, dxd, dpd, dpd + C, dpd + 2 * C, dpd + 3 * C, dout, x, s, p, p + C,
+                          p + 2 * C, rows, C, acc);
+    b_get(b, dx, dxd, n);
+    b_get(b, dp, dpd, 4 * (size_t)C);
+    b_free(b, x), b_free(b, p), b_free(b, o), b_free(b, s), b_free(b, dout), b_free(b, dxd);
+    b_free(b, dpd);
+}
+
+static void ln2_case(bk cu, int level, long rows, int C, int acc)
+{
+    const size_t n = (size_t)rows * C;
+    float *hx = rnd(n, 2.f, 31), *hp = rnd(4 * (size_t)C, 1.f, 32), *hdo = rnd(n, 1.f, 33);
+    float *hdx0 = rnd(n, 1.f, 34), *hdp0 = rnd(4 * (size_t)C, 1.f, 35);
+    for (size_t i = 0; i < n; ++i) hx[i] += 3.f; /* a mean away from 0 */
+    float *o[3][4];
+    for (int r = 0; r < 3; ++r) {
+        o[r][0] = tf_test_falloc(n), o[r][1] = tf_test_falloc(4 * (size_t)rows);
+        o[r][2] = tf_test_falloc(n), o[r][3] = tf_test_falloc(4 * (size_t)C);
+        run_ln2(r == 0 ? g_cpu : cu, rows, C, hx, hp, hdo, hdx0, hdp0, acc, o[r][0], o[r][1],
+                o[r][2], o[r][3]);
+    }
+    char shape[96];
+    snprintf(shape, sizeof shape, "level=%d rows=%ld C=%d acc=%d", level, rows, C, acc);
+    const double t = tol_sum(C), tr = tol_sum(rows);
+    check("layernorm2_fwd.out", shape, o[1][0], o[0][0], n, 2 * t);
+    check("layernorm2_fwd.mean1,rstd1", shape, o[1][1], o[0][1], 2 * (size_t)rows, t);
+    check("layernorm2_fwd.mean2,rstd2", shape, o[1][1] + 2 * rows, o[0][1] + 2 * rows,
+          2 * (size_t)rows, 2 * t);
+    check("layernorm2_bwd.dx", shape, o[1][2], o[0][2], n, 4 * t);
+    static const char *pn[4] = {"layernorm2_bwd.dgamma1", "layernorm2_bwd.dbeta1",
+                                "layernorm2_bwd.dgamma2", "layernorm2_bwd.dbeta2"};
+    const double tp[4] = {tr + 4 * t, tr + 4 * t, tr + 2 * t, tr + 2 * t};
+    for (int k = 0; k < 4; ++k)
+        check(pn[k], shape, o[1][3] + (size_t)k * C, o[0][3] + (size_t)k * C, (size_t)C, tp[k]);
+    const size_t cnt[4] = {n, 4 * (size_t)rows, n, 4 * (size_t)C};
+    for (int k = 0; k < 4; ++k) check_same("layernorm2", shape, o[1][k], o[2][k], cnt[k]);
+    for (int r = 0; r < 3; ++r)
+        for (int k = 0; k < 4; ++k) free(o[r][k]);
+    free(hx), free(hp), free(hdo), free(hdx0), free(hdp0);
+}
+
+static void test_layernorm2(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    static const long rows[] = {1, 7, 33, 300};
+    static const int Cs[] = {5, 64, 100, TF_LN2_MAX_C};
+    for (int lv = 0; lv < 2; ++lv)
+        for (size_t r = 0; r < 4; ++r)
+            for (size_t c = 0; c < 4; ++c)
+                ln2_case(lv ? g_cu3 : g_cu1, lv ? 3 : 1, rows[r], Cs[c], (int)((r + c) & 1));
+    /* the model's pair shapes (B*N*N x 128), a partial last block, C not a
+     * multiple of 32, and rows beyond what 16-row blocks can leave in the
+     * scratch area (more rows per block; 4C floats a partial row) */
+    ln2_case(g_cu3, 3, 16384, 128, 1);
+    ln2_case(g_cu3, 3, 4097, 100, 0);
+    ln2_case(g_cu3, 3, 17, 33, 1);
+    ln2_case(g_cu3, 3, 66000, 128, 0);
     done();
 }
 
@@ -781,6 +1120,10 @@ static void test_permute(void **state)
         {5, {1, 20, 20, 2, 24}, {3, 0, 4, 1, 2}},
         {5, {2, 1, 24, 20, 20}, {1, 3, 4, 0, 2}},
         {4, {3, 5, 40, 6}, {1, 3, 0, 2}},        /* thin side: kernel1 */
+        /* level 3's channel-major triangle product without the triangle
+         * fusion: [B,N,N,C] -> [C,B,N,N], [C,B*N*N] -> [B*N*N,C] */
+        {4, {2, 33, 17, 40}, {3, 0, 1, 2}},
+        {4, {40, 1122, 1, 1}, {1, 0, 2, 3}},
     };
     for (size_t k = 0; k < sizeof c / sizeof c[0]; ++k)
         for (int acc = 0; acc < 2; ++acc) {
@@ -850,7 +1193,7 @@ static void run_ew(bk b, int op, size_t n, int off, int inplace, const float *hu
     case EW_RELUB: b.ops->act_bwd(b.be, TF_ACT_RELU, Y, U_, W, (long)n); break;
     case EW_GATE: b.ops->gate_fwd(b.be, Y, U_, V, (long)n); break;
     case EW_GATEB: b.ops->gate_bwd(b.be, Y, Z, U_, V, W, (long)n); break;
-    default: b.ops->gate_residual_fwd(b.be, U_, V, W, (long)n); Y = U_; break;
+    default: b.ops->gate_residual_fwd(b.be, Y, U_, V, W, (long)n); break;
     }
     b_get(b, y, Y, n);
     if (op == EW_GATEB) b_get(b, z, Z, n);
@@ -886,7 +1229,7 @@ static void test_elementwise(void **state)
                     check("gate_bwd.dg", shape, z[1], z[0], n, 32 * U);
                     check_same("gate_bwd.dg", shape, z[1], z[2], n);
                 }
-                if (op != EW_GRES && op != EW_GATEB) { /* y aliasing the first input */
+                if (op != EW_GATEB) { /* y aliasing the first input */
                     run_ew(g_cu3, op, n, off, 1, hu, hv, hw, y[2], z[2]);
                     check_same(ew_name[op], "in place", y[1], y[2], n);
                 }
@@ -896,52 +1239,105 @@ static void test_elementwise(void **state)
     done();
 }
 
-/* ---- gated pairs (glu_fwd / glu_bwd): gate_fwd / gate_bwd's arithmetic on
- * the two halves of each row, so their tolerances (8u; dg 32u); cols % 4 == 0
- * takes the float4 path, odd cols and an offset of one float the scalar one ---- */
-static void test_glu(void **state)
+/* ---- gated L|R to channel-major (gate_cmajor_fwd / _bwd) ----
+ * Against the CPU: gate_fwd / gate_bwd's arithmetic (8u; dg 32u). On the GPU
+ * itself: the same bits as its gate_fwd / gate_bwd with the permute
+ * [rows, 2, C] <-> [2, C, rows] after / before. Merged layout (a, g in one
+ * [rows, 4C] buffer, ld 4C) and separate [rows, 2C] buffers (ld 2C); C below,
+ * at and across the 64-wide tiles, rows with a partial last tile; lr_t as
+ * [2, C, rows] (inner = rows) and [2, B, C, inner] with B = 3 (tiles across
+ * the b boundaries where inner % 64 != 0). */
+static void gc_run(bk b, int composed, long rows, long inner, int C, long ld, int merged,
+                   const float *hx, const float *hg, const float *hdy, float *lr_t, float *da,
+                   float *dg)
+{
+    const size_t n = (size_t)rows * 2 * C, nx = (size_t)rows * ld;
+    float *x = b_put(b, hx, nx), *gx = b_put(b, hg, nx), *dyt = b_put(b, hdy, n);
+    const float *pa = x, *pg = merged ? x + 2 * C : gx;
+    float *o = b_nan(b, n), *dx = b_nan(b, nx), *dgs = b_nan(b, nx);
+    float *dav = dx, *dgv = merged ? dx + 2 * C : dgs;
+    if (!composed) {
+        b.ops->gate_cmajor_fwd(b.be, o, pa, pg, ld, rows, inner, C);
+        b.ops->gate_cmajor_bwd(b.be, dav, dgv, dyt, pa, pg, ld, rows, inner, C);
+    } else { /* contiguous [rows, 2C] copies of the strided views, then the ops */
+        float *ha = tf_test_falloc(n), *hgg = tf_test_falloc(n);
+        for (long r = 0; r < rows; ++r)
+            for (int c = 0; c < 2 * C; ++c) {
+                ha[r * 2 * C + c] = hx[r * ld + c];
+                hgg[r * 2 * C + c] = merged ? hx[r * ld + 2 * C + c] : hg[r * ld + c];
+            }
+        float *a = b_put(b, ha, n), *g = b_put(b, hgg, n), *y = b_nan(b, n), *dy = b_nan(b, n);
+        float *dac = b_nan(b, n), *dgc = b_nan(b, n);
+        const int nb = (int)(rows / inner);
+        tf_permute_args pf = {.rank = 4, .dims = {nb, (int)inner, 2, C}, .perm = {2, 0, 3, 1}};
+        tf_permute_args pb = {.rank = 4, .dims = {2, nb, C, (int)inner}, .perm = {1, 3, 0, 2}};
+        b.ops->gate_fwd(b.be, y, a, g, (long)n);
+        b.ops->permute(b.be, o, y, &pf);
+        b.ops->permute(b.be, dy, dyt, &pb);
+        b.ops->gate_bwd(b.be, dac, dgc, dy, a, g, (long)n);
+        float *h1 = tf_test_falloc(n), *h2 = tf_test_falloc(n);
+        b_get(b, h1, dac, n);
+        b_get(b, h2, dgc, n);
+        for (long r = 0; r < rows; ++r) /* into the strided outputs' places */
+            for (int c = 0; c < 2 * C; ++c) {
+                da[r * 2 * C + c] = h1[r * 2 * C + c];
+                dg[r * 2 * C + c] = h2[r * 2 * C + c];
+            }
+        b_get(b, lr_t, o, n);
+        free(ha), free(hgg), free(h1), free(h2);
+        b_free(b, a), b_free(b, g), b_free(b, y), b_free(b, dy), b_free(b, dac), b_free(b, dgc);
+        b_free(b, x), b_free(b, gx), b_free(b, dyt), b_free(b, o), b_free(b, dx), b_free(b, dgs);
+        return;
+    }
+    b_get(b, lr_t, o, n);
+    float *hd = tf_test_falloc(nx), *hdg = tf_test_falloc(nx);
+    b_get(b, hd, dx, nx);
+    b_get(b, hdg, merged ? dx : dgs, nx);
+    for (long r = 0; r < rows; ++r)
+        for (int c = 0; c < 2 * C; ++c) {
+            da[r * 2 * C + c] = hd[r * ld + c];
+            dg[r * 2 * C + c] = hdg[r * ld + (merged ? 2 * C : 0) + c];
+        }
+    free(hd), free(hdg);
+    b_free(b, x), b_free(b, gx), b_free(b, dyt), b_free(b, o), b_free(b, dx), b_free(b, dgs);
+}
+
+static void test_gate_cmajor(void **state)
 {
     (void)state;
     g_fail = 0;
-    static const int sh[][2] = {{1, 1}, {7, 3}, {33, 8}, {300, 256}, {129, 6}};
+    static const int sh[][2] = {{3, 1}, {21, 3}, {33, 8}, {300, 64}, {129, 100}, {3072, 128}};
     for (size_t k = 0; k < sizeof sh / sizeof sh[0]; ++k)
-        for (int off = 0; off < 2; ++off) {
-            const long rows = sh[k][0];
-            const int cols = sh[k][1];
-            const size_t nx = (size_t)rows * 2 * cols, ny = (size_t)rows * cols;
-            float *hx = rnd(nx, 2.f, 75), *hd = rnd(ny, 2.f, 76), *y[3], *dx[3];
-            for (int r = 0; r < 3; ++r) {
-                const bk b = r == 0 ? g_cpu : g_cu3;
-                float *x0 = b_alloc(b, nx + off), *d0 = b_alloc(b, ny + off);
-                float *yd = b_nan(b, ny + off), *dxd = b_nan(b, nx + off);
-                b.ops->upload(b.be, x0 + off, hx, nx * sizeof(float));
-                b.ops->upload(b.be, d0 + off, hd, ny * sizeof(float));
-                b.ops->glu_fwd(b.be, yd + off, x0 + off, rows, cols);
-                b.ops->glu_bwd(b.be, dxd + off, d0 + off, x0 + off, rows, cols);
-                y[r] = tf_test_falloc(ny), dx[r] = tf_test_falloc(nx);
-                b_get(b, y[r], yd + off, ny);
-                b_get(b, dx[r], dxd + off, nx);
-                b_free(b, x0), b_free(b, d0), b_free(b, yd), b_free(b, dxd);
-            }
-            /* dx: the da halves (8u) and the dg halves (32u), row by row */
-            float *da[3], *dg[3];
-            for (int r = 0; r < 3; ++r) {
-                da[r] = tf_test_falloc(ny), dg[r] = tf_test_falloc(ny);
-                for (long i = 0; i < rows; ++i)
-                    for (int c = 0; c < cols; ++c) {
-                        da[r][i * cols + c] = dx[r][i * 2 * cols + c];
-                        dg[r][i * cols + c] = dx[r][i * 2 * cols + cols + c];
-                    }
+        for (int merged = 0; merged < 2; ++merged)
+        for (int split = 0; split < 2; ++split) {
+            const long rows = sh[k][0], inner = split ? rows / 3 : rows;
+            const int C = sh[k][1];
+            const long ld = merged ? 4 * C : 2 * C;
+            const size_t n = (size_t)rows * 2 * C, nx = (size_t)rows * ld;
+            float *hx = rnd(nx, 2.f, 75), *hg = rnd(nx, 2.f, 77), *hd = rnd(n, 2.f, 76);
+            float *o[4][3];
+            for (int r = 0; r < 4; ++r) { /* CPU, GPU, GPU again, GPU composed */
+                for (int q = 0; q < 3; ++q) o[r][q] = tf_test_falloc(n);
+                gc_run(r == 0 ? g_cpu : g_cu3, r == 3, rows, inner, C, ld, merged, hx, hg, hd,
+                       o[r][0], o[r][1], o[r][2]);
             }
             char shape[64];
-            snprintf(shape, sizeof shape, "rows=%ld cols=%d offset=%d", rows, cols, off);
-            check("glu_fwd", shape, y[1], y[0], ny, 8 * U);
-            check_same("glu_fwd", shape, y[1], y[2], ny);
-            check("glu_bwd.da", shape, da[1], da[0], ny, 8 * U);
-            check("glu_bwd.dg", shape, dg[1], dg[0], ny, 32 * U);
-            check_same("glu_bwd", shape, dx[1], dx[2], nx);
-            for (int r = 0; r < 3; ++r) free(y[r]), free(dx[r]), free(da[r]), free(dg[r]);
-            free(hx), free(hd);
+            snprintf(shape, sizeof shape, "rows=%ld inner=%ld C=%d ld=%ld", rows, inner, C, ld);
+            static const char *nm[3] = {"gate_cmajor_fwd", "gate_cmajor_bwd.da",
+                                        "gate_cmajor_bwd.dg"};
+            const double tol[3] = {8 * U, 8 * U, 32 * U};
+            for (int q = 0; q < 3; ++q) {
+                check(nm[q], shape, o[1][q], o[0][q], n, tol[q]);
+                check_same(nm[q], shape, o[1][q], o[2][q], n);
+                if (!tf_test_bits_equal(o[1][q], o[3][q], n)) {
+                    printf("FAIL %s %s: not the bits of the gating op and the permute\n", nm[q],
+                           shape);
+                    ++g_fail;
+                }
+            }
+            for (int r = 0; r < 4; ++r)
+                for (int q = 0; q < 3; ++q) free(o[r][q]);
+            free(hx), free(hg), free(hd);
         }
     done();
 }
@@ -1220,7 +1616,8 @@ static void graph_step(void *arg)
     gstate *s = arg;
     s->b.ops->adamw(s->b.be, s->p, s->g, s->m, s->v, GN, s->hyper);
     s->b.ops->layernorm_fwd(s->b.be, s->ln, s->mu, s->rs, s->x, s->gam, s->bet, GR, GC, 1e-5f);
-    tf_gemm_args a = {0, 1, GR, GC, GC, 1.f, 1.f, s->ln, GC, 0, s->w, GC, 0, s->y, GC, 0, 1, TF_EPI_NONE};
+    tf_gemm_args a = {0, 1, GR, GC, GC, 1.f, 1.f, s->ln, GC, 0, s->w, GC, 0, s->y, GC, 0, 1, TF_EPI_NONE,
+                      NULL, NULL};
     s->b.ops->gemm(s->b.be, &a, "graph_gemm"); /* y += ln(x) w^T: changes every replay */
     tf_gemm_args r = a;
     r.beta = 0.f, r.epilogue = TF_EPI_RELU, r.A = s->y, r.C = s->x;
@@ -1364,11 +1761,14 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_env_knobs),   cmocka_unit_test(test_memory),
         cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_gemm_r),
+        cmocka_unit_test(test_gemm_split),
         cmocka_unit_test(test_gemm_plans),
-        cmocka_unit_test(test_layernorm),   cmocka_unit_test(test_softmax),
+        cmocka_unit_test(test_layernorm),   cmocka_unit_test(test_layernorm2),
+        cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_attention),   cmocka_unit_test(test_permute),
         cmocka_unit_test(test_opm_bwd),
-        cmocka_unit_test(test_glu),
+        cmocka_unit_test(test_gate_cmajor),
         cmocka_unit_test(test_bcast_sum),   cmocka_unit_test(test_elementwise),
         cmocka_unit_test(test_embed),       cmocka_unit_test(test_mse_head),
         cmocka_unit_test(test_adamw),       cmocka_unit_test(test_graph),

@@ -72,34 +72,38 @@ void tf_cpu_gate_bwd(tf_backend *be, float *da, float *dg, const float *dy, cons
     }
 }
 
-/* gated pairs: rows of x hold (a | g); the same arithmetic as gate_fwd/_bwd */
-void tf_cpu_glu_fwd(tf_backend *be, float *y, const float *x, long rows, int cols) {
-#pragma omp parallel for schedule(static) num_threads(be->threads) if (rows * cols >= TF_CPU_PAR_MIN)
-    for (long r = 0; r < rows; r++) {
-        const float *a = x + r * 2 * cols, *g = a + cols;
-        float *yr = y + r * cols;
-        for (int c = 0; c < cols; c++) yr[c] = a[c] * tf_cpu_sigmoidf(g[c]);
+/* gated L|R to channel-major: per (s, b, c) row of lr_t, its rows p in order */
+void tf_cpu_gate_cmajor_fwd(tf_backend *be, float *lr_t, const float *a, const float *g, long ld,
+                            long rows, long inner, int C) {
+    const long nb = rows / inner;
+#pragma omp parallel for schedule(static) num_threads(be->threads) if (rows * C >= TF_CPU_PAR_MIN)
+    for (long sbc = 0; sbc < 2 * nb * C; sbc++) { /* (s, b, c) */
+        const long s = sbc / (nb * C), b = sbc / C % nb, c = sbc % C;
+        float *o = lr_t + sbc * inner;
+        const float *ar = a + b * inner * ld + s * C + c, *gr = g + b * inner * ld + s * C + c;
+        for (long p = 0; p < inner; p++) o[p] = ar[p * ld] * tf_cpu_sigmoidf(gr[p * ld]);
     }
 }
 
-void tf_cpu_glu_bwd(tf_backend *be, float *dx, const float *dy, const float *x, long rows,
-                    int cols) {
-#pragma omp parallel for schedule(static) num_threads(be->threads) if (rows * cols >= TF_CPU_PAR_MIN)
-    for (long r = 0; r < rows; r++) {
-        const float *a = x + r * 2 * cols, *g = a + cols, *d = dy + r * cols;
-        float *da = dx + r * 2 * cols, *dg = da + cols;
-        for (int c = 0; c < cols; c++) {
-            const float s = tf_cpu_sigmoidf(g[c]);
-            da[c] = d[c] * s;
-            dg[c] = d[c] * a[c] * s * (1.0f - s);
+void tf_cpu_gate_cmajor_bwd(tf_backend *be, float *da, float *dg, const float *dlr_t,
+                            const float *a, const float *g, long ld, long rows, long inner, int C) {
+    const long nb = rows / inner;
+#pragma omp parallel for schedule(static) num_threads(be->threads) if (rows * C >= TF_CPU_PAR_MIN)
+    for (long r = 0; r < rows; r++)
+        for (long sc = 0; sc < 2 * (long)C; sc++) {
+            const long i = r * ld + sc, s = sc / C, c = sc % C, b = r / inner, p = r % inner;
+            const float *dy = dlr_t + ((s * nb + b) * C + c) * inner + p;
+            const float sg = tf_cpu_sigmoidf(g[i]), d = *dy, ai = a[i];
+            da[i] = d * sg;
+            dg[i] = d * ai * sg * (1.0f - sg);
         }
-    }
 }
 
-void tf_cpu_gate_residual_fwd(tf_backend *be, float *res, const float *a, const float *g, long n) {
+void tf_cpu_gate_residual_fwd(tf_backend *be, float *out, const float *res, const float *a,
+                              const float *g, long n) {
     PAR_FOR
     for (long i = 0; i < n; i++)
-        res[i] += a[i] * tf_cpu_sigmoidf(g[i]);
+        out[i] = res[i] + a[i] * tf_cpu_sigmoidf(g[i]);
 }
 
 /* ---- embedding ---- */

@@ -109,6 +109,13 @@ void tf_cpu_layernorm_fwd(tf_backend *be, float *out, float *mean, float *rstd, 
 void tf_cpu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta, const float *dout,
                           const float *x, const float *mean, const float *rstd, const float *gamma,
                           long rows, int C, int accumulate);
+void tf_cpu_layernorm2_fwd(tf_backend *be, float *out, float *stats, const float *x,
+                           const float *g1, const float *b1, const float *g2, const float *b2,
+                           long rows, int C, float eps);
+void tf_cpu_layernorm2_bwd(tf_backend *be, float *dx, float *dg1, float *db1, float *dg2,
+                           float *db2, const float *dout, const float *x, const float *stats,
+                           const float *g1, const float *b1, const float *g2, long rows, int C,
+                           int accumulate);
 void tf_cpu_softmax_fwd(tf_backend *be, float *y, const float *x, long rows, int cols);
 void tf_cpu_softmax_bwd(tf_backend *be, float *dx, const float *dy, const float *y, long rows,
                         int cols);
@@ -137,10 +144,12 @@ void tf_cpu_act_bwd(tf_backend *be, tf_act act, float *dx, const float *dy, cons
 void tf_cpu_gate_fwd(tf_backend *be, float *y, const float *a, const float *g, long n);
 void tf_cpu_gate_bwd(tf_backend *be, float *da, float *dg, const float *dy, const float *a,
                      const float *g, long n);
-void tf_cpu_gate_residual_fwd(tf_backend *be, float *res, const float *a, const float *g, long n);
-void tf_cpu_glu_fwd(tf_backend *be, float *y, const float *x, long rows, int cols);
-void tf_cpu_glu_bwd(tf_backend *be, float *dx, const float *dy, const float *x, long rows,
-                    int cols);
+void tf_cpu_gate_cmajor_fwd(tf_backend *be, float *lr_t, const float *a, const float *g, long ld,
+                            long rows, long inner, int C);
+void tf_cpu_gate_cmajor_bwd(tf_backend *be, float *da, float *dg, const float *dlr_t,
+                            const float *a, const float *g, long ld, long rows, long inner, int C);
+void tf_cpu_gate_residual_fwd(tf_backend *be, float *out, const float *res, const float *a,
+                              const float *g, long n);
 void tf_cpu_opm_bwd(tf_backend *be, float *da, const float *dop, const float *a, int B, int S,
                     int N, int co);
 

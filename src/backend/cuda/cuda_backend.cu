@@ -185,6 +185,8 @@ static tf_ops make_ops(void)
     o.gemm = tf_cu_gemm;
     o.layernorm_fwd = tf_cu_layernorm_fwd;
     o.layernorm_bwd = tf_cu_layernorm_bwd;
+    o.layernorm2_fwd = tf_cu_layernorm2_fwd;
+    o.layernorm2_bwd = tf_cu_layernorm2_bwd;
     o.softmax_fwd = tf_cu_softmax_fwd;
     o.softmax_bwd = tf_cu_softmax_bwd;
     o.attn_fwd = tf_cu_attn_fwd;
@@ -200,8 +202,8 @@ static tf_ops make_ops(void)
     o.gate_fwd = tf_cu_gate_fwd;
     o.gate_bwd = tf_cu_gate_bwd;
     o.gate_residual_fwd = tf_cu_gate_residual_fwd;
-    o.glu_fwd = tf_cu_glu_fwd;
-    o.glu_bwd = tf_cu_glu_bwd;
+    o.gate_cmajor_fwd = tf_cu_gate_cmajor_fwd;
+    o.gate_cmajor_bwd = tf_cu_gate_cmajor_bwd;
     o.opm_bwd = tf_cu_opm_bwd;
     o.embed_fwd = tf_cu_embed_fwd;
     o.embed_bwd = tf_cu_embed_bwd;
@@ -314,6 +316,10 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
          *     1 one, with the next slice converted meanwhile, 0 one slice at a
          *     time; TF_CUDA_WG_STAGES=2: schedule 1 with 2 pipeline stages
          *     instead of 4;
+         *   TF_CUDA_WG_SPLIT=1: fp32 GEMMs with few tiles and long K (weight
+         *     gradients) on the wgmma kernel with wide split K (up to one
+         *     block per SM, a fixed-order tree adds the partials;
+         *     tf_cu_gemm_mma); 0 (default) leaves them to cuBLAS;
          *   TF_CUDA_MMA_TILE=64|128: that kernel's tile size for every shape */
         static const char *const attn_v[] = {"0", "2", "3", "4", "5"}, *const bin_v[] = {"0", "1"},
                                  *const gemm_v[] = {"auto", "wg", "mma", "nowg", "lt"},
@@ -328,7 +334,9 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
         const int kp = env_knob("TF_CUDA_WG_PIPE", pipe_v, 3, 2, err, errlen);
         const int km = env_knob("TF_CUDA_MMA_TILE", tile_v, 3, 0, err, errlen);
         const int ks = env_knob("TF_CUDA_WG_STAGES", stage_v, 2, 0, err, errlen);
-        if (ka < 0 || kt < 0 || kb < 0 || kg < 0 || kp < 0 || km < 0 || ks < 0) goto fail;
+        const int kw = env_knob("TF_CUDA_WG_SPLIT", bin_v, 2, 0, err, errlen);
+        if (ka < 0 || kt < 0 || kb < 0 || kg < 0 || kp < 0 || km < 0 || ks < 0 || kw < 0)
+            goto fail;
         be->attn_kernel = attn_k[ka];
         be->gemm_tune = kt;
         be->attn_bwd5 = kb;
@@ -339,6 +347,7 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
         be->gemm_wg = be->tf32 || kg >= 2 ? 0 : kg == 1 ? 2 : 1;
         be->wg_pipe = kp;
         be->wg_stages = ks ? 2 : 4;
+        be->wg_split = kw;
         be->mma_tile = km == 1 ? 64 : km == 2 ? 128 : 0;
     }
     TRY_CUDA(cudaSetDevice(dev));

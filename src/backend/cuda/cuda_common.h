@@ -84,6 +84,8 @@ struct tf_backend {
                          slices k and k + 1's MMAs in flight, 1 slice k + 1 converted
                          while slice k's MMAs run, 0 one slice at a time */
     int wg_stages;    /* schedule 1's pipeline stages: 4, or 2 (TF_CUDA_WG_STAGES) */
+    int wg_split;     /* 1: fp32 GEMMs with few tiles and long K on the wgmma kernel with
+                         wide split K (TF_CUDA_WG_SPLIT=1; default 0: cuBLAS keeps them) */
     int *mma_count;   /* TF_CU_MMA_COUNTERS arrival counters (the tensor-core GEMMs' split K,
                          the LayerNorm backward's tree), zero between kernels */
     int tf32;
@@ -274,6 +276,13 @@ void tf_cu_layernorm_fwd(tf_backend *be, float *out, float *mean, float *rstd, c
 void tf_cu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta,
                          const float *dout, const float *x, const float *mean, const float *rstd,
                          const float *gamma, long rows, int C, int accumulate);
+void tf_cu_layernorm2_fwd(tf_backend *be, float *out, float *stats, const float *x,
+                          const float *g1, const float *b1, const float *g2, const float *b2,
+                          long rows, int C, float eps);
+void tf_cu_layernorm2_bwd(tf_backend *be, float *dx, float *dg1, float *db1, float *dg2,
+                          float *db2, const float *dout, const float *x, const float *stats,
+                          const float *g1, const float *b1, const float *g2, long rows, int C,
+                          int accumulate);
 
 /* cuda_softmax.cu */
 void tf_cu_softmax_fwd(tf_backend *be, float *y, const float *x, long rows, int cols);
@@ -301,15 +310,25 @@ void tf_cu_act_bwd(tf_backend *be, tf_act act, float *dx, const float *dy, const
 void tf_cu_gate_fwd(tf_backend *be, float *y, const float *a, const float *g, long n);
 void tf_cu_gate_bwd(tf_backend *be, float *da, float *dg, const float *dy, const float *a,
                     const float *g, long n);
-void tf_cu_gate_residual_fwd(tf_backend *be, float *res, const float *a, const float *g, long n);
-void tf_cu_glu_fwd(tf_backend *be, float *y, const float *x, long rows, int cols);
-void tf_cu_glu_bwd(tf_backend *be, float *dx, const float *dy, const float *x, long rows,
-                   int cols);
+void tf_cu_gate_residual_fwd(tf_backend *be, float *out, const float *res, const float *a,
+                             const float *g, long n);
 void tf_cu_opm_bwd(tf_backend *be, float *da, const float *dop, const float *a, int B, int S,
                    int N, int co);
 /* relu in place on the `batch` strided [M, N] matrices of a GEMM output */
 void tf_cu_relu_strided(tf_backend *be, float *C, int M, int N, long ldc, long strideC,
                         int batch);
+/* the same matrices: dst = src (a GEMM's residual input R into C), and
+ * C = aux > 0 ? C : 0 (the DRELU epilogue; aux with C's ldc and strideC) */
+void tf_cu_copy_strided(tf_backend *be, float *dst, const float *src, int M, int N, long ld,
+                        long stride, int batch);
+void tf_cu_drelu_strided(tf_backend *be, float *C, const float *aux, int M, int N, long ldc,
+                         long strideC, int batch);
+
+/* cuda_gate_cmajor.cu */
+void tf_cu_gate_cmajor_fwd(tf_backend *be, float *lr_t, const float *a, const float *g, long ld,
+                           long rows, long inner, int C);
+void tf_cu_gate_cmajor_bwd(tf_backend *be, float *da, float *dg, const float *dlr_t, const float *a,
+                           const float *g, long ld, long rows, long inner, int C);
 
 /* cuda_embed_loss.cu */
 void tf_cu_embed_fwd(tf_backend *be, float *out, const float *table, const int32_t *tok, long n,

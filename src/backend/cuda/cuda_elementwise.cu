@@ -97,10 +97,10 @@ extern "C" __global__ void gate_fwd_kernel1(float *y, const float *a, const floa
 {
     ew3(y, a, g, a, n, GateF());
 }
-extern "C" __global__ void gate_residual_fwd_kernel1(float *res, const float *a, const float *g,
-                                                     long n)
+extern "C" __global__ void gate_residual_fwd_kernel1(float *out, const float *res, const float *a,
+                                                     const float *g, long n)
 {
-    ew3(res, res, a, g, n, GateResF());
+    ew3(out, res, a, g, n, GateResF());
 }
 
 /* two outputs: da = dy*s, dg = dy*a*s*(1-s); da/dg may alias dy/a elementwise */
@@ -192,83 +192,12 @@ extern "C" void tf_cu_gate_bwd(tf_backend *be, float *da, float *dg, const float
     if (n > 0)
         TF_LAUNCH(gate_bwd_kernel1, GRID(n), dim3(EW_THREADS), be->stream, da, dg, dy, a, g, n);
 }
-/* gated pairs: rows of x hold (a | g), cols each; units of W floats (4 when
- * cols % 4 == 0 and the pointers are 16-byte aligned), unit i = (row, column) */
-template <int W>
-__global__ void glu_fwd_kernel2(float *y, const float *x, long rows, int cols)
-{
-    const long tid = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    const long stride = (long)gridDim.x * blockDim.x;
-    const int cu = cols / W;
-    for (long i = tid; i < rows * cu; i += stride) {
-        const long r = i / cu;
-        const int c = (int)(i - r * cu);
-        const float *a = x + r * 2 * cols;
-        if (W == 4) {
-            const float4 a4 = reinterpret_cast<const float4 *>(a)[c];
-            const float4 g4 = reinterpret_cast<const float4 *>(a + cols)[c];
-            reinterpret_cast<float4 *>(y)[i] =
-                make_float4(a4.x * sigmoidf_(g4.x), a4.y * sigmoidf_(g4.y),
-                            a4.z * sigmoidf_(g4.z), a4.w * sigmoidf_(g4.w));
-        } else {
-            y[i] = a[c] * sigmoidf_(a[cols + c]);
-        }
-    }
-}
-template <int W>
-__global__ void glu_bwd_kernel2(float *dx, const float *dy, const float *x, long rows, int cols)
-{
-    const long tid = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    const long stride = (long)gridDim.x * blockDim.x;
-    const int cu = cols / W;
-    for (long i = tid; i < rows * cu; i += stride) {
-        const long r = i / cu;
-        const int c = (int)(i - r * cu);
-        const float *a = x + r * 2 * cols;
-        float *da = dx + r * 2 * cols;
-        if (W == 4) {
-            const float4 y4 = reinterpret_cast<const float4 *>(dy)[i];
-            const float4 a4 = reinterpret_cast<const float4 *>(a)[c];
-            const float4 g4 = reinterpret_cast<const float4 *>(a + cols)[c];
-            float4 p, q;
-            gate_bwd_one(&p.x, &q.x, y4.x, a4.x, g4.x);
-            gate_bwd_one(&p.y, &q.y, y4.y, a4.y, g4.y);
-            gate_bwd_one(&p.z, &q.z, y4.z, a4.z, g4.z);
-            gate_bwd_one(&p.w, &q.w, y4.w, a4.w, g4.w);
-            reinterpret_cast<float4 *>(da)[c] = p;
-            reinterpret_cast<float4 *>(da + cols)[c] = q;
-        } else {
-            gate_bwd_one(&da[c], &da[cols + c], dy[i], a[c], a[cols + c]);
-        }
-    }
-}
-extern "C" void tf_cu_glu_fwd(tf_backend *be, float *y, const float *x, long rows, int cols)
-{
-    if (rows <= 0 || cols <= 0) return;
-    const long n = rows * cols;
-    if (cols % 4 == 0 && (((uintptr_t)y | (uintptr_t)x) & 15) == 0)
-        TF_LAUNCH(glu_fwd_kernel2<4>, GRID(n), dim3(EW_THREADS), be->stream, y, x, rows, cols);
-    else
-        TF_LAUNCH(glu_fwd_kernel2<1>, GRID(n), dim3(EW_THREADS), be->stream, y, x, rows, cols);
-}
-extern "C" void tf_cu_glu_bwd(tf_backend *be, float *dx, const float *dy, const float *x,
-                              long rows, int cols)
-{
-    if (rows <= 0 || cols <= 0) return;
-    const long n = rows * cols;
-    if (cols % 4 == 0 && (((uintptr_t)dx | (uintptr_t)dy | (uintptr_t)x) & 15) == 0)
-        TF_LAUNCH(glu_bwd_kernel2<4>, GRID(n), dim3(EW_THREADS), be->stream, dx, dy, x, rows,
-                  cols);
-    else
-        TF_LAUNCH(glu_bwd_kernel2<1>, GRID(n), dim3(EW_THREADS), be->stream, dx, dy, x, rows,
-                  cols);
-}
-extern "C" void tf_cu_gate_residual_fwd(tf_backend *be, float *res, const float *a,
-                                        const float *g, long n)
+extern "C" void tf_cu_gate_residual_fwd(tf_backend *be, float *out, const float *res,
+                                        const float *a, const float *g, long n)
 {
     if (n > 0)
-        TF_LAUNCH(gate_residual_fwd_kernel1, GRID(n), dim3(EW_THREADS), be->stream, res, a, g,
-                  n);
+        TF_LAUNCH(gate_residual_fwd_kernel1, GRID(n), dim3(EW_THREADS), be->stream, out, res, a,
+                  g, n);
 }
 extern "C" void tf_cu_relu_strided(tf_backend *be, float *C, int M, int N, long ldc,
                                    long strideC, int batch)
@@ -277,4 +206,48 @@ extern "C" void tf_cu_relu_strided(tf_backend *be, float *C, int M, int N, long 
     if (total > 0)
         TF_LAUNCH(relu_strided_kernel1, dim3(tf_cu_grid(be, total, EW_THREADS)),
                   dim3(EW_THREADS), be->stream, C, M, N, ldc, strideC, total);
+}
+
+/* ---- GEMM helpers (cuda_gemm.cu): the residual input R copied into C before a
+ * cuBLAS call that scales C, and the DRELU epilogue after one ---- */
+/* dst[p*stride + r*ld + c] = src[...] for p < batch, r < M, c < N */
+extern "C" __global__ void copy_strided_kernel1(float *dst, const float *src, int M, int N,
+                                                long ld, long stride, long total)
+{
+    const long step = (long)gridDim.x * blockDim.x;
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
+        const long c = i % N, r = (i / N) % M, p = i / ((long)N * M);
+        const long o = p * stride + r * ld + c;
+        dst[o] = src[o];
+    }
+}
+
+/* C = aux > 0 ? C : 0 over the strided matrices (act_bwd's ReLU select) */
+extern "C" __global__ void drelu_strided_kernel1(float *C, const float *aux, int M, int N,
+                                                 long ldc, long strideC, long total)
+{
+    const long step = (long)gridDim.x * blockDim.x;
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
+        const long c = i % N, r = (i / N) % M, p = i / ((long)N * M);
+        const long o = p * strideC + r * ldc + c;
+        C[o] = aux[o] > 0.f ? C[o] : 0.f;
+    }
+}
+
+extern "C" void tf_cu_copy_strided(tf_backend *be, float *dst, const float *src, int M, int N,
+                                   long ld, long stride, int batch)
+{
+    const long total = (long)M * N * batch;
+    if (total > 0)
+        TF_LAUNCH(copy_strided_kernel1, dim3(tf_cu_grid(be, total, EW_THREADS)),
+                  dim3(EW_THREADS), be->stream, dst, src, M, N, ld, stride, total);
+}
+
+extern "C" void tf_cu_drelu_strided(tf_backend *be, float *C, const float *aux, int M, int N,
+                                    long ldc, long strideC, int batch)
+{
+    const long total = (long)M * N * batch;
+    if (total > 0)
+        TF_LAUNCH(drelu_strided_kernel1, dim3(tf_cu_grid(be, total, EW_THREADS)),
+                  dim3(EW_THREADS), be->stream, C, aux, M, N, ldc, strideC, total);
 }

@@ -16,7 +16,15 @@
  * sums are added in warp order into one partial row per block in the scratch
  * area, and the blocks' rows are added by a fixed-order tree whose last
  * arrivals do the adding). One launch instead of three. A warp reads its
- * whole row before writing its dx, so dx may still alias dout. */
+ * whole row before writing its dx, so dx may still alias dout.
+ *
+ * layernorm2 (ops.h: a module's block norm and its own norm in a row, C <=
+ * 128) is one launch each way on the same pattern: the intermediate row stays
+ * in registers in the forward and is recomputed in the backward, whose four
+ * parameter gradients share one tree. */
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "cuda_common.h"
 
 #define LN1_THREADS 128
@@ -240,23 +248,76 @@ extern "C" __global__ void layernorm_bwd_dparams_reduce_kernel1(float *dgamma, f
  * rows in index order and writes the sum as a row of the next level, until
  * one row is left, which goes to dgamma/dbeta. One launch instead of two. */
 #define LN2_FAN 32
-/* column c of the root row: dgamma (c < C) or dbeta (C + c), either may be NULL */
-__device__ __forceinline__ void ln2_add_root(float *dgamma, float *dbeta, int C, int c, float t)
+/* where the root row's columns go: column c adds into p[c / C][c % C]
+ * (NULL: not wanted) */
+struct ln_roots {
+    float *p[4];
+    int C;
+};
+__device__ __forceinline__ void ln_add_root(const ln_roots &o, int c, float t)
 {
-    if (c < C) {
-        if (dgamma) dgamma[c] += t;
-    } else if (dbeta) {
-        dbeta[c - C] += t;
-    }
+    float *d = o.p[c / o.C];
+    if (d) d[c % o.C] += t;
 }
+
+/* The tree: the grid's blocks have each written one partial row of W floats
+ * at part[blockIdx.x * W] (this block's by the same threads, c = threadIdx.x
+ * + k * LN2_THREADS, as below); the last block of each group of LN2_FAN to
+ * arrive adds the group's rows in index order into a row of the next level
+ * (after the grid's rows in part; counters from count, one per group), until
+ * one row is left, which is added into o. The order of every sum is fixed. */
+__device__ void ln_tree_add(float *part, int *count, int W, const ln_roots &o)
+{
+    __shared__ int last;
+    long n = gridDim.x, node = blockIdx.x; /* nodes at this level, this block's */
+    float *row = part, *next = part + n * W;
+    int *cnt = count;
+    while (n > 1) {
+        const long g = node / LN2_FAN, g0 = g * LN2_FAN;
+        const int members = (int)(n - g0 < LN2_FAN ? n - g0 : LN2_FAN);
+        __threadfence(); /* this row is visible before the arrival is counted */
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            last = atomicAdd(&cnt[g], 1) == members - 1;
+            if (last) cnt[g] = 0; /* every member has arrived: ready for the next launch */
+        }
+        __syncthreads();
+        if (!last) return;
+        __threadfence();
+        const long nn = (n + LN2_FAN - 1) / LN2_FAN;
+        for (int c = threadIdx.x; c < W; c += LN2_THREADS) {
+            float t = 0.f;
+            for (int k = 0; k < members; ++k) t += __ldcg(row + (g0 + k) * W + c); /* in order */
+            if (nn > 1) next[g * W + c] = t;
+            else ln_add_root(o, c, t);
+        }
+        if (nn == 1) return;
+        cnt += nn; /* the next level's counters */
+        row = next, next += nn * W, n = nn, node = g;
+    }
+    /* a single block: its row is the sum */
+    for (int c = threadIdx.x; c < W; c += LN2_THREADS) ln_add_root(o, c, row[c]);
+}
+
+/* rows per block of the one-launch backward kernels: 16 (2 per warp), more
+ * when the tree's partial rows of W floats (nblk, then nblk / 32, ...: under
+ * nblk * 32 / 31 + 3 rows in all) would not fit the scratch area; a function
+ * of (rows, W) only, so the sum order is fixed per shape */
+static long ln_rows_per_block(long rows, int W)
+{
+    long rpb = LN2_ROWS_PER_BLOCK;
+    const long maxblk = ((long)(TF_CU_SCRATCH_FLOATS / (size_t)W) - 3) * 31 / 32;
+    if ((rows + rpb - 1) / rpb > maxblk) rpb = ((rows + maxblk - 1) / maxblk + 7) / 8 * 8;
+    return rpb;
+}
+
 extern "C" __global__ void __launch_bounds__(LN2_THREADS)
-layernorm_bwd_kernel2(float *dx, float *dgamma, float *dbeta, float *part, int *count,
-                      const float *dout, const float *x, const float *mean, const float *rstd,
-                      const float *gamma, long rows, int C, int accumulate, long rpb)
+layernorm_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const float *dout,
+                      const float *x, const float *mean, const float *rstd, const float *gamma,
+                      long rows, int C, int accumulate, long rpb)
 {
     constexpr int NW = LN2_THREADS / 32;
     __shared__ float sg[NW][32 * LN2_CACHE], sb[NW][32 * LN2_CACHE];
-    __shared__ int last;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const long r0 = (long)blockIdx.x * rpb;
     const long r1 = r0 + rpb < rows ? r0 + rpb : rows;
@@ -299,41 +360,149 @@ layernorm_bwd_kernel2(float *dx, float *dgamma, float *dbeta, float *part, int *
     }
     __syncthreads();
     const int C2 = 2 * C;
-    long n = gridDim.x, node = blockIdx.x; /* nodes at this level, this block's */
-    float *row = part, *next = part + n * C2;
     for (int c = threadIdx.x; c < C2; c += LN2_THREADS) {
         const int cc = c < C ? c : c - C;
         float t = 0.f;
 #pragma unroll
         for (int k = 0; k < NW; ++k) t += c < C ? sg[k][cc] : sb[k][cc]; /* warp order */
-        row[node * C2 + c] = t;
+        part[blockIdx.x * (long)C2 + c] = t;
     }
-    int *cnt = count;
-    while (n > 1) {
-        const long g = node / LN2_FAN, g0 = g * LN2_FAN;
-        const int members = (int)(n - g0 < LN2_FAN ? n - g0 : LN2_FAN);
-        __threadfence(); /* this row is visible before the arrival is counted */
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            last = atomicAdd(&cnt[g], 1) == members - 1;
-            if (last) cnt[g] = 0; /* every member has arrived: ready for the next launch */
-        }
-        __syncthreads();
-        if (!last) return;
-        __threadfence();
-        const long nn = (n + LN2_FAN - 1) / LN2_FAN;
-        for (int c = threadIdx.x; c < C2; c += LN2_THREADS) {
-            float t = 0.f;
-            for (int k = 0; k < members; ++k) t += __ldcg(row + (g0 + k) * C2 + c); /* in order */
-            if (nn > 1) next[g * C2 + c] = t;
-            else ln2_add_root(dgamma, dbeta, C, c, t);
-        }
-        if (nn == 1) return;
-        cnt += nn; /* the next level's counters */
-        row = next, next += nn * C2, n = nn, node = g;
+    ln_tree_add(part, count, C2, o);
+}
+
+/* ---- two LayerNorms in a row (ops.h layernorm2, C <= 128) ------------------
+ * Forward: one warp per row, x in registers: y1 = LN(x; g1, b1) stays in
+ * registers, out = LN(y1; g2, b2). stats [4, rows]: mean1 rstd1 mean2 rstd2.
+ * Backward: as layernorm_bwd_kernel2, y1 recomputed from x and the saved
+ * statistics with the forward's expression (the same floats), the gradient
+ * dy1 through the second LayerNorm kept in registers and taken through the
+ * first; the four parameter partial rows (dg1 db1 dg2 db2, 4C floats a
+ * block) go through the same tree. */
+extern "C" __global__ void __launch_bounds__(LN2_THREADS)
+layernorm2_fwd_kernel2(float *out, float *stats, const float *x, const float *g1, const float *b1,
+                       const float *g2, const float *b2, long rows, int C, float eps)
+{
+    const int lane = threadIdx.x & 31;
+    const long r = (long)blockIdx.x * (LN2_THREADS / 32) + (threadIdx.x >> 5);
+    if (r >= rows) return; /* whole warp leaves together; no block barrier below */
+    const float *xr = x + r * C;
+    float v[LN2_CACHE];
+    float s = 0.f;
+#pragma unroll
+    for (int k = 0; k < LN2_CACHE; ++k) {
+        const int c = lane + 32 * k;
+        v[k] = c < C ? xr[c] : 0.f;
+        s += v[k];
     }
-    /* a single block: its row is the sum */
-    for (int c = threadIdx.x; c < C2; c += LN2_THREADS) ln2_add_root(dgamma, dbeta, C, c, row[c]);
+    const float mu1 = tf_warp_sum(s) / C;
+    float q = 0.f;
+#pragma unroll
+    for (int k = 0; k < LN2_CACHE; ++k) {
+        const int c = lane + 32 * k;
+        const float d = v[k] - mu1;
+        q += c < C ? d * d : 0.f;
+    }
+    const float rs1 = 1.f / sqrtf(tf_warp_sum(q) / C + eps);
+    s = 0.f;
+#pragma unroll
+    for (int k = 0; k < LN2_CACHE; ++k) {
+        const int c = lane + 32 * k;
+        v[k] = c < C ? (v[k] - mu1) * rs1 * g1[c] + b1[c] : 0.f; /* y1 */
+        s += v[k];
+    }
+    const float mu2 = tf_warp_sum(s) / C;
+    q = 0.f;
+#pragma unroll
+    for (int k = 0; k < LN2_CACHE; ++k) {
+        const int c = lane + 32 * k;
+        const float d = v[k] - mu2;
+        q += c < C ? d * d : 0.f;
+    }
+    const float rs2 = 1.f / sqrtf(tf_warp_sum(q) / C + eps);
+    float *orow = out + r * C;
+#pragma unroll
+    for (int k = 0; k < LN2_CACHE; ++k) {
+        const int c = lane + 32 * k;
+        if (c < C) orow[c] = (v[k] - mu2) * rs2 * g2[c] + b2[c];
+    }
+    if (lane == 0) {
+        stats[r] = mu1;
+        stats[rows + r] = rs1;
+        stats[2 * rows + r] = mu2;
+        stats[3 * rows + r] = rs2;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(LN2_THREADS)
+layernorm2_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const float *dout,
+                       const float *x, const float *stats, const float *g1, const float *b1,
+                       const float *g2, long rows, int C, int accumulate, long rpb)
+{
+    constexpr int NW = LN2_THREADS / 32;
+    __shared__ float sp[4][NW][32 * LN2_CACHE]; /* dg1 db1 dg2 db2 per warp */
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const long r0 = (long)blockIdx.x * rpb;
+    const long r1 = r0 + rpb < rows ? r0 + rpb : rows;
+    float a[4][LN2_CACHE];
+#pragma unroll
+    for (int k = 0; k < LN2_CACHE; ++k) a[0][k] = a[1][k] = a[2][k] = a[3][k] = 0.f;
+    for (long r = r0 + w; r < r1; r += NW) { /* warp-uniform */
+        const float m1 = stats[r], s1 = stats[rows + r], m2 = stats[2 * rows + r],
+                    s2 = stats[3 * rows + r];
+        const float *xr = x + r * C, *dr = dout + r * C;
+        float dv[LN2_CACHE], xh1[LN2_CACHE], xh2[LN2_CACHE], gv[LN2_CACHE];
+        float t1 = 0.f, t2 = 0.f;
+#pragma unroll
+        for (int k = 0; k < LN2_CACHE; ++k) {
+            const int c = lane + 32 * k;
+            const bool in = c < C;
+            dv[k] = in ? dr[c] : 0.f;
+            xh1[k] = in ? (xr[c] - m1) * s1 : 0.f;
+            const float y1 = in ? (xr[c] - m1) * s1 * g1[c] + b1[c] : 0.f;
+            xh2[k] = in ? (y1 - m2) * s2 : 0.f;
+            gv[k] = in ? dv[k] * g2[c] : 0.f;
+            t1 += gv[k];
+            t2 += gv[k] * xh2[k];
+            a[2][k] += dv[k] * xh2[k]; /* rows in order per lane */
+            a[3][k] += dv[k];
+        }
+        const float mg2 = tf_warp_sum(t1) / C, mgx2 = tf_warp_sum(t2) / C;
+        t1 = 0.f, t2 = 0.f;
+#pragma unroll
+        for (int k = 0; k < LN2_CACHE; ++k) {
+            const int c = lane + 32 * k;
+            const float dy1 = c < C ? s2 * (gv[k] - mg2 - xh2[k] * mgx2) : 0.f;
+            a[0][k] += dy1 * xh1[k];
+            a[1][k] += dy1;
+            gv[k] = c < C ? dy1 * g1[c] : 0.f;
+            t1 += gv[k];
+            t2 += gv[k] * xh1[k];
+        }
+        const float mg1 = tf_warp_sum(t1) / C, mgx1 = tf_warp_sum(t2) / C;
+        float *dxr = dx + r * C;
+#pragma unroll
+        for (int k = 0; k < LN2_CACHE; ++k) {
+            const int c = lane + 32 * k;
+            if (c < C) {
+                const float v = s1 * (gv[k] - mg1 - xh1[k] * mgx1);
+                dxr[c] = accumulate ? dxr[c] + v : v;
+            }
+        }
+    }
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+#pragma unroll
+        for (int k = 0; k < LN2_CACHE; ++k) sp[q][w][lane + 32 * k] = a[q][k];
+    __syncthreads();
+    const int W = 4 * C;
+    for (int c = threadIdx.x; c < W; c += LN2_THREADS) {
+        const int q = c / C, cc = c % C;
+        float t = 0.f;
+#pragma unroll
+        for (int k = 0; k < NW; ++k) t += sp[q][k][cc]; /* warp order */
+        part[blockIdx.x * (long)W + c] = t;
+    }
+    ln_tree_add(part, count, W, o);
 }
 
 /* ---- host wrappers -------------------------------------------------------------- */
@@ -362,16 +531,12 @@ extern "C" void tf_cu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, fl
 {
     if (rows <= 0 || C <= 0) return;
     if (be->kernel_level >= 3 && C <= 32 * LN2_CACHE && (dgamma || dbeta)) {
-        /* rows per block: 16 (2 per warp), more when the partial rows of the
-         * tree (nblk, then nblk / 32, ...: under nblk * 32 / 31 + 3 in all)
-         * would not fit the scratch area; a function of (rows, C) only */
-        long rpb = LN2_ROWS_PER_BLOCK;
-        const long maxblk = ((long)(TF_CU_SCRATCH_FLOATS / (2 * (size_t)C)) - 3) * 31 / 32;
-        if ((rows + rpb - 1) / rpb > maxblk) rpb = ((rows + maxblk - 1) / maxblk + 7) / 8 * 8;
+        const long rpb = ln_rows_per_block(rows, 2 * C);
         const long nblk = (rows + rpb - 1) / rpb;
+        const ln_roots o = {{dgamma, dbeta, NULL, NULL}, C};
         TF_LAUNCH(layernorm_bwd_kernel2, dim3((unsigned)nblk), dim3(LN2_THREADS), be->stream, dx,
-                  dgamma, dbeta, be->scratch, be->mma_count, dout, x, mean, rstd, gamma, rows, C,
-                  accumulate, rpb);
+                  o, be->scratch, be->mma_count, dout, x, mean, rstd, gamma, rows, C, accumulate,
+                  rpb);
         return;
     }
     if (dgamma || dbeta) {
@@ -402,4 +567,37 @@ extern "C" void tf_cu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, fl
         TF_LAUNCH(layernorm_bwd_dx_kernel1, dim3((unsigned)rows), dim3(LN1_THREADS), be->stream,
                   dx, dout, x, mean, rstd, gamma, rows, C, accumulate);
     }
+}
+
+/* the model composes two layernorm ops for wider rows: a call here is a bug */
+static void ln2_too_wide(int C)
+{
+    fprintf(stderr, "tinyfold: internal error: layernorm2 with C = %d (at most %d)\n", C,
+            TF_LN2_MAX_C);
+    abort();
+}
+
+extern "C" void tf_cu_layernorm2_fwd(tf_backend *be, float *out, float *stats, const float *x,
+                                     const float *g1, const float *b1, const float *g2,
+                                     const float *b2, long rows, int C, float eps)
+{
+    if (rows <= 0 || C <= 0) return;
+    if (C > TF_LN2_MAX_C) ln2_too_wide(C);
+    const long nb = (rows + LN2_THREADS / 32 - 1) / (LN2_THREADS / 32);
+    TF_LAUNCH(layernorm2_fwd_kernel2, dim3((unsigned)nb), dim3(LN2_THREADS), be->stream, out, stats,
+              x, g1, b1, g2, b2, rows, C, eps);
+}
+
+extern "C" void tf_cu_layernorm2_bwd(tf_backend *be, float *dx, float *dg1, float *db1, float *dg2,
+                                     float *db2, const float *dout, const float *x,
+                                     const float *stats, const float *g1, const float *b1,
+                                     const float *g2, long rows, int C, int accumulate)
+{
+    if (rows <= 0 || C <= 0) return;
+    if (C > TF_LN2_MAX_C) ln2_too_wide(C);
+    const long rpb = ln_rows_per_block(rows, 4 * C);
+    const long nblk = (rows + rpb - 1) / rpb;
+    const ln_roots o = {{dg1, db1, dg2, db2}, C};
+    TF_LAUNCH(layernorm2_bwd_kernel2, dim3((unsigned)nblk), dim3(LN2_THREADS), be->stream, dx, o,
+              be->scratch, be->mma_count, dout, x, stats, g1, b1, g2, rows, C, accumulate, rpb);
 }

@@ -151,14 +151,33 @@ void run_grid(const char *name, dim3 grid, dim3 block, const std::function<void(
     g_kernel = name;
     blockDim = block;
     gridDim = grid;
-    for (unsigned z = 0; z < grid.z; ++z)
-        for (unsigned y = 0; y < grid.y; ++y)
-            for (unsigned x = 0; x < grid.x; ++x) {
-                blockIdx.x = x;
-                blockIdx.y = y;
-                blockIdx.z = z;
-                run_block();
-            }
+    /* HOSTEMU_BLOCK_ORDER=reverse|shuffle (read at every launch): the blocks
+     * in reverse order, or in a pseudo-random order that differs from launch
+     * to launch, instead of x fastest, then y, then z: a GPU runs them in any
+     * order, and work split across blocks (split K, reduction trees: the
+     * last block to arrive finishes) must give the same bits in every one */
+    const char *order = getenv("HOSTEMU_BLOCK_ORDER");
+    const int mode = !order ? 0 : !strcmp(order, "reverse") ? 1 : !strcmp(order, "shuffle") ? 2 : 0;
+    const long nb = (long)grid.x * grid.y * grid.z;
+    std::vector<long> perm;
+    if (mode == 2) {
+        static unsigned long long seed = 0x9E3779B97F4A7C15ull;
+        perm.resize((size_t)nb);
+        for (long i = 0; i < nb; ++i) perm[(size_t)i] = i;
+        for (long i = nb - 1; i > 0; --i) { /* Fisher-Yates, one LCG draw per step */
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            const long j = (long)((seed >> 33) % (unsigned long long)(i + 1));
+            const long t = perm[(size_t)i];
+            perm[(size_t)i] = perm[(size_t)j], perm[(size_t)j] = t;
+        }
+    }
+    for (long k = 0; k < nb; ++k) {
+        const long l = mode == 1 ? nb - 1 - k : mode == 2 ? perm[(size_t)k] : k;
+        blockIdx.x = (unsigned)(l % grid.x);
+        blockIdx.y = (unsigned)(l / grid.x % grid.y);
+        blockIdx.z = (unsigned)(l / ((long)grid.x * grid.y));
+        run_block();
+    }
     g_body = nullptr;
 }
 } // namespace
@@ -280,9 +299,18 @@ cudaError_t cudaGetDeviceCount(int *n)
     return cudaSuccess;
 }
 cudaError_t cudaSetDevice(int d) { return d >= 0 && d < g_devices ? cudaSuccess : fail(cudaErrorInvalidValue); }
+/* SMs reported: 4, or HOSTEMU_SMS (e.g. 132, the H200's, so that a test
+ * reaches the routing a GPU of that size takes; blocks still run one at a
+ * time) */
+static int emu_sms()
+{
+    const char *v = getenv("HOSTEMU_SMS");
+    const int n = v ? atoi(v) : 0;
+    return n > 0 ? n : 4;
+}
 cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int)
 {
-    *v = a == cudaDevAttrMultiProcessorCount ? 4 : 0;
+    *v = a == cudaDevAttrMultiProcessorCount ? emu_sms() : 0;
     return cudaSuccess;
 }
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int)
@@ -290,7 +318,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int)
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "hostemu (CPU emulation)");
     p->totalGlobalMem = g_mem_limit;
-    p->multiProcessorCount = 4;
+    p->multiProcessorCount = emu_sms();
     p->major = 9;
     p->minor = 0;
     return cudaSuccess;
@@ -517,13 +545,15 @@ static float tf32_round(float x)
     return x;
 }
 
-/* column-major C[m,n] = alpha op(A) op(B) + beta C (C not read when beta == 0).
+/* column-major C[m,n] = alpha op(A) op(B) + beta Cin (Cin: C when null, with
+ * C's ldc; not read when beta == 0).
  * split2: K summed in two halves added at the end (as a split-K algorithm
  * would: other bits, no worse accuracy) */
 static void gemm_cm(bool ta, bool tb, int m, int n, int k, float alpha, const float *A, long lda,
                     const float *B, long ldb, float beta, float *C, long ldc, bool tf32,
-                    bool relu, bool split2 = false)
+                    bool relu, bool split2 = false, const float *Cin = nullptr)
 {
+    if (!Cin) Cin = C;
     const int kh = split2 ? k / 2 : k;
     for (int j = 0; j < n; ++j)
         for (int i = 0; i < m; ++i) {
@@ -542,7 +572,7 @@ static void gemm_cm(bool ta, bool tb, int m, int n, int k, float alpha, const fl
             }
             acc += acc2;
             float r = alpha * acc;
-            if (beta != 0.f) r += beta * C[i + (long)j * ldc];
+            if (beta != 0.f) r += beta * Cin[i + (long)j * ldc];
             if (relu && r < 0.f) r = 0.f;
             C[i + (long)j * ldc] = r;
         }
@@ -789,7 +819,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const vo
     const uint64_t k = ta ? ad->rows : ad->cols;
     const int batch = dd->batch;
     if ((ta ? ad->cols : ad->rows) != m || (tb ? bd->cols : bd->rows) != k ||
-        (tb ? bd->rows : bd->cols) != n || cd->rows != m || cd->cols != n || C != D ||
+        (tb ? bd->rows : bd->cols) != n || cd->rows != m || cd->cols != n ||
         cd->ld != dd->ld || ad->batch != batch || bd->batch != batch || cd->batch != batch ||
         cd->stride != dd->stride)
         emu_die("cublasLtMatmul: operand layouts do not describe one GEMM");
@@ -798,22 +828,24 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const vo
     if (algo->data[ALG_WS] > wsbytes)
         emu_die("cublasLtMatmul: algorithm needs more workspace than given");
     if (k == 0) emu_die("cublasLtMatmul: K = 0 (the backend sends it to cuBLAS)");
-    const float *Af = (const float *)A, *Bf = (const float *)B;
+    const float al = *(const float *)alpha, be = *(const float *)beta;
+    const float *Af = (const float *)A, *Bf = (const float *)B, *Cf = (const float *)C;
     float *Df = (float *)D;
-    const long lda = ad->ld, ldb = bd->ld, ldd = dd->ld;
+    const long lda = ad->ld, ldb = bd->ld, ldc = cd->ld, ldd = dd->ld;
+    /* C (read when beta != 0) and D may be different buffers, as in cuBLASLt */
     for (int p = 0; p < batch; ++p) {
-        const void *ptrs[4] = {Af + p * ad->stride, Bf + p * bd->stride, Df + p * dd->stride,
+        const void *ptrs[4] = {Af + p * ad->stride, Bf + p * bd->stride, Cf + p * cd->stride,
                                Df + p * dd->stride};
         for (int i = 0; i < 4; ++i)
             if ((uintptr_t)ptrs[i] % algo->data[i])
                 emu_die("cublasLtMatmul: operand less aligned than the algorithm was chosen for");
         check_dev(ptrs[0], ((ad->cols - 1) * lda + ad->rows) * 4, "cublasLtMatmul A");
         check_dev(ptrs[1], ((bd->cols - 1) * ldb + bd->rows) * 4, "cublasLtMatmul B");
-        check_dev(ptrs[2], ((n - 1) * ldd + m) * 4, "cublasLtMatmul D");
+        if (be != 0.f) check_dev(ptrs[2], ((n - 1) * ldc + m) * 4, "cublasLtMatmul C");
+        check_dev(ptrs[3], ((n - 1) * ldd + m) * 4, "cublasLtMatmul D");
     }
     if (ws) check_dev(ws, wsbytes, "cublasLtMatmul workspace");
     if (s && s->capture && !ws) emu_die("cuBLASLt call captured without a workspace");
-    const float al = *(const float *)alpha, be = *(const float *)beta;
     const bool tf32 = d->comp == CUBLAS_COMPUTE_32F_FAST_TF32;
     const bool relu = d->epi == CUBLASLT_EPILOGUE_RELU;
     const bool split2 = algo->data[ALG_IDX] == 1;
@@ -821,7 +853,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const vo
     submit(s, [=]() {
         for (int p = 0; p < batch; ++p)
             gemm_cm(ta, tb, (int)m, (int)n, (int)k, al, Af + p * sa, lda, Bf + p * sb, ldb, be,
-                    Df + p * sd, ldd, tf32, relu, split2);
+                    Df + p * sd, ldd, tf32, relu, split2, Cf + p * sd);
     });
     return CUBLAS_STATUS_SUCCESS;
 }

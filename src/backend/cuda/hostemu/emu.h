@@ -16,6 +16,10 @@
  * halves (split-K), so a plan that switched algorithms between two calls shows
  * up as differing bits. HOSTEMU_LT_NONE=all (no algorithm ever) or =relu_batch
  * (none for a RELU epilogue on a batch) reach the backend's fallbacks.
+ * cublasLtMatmul reads C and writes D, which may differ (as in cuBLASLt).
+ * HOSTEMU_SMS=n reports n SMs instead of 4 (a GPU's routing: split K counts);
+ * HOSTEMU_BLOCK_ORDER=reverse|shuffle runs a grid's blocks in another order
+ * (work finished by whichever block arrives last must not depend on it).
  *
  * It checks the logic (indexing, tiling, barriers, reductions); it says
  * nothing about speed, and float results may differ from the GPU's in the

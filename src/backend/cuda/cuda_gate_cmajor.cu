@@ -1,0 +1,102 @@
+/* Gated L|R to channel-major and back (ops.h gate_cmajor_fwd/_bwd): the
+ * triangle multiplication's gating fused with the transpose before its
+ * channel-major product, one pass each way instead of a gating pass and a
+ * permute pass over [rows, 2C] (and the buffer between them).
+ *
+ * Both stage a 64 x 64 tile of (rows r, channels c) of one half s through
+ * shared memory with 65-float rows (conflict-free column reads), as
+ * permute_transpose_kernel2 does: the row-major side ([rows, ld], c
+ * contiguous) is read or written along c, the channel-major side ([2, B, C,
+ * inner], r = b*inner + p, p contiguous) along r; a thread's r is the same
+ * for all its elements there, so its (b, p) is one division. 256 threads,
+ * 16 elements each. The gating
+ * arithmetic is gate_fwd/_bwd's (cuda_elementwise.cu), so the results are
+ * bit for bit those of the gating op followed by the permute. */
+#include "cuda_common.h"
+
+#define GC_TILE 64
+#define GC_ROWS 4 /* blockDim (64, 4) */
+
+__device__ __forceinline__ float gc_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+
+/* grid (ceil(C/64), ceil(rows/64), 2) */
+extern "C" __global__ void __launch_bounds__(GC_TILE *GC_ROWS)
+gate_cmajor_fwd_kernel2(float *lr_t, const float *a, const float *g, long ld, long rows,
+                        long inner, int C)
+{
+    __shared__ float tile[GC_TILE][GC_TILE + 1]; /* [r][c] */
+    const int s = blockIdx.z, tx = threadIdx.x, ty = threadIdx.y;
+    const int c0 = blockIdx.x * GC_TILE;
+    const long r0 = (long)blockIdx.y * GC_TILE;
+#pragma unroll
+    for (int k = 0; k < GC_TILE / GC_ROWS; ++k) { /* read along c */
+        const long r = r0 + ty + GC_ROWS * k;
+        const int c = c0 + tx;
+        if (r < rows && c < C) {
+            const long i = r * ld + (long)s * C + c;
+            tile[ty + GC_ROWS * k][tx] = a[i] * gc_sigmoid(g[i]);
+        }
+    }
+    __syncthreads();
+    const long r = r0 + tx, b = r / inner;
+    float *o = lr_t + ((long)s * (rows / inner) + b) * C * inner + (r - b * inner);
+#pragma unroll
+    for (int k = 0; k < GC_TILE / GC_ROWS; ++k) { /* write along r */
+        const int c = c0 + ty + GC_ROWS * k;
+        if (r < rows && c < C) o[(long)c * inner] = tile[tx][ty + GC_ROWS * k];
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(GC_TILE *GC_ROWS)
+gate_cmajor_bwd_kernel2(float *da, float *dg, const float *dlr_t, const float *a, const float *g,
+                        long ld, long rows, long inner, int C)
+{
+    __shared__ float tile[GC_TILE][GC_TILE + 1]; /* [c][r] */
+    const int s = blockIdx.z, tx = threadIdx.x, ty = threadIdx.y;
+    const int c0 = blockIdx.x * GC_TILE;
+    const long r0 = (long)blockIdx.y * GC_TILE;
+    {
+        const long r = r0 + tx, b = r / inner;
+        const float *in = dlr_t + ((long)s * (rows / inner) + b) * C * inner + (r - b * inner);
+#pragma unroll
+        for (int k = 0; k < GC_TILE / GC_ROWS; ++k) { /* read along r */
+            const int c = c0 + ty + GC_ROWS * k;
+            if (r < rows && c < C) tile[ty + GC_ROWS * k][tx] = in[(long)c * inner];
+        }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < GC_TILE / GC_ROWS; ++k) { /* write along c */
+        const long r = r0 + ty + GC_ROWS * k;
+        const int c = c0 + tx;
+        if (r < rows && c < C) {
+            const long i = r * ld + (long)s * C + c;
+            const float sg = gc_sigmoid(g[i]), d = tile[tx][ty + GC_ROWS * k];
+            da[i] = d * sg;
+            dg[i] = d * a[i] * sg * (1.f - sg);
+        }
+    }
+}
+
+static dim3 gc_grid(long rows, int C)
+{
+    return dim3((unsigned)((C + GC_TILE - 1) / GC_TILE), (unsigned)((rows + GC_TILE - 1) / GC_TILE),
+                2);
+}
+
+extern "C" void tf_cu_gate_cmajor_fwd(tf_backend *be, float *lr_t, const float *a, const float *g,
+                                      long ld, long rows, long inner, int C)
+{
+    if (rows <= 0 || C <= 0 || inner <= 0) return;
+    TF_LAUNCH(gate_cmajor_fwd_kernel2, gc_grid(rows, C), dim3(GC_TILE, GC_ROWS), be->stream, lr_t,
+              a, g, ld, rows, inner, C);
+}
+
+extern "C" void tf_cu_gate_cmajor_bwd(tf_backend *be, float *da, float *dg, const float *dlr_t,
+                                      const float *a, const float *g, long ld, long rows,
+                                      long inner, int C)
+{
+    if (rows <= 0 || C <= 0 || inner <= 0) return;
+    TF_LAUNCH(gate_cmajor_bwd_kernel2, gc_grid(rows, C), dim3(GC_TILE, GC_ROWS), be->stream, da,
+              dg, dlr_t, a, g, ld, rows, inner, C);
+}
