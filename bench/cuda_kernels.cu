@@ -286,12 +286,11 @@ static void bench_ew(long n)
  * x W^T (NT), backward dX = dY W (NN) and dW = dY^T X (TN, K = rows), the
  * triangle product per (b, channel), the outer product per b. Then the
  * weight gradients ("dW split" rows: dW += dy^T x, few tiles, K = rows) on
- * cuBLASLt (today's default for them), on wgmma with split K capped at 16
- * (TF_CUDA_GEMM=wg) and with the wide split (TF_CUDA_WG_SPLIT=1, the default
- * routing otherwise: up to one split per SM, the partials added in-kernel by
- * a fixed-order tree). */
-static tf_backend *g_gemm_be[7]; /* lt fp32, mma fp32, lt tf32, mma tf32, wgmma fp32 (two groups
-                                    in flight, one), default fp32 with TF_CUDA_WG_SPLIT=1 */
+ * cuBLASLt (the default for them) and on wgmma with split K capped at 16
+ * (TF_CUDA_GEMM=wg). A wide split (one split per SM, the partials added by
+ * a tree) measured 1.5-10x slower than cuBLASLt there (RESULTS.md entry 13). */
+static tf_backend *g_gemm_be[6]; /* lt fp32, mma fp32, lt tf32, mma tf32, wgmma fp32 (two groups
+                                    in flight, one) */
 static void bench_gemm_one(const char *name, int ta, int tb, int M, int N, int K, int batch,
                            float beta)
 {
@@ -317,7 +316,7 @@ static void bench_gemm_one(const char *name, int ta, int tb, int M, int N, int K
     fflush(stdout);
     dfree(A), dfree(B), dfree(C);
 }
-/* a weight gradient: cuBLASLt vs wgmma (split K <= 16) vs wgmma wide split */
+/* a weight gradient: cuBLASLt vs wgmma (split K <= 16) */
 static void bench_gemm_dw(const char *name, int ta, int tb, int M, int N, int K, int batch,
                           float beta)
 {
@@ -329,14 +328,14 @@ static void bench_gemm_dw(const char *name, int ta, int tb, int M, int N, int K,
     tf_gemm_args a = {ta, tb, M, N, K, 1.f, beta, A, ac, ar * ac, B, bc, br * bc,
                       C, N, (long)M * N, batch, TF_EPI_NONE, NULL, NULL};
     const double fl = 2.0 * M * N * K * batch;
-    static const int be_k[3] = {0, 4, 6};
-    double us[3];
-    for (int k = 0; k < 3; ++k)
+    static const int be_k[2] = {0, 4};
+    double us[2];
+    for (int k = 0; k < 2; ++k)
         us[k] = time_be(g_gemm_be[be_k[k]], [&](tf_backend *be) { g_ops->gemm(be, &a, "bench"); });
     printf("%-26s %c%c M=%-4d N=%-4d K=%-6d b=%-2d fp32: lt %8.2f us (%5.1f TF/s) wgmma split<=16 "
-           "%8.2f us (x%.2f) wgmma wide split %8.2f us (x%.2f, %5.1f TF/s)\n",
+           "%8.2f us (x%.2f, %5.1f TF/s)\n",
            name, ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, batch, us[0], fl / (us[0] * 1e6), us[1],
-           us[0] / us[1], us[2], us[0] / us[2], fl / (us[2] * 1e6));
+           us[0] / us[1], fl / (us[1] * 1e6));
     fflush(stdout);
     dfree(A), dfree(B), dfree(C);
 }
@@ -455,23 +454,21 @@ int main(int argc, char **argv)
         if (want(argc, argv, "ew")) bench_ew((long)B * N * N * 256);
         if (want(argc, argv, "gemm")) {
             if (!g_gemm_be[0])
-                for (int g = 0; g < 7; ++g) {
+                for (int g = 0; g < 6; ++g) {
                     tf_backend_opts o;
                     memset(&o, 0, sizeof o);
                     o.kernel_level = 3;
                     o.tf32 = g == 2 || g == 3;
-                    setenv("TF_CUDA_GEMM", g == 6 ? "auto" : g >= 4 ? "wg" : g & 1 ? "mma" : "lt", 1);
+                    setenv("TF_CUDA_GEMM", g >= 4 ? "wg" : g & 1 ? "mma" : "lt", 1);
                     if (g == 5) setenv("TF_CUDA_WG_PIPE", "1", 1);
-                    if (g == 6) setenv("TF_CUDA_WG_SPLIT", "1", 1);
                     if (tf_cuda_backend_create(&g_gemm_be[g], &g_ops, &o, err, sizeof err)) die(err);
                     unsetenv("TF_CUDA_GEMM");
                     unsetenv("TF_CUDA_WG_PIPE");
-                    unsetenv("TF_CUDA_WG_SPLIT");
                 }
             bench_gemm(P[k].name, B, N, S);
         }
     }
-    for (int g = 0; g < 7; ++g) tf_cuda_backend_destroy(g_gemm_be[g]);
+    for (int g = 0; g < 6; ++g) tf_cuda_backend_destroy(g_gemm_be[g]);
     for (int k = 0; k < 2; ++k) tf_cuda_backend_destroy(g_k5_be[k]);
     for (int k = 1; k <= 4; ++k) tf_cuda_backend_destroy(g_be[k]);
     return 0;

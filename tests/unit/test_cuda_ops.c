@@ -388,7 +388,7 @@ static void gemm_ref_r(const rcase *c, float *r)
 }
 
 /* runs on every GEMM backend of gemm_case plus the cuBLAS fallback; nb, bs:
- * extra backends and their names (the wide split K, test_gemm_split) */
+ * extra backends and their names (split K, test_gemm_split) */
 static void gemm_r_case_on(int ta, int tb, int M, int N, int K, int batch, int pad, float beta,
                            tf_epilogue epi, int rmode, const bk *xb, const char *const *xname,
                            int nx, int all)
@@ -502,38 +502,35 @@ static void test_gemm_r(void **state)
     done();
 }
 
-/* Wide split K on the wgmma kernel (TF_CUDA_WG_SPLIT=1): the weight-gradient
- * shapes (few 128 x 128 tiles, long K; transA: dy^T x) with up to one split
- * per SM and the partials added by the fixed-order tree (mma_finish), 2 or 3
- * levels, full and ragged groups, a ragged last split, beta 0 / 1, R, DRELU.
- * The backends report the H200's 132 SMs (HOSTEMU_SMS under hostemu; a GPU
- * reports its own), so the splits are the ones the H200 runs: e.g. 64 at
- * 128 x 128 x 16384, 16 at 64 x 64 x 4096, 35 at 128 x 128 x 10000. Each case
+/* Split K on the tensor-core kernels (TF_CUDA_GEMM=wg: wgmma wherever it
+ * can, else mma.sync): the weight-gradient shapes (few 128 x 128 tiles, long
+ * K; transA: dy^T x), up to 16 splits whose partials the last split to
+ * arrive adds in split order, a ragged last split, beta 0 / 1, R, DRELU. The
+ * backends report the H200's 132 SMs (HOSTEMU_SMS under hostemu; a GPU
+ * reports its own), so the splits are the ones the H200 would run. Each case
  * runs twice, the second time with the blocks in another order under
- * hostemu (the last block of a group to arrive is another one): the same
- * bits. One backend takes the default routing with the knob on, one
- * TF_CUDA_GEMM=wg with another schedule. */
+ * hostemu (another split arrives last): the same bits. */
 static void test_gemm_split(void **state)
 {
     (void)state;
     g_fail = 0;
-    static const char *const e1[] = {"TF_CUDA_WG_SPLIT", "1", "HOSTEMU_SMS", "132", NULL};
-    static const char *const e2[] = {"TF_CUDA_WG_SPLIT", "1", "HOSTEMU_SMS", "132", "TF_CUDA_GEMM",
-                                     "wg", "TF_CUDA_WG_PIPE", "1", NULL};
+    static const char *const e1[] = {"HOSTEMU_SMS", "132", "TF_CUDA_GEMM", "wg", NULL};
+    static const char *const e2[] = {"HOSTEMU_SMS", "132", "TF_CUDA_GEMM", "wg", "TF_CUDA_WG_PIPE",
+                                     "1", NULL};
     const bk xb[2] = {bk_create(3, 0, e1), bk_create(3, 0, e2)};
-    static const char *const xn[2] = {"gemm_split(wgmma)", "gemm_split(wgmma, one group)"};
+    static const char *const xn[2] = {"gemm_split(wg)", "gemm_split(wg, one group)"};
     const int emu = getenv("TF_TEST_HOSTEMU") != NULL;
     /* ta, tb, M, N, K, batch, pad, beta (x2), epi, rmode; hostemu runs the
      * first five (~1.5 minutes), the last three take as long again each */
     static const int cs[][10] = {
-        {1, 0, 128, 128, 16384, 1, 0, 2, TF_EPI_NONE, 2},  /* dW += dy^T x: 64 splits */
-        {1, 0, 64, 64, 4096, 1, 0, 0, TF_EPI_NONE, 0},     /* the MSA's: 16 */
-        {1, 0, 128, 128, 10000, 1, 1, 2, TF_EPI_NONE, 1},  /* 35 (8,8,8,8,3), ragged last */
-        {0, 1, 128, 96, 6000, 2, 1, -1, TF_EPI_DRELU, 1},  /* batch 2: 21 each, N ragged */
-        {1, 0, 128, 128, 65536, 1, 0, 2, TF_EPI_NONE, 2},  /* 128: 16 + 2 + 1 groups */
-        {1, 0, 512, 128, 16384, 1, 0, 2, TF_EPI_NONE, 0},  /* 4 tiles x 32 */
+        {1, 0, 128, 128, 16384, 1, 0, 2, TF_EPI_NONE, 2},  /* dW += dy^T x: 16 splits */
+        {1, 0, 64, 64, 4096, 1, 0, 0, TF_EPI_NONE, 0},     /* the MSA's: 8 */
+        {1, 0, 128, 128, 10000, 1, 1, 2, TF_EPI_NONE, 1},  /* 16, ragged last */
+        {0, 1, 128, 96, 6000, 2, 1, -1, TF_EPI_DRELU, 1},  /* batch 2: 11 each, N ragged */
+        {1, 0, 128, 128, 65536, 1, 0, 2, TF_EPI_NONE, 2},  /* 16 of 4096 */
+        {1, 0, 512, 128, 16384, 1, 0, 2, TF_EPI_NONE, 0},  /* 4 tiles x 16 */
         {1, 0, 128, 512, 16384, 2, 0, 0, TF_EPI_NONE, 0},  /* 8 tiles x 16 */
-        {1, 0, 256, 64, 16384, 1, 0, 2, TF_EPI_NONE, 1},   /* 2 tiles x 64 */
+        {1, 0, 256, 64, 16384, 1, 0, 2, TF_EPI_NONE, 1},   /* 2 tiles x 16 */
     };
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; ++k) {
         if (emu && k >= 5) break;

@@ -316,10 +316,6 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
          *     1 one, with the next slice converted meanwhile, 0 one slice at a
          *     time; TF_CUDA_WG_STAGES=2: schedule 1 with 2 pipeline stages
          *     instead of 4;
-         *   TF_CUDA_WG_SPLIT=1: fp32 GEMMs with few tiles and long K (weight
-         *     gradients) on the wgmma kernel with wide split K (up to one
-         *     block per SM, a fixed-order tree adds the partials;
-         *     tf_cu_gemm_mma); 0 (default) leaves them to cuBLAS;
          *   TF_CUDA_MMA_TILE=64|128: that kernel's tile size for every shape */
         static const char *const attn_v[] = {"0", "2", "3", "4", "5"}, *const bin_v[] = {"0", "1"},
                                  *const gemm_v[] = {"auto", "wg", "mma", "nowg", "lt"},
@@ -334,9 +330,7 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
         const int kp = env_knob("TF_CUDA_WG_PIPE", pipe_v, 3, 2, err, errlen);
         const int km = env_knob("TF_CUDA_MMA_TILE", tile_v, 3, 0, err, errlen);
         const int ks = env_knob("TF_CUDA_WG_STAGES", stage_v, 2, 0, err, errlen);
-        const int kw = env_knob("TF_CUDA_WG_SPLIT", bin_v, 2, 0, err, errlen);
-        if (ka < 0 || kt < 0 || kb < 0 || kg < 0 || kp < 0 || km < 0 || ks < 0 || kw < 0)
-            goto fail;
+        if (ka < 0 || kt < 0 || kb < 0 || kg < 0 || kp < 0 || km < 0 || ks < 0) goto fail;
         be->attn_kernel = attn_k[ka];
         be->gemm_tune = kt;
         be->attn_bwd5 = kb;
@@ -347,7 +341,6 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
         be->gemm_wg = be->tf32 || kg >= 2 ? 0 : kg == 1 ? 2 : 1;
         be->wg_pipe = kp;
         be->wg_stages = ks ? 2 : 4;
-        be->wg_split = kw;
         be->mma_tile = km == 1 ? 64 : km == 2 ? 128 : 0;
     }
     TRY_CUDA(cudaSetDevice(dev));

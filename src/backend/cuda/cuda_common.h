@@ -84,8 +84,6 @@ struct tf_backend {
                          slices k and k + 1's MMAs in flight, 1 slice k + 1 converted
                          while slice k's MMAs run, 0 one slice at a time */
     int wg_stages;    /* schedule 1's pipeline stages: 4, or 2 (TF_CUDA_WG_STAGES) */
-    int wg_split;     /* 1: fp32 GEMMs with few tiles and long K on the wgmma kernel with
-                         wide split K (TF_CUDA_WG_SPLIT=1; default 0: cuBLAS keeps them) */
     int *mma_count;   /* TF_CU_MMA_COUNTERS arrival counters (the tensor-core GEMMs' split K,
                          the LayerNorm backward's tree), zero between kernels */
     int tf32;

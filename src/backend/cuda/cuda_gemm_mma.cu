@@ -35,16 +35,11 @@
  * Split K (few tiles, long K, e.g. weight gradients, K = rows of the batch):
  * grid.z = batch x splits, each split writes its raw accumulators to a
  * partial buffer (the backend's cuBLAS workspace, unused while this kernel
- * runs on the same stream); a tree of fan-in MMA_FAN adds them, each group's
- * sum taken by the last of its members to arrive (counters per group, reset
- * by that member for the next launch and graph replay; mma_finish in
- * cuda_gemm_mma.h), in index order, and the root's writes C. The order is
- * fixed, so the result does not depend on which split finished last: the
- * GEMM is deterministic, in one launch, without the separate reduce kernel
- * cuBLAS adds. At most 16 splits, except on the wgmma kernel with
- * TF_CUDA_WG_SPLIT=1 (be->wg_split): there weight gradients (few tiles, K
- * >= 1024) get up to one split per SM, each at least 256 deep, so that one
- * wave fills the GPU. */
+ * runs on the same stream); the last split of a tile to arrive (a counter per
+ * tile, reset by that split for the next launch and graph replay) adds the
+ * partials in split order and writes C. The order is fixed, so the result
+ * does not depend on which split finished last: the GEMM is deterministic, in
+ * one launch, without the separate reduce kernel cuBLAS adds. */
 #include "cuda_gemm_mma.h"
 
 template <int BM, int BN, int WM, int WN, bool TA, bool TB, int VEC, bool X3>
@@ -206,8 +201,6 @@ extern "C" int tf_cu_gemm_mma(tf_backend *be, const tf_gemm_args *a)
     p.B = a->B, p.ldb = a->ldb, p.sB = a->strideB;
     p.C = a->C, p.ldc = a->ldc, p.sC = a->strideC;
     p.alpha = a->alpha, p.beta = a->beta, p.relu = a->epilogue == TF_EPI_RELU;
-    p.R = a->R ? a->R : a->C;
-    p.aux = a->epilogue == TF_EPI_DRELU ? a->aux : NULL;
     /* 16-byte copies: aligned matrices and rows, contiguous extents in 4s */
     const int acont = a->transA ? a->M : a->K, bcont = a->transB ? a->K : a->N;
     const int vec = aligned16(a->A, a->strideA, a->batch) && aligned16(a->B, a->strideB, a->batch) &&
@@ -215,22 +208,16 @@ extern "C" int tf_cu_gemm_mma(tf_backend *be, const tf_gemm_args *a)
                             bcont % 4 == 0
                         ? 4
                         : 1;
-    p.vec2 = a->ldc % 2 == 0 && ((uintptr_t)a->C & 7) == 0 && ((uintptr_t)p.R & 7) == 0 &&
-             ((uintptr_t)p.aux & 7) == 0 && (a->batch == 1 || a->strideC % 2 == 0);
+    p.vec2 = a->ldc % 2 == 0 && ((uintptr_t)a->C & 7) == 0 && (a->batch == 1 || a->strideC % 2 == 0);
     const long sms = be->sm_count;
     const long big_tiles = (long)a->batch * ((a->M + 127) / 128) * ((a->N + 127) / 128);
     /* fp32 on wgmma (cuda_gemm_wgmma.cu, 128 x 128 tiles only): everywhere
      * (TF_CUDA_GEMM=wg), or where it measured faster than cuBLAS' FFMA and
      * mma.sync on the H200 (bench/cuda_kernels.sh gemm, RESULTS.md entry 11):
      * full tiles, K >= 128, more tiles than half the SMs (no split K) */
-    int wg = !be->tf32 && (be->gemm_wg == 2 ||
-                           (be->gemm_wg == 1 && a->K >= 128 && a->M >= 128 && a->N >= 128 &&
-                            big_tiles * 2 > sms));
-    /* TF_CUDA_WG_SPLIT=1: also the weight gradients (few tiles, long K), with
-     * wide split K below (cuBLAS' split-K kernels and their reduce launches
-     * otherwise) */
-    const int wide = !be->tf32 && be->gemm_wg && be->wg_split;
-    if (wide && a->K >= 1024 && a->M >= 64 && a->N >= 64 && big_tiles * 2 <= sms) wg = 1;
+    const int wg = !be->tf32 && (be->gemm_wg == 2 ||
+                                 (be->gemm_wg == 1 && a->K >= 128 && a->M >= 128 &&
+                                  a->N >= 128 && big_tiles * 2 > sms));
     /* 128 x 128 tiles when they fill the GPU twice and are full: a batch of
      * 64 x 64 products (the small problem's triangle product) would use a
      * quarter of each (31 vs cuBLAS' 11 us on the H200) */
@@ -239,20 +226,16 @@ extern "C" int tf_cu_gemm_mma(tf_backend *be, const tf_gemm_args *a)
     const int bm = big ? 128 : 64, bn = big ? 128 : 64;
     const long tiles = (long)a->batch * ((a->M + bm - 1) / bm) * ((a->N + bn - 1) / bn);
     /* split K when the tiles leave most of the GPU idle and K is long: up to
-     * one block per SM, each split at least 512 deep, at most 16 splits (on
-     * wgmma with wg_split: at least 256 deep, no cap but one wave); as many
-     * partials as fit in the workspace, as many counters as the backend has */
+     * one block per SM, each split at least 512 deep, at most 16 splits */
     int splits = 1;
     if (tiles * 2 <= sms && a->K >= 1024) {
-        const int w = wg && wide;
         long s = sms / tiles;
-        if (s > a->K / (w ? 256 : 512)) s = a->K / (w ? 256 : 512);
-        if (!w && s > 16) s = 16;
+        if (s > a->K / 512) s = a->K / 512;
+        if (s > 16) s = 16; /* the last split of a tile reads all partials */
         const long per = (long)bm * bn; /* partial floats per tile and split (= ACC * NT) */
         const long cap = (long)(TF_CU_WORKSPACE_BYTES / sizeof(float));
-        while (s > 1 && (tiles * s * per > cap ||
-                         tiles * mma_tree_counters((int)s) > TF_CU_MMA_COUNTERS))
-            --s;
+        while (s > 1 && tiles * s * per > cap) --s;
+        if (tiles > TF_CU_MMA_COUNTERS) s = 1;
         splits = (int)(s < 1 ? 1 : s);
     }
     p.splits = 1;

@@ -1,7 +1,7 @@
 /* What the tensor-core GEMM kernels share (cuda_gemm_mma.cu: mma.sync, any
  * tile; cuda_gemm_wgmma.cu: wgmma, fp32 only): the arguments, the cp.async
  * copy of a BK slice of the A and B tiles into shared memory in their global
- * layouts, and the split-K tree + epilogue of the accumulators. See
+ * layouts, and the split-K + epilogue of the accumulators. See
  * cuda_gemm_mma.cu for the design. */
 #ifndef TF_CUDA_GEMM_MMA_H
 #define TF_CUDA_GEMM_MMA_H
@@ -13,20 +13,6 @@
 
 #define MMA_BK 32
 #define MMA_STAGES 3
-/* split K: partials are added by a fixed-order tree of this fan-in */
-#define MMA_FAN 8
-
-/* arrival counters per tile of the split-K tree over s splits: one per group
- * of MMA_FAN at every level up to the root */
-__host__ __device__ inline int mma_tree_counters(int s)
-{
-    int n = 0;
-    while (s > 1) {
-        s = (s + MMA_FAN - 1) / MMA_FAN;
-        n += s;
-    }
-    return n;
-}
 
 typedef struct {
     int M, N, K, splits, kchunk; /* kchunk: K per split, a multiple of MMA_BK */
@@ -38,11 +24,9 @@ typedef struct {
     long ldc, sC;
     float alpha, beta;
     int relu;
-    const float *R;   /* what beta scales, with C's ldc and sC: tf_gemm_args.R, or C */
-    const float *aux; /* DRELU's mask (C = aux > 0 ? C : 0), C's ldc and sC; NULL: none */
-    int vec2;    /* C, R and aux rows and matrices 8-byte aligned: pairs of columns as float2 */
+    int vec2;    /* C rows and matrices 8-byte aligned: pairs of columns stored as float2 */
     float *part; /* split K: [tile][split][accumulators of the block] */
-    int *count;  /* split K: [tile][mma_tree_counters(splits)] arrivals, 0 between launches */
+    int *count;  /* split K: arrivals per tile, 0 between launches */
 } mma_args;
 
 /* ---- cp.async (and its emulation under hostemu) ----------------------------- */
@@ -128,23 +112,11 @@ __device__ __forceinline__ void mma_load(float *st, const mma_args &p, const flo
     }
 }
 
-/* Split K (p.splits > 1) and the epilogue (alpha, beta on R, ReLU, the DRELU
- * mask, float2 stores) of a warp's MI x NI fragments of 16 x 8 (mma.sync's C
- * layout: (c0, c1) at row g, (c2, c3) at g + 8), the warp's tile at (wm, wn)
- * in the block's, NT threads.
- *
- * Split K: every split stores its accumulators in its slot of the tile's
- * partials; then a tree of fan-in MMA_FAN adds them. At each level the
- * members (splits, then groups' sums) form groups of MMA_FAN consecutive
- * ones; the last member of a group to arrive (an atomic counter per group,
- * reset by that member for the next launch and graph replay) adds the
- * group's values in index order and stores the sum in the slot of the
- * group's first member (read by no one else any more), as a member of the
- * next level; the root group's sum goes to the epilogue. Which block does an
- * addition depends on timing, what is added in which order does not: the
- * result is the same bits in every run. Blocks that are not the last of
- * their group return early. Partials are read through L2 (__ldcg): other
- * SMs wrote them. */
+/* Split K (p.splits > 1: add this split's partials, the last to arrive sums
+ * them in split order) and the epilogue (alpha, beta, ReLU, float2 stores) of
+ * a warp's MI x NI fragments of 16 x 8 (mma.sync's C layout: (c0, c1) at row
+ * g, (c2, c3) at g + 8), the warp's tile at (wm, wn) in the block's, NT
+ * threads. Returns early in the splits that are not the last. */
 template <int MI, int NI, int NT>
 __device__ __forceinline__ void mma_finish(const mma_args &p, float (*acc)[NI][4], int m0, int n0,
                                            int wm, int wn, int bi, int sp)
@@ -152,12 +124,10 @@ __device__ __forceinline__ void mma_finish(const mma_args &p, float (*acc)[NI][4
     constexpr int ACC = MI * NI * 4;
     const int tid = (int)threadIdx.x, lane = tid & 31, g = lane >> 2, t = lane & 3;
     if (p.splits > 1) {
-        /* slots [e][thread] so that the stores coalesce */
+        /* this split's accumulators, [e][thread] so that the stores coalesce */
         const long tile = ((long)bi * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
-        const long per = (long)ACC * NT;
-        float *base = p.part + tile * p.splits * per;
-        int *cnt = p.count + tile * mma_tree_counters(p.splits);
-        float *mine = base + (long)sp * per;
+        float *base = p.part + tile * p.splits * (long)(ACC * NT);
+        float *mine = base + (long)sp * (ACC * NT);
 #pragma unroll
         for (int i = 0; i < MI; ++i)
 #pragma unroll
@@ -165,34 +135,13 @@ __device__ __forceinline__ void mma_finish(const mma_args &p, float (*acc)[NI][4
 #pragma unroll
                 for (int e = 0; e < 4; ++e)
                     mine[((i * NI + j) * 4 + e) * NT + tid] = acc[i][j][e];
+        __threadfence(); /* the partials are visible before the arrival is counted */
+        __syncthreads();
         __shared__ int last;
-        /* level: n members, member k in slot k * stride, its group's counter
-         * at cnt[coff + k / MMA_FAN]; the root group (n <= MMA_FAN) adds into
-         * acc, below the loop (acc is dead in it: no registers held) */
-        int n = p.splits, stride = 1;
-        for (int idx = sp, coff = 0;;) {
-            const int grp = idx / MMA_FAN, first = grp * MMA_FAN, size = min(MMA_FAN, n - first);
-            __threadfence(); /* the stores are visible before the arrival is counted */
-            __syncthreads(); /* ... everyone's; `last` of the level before is read */
-            if (tid == 0) {
-                last = atomicAdd(&cnt[coff + grp], 1) == size - 1;
-                if (last) cnt[coff + grp] = 0; /* ready for the next launch */
-            }
-            __syncthreads();
-            if (!last) return;
-            __threadfence();
-            if (n <= MMA_FAN) break;
-            float *gs = base + (long)first * stride * per; /* the group's first slot */
-#pragma unroll 4
-            for (int k = 0; k < ACC; ++k) {
-                const long o = (long)k * NT + tid;
-                float v = 0.f;
-                for (int q = 0; q < size; ++q) v += __ldcg(gs + (long)q * stride * per + o);
-                gs[o] = v;
-            }
-            idx = grp, coff += (n + MMA_FAN - 1) / MMA_FAN;
-            n = (n + MMA_FAN - 1) / MMA_FAN, stride *= MMA_FAN;
-        }
+        if (tid == 0) last = atomicAdd(&p.count[tile], 1) == p.splits - 1;
+        __syncthreads();
+        if (!last) return;
+        __threadfence();
 #pragma unroll
         for (int i = 0; i < MI; ++i)
 #pragma unroll
@@ -200,14 +149,14 @@ __device__ __forceinline__ void mma_finish(const mma_args &p, float (*acc)[NI][4
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     const long o = ((i * NI + j) * 4 + e) * NT + tid;
-                    float v = 0.f;
-                    for (int q = 0; q < n; ++q) v += __ldcg(base + (long)q * stride * per + o);
-                    acc[i][j][e] = v;
+                    float s = 0.f;
+                    for (int q = 0; q < p.splits; ++q) s += __ldcg(base + q * (long)(ACC * NT) + o);
+                    acc[i][j][e] = s;
                 }
+        if (tid == 0) p.count[tile] = 0; /* ready for the next launch */
     }
 
     float *C = p.C + (long)bi * p.sC;
-    const float *R = p.R + (long)bi * p.sC, *X = p.aux ? p.aux + (long)bi * p.sC : NULL;
 #pragma unroll
     for (int i = 0; i < MI; ++i)
 #pragma unroll
@@ -217,29 +166,23 @@ __device__ __forceinline__ void mma_finish(const mma_args &p, float (*acc)[NI][4
                 const int r = m0 + wm + i * 16 + g + h * 8;
                 const int c = n0 + wn + j * 8 + 2 * t;
                 if (r >= p.M || c >= p.N) continue;
-                const long o = (long)r * p.ldc + c;
+                float *dst = C + (long)r * p.ldc + c;
                 float v0 = p.alpha * acc[i][j][2 * h], v1 = p.alpha * acc[i][j][2 * h + 1];
                 if (p.vec2 && c + 1 < p.N) {
                     if (p.beta != 0.f) {
-                        const float2 q = *(const float2 *)(R + o);
-                        v0 += p.beta * q.x, v1 += p.beta * q.y;
+                        const float2 o = *(const float2 *)dst;
+                        v0 += p.beta * o.x, v1 += p.beta * o.y;
                     }
                     if (p.relu) v0 = fmaxf(v0, 0.f), v1 = fmaxf(v1, 0.f);
-                    if (X) {
-                        const float2 x = *(const float2 *)(X + o);
-                        v0 = x.x > 0.f ? v0 : 0.f, v1 = x.y > 0.f ? v1 : 0.f;
-                    }
-                    *(float2 *)(C + o) = make_float2(v0, v1);
+                    *(float2 *)dst = make_float2(v0, v1);
                 } else {
-                    if (p.beta != 0.f) v0 += p.beta * R[o];
+                    if (p.beta != 0.f) v0 += p.beta * dst[0];
                     if (p.relu) v0 = fmaxf(v0, 0.f);
-                    if (X) v0 = X[o] > 0.f ? v0 : 0.f;
-                    C[o] = v0;
+                    dst[0] = v0;
                     if (c + 1 < p.N) {
-                        if (p.beta != 0.f) v1 += p.beta * R[o + 1];
+                        if (p.beta != 0.f) v1 += p.beta * dst[1];
                         if (p.relu) v1 = fmaxf(v1, 0.f);
-                        if (X) v1 = X[o + 1] > 0.f ? v1 : 0.f;
-                        C[o + 1] = v1;
+                        dst[1] = v1;
                     }
                 }
             }

@@ -29,10 +29,7 @@
  * gained 1-5%, 4 stages instead of 2 another 5-11%, two groups in flight
  * with one barrier per slice (schedule 2, the default) another 2-10%; what
  * is left is one block per SM (up to 224 registers a thread) and B
- * converted per slice by the whole block (NOTES.md). With TF_CUDA_WG_SPLIT=1
- * it also takes the weight gradients (few tiles, long K) with up to one split
- * per SM (tf_cu_gemm_mma): measured 1.5-10x slower than cuBLAS' split-K
- * FFMA kernels there (RESULTS.md entry 13), hence off by default.
+ * converted per slice by the whole block (NOTES.md).
  *
  * Needs sm_90a code (wgmma does not exist in plain sm_90): CMake compiles
  * this file for sm_90a when the build targets 90 (CMakeLists.txt), and
