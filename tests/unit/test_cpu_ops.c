@@ -909,11 +909,11 @@ static void test_permute(void **state) {
  * [rows, 2C] ones (ld 2C) */
 static void test_gate_cmajor(void **state) {
     (void)state;
-    const long rows = 39;
+    const long rows = 195; /* 64-row blocks (the CPU's unit) across the b boundaries */
     const int C = 12;
     const size_t n = (size_t)rows * 2 * C;
     for (int merged = 0; merged <= 1; merged++)
-    for (long inner = 13; inner <= rows; inner += rows - 13) {
+    for (long inner = 65; inner <= rows; inner += rows - 65) {
         const long ld = merged ? 4 * C : 2 * C;
         float *x = tf_test_falloc((size_t)rows * ld), *gx = tf_test_falloc(n);
         float *a = tf_test_falloc(n), *g = tf_test_falloc(n), *dyt = tf_test_falloc(n);

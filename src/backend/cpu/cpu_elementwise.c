@@ -72,31 +72,65 @@ void tf_cpu_gate_bwd(tf_backend *be, float *da, float *dg, const float *dy, cons
     }
 }
 
-/* gated L|R to channel-major: per (s, b, c) row of lr_t, its rows p in order */
+/* gated L|R to channel-major, in blocks of GC_BLK rows (the threads' unit):
+ * the gating runs along each row (as gate_fwd/_bwd do) into a per-thread
+ * [GC_BLK, 2C] tile, which is then transposed into (or out of) the 2C
+ * channel-major rows; off[] holds each row's place, b*C*inner + p, within
+ * its (s, c) row */
+#define GC_BLK 64
+static void gc_offsets(long *off, long r0, long r1, long inner, int C) {
+    for (long r = r0; r < r1; r++) {
+        const long b = r / inner;
+        off[r - r0] = b * C * inner + (r - b * inner);
+    }
+}
+
 void tf_cpu_gate_cmajor_fwd(tf_backend *be, float *lr_t, const float *a, const float *g, long ld,
                             long rows, long inner, int C) {
-    const long nb = rows / inner;
+    const long nb = rows / inner, nblk = (rows + GC_BLK - 1) / GC_BLK, w = 2 * (long)C;
+    float *tiles = tf_cpu_scratch(be, (size_t)be->threads * GC_BLK * (size_t)w * sizeof(float));
 #pragma omp parallel for schedule(static) num_threads(be->threads) if (rows * C >= TF_CPU_PAR_MIN)
-    for (long sbc = 0; sbc < 2 * nb * C; sbc++) { /* (s, b, c) */
-        const long s = sbc / (nb * C), b = sbc / C % nb, c = sbc % C;
-        float *o = lr_t + sbc * inner;
-        const float *ar = a + b * inner * ld + s * C + c, *gr = g + b * inner * ld + s * C + c;
-        for (long p = 0; p < inner; p++) o[p] = ar[p * ld] * tf_cpu_sigmoidf(gr[p * ld]);
+    for (long k = 0; k < nblk; k++) {
+        const long r0 = k * GC_BLK, r1 = r0 + GC_BLK < rows ? r0 + GC_BLK : rows;
+        float *t = tiles + (size_t)omp_get_thread_num() * GC_BLK * (size_t)w;
+        long off[GC_BLK];
+        gc_offsets(off, r0, r1, inner, C);
+        for (long r = r0; r < r1; r++) {
+            const float *ar = a + r * ld, *gr = g + r * ld;
+            float *tr = t + (r - r0) * w;
+            for (long sc = 0; sc < w; sc++) tr[sc] = ar[sc] * tf_cpu_sigmoidf(gr[sc]);
+        }
+        for (long sc = 0; sc < w; sc++) {
+            float *o = lr_t + (sc / C * nb * C + sc % C) * inner;
+            for (long r = r0; r < r1; r++) o[off[r - r0]] = t[(r - r0) * w + sc];
+        }
     }
 }
 
 void tf_cpu_gate_cmajor_bwd(tf_backend *be, float *da, float *dg, const float *dlr_t,
                             const float *a, const float *g, long ld, long rows, long inner, int C) {
-    const long nb = rows / inner;
+    const long nb = rows / inner, nblk = (rows + GC_BLK - 1) / GC_BLK, w = 2 * (long)C;
+    float *tiles = tf_cpu_scratch(be, (size_t)be->threads * GC_BLK * (size_t)w * sizeof(float));
 #pragma omp parallel for schedule(static) num_threads(be->threads) if (rows * C >= TF_CPU_PAR_MIN)
-    for (long r = 0; r < rows; r++)
-        for (long sc = 0; sc < 2 * (long)C; sc++) {
-            const long i = r * ld + sc, s = sc / C, c = sc % C, b = r / inner, p = r % inner;
-            const float *dy = dlr_t + ((s * nb + b) * C + c) * inner + p;
-            const float sg = tf_cpu_sigmoidf(g[i]), d = *dy, ai = a[i];
-            da[i] = d * sg;
-            dg[i] = d * ai * sg * (1.0f - sg);
+    for (long k = 0; k < nblk; k++) {
+        const long r0 = k * GC_BLK, r1 = r0 + GC_BLK < rows ? r0 + GC_BLK : rows;
+        float *t = tiles + (size_t)omp_get_thread_num() * GC_BLK * (size_t)w;
+        long off[GC_BLK];
+        gc_offsets(off, r0, r1, inner, C);
+        for (long sc = 0; sc < w; sc++) {
+            const float *dy = dlr_t + (sc / C * nb * C + sc % C) * inner;
+            for (long r = r0; r < r1; r++) t[(r - r0) * w + sc] = dy[off[r - r0]];
         }
+        for (long r = r0; r < r1; r++) {
+            const float *ar = a + r * ld, *gr = g + r * ld, *tr = t + (r - r0) * w;
+            float *dar = da + r * ld, *dgr = dg + r * ld;
+            for (long sc = 0; sc < w; sc++) {
+                const float sg = tf_cpu_sigmoidf(gr[sc]), d = tr[sc], ai = ar[sc];
+                dar[sc] = d * sg;
+                dgr[sc] = d * ai * sg * (1.0f - sg);
+            }
+        }
+    }
 }
 
 void tf_cpu_gate_residual_fwd(tf_backend *be, float *out, const float *res, const float *a,
