@@ -291,22 +291,31 @@ static void bench_ew(long n)
  * a tree) measured 1.5-10x slower than cuBLASLt there (RESULTS.md entry 13). */
 static tf_backend *g_gemm_be[6]; /* lt fp32, mma fp32, lt tf32, mma tf32, wgmma fp32 (two groups
                                     in flight, one) */
-static void bench_gemm_one(const char *name, int ta, int tb, int M, int N, int K, int batch,
-                           float beta)
+/* Times one GEMM shape on the backends g_gemm_be[be_k[0..n)] into us[];
+ * fl: its FLOPs. Returns 0 (nothing timed) when TF_BENCH_GEMM=text is set
+ * and the name does not contain it (e.g. to put one shape under ncu). */
+static int bench_gemm_time(const char *name, int ta, int tb, int M, int N, int K, int batch,
+                           float beta, const int *be_k, int n, double *us, double *fl)
 {
-    /* TF_BENCH_GEMM=text: only the shapes whose name contains it (e.g. to
-     * put one shape under ncu) */
     const char *only = getenv("TF_BENCH_GEMM");
-    if (only && *only && !strstr(name, only)) return;
+    if (only && *only && !strstr(name, only)) return 0;
     const long ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
     float *A = drand((size_t)ar * ac * batch, 1.f, 1), *B = drand((size_t)br * bc * batch, 1.f, 2);
     float *C = drand((size_t)M * N * batch, 1.f, 3);
     tf_gemm_args a = {ta, tb, M, N, K, 1.f, beta, A, ac, ar * ac, B, bc, br * bc,
                       C, N, (long)M * N, batch, TF_EPI_NONE, NULL, NULL};
-    const double fl = 2.0 * M * N * K * batch;
-    double us[6];
-    for (int k = 0; k < 6; ++k)
-        us[k] = time_be(g_gemm_be[k], [&](tf_backend *be) { g_ops->gemm(be, &a, "bench"); });
+    *fl = 2.0 * M * N * K * batch;
+    for (int k = 0; k < n; ++k)
+        us[k] = time_be(g_gemm_be[be_k[k]], [&](tf_backend *be) { g_ops->gemm(be, &a, "bench"); });
+    dfree(A), dfree(B), dfree(C);
+    return 1;
+}
+static void bench_gemm_one(const char *name, int ta, int tb, int M, int N, int K, int batch,
+                           float beta)
+{
+    static const int be_k[6] = {0, 1, 2, 3, 4, 5};
+    double us[6], fl;
+    if (!bench_gemm_time(name, ta, tb, M, N, K, batch, beta, be_k, 6, us, &fl)) return;
     printf("%-22s %c%c M=%-6d N=%-5d K=%-6d b=%-4d fp32: lt %8.2f us mma %8.2f us (x%.2f, "
            "%5.1f TF/s) wgmma %8.2f us (x%.2f, %5.1f TF/s; one group %8.2f)  tf32: lt %8.2f "
            "mma %8.2f (x%.2f, %5.1f TF/s)\n",
@@ -314,30 +323,19 @@ static void bench_gemm_one(const char *name, int ta, int tb, int M, int N, int K
            fl / (us[1] * 1e6), us[4], us[0] / us[4], fl / (us[4] * 1e6), us[5], us[2], us[3],
            us[2] / us[3], fl / (us[3] * 1e6));
     fflush(stdout);
-    dfree(A), dfree(B), dfree(C);
 }
 /* a weight gradient: cuBLASLt vs wgmma (split K <= 16) */
 static void bench_gemm_dw(const char *name, int ta, int tb, int M, int N, int K, int batch,
                           float beta)
 {
-    const char *only = getenv("TF_BENCH_GEMM");
-    if (only && *only && !strstr(name, only)) return;
-    const long ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
-    float *A = drand((size_t)ar * ac * batch, 1.f, 1), *B = drand((size_t)br * bc * batch, 1.f, 2);
-    float *C = drand((size_t)M * N * batch, 1.f, 3);
-    tf_gemm_args a = {ta, tb, M, N, K, 1.f, beta, A, ac, ar * ac, B, bc, br * bc,
-                      C, N, (long)M * N, batch, TF_EPI_NONE, NULL, NULL};
-    const double fl = 2.0 * M * N * K * batch;
     static const int be_k[2] = {0, 4};
-    double us[2];
-    for (int k = 0; k < 2; ++k)
-        us[k] = time_be(g_gemm_be[be_k[k]], [&](tf_backend *be) { g_ops->gemm(be, &a, "bench"); });
+    double us[2], fl;
+    if (!bench_gemm_time(name, ta, tb, M, N, K, batch, beta, be_k, 2, us, &fl)) return;
     printf("%-26s %c%c M=%-4d N=%-4d K=%-6d b=%-2d fp32: lt %8.2f us (%5.1f TF/s) wgmma split<=16 "
            "%8.2f us (x%.2f, %5.1f TF/s)\n",
            name, ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, batch, us[0], fl / (us[0] * 1e6), us[1],
            us[0] / us[1], fl / (us[1] * 1e6));
     fflush(stdout);
-    dfree(A), dfree(B), dfree(C);
 }
 static void bench_gemm(const char *p, int B, int N, int S)
 {

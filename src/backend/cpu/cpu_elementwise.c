@@ -62,14 +62,19 @@ void tf_cpu_gate_fwd(tf_backend *be, float *y, const float *a, const float *g, l
         y[i] = a[i] * tf_cpu_sigmoidf(g[i]);
 }
 
+/* y = a sigmoid(g)'s gradients: da = dy*s, dg = dy*a*s*(1-s) (gate_bwd and
+ * gate_cmajor_bwd: one definition, the same bits) */
+static inline void gate_bwd_one(float *da, float *dg, float d, float a, float g) {
+    const float s = tf_cpu_sigmoidf(g);
+    *da = d * s;
+    *dg = d * a * s * (1.0f - s);
+}
+
 void tf_cpu_gate_bwd(tf_backend *be, float *da, float *dg, const float *dy, const float *a,
                      const float *g, long n) {
     PAR_FOR
-    for (long i = 0; i < n; i++) {
-        const float s = tf_cpu_sigmoidf(g[i]), d = dy[i], ai = a[i];
-        da[i] = d * s;
-        dg[i] = d * ai * s * (1.0f - s);
-    }
+    for (long i = 0; i < n; i++)
+        gate_bwd_one(&da[i], &dg[i], dy[i], a[i], g[i]);
 }
 
 /* gated L|R to channel-major, in blocks of GC_BLK rows (the threads' unit):
@@ -124,11 +129,7 @@ void tf_cpu_gate_cmajor_bwd(tf_backend *be, float *da, float *dg, const float *d
         for (long r = r0; r < r1; r++) {
             const float *ar = a + r * ld, *gr = g + r * ld, *tr = t + (r - r0) * w;
             float *dar = da + r * ld, *dgr = dg + r * ld;
-            for (long sc = 0; sc < w; sc++) {
-                const float sg = tf_cpu_sigmoidf(gr[sc]), d = tr[sc], ai = ar[sc];
-                dar[sc] = d * sg;
-                dgr[sc] = d * ai * sg * (1.0f - sg);
-            }
+            for (long sc = 0; sc < w; sc++) gate_bwd_one(&dar[sc], &dgr[sc], tr[sc], ar[sc], gr[sc]);
         }
     }
 }

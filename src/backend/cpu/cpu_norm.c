@@ -89,6 +89,21 @@ static inline void ln_bwd_row(float *dx, const float *dout, const float *x, floa
     }
 }
 
+/* The chunks' partial rows (nq vectors of C, cp apart, per chunk) added in
+ * chunk order into chunk 0, then vector q into out[q] (+=). */
+static void ln_add_chunks(float *part, long nchunk, size_t cp, int nq, float *const *out, int C) {
+    const size_t w = (size_t)nq * cp;
+    for (long k = 1; k < nchunk; k++) {
+        const float *pk = part + (size_t)k * w;
+#pragma omp simd
+        for (size_t c = 0; c < w; c++)
+            part[c] += pk[c];
+    }
+    for (int q = 0; q < nq; q++)
+        for (int c = 0; c < C; c++)
+            out[q][c] += part[(size_t)q * cp + c];
+}
+
 void tf_cpu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta, const float *dout,
                           const float *x, const float *mean, const float *rstd, const float *gamma,
                           long rows, int C, int accumulate) {
@@ -114,17 +129,7 @@ void tf_cpu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta
             }
         }
     }
-    /* Fixed-order reduction of the chunk partials into chunk 0, then +=. */
-    for (long k = 1; k < nchunk; k++) {
-        const float *pg = part + (size_t)k * 2 * cp;
-#pragma omp simd
-        for (size_t c = 0; c < 2 * cp; c++)
-            part[c] += pg[c];
-    }
-    for (int c = 0; c < C; c++) {
-        dgamma[c] += part[c];
-        dbeta[c] += part[cp + c];
-    }
+    ln_add_chunks(part, nchunk, cp, 2, (float *const[]){dgamma, dbeta}, C);
 }
 
 /* Per chunk of rows: recompute y1, then LN2's backward (into a per-thread
@@ -164,18 +169,7 @@ void tf_cpu_layernorm2_bwd(tf_backend *be, float *dx, float *dg1, float *db1, fl
             }
         }
     }
-    for (long k = 1; k < nchunk; k++) {
-        const float *pk = part + (size_t)k * 4 * cp;
-#pragma omp simd
-        for (size_t c = 0; c < 4 * cp; c++)
-            part[c] += pk[c];
-    }
-    for (int c = 0; c < C; c++) {
-        dg1[c] += part[c];
-        db1[c] += part[cp + c];
-        dg2[c] += part[2 * cp + c];
-        db2[c] += part[3 * cp + c];
-    }
+    ln_add_chunks(part, nchunk, cp, 4, (float *const[]){dg1, db1, dg2, db2}, C);
 }
 
 void tf_cpu_softmax_fwd(tf_backend *be, float *y, const float *x, long rows, int cols) {

@@ -222,6 +222,18 @@ static inline unsigned tf_cu_grid(const tf_backend *be, long n, int threads)
 }
 
 /* ---- device helpers ------------------------------------------------------- */
+/* The gating arithmetic (cuda_elementwise.cu's gates, cuda_gate_cmajor.cu,
+ * the distance head): one definition, so the fused ops give the same bits. */
+__device__ __forceinline__ float tf_sigmoidf(float x) { return 1.f / (1.f + expf(-x)); }
+/* y = a sigmoid(g)'s gradients: da = dy*s, dg = dy*a*s*(1-s); da/dg may alias
+ * dy/a elementwise */
+__device__ __forceinline__ void tf_gate_bwd_one(float *da, float *dg, float dy, float a, float g)
+{
+    const float s = tf_sigmoidf(g);
+    *da = dy * s;
+    *dg = dy * a * s * (1.f - s);
+}
+
 /* Butterfly sum: every lane ends with the same, bitwise identical value
  * (each step adds a pair in both orders, and float addition commutes). */
 __device__ __forceinline__ float tf_warp_sum(float v)

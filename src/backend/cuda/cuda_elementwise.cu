@@ -5,7 +5,6 @@
 
 #define EW_THREADS 256
 
-__device__ __forceinline__ float sigmoidf_(float x) { return 1.f / (1.f + expf(-x)); }
 /* relu that lets NaN through, like PyTorch */
 __device__ __forceinline__ float reluf_(float x) { return x < 0.f ? 0.f : x; }
 
@@ -45,7 +44,7 @@ struct ScaleF {
     __device__ float operator()(float x, float, float) const { return alpha * x; }
 };
 struct SigmoidF {
-    __device__ float operator()(float x, float, float) const { return sigmoidf_(x); }
+    __device__ float operator()(float x, float, float) const { return tf_sigmoidf(x); }
 };
 struct ReluF {
     __device__ float operator()(float x, float, float) const { return reluf_(x); }
@@ -57,10 +56,10 @@ struct ReluBwdF { /* (dy, y) */
     __device__ float operator()(float dy, float y, float) const { return y > 0.f ? dy : 0.f; }
 };
 struct GateF { /* (a, g) */
-    __device__ float operator()(float a, float g, float) const { return a * sigmoidf_(g); }
+    __device__ float operator()(float a, float g, float) const { return a * tf_sigmoidf(g); }
 };
 struct GateResF { /* (res, a, g) */
-    __device__ float operator()(float r, float a, float g) const { return r + a * sigmoidf_(g); }
+    __device__ float operator()(float r, float a, float g) const { return r + a * tf_sigmoidf(g); }
 };
 
 extern "C" __global__ void add_kernel1(float *y, const float *a, const float *b, long n)
@@ -103,13 +102,7 @@ extern "C" __global__ void gate_residual_fwd_kernel1(float *out, const float *re
     ew3(out, res, a, g, n, GateResF());
 }
 
-/* two outputs: da = dy*s, dg = dy*a*s*(1-s); da/dg may alias dy/a elementwise */
-__device__ __forceinline__ void gate_bwd_one(float *da, float *dg, float dy, float a, float g)
-{
-    const float s = sigmoidf_(g);
-    *da = dy * s;
-    *dg = dy * a * s * (1.f - s);
-}
+/* two outputs (tf_gate_bwd_one): da = dy*s, dg = dy*a*s*(1-s) */
 extern "C" __global__ void gate_bwd_kernel1(float *da, float *dg, const float *dy, const float *a,
                                             const float *g, long n)
 {
@@ -123,29 +116,36 @@ extern "C" __global__ void gate_bwd_kernel1(float *da, float *dg, const float *d
         const float4 a4 = reinterpret_cast<const float4 *>(a)[i];
         const float4 g4 = reinterpret_cast<const float4 *>(g)[i];
         float4 r, s;
-        gate_bwd_one(&r.x, &s.x, y4.x, a4.x, g4.x);
-        gate_bwd_one(&r.y, &s.y, y4.y, a4.y, g4.y);
-        gate_bwd_one(&r.z, &s.z, y4.z, a4.z, g4.z);
-        gate_bwd_one(&r.w, &s.w, y4.w, a4.w, g4.w);
+        tf_gate_bwd_one(&r.x, &s.x, y4.x, a4.x, g4.x);
+        tf_gate_bwd_one(&r.y, &s.y, y4.y, a4.y, g4.y);
+        tf_gate_bwd_one(&r.z, &s.z, y4.z, a4.z, g4.z);
+        tf_gate_bwd_one(&r.w, &s.w, y4.w, a4.w, g4.w);
         reinterpret_cast<float4 *>(da)[i] = r;
         reinterpret_cast<float4 *>(dg)[i] = s;
     }
     for (long i = nv * 4 + tid; i < n; i += stride) {
         float r, s;
-        gate_bwd_one(&r, &s, dy[i], a[i], g[i]);
+        tf_gate_bwd_one(&r, &s, dy[i], a[i], g[i]);
         da[i] = r;
         dg[i] = s;
     }
 }
 
 /* C[p*strideC + r*ldc + c] = relu(...) for p < batch, r < M, c < N */
+/* element i of `batch` strided [M, N] matrices (i = (p*M + r)*N + c): its
+ * offset p*stride + r*ld + c */
+__device__ __forceinline__ long strided_at(long i, int M, int N, long ld, long stride)
+{
+    const long c = i % N, r = (i / N) % M, p = i / ((long)N * M);
+    return p * stride + r * ld + c;
+}
+
 extern "C" __global__ void relu_strided_kernel1(float *C, int M, int N, long ldc, long strideC,
                                                 long total)
 {
     const long stride = (long)gridDim.x * blockDim.x;
     for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
-        const long c = i % N, r = (i / N) % M, p = i / ((long)N * M);
-        float *q = C + p * strideC + r * ldc + c;
+        float *q = C + strided_at(i, M, N, ldc, strideC);
         *q = reluf_(*q);
     }
 }
@@ -216,8 +216,7 @@ extern "C" __global__ void copy_strided_kernel1(float *dst, const float *src, in
 {
     const long step = (long)gridDim.x * blockDim.x;
     for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
-        const long c = i % N, r = (i / N) % M, p = i / ((long)N * M);
-        const long o = p * stride + r * ld + c;
+        const long o = strided_at(i, M, N, ld, stride);
         dst[o] = src[o];
     }
 }
@@ -228,8 +227,7 @@ extern "C" __global__ void drelu_strided_kernel1(float *C, const float *aux, int
 {
     const long step = (long)gridDim.x * blockDim.x;
     for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
-        const long c = i % N, r = (i / N) % M, p = i / ((long)N * M);
-        const long o = p * strideC + r * ldc + c;
+        const long o = strided_at(i, M, N, ldc, strideC);
         C[o] = aux[o] > 0.f ? C[o] : 0.f;
     }
 }

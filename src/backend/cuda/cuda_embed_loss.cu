@@ -66,7 +66,7 @@ mse_head_fwd_kernel1(float *pred, float *loss, const float *logit, const float *
     __shared__ double part[MSE_THREADS];
     double s = 0.0;
     for (long i = threadIdx.x; i < n; i += MSE_THREADS) {
-        const float p = dmax * (1.f / (1.f + expf(-logit[i])));
+        const float p = dmax * tf_sigmoidf(logit[i]);
         pred[i] = p;
         const float d = p - target[i];
         s += (double)d * d;

@@ -9,15 +9,21 @@
  * contiguous) is read or written along c, the channel-major side ([2, B, C,
  * inner], r = b*inner + p, p contiguous) along r; a thread's r is the same
  * for all its elements there, so its (b, p) is one division. 256 threads,
- * 16 elements each. The gating
- * arithmetic is gate_fwd/_bwd's (cuda_elementwise.cu), so the results are
- * bit for bit those of the gating op followed by the permute. */
+ * 16 elements each. The gating arithmetic is gate_fwd/_bwd's (tf_sigmoidf,
+ * tf_gate_bwd_one in cuda_common.h), so the results are bit for bit those of
+ * the gating op followed by the permute. */
 #include "cuda_common.h"
 
 #define GC_TILE 64
 #define GC_ROWS 4 /* blockDim (64, 4) */
 
-__device__ __forceinline__ float gc_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+/* element (s, b, c = 0, p) of the channel-major [2, B, C, inner] side for row
+ * r = b*inner + p; channel c is c * inner further */
+__device__ __forceinline__ long gc_cmajor_at(int s, long r, long rows, long inner, int C)
+{
+    const long b = r / inner;
+    return ((long)s * (rows / inner) + b) * C * inner + (r - b * inner);
+}
 
 /* grid (ceil(C/64), ceil(rows/64), 2) */
 extern "C" __global__ void __launch_bounds__(GC_TILE *GC_ROWS)
@@ -34,12 +40,12 @@ gate_cmajor_fwd_kernel2(float *lr_t, const float *a, const float *g, long ld, lo
         const int c = c0 + tx;
         if (r < rows && c < C) {
             const long i = r * ld + (long)s * C + c;
-            tile[ty + GC_ROWS * k][tx] = a[i] * gc_sigmoid(g[i]);
+            tile[ty + GC_ROWS * k][tx] = a[i] * tf_sigmoidf(g[i]);
         }
     }
     __syncthreads();
-    const long r = r0 + tx, b = r / inner;
-    float *o = lr_t + ((long)s * (rows / inner) + b) * C * inner + (r - b * inner);
+    const long r = r0 + tx;
+    float *o = lr_t + gc_cmajor_at(s, r, rows, inner, C);
 #pragma unroll
     for (int k = 0; k < GC_TILE / GC_ROWS; ++k) { /* write along r */
         const int c = c0 + ty + GC_ROWS * k;
@@ -56,8 +62,8 @@ gate_cmajor_bwd_kernel2(float *da, float *dg, const float *dlr_t, const float *a
     const int c0 = blockIdx.x * GC_TILE;
     const long r0 = (long)blockIdx.y * GC_TILE;
     {
-        const long r = r0 + tx, b = r / inner;
-        const float *in = dlr_t + ((long)s * (rows / inner) + b) * C * inner + (r - b * inner);
+        const long r = r0 + tx;
+        const float *in = dlr_t + gc_cmajor_at(s, r, rows, inner, C);
 #pragma unroll
         for (int k = 0; k < GC_TILE / GC_ROWS; ++k) { /* read along r */
             const int c = c0 + ty + GC_ROWS * k;
@@ -71,9 +77,7 @@ gate_cmajor_bwd_kernel2(float *da, float *dg, const float *dlr_t, const float *a
         const int c = c0 + tx;
         if (r < rows && c < C) {
             const long i = r * ld + (long)s * C + c;
-            const float sg = gc_sigmoid(g[i]), d = tile[tx][ty + GC_ROWS * k];
-            da[i] = d * sg;
-            dg[i] = d * a[i] * sg * (1.f - sg);
+            tf_gate_bwd_one(&da[i], &dg[i], tile[tx][ty + GC_ROWS * k], a[i], g[i]);
         }
     }
 }

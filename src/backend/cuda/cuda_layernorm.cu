@@ -32,6 +32,47 @@
 #define LN2_CACHE 4     /* values per lane held in registers: C <= 128 */
 #define LN2_ROWS_PER_BLOCK 16 /* layernorm_bwd_kernel2: 2 rows per warp */
 
+/* ---- a warp's row held in registers (kernel2, C <= 32 * LN2_CACHE): value k of
+ * lane l is column l + 32 k, 0 past C ---------------------------------------- */
+/* mean and 1/std of the row v (two-pass variance) */
+__device__ __forceinline__ void ln2_row_stats(const float (&v)[LN2_CACHE], int lane, int C,
+                                              float eps, float &mu, float &rs)
+{
+    float s = 0.f;
+#pragma unroll
+    for (int k = 0; k < LN2_CACHE; ++k) s += v[k];
+    mu = tf_warp_sum(s) / C;
+    float q = 0.f;
+#pragma unroll
+    for (int k = 0; k < LN2_CACHE; ++k) {
+        const float d = v[k] - mu;
+        q += lane + 32 * k < C ? d * d : 0.f;
+    }
+    rs = 1.f / sqrtf(tf_warp_sum(q) / C + eps);
+}
+/* dx = rs (g - mean(g) - xhat mean(g xhat)) from g = dout gamma and xhat (0 past
+ * C), += when accumulate */
+__device__ __forceinline__ void ln2_row_dx(float *dxr, const float (&gv)[LN2_CACHE],
+                                           const float (&xh)[LN2_CACHE], int lane, int C,
+                                           float rs, int accumulate)
+{
+    float sg = 0.f, sgx = 0.f;
+#pragma unroll
+    for (int k = 0; k < LN2_CACHE; ++k) {
+        sg += gv[k];
+        sgx += gv[k] * xh[k];
+    }
+    const float mg = tf_warp_sum(sg) / C, mgx = tf_warp_sum(sgx) / C;
+#pragma unroll
+    for (int k = 0; k < LN2_CACHE; ++k) {
+        const int c = lane + 32 * k;
+        if (c < C) {
+            const float v = rs * (gv[k] - mg - xh[k] * mgx);
+            dxr[c] = accumulate ? dxr[c] + v : v;
+        }
+    }
+}
+
 /* ---- forward ---------------------------------------------------------------- */
 extern "C" __global__ void __launch_bounds__(LN1_THREADS)
 layernorm_fwd_kernel1(float *out, float *mean, float *rstd, const float *x, const float *gamma,
@@ -71,22 +112,12 @@ layernorm_fwd_kernel2(float *out, float *mean, float *rstd, const float *x, cons
     float mu, rs;
     if (C <= 32 * LN2_CACHE) {
         float xv[LN2_CACHE];
-        float s = 0.f;
 #pragma unroll
         for (int k = 0; k < LN2_CACHE; ++k) {
             const int c = lane + 32 * k;
             xv[k] = c < C ? xr[c] : 0.f;
-            s += xv[k];
         }
-        mu = tf_warp_sum(s) / C;
-        float v = 0.f;
-#pragma unroll
-        for (int k = 0; k < LN2_CACHE; ++k) {
-            const int c = lane + 32 * k;
-            const float d = xv[k] - mu;
-            v += c < C ? d * d : 0.f;
-        }
-        rs = 1.f / sqrtf(tf_warp_sum(v) / C + eps);
+        ln2_row_stats(xv, lane, C, eps, mu, rs);
 #pragma unroll
         for (int k = 0; k < LN2_CACHE; ++k) {
             const int c = lane + 32 * k;
@@ -150,24 +181,13 @@ layernorm_bwd_dx_kernel2(float *dx, const float *dout, const float *x, const flo
     float *dxr = dx + r * C;
     if (C <= 32 * LN2_CACHE) {
         float gv[LN2_CACHE], xh[LN2_CACHE];
-        float sg = 0.f, sgx = 0.f;
 #pragma unroll
         for (int k = 0; k < LN2_CACHE; ++k) {
             const int c = lane + 32 * k;
             gv[k] = c < C ? dr[c] * gamma[c] : 0.f;
             xh[k] = c < C ? (xr[c] - mu) * rs : 0.f;
-            sg += gv[k];
-            sgx += gv[k] * xh[k];
         }
-        const float mg = tf_warp_sum(sg) / C, mgx = tf_warp_sum(sgx) / C;
-#pragma unroll
-        for (int k = 0; k < LN2_CACHE; ++k) {
-            const int c = lane + 32 * k;
-            if (c < C) {
-                const float v = rs * (gv[k] - mg - xh[k] * mgx);
-                dxr[c] = accumulate ? dxr[c] + v : v;
-            }
-        }
+        ln2_row_dx(dxr, gv, xh, lane, C, rs, accumulate);
     } else {
         float sg = 0.f, sgx = 0.f;
         for (int c = lane; c < C; c += 32) {
@@ -299,6 +319,32 @@ __device__ void ln_tree_add(float *part, int *count, int W, const ln_roots &o)
     for (int c = threadIdx.x; c < W; c += LN2_THREADS) ln_add_root(o, c, row[c]);
 }
 
+/* The end of a one-launch backward: each warp's NQ per-column sums a[q]
+ * (its rows, in order) go to shared memory, are added in warp order into
+ * this block's partial row of NQ * C floats (part[blockIdx.x * NQ * C], vector
+ * q at q * C), and the tree adds the blocks' rows into o. */
+template <int NQ>
+__device__ __forceinline__ void ln2_block_finish(float (&sp)[NQ][LN2_THREADS / 32][32 * LN2_CACHE],
+                                                 const float (&a)[NQ][LN2_CACHE], int C,
+                                                 float *part, int *count, const ln_roots &o)
+{
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+#pragma unroll
+    for (int q = 0; q < NQ; ++q)
+#pragma unroll
+        for (int k = 0; k < LN2_CACHE; ++k) sp[q][w][lane + 32 * k] = a[q][k];
+    __syncthreads();
+    const int W = NQ * C;
+    for (int c = threadIdx.x; c < W; c += LN2_THREADS) {
+        const int q = c / C, cc = c - q * C;
+        float t = 0.f;
+#pragma unroll
+        for (int k = 0; k < LN2_THREADS / 32; ++k) t += sp[q][k][cc]; /* warp order */
+        part[blockIdx.x * (long)W + c] = t;
+    }
+    ln_tree_add(part, count, W, o);
+}
+
 /* rows per block of the one-launch backward kernels: 16 (2 per warp), more
  * when the tree's partial rows of W floats (nblk, then nblk / 32, ...: under
  * nblk * 32 / 31 + 3 rows in all) would not fit the scratch area; a function
@@ -317,57 +363,29 @@ layernorm_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const floa
                       long rows, int C, int accumulate, long rpb)
 {
     constexpr int NW = LN2_THREADS / 32;
-    __shared__ float sg[NW][32 * LN2_CACHE], sb[NW][32 * LN2_CACHE];
+    __shared__ float sp[2][NW][32 * LN2_CACHE]; /* dgamma dbeta per warp */
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const long r0 = (long)blockIdx.x * rpb;
     const long r1 = r0 + rpb < rows ? r0 + rpb : rows;
-    float ag[LN2_CACHE], ab[LN2_CACHE];
+    float a[2][LN2_CACHE];
 #pragma unroll
-    for (int k = 0; k < LN2_CACHE; ++k) ag[k] = 0.f, ab[k] = 0.f;
+    for (int k = 0; k < LN2_CACHE; ++k) a[0][k] = 0.f, a[1][k] = 0.f;
     for (long r = r0 + w; r < r1; r += NW) { /* warp-uniform */
         const float mu = mean[r], rs = rstd[r];
         const float *xr = x + r * C, *dr = dout + r * C;
         float dv[LN2_CACHE], gv[LN2_CACHE], xh[LN2_CACHE];
-        float sgs = 0.f, sgx = 0.f;
 #pragma unroll
         for (int k = 0; k < LN2_CACHE; ++k) {
             const int c = lane + 32 * k;
             dv[k] = c < C ? dr[c] : 0.f;
             gv[k] = c < C ? dv[k] * gamma[c] : 0.f;
             xh[k] = c < C ? (xr[c] - mu) * rs : 0.f;
-            sgs += gv[k];
-            sgx += gv[k] * xh[k];
-            ag[k] += dv[k] * xh[k]; /* rows in order per lane */
-            ab[k] += dv[k];
+            a[0][k] += dv[k] * xh[k]; /* rows in order per lane */
+            a[1][k] += dv[k];
         }
-        if (dx) {
-            const float mg = tf_warp_sum(sgs) / C, mgx = tf_warp_sum(sgx) / C;
-            float *dxr = dx + r * C;
-#pragma unroll
-            for (int k = 0; k < LN2_CACHE; ++k) {
-                const int c = lane + 32 * k;
-                if (c < C) {
-                    const float v = rs * (gv[k] - mg - xh[k] * mgx);
-                    dxr[c] = accumulate ? dxr[c] + v : v;
-                }
-            }
-        }
+        if (dx) ln2_row_dx(dx + r * C, gv, xh, lane, C, rs, accumulate);
     }
-#pragma unroll
-    for (int k = 0; k < LN2_CACHE; ++k) {
-        sg[w][lane + 32 * k] = ag[k];
-        sb[w][lane + 32 * k] = ab[k];
-    }
-    __syncthreads();
-    const int C2 = 2 * C;
-    for (int c = threadIdx.x; c < C2; c += LN2_THREADS) {
-        const int cc = c < C ? c : c - C;
-        float t = 0.f;
-#pragma unroll
-        for (int k = 0; k < NW; ++k) t += c < C ? sg[k][cc] : sb[k][cc]; /* warp order */
-        part[blockIdx.x * (long)C2 + c] = t;
-    }
-    ln_tree_add(part, count, C2, o);
+    ln2_block_finish(sp, a, C, part, count, o);
 }
 
 /* ---- two LayerNorms in a row (ops.h layernorm2, C <= 128) ------------------
@@ -386,39 +404,19 @@ layernorm2_fwd_kernel2(float *out, float *stats, const float *x, const float *g1
     const long r = (long)blockIdx.x * (LN2_THREADS / 32) + (threadIdx.x >> 5);
     if (r >= rows) return; /* whole warp leaves together; no block barrier below */
     const float *xr = x + r * C;
-    float v[LN2_CACHE];
-    float s = 0.f;
+    float v[LN2_CACHE], mu1, rs1, mu2, rs2;
 #pragma unroll
     for (int k = 0; k < LN2_CACHE; ++k) {
         const int c = lane + 32 * k;
         v[k] = c < C ? xr[c] : 0.f;
-        s += v[k];
     }
-    const float mu1 = tf_warp_sum(s) / C;
-    float q = 0.f;
-#pragma unroll
-    for (int k = 0; k < LN2_CACHE; ++k) {
-        const int c = lane + 32 * k;
-        const float d = v[k] - mu1;
-        q += c < C ? d * d : 0.f;
-    }
-    const float rs1 = 1.f / sqrtf(tf_warp_sum(q) / C + eps);
-    s = 0.f;
+    ln2_row_stats(v, lane, C, eps, mu1, rs1);
 #pragma unroll
     for (int k = 0; k < LN2_CACHE; ++k) {
         const int c = lane + 32 * k;
         v[k] = c < C ? (v[k] - mu1) * rs1 * g1[c] + b1[c] : 0.f; /* y1 */
-        s += v[k];
     }
-    const float mu2 = tf_warp_sum(s) / C;
-    q = 0.f;
-#pragma unroll
-    for (int k = 0; k < LN2_CACHE; ++k) {
-        const int c = lane + 32 * k;
-        const float d = v[k] - mu2;
-        q += c < C ? d * d : 0.f;
-    }
-    const float rs2 = 1.f / sqrtf(tf_warp_sum(q) / C + eps);
+    ln2_row_stats(v, lane, C, eps, mu2, rs2);
     float *orow = out + r * C;
 #pragma unroll
     for (int k = 0; k < LN2_CACHE; ++k) {
@@ -467,42 +465,17 @@ layernorm2_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const flo
             a[3][k] += dv[k];
         }
         const float mg2 = tf_warp_sum(t1) / C, mgx2 = tf_warp_sum(t2) / C;
-        t1 = 0.f, t2 = 0.f;
 #pragma unroll
-        for (int k = 0; k < LN2_CACHE; ++k) {
+        for (int k = 0; k < LN2_CACHE; ++k) { /* dy1 through the second norm, then g of the first */
             const int c = lane + 32 * k;
             const float dy1 = c < C ? s2 * (gv[k] - mg2 - xh2[k] * mgx2) : 0.f;
             a[0][k] += dy1 * xh1[k];
             a[1][k] += dy1;
             gv[k] = c < C ? dy1 * g1[c] : 0.f;
-            t1 += gv[k];
-            t2 += gv[k] * xh1[k];
         }
-        const float mg1 = tf_warp_sum(t1) / C, mgx1 = tf_warp_sum(t2) / C;
-        float *dxr = dx + r * C;
-#pragma unroll
-        for (int k = 0; k < LN2_CACHE; ++k) {
-            const int c = lane + 32 * k;
-            if (c < C) {
-                const float v = s1 * (gv[k] - mg1 - xh1[k] * mgx1);
-                dxr[c] = accumulate ? dxr[c] + v : v;
-            }
-        }
+        ln2_row_dx(dx + r * C, gv, xh1, lane, C, s1, accumulate);
     }
-#pragma unroll
-    for (int q = 0; q < 4; ++q)
-#pragma unroll
-        for (int k = 0; k < LN2_CACHE; ++k) sp[q][w][lane + 32 * k] = a[q][k];
-    __syncthreads();
-    const int W = 4 * C;
-    for (int c = threadIdx.x; c < W; c += LN2_THREADS) {
-        const int q = c / C, cc = c % C;
-        float t = 0.f;
-#pragma unroll
-        for (int k = 0; k < NW; ++k) t += sp[q][k][cc]; /* warp order */
-        part[blockIdx.x * (long)W + c] = t;
-    }
-    ln_tree_add(part, count, W, o);
+    ln2_block_finish(sp, a, C, part, count, o);
 }
 
 /* ---- host wrappers -------------------------------------------------------------- */
