@@ -106,6 +106,7 @@ typedef enum {
     TF_ACT_RELU = 1     /* y = max(x, 0) */
 } tf_act;
 
+#define TF_MARKS 4         /* ops->mark: timing points per step */
 #define TF_LN2_MAX_C 128 /* layernorm2: widest row (CUDA keeps a row in registers) */
 
 typedef struct tf_ops {
@@ -135,6 +136,16 @@ typedef struct tf_ops {
     void (*side_upload)(tf_backend *be, void *dst, const void *host_src, size_t bytes);
     void (*main_wait_side)(tf_backend *be);
     void (*side_wait_main)(tf_backend *be);
+    /* Optional (NULL on the CPU): a step issued without waiting at its phase
+     * boundaries. upload_async / download_async queue a copy on the main
+     * queue and return at once (host memory from host_alloc, untouched until
+     * the next sync); mark records timing point k (0..TF_MARKS-1) on the main
+     * queue, and mark_ms, after a sync, gives the milliseconds from point a
+     * to point b. */
+    void (*upload_async)(tf_backend *be, void *dst, const void *host_src, size_t bytes);
+    void (*download_async)(tf_backend *be, void *host_dst, const void *src, size_t bytes);
+    void (*mark)(tf_backend *be, int k);
+    double (*mark_ms)(tf_backend *be, int a, int b);
 
     /* ---- dense algebra ---- */
     void (*gemm)(tf_backend *be, const tf_gemm_args *a, const char *name);

@@ -4,6 +4,7 @@
  * (the device is synchronised at each phase boundary, as the reference does). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,10 +40,19 @@ struct tf_trainer {
     int prefetch;
     int batch_pinned; /* hb, hb_next from ops->host_alloc (else malloc) */
     tf_batch hb_next;
-    pthread_t pf_thread;
-    int pf_running;
-    int pf_have;  /* the prefetch thread was joined: hb_next holds pf_step */
+    pthread_t pf_thread; /* one worker for the run, started at the first step */
+    pthread_mutex_t pf_mu;
+    pthread_cond_t pf_cv;
+    int pf_started, pf_busy, pf_quit; /* pf_busy: the worker is drawing pf_step */
+    int pf_threads;                  /* OpenMP threads the worker draws with */
+    int pf_running; /* a batch was asked for and not yet waited for */
+    int pf_have;    /* waited for: hb_next holds pf_step */
     long pf_step;
+    /* CUDA without the profiler: the step's phases are issued back to back
+     * and timed by marks on the device (TF_PHASE_SYNC=1: a wait at each
+     * phase boundary instead, as under the profiler) */
+    int pipelined;
+    float *step_host; /* page-locked: [0] the loss, [8..15] the AdamW hyper-parameters */
     /* CUDA: hb_next is uploaded on the side queue into these during the
      * current step's backward; the next step copies them into the inputs
      * device to device (TF_BATCH_STAGE=0: off, each step uploads itself) */
@@ -238,9 +248,11 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     t->ex.trimul_merged = c->impl >= TF_IMPL_V3 && (!t->is_cuda || c->precision == TF_PREC_FP32);
     t->ex.trimul_cmajor = !t->is_cuda || c->precision == TF_PREC_TF32;
     t->ex.ln2 = 1;
-    static const char *const knobs[2] = {"TF_TRIMUL_CMAJOR", "TF_LAYERNORM2"}; /* A/B knobs */
-    int *const knob_flag[2] = {&t->ex.trimul_cmajor, &t->ex.ln2};
-    for (int k = 0; k < 2; k++) {
+    int phase_sync = 0;
+    static const char *const knobs[3] = {"TF_TRIMUL_CMAJOR", "TF_LAYERNORM2",
+                                         "TF_PHASE_SYNC"}; /* A/B knobs */
+    int *const knob_flag[3] = {&t->ex.trimul_cmajor, &t->ex.ln2, &phase_sync};
+    for (int k = 0; k < 3; k++) {
         const char *v = getenv(knobs[k]);
         if (!v) continue;
         if (strcmp(v, "0") && strcmp(v, "1")) {
@@ -294,6 +306,13 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     t->hb.N = N;
     t->hb_next = t->hb;
     t->prefetch = t->is_cuda;
+    if (t->prefetch) {
+        pthread_mutex_init(&t->pf_mu, NULL);
+        pthread_cond_init(&t->pf_cv, NULL);
+        /* leave two cores to the main thread and the CUDA driver */
+        int n = omp_get_max_threads(), p = omp_get_num_procs() - 2;
+        t->pf_threads = n < p ? n : p < 1 ? 1 : p;
+    }
     {
         const char *pg = getenv("TF_BATCH_PAGEABLE");
         const char *sg = getenv("TF_BATCH_STAGE");
@@ -317,6 +336,10 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
             if (balloc(t, f[i], sz[i]))
                 t->stage = 0;
     }
+    /* issuing the phases back to back is a speed-up only: without the
+     * page-locked bytes, wait at each phase boundary */
+    t->pipelined = t->is_cuda && !phase_sync && t->ops->mark &&
+                   !t->ops->host_alloc(t->be, (void **)&t->step_host, 16 * sizeof(float));
     init_params(t, host);
     t->ops->upload(t->be, t->params, host, pbytes);
     free(host);
@@ -331,7 +354,9 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
 
 static void prefetch_join(tf_trainer *t) {
     if (t->pf_running) {
-        pthread_join(t->pf_thread, NULL);
+        pthread_mutex_lock(&t->pf_mu);
+        while (t->pf_busy) pthread_cond_wait(&t->pf_cv, &t->pf_mu);
+        pthread_mutex_unlock(&t->pf_mu);
         t->pf_running = 0;
         t->pf_have = 1;
     }
@@ -340,10 +365,22 @@ static void prefetch_join(tf_trainer *t) {
 void tf_trainer_destroy(tf_trainer *t) {
     if (!t) return;
     prefetch_join(t);
+    if (t->pf_started) {
+        pthread_mutex_lock(&t->pf_mu);
+        t->pf_quit = 1;
+        pthread_cond_broadcast(&t->pf_cv);
+        pthread_mutex_unlock(&t->pf_mu);
+        pthread_join(t->pf_thread, NULL);
+    }
+    if (t->prefetch) {
+        pthread_mutex_destroy(&t->pf_mu);
+        pthread_cond_destroy(&t->pf_cv);
+    }
     if (t->be) {
         t->ops->sync(t->be); /* no upload still reads the host batches */
         batch_free(t, &t->hb_next);
         batch_free(t, &t->hb);
+        if (t->step_host) t->ops->host_free(t->be, t->step_host);
         for (int i = 0; i < 3; i++)
             if (t->graph[i]) tf_cuda_graph_destroy(t->graph[i]);
         void *bufs[] = {t->params, t->grads, t->adam_m,    t->adam_v,   t->hyper,
@@ -404,19 +441,28 @@ static void set_hyper(tf_trainer *t) {
     long s = t->adam_step;
     float h[8] = {t->cfg.learning_rate, (float)b1, (float)b2, 1e-8f, 0.01f,
                   (float)(1.0 - pow(b1, (double)s)), (float)(1.0 - pow(b2, (double)s)), 0.0f};
-    t->ops->upload(t->be, t->hyper, h, sizeof h);
+    if (t->pipelined && !t->prof) {
+        memcpy(t->step_host + 8, h, sizeof h); /* read by the device: set once a step */
+        t->ops->upload_async(t->be, t->hyper, t->step_host + 8, sizeof h);
+    } else {
+        t->ops->upload(t->be, t->hyper, h, sizeof h);
+    }
 }
 
 static const char *phase_name[3] = {"forward_pass", "backward_pass", "optimizer_step"};
+
+static void issue_phase(tf_trainer *t, int i, void (*fn)(void *)) {
+    if (t->graphs_ready)
+        tf_cuda_graph_launch(t->be, t->graph[i]);
+    else
+        fn(t);
+}
 
 /* Run one phase, eagerly or as a replayed graph, inside its region; `during`
  * (may be NULL) runs on the host after the phase is issued, before the wait. */
 static void run_phase(tf_trainer *t, int i, void (*fn)(void *), void (*during)(tf_trainer *)) {
     tf_region_push(t->prof, phase_name[i]);
-    if (t->graphs_ready)
-        tf_cuda_graph_launch(t->be, t->graph[i]);
-    else
-        fn(t);
+    issue_phase(t, i, fn);
     if (during) during(t);
     t->ops->sync(t->be);
     tf_region_pop(t->prof);
@@ -446,6 +492,41 @@ static void sample_memory(tf_trainer *t) {
     if (t->prof) tf_prof_memory(t->prof, tf_trainer_backend_bytes(t), 0);
 }
 
+/* The three phases issued back to back, the device never waiting for the
+ * host between them: one wait at the end of the step, the phase times from
+ * marks on the device (mark 0 after the batch copies). */
+static tf_status pipelined_phases(tf_trainer *t, tf_step_stats *st, double t0, double t1) {
+    const tf_ops *o = t->ops;
+    void (*fns[3])(void *) = {issue_forward, issue_backward, issue_optimizer};
+    o->mark(t->be, 0);
+    for (int i = 0; i < 3; i++) {
+        if (i == 2) {
+            t->adam_step++;
+            set_hyper(t);
+        }
+        tf_region_push(t->prof, phase_name[i]); /* the NVTX / ROCTx range only */
+        issue_phase(t, i, fns[i]);
+        tf_region_pop(t->prof);
+        o->mark(t->be, i + 1);
+        if (i == 0) o->download_async(t->be, t->step_host, t->loss, sizeof(float));
+        if (i == 1) stage_next(t);
+    }
+    o->sync(t->be);
+    double t4 = now_ms();
+    float loss = t->step_host[0];
+    if (st) {
+        st->loss = loss;
+        st->data_ms = t1 - t0;
+        st->forward_ms = o->mark_ms(t->be, 0, 1);
+        st->backward_ms = o->mark_ms(t->be, 1, 2);
+        st->optimizer_ms = o->mark_ms(t->be, 2, 3);
+        st->step_ms = t4 - t0;
+        st->counter_replay = 0;
+    }
+    tf_prof_step_end(t->prof, t->cur_step);
+    return isfinite(loss) ? TF_OK : TF_ERR_NONFINITE;
+}
+
 static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int warmup,
                             tf_step_stats *st, double t0) {
     tf_status rc = TF_OK;
@@ -465,7 +546,8 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
     /* the next staged upload may only overwrite the staging buffers after
      * the copies above */
     if (t->stage) t->ops->side_wait_main(t->be);
-    t->ops->sync(t->be);
+    const int pipelined = t->pipelined && !t->prof;
+    if (!pipelined) t->ops->sync(t->be);
     double t1 = now_ms();
     tf_region_pop(t->prof); /* data_loading */
     /* --counters on CUDA needs eager steps until it has run (prof.h) */
@@ -480,6 +562,7 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
         }
         t->graphs_ready = 1;
     }
+    if (pipelined) return pipelined_phases(t, st, t0, t1);
     run_phase(t, 0, issue_forward, NULL);
     sample_memory(t);
     double t2 = now_ms();
@@ -506,9 +589,26 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
     return rc;
 }
 
+/* The prefetch worker: one thread for the run, drawing with fewer OpenMP
+ * threads than the machine has cores. A thread a step made libgomp build a
+ * team a step, and a team as wide as the machine took the cores the main
+ * thread needs to feed the GPU (0.8 ms of a 6.7 ms step at the small
+ * problem, session 7). */
 static void *prefetch_main(void *arg) {
     tf_trainer *t = arg;
-    tf_data_batch(t->cfg.seed, t->pf_step, &t->hb_next);
+    omp_set_num_threads(t->pf_threads);
+    pthread_mutex_lock(&t->pf_mu);
+    for (;;) {
+        while (!t->pf_busy && !t->pf_quit) pthread_cond_wait(&t->pf_cv, &t->pf_mu);
+        if (t->pf_quit) break;
+        long step = t->pf_step;
+        pthread_mutex_unlock(&t->pf_mu);
+        tf_data_batch(t->cfg.seed, step, &t->hb_next);
+        pthread_mutex_lock(&t->pf_mu);
+        t->pf_busy = 0;
+        pthread_cond_broadcast(&t->pf_cv);
+    }
+    pthread_mutex_unlock(&t->pf_mu);
     return NULL;
 }
 
@@ -525,9 +625,15 @@ static void next_batch(tf_trainer *t, long step) {
     }
     t->pf_have = 0;
     if (!have) tf_data_batch(t->cfg.seed, step, &t->hb);
-    if (t->prefetch) {
+    if (t->prefetch && !t->pf_started)
+        t->pf_started = pthread_create(&t->pf_thread, NULL, prefetch_main, t) == 0;
+    if (t->pf_started) {
+        pthread_mutex_lock(&t->pf_mu);
         t->pf_step = step + 1;
-        t->pf_running = pthread_create(&t->pf_thread, NULL, prefetch_main, t) == 0;
+        t->pf_busy = 1;
+        pthread_cond_broadcast(&t->pf_cv);
+        pthread_mutex_unlock(&t->pf_mu);
+        t->pf_running = 1;
     }
 }
 

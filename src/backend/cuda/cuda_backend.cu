@@ -164,6 +164,27 @@ static void op_side_wait_main(tf_backend *be)
     TF_CUDA_CHECK(cudaStreamWaitEvent(be->side, be->ev_main, 0));
 }
 
+static void op_upload_async(tf_backend *be, void *dst, const void *src, size_t bytes)
+{
+    if (!bytes) return;
+    TF_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, be->stream));
+}
+static void op_download_async(tf_backend *be, void *dst, const void *src, size_t bytes)
+{
+    if (!bytes) return;
+    TF_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, be->stream));
+}
+static void op_mark(tf_backend *be, int k)
+{
+    TF_CUDA_CHECK(cudaEventRecord(be->marks[k], be->stream));
+}
+static double op_mark_ms(tf_backend *be, int a, int b)
+{
+    float ms = 0;
+    TF_CUDA_CHECK(cudaEventElapsedTime(&ms, be->marks[a], be->marks[b]));
+    return ms;
+}
+
 /* ---- the op table ---------------------------------------------------------- */
 static tf_ops make_ops(void)
 {
@@ -182,6 +203,10 @@ static tf_ops make_ops(void)
     o.side_upload = op_side_upload;
     o.main_wait_side = op_main_wait_side;
     o.side_wait_main = op_side_wait_main;
+    o.upload_async = op_upload_async;
+    o.download_async = op_download_async;
+    o.mark = op_mark;
+    o.mark_ms = op_mark_ms;
     o.gemm = tf_cu_gemm;
     o.layernorm_fwd = tf_cu_layernorm_fwd;
     o.layernorm_bwd = tf_cu_layernorm_bwd;
@@ -350,6 +375,7 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
     TRY_CUDA(cudaStreamCreateWithFlags(&be->side, cudaStreamNonBlocking));
     TRY_CUDA(cudaEventCreateWithFlags(&be->ev_main, cudaEventDisableTiming));
     TRY_CUDA(cudaEventCreateWithFlags(&be->ev_side, cudaEventDisableTiming));
+    for (int k = 0; k < TF_MARKS; k++) TRY_CUDA(cudaEventCreate(&be->marks[k]));
     TRY_BLAS(cublasCreate(&be->blas));
     TRY_BLAS(cublasLtCreate(&be->lt));
     if (tf_cu_alloc(be, &be->workspace, TF_CU_WORKSPACE_BYTES) ||
@@ -396,6 +422,8 @@ extern "C" void tf_cuda_backend_destroy(tf_backend *be)
     if (be->side) (void)cudaStreamSynchronize(be->side);
     if (be->ev_main) (void)cudaEventDestroy(be->ev_main);
     if (be->ev_side) (void)cudaEventDestroy(be->ev_side);
+    for (int k = 0; k < TF_MARKS; k++)
+        if (be->marks[k]) (void)cudaEventDestroy(be->marks[k]);
     if (be->side) (void)cudaStreamDestroy(be->side);
     if (be->stream) (void)cudaStreamDestroy(be->stream);
     free(be);

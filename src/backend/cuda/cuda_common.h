@@ -91,6 +91,7 @@ struct tf_backend {
     cudaStream_t stream;
     cudaStream_t side;              /* copy queue (ops side_upload) */
     cudaEvent_t ev_main, ev_side;   /* the cross-queue waits */
+    cudaEvent_t marks[TF_MARKS];    /* ops->mark: timing points of a step */
     cublasHandle_t blas;
     cublasLtHandle_t lt;
     void *workspace; /* shared by cuBLAS and cuBLASLt: both run on `stream`, in order */
