@@ -234,6 +234,12 @@ typedef struct tf_ops {
      * and two GEMMs that each read it. ---- */
     void (*opm_bwd)(tf_backend *be, float *da, const float *dop, const float *a, int B, int S,
                     int N, int co);
+    /* ---- outer product mean's product, in its permuted form (v3 on CUDA):
+     *   outer_p[b,i,j,p,q] = (1/S) sum_s a[b,s,i,p] a[b,s,j,q]
+     * a [B, S, N, co], outer_p [B, N, N, co, co] assigned: the GEMM
+     * A_b^T A_b / S and the permute of its [B, N, co, N, co] result in one
+     * pass that writes outer_p once. ---- */
+    void (*opm_outer)(tf_backend *be, float *outer_p, const float *a, int B, int S, int N, int co);
 
     /* ---- embedding: out[t, :] = table[tok[t], :]; bwd: dtable[v,:] += sum over t with tok[t]==v
      * (deterministic) ---- */

@@ -194,6 +194,9 @@ void tf_x_gate_cmajor_bwd(tf_exec *ex, float *da, float *dg, const float *dlr_t,
     TF_EXEC_OP(ex, "gate_cmajor_bwd",
                gate_cmajor_bwd(ex->be, da, dg, dlr_t, a, g, ld, rows, inner, C));
 }
+void tf_x_opm_outer(tf_exec *ex, float *outer_p, const float *a, int B, int S, int N, int co) {
+    TF_EXEC_OP(ex, "opm_outer", opm_outer(ex->be, outer_p, a, B, S, N, co));
+}
 void tf_x_opm_bwd(tf_exec *ex, float *da, const float *dop, const float *a, int B, int S, int N,
                   int co) {
     TF_EXEC_OP(ex, "opm_bwd", opm_bwd(ex->be, da, dop, a, B, S, N, co));

@@ -21,14 +21,19 @@ typedef struct {
      * FLOPs and no permute, but many small GEMMs; chosen where it is faster
      * (the CPU: -160 ms/step; on the H200 it was 3.8 vs 3.1 ms/step slower) */
     int opm_weight_first;
-    /* v3 CUDA fp32: the outer product mean's backward as one op (ops.h opm_bwd)
-     * and the triangle multiplication's projections and gates as one GEMM
-     * (triangle_mult.c). Measured side by side on the H200 (RESULTS.md entry
-     * 12): fp32 faster, 40 launches fewer and 57 / 226 MiB less memory; tf32
-     * 3.8% / 4.6% slower (cuBLAS' TF32 GEMMs they replace are already fast),
-     * so tf32 keeps the composition. The CPU's v3 merges the triangle GEMMs
-     * too (its outer product mean is weight-first). */
+    /* v3 CUDA: the outer product mean's backward as one op (ops.h opm_bwd),
+     * and in fp32 the triangle multiplication's projections and gates as one
+     * GEMM (triangle_mult.c). Measured side by side on the H200 (RESULTS.md
+     * entry 12): fp32 faster, 40 launches fewer and 57 / 226 MiB less memory;
+     * tf32 3.8% / 4.6% slower with both (cuBLAS' TF32 GEMMs they replace are
+     * already fast). Since opm_bwd_kernel3 (entry 14) the backward op gains
+     * in tf32 too (+2.3% small, +0.6% large: TF_OPM_BWD_OP=0|1). The CPU's
+     * v3 merges the triangle GEMMs too (its outer product mean is
+     * weight-first). */
     int opm_bwd_op, trimul_merged;
+    /* v3 CUDA: the outer product in its permuted form as one op (ops.h
+     * opm_outer) instead of a GEMM and a permute (TF_OPM_OUTER_OP=0|1) */
+    int opm_outer_op;
     /* v3: the triangle product channel-major (triangle_mult.c: no permute of
      * u; its GEMMs read u transposed). CPU and CUDA tf32; CUDA fp32 keeps
      * [B, C, N, N] (our wgmma kernel is slower on the transposed operands
@@ -109,6 +114,7 @@ void tf_x_gate_cmajor_fwd(tf_exec *ex, float *lr_t, const float *a, const float 
                           long rows, long inner, int C);
 void tf_x_gate_cmajor_bwd(tf_exec *ex, float *da, float *dg, const float *dlr_t, const float *a,
                           const float *g, long ld, long rows, long inner, int C);
+void tf_x_opm_outer(tf_exec *ex, float *outer_p, const float *a, int B, int S, int N, int co);
 void tf_x_opm_bwd(tf_exec *ex, float *da, const float *dop, const float *a, int B, int S, int N,
                   int co);
 void tf_x_add_bcast_mid(tf_exec *ex, float *y, const float *x, long outer, long mid, long inner);

@@ -12,10 +12,12 @@
  * of 9.7 backward), and never forms the [B, N, N, co*co] tensor nor its
  * permute: the second GEMM writes z's layout directly.
  *
- * Level 3 elsewhere (CUDA) keeps the reference composition; in fp32 its
- * backward from the permuted gradient to da is one op (ops.h opm_bwd, exec.h
- * opm_bwd_op) instead of a permute and two skinny GEMMs that each read the
- * [B, N, N, co*co] gradient. */
+ * Level 3 elsewhere (CUDA) keeps the reference composition with two ops:
+ * the permuted product in one pass (ops.h opm_outer, exec.h opm_outer_op)
+ * instead of the GEMM and the permute, and, in fp32, the backward from the
+ * permuted gradient to da (ops.h opm_bwd, exec.h opm_bwd_op) instead of a
+ * permute and two skinny GEMMs that each read the [B, N, N, co*co]
+ * gradient. */
 #include "model/model.h"
 
 static void opm_wf_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, tf_opm_act *a,
@@ -44,16 +46,21 @@ void tf_opm_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, tf_opm_ac
     }
     tf_rpush(ex, "outer_product");
     a->outer_p = tf_alloc_act(ex, (size_t)B * NC * NC);
-    size_t mark = tf_arena_mark(ex->arena); /* the unpermuted product is a temporary */
-    a->outer = tf_alloc_act(ex, (size_t)B * NC * NC);
-    /* A_b is [S, N*co]; outer = A_b^T A_b / S */
-    tf_gemm_args g = tf_gemm_make(1, 0, (int)NC, (int)NC, S, 1.0f / (float)S, 0.0f, a->a, NC,
-                                  (long)S * NC, a->a, NC, (long)S * NC, a->outer, NC, NC * NC, B);
-    tf_gemm(ex, &g, "opm_outer");
-    int dims[5] = {B, N, co, N, co};
-    tf_x_permute(ex, a->outer_p, a->outer, 5, dims, opm_perm, 0);
-    tf_arena_release(ex->arena, mark);
-    a->outer = NULL;
+    if (ex->opm_outer_op) { /* the product and its permute in one op */
+        tf_x_opm_outer(ex, a->outer_p, a->a, B, S, N, co);
+    } else {
+        size_t mark = tf_arena_mark(ex->arena); /* the unpermuted product is a temporary */
+        a->outer = tf_alloc_act(ex, (size_t)B * NC * NC);
+        /* A_b is [S, N*co]; outer = A_b^T A_b / S */
+        tf_gemm_args g = tf_gemm_make(1, 0, (int)NC, (int)NC, S, 1.0f / (float)S, 0.0f, a->a, NC,
+                                      (long)S * NC, a->a, NC, (long)S * NC, a->outer, NC, NC * NC,
+                                      B);
+        tf_gemm(ex, &g, "opm_outer");
+        int dims[5] = {B, N, co, N, co};
+        tf_x_permute(ex, a->outer_p, a->outer, 5, dims, opm_perm, 0);
+        tf_arena_release(ex->arena, mark);
+        a->outer = NULL;
+    }
     tf_rpop(ex);
     tf_rpush(ex, "output_proj");
     tf_residual_linear(ex, z_out, z_in, a->outer_p, tf_P(M, o->opm_pair), (long)B * N * N,

@@ -244,15 +244,17 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     t->ex.fu = c->fusion;
     t->ex.level = (int)c->impl;
     t->ex.opm_weight_first = c->impl >= TF_IMPL_V3 && !t->is_cuda;
-    t->ex.opm_bwd_op = c->impl >= TF_IMPL_V3 && t->is_cuda && c->precision == TF_PREC_FP32;
+    t->ex.opm_bwd_op = c->impl >= TF_IMPL_V3 && t->is_cuda;
     t->ex.trimul_merged = c->impl >= TF_IMPL_V3 && (!t->is_cuda || c->precision == TF_PREC_FP32);
     t->ex.trimul_cmajor = !t->is_cuda || c->precision == TF_PREC_TF32;
     t->ex.ln2 = 1;
     int phase_sync = 0;
-    static const char *const knobs[3] = {"TF_TRIMUL_CMAJOR", "TF_LAYERNORM2",
-                                         "TF_PHASE_SYNC"}; /* A/B knobs */
-    int *const knob_flag[3] = {&t->ex.trimul_cmajor, &t->ex.ln2, &phase_sync};
-    for (int k = 0; k < 3; k++) {
+    t->ex.opm_outer_op = c->impl >= TF_IMPL_V3 && t->is_cuda;
+    static const char *const knobs[5] = {"TF_TRIMUL_CMAJOR", "TF_LAYERNORM2", "TF_PHASE_SYNC",
+                                         "TF_OPM_BWD_OP", "TF_OPM_OUTER_OP"}; /* A/B knobs */
+    int *const knob_flag[5] = {&t->ex.trimul_cmajor, &t->ex.ln2, &phase_sync, &t->ex.opm_bwd_op,
+                               &t->ex.opm_outer_op};
+    for (int k = 0; k < 5; k++) {
         const char *v = getenv(knobs[k]);
         if (!v) continue;
         if (strcmp(v, "0") && strcmp(v, "1")) {
@@ -262,6 +264,9 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
         }
         *knob_flag[k] = v[0] == '1';
     }
+    /* levels 1-2 stay the reference composition */
+    t->ex.opm_bwd_op &= c->impl >= TF_IMPL_V3;
+    t->ex.opm_outer_op &= c->impl >= TF_IMPL_V3;
     t->ex.planning = 1;
     setup_model(t);
     tf_model_forward(&t->ex, &t->M);

@@ -1385,15 +1385,18 @@ static void test_embed(void **state)
 
 /* ---- outer product mean backward (opm_bwd): each output sums 2 N co products
  * (of a and the pre-added pair of dop values, added the same way on both
- * sides), in another order: tol_sum(2 N co). Shapes: the float4 and scalar
- * paths (co % 4), two s chunks (S > 32), two p chunks (co > 32), the small
- * problem's ---- */
+ * sides), in another order: tol_sum(2 N co). Shapes: kernel2's float4 and
+ * scalar paths (co % 4), two s chunks (S > 32), two p chunks (co > 32);
+ * kernel3 (co 32) with 16 rows a block (S <= 16: the small problem's, and a
+ * partial chunk at S 5), 32 (S 17, 32) and two chunks (S 40), N not a
+ * multiple of its 8 warps ---- */
 static void test_opm_bwd(void **state)
 {
     (void)state;
     g_fail = 0;
-    static const int sh[][4] = {{1, 3, 5, 8},   {2, 5, 7, 6},   {2, 16, 20, 32},
-                                {1, 40, 9, 32}, {1, 3, 4, 36}, {4, 16, 64, 32}};
+    static const int sh[][4] = {{1, 3, 5, 8},   {2, 5, 7, 6},    {2, 16, 20, 32},
+                                {1, 40, 9, 32}, {1, 3, 4, 36},   {4, 16, 64, 32},
+                                {3, 5, 23, 32}, {2, 32, 24, 32}, {1, 17, 11, 32}};
     for (size_t k = 0; k < sizeof sh / sizeof sh[0]; ++k) {
         const int B = sh[k][0], S = sh[k][1], N = sh[k][2], co = sh[k][3];
         const size_t na = (size_t)B * S * N * co, nd = (size_t)B * N * N * co * co;
@@ -1412,6 +1415,38 @@ static void test_opm_bwd(void **state)
         check_same("opm_bwd", shape, res[1], res[2], na);
         for (int r = 0; r < 3; ++r) free(res[r]);
         free(ha), free(hd);
+    }
+    done();
+}
+
+/* ---- outer product mean's permuted product (opm_outer): each output sums S
+ * products in another order than the CPU's: tol_sum(S). Shapes: kernel3
+ * (co 32: one s chunk, two (S 40), N not a multiple of its 8 j), kernel1
+ * (co 8, 6, 36) ---- */
+static void test_opm_outer(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    static const int sh[][4] = {{1, 3, 5, 8},    {2, 5, 7, 6},   {1, 3, 4, 36}, {2, 16, 20, 32},
+                                {1, 40, 9, 32},  {3, 5, 23, 32}, {4, 16, 64, 32}};
+    for (size_t k = 0; k < sizeof sh / sizeof sh[0]; ++k) {
+        const int B = sh[k][0], S = sh[k][1], N = sh[k][2], co = sh[k][3];
+        const size_t na = (size_t)B * S * N * co, no = (size_t)B * N * N * co * co;
+        float *ha = rnd(na, 1.f, 93), *res[3];
+        for (int r = 0; r < 3; ++r) {
+            const bk b = r == 0 ? g_cpu : g_cu3;
+            float *a = b_put(b, ha, na), *o = b_nan(b, no);
+            b.ops->opm_outer(b.be, o, a, B, S, N, co);
+            res[r] = tf_test_falloc(no);
+            b_get(b, res[r], o, no);
+            b_free(b, a), b_free(b, o);
+        }
+        char shape[64];
+        snprintf(shape, sizeof shape, "B=%d S=%d N=%d co=%d", B, S, N, co);
+        check("opm_outer", shape, res[1], res[0], no, tol_sum((double)S));
+        check_same("opm_outer", shape, res[1], res[2], no);
+        for (int r = 0; r < 3; ++r) free(res[r]);
+        free(ha);
     }
     done();
 }
@@ -1765,6 +1800,7 @@ int main(void)
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_attention),   cmocka_unit_test(test_permute),
         cmocka_unit_test(test_opm_bwd),
+        cmocka_unit_test(test_opm_outer),
         cmocka_unit_test(test_gate_cmajor),
         cmocka_unit_test(test_bcast_sum),   cmocka_unit_test(test_elementwise),
         cmocka_unit_test(test_embed),       cmocka_unit_test(test_mse_head),

@@ -132,6 +132,7 @@ static const tf_ops cpu_ops = {
     .gate_cmajor_fwd = tf_cpu_gate_cmajor_fwd,
     .gate_cmajor_bwd = tf_cpu_gate_cmajor_bwd,
     .opm_bwd = tf_cpu_opm_bwd,
+    .opm_outer = tf_cpu_opm_outer,
     .embed_fwd = tf_cpu_embed_fwd,
     .embed_bwd = tf_cpu_embed_bwd,
     .mse_head_fwd = tf_cpu_mse_head_fwd,

@@ -152,6 +152,8 @@ void tf_cpu_gate_residual_fwd(tf_backend *be, float *out, const float *res, cons
                               const float *g, long n);
 void tf_cpu_opm_bwd(tf_backend *be, float *da, const float *dop, const float *a, int B, int S,
                     int N, int co);
+void tf_cpu_opm_outer(tf_backend *be, float *outer_p, const float *a, int B, int S, int N,
+                      int co);
 
 void tf_cpu_embed_fwd(tf_backend *be, float *out, const float *table, const int32_t *tok, long n,
                       int C);

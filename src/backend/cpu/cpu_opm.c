@@ -1,8 +1,9 @@
-/* Outer product mean backward on the CPU (ops.h opm_bwd): the gradient of a
- * through the outer product, read straight from the gradient of its permuted
- * form. The CPU's own v3 composes the outer product mean weight-first and
- * never calls this; it is the reference the CUDA kernel is tested against, so
- * it is written plainly: per (b, i) in parallel, sums over j then q. */
+/* Outer product mean ops on the CPU (ops.h opm_bwd, opm_outer): the
+ * gradient of a through the outer product, read straight from the gradient
+ * of its permuted form, and the permuted product itself. The CPU's own v3
+ * composes the outer product mean weight-first and never calls these; they
+ * are the references the CUDA kernels are tested against, so they are
+ * written plainly: per (b, i) in parallel, sums in index order. */
 #include "cpu_internal.h"
 
 void tf_cpu_opm_bwd(tf_backend *be, float *da, const float *dop, const float *a, int B, int S,
@@ -26,6 +27,27 @@ void tf_cpu_opm_bwd(tf_backend *be, float *da, const float *dop, const float *a,
                     }
                     out[p] = acc * inv;
                 }
+            }
+        }
+}
+
+void tf_cpu_opm_outer(tf_backend *be, float *outer_p, const float *a, int B, int S, int N,
+                      int co) {
+    const long NC = (long)N * co, cc = (long)co * co;
+    const float inv = 1.0f / (float)S;
+#pragma omp parallel for schedule(static) collapse(2) num_threads(be->threads)
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < N; i++) {
+            const float *ab = a + (long)b * S * NC;
+            for (int j = 0; j < N; j++) {
+                float *out = outer_p + (((long)b * N + i) * N + j) * cc;
+                for (int p = 0; p < co; p++)
+                    for (int q = 0; q < co; q++) {
+                        float acc = 0.f;
+                        for (int s = 0; s < S; s++)
+                            acc += ab[s * NC + (long)i * co + p] * ab[s * NC + (long)j * co + q];
+                        out[(long)p * co + q] = acc * inv;
+                    }
             }
         }
 }

@@ -230,6 +230,7 @@ static tf_ops make_ops(void)
     o.gate_cmajor_fwd = tf_cu_gate_cmajor_fwd;
     o.gate_cmajor_bwd = tf_cu_gate_cmajor_bwd;
     o.opm_bwd = tf_cu_opm_bwd;
+    o.opm_outer = tf_cu_opm_outer;
     o.embed_fwd = tf_cu_embed_fwd;
     o.embed_bwd = tf_cu_embed_bwd;
     o.mse_head_fwd = tf_cu_mse_head_fwd;
@@ -341,7 +342,15 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
          *     1 one, with the next slice converted meanwhile, 0 one slice at a
          *     time; TF_CUDA_WG_STAGES=2: schedule 1 with 2 pipeline stages
          *     instead of 4;
-         *   TF_CUDA_MMA_TILE=64|128: that kernel's tile size for every shape */
+         *   TF_CUDA_MMA_TILE=64|128: that kernel's tile size for every shape;
+         *   TF_CUDA_OPM_BWD=2|3: the outer product mean's backward op on
+         *     kernel2 (any outer_dim) or kernel3 (default, outer_dim 32 with
+         *     aligned operands; kernel2 elsewhere);
+         *   TF_CUDA_LT_INPLACE=0|1: cuBLASLt split K with any reduction
+         *     scheme (0, default: the heuristic may pick a separate reduce
+         *     kernel, ~90 launches a step), or only algorithms that add their
+         *     parts in place in the output (1: no reduce launches, but on the
+         *     H200 the v3 backward ran 2-4x slower, RESULTS.md entry 14) */
         static const char *const attn_v[] = {"0", "2", "3", "4", "5"}, *const bin_v[] = {"0", "1"},
                                  *const gemm_v[] = {"auto", "wg", "mma", "nowg", "lt"},
                                  *const tile_v[] = {"auto", "64", "128"},
@@ -355,7 +364,14 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
         const int kp = env_knob("TF_CUDA_WG_PIPE", pipe_v, 3, 2, err, errlen);
         const int km = env_knob("TF_CUDA_MMA_TILE", tile_v, 3, 0, err, errlen);
         const int ks = env_knob("TF_CUDA_WG_STAGES", stage_v, 2, 0, err, errlen);
-        if (ka < 0 || kt < 0 || kb < 0 || kg < 0 || kp < 0 || km < 0 || ks < 0) goto fail;
+        const int ki = env_knob("TF_CUDA_LT_INPLACE", bin_v, 2, 0, err, errlen);
+        static const char *const opm_v[] = {"3", "2"};
+        const int ko = env_knob("TF_CUDA_OPM_BWD", opm_v, 2, 0, err, errlen);
+        if (ka < 0 || kt < 0 || kb < 0 || kg < 0 || kp < 0 || km < 0 || ks < 0 || ki < 0 ||
+            ko < 0)
+            goto fail;
+        be->opm_kernel = ko ? 2 : 3;
+        be->lt_inplace = ki;
         be->attn_kernel = attn_k[ka];
         be->gemm_tune = kt;
         be->attn_bwd5 = kb;

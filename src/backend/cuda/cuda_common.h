@@ -69,6 +69,8 @@ struct tf_backend {
                          create: for A/B benchmarks; see cuda_backend.cu) */
     int attn_bwd5;    /* level 3: 1 (default) the backward on kernel5 after its forward,
                          0 kernel4/2 there (TF_CUDA_ATTN_BWD5=0, for A/B) */
+    int opm_kernel;   /* opm_bwd: 3 (default) or 2 (TF_CUDA_OPM_BWD) */
+    int lt_inplace;   /* cuBLASLt split K only in place (TF_CUDA_LT_INPLACE, default 0) */
     int gemm_tune;    /* level 3: time cuBLASLt's candidates per GEMM key
                          (TF_CUDA_GEMM_TUNE=1 at create); default: the heuristic's first */
     int gemm_mma;     /* level 3: GEMMs on the tensor-core kernel (cuda_gemm_mma.cu):
@@ -212,6 +214,9 @@ static inline void tf_launch_smem_(const char *name, const char *file, int line,
                         __VA_ARGS__);                                                         \
     } while (0)
 
+/* every pointer 16-byte aligned (float4 access) */
+static inline int tf_cu_aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
 /* Grid for a grid-stride loop over n items with `threads` per block. The
  * result never depends on the grid size (each item is independent). */
 static inline unsigned tf_cu_grid(const tf_backend *be, long n, int threads)
@@ -325,6 +330,8 @@ void tf_cu_gate_residual_fwd(tf_backend *be, float *out, const float *res, const
                              const float *g, long n);
 void tf_cu_opm_bwd(tf_backend *be, float *da, const float *dop, const float *a, int B, int S,
                    int N, int co);
+void tf_cu_opm_outer(tf_backend *be, float *outer_p, const float *a, int B, int S, int N,
+                     int co);
 /* relu in place on the `batch` strided [M, N] matrices of a GEMM output */
 void tf_cu_relu_strided(tf_backend *be, float *C, int M, int N, long ldc, long strideC,
                         int batch);

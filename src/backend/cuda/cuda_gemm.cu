@@ -164,6 +164,11 @@ static int plan_build(tf_backend *be, tf_cu_lt_plan *pl, const cm_gemm *g, int r
     TF_CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     TF_CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    if (be->lt_inplace) { /* no separate split-K reduce kernel (a launch each) */
+        const uint32_t rs = CUBLASLT_REDUCTION_SCHEME_INPLACE;
+        TF_CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(
+            pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &rs, sizeof rs));
+    }
     TF_CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alx, sizeof alx));
     TF_CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(

@@ -306,8 +306,19 @@ __device__ void ln_tree_add(float *part, int *count, int W, const ln_roots &o)
         __threadfence();
         const long nn = (n + LN2_FAN - 1) / LN2_FAN;
         for (int c = threadIdx.x; c < W; c += LN2_THREADS) {
+            const float *src = row + g0 * W + c;
             float t = 0.f;
-            for (int k = 0; k < members; ++k) t += __ldcg(row + (g0 + k) * W + c); /* in order */
+            int k = 0;
+            /* the loads of 16 rows in flight, then added in order (a loop of
+             * load-then-add waited for L2 once per row: ~4 us per level) */
+            for (; k + 16 <= members; k += 16) {
+                float v[16];
+#pragma unroll
+                for (int u = 0; u < 16; ++u) v[u] = __ldcg(src + (long)(k + u) * W);
+#pragma unroll
+                for (int u = 0; u < 16; ++u) t += v[u];
+            }
+            for (; k < members; ++k) t += __ldcg(src + (long)k * W); /* in order */
             if (nn > 1) next[g * W + c] = t;
             else ln_add_root(o, c, t);
         }
@@ -323,7 +334,7 @@ __device__ void ln_tree_add(float *part, int *count, int W, const ln_roots &o)
  * (its rows, in order) go to shared memory, are added in warp order into
  * this block's partial row of NQ * C floats (part[blockIdx.x * NQ * C], vector
  * q at q * C), and the tree adds the blocks' rows into o. */
-template <int NQ>
+template <int NQ, bool V4 = false> /* V4: a[q][k] is column 4 lane + k, else lane + 32 k */
 __device__ __forceinline__ void ln2_block_finish(float (&sp)[NQ][LN2_THREADS / 32][32 * LN2_CACHE],
                                                  const float (&a)[NQ][LN2_CACHE], int C,
                                                  float *part, int *count, const ln_roots &o)
@@ -332,7 +343,7 @@ __device__ __forceinline__ void ln2_block_finish(float (&sp)[NQ][LN2_THREADS / 3
 #pragma unroll
     for (int q = 0; q < NQ; ++q)
 #pragma unroll
-        for (int k = 0; k < LN2_CACHE; ++k) sp[q][w][lane + 32 * k] = a[q][k];
+        for (int k = 0; k < LN2_CACHE; ++k) sp[q][w][V4 ? 4 * lane + k : lane + 32 * k] = a[q][k];
     __syncthreads();
     const int W = NQ * C;
     for (int c = threadIdx.x; c < W; c += LN2_THREADS) {
@@ -478,6 +489,73 @@ layernorm2_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const flo
     ln2_block_finish(sp, a, C, part, count, o);
 }
 
+/* The same for C == 128 with 16-byte aligned rows and parameters (the
+ * model's pair channels): lane l holds columns 4 l .. 4 l + 3 as one float4,
+ * the parameters are loaded once a warp. The general kernel's scalar loads,
+ * guards and index arithmetic made it issue-bound (ncu: 50% occupancy, 14.7
+ * cycles between a warp's instructions, 0.84 TB/s): 28.6 -> 20.9 us at the
+ * small problem. 64 registers; capped at 48 for 5 blocks an SM (a few
+ * spilled) it was no faster (RESULTS.md entry 14). */
+__device__ __forceinline__ void ln_f4(const float *p, float (&v)[LN2_CACHE])
+{
+    const float4 t = *(const float4 *)p;
+    v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
+}
+extern "C" __global__ void __launch_bounds__(LN2_THREADS)
+layernorm2_bwd_kernel2_c128(float *dx, ln_roots o, float *part, int *count, const float *dout,
+                            const float *x, const float *stats, const float *g1, const float *b1,
+                            const float *g2, long rows, int accumulate, long rpb)
+{
+    constexpr int NW = LN2_THREADS / 32, C = 128;
+    __shared__ float sp[4][NW][32 * LN2_CACHE]; /* dg1 db1 dg2 db2 per warp */
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const long r0 = (long)blockIdx.x * rpb;
+    const long r1 = r0 + rpb < rows ? r0 + rpb : rows;
+    float g1v[4], b1v[4], g2v[4], a[4][LN2_CACHE];
+    ln_f4(g1 + 4 * lane, g1v), ln_f4(b1 + 4 * lane, b1v), ln_f4(g2 + 4 * lane, g2v);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) a[0][k] = a[1][k] = a[2][k] = a[3][k] = 0.f;
+    for (long r = r0 + w; r < r1; r += NW) { /* warp-uniform */
+        const float m1 = stats[r], s1 = stats[rows + r], m2 = stats[2 * rows + r],
+                    s2 = stats[3 * rows + r];
+        float xv[4], dv[4], xh1[4], xh2[4], gv[4];
+        ln_f4(x + r * C + 4 * lane, xv), ln_f4(dout + r * C + 4 * lane, dv);
+        float t1 = 0.f, t2 = 0.f;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            xh1[k] = (xv[k] - m1) * s1;
+            const float y1 = (xv[k] - m1) * s1 * g1v[k] + b1v[k]; /* the forward's floats */
+            xh2[k] = (y1 - m2) * s2;
+            gv[k] = dv[k] * g2v[k];
+            t1 += gv[k];
+            t2 += gv[k] * xh2[k];
+            a[2][k] += dv[k] * xh2[k]; /* rows in order per lane */
+            a[3][k] += dv[k];
+        }
+        const float mg2 = tf_warp_sum(t1) / C, mgx2 = tf_warp_sum(t2) / C;
+        float sg = 0.f, sgx = 0.f;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) { /* dy1 through the second norm, then g of the first */
+            const float dy1 = s2 * (gv[k] - mg2 - xh2[k] * mgx2);
+            a[0][k] += dy1 * xh1[k];
+            a[1][k] += dy1;
+            gv[k] = dy1 * g1v[k];
+            sg += gv[k];
+            sgx += gv[k] * xh1[k];
+        }
+        const float mg = tf_warp_sum(sg) / C, mgx = tf_warp_sum(sgx) / C;
+        float4 *d4 = (float4 *)(dx + r * C) + lane;
+        float4 v = make_float4(s1 * (gv[0] - mg - xh1[0] * mgx), s1 * (gv[1] - mg - xh1[1] * mgx),
+                               s1 * (gv[2] - mg - xh1[2] * mgx), s1 * (gv[3] - mg - xh1[3] * mgx));
+        if (accumulate) {
+            const float4 p = *d4;
+            v = make_float4(p.x + v.x, p.y + v.y, p.z + v.z, p.w + v.w);
+        }
+        *d4 = v;
+    }
+    ln2_block_finish<4, true>(sp, a, C, part, count, o);
+}
+
 /* ---- host wrappers -------------------------------------------------------------- */
 extern "C" void tf_cu_layernorm_fwd(tf_backend *be, float *out, float *mean, float *rstd,
                                     const float *x, const float *gamma, const float *beta,
@@ -571,6 +649,13 @@ extern "C" void tf_cu_layernorm2_bwd(tf_backend *be, float *dx, float *dg1, floa
     const long rpb = ln_rows_per_block(rows, 4 * C);
     const long nblk = (rows + rpb - 1) / rpb;
     const ln_roots o = {{dg1, db1, dg2, db2}, C};
-    TF_LAUNCH(layernorm2_bwd_kernel2, dim3((unsigned)nblk), dim3(LN2_THREADS), be->stream, dx, o,
-              be->scratch, be->mma_count, dout, x, stats, g1, b1, g2, rows, C, accumulate, rpb);
+    if (C == 128 && tf_cu_aligned16(dx) && tf_cu_aligned16(dout) && tf_cu_aligned16(x) &&
+        tf_cu_aligned16(g1) && tf_cu_aligned16(b1) && tf_cu_aligned16(g2))
+        TF_LAUNCH(layernorm2_bwd_kernel2_c128, dim3((unsigned)nblk), dim3(LN2_THREADS), be->stream,
+                  dx, o, be->scratch, be->mma_count, dout, x, stats, g1, b1, g2, rows, accumulate,
+                  rpb);
+    else
+        TF_LAUNCH(layernorm2_bwd_kernel2, dim3((unsigned)nblk), dim3(LN2_THREADS), be->stream, dx,
+                  o, be->scratch, be->mma_count, dout, x, stats, g1, b1, g2, rows, C, accumulate,
+                  rpb);
 }

@@ -88,10 +88,115 @@ opm_bwd_kernel2(float *da, const float *dop, const float *a, int S, int N, int c
     }
 }
 
+/* opm_bwd_kernel3, co == 32 with 16-byte aligned operands (the model's
+ * outer_dim): block (i, b, chunk of 4 SPT rows s), 8 warps; warp w takes
+ * j = w, w + 8, ..., staging in its own shared memory E1 = dop[i,j] ([p][q]),
+ * E2 = dop[j,i] ([q][p]) and a[chunk, j, :], and lane (st, pt) adds, for its
+ * SPT rows s = st + 4k and 4 columns p = 4 pt .. 4 pt + 3,
+ *   sum_q a[s,q] E1[p][q]  and  sum_q a[s,q] E2[q][p],
+ * reading every operand as a float4 (per 4 q: SPT + 8 loads for 32 SPT
+ * FMAs; kernel2 runs two barriers and one float4 FMA group per j and reached
+ * 5 TFLOP/s). Rows of pitch O3_LD: float4-aligned, and each 8-lane phase of a
+ * load (4 st x 2 pt) touches distinct banks. The warps' sums are added in
+ * warp order at the end: deterministic. */
+#define O3_LD 36
+#define O3_WARPS 8
+template <int SPT>
+__global__ void __launch_bounds__(O3_WARPS * 32)
+opm_bwd_kernel3(float *__restrict__ da, const float *__restrict__ dop,
+                const float *__restrict__ a, int S, int N)
+{
+    constexpr int RS = 4 * SPT; /* rows s per block */
+    TF_SMEM(sm);
+    const int warp = (int)threadIdx.x >> 5, lane = (int)threadIdx.x & 31;
+    const int i = blockIdx.x, b = blockIdx.y, s0 = (int)blockIdx.z * RS;
+    const int ns = min(RS, S - s0), st = lane & 3, pt = lane >> 2;
+    float *E1 = sm + warp * (64 + RS) * O3_LD, *E2 = E1 + 32 * O3_LD, *As = E2 + 32 * O3_LD;
+    const long NC = (long)N * 32;
+    const float *d = dop + (long)b * N * N * 1024;
+    const float *ab = a + ((long)b * S + s0) * NC;
+    float acc[SPT][4];
+#pragma unroll
+    for (int k = 0; k < SPT; ++k)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[k][e] = 0.f;
+    for (int j = warp; j < N; j += O3_WARPS) {
+        const float4 *t1 = (const float4 *)(d + ((long)i * N + j) * 1024);
+        const float4 *t2 = (const float4 *)(d + ((long)j * N + i) * 1024);
+#pragma unroll
+        for (int m = 0; m < 8; ++m) { /* 256 float4 a tile: row e / 8, float4 e % 8 */
+            const int e = lane + 32 * m, o = (e >> 3) * O3_LD + (e & 7) * 4;
+            *(float4 *)(E1 + o) = t1[e];
+            *(float4 *)(E2 + o) = t2[e];
+        }
+#pragma unroll
+        for (int m = 0; m < SPT; ++m) {
+            const int e = lane + 32 * m, r = e >> 3, c = (e & 7) * 4;
+            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (r < ns) v = *(const float4 *)(ab + (long)r * NC + (long)j * 32 + c);
+            *(float4 *)(As + r * O3_LD + c) = v;
+        }
+        __syncwarp();
+#pragma unroll 2
+        for (int q = 0; q < 32; q += 4) {
+            float4 av[SPT], e1[4], e2[4];
+#pragma unroll
+            for (int k = 0; k < SPT; ++k) av[k] = *(const float4 *)(As + (st + 4 * k) * O3_LD + q);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                e1[e] = *(const float4 *)(E1 + (4 * pt + e) * O3_LD + q);
+                e2[e] = *(const float4 *)(E2 + (q + e) * O3_LD + 4 * pt);
+            }
+#pragma unroll
+            for (int k = 0; k < SPT; ++k) {
+                const float4 x = av[k];
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    acc[k][e] += x.x * e1[e].x + x.y * e1[e].y + x.z * e1[e].z + x.w * e1[e].w;
+                const float xs[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    acc[k][0] += xs[e] * e2[e].x;
+                    acc[k][1] += xs[e] * e2[e].y;
+                    acc[k][2] += xs[e] * e2[e].z;
+                    acc[k][3] += xs[e] * e2[e].w;
+                }
+            }
+        }
+        __syncwarp();
+    }
+    __syncthreads(); /* every warp is done with its tiles: the area takes the sums */
+    float *red = sm; /* [warp][RS][32] */
+#pragma unroll
+    for (int k = 0; k < SPT; ++k)
+        *(float4 *)(red + (warp * RS + st + 4 * k) * 32 + 4 * pt) =
+            make_float4(acc[k][0], acc[k][1], acc[k][2], acc[k][3]);
+    __syncthreads();
+    const float inv = 1.0f / (float)S;
+    for (int e = (int)threadIdx.x; e < ns * 32; e += O3_WARPS * 32) {
+        float sum = 0.f;
+#pragma unroll
+        for (int w = 0; w < O3_WARPS; ++w) sum += red[w * RS * 32 + e];
+        const int sl = e >> 5, p = e & 31;
+        da[(((long)b * S + s0 + sl) * N + i) * 32 + p] = sum * inv;
+    }
+}
+
 extern "C" void tf_cu_opm_bwd(tf_backend *be, float *da, const float *dop, const float *a, int B,
                               int S, int N, int co)
 {
     if (B <= 0 || S <= 0 || N <= 0 || co <= 0) return;
+    if (co == 32 && be->opm_kernel != 2 && tf_cu_aligned16(da) && tf_cu_aligned16(dop) && tf_cu_aligned16(a) &&
+        B <= 65535) {
+        const int spt = S <= 16 ? 4 : 8, rs = 4 * spt;
+        const size_t smem = sizeof(float) * O3_WARPS * (size_t)(64 + rs) * O3_LD;
+        const dim3 grid((unsigned)N, (unsigned)B, (unsigned)((S + rs - 1) / rs));
+        if (spt == 4)
+            TF_LAUNCH_SMEM(opm_bwd_kernel3<4>, grid, O3_WARPS * 32, smem, be, da, dop, a, S, N);
+        else
+            TF_LAUNCH_SMEM(opm_bwd_kernel3<8>, grid, O3_WARPS * 32, smem, be, da, dop, a, S, N);
+        return;
+    }
     const int PC = co < OPM_PC ? co : OPM_PC;
     const int srows = OPM_THREADS / PC * OPM_PER;
     const bool v4 = co % 4 == 0;
@@ -108,4 +213,112 @@ extern "C" void tf_cu_opm_bwd(tf_backend *be, float *da, const float *dop, const
     else
         TF_LAUNCH_SMEM(opm_bwd_kernel2<false>, grid, OPM_THREADS, smem, be, da, dop, a, S, N, co,
                        PC, srows, ep);
+}
+
+/* ---- the permuted product (ops.h opm_outer) ----
+ * opm_outer_kernel3, co == 32 with 16-byte aligned operands: block (j0 / 8, i,
+ * b) of 256 threads writes outer_p[b, i, j0..j0+7, :, :]; thread (jg, pg, qg)
+ * keeps the 4 x 4 tile p = 4 pg.., q = 4 qg.. of j = j0 + 2 jg and j0 + 2 jg
+ * + 1 in registers while s runs over chunks of 32 staged in shared memory
+ * (a[b, s, i, :] and a[b, s, j0..j0+7, :]), in index order: per s one float4
+ * of a[s, i, p..] and two of a[s, j, q..] for 32 FMAs. The products are FFMA
+ * work (4.3 GFLOP at the large problem, its floor ~65 us; a first version
+ * with one float4 of outputs per j issued 9 shared loads per 32 FMAs and
+ * took 320 us there). Blocks in flight write neighbouring 32 KB stretches
+ * (j the fastest grid axis). Where the GEMM wrote [B, N, co, N, co] and a
+ * permute read and wrote it again, outer_p is written once.
+ * opm_outer_kernel1: any co or alignment, an output per thread. */
+#define OO_JT 8
+#define OO_SC 32
+
+__global__ void __launch_bounds__(256)
+opm_outer_kernel3(float *__restrict__ out, const float *__restrict__ a, int S, int N)
+{
+    __shared__ __align__(16) float ai[OO_SC][32];
+    __shared__ __align__(16) float aj[OO_JT][OO_SC][32];
+    const int i = blockIdx.y, b = blockIdx.z, t = (int)threadIdx.x;
+    const int qg = t & 7, pg = (t >> 3) & 7, jg = t >> 6; /* a warp: 8 qg x 4 pg */
+    const long NC = (long)N * 32;
+    const float *ab = a + (long)b * S * NC;
+    const float inv = 1.0f / (float)S;
+    const int j0 = (int)blockIdx.x * OO_JT, nj = min(OO_JT, N - j0);
+    float acc[2][4][4];
+#pragma unroll
+    for (int u = 0; u < 2; ++u)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+#pragma unroll
+            for (int f = 0; f < 4; ++f) acc[u][e][f] = 0.f;
+    for (int s0 = 0; s0 < S; s0 += OO_SC) {
+        const int ns = min(OO_SC, S - s0);
+        __syncthreads(); /* the last chunk's reads are done */
+        {
+            const int r = t >> 3, c = (t & 7) * 4; /* 256 float4: ai's 32 rows */
+            const float4 z = make_float4(0.f, 0.f, 0.f, 0.f);
+            *(float4 *)&ai[r][c] =
+                r < ns ? *(const float4 *)(ab + (long)(s0 + r) * NC + (long)i * 32 + c) : z;
+#pragma unroll
+            for (int m = 0; m < OO_JT; ++m)
+                *(float4 *)&aj[m][r][c] =
+                    r < ns && m < nj
+                        ? *(const float4 *)(ab + (long)(s0 + r) * NC + (long)(j0 + m) * 32 + c)
+                        : z;
+        }
+        __syncthreads();
+        for (int s = 0; s < ns; ++s) {
+            const float4 x = *(const float4 *)&ai[s][4 * pg];
+            const float xs[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+                const float4 y = *(const float4 *)&aj[2 * jg + u][s][4 * qg];
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    acc[u][e][0] += xs[e] * y.x;
+                    acc[u][e][1] += xs[e] * y.y;
+                    acc[u][e][2] += xs[e] * y.z;
+                    acc[u][e][3] += xs[e] * y.w;
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+        const int jj = 2 * jg + u;
+        if (jj >= nj) continue;
+        float *o = out + ((((long)b * N + i) * N + j0 + jj) * 32 + 4 * pg) * 32 + 4 * qg;
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            *(float4 *)(o + e * 32) = make_float4(acc[u][e][0] * inv, acc[u][e][1] * inv,
+                                                  acc[u][e][2] * inv, acc[u][e][3] * inv);
+    }
+}
+
+__global__ void opm_outer_kernel1(float *out, const float *a, int B, int S, int N, int co)
+{
+    const long cc = (long)co * co, total = (long)B * N * N * cc, NC = (long)N * co;
+    const float inv = 1.0f / (float)S;
+    for (long e = (long)blockIdx.x * blockDim.x + threadIdx.x; e < total;
+         e += (long)gridDim.x * blockDim.x) {
+        const long pq = e % cc, bij = e / cc;
+        const int p = (int)(pq / co), q = (int)(pq % co);
+        const long j = bij % N, i = (bij / N) % N, b = bij / ((long)N * N);
+        const float *ab = a + b * S * NC;
+        float acc = 0.f;
+        for (int s = 0; s < S; ++s) acc += ab[s * NC + i * co + p] * ab[s * NC + j * co + q];
+        out[e] = acc * inv;
+    }
+}
+
+extern "C" void tf_cu_opm_outer(tf_backend *be, float *outer_p, const float *a, int B, int S,
+                                int N, int co)
+{
+    if (B <= 0 || S <= 0 || N <= 0 || co <= 0) return;
+    if (co == 32 && tf_cu_aligned16(outer_p) && tf_cu_aligned16(a) && B <= 65535) {
+        const dim3 grid((unsigned)((N + OO_JT - 1) / OO_JT), (unsigned)N, (unsigned)B);
+        TF_LAUNCH(opm_outer_kernel3, grid, dim3(256), be->stream, outer_p, a, S, N);
+        return;
+    }
+    const long total = (long)B * N * N * co * co;
+    TF_LAUNCH(opm_outer_kernel1, dim3(tf_cu_grid(be, total, 256)), dim3(256), be->stream, outer_p,
+              a, B, S, N, co);
 }

@@ -768,6 +768,9 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
                a <= CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES) {
         if (n != sizeof(uint32_t)) return CUBLAS_STATUS_INVALID_VALUE;
         p->align[a - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES] = *(const uint32_t *)buf;
+    } else if (a == CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK) {
+        /* the emulation never splits K: any mask allows its one algorithm */
+        if (n != sizeof(uint32_t)) return CUBLAS_STATUS_INVALID_VALUE;
     } else {
         return CUBLAS_STATUS_INVALID_VALUE;
     }
