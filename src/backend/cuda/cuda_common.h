@@ -31,7 +31,7 @@
                                                     of a GEMM being tuned */
 #define TF_CU_MMA_COUNTERS 1024 /* split-K tile counters of the tensor-core GEMM */
 #define TF_CU_LT_CACHE 1024 /* cuBLASLt plan slots (open addressing, a power of two) */
-#define TF_CU_LT_KEY 18      /* longs in a plan key (cuda_gemm.cu: plan_key) */
+#define TF_CU_LT_KEY 19      /* longs in a plan key (cuda_gemm.cu: plan_key) */
 #define TF_CU_LT_ALGOS 8     /* heuristic candidates timed per key (level 3) */
 #define TF_CU_TUNE_RUNS 3    /* timed runs per candidate, after one untimed */
 

@@ -26,8 +26,9 @@
  * No candidate: cublasGemmStridedBatchedEx, as at levels 1-2. K == 0 (C =
  * beta C, which cuBLAS does) always takes the cuBLAS path.
  *
- * The residual input R and the DRELU epilogue (ops.h) are applied around all
- * of this by tf_cu_gemm: R copied into C first, the mask after.
+ * The residual input R (ops.h) is cuBLASLt's C (D the output); the paths
+ * whose C is their input get R copied into C first. The DRELU epilogue is a
+ * mask after the GEMM (tf_cu_gemm).
  *
  * Tuning costs one synchronisation per key (warm-up steps) and, when beta != 0
  * (C is an input), a saved copy of C: in the backend's scratch area when it
@@ -49,6 +50,7 @@ typedef struct {
     int m, n, k, batch;
     const float *X, *Y;
     float *D;
+    const float *Cin; /* the C that beta scales, laid out as D (NULL: D itself) */
     long ldx, ldy, ldd, sx, sy, sd;
     float alpha, beta;
 } cm_gemm;
@@ -94,6 +96,8 @@ extern "C" void tf_cu_gemm_destroy_plans(tf_backend *be)
     be->tune_ev_ready = 0;
 }
 
+static const float *c_in(const cm_gemm *g) { return g->Cin ? g->Cin : g->D; }
+
 static void plan_key(const tf_backend *be, const cm_gemm *g, int relu, long key[TF_CU_LT_KEY])
 {
     const int b = g->batch > 1; /* strides only matter in a batch */
@@ -102,7 +106,7 @@ static void plan_key(const tf_backend *be, const cm_gemm *g, int relu, long key[
                                   (long)align_of(g->X, g->sx, g->batch),
                                   (long)align_of(g->Y, g->sy, g->batch),
                                   (long)align_of(g->D, g->sd, g->batch), g->beta != 0.f, relu,
-                                  be->tf32};
+                                  be->tf32, (long)align_of(c_in(g), g->sd, g->batch)};
     memcpy(key, k, sizeof k);
 }
 
@@ -142,7 +146,7 @@ static int plan_build(tf_backend *be, tf_cu_lt_plan *pl, const cm_gemm *g, int r
     const cublasLtEpilogue_t epi = relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT;
     const uint64_t ws = TF_CU_WORKSPACE_BYTES;
     const uint32_t alx = align_of(g->X, g->sx, g->batch), aly = align_of(g->Y, g->sy, g->batch),
-                   ald = align_of(g->D, g->sd, g->batch);
+                   ald = align_of(g->D, g->sd, g->batch), alc = align_of(c_in(g), g->sd, g->batch);
     cublasLtMatmulPreference_t pref;
     int nres = 0, n = 0;
 
@@ -174,7 +178,7 @@ static int plan_build(tf_backend *be, tf_cu_lt_plan *pl, const cm_gemm *g, int r
     TF_CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &aly, sizeof aly));
     TF_CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(
-        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ald, sizeof ald));
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alc, sizeof alc));
     TF_CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ald, sizeof ald));
     const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
@@ -192,9 +196,9 @@ static int plan_build(tf_backend *be, tf_cu_lt_plan *pl, const cm_gemm *g, int r
 static cublasStatus_t lt_run(tf_backend *be, const tf_cu_lt_plan *pl, const cm_gemm *g,
                              const cublasLtMatmulAlgo_t *algo)
 {
-    return cublasLtMatmul(be->lt, pl->desc, &g->alpha, g->X, pl->la, g->Y, pl->lb, &g->beta, g->D,
-                          pl->lc, g->D, pl->lc, algo, be->workspace, TF_CU_WORKSPACE_BYTES,
-                          be->stream);
+    return cublasLtMatmul(be->lt, pl->desc, &g->alpha, g->X, pl->la, g->Y, pl->lb, &g->beta,
+                          c_in(g), pl->lc, g->D, pl->lc, algo, be->workspace,
+                          TF_CU_WORKSPACE_BYTES, be->stream);
 }
 
 /* Holds the stream for ns nanoseconds, so that the timed runs queued behind
@@ -225,7 +229,7 @@ static int plan_tune(tf_backend *be, tf_cu_lt_plan *pl, const cm_gemm *g,
     void *save = NULL;
     int own = 0, best = -1, ran[TF_CU_LT_ALGOS];
     float best_ms = 0.f;
-    if (g->beta != 0.f) {
+    if (g->beta != 0.f && !g->Cin) { /* D is C: an input */
         if (bytes <= TF_CU_SCRATCH_FLOATS * sizeof(float)) {
             save = be->scratch;
         } else {
@@ -298,15 +302,12 @@ static int gemm_lt(tf_backend *be, const cm_gemm *g, int relu)
     return 1;
 }
 
-/* A GEMM without R (tf_gemm_args.R) and DRELU: the paths below. */
-static void gemm_plain(tf_backend *be, const tf_gemm_args *a);
+/* A GEMM without DRELU: the paths below. */
+static void gemm_plain(tf_backend *be, tf_gemm_args a);
 
-/* The residual input R and the DRELU epilogue around the GEMM: R copied into
- * C first (a device-to-device copy when the matrices are contiguous, else a
- * strided copy kernel), the mask applied after (drelu_strided_kernel1). Both
- * inside the kernels' epilogues measured 2.5% slower per fp32 step on the
- * H200 (the tensor-core kernels' epilogue and split K grew; RESULTS.md
- * entry 13), the copy and the mask are what the model did before. */
+/* The DRELU epilogue after the GEMM (drelu_strided_kernel1); inside the
+ * tensor-core kernels' epilogue it measured 2.5% slower per fp32 step on the
+ * H200 (their epilogue and split K grew; RESULTS.md entry 13). */
 extern "C" void tf_cu_gemm(tf_backend *be, const tf_gemm_args *a, const char *name)
 {
     (void)name; /* kernel names come from cuBLAS; the model's region says which GEMM */
@@ -316,48 +317,58 @@ extern "C" void tf_cu_gemm(tf_backend *be, const tf_gemm_args *a, const char *na
         abort();
     }
     tf_gemm_args b = *a;
-    if (a->R && a->R != a->C && a->beta != 0.f) {
-        const int contiguous = a->ldc == a->N && (a->batch == 1 || a->strideC == (long)a->M * a->N);
-        if (contiguous)
-            TF_CUDA_CHECK(cudaMemcpyAsync(a->C, a->R, sizeof(float) * (size_t)a->M * a->N *
-                                                          (size_t)a->batch,
-                                          cudaMemcpyDeviceToDevice, be->stream));
-        else
-            tf_cu_copy_strided(be, a->C, a->R, a->M, a->N, a->ldc, a->strideC, a->batch);
-    }
-    b.R = NULL;
+    if (!(a->R && a->R != a->C && a->beta != 0.f)) b.R = NULL;
     if (a->epilogue == TF_EPI_DRELU) b.epilogue = TF_EPI_NONE, b.aux = NULL;
-    gemm_plain(be, &b);
+    gemm_plain(be, b);
     if (a->epilogue == TF_EPI_DRELU)
         tf_cu_drelu_strided(be, a->C, a->aux, a->M, a->N, a->ldc, a->strideC, a->batch);
 }
 
-static void gemm_plain(tf_backend *be, const tf_gemm_args *a)
+/* R copied into C (a device-to-device copy when the matrices are contiguous,
+ * else a strided copy kernel), for the paths whose C is their input */
+static void r_into_c(tf_backend *be, tf_gemm_args *a)
 {
+    const int contiguous = a->ldc == a->N && (a->batch == 1 || a->strideC == (long)a->M * a->N);
+    if (contiguous)
+        TF_CUDA_CHECK(cudaMemcpyAsync(a->C, a->R, sizeof(float) * (size_t)a->M * a->N *
+                                                      (size_t)a->batch,
+                                      cudaMemcpyDeviceToDevice, be->stream));
+    else
+        tf_cu_copy_strided(be, a->C, a->R, a->M, a->N, a->ldc, a->strideC, a->batch);
+    a->R = NULL;
+}
+
+/* The residual input R (tf_gemm_args.R): cuBLASLt reads it as its C, D the
+ * output (no copy: -31 copies a step, RESULTS.md entry 14); the tensor-core
+ * kernels and cuBLAS take C as their input, so R is copied into C first. */
+static void gemm_plain(tf_backend *be, tf_gemm_args a)
+{
+    const int strides_ok = a.batch == 1 || (a.strideA >= 0 && a.strideB >= 0 && a.strideC >= 0);
+    if (a.R && (be->kernel_level < 3 || be->gemm_mma || a.K <= 0 || !strides_ok))
+        r_into_c(be, &a);
     /* swapped operands: X = B (m = N rows of op), Y = A (n = M) */
-    const cm_gemm g = {a->transB ? CUBLAS_OP_T : CUBLAS_OP_N,
-                       a->transA ? CUBLAS_OP_T : CUBLAS_OP_N,
-                       a->N, a->M, a->K, a->batch, a->B, a->A, a->C, a->ldb, a->lda, a->ldc,
-                       a->strideB, a->strideA, a->strideC, a->alpha, a->beta};
-    const int relu = a->epilogue == TF_EPI_RELU;
+    const cm_gemm g = {a.transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+                       a.transA ? CUBLAS_OP_T : CUBLAS_OP_N,
+                       a.N, a.M, a.K, a.batch, a.B, a.A, a.C, a.R, a.ldb, a.lda, a.ldc,
+                       a.strideB, a.strideA, a.strideC, a.alpha, a.beta};
+    const int relu = a.epilogue == TF_EPI_RELU;
     if (be->kernel_level >= 3) {
-        const int strides_ok = a->batch == 1 || (a->strideA >= 0 && a->strideB >= 0 &&
-                                                 a->strideC >= 0);
-        if (be->gemm_mma && tf_cu_gemm_mma(be, a)) return;
-        if (a->K > 0 && strides_ok) {
+        if (be->gemm_mma && tf_cu_gemm_mma(be, &a)) return;
+        if (a.K > 0 && strides_ok) {
             if (relu && gemm_lt(be, &g, 1)) return;
             if (gemm_lt(be, &g, 0)) {
-                if (relu) tf_cu_relu_strided(be, a->C, a->M, a->N, a->ldc, a->strideC, a->batch);
+                if (relu) tf_cu_relu_strided(be, a.C, a.M, a.N, a.ldc, a.strideC, a.batch);
                 return;
             }
         }
-    } else if (relu && a->batch == 1 && a->beta == 0.f && a->K > 0 && gemm_lt(be, &g, 1)) {
+    } else if (relu && a.batch == 1 && a.beta == 0.f && a.K > 0 && gemm_lt(be, &g, 1)) {
         return;
     }
+    if (a.R) r_into_c(be, &a); /* no cuBLASLt algorithm: cuBLAS reads C */
     TF_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-        be->blas, g.ta, g.tb, g.m, g.n, g.k, &a->alpha, a->B, CUDA_R_32F, (int)a->ldb,
-        (long long)a->strideB, a->A, CUDA_R_32F, (int)a->lda, (long long)a->strideA, &a->beta,
-        a->C, CUDA_R_32F, (int)a->ldc, (long long)a->strideC, a->batch, compute_type(be),
+        be->blas, g.ta, g.tb, g.m, g.n, g.k, &a.alpha, a.B, CUDA_R_32F, (int)a.ldb,
+        (long long)a.strideB, a.A, CUDA_R_32F, (int)a.lda, (long long)a.strideA, &a.beta, a.C,
+        CUDA_R_32F, (int)a.ldc, (long long)a.strideC, a.batch, compute_type(be),
         CUBLAS_GEMM_DEFAULT));
-    if (relu) tf_cu_relu_strided(be, a->C, a->M, a->N, a->ldc, a->strideC, a->batch);
+    if (relu) tf_cu_relu_strided(be, a.C, a.M, a.N, a.ldc, a.strideC, a.batch);
 }
