@@ -1,7 +1,10 @@
 /* The trainer: owns the backend, the four parameter-sized buffers (params,
  * grads, Adam m and v, one table describes them all), the planned activation
- * arena and the batch buffers, and runs training steps with per-phase timing
- * (the device is synchronised at each phase boundary, as the reference does). */
+ * arena and the batch buffers, and runs training steps with per-phase timing:
+ * the device is synchronised at each phase boundary, as the reference does,
+ * on the CPU and under the profiler; a CUDA step without the profiler issues
+ * the phases back to back and times them with device events
+ * (pipelined_phases). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <omp.h>
