@@ -334,7 +334,7 @@ __device__ void ln_tree_add(float *part, int *count, int W, const ln_roots &o)
  * (its rows, in order) go to shared memory, are added in warp order into
  * this block's partial row of NQ * C floats (part[blockIdx.x * NQ * C], vector
  * q at q * C), and the tree adds the blocks' rows into o. */
-template <int NQ, bool V4 = false> /* V4: a[q][k] is column 4 lane + k, else lane + 32 k */
+template <int NQ, int VW = 0> /* a[q][k]: column VW lane + k (k < VW), or lane + 32 k (VW 0) */
 __device__ __forceinline__ void ln2_block_finish(float (&sp)[NQ][LN2_THREADS / 32][32 * LN2_CACHE],
                                                  const float (&a)[NQ][LN2_CACHE], int C,
                                                  float *part, int *count, const ln_roots &o)
@@ -343,7 +343,8 @@ __device__ __forceinline__ void ln2_block_finish(float (&sp)[NQ][LN2_THREADS / 3
 #pragma unroll
     for (int q = 0; q < NQ; ++q)
 #pragma unroll
-        for (int k = 0; k < LN2_CACHE; ++k) sp[q][w][V4 ? 4 * lane + k : lane + 32 * k] = a[q][k];
+        for (int k = 0; k < (VW ? VW : LN2_CACHE); ++k)
+            sp[q][w][VW ? VW * lane + k : lane + 32 * k] = a[q][k];
     __syncthreads();
     const int W = NQ * C;
     for (int c = threadIdx.x; c < W; c += LN2_THREADS) {
@@ -489,18 +490,104 @@ layernorm2_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const flo
     ln2_block_finish(sp, a, C, part, count, o);
 }
 
-/* The same for C == 128 with 16-byte aligned rows and parameters (the
- * model's pair channels): lane l holds columns 4 l .. 4 l + 3 as one float4,
- * the parameters are loaded once a warp. The general kernel's scalar loads,
- * guards and index arithmetic made it issue-bound (ncu: 50% occupancy, 14.7
- * cycles between a warp's instructions, 0.84 TB/s): 28.6 -> 20.9 us at the
- * small problem. 64 registers; capped at 48 for 5 blocks an SM (a few
- * spilled) it was no faster (RESULTS.md entry 14). */
-__device__ __forceinline__ void ln_f4(const float *p, float (&v)[LN2_CACHE])
+/* ---- the one-launch backwards on vector rows: C = 32 VW (VW 2: the MSA's 64
+ * channels, VW 4: the pair's 128) with rows and parameters aligned to VW
+ * floats. Lane l holds columns VW l .. VW l + VW - 1, loaded as one float2 /
+ * float4, the parameters once a warp, and the next row's loads are issued
+ * before this row's sums (two rows in flight a warp). The general kernels'
+ * scalar loads, guards and index arithmetic made them issue-bound (ncu:
+ * 50% occupancy, 14.7 cycles between a warp's instructions, 0.84 TB/s for
+ * layernorm2's backward). */
+template <int VW>
+__device__ __forceinline__ void ln_vld(const float *p, float (&v)[LN2_CACHE])
 {
-    const float4 t = *(const float4 *)p;
-    v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
+    if (VW == 4) {
+        const float4 t = *(const float4 *)p;
+        v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
+    } else {
+        const float2 t = *(const float2 *)p;
+        v[0] = t.x, v[1] = t.y, v[2] = 0.f, v[3] = 0.f;
+    }
 }
+template <int VW>
+__device__ __forceinline__ void ln_vst(float *p, const float (&v)[LN2_CACHE], int accumulate)
+{
+    if (VW == 4) {
+        float4 t = make_float4(v[0], v[1], v[2], v[3]);
+        if (accumulate) {
+            const float4 q = *(const float4 *)p;
+            t = make_float4(q.x + t.x, q.y + t.y, q.z + t.z, q.w + t.w);
+        }
+        *(float4 *)p = t;
+    } else {
+        float2 t = make_float2(v[0], v[1]);
+        if (accumulate) {
+            const float2 q = *(const float2 *)p;
+            t = make_float2(q.x + t.x, q.y + t.y);
+        }
+        *(float2 *)p = t;
+    }
+}
+/* row r's x and dout at column VW lane, when r < r1 */
+template <int VW>
+__device__ __forceinline__ void ln_vld_row(long r, long r1, int C, int lane, const float *x,
+                                           const float *d, float (&xv)[LN2_CACHE],
+                                           float (&dv)[LN2_CACHE])
+{
+    if (r < r1) {
+        ln_vld<VW>(x + r * C + VW * lane, xv);
+        ln_vld<VW>(d + r * C + VW * lane, dv);
+    }
+}
+
+template <int VW>
+__global__ void __launch_bounds__(LN2_THREADS)
+layernorm_bwd_kernel2_v(float *dx, ln_roots o, float *part, int *count, const float *dout,
+                        const float *x, const float *mean, const float *rstd, const float *gamma,
+                        long rows, int accumulate, long rpb)
+{
+    constexpr int NW = LN2_THREADS / 32, C = 32 * VW;
+    __shared__ float sp[2][NW][32 * LN2_CACHE]; /* dgamma dbeta per warp */
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const long r0 = (long)blockIdx.x * rpb;
+    const long r1 = r0 + rpb < rows ? r0 + rpb : rows;
+    float gm[LN2_CACHE], a[2][LN2_CACHE], xv[LN2_CACHE], dv[LN2_CACHE];
+    ln_vld<VW>(gamma + VW * lane, gm);
+#pragma unroll
+    for (int k = 0; k < LN2_CACHE; ++k) a[0][k] = a[1][k] = 0.f;
+    long r = r0 + w;
+    ln_vld_row<VW>(r, r1, C, lane, x, dout, xv, dv);
+    float mu = r < r1 ? mean[r] : 0.f, rs = r < r1 ? rstd[r] : 0.f;
+    for (; r < r1; r += NW) { /* warp-uniform */
+        float xn[LN2_CACHE], dn[LN2_CACHE];
+        const long rn = r + NW;
+        ln_vld_row<VW>(rn, r1, C, lane, x, dout, xn, dn);
+        const float mun = rn < r1 ? mean[rn] : 0.f, rsn = rn < r1 ? rstd[rn] : 0.f;
+        float gv[LN2_CACHE], xh[LN2_CACHE], sg = 0.f, sgx = 0.f;
+#pragma unroll
+        for (int k = 0; k < VW; ++k) {
+            xh[k] = (xv[k] - mu) * rs;
+            gv[k] = dv[k] * gm[k];
+            sg += gv[k];
+            sgx += gv[k] * xh[k];
+            a[0][k] += dv[k] * xh[k]; /* rows in order per lane */
+            a[1][k] += dv[k];
+        }
+        if (dx) {
+            const float mg = tf_warp_sum(sg) / C, mgx = tf_warp_sum(sgx) / C;
+            float v[LN2_CACHE];
+#pragma unroll
+            for (int k = 0; k < VW; ++k) v[k] = rs * (gv[k] - mg - xh[k] * mgx);
+            ln_vst<VW>(dx + r * C + VW * lane, v, accumulate);
+        }
+#pragma unroll
+        for (int k = 0; k < LN2_CACHE; ++k) xv[k] = xn[k], dv[k] = dn[k];
+        mu = mun, rs = rsn;
+    }
+    ln2_block_finish<2, VW>(sp, a, C, part, count, o);
+}
+
+/* layernorm2's backward, C 128 */
 extern "C" __global__ void __launch_bounds__(LN2_THREADS)
 layernorm2_bwd_kernel2_c128(float *dx, ln_roots o, float *part, int *count, const float *dout,
                             const float *x, const float *stats, const float *g1, const float *b1,
@@ -511,15 +598,17 @@ layernorm2_bwd_kernel2_c128(float *dx, ln_roots o, float *part, int *count, cons
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const long r0 = (long)blockIdx.x * rpb;
     const long r1 = r0 + rpb < rows ? r0 + rpb : rows;
-    float g1v[4], b1v[4], g2v[4], a[4][LN2_CACHE];
-    ln_f4(g1 + 4 * lane, g1v), ln_f4(b1 + 4 * lane, b1v), ln_f4(g2 + 4 * lane, g2v);
+    float g1v[4], b1v[4], g2v[4], a[4][LN2_CACHE], xv[4], dv[4];
+    ln_vld<4>(g1 + 4 * lane, g1v), ln_vld<4>(b1 + 4 * lane, b1v), ln_vld<4>(g2 + 4 * lane, g2v);
 #pragma unroll
     for (int k = 0; k < 4; ++k) a[0][k] = a[1][k] = a[2][k] = a[3][k] = 0.f;
-    for (long r = r0 + w; r < r1; r += NW) { /* warp-uniform */
+    long r = r0 + w;
+    ln_vld_row<4>(r, r1, C, lane, x, dout, xv, dv);
+    for (; r < r1; r += NW) { /* warp-uniform */
         const float m1 = stats[r], s1 = stats[rows + r], m2 = stats[2 * rows + r],
                     s2 = stats[3 * rows + r];
-        float xv[4], dv[4], xh1[4], xh2[4], gv[4];
-        ln_f4(x + r * C + 4 * lane, xv), ln_f4(dout + r * C + 4 * lane, dv);
+        float xn[4], dn[4], xh1[4], xh2[4], gv[4];
+        ln_vld_row<4>(r + NW, r1, C, lane, x, dout, xn, dn);
         float t1 = 0.f, t2 = 0.f;
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
@@ -544,19 +633,91 @@ layernorm2_bwd_kernel2_c128(float *dx, ln_roots o, float *part, int *count, cons
             sgx += gv[k] * xh1[k];
         }
         const float mg = tf_warp_sum(sg) / C, mgx = tf_warp_sum(sgx) / C;
-        float4 *d4 = (float4 *)(dx + r * C) + lane;
-        float4 v = make_float4(s1 * (gv[0] - mg - xh1[0] * mgx), s1 * (gv[1] - mg - xh1[1] * mgx),
-                               s1 * (gv[2] - mg - xh1[2] * mgx), s1 * (gv[3] - mg - xh1[3] * mgx));
-        if (accumulate) {
-            const float4 p = *d4;
-            v = make_float4(p.x + v.x, p.y + v.y, p.z + v.z, p.w + v.w);
-        }
-        *d4 = v;
+        float v[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) v[k] = s1 * (gv[k] - mg - xh1[k] * mgx);
+        ln_vst<4>(dx + r * C + 4 * lane, v, accumulate);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) xv[k] = xn[k], dv[k] = dn[k];
     }
-    ln2_block_finish<4, true>(sp, a, C, part, count, o);
+    ln2_block_finish<4, 4>(sp, a, C, part, count, o);
+}
+
+/* The forwards on vector rows (a warp per row, as kernel2): one float2 /
+ * float4 load per lane and array instead of VW guarded scalar ones. */
+template <int VW> /* mean and 1/std of the row (two-pass variance) */
+__device__ __forceinline__ void ln_vrow_stats(const float (&v)[LN2_CACHE], float eps, float &mu,
+                                              float &rs)
+{
+    constexpr int C = 32 * VW;
+    float s = 0.f, q = 0.f;
+#pragma unroll
+    for (int k = 0; k < VW; ++k) s += v[k];
+    mu = tf_warp_sum(s) / C;
+#pragma unroll
+    for (int k = 0; k < VW; ++k) {
+        const float d = v[k] - mu;
+        q += d * d;
+    }
+    rs = 1.f / sqrtf(tf_warp_sum(q) / C + eps);
+}
+
+template <int VW>
+__global__ void __launch_bounds__(LN2_THREADS)
+layernorm_fwd_kernel2_v(float *out, float *mean, float *rstd, const float *x, const float *gamma,
+                        const float *beta, long rows, float eps)
+{
+    constexpr int C = 32 * VW;
+    const int lane = threadIdx.x & 31;
+    const long r = (long)blockIdx.x * (LN2_THREADS / 32) + (threadIdx.x >> 5);
+    if (r >= rows) return; /* whole warp leaves together; no block barrier below */
+    float v[LN2_CACHE], g[LN2_CACHE], b[LN2_CACHE], mu, rs;
+    ln_vld<VW>(x + r * C + VW * lane, v);
+    ln_vld<VW>(gamma + VW * lane, g);
+    ln_vld<VW>(beta + VW * lane, b);
+    ln_vrow_stats<VW>(v, eps, mu, rs);
+#pragma unroll
+    for (int k = 0; k < VW; ++k) v[k] = (v[k] - mu) * rs * g[k] + b[k];
+    ln_vst<VW>(out + r * C + VW * lane, v, 0);
+    if (lane == 0) {
+        if (mean) mean[r] = mu;
+        if (rstd) rstd[r] = rs;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(LN2_THREADS)
+layernorm2_fwd_kernel2_c128(float *out, float *stats, const float *x, const float *g1,
+                            const float *b1, const float *g2, const float *b2, long rows,
+                            float eps)
+{
+    const int lane = threadIdx.x & 31;
+    const long r = (long)blockIdx.x * (LN2_THREADS / 32) + (threadIdx.x >> 5);
+    if (r >= rows) return;
+    float v[4], p[4], q[4], mu1, rs1, mu2, rs2;
+    ln_vld<4>(x + r * 128 + 4 * lane, v);
+    ln_vld<4>(g1 + 4 * lane, p);
+    ln_vld<4>(b1 + 4 * lane, q);
+    ln_vrow_stats<4>(v, eps, mu1, rs1);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[k] = (v[k] - mu1) * rs1 * p[k] + q[k]; /* y1 */
+    ln_vrow_stats<4>(v, eps, mu2, rs2);
+    ln_vld<4>(g2 + 4 * lane, p);
+    ln_vld<4>(b2 + 4 * lane, q);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[k] = (v[k] - mu2) * rs2 * p[k] + q[k];
+    ln_vst<4>(out + r * 128 + 4 * lane, v, 0);
+    if (lane == 0) {
+        stats[r] = mu1;
+        stats[rows + r] = rs1;
+        stats[2 * rows + r] = mu2;
+        stats[3 * rows + r] = rs2;
+    }
 }
 
 /* ---- host wrappers -------------------------------------------------------------- */
+/* p aligned to `bytes` (NULL counts as aligned: dx may be absent) */
+static int ln_aligned(const void *p, int bytes) { return ((uintptr_t)p % (uintptr_t)bytes) == 0; }
+
 extern "C" void tf_cu_layernorm_fwd(tf_backend *be, float *out, float *mean, float *rstd,
                                     const float *x, const float *gamma, const float *beta,
                                     long rows, int C, float eps)
@@ -564,8 +725,18 @@ extern "C" void tf_cu_layernorm_fwd(tf_backend *be, float *out, float *mean, flo
     if (rows <= 0 || C <= 0) return;
     if (be->kernel_level >= 3) {
         const long nb = (rows + LN2_THREADS / 32 - 1) / (LN2_THREADS / 32);
-        TF_LAUNCH(layernorm_fwd_kernel2, dim3((unsigned)nb), dim3(LN2_THREADS), be->stream, out,
-                  mean, rstd, x, gamma, beta, rows, C, eps);
+        const int vw = C == 128 ? 4 : C == 64 ? 2 : 0, al = 4 * vw; /* vector rows: bytes */
+        const int vec = vw && ln_aligned(out, al) && ln_aligned(x, al) && ln_aligned(gamma, al) &&
+                        ln_aligned(beta, al);
+        if (vec && vw == 4)
+            TF_LAUNCH(layernorm_fwd_kernel2_v<4>, dim3((unsigned)nb), dim3(LN2_THREADS),
+                      be->stream, out, mean, rstd, x, gamma, beta, rows, eps);
+        else if (vec)
+            TF_LAUNCH(layernorm_fwd_kernel2_v<2>, dim3((unsigned)nb), dim3(LN2_THREADS),
+                      be->stream, out, mean, rstd, x, gamma, beta, rows, eps);
+        else
+            TF_LAUNCH(layernorm_fwd_kernel2, dim3((unsigned)nb), dim3(LN2_THREADS), be->stream,
+                      out, mean, rstd, x, gamma, beta, rows, C, eps);
     } else {
         TF_LAUNCH(layernorm_fwd_kernel1, dim3((unsigned)rows), dim3(LN1_THREADS), be->stream,
                   out, mean, rstd, x, gamma, beta, rows, C, eps);
@@ -585,9 +756,21 @@ extern "C" void tf_cu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, fl
         const long rpb = ln_rows_per_block(rows, 2 * C);
         const long nblk = (rows + rpb - 1) / rpb;
         const ln_roots o = {{dgamma, dbeta, NULL, NULL}, C};
-        TF_LAUNCH(layernorm_bwd_kernel2, dim3((unsigned)nblk), dim3(LN2_THREADS), be->stream, dx,
-                  o, be->scratch, be->mma_count, dout, x, mean, rstd, gamma, rows, C, accumulate,
-                  rpb);
+        const int vw = C == 128 ? 4 : C == 64 ? 2 : 0, al = 4 * vw; /* vector rows: bytes */
+        const int vec = vw && ln_aligned(dx, al) && ln_aligned(dout, al) && ln_aligned(x, al) &&
+                        ln_aligned(gamma, al);
+        if (vec && vw == 4)
+            TF_LAUNCH(layernorm_bwd_kernel2_v<4>, dim3((unsigned)nblk), dim3(LN2_THREADS),
+                      be->stream, dx, o, be->scratch, be->mma_count, dout, x, mean, rstd, gamma,
+                      rows, accumulate, rpb);
+        else if (vec)
+            TF_LAUNCH(layernorm_bwd_kernel2_v<2>, dim3((unsigned)nblk), dim3(LN2_THREADS),
+                      be->stream, dx, o, be->scratch, be->mma_count, dout, x, mean, rstd, gamma,
+                      rows, accumulate, rpb);
+        else
+            TF_LAUNCH(layernorm_bwd_kernel2, dim3((unsigned)nblk), dim3(LN2_THREADS), be->stream,
+                      dx, o, be->scratch, be->mma_count, dout, x, mean, rstd, gamma, rows, C,
+                      accumulate, rpb);
         return;
     }
     if (dgamma || dbeta) {
@@ -635,8 +818,13 @@ extern "C" void tf_cu_layernorm2_fwd(tf_backend *be, float *out, float *stats, c
     if (rows <= 0 || C <= 0) return;
     if (C > TF_LN2_MAX_C) ln2_too_wide(C);
     const long nb = (rows + LN2_THREADS / 32 - 1) / (LN2_THREADS / 32);
-    TF_LAUNCH(layernorm2_fwd_kernel2, dim3((unsigned)nb), dim3(LN2_THREADS), be->stream, out, stats,
-              x, g1, b1, g2, b2, rows, C, eps);
+    if (C == 128 && ln_aligned(out, 16) && ln_aligned(x, 16) && ln_aligned(g1, 16) &&
+        ln_aligned(b1, 16) && ln_aligned(g2, 16) && ln_aligned(b2, 16))
+        TF_LAUNCH(layernorm2_fwd_kernel2_c128, dim3((unsigned)nb), dim3(LN2_THREADS), be->stream,
+                  out, stats, x, g1, b1, g2, b2, rows, eps);
+    else
+        TF_LAUNCH(layernorm2_fwd_kernel2, dim3((unsigned)nb), dim3(LN2_THREADS), be->stream, out,
+                  stats, x, g1, b1, g2, b2, rows, C, eps);
 }
 
 extern "C" void tf_cu_layernorm2_bwd(tf_backend *be, float *dx, float *dg1, float *db1, float *dg2,
@@ -649,8 +837,8 @@ extern "C" void tf_cu_layernorm2_bwd(tf_backend *be, float *dx, float *dg1, floa
     const long rpb = ln_rows_per_block(rows, 4 * C);
     const long nblk = (rows + rpb - 1) / rpb;
     const ln_roots o = {{dg1, db1, dg2, db2}, C};
-    if (C == 128 && tf_cu_aligned16(dx) && tf_cu_aligned16(dout) && tf_cu_aligned16(x) &&
-        tf_cu_aligned16(g1) && tf_cu_aligned16(b1) && tf_cu_aligned16(g2))
+    if (C == 128 && ln_aligned(dx, 16) && ln_aligned(dout, 16) && ln_aligned(x, 16) &&
+        ln_aligned(g1, 16) && ln_aligned(b1, 16) && ln_aligned(g2, 16))
         TF_LAUNCH(layernorm2_bwd_kernel2_c128, dim3((unsigned)nblk), dim3(LN2_THREADS), be->stream,
                   dx, o, be->scratch, be->mma_count, dout, x, stats, g1, b1, g2, rows, accumulate,
                   rpb);
