@@ -999,6 +999,42 @@ static void test_opm_bwd(void **state) {
     opm_bwd_case(2, 16, 12, 32, 904);
 }
 
+/* opm_outer against the definition in double: outer_p[b,i,j,p,q] = (1/S)
+ * sum_s a[b,s,i,p] a[b,s,j,q]. fp32 sums of S products: (3 sqrt(S) + 4) u
+ * relative (as the other sums here). */
+static void opm_outer_case(int B, int S, int N, int co, uint64_t seed) {
+    const long NC = (long)N * co, na = (long)B * S * NC, no = (long)B * N * N * co * co;
+    float *a = tf_test_falloc((size_t)na), *o = tf_test_falloc((size_t)no);
+    tf_test_fill_normal(a, (size_t)na, 0.f, 1.f, seed);
+    g_ops->opm_outer(g_be, o, a, B, S, N, co);
+    double num = 0, den = 0;
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < N; i++)
+            for (int j = 0; j < N; j++)
+                for (int p = 0; p < co; p++)
+                    for (int q = 0; q < co; q++) {
+                        double ref = 0;
+                        for (int s = 0; s < S; s++)
+                            ref += (double)a[((long)b * S + s) * NC + (long)i * co + p] *
+                                   a[((long)b * S + s) * NC + (long)j * co + q];
+                        ref /= S;
+                        const double d =
+                            o[((((long)b * N + i) * N + j) * co + p) * co + q] - ref;
+                        num += d * d, den += ref * ref;
+                    }
+    char what[64];
+    snprintf(what, sizeof what, "opm_outer B%d S%d N%d co%d", B, S, N, co);
+    CHECK_LE(what, sqrt(num / den), (3.0 * sqrt((double)S) + 4.0) * U);
+    free(a), free(o);
+}
+
+static void test_opm_outer(void **state) {
+    (void)state;
+    opm_outer_case(1, 3, 5, 8, 910);
+    opm_outer_case(2, 5, 7, 6, 912);
+    opm_outer_case(2, 16, 12, 32, 914);
+}
+
 /* ------------------------------------------------------ bcast / sum over mid */
 
 static void test_bcast_sum_mid(void **state) {
@@ -1288,6 +1324,7 @@ int main(void) {
         cmocka_unit_test(test_attention_determinism),
         cmocka_unit_test(test_permute),
         cmocka_unit_test(test_opm_bwd),
+        cmocka_unit_test(test_opm_outer),
         cmocka_unit_test(test_gate_cmajor),
         cmocka_unit_test(test_bcast_sum_mid),
         cmocka_unit_test(test_elementwise),
