@@ -444,12 +444,16 @@ static void issue_optimizer(void *arg) {
     }
 }
 
+/* this step's phases go to the device back to back (the profiler, set after
+ * creation, wants a wait at each boundary) */
+static int back_to_back(const tf_trainer *t) { return t->pipelined && !t->prof; }
+
 static void set_hyper(tf_trainer *t) {
     const double b1 = 0.9, b2 = 0.999;
     long s = t->adam_step;
     float h[8] = {t->cfg.learning_rate, (float)b1, (float)b2, 1e-8f, 0.01f,
                   (float)(1.0 - pow(b1, (double)s)), (float)(1.0 - pow(b2, (double)s)), 0.0f};
-    if (t->pipelined && !t->prof) {
+    if (back_to_back(t)) {
         memcpy(t->step_host + 8, h, sizeof h); /* read by the device: set once a step */
         t->ops->upload_async(t->be, t->hyper, t->step_host + 8, sizeof h);
     } else {
@@ -503,22 +507,23 @@ static void sample_memory(tf_trainer *t) {
 /* The three phases issued back to back, the device never waiting for the
  * host between them: one wait at the end of the step, the phase times from
  * marks on the device (mark 0 after the batch copies). */
+static void issue_marked(tf_trainer *t, int i, void (*fn)(void *)) {
+    tf_region_push(t->prof, phase_name[i]); /* the NVTX / ROCTx range only */
+    issue_phase(t, i, fn);
+    tf_region_pop(t->prof);
+    t->ops->mark(t->be, i + 1);
+}
+
 static tf_status pipelined_phases(tf_trainer *t, tf_step_stats *st, double t0, double t1) {
     const tf_ops *o = t->ops;
-    void (*fns[3])(void *) = {issue_forward, issue_backward, issue_optimizer};
     o->mark(t->be, 0);
-    for (int i = 0; i < 3; i++) {
-        if (i == 2) {
-            t->adam_step++;
-            set_hyper(t);
-        }
-        tf_region_push(t->prof, phase_name[i]); /* the NVTX / ROCTx range only */
-        issue_phase(t, i, fns[i]);
-        tf_region_pop(t->prof);
-        o->mark(t->be, i + 1);
-        if (i == 0) o->download_async(t->be, t->step_host, t->loss, sizeof(float));
-        if (i == 1) stage_next(t);
-    }
+    issue_marked(t, 0, issue_forward);
+    o->download_async(t->be, t->step_host, t->loss, sizeof(float));
+    issue_marked(t, 1, issue_backward);
+    stage_next(t);
+    t->adam_step++;
+    set_hyper(t);
+    issue_marked(t, 2, issue_optimizer);
     o->sync(t->be);
     double t4 = now_ms();
     float loss = t->step_host[0];
@@ -554,7 +559,7 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
     /* the next staged upload may only overwrite the staging buffers after
      * the copies above */
     if (t->stage) t->ops->side_wait_main(t->be);
-    const int pipelined = t->pipelined && !t->prof;
+    const int pipelined = back_to_back(t);
     if (!pipelined) t->ops->sync(t->be);
     double t1 = now_ms();
     tf_region_pop(t->prof); /* data_loading */

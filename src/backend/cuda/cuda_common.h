@@ -214,8 +214,11 @@ static inline void tf_launch_smem_(const char *name, const char *file, int line,
                         __VA_ARGS__);                                                         \
     } while (0)
 
-/* every pointer 16-byte aligned (float4 access) */
-static inline int tf_cu_aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+/* p aligned to `bytes`, a power of two (vector access; NULL counts as aligned) */
+__host__ __device__ static inline bool tf_cu_aligned(const void *p, unsigned bytes)
+{
+    return ((uintptr_t)p & (uintptr_t)(bytes - 1)) == 0;
+}
 
 /* Grid for a grid-stride loop over n items with `threads` per block. The
  * result never depends on the grid size (each item is independent). */

@@ -8,8 +8,6 @@
 /* relu that lets NaN through, like PyTorch */
 __device__ __forceinline__ float reluf_(float x) { return x < 0.f ? 0.f : x; }
 
-__device__ __forceinline__ bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
-
 /* y[i] = f(u[i], v[i], w[i]); unused inputs are passed as u. */
 template <class F>
 __device__ __forceinline__ void ew3(float *y, const float *u, const float *v, const float *w,
@@ -17,7 +15,8 @@ __device__ __forceinline__ void ew3(float *y, const float *u, const float *v, co
 {
     const long tid = (long)blockIdx.x * blockDim.x + threadIdx.x;
     const long stride = (long)gridDim.x * blockDim.x;
-    const bool vec = aligned16(y) && aligned16(u) && aligned16(v) && aligned16(w);
+    const bool vec = tf_cu_aligned(y, 16) && tf_cu_aligned(u, 16) && tf_cu_aligned(v, 16) &&
+                     tf_cu_aligned(w, 16);
     const long nv = vec ? n / 4 : 0;
     for (long i = tid; i < nv; i += stride) {
         const float4 a = reinterpret_cast<const float4 *>(u)[i];
@@ -108,8 +107,8 @@ extern "C" __global__ void gate_bwd_kernel1(float *da, float *dg, const float *d
 {
     const long tid = (long)blockIdx.x * blockDim.x + threadIdx.x;
     const long stride = (long)gridDim.x * blockDim.x;
-    const bool vec = aligned16(da) && aligned16(dg) && aligned16(dy) && aligned16(a) &&
-                     aligned16(g);
+    const bool vec = tf_cu_aligned(da, 16) && tf_cu_aligned(dg, 16) && tf_cu_aligned(dy, 16) &&
+                     tf_cu_aligned(a, 16) && tf_cu_aligned(g, 16);
     const long nv = vec ? n / 4 : 0;
     for (long i = tid; i < nv; i += stride) {
         const float4 y4 = reinterpret_cast<const float4 *>(dy)[i];

@@ -715,9 +715,6 @@ layernorm2_fwd_kernel2_c128(float *out, float *stats, const float *x, const floa
 }
 
 /* ---- host wrappers -------------------------------------------------------------- */
-/* p aligned to `bytes` (NULL counts as aligned: dx may be absent) */
-static int ln_aligned(const void *p, int bytes) { return ((uintptr_t)p % (uintptr_t)bytes) == 0; }
-
 extern "C" void tf_cu_layernorm_fwd(tf_backend *be, float *out, float *mean, float *rstd,
                                     const float *x, const float *gamma, const float *beta,
                                     long rows, int C, float eps)
@@ -726,8 +723,8 @@ extern "C" void tf_cu_layernorm_fwd(tf_backend *be, float *out, float *mean, flo
     if (be->kernel_level >= 3) {
         const long nb = (rows + LN2_THREADS / 32 - 1) / (LN2_THREADS / 32);
         const int vw = C == 128 ? 4 : C == 64 ? 2 : 0, al = 4 * vw; /* vector rows: bytes */
-        const int vec = vw && ln_aligned(out, al) && ln_aligned(x, al) && ln_aligned(gamma, al) &&
-                        ln_aligned(beta, al);
+        const int vec = vw && tf_cu_aligned(out, al) && tf_cu_aligned(x, al) &&
+                        tf_cu_aligned(gamma, al) && tf_cu_aligned(beta, al);
         if (vec && vw == 4)
             TF_LAUNCH(layernorm_fwd_kernel2_v<4>, dim3((unsigned)nb), dim3(LN2_THREADS),
                       be->stream, out, mean, rstd, x, gamma, beta, rows, eps);
@@ -757,8 +754,8 @@ extern "C" void tf_cu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, fl
         const long nblk = (rows + rpb - 1) / rpb;
         const ln_roots o = {{dgamma, dbeta, NULL, NULL}, C};
         const int vw = C == 128 ? 4 : C == 64 ? 2 : 0, al = 4 * vw; /* vector rows: bytes */
-        const int vec = vw && ln_aligned(dx, al) && ln_aligned(dout, al) && ln_aligned(x, al) &&
-                        ln_aligned(gamma, al);
+        const int vec = vw && tf_cu_aligned(dx, al) && tf_cu_aligned(dout, al) &&
+                        tf_cu_aligned(x, al) && tf_cu_aligned(gamma, al);
         if (vec && vw == 4)
             TF_LAUNCH(layernorm_bwd_kernel2_v<4>, dim3((unsigned)nblk), dim3(LN2_THREADS),
                       be->stream, dx, o, be->scratch, be->mma_count, dout, x, mean, rstd, gamma,
@@ -818,8 +815,8 @@ extern "C" void tf_cu_layernorm2_fwd(tf_backend *be, float *out, float *stats, c
     if (rows <= 0 || C <= 0) return;
     if (C > TF_LN2_MAX_C) ln2_too_wide(C);
     const long nb = (rows + LN2_THREADS / 32 - 1) / (LN2_THREADS / 32);
-    if (C == 128 && ln_aligned(out, 16) && ln_aligned(x, 16) && ln_aligned(g1, 16) &&
-        ln_aligned(b1, 16) && ln_aligned(g2, 16) && ln_aligned(b2, 16))
+    if (C == 128 && tf_cu_aligned(out, 16) && tf_cu_aligned(x, 16) && tf_cu_aligned(g1, 16) &&
+        tf_cu_aligned(b1, 16) && tf_cu_aligned(g2, 16) && tf_cu_aligned(b2, 16))
         TF_LAUNCH(layernorm2_fwd_kernel2_c128, dim3((unsigned)nb), dim3(LN2_THREADS), be->stream,
                   out, stats, x, g1, b1, g2, b2, rows, eps);
     else
@@ -837,8 +834,8 @@ extern "C" void tf_cu_layernorm2_bwd(tf_backend *be, float *dx, float *dg1, floa
     const long rpb = ln_rows_per_block(rows, 4 * C);
     const long nblk = (rows + rpb - 1) / rpb;
     const ln_roots o = {{dg1, db1, dg2, db2}, C};
-    if (C == 128 && ln_aligned(dx, 16) && ln_aligned(dout, 16) && ln_aligned(x, 16) &&
-        ln_aligned(g1, 16) && ln_aligned(b1, 16) && ln_aligned(g2, 16))
+    if (C == 128 && tf_cu_aligned(dx, 16) && tf_cu_aligned(dout, 16) && tf_cu_aligned(x, 16) &&
+        tf_cu_aligned(g1, 16) && tf_cu_aligned(b1, 16) && tf_cu_aligned(g2, 16))
         TF_LAUNCH(layernorm2_bwd_kernel2_c128, dim3((unsigned)nblk), dim3(LN2_THREADS), be->stream,
                   dx, o, be->scratch, be->mma_count, dout, x, stats, g1, b1, g2, rows, accumulate,
                   rpb);

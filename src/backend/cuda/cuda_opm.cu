@@ -186,8 +186,8 @@ extern "C" void tf_cu_opm_bwd(tf_backend *be, float *da, const float *dop, const
                               int S, int N, int co)
 {
     if (B <= 0 || S <= 0 || N <= 0 || co <= 0) return;
-    if (co == 32 && be->opm_kernel != 2 && tf_cu_aligned16(da) && tf_cu_aligned16(dop) && tf_cu_aligned16(a) &&
-        B <= 65535) {
+    if (co == 32 && be->opm_kernel != 2 && tf_cu_aligned(da, 16) && tf_cu_aligned(dop, 16) &&
+        tf_cu_aligned(a, 16) && B <= 65535) {
         const int spt = S <= 16 ? 4 : 8, rs = 4 * spt;
         const size_t smem = sizeof(float) * O3_WARPS * (size_t)(64 + rs) * O3_LD;
         const dim3 grid((unsigned)N, (unsigned)B, (unsigned)((S + rs - 1) / rs));
@@ -313,7 +313,7 @@ extern "C" void tf_cu_opm_outer(tf_backend *be, float *outer_p, const float *a, 
                                 int N, int co)
 {
     if (B <= 0 || S <= 0 || N <= 0 || co <= 0) return;
-    if (co == 32 && tf_cu_aligned16(outer_p) && tf_cu_aligned16(a) && B <= 65535) {
+    if (co == 32 && tf_cu_aligned(outer_p, 16) && tf_cu_aligned(a, 16) && B <= 65535) {
         const dim3 grid((unsigned)((N + OO_JT - 1) / OO_JT), (unsigned)N, (unsigned)B);
         TF_LAUNCH(opm_outer_kernel3, grid, dim3(256), be->stream, outer_p, a, S, N);
         return;

@@ -136,8 +136,6 @@ permute_transpose_kernel2(float *out, const float *in, tp_args t, int accumulate
     }
 }
 
-static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
-
 extern "C" int tf_cu_permute2(tf_backend *be, float *out, const float *in, const tf_cu_perm *p,
                               long total, int accumulate)
 {
@@ -145,7 +143,7 @@ extern "C" int tf_cu_permute2(tf_backend *be, float *out, const float *in, const
     if (n < 2) return 0;
     if (p->istride[n - 1] == 1) { /* a preserved inner run of V floats */
         const long V = p->odims[n - 1];
-        const int v4 = V % 4 == 0 && aligned16(out) && aligned16(in);
+        const int v4 = V % 4 == 0 && tf_cu_aligned(out, 16) && tf_cu_aligned(in, 16);
         const long W = v4 ? V / 4 : V;
         if (n == 3 || n == 4) { /* out [P, S, R, V] <- in [P, R, S, V]? */
             const int k = n - 3;
