@@ -286,11 +286,14 @@ static void bench_ew(long n)
  * x W^T (NT), backward dX = dY W (NN) and dW = dY^T X (TN, K = rows), the
  * triangle product per (b, channel), the outer product per b. Then the
  * weight gradients ("dW split" rows: dW += dy^T x, few tiles, K = rows) on
- * cuBLASLt (the default for them) and on wgmma with split K capped at 16
- * (TF_CUDA_GEMM=wg). A wide split (one split per SM, the partials added by
- * a tree) measured 1.5-10x slower than cuBLASLt there (RESULTS.md entry 13). */
-static tf_backend *g_gemm_be[6]; /* lt fp32, mma fp32, lt tf32, mma tf32, wgmma fp32 (two groups
-                                    in flight, one) */
+ * cuBLASLt, on wgmma with split K capped at 16 added by the last split
+ * (TF_CUDA_GEMM=wg TF_CUDA_DW=lt, RESULTS.md entry 13: 1.5-10x slower than
+ * cuBLASLt), and with split K one wave wide added by a separate kernel
+ * (TF_CUDA_DW=auto, the default: wgmma on full tiles, else mma.sync; and
+ * TF_CUDA_DW=mma: mma.sync only), and in tf32 cuBLASLt against the wide
+ * split on wgmma with one TF32 product (TF_CUDA_DW=wg). */
+static tf_backend *g_gemm_be[9]; /* lt fp32, mma fp32, lt tf32, mma tf32, wgmma fp32 (two groups
+                                    in flight, one), wide split K (auto, mma; tf32 auto) */
 /* Times one GEMM shape on the backends g_gemm_be[be_k[0..n)] into us[];
  * fl: its FLOPs. Returns 0 (nothing timed) when TF_BENCH_GEMM=text is set
  * and the name does not contain it (e.g. to put one shape under ncu). */
@@ -324,17 +327,20 @@ static void bench_gemm_one(const char *name, int ta, int tb, int M, int N, int K
            us[2] / us[3], fl / (us[3] * 1e6));
     fflush(stdout);
 }
-/* a weight gradient: cuBLASLt vs wgmma (split K <= 16) */
+/* a weight gradient: cuBLASLt, wgmma split K <= 16, wide split K (auto, mma);
+ * tf32: cuBLASLt, wide split K (auto) */
 static void bench_gemm_dw(const char *name, int ta, int tb, int M, int N, int K, int batch,
                           float beta)
 {
-    static const int be_k[2] = {0, 4};
-    double us[2], fl;
-    if (!bench_gemm_time(name, ta, tb, M, N, K, batch, beta, be_k, 2, us, &fl)) return;
+    static const int be_k[6] = {0, 4, 6, 7, 2, 8};
+    double us[6], fl;
+    if (!bench_gemm_time(name, ta, tb, M, N, K, batch, beta, be_k, 6, us, &fl)) return;
     printf("%-26s %c%c M=%-4d N=%-4d K=%-6d b=%-2d fp32: lt %8.2f us (%5.1f TF/s) wgmma split<=16 "
-           "%8.2f us (x%.2f, %5.1f TF/s)\n",
+           "%8.2f us (x%.2f)  wide auto %8.2f us (x%.2f, %5.1f TF/s)  wide mma %8.2f us (x%.2f)  "
+           "tf32: lt %8.2f us wide %8.2f us (x%.2f, %5.1f TF/s)\n",
            name, ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, batch, us[0], fl / (us[0] * 1e6), us[1],
-           us[0] / us[1], fl / (us[1] * 1e6));
+           us[0] / us[1], us[2], us[0] / us[2], fl / (us[2] * 1e6), us[3], us[0] / us[3], us[4],
+           us[5], us[4] / us[5], fl / (us[5] * 1e6));
     fflush(stdout);
 }
 static void bench_gemm(const char *p, int B, int N, int S)
@@ -371,6 +377,11 @@ static void bench_gemm(const char *p, int B, int N, int S)
     D("128x512", 1, 0, 128, 512, R, 1, 1.f);
     D("msa 64x64", 1, 0, 64, 64, Rm, 1, 1.f);
     D("msa 256x64", 1, 0, 256, 64, Rm, 1, 1.f);
+    D("msa 192x64", 1, 0, 192, 64, Rm, 1, 1.f);
+    D("opm 32x64", 1, 0, 32, 64, Rm, 1, 1.f);
+    D("256x128", 1, 0, 256, 128, R, 1, 1.f);
+    D("384x128", 1, 0, 384, 128, R, 1, 1.f);
+    D("128x1024", 1, 0, 128, 1024, R, 1, 1.f);
 #undef D
 }
 
@@ -452,21 +463,25 @@ int main(int argc, char **argv)
         if (want(argc, argv, "ew")) bench_ew((long)B * N * N * 256);
         if (want(argc, argv, "gemm")) {
             if (!g_gemm_be[0])
-                for (int g = 0; g < 6; ++g) {
+                for (int g = 0; g < 9; ++g) {
                     tf_backend_opts o;
                     memset(&o, 0, sizeof o);
                     o.kernel_level = 3;
-                    o.tf32 = g == 2 || g == 3;
-                    setenv("TF_CUDA_GEMM", g >= 4 ? "wg" : g & 1 ? "mma" : "lt", 1);
+                    o.tf32 = g == 2 || g == 3 || g == 8;
+                    if (g < 6) setenv("TF_CUDA_GEMM", g >= 4 ? "wg" : g & 1 ? "mma" : "lt", 1);
+                    if (g == 4 || g == 5) setenv("TF_CUDA_DW", "lt", 1); /* split K <= 16 */
+                    if (g == 7) setenv("TF_CUDA_DW", "mma", 1);
+                    if (g == 8) setenv("TF_CUDA_DW", "wg", 1); /* tf32 */
                     if (g == 5) setenv("TF_CUDA_WG_PIPE", "1", 1);
                     if (tf_cuda_backend_create(&g_gemm_be[g], &g_ops, &o, err, sizeof err)) die(err);
                     unsetenv("TF_CUDA_GEMM");
+                    unsetenv("TF_CUDA_DW");
                     unsetenv("TF_CUDA_WG_PIPE");
                 }
             bench_gemm(P[k].name, B, N, S);
         }
     }
-    for (int g = 0; g < 6; ++g) tf_cuda_backend_destroy(g_gemm_be[g]);
+    for (int g = 0; g < 9; ++g) tf_cuda_backend_destroy(g_gemm_be[g]);
     for (int k = 0; k < 2; ++k) tf_cuda_backend_destroy(g_k5_be[k]);
     for (int k = 1; k <= 4; ++k) tf_cuda_backend_destroy(g_be[k]);
     return 0;

@@ -350,7 +350,14 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
          *     scheme (0, default: the heuristic may pick a separate reduce
          *     kernel, ~90 launches a step), or only algorithms that add their
          *     parts in place in the output (1: no reduce launches, but on the
-         *     H200 the v3 backward ran 2-4x slower, RESULTS.md entry 14) */
+         *     H200 the v3 backward ran 2-4x slower, RESULTS.md entry 14);
+         *   TF_CUDA_DW=auto|wg|mma|lt: GEMMs with few tiles over a long K
+         *     (the weight gradients) as split K one wave wide on the tensor
+         *     cores, the partials added by a separate kernel: auto (default)
+         *     wgmma where the tiles are full, in fp32; wg the same in tf32
+         *     too (one TF32 product; measured slower than cuBLAS' there); mma
+         *     mma.sync on every shape; lt none (cuBLASLt's split-K kernels,
+         *     as before) */
         static const char *const attn_v[] = {"0", "2", "3", "4", "5"}, *const bin_v[] = {"0", "1"},
                                  *const gemm_v[] = {"auto", "wg", "mma", "nowg", "lt"},
                                  *const tile_v[] = {"auto", "64", "128"},
@@ -365,11 +372,14 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
         const int km = env_knob("TF_CUDA_MMA_TILE", tile_v, 3, 0, err, errlen);
         const int ks = env_knob("TF_CUDA_WG_STAGES", stage_v, 2, 0, err, errlen);
         const int ki = env_knob("TF_CUDA_LT_INPLACE", bin_v, 2, 0, err, errlen);
-        static const char *const opm_v[] = {"3", "2"};
+        static const char *const opm_v[] = {"3", "2"}, *const dw_v[] = {"auto", "mma", "lt", "wg"};
         const int ko = env_knob("TF_CUDA_OPM_BWD", opm_v, 2, 0, err, errlen);
+        const int kd = env_knob("TF_CUDA_DW", dw_v, 4, 0, err, errlen);
         if (ka < 0 || kt < 0 || kb < 0 || kg < 0 || kp < 0 || km < 0 || ks < 0 || ki < 0 ||
-            ko < 0)
+            ko < 0 || kd < 0)
             goto fail;
+        static const int dw_k[] = {1, 2, 0, 3};
+        be->gemm_dw = kg == 4 ? 0 : dw_k[kd]; /* TF_CUDA_GEMM=lt: none */
         be->opm_kernel = ko ? 2 : 3;
         be->lt_inplace = ki;
         be->attn_kernel = attn_k[ka];
@@ -378,8 +388,9 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
         be->tf32 = o ? (o->tf32 != 0) : 0;
         /* TF_CUDA_GEMM: 0 auto, 1 wg, 2 mma, 3 nowg, 4 lt */
         be->gemm_mma = kg == 2 ? 2 : kg == 4 ? 0 : !be->tf32;
-        /* wgmma: fp32 only, unless mma.sync or cuBLAS is asked for; the probe below */
-        be->gemm_wg = be->tf32 || kg >= 2 ? 0 : kg == 1 ? 2 : 1;
+        /* wgmma unless mma.sync or cuBLAS is asked for; the probe below. In tf32
+         * it runs only the weight gradients' wide split (be->gemm_dw) */
+        be->gemm_wg = kg >= 2 ? 0 : kg == 1 ? 2 : 1;
         be->wg_pipe = kp;
         be->wg_stages = ks ? 2 : 4;
         be->mma_tile = km == 1 ? 64 : km == 2 ? 128 : 0;

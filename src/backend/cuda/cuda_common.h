@@ -78,14 +78,20 @@ struct tf_backend {
                          in fp32, as 3xTF32), 2 wherever it runs (TF_CUDA_GEMM=mma;
                          =lt gives 0, also the default in tf32) */
     int mma_tile;     /* 0: tile size by the shape; 64 or 128 forces it (TF_CUDA_MMA_TILE) */
-    int gemm_wg;      /* level 3, fp32: GEMMs on the wgmma 3xTF32 kernel (cuda_gemm_wgmma.cu)
-                         where gemm_mma would take the mma.sync one: 0 never (no sm_90a
-                         code or device, tf32, TF_CUDA_GEMM=mma|lt), 1 default, 2 every
-                         GEMM it runs (TF_CUDA_GEMM=wg) */
+    int gemm_wg;      /* level 3: GEMMs on the wgmma kernel (cuda_gemm_wgmma.cu, fp32 as
+                         3xTF32) where gemm_mma would take the mma.sync one, and the
+                         weight gradients' wide split (gemm_dw, tf32 too): 0 never (no
+                         sm_90a code or device, TF_CUDA_GEMM=mma|lt), 1 default, 2
+                         every fp32 GEMM it runs (TF_CUDA_GEMM=wg) */
     int wg_pipe;      /* wgmma kernel's schedule (TF_CUDA_WG_PIPE, for A/B): 2 (default)
                          slices k and k + 1's MMAs in flight, 1 slice k + 1 converted
                          while slice k's MMAs run, 0 one slice at a time */
     int wg_stages;    /* schedule 1's pipeline stages: 4, or 2 (TF_CUDA_WG_STAGES) */
+    int gemm_dw;      /* level 3, few tiles over a long K (weight gradients): wide split
+                         K on the tensor cores, a separate reduce (cuda_gemm_mma.cu
+                         wide_split): 1 (default) wgmma where the tiles are full, fp32
+                         only; 3 the same in tf32 too; 2 mma.sync everywhere; 0 as
+                         other GEMMs (TF_CUDA_DW=auto|wg|mma|lt) */
     int *mma_count;   /* TF_CU_MMA_COUNTERS arrival counters (the tensor-core GEMMs' split K,
                          the LayerNorm backward's tree), zero between kernels */
     int tf32;
@@ -285,6 +291,10 @@ void tf_cu_gemm_destroy_plans(tf_backend *be);
 /* cuda_gemm_mma.cu: 1 when it ran the GEMM, 0 when the shape is not for it
  * (or, with be->gemm_mma == 1, not one where it measured faster) */
 int tf_cu_gemm_mma(tf_backend *be, const tf_gemm_args *a);
+/* cuda_gemm_mma.cu: the weight gradients' wide split K (be->gemm_dw); run 0:
+ * 1 when a is one for it, nothing launched; run 1: 1 when it ran a (R, if
+ * any, already copied into C) */
+int tf_cu_gemm_wide(tf_backend *be, const tf_gemm_args *a, int run);
 /* cuda_gemm_wgmma.cu: 1 when this build and device run the wgmma kernel
  * (sm_90a code on a compute capability 9.0 GPU), checked by a probe launch */
 int tf_cu_wg_probe(tf_backend *be);

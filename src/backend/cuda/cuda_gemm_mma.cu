@@ -178,6 +178,65 @@ static void mma_pick(tf_backend *be, const mma_args &p, int batch, int ta, int t
 #undef MMA_GO
 }
 
+/* ---- split K added by a separate kernel --------------------------------------
+ * Each split stored its raw products as a dense [batch][M][N] slice of
+ * p.part (mma_finish, p.sep); C = alpha * (their sum) + beta * C, ReLU. A
+ * block takes 32 * VW consecutive elements; its warp w adds splits w, w + 8,
+ * ... in order, then the 8 warp sums are added in warp order: the order is
+ * fixed, so the result does not depend on timing (graph replays and eager
+ * runs give the same bits). Every SM reads: the last-arriving split adding
+ * all partials alone (mma_finish without sep) took 83-342 us on the weight
+ * gradients (RESULTS.md entry 13), latency-bound in one block. */
+#define SK_WARPS 8
+template <int VW>
+__global__ void __launch_bounds__(SK_WARPS * 32) splitk_reduce_kernel(mma_args p, long total)
+{
+    __shared__ float red[SK_WARPS][32 * VW];
+    const int lane = (int)threadIdx.x & 31, w = (int)threadIdx.x >> 5;
+    const long e0 = ((long)blockIdx.x * 32 + lane) * VW;
+    float v[VW];
+#pragma unroll
+    for (int q = 0; q < VW; ++q) v[q] = 0.f;
+    if (e0 < total) {
+#pragma unroll 4
+        for (int s = w; s < p.splits; s += SK_WARPS) {
+            const float *src = p.part + (long)s * total + e0;
+            if (VW == 4) {
+                const float4 x = __ldcg(reinterpret_cast<const float4 *>(src));
+                v[0] += x.x, v[1] += x.y, v[2] += x.z, v[VW - 1] += x.w;
+            } else {
+                v[0] += __ldcg(src);
+            }
+        }
+    }
+#pragma unroll
+    for (int q = 0; q < VW; ++q) red[w][lane * VW + q] = v[q];
+    __syncthreads();
+    const int q = (int)threadIdx.x;
+    const long e = (long)blockIdx.x * 32 * VW + q;
+    if (q >= 32 * VW || e >= total) return;
+    float sum = 0.f;
+#pragma unroll
+    for (int k = 0; k < SK_WARPS; ++k) sum += red[k][q];
+    const long mn = (long)p.M * p.N, rem = e % mn;
+    float *dst = p.C + (e / mn) * p.sC + (rem / p.N) * p.ldc + rem % p.N;
+    float o = p.alpha * sum;
+    if (p.beta != 0.f) o += p.beta * *dst;
+    if (p.relu) o = fmaxf(o, 0.f);
+    *dst = o;
+}
+
+extern "C" void tf_cu_splitk_reduce(tf_backend *be, const mma_args *p, int batch)
+{
+    const long total = (long)batch * p->M * p->N;
+    if (total % 4 == 0) /* every slice 16-byte aligned (part is) */
+        TF_LAUNCH(splitk_reduce_kernel<4>, dim3((unsigned)((total + 127) / 128)),
+                  dim3(SK_WARPS * 32), be->stream, *p, total);
+    else
+        TF_LAUNCH(splitk_reduce_kernel<1>, dim3((unsigned)((total + 31) / 32)),
+                  dim3(SK_WARPS * 32), be->stream, *p, total);
+}
+
 static int aligned16(const void *ptr, long stride, int batch)
 {
     uintptr_t a = (uintptr_t)ptr;
@@ -185,30 +244,96 @@ static int aligned16(const void *ptr, long stride, int batch)
     return (a & 15) == 0;
 }
 
-/* Runs the GEMM on the tensor cores when it suits them; returns 0 (nothing
- * done) for K == 0, negative strides and very narrow outputs (M or N < 16,
- * e.g. the attention pair-bias projections: cuBLAS' kernels fit them), and
- * with be->gemm_mma == 1 for the shapes where cuBLAS measured faster. */
-extern "C" int tf_cu_gemm_mma(tf_backend *be, const tf_gemm_args *a)
+/* Few tiles over a long K (the weight gradients dW = dy^T x, K = rows),
+ * be->gemm_dw != 0: split K as wide as the GPU holds blocks (one wave), each
+ * split at least 256 deep, the partials added by tf_cu_splitk_reduce (one
+ * launch, as cuBLAS' split-K reduce). The kernel:
+ *   - be->gemm_dw 1 (default, fp32 only) or 3 (TF_CUDA_DW=wg, tf32 too, one
+ *     TF32 product): wgmma, only where M and N are at least 128 (the tiles
+ *     full) and the GPU has wgmma code;
+ *   - 2 (TF_CUDA_DW=mma): mma.sync on any shape (128 x 128 tiles when M and
+ *     N are at least 128, else 64 x 64).
+ * Measured on the H200 (bench/cuda_kernels.sh gemm, RESULTS.md entry 15):
+ * fp32 on wgmma 1.42-1.54x cuBLAS' split-K FFMA kernels on full tiles;
+ * mma.sync 0.87-1.14x there, and ~14 us against cuBLAS' 8-20 us on the
+ * narrow (M or N < 128) MSA and outer-product shapes, which therefore stay
+ * on cuBLAS; in tf32 wgmma 0.63-0.92x cuBLAS' TF32 kernels (and the step 3-4%
+ * slower), so tf32 keeps cuBLAS by default. Returns 0 when the shape is not
+ * one for it (the caller routes it as before); with run 0 it only says
+ * whether it is. */
+static int wide_split(tf_backend *be, const tf_gemm_args *a, mma_args *p, int vec, int run)
+{
+    if (!be->gemm_dw || a->K < 1024 || (be->tf32 && be->gemm_dw == 1)) return 0;
+    const long sms = be->sm_count;
+    const long big_tiles = (long)a->batch * ((a->M + 127) / 128) * ((a->N + 127) / 128);
+    const int full = a->M >= 128 && a->N >= 128;
+    const int wg = be->gemm_dw != 2;
+    if (wg && !(be->gemm_wg && full)) return 0;
+    const int big = wg || full;
+    const int bm = big ? 128 : 64, bn = bm;
+    const long tiles = (long)a->batch * ((a->M + bm - 1) / bm) * ((a->N + bn - 1) / bn);
+    if (big_tiles * 2 > sms) return 0; /* enough tiles without a split */
+    /* blocks an SM holds: wgmma 1 (200+ KB of shared memory), mma.sync 128 x 128
+     * 2 (101 KB), 64 x 64 4 (52 KB) */
+    const long per_sm = wg ? 1 : big ? 2 : 4;
+    long s = sms * per_sm / tiles;
+    if (s > a->K / 256) s = a->K / 256;
+    const long cap = (long)(TF_CU_WORKSPACE_BYTES / sizeof(float)) / ((long)a->batch * a->M * a->N);
+    if (s > cap) s = cap;
+    if (s < 2) return 0;
+    if (!run) return 1;
+    const int per = (int)((a->K + s - 1) / s);
+    p->kchunk = (per + MMA_BK - 1) / MMA_BK * MMA_BK;
+    p->splits = (a->K + p->kchunk - 1) / p->kchunk;
+    p->part = (float *)be->workspace;
+    p->sep = 1;
+    if (wg) tf_cu_gemm_wg(be, p, a->batch, a->transA, a->transB, vec);
+    else if (big) mma_pick<MMA_BIG>(be, *p, a->batch, a->transA, a->transB, vec, !be->tf32);
+    else mma_pick<MMA_SMALL>(be, *p, a->batch, a->transA, a->transB, vec, !be->tf32);
+    tf_cu_splitk_reduce(be, p, a->batch);
+    return 1;
+}
+
+/* the kernels' arguments for a; returns the copy width (4: 16-byte copies,
+ * 1: single floats), 0 when the tensor-core kernels do not take a: K == 0,
+ * negative strides and very narrow outputs (M or N < 16, e.g. the attention
+ * pair-bias projections: cuBLAS' kernels fit them) */
+static int mma_setup(const tf_gemm_args *a, mma_args *p)
 {
     if (a->K <= 0 || a->M < 16 || a->N < 16) return 0;
     if (a->batch > 1 && (a->strideA < 0 || a->strideB < 0 || a->strideC < 0)) return 0;
     if ((long)a->batch > 65535) return 0;
-    mma_args p;
-    memset(&p, 0, sizeof p);
-    p.M = a->M, p.N = a->N, p.K = a->K;
-    p.A = a->A, p.lda = a->lda, p.sA = a->strideA;
-    p.B = a->B, p.ldb = a->ldb, p.sB = a->strideB;
-    p.C = a->C, p.ldc = a->ldc, p.sC = a->strideC;
-    p.alpha = a->alpha, p.beta = a->beta, p.relu = a->epilogue == TF_EPI_RELU;
+    memset(p, 0, sizeof *p);
+    p->M = a->M, p->N = a->N, p->K = a->K;
+    p->A = a->A, p->lda = a->lda, p->sA = a->strideA;
+    p->B = a->B, p->ldb = a->ldb, p->sB = a->strideB;
+    p->C = a->C, p->ldc = a->ldc, p->sC = a->strideC;
+    p->alpha = a->alpha, p->beta = a->beta, p->relu = a->epilogue == TF_EPI_RELU;
+    p->vec2 = a->ldc % 2 == 0 && ((uintptr_t)a->C & 7) == 0 &&
+              (a->batch == 1 || a->strideC % 2 == 0);
     /* 16-byte copies: aligned matrices and rows, contiguous extents in 4s */
     const int acont = a->transA ? a->M : a->K, bcont = a->transB ? a->K : a->N;
-    const int vec = aligned16(a->A, a->strideA, a->batch) && aligned16(a->B, a->strideB, a->batch) &&
-                            a->lda % 4 == 0 && a->ldb % 4 == 0 && acont % 4 == 0 &&
-                            bcont % 4 == 0
-                        ? 4
-                        : 1;
-    p.vec2 = a->ldc % 2 == 0 && ((uintptr_t)a->C & 7) == 0 && (a->batch == 1 || a->strideC % 2 == 0);
+    return aligned16(a->A, a->strideA, a->batch) && aligned16(a->B, a->strideB, a->batch) &&
+                   a->lda % 4 == 0 && a->ldb % 4 == 0 && acont % 4 == 0 && bcont % 4 == 0
+               ? 4
+               : 1;
+}
+
+extern "C" int tf_cu_gemm_wide(tf_backend *be, const tf_gemm_args *a, int run)
+{
+    mma_args p;
+    const int vec = mma_setup(a, &p);
+    return vec && wide_split(be, a, &p, vec, run);
+}
+
+/* Runs the GEMM on the tensor cores when it suits them; returns 0 (nothing
+ * done) where mma_setup says no, and with be->gemm_mma == 1 for the shapes
+ * where cuBLAS measured faster. */
+extern "C" int tf_cu_gemm_mma(tf_backend *be, const tf_gemm_args *a)
+{
+    mma_args p;
+    const int vec = mma_setup(a, &p);
+    if (!vec) return 0;
     const long sms = be->sm_count;
     const long big_tiles = (long)a->batch * ((a->M + 127) / 128) * ((a->N + 127) / 128);
     /* fp32 on wgmma (cuda_gemm_wgmma.cu, 128 x 128 tiles only): everywhere

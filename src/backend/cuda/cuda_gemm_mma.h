@@ -25,8 +25,11 @@ typedef struct {
     float alpha, beta;
     int relu;
     int vec2;    /* C rows and matrices 8-byte aligned: pairs of columns stored as float2 */
-    float *part; /* split K: [tile][split][accumulators of the block] */
+    float *part; /* split K: [tile][split][accumulators of the block]; with sep,
+                    [split][batch][M][N] */
     int *count;  /* split K: arrivals per tile, 0 between launches */
+    int sep;     /* split K added by a separate kernel (tf_cu_splitk_reduce): each
+                    split stores its raw products in part, none reads them back */
 } mma_args;
 
 /* ---- cp.async (and its emulation under hostemu) ----------------------------- */
@@ -123,6 +126,29 @@ __device__ __forceinline__ void mma_finish(const mma_args &p, float (*acc)[NI][4
 {
     constexpr int ACC = MI * NI * 4;
     const int tid = (int)threadIdx.x, lane = tid & 31, g = lane >> 2, t = lane & 3;
+    if (p.splits > 1 && p.sep) { /* raw products to this split's dense [M, N] slice */
+        const long nb = (long)gridDim.z / p.splits;
+        float *P = p.part + ((long)sp * nb + bi) * p.M * p.N;
+        const bool pair = (p.N & 1) == 0; /* then c even is 8-byte aligned */
+#pragma unroll
+        for (int i = 0; i < MI; ++i)
+#pragma unroll
+            for (int j = 0; j < NI; ++j)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int r = m0 + wm + i * 16 + g + h * 8;
+                    const int c = n0 + wn + j * 8 + 2 * t;
+                    if (r >= p.M || c >= p.N) continue;
+                    float *dst = P + (long)r * p.N + c;
+                    if (pair) {
+                        *(float2 *)dst = make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+                    } else {
+                        dst[0] = acc[i][j][2 * h];
+                        if (c + 1 < p.N) dst[1] = acc[i][j][2 * h + 1];
+                    }
+                }
+        return;
+    }
     if (p.splits > 1) {
         /* this split's accumulators, [e][thread] so that the stores coalesce */
         const long tile = ((long)bi * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
@@ -193,6 +219,8 @@ extern "C" {
 #endif
 /* the 3xTF32 wgmma kernel: 128 x 128 tiles, p as tf_cu_gemm_mma sets it */
 void tf_cu_gemm_wg(tf_backend *be, const mma_args *p, int batch, int ta, int tb, int vec);
+/* split K with p->sep: C = alpha (the splits' partials added) + beta C, ReLU */
+void tf_cu_splitk_reduce(tf_backend *be, const mma_args *p, int batch);
 #ifdef __cplusplus
 }
 #endif

@@ -193,7 +193,7 @@ __device__ __forceinline__ void wg_proxy_fence() {}
  * layout: core matrix (kq, n / 8) row n % 8 at float (kq * BN + n) * 4, k
  * column kq holding the k8 step kq / 2's slice k 2c (kq even) or 2c + 1 (odd)
  * at its logical k c */
-template <class CF, bool TB>
+template <class CF, bool TB, bool X3>
 __device__ __forceinline__ void wg_convert(const float *Bs, float *Bhi, float *Blo)
 {
     const int tid = (int)threadIdx.x;
@@ -207,14 +207,16 @@ __device__ __forceinline__ void wg_convert(const float *Bs, float *Bhi, float *B
             uint32_t eh[4], el[4], oh[4], ol[4];
 #pragma unroll
             for (int c = 0; c < 4; ++c) {
-                mma_split<true>(ev[c], eh[c], el[c]);
-                mma_split<true>(od[c], oh[c], ol[c]);
+                mma_split<X3>(ev[c], eh[c], el[c]);
+                mma_split<X3>(od[c], oh[c], ol[c]);
             }
             const int oe = (2 * st * WG_BN + n) * 4, oo = oe + WG_BN * 4;
             *reinterpret_cast<uint4 *>(Bhi + oe) = make_uint4(eh[0], eh[1], eh[2], eh[3]);
-            *reinterpret_cast<uint4 *>(Blo + oe) = make_uint4(el[0], el[1], el[2], el[3]);
             *reinterpret_cast<uint4 *>(Bhi + oo) = make_uint4(oh[0], oh[1], oh[2], oh[3]);
-            *reinterpret_cast<uint4 *>(Blo + oo) = make_uint4(ol[0], ol[1], ol[2], ol[3]);
+            if (X3) {
+                *reinterpret_cast<uint4 *>(Blo + oe) = make_uint4(el[0], el[1], el[2], el[3]);
+                *reinterpret_cast<uint4 *>(Blo + oo) = make_uint4(ol[0], ol[1], ol[2], ol[3]);
+            }
         }
     } else { /* rows k, n contiguous: one item = a core-matrix row (4 k of one n) */
 #pragma unroll
@@ -223,17 +225,17 @@ __device__ __forceinline__ void wg_convert(const float *Bs, float *Bhi, float *B
             const int k0 = 8 * (kq >> 1) + (kq & 1);
             uint32_t hb[4], lb[4];
 #pragma unroll
-            for (int c = 0; c < 4; ++c) mma_split<true>(Bs[(k0 + 2 * c) * CF::SB + n], hb[c], lb[c]);
+            for (int c = 0; c < 4; ++c) mma_split<X3>(Bs[(k0 + 2 * c) * CF::SB + n], hb[c], lb[c]);
             const int o = (kq * WG_BN + n) * 4;
             *reinterpret_cast<uint4 *>(Bhi + o) = make_uint4(hb[0], hb[1], hb[2], hb[3]);
-            *reinterpret_cast<uint4 *>(Blo + o) = make_uint4(lb[0], lb[1], lb[2], lb[3]);
+            if (X3) *reinterpret_cast<uint4 *>(Blo + o) = make_uint4(lb[0], lb[1], lb[2], lb[3]);
         }
     }
 }
 
 /* the warp's A fragments of the slice, rows wm + g and + 8: per k8 step s,
  * a0 (g, 2t) a2 (g, 2t + 1), a1 a3 the same at row g + 8, big and small */
-template <class CF, bool TA>
+template <class CF, bool TA, bool X3>
 __device__ __forceinline__ void wg_afrag(const float *As, int wm, uint32_t (*ab)[4],
                                          uint32_t (*as)[4])
 {
@@ -251,12 +253,14 @@ __device__ __forceinline__ void wg_afrag(const float *As, int wm, uint32_t (*ab)
                 const float2 v = *(const float2 *)(As + r * CF::SA + kk + 2 * t);
                 v0 = v.x, v1 = v.y;
             }
-            mma_split<true>(v0, ab[s][h], as[s][h]);
-            mma_split<true>(v1, ab[s][h + 2], as[s][h + 2]);
+            mma_split<X3>(v0, ab[s][h], as[s][h]);
+            mma_split<X3>(v1, ab[s][h + 2], as[s][h + 2]);
         }
 }
 
-/* the 12 wgmmas of a slice: per k8 step a_small b_big, a_big b_small, a_big b_big */
+/* the 12 wgmmas of a slice: per k8 step a_small b_big, a_big b_small, a_big b_big
+ * (X3), or the 4 of a_big b_big (tf32: one product, the operands rounded) */
+template <bool X3>
 __device__ __forceinline__ void wg_slice(float (*acc)[4], const uint32_t (*ab)[4],
                                          const uint32_t (*as)[4], const float *Bhi,
                                          const float *Blo)
@@ -265,8 +269,10 @@ __device__ __forceinline__ void wg_slice(float (*acc)[4], const uint32_t (*ab)[4
     for (int s = 0; s < 4; ++s) {
         const uint64_t dh = wg_desc(Bhi + s * 2 * WG_BN * 4, WG_CM_K, 128u);
         const uint64_t dl = wg_desc(Blo + s * 2 * WG_BN * 4, WG_CM_K, 128u);
-        wg_mma(acc, as[s], dh);
-        wg_mma(acc, ab[s], dl);
+        if (X3) {
+            wg_mma(acc, as[s], dh);
+            wg_mma(acc, ab[s], dl);
+        }
         wg_mma(acc, ab[s], dh);
     }
 }
@@ -299,7 +305,7 @@ __device__ __forceinline__ void wg_keep_a(uint32_t (*ab)[4], uint32_t (*as)[4])
 #endif /* TF_WG_ASM */
 #endif /* TF_WG_CODE */
 
-template <bool TA, bool TB, int VEC, int MODE, int ST>
+template <bool TA, bool TB, int VEC, int MODE, int ST, bool X3>
 __global__ void __launch_bounds__(WG_NT, 1) gemm_wg_kernel(mma_args p)
 {
 #if TF_WG_CODE
@@ -339,12 +345,12 @@ __global__ void __launch_bounds__(WG_NT, 1) gemm_wg_kernel(mma_args p)
             if (kt + ST - 1 < nk) WG_LOAD(kt + ST - 1);
             mma_commit();
             const float *As = WG_STAGE_AT(kt);
-            wg_convert<CF, TB>(As + CF::A_TILE, Bc, Bc + WG_BC);
+            wg_convert<CF, TB, X3>(As + CF::A_TILE, Bc, Bc + WG_BC);
             wg_proxy_fence();
-            wg_afrag<CF, TA>(As, wm, ab, as);
+            wg_afrag<CF, TA, X3>(As, wm, ab, as);
             __syncthreads(); /* the B copies are complete */
             wg_fence();
-            wg_slice(acc[0], ab, as, Bc, Bc + WG_BC);
+            wg_slice<X3>(acc[0], ab, as, Bc, Bc + WG_BC);
             wg_commit();
             wg_wait0();
             wg_keep(acc[0], ab, as);
@@ -362,9 +368,9 @@ __global__ void __launch_bounds__(WG_NT, 1) gemm_wg_kernel(mma_args p)
         __syncthreads();
         if (ST - 1 < nk) WG_LOAD(ST - 1);
         mma_commit();
-        wg_convert<CF, TB>(WG_STAGE_AT(0) + CF::A_TILE, Bc, Bc + WG_BC);
+        wg_convert<CF, TB, X3>(WG_STAGE_AT(0) + CF::A_TILE, Bc, Bc + WG_BC);
         wg_proxy_fence();
-        wg_afrag<CF, TA>(WG_STAGE_AT(0), wm, b0, s0);
+        wg_afrag<CF, TA, X3>(WG_STAGE_AT(0), wm, b0, s0);
         mma_wait<ST - 2>(); /* slice 1 */
         __syncthreads();
 #define WG_STEP2(KT, CB, CS, NB, NS)                                                         \
@@ -374,15 +380,15 @@ __global__ void __launch_bounds__(WG_NT, 1) gemm_wg_kernel(mma_args p)
         mma_commit();                                                                        \
         const float *bh_ = Bc + (kt_ % 3) * 2 * WG_BC;                                       \
         wg_fence();                                                                          \
-        wg_slice(acc[0], CB, CS, bh_, bh_ + WG_BC);                                          \
+        wg_slice<X3>(acc[0], CB, CS, bh_, bh_ + WG_BC);                                          \
         wg_commit();                                                                         \
         if (kt_ + 1 < nk) {                                                                  \
             wg_wait1();                 /* slice kt - 1's wgmmas: NB, NS are free */         \
             wg_keep_a(NB, NS);                                                               \
             float *nh_ = Bc + ((kt_ + 1) % 3) * 2 * WG_BC;                                   \
-            wg_convert<CF, TB>(WG_STAGE_AT(kt_ + 1) + CF::A_TILE, nh_, nh_ + WG_BC);         \
+            wg_convert<CF, TB, X3>(WG_STAGE_AT(kt_ + 1) + CF::A_TILE, nh_, nh_ + WG_BC);         \
             wg_proxy_fence();                                                                \
-            wg_afrag<CF, TA>(WG_STAGE_AT(kt_ + 1), wm, NB, NS);                              \
+            wg_afrag<CF, TA, X3>(WG_STAGE_AT(kt_ + 1), wm, NB, NS);                              \
             mma_wait<ST - 2>(); /* slice kt + 2 has landed */                                \
             __syncthreads();                                                                 \
         }                                                                                    \
@@ -403,14 +409,14 @@ __global__ void __launch_bounds__(WG_NT, 1) gemm_wg_kernel(mma_args p)
         __syncthreads();
         if (ST - 1 < nk) WG_LOAD(ST - 1);
         mma_commit();
-        wg_convert<CF, TB>(WG_STAGE_AT(0) + CF::A_TILE, Bc, Bc + WG_BC);
+        wg_convert<CF, TB, X3>(WG_STAGE_AT(0) + CF::A_TILE, Bc, Bc + WG_BC);
         wg_proxy_fence();
-        wg_afrag<CF, TA>(WG_STAGE_AT(0), wm, ab, as);
+        wg_afrag<CF, TA, X3>(WG_STAGE_AT(0), wm, ab, as);
         __syncthreads();
         for (int kt = 0; kt < nk; ++kt) {
             const float *bh = Bc + (kt & 1) * 2 * WG_BC;
             wg_fence();
-            wg_slice(acc[0], ab, as, bh, bh + WG_BC);
+            wg_slice<X3>(acc[0], ab, as, bh, bh + WG_BC);
             wg_commit();
             if (kt + 1 < nk) {
                 mma_wait<ST - 2>(); /* slice kt + 1 has landed */
@@ -419,9 +425,9 @@ __global__ void __launch_bounds__(WG_NT, 1) gemm_wg_kernel(mma_args p)
                 mma_commit();
                 /* the other copy: last read by slice kt-1's wgmmas, waited for */
                 float *nh = Bc + ((kt + 1) & 1) * 2 * WG_BC;
-                wg_convert<CF, TB>(WG_STAGE_AT(kt + 1) + CF::A_TILE, nh, nh + WG_BC);
+                wg_convert<CF, TB, X3>(WG_STAGE_AT(kt + 1) + CF::A_TILE, nh, nh + WG_BC);
                 wg_proxy_fence();
-                wg_afrag<CF, TA>(WG_STAGE_AT(kt + 1), wm, nb, ns);
+                wg_afrag<CF, TA, X3>(WG_STAGE_AT(kt + 1), wm, nb, ns);
             }
             wg_wait0();
             wg_keep(acc[0], ab, as);
@@ -442,22 +448,25 @@ __global__ void __launch_bounds__(WG_NT, 1) gemm_wg_kernel(mma_args p)
 
 __global__ void wg_probe_kernel(int *flag) { *flag = TF_WG_CODE; }
 
-template <bool TA, bool TB, int VEC, int MODE, int ST>
+template <bool TA, bool TB, int VEC, int MODE, int ST, bool X3>
 static void wg_launch(tf_backend *be, const mma_args &p, int batch)
 {
     const dim3 grid((unsigned)((p.N + WG_BN - 1) / WG_BN), (unsigned)((p.M + WG_BM - 1) / WG_BM),
                     (unsigned)(batch * p.splits));
     const size_t smem = sizeof(float) * wg_cfg<TA, TB, MODE, ST>::SMEM;
-    TF_LAUNCH_SMEM((gemm_wg_kernel<TA, TB, VEC, MODE, ST>), grid, WG_NT, smem, be, p);
+    TF_LAUNCH_SMEM((gemm_wg_kernel<TA, TB, VEC, MODE, ST, X3>), grid, WG_NT, smem, be, p);
 }
 
+/* tf32 (one product) only on the default schedule: the wide split K of the
+ * weight gradients is its one use (tf_cu_gemm_wide) */
 template <bool TA, bool TB, int VEC>
 static void wg_pick(tf_backend *be, const mma_args &p, int batch)
 {
-    if (be->wg_pipe == 0) wg_launch<TA, TB, VEC, 0, 2>(be, p, batch);
-    else if (be->wg_pipe == 2) wg_launch<TA, TB, VEC, 2, 3>(be, p, batch);
-    else if (be->wg_stages == 2) wg_launch<TA, TB, VEC, 1, 2>(be, p, batch);
-    else wg_launch<TA, TB, VEC, 1, WG_STAGES_MAX>(be, p, batch);
+    if (be->tf32) wg_launch<TA, TB, VEC, 2, 3, false>(be, p, batch);
+    else if (be->wg_pipe == 0) wg_launch<TA, TB, VEC, 0, 2, true>(be, p, batch);
+    else if (be->wg_pipe == 2) wg_launch<TA, TB, VEC, 2, 3, true>(be, p, batch);
+    else if (be->wg_stages == 2) wg_launch<TA, TB, VEC, 1, 2, true>(be, p, batch);
+    else wg_launch<TA, TB, VEC, 1, WG_STAGES_MAX, true>(be, p, batch);
 }
 
 extern "C" void tf_cu_gemm_wg(tf_backend *be, const mma_args *p, int batch, int ta, int tb,
