@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Prints the GPU benchmark table from the run JSON files bench/gpu.sh wrote.
 
-Usage: gpu_table.py OUT_DIR   (reads run_<prob>_<level>_<mode>_<prec>.json and
-prof[g]_<prob>_<level>/summary.json for kernel launches per step)."""
+Usage: gpu_table.py OUT_DIR   (reads run_<prob>_<level>_<mode>_<prec>.json and,
+for the eager fp32 rows' kernel launches per step, prof_<prob>_<level>/summary.json;
+graph rows give their graph's kernel nodes)."""
 import json
 import os
 import sys
@@ -38,7 +39,11 @@ def main():
                         rows.append((prob, level, mode, prec) + ("-",) * 8)
                         continue
                     s = r["summary"]
-                    n = launches(out, prob, level, mode == "graph") if prec == "fp32" else None
+                    # graph runs count their kernel nodes themselves; eager ones
+                    # take the (fp32) profile's launches per step
+                    n = s.get("graph_kernel_nodes") if mode == "graph" else None
+                    if not n and prec == "fp32":
+                        n = launches(out, prob, level, mode == "graph")
                     rows.append((prob, level, mode, prec, f"{s['samples_per_sec']:.1f}",
                                  f"{s['step_ms']:.2f}", f"{s['forward_ms']:.2f}",
                                  f"{s['backward_ms']:.2f}", f"{s['optimizer_ms']:.2f}",

@@ -563,8 +563,13 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
     if (!pipelined) t->ops->sync(t->be);
     double t1 = now_ms();
     tf_region_pop(t->prof); /* data_loading */
-    /* --counters on CUDA needs eager steps until it has run (prof.h) */
-    if (t->cfg.graph && t->is_cuda && !warmup && !t->graphs_ready && !tf_prof_wants_eager(t->prof)) {
+    /* --graph: captured at the last warm-up step, so that every timed step is
+     * a replay (its time without the capture's ~7 ms); without warm-up steps
+     * (e.g. after --resume) at the first step. --counters on CUDA needs eager
+     * steps until it has run (prof.h). */
+    const int capture_now = !warmup || step == t->cfg.warmup_steps - 1;
+    if (t->cfg.graph && t->is_cuda && capture_now && !t->graphs_ready &&
+        !tf_prof_wants_eager(t->prof)) {
         void (*fns[3])(void *) = {issue_forward, issue_backward, issue_optimizer};
         for (int i = 0; i < 3; i++) {
             tf_region_push(t->prof, phase_name[i]);

@@ -279,7 +279,11 @@ static void test_gemm(void **state)
         gemm_case(t & 1, t >> 1, 256, 516, 36, 2, 0, 0.5f, TF_EPI_RELU);
         gemm_case(t & 1, t >> 1, 40, 36, 3000, 1, 0, 0.f, TF_EPI_NONE);
         gemm_case(t & 1, t >> 1, 40, 36, 3001, 2, 1, 1.f, TF_EPI_NONE);
+        /* short K over at least 3 tiles per SM: wgmma on two blocks an SM
+         * (hostemu's 4 SMs: 16 tiles; the H200's 132: 432, below) */
+        gemm_case(t & 1, t >> 1, 512, 400, 40, 1, 0, 0.5f, TF_EPI_NONE);
         if (!getenv("TF_TEST_HOSTEMU")) { /* GPU-sized: hours in the emulator */
+            gemm_case(t & 1, t >> 1, 3000, 2200, 200, 1, 1, 1.f, TF_EPI_NONE);
             gemm_case(t & 1, t >> 1, 2048, 2176, 24, 1, 0, 0.f, TF_EPI_RELU);
             gemm_case(t & 1, t >> 1, 128, 128, 16384, 1, 0, 0.f, TF_EPI_NONE);
             gemm_case(t & 1, t >> 1, 64, 100, 16385, 3, 1, 1.f, TF_EPI_NONE);
@@ -1576,6 +1580,7 @@ static void test_env_knobs(void **state)
         {"TF_CUDA_ATTN_BWD5", "2", "0, 1"},
         {"TF_CUDA_GEMM_TUNE", "on", "0, 1"},
         {"TF_CUDA_DW", "wgmma", "auto, mma, lt, wg"},
+        {"TF_CUDA_WG_SHORT", "64", "512, 0, 128, 256"},
         {"TF_CUDA_OPM_BWD", "1", "3, 2"},
         {"TF_CUDA_LT_INPLACE", "2", "0, 1"},
     };

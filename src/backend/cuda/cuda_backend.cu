@@ -357,7 +357,11 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
          *     wgmma where the tiles are full, in fp32; wg the same in tf32
          *     too (one TF32 product; measured slower than cuBLAS' there); mma
          *     mma.sync on every shape; lt none (cuBLASLt's split-K kernels,
-         *     as before) */
+         *     as before);
+         *   TF_CUDA_WG_SHORT=512|256|128|0: fp32 wgmma GEMMs with K at most
+         *     that and at least 3 x SMs tiles (the large problem's pair
+         *     GEMMs) on two blocks an SM (schedule 0, 2 stages, 128
+         *     registers) instead of one; 0 none */
         static const char *const attn_v[] = {"0", "2", "3", "4", "5"}, *const bin_v[] = {"0", "1"},
                                  *const gemm_v[] = {"auto", "wg", "mma", "nowg", "lt"},
                                  *const tile_v[] = {"auto", "64", "128"},
@@ -375,9 +379,13 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
         static const char *const opm_v[] = {"3", "2"}, *const dw_v[] = {"auto", "mma", "lt", "wg"};
         const int ko = env_knob("TF_CUDA_OPM_BWD", opm_v, 2, 0, err, errlen);
         const int kd = env_knob("TF_CUDA_DW", dw_v, 4, 0, err, errlen);
+        static const char *const short_v[] = {"512", "0", "128", "256"};
+        const int kw = env_knob("TF_CUDA_WG_SHORT", short_v, 4, 0, err, errlen);
         if (ka < 0 || kt < 0 || kb < 0 || kg < 0 || kp < 0 || km < 0 || ks < 0 || ki < 0 ||
-            ko < 0 || kd < 0)
+            ko < 0 || kd < 0 || kw < 0)
             goto fail;
+        static const int short_k[] = {512, 0, 128, 256};
+        be->wg_short = short_k[kw];
         static const int dw_k[] = {1, 2, 0, 3};
         be->gemm_dw = kg == 4 ? 0 : dw_k[kd]; /* TF_CUDA_GEMM=lt: none */
         be->opm_kernel = ko ? 2 : 3;

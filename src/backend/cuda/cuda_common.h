@@ -87,6 +87,9 @@ struct tf_backend {
                          slices k and k + 1's MMAs in flight, 1 slice k + 1 converted
                          while slice k's MMAs run, 0 one slice at a time */
     int wg_stages;    /* schedule 1's pipeline stages: 4, or 2 (TF_CUDA_WG_STAGES) */
+    int wg_short;     /* fp32 wgmma GEMMs with K <= wg_short (0: none) and at least
+                         WG_SHORT_WAVES x SMs tiles on two blocks an SM (schedule 0, 2
+                         stages, <= 128 registers; TF_CUDA_WG_SHORT, default 512) */
     int gemm_dw;      /* level 3, few tiles over a long K (weight gradients): wide split
                          K on the tensor cores, a separate reduce (cuda_gemm_mma.cu
                          wide_split): 1 (default) wgmma where the tiles are full, fp32

@@ -39,7 +39,10 @@
  * tile, reset by that split for the next launch and graph replay) adds the
  * partials in split order and writes C. The order is fixed, so the result
  * does not depend on which split finished last: the GEMM is deterministic, in
- * one launch, without the separate reduce kernel cuBLAS adds. */
+ * one launch, without the separate reduce kernel cuBLAS adds. That last
+ * split reads every partial alone, so this only suits a few splits; the
+ * weight gradients' wide split (wide_split, below) stores each split's
+ * products and adds them in a separate kernel that every SM reads with. */
 #include "cuda_gemm_mma.h"
 
 template <int BM, int BN, int WM, int WN, bool TA, bool TB, int VEC, bool X3>

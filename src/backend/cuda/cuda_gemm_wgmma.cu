@@ -1,4 +1,6 @@
-/* Level-3 fp32 GEMM on Hopper's warpgroup MMA (wgmma), 3xTF32: the
+/* Level-3 fp32 GEMM on Hopper's warpgroup MMA (wgmma), 3xTF32 (and, for
+ * the weight gradients' wide split under TF_CUDA_DW=wg only, tf32 with one
+ * product: the template's X3): the
  * mma.sync kernel's contract and split K (cuda_gemm_mma.h), with the tensor
  * work on wgmma.mma_async m64n128k8, which mma.sync cannot reach on sm_90
  * (its TF32 rate is well below wgmma's; our mma.sync 3xTF32 kernel ran the
@@ -305,8 +307,8 @@ __device__ __forceinline__ void wg_keep_a(uint32_t (*ab)[4], uint32_t (*as)[4])
 #endif /* TF_WG_ASM */
 #endif /* TF_WG_CODE */
 
-template <bool TA, bool TB, int VEC, int MODE, int ST, bool X3>
-__global__ void __launch_bounds__(WG_NT, 1) gemm_wg_kernel(mma_args p)
+template <bool TA, bool TB, int VEC, int MODE, int ST, bool X3, int MINB>
+__global__ void __launch_bounds__(WG_NT, MINB) gemm_wg_kernel(mma_args p)
 {
 #if TF_WG_CODE
     typedef wg_cfg<TA, TB, MODE, ST> CF;
@@ -448,14 +450,25 @@ __global__ void __launch_bounds__(WG_NT, 1) gemm_wg_kernel(mma_args p)
 
 __global__ void wg_probe_kernel(int *flag) { *flag = TF_WG_CODE; }
 
-template <bool TA, bool TB, int VEC, int MODE, int ST, bool X3>
+template <bool TA, bool TB, int VEC, int MODE, int ST, bool X3, int MINB = 1>
 static void wg_launch(tf_backend *be, const mma_args &p, int batch)
 {
     const dim3 grid((unsigned)((p.N + WG_BN - 1) / WG_BN), (unsigned)((p.M + WG_BM - 1) / WG_BM),
                     (unsigned)(batch * p.splits));
     const size_t smem = sizeof(float) * wg_cfg<TA, TB, MODE, ST>::SMEM;
-    TF_LAUNCH_SMEM((gemm_wg_kernel<TA, TB, VEC, MODE, ST, X3>), grid, WG_NT, smem, be, p);
+    TF_LAUNCH_SMEM((gemm_wg_kernel<TA, TB, VEC, MODE, ST, X3, MINB>), grid, WG_NT, smem, be, p);
 }
+
+/* Two blocks an SM (schedule 0, 2 stages: 108-111 KB of shared memory;
+ * __launch_bounds__ caps the registers at 128, a few spill) instead of one
+ * for short K (<= be->wg_short) when the tiles fill at least WG_SHORT_WAVES
+ * waves of one block an SM: one block's loads, conversion and epilogue then
+ * overlap the other's MMAs. H200, fp32 v3 --graph, 3 rounds (RESULTS.md
+ * entry 15): large 124.0 -> 131.4 samples/s with 3 waves (131.5 with 2, 125.4
+ * with 4), small 437.5 -> 435.8 (431.3 with 2: its 384-tile GEMMs lose to the
+ * tail; 2.9 waves of one block are 1.45 of two). Below 2 x SMs tiles the
+ * blocks would spread one an SM anyway, on the slower schedule. */
+#define WG_SHORT_WAVES 3
 
 /* tf32 (one product) only on the default schedule: the wide split K of the
  * weight gradients is its one use (tf_cu_gemm_wide) */
@@ -463,6 +476,10 @@ template <bool TA, bool TB, int VEC>
 static void wg_pick(tf_backend *be, const mma_args &p, int batch)
 {
     if (be->tf32) wg_launch<TA, TB, VEC, 2, 3, false>(be, p, batch);
+    else if (be->wg_short && p.K <= be->wg_short && p.splits == 1 &&
+             (long)batch * ((p.M + WG_BM - 1) / WG_BM) * ((p.N + WG_BN - 1) / WG_BN) >=
+                 (long)WG_SHORT_WAVES * be->sm_count)
+        wg_launch<TA, TB, VEC, 0, 2, true, 2>(be, p, batch);
     else if (be->wg_pipe == 0) wg_launch<TA, TB, VEC, 0, 2, true>(be, p, batch);
     else if (be->wg_pipe == 2) wg_launch<TA, TB, VEC, 2, 3, true>(be, p, batch);
     else if (be->wg_stages == 2) wg_launch<TA, TB, VEC, 1, 2, true>(be, p, batch);
