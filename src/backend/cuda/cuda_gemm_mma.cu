@@ -249,7 +249,8 @@ static int aligned16(const void *ptr, long stride, int batch)
 
 /* Few tiles over a long K (the weight gradients dW = dy^T x, K = rows),
  * be->gemm_dw != 0: split K as wide as the GPU holds blocks (one wave), each
- * split at least 256 deep, the partials added by tf_cu_splitk_reduce (one
+ * split at least 128 deep (256: small fp32 0.8% slower, RESULTS.md entry
+ * 15), the partials added by tf_cu_splitk_reduce (one
  * launch, as cuBLAS' split-K reduce). The kernel:
  *   - be->gemm_dw 1 (default, fp32 only) or 3 (TF_CUDA_DW=wg, tf32 too, one
  *     TF32 product): wgmma, only where M and N are at least 128 (the tiles
@@ -280,7 +281,7 @@ static int wide_split(tf_backend *be, const tf_gemm_args *a, mma_args *p, int ve
      * 2 (101 KB), 64 x 64 4 (52 KB) */
     const long per_sm = wg ? 1 : big ? 2 : 4;
     long s = sms * per_sm / tiles;
-    if (s > a->K / 256) s = a->K / 256;
+    if (s > a->K / 128) s = a->K / 128;
     const long cap = (long)(TF_CU_WORKSPACE_BYTES / sizeof(float)) / ((long)a->batch * a->M * a->N);
     if (s > cap) s = cap;
     if (s < 2) return 0;
