@@ -67,7 +67,7 @@ const tf_cli_optdef tf_cli_optdefs[] = {
     {"precision", required_argument, TF_OPT_PRECISION, T | V | B | G, "fp32|tf32",
      "TF32 lets CUDA GEMMs use tensor cores (default fp32)"},
     {"graph", no_argument, TF_OPT_GRAPH, T | B, NULL,
-     "CUDA: capture the whole step as a CUDA graph after warm-up"},
+     "CUDA: capture the whole step as a CUDA graph (at the last warm-up step) and replay it"},
     /* files */
     {"data", required_argument, TF_OPT_DATA, T | G, "FILE",
      "train on a data file instead of the synthetic data (its N and S apply)"},
