@@ -250,8 +250,8 @@ static int aligned16(const void *ptr, long stride, int batch)
 /* Few tiles over a long K (the weight gradients dW = dy^T x, K = rows),
  * be->gemm_dw != 0: split K as wide as the GPU holds blocks (one wave), each
  * split at least 128 deep (256: small fp32 0.8% slower, RESULTS.md entry
- * 15), the partials added by tf_cu_splitk_reduce (one
- * launch, as cuBLAS' split-K reduce). The kernel:
+ * 15), the partials added by tf_cu_splitk_reduce (one launch, as cuBLAS'
+ * split-K reduce). The kernel:
  *   - be->gemm_dw 1 (default, fp32 only) or 3 (TF_CUDA_DW=wg, tf32 too, one
  *     TF32 product): wgmma, only where M and N are at least 128 (the tiles
  *     full) and the GPU has wgmma code;
