@@ -35,10 +35,11 @@ typedef struct {
      * opm_outer) instead of a GEMM and a permute (TF_OPM_OUTER_OP=0|1) */
     int opm_outer_op;
     /* v3: the triangle product channel-major (triangle_mult.c: no permute of
-     * u; its GEMMs read u transposed). CPU and CUDA tf32; CUDA fp32 keeps
-     * [B, C, N, N] (our wgmma kernel is slower on the transposed operands
-     * than the permute it saves: RESULTS.md entry 13). TF_TRIMUL_CMAJOR=0|1
-     * overrides it (an A/B knob). */
+     * u; its GEMMs read u transposed), on every backend and precision. CUDA
+     * fp32 kept [B, C, N, N] until the weight gradients moved to the wgmma
+     * wide split (neutral then, RESULTS.md entry 13); since, on the H200:
+     * small 438.8 -> 442.3 samples/s, large 131.1 -> 133.0, 552 -> 536
+     * launches (entry 15). TF_TRIMUL_CMAJOR=0|1 overrides it (an A/B knob). */
     int trimul_cmajor;
     /* v3: a module's two LayerNorms in a row as one op (model.c tf_ln2_fwd);
      * TF_LAYERNORM2=0|1 overrides the default (an A/B knob) */

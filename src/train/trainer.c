@@ -249,7 +249,7 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     t->ex.opm_weight_first = c->impl >= TF_IMPL_V3 && !t->is_cuda;
     t->ex.opm_bwd_op = c->impl >= TF_IMPL_V3 && t->is_cuda;
     t->ex.trimul_merged = c->impl >= TF_IMPL_V3 && (!t->is_cuda || c->precision == TF_PREC_FP32);
-    t->ex.trimul_cmajor = !t->is_cuda || c->precision == TF_PREC_TF32;
+    t->ex.trimul_cmajor = 1;
     t->ex.ln2 = 1;
     int phase_sync = 0;
     t->ex.opm_outer_op = c->impl >= TF_IMPL_V3 && t->is_cuda;
