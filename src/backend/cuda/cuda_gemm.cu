@@ -353,10 +353,11 @@ static void gemm_plain(tf_backend *be, tf_gemm_args a)
                        a.strideB, a.strideA, a.strideC, a.alpha, a.beta};
     const int relu = a.epilogue == TF_EPI_RELU;
     if (be->kernel_level >= 3) {
-        if (be->gemm_dw && tf_cu_gemm_wide(be, &a, 0)) { /* weight gradients */
+        /* the weight gradients' wide split; an R not copied above goes into C
+         * first, so only then is the shape asked about before the run */
+        if (be->gemm_dw && (!a.R || tf_cu_gemm_wide(be, &a, 0))) {
             if (a.R) r_into_c(be, &a);
-            tf_cu_gemm_wide(be, &a, 1);
-            return;
+            if (tf_cu_gemm_wide(be, &a, 1)) return;
         }
         if (be->gemm_mma && tf_cu_gemm_mma(be, &a)) return;
         if (a.K > 0 && strides_ok) {
