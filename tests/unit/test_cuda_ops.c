@@ -486,12 +486,14 @@ static void test_gemm_r(void **state)
     g_blas = bk_create(3, 0, lt_env);
     /* every path: M, N < 16 (no tensor-core kernel: cuBLASLt at level 3), small
      * and big mma.sync tiles, ragged wgmma tiles, split K (mma.sync, wgmma),
-     * odd ldc (no float2 stores), batch > 1 with unaligned strides; per shape
+     * odd ldc (no float2 stores), batch > 1 with unaligned strides, full
+     * aligned wgmma tiles (its epilogue's float4 path); per shape
      * the five combinations of R (separate, == C) and DRELU, with rotating
      * transposes, plus beta 0 with R (R not read) and RELU after R */
     static const int shp[][5] = {/* M, N, K, batch, pad */
                                  {7, 5, 3, 2, 1},     {33, 64, 17, 1, 0}, {200, 76, 100, 2, 0},
-                                 {130, 136, 40, 1, 1}, {40, 36, 3000, 2, 0}, {40, 36, 2001, 1, 1}};
+                                 {130, 136, 40, 1, 1}, {40, 36, 3000, 2, 0}, {40, 36, 2001, 1, 1},
+                                 {256, 128, 136, 2, 0}};
     for (size_t k = 0; k < sizeof shp / sizeof shp[0]; ++k)
         for (int cmb = 0; cmb < 5; ++cmb) {
             const int t = (int)(cmb + k) % 4, rmode = cmb < 4 ? 1 + (cmb & 1) : 0;

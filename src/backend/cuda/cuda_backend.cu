@@ -361,7 +361,19 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
          *   TF_CUDA_WG_SHORT=512|256|128|0: fp32 wgmma GEMMs with K at most
          *     that and at least 3 x SMs tiles (the large problem's pair
          *     GEMMs) on two blocks an SM (schedule 0, 2 stages, 128
-         *     registers) instead of one; 0 none */
+         *     registers) instead of one; 0 none;
+         *   TF_CUDA_LN_RPB=32|16|64|8: rows per block of the one-launch
+         *     LayerNorm backwards (each block's parameter partials go
+         *     through the fixed-order tree); 32 (default) against 16, H200,
+         *     v3 --graph: small fp32 -0.6%, tf32 -0.7%, large fp32 -0.1%
+         *     step time (RESULTS.md entry 16);
+         *   TF_CUDA_GEMM_R=epi|copy: a level-3 GEMM's residual input R read
+         *     in the tensor-core kernels' epilogue (epi, default; the wgmma
+         *     kernel requests the tile's R into L2 at its start), or copied
+         *     into C before the GEMM (copy: as before, one copy a residual);
+         *   TF_CUDA_WG_TF32=0|1: in tf32, 1 sends the GEMMs that the wgmma
+         *     kernel takes in fp32 to it with one TF32 product (A/B against
+         *     cuBLAS' TF32 kernels, the default) */
         static const char *const attn_v[] = {"0", "2", "3", "4", "5"}, *const bin_v[] = {"0", "1"},
                                  *const gemm_v[] = {"auto", "wg", "mma", "nowg", "lt"},
                                  *const tile_v[] = {"auto", "64", "128"},
@@ -381,9 +393,17 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
         const int kd = env_knob("TF_CUDA_DW", dw_v, 4, 0, err, errlen);
         static const char *const short_v[] = {"512", "0", "128", "256"};
         const int kw = env_knob("TF_CUDA_WG_SHORT", short_v, 4, 0, err, errlen);
+        static const char *const rpb_v[] = {"32", "16", "64", "8"}, *const repi_v[] = {"epi", "copy"};
+        const int ke = env_knob("TF_CUDA_GEMM_R", repi_v, 2, 0, err, errlen);
+        const int kx = env_knob("TF_CUDA_WG_TF32", bin_v, 2, 0, err, errlen);
+        const int kr = env_knob("TF_CUDA_LN_RPB", rpb_v, 4, 0, err, errlen);
         if (ka < 0 || kt < 0 || kb < 0 || kg < 0 || kp < 0 || km < 0 || ks < 0 || ki < 0 ||
-            ko < 0 || kd < 0 || kw < 0)
+            ko < 0 || kd < 0 || kw < 0 || kr < 0 || ke < 0 || kx < 0)
             goto fail;
+        static const int rpb_k[] = {32, 16, 64, 8};
+        be->ln_rpb = rpb_k[kr];
+        be->r_epi = !ke;
+        be->wg_tf32 = kx;
         static const int short_k[] = {512, 0, 128, 256};
         be->wg_short = short_k[kw];
         static const int dw_k[] = {1, 2, 0, 3};
@@ -395,7 +415,7 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
         be->attn_bwd5 = kb;
         be->tf32 = o ? (o->tf32 != 0) : 0;
         /* TF_CUDA_GEMM: 0 auto, 1 wg, 2 mma, 3 nowg, 4 lt */
-        be->gemm_mma = kg == 2 ? 2 : kg == 4 ? 0 : !be->tf32;
+        be->gemm_mma = kg == 2 ? 2 : kg == 4 ? 0 : !be->tf32 || kx;
         /* wgmma unless mma.sync or cuBLAS is asked for; the probe below. In tf32
          * it runs only the weight gradients' wide split (be->gemm_dw) */
         be->gemm_wg = kg >= 2 ? 0 : kg == 1 ? 2 : 1;

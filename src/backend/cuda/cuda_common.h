@@ -87,6 +87,12 @@ struct tf_backend {
                          slices k and k + 1's MMAs in flight, 1 slice k + 1 converted
                          while slice k's MMAs run, 0 one slice at a time */
     int wg_stages;    /* schedule 1's pipeline stages: 4, or 2 (TF_CUDA_WG_STAGES) */
+    int wg_tf32;      /* tf32: the wgmma kernel (one product) takes the shapes it takes in fp32
+                         (TF_CUDA_WG_TF32=1; default 0: cuBLAS' TF32 kernels) */
+    int r_epi;        /* level 3: the tensor-core kernels read a GEMM's residual R in their
+                         epilogue (1, TF_CUDA_GEMM_R=epi) or R is copied into C first (0, =copy) */
+    int ln_rpb;       /* rows per block of the one-launch LayerNorm backwards (TF_CUDA_LN_RPB,
+                         default 32) */
     int wg_short;     /* fp32 wgmma GEMMs with K <= wg_short (0: none) and at least
                          WG_SHORT_WAVES x SMs tiles on two blocks an SM (schedule 0, 2
                          stages, <= 128 registers; TF_CUDA_WG_SHORT, default 512) */

@@ -26,9 +26,10 @@
  * No candidate: cublasGemmStridedBatchedEx, as at levels 1-2. K == 0 (C =
  * beta C, which cuBLAS does) always takes the cuBLAS path.
  *
- * The residual input R (ops.h) is cuBLASLt's C (D the output); the paths
- * whose C is their input get R copied into C first. The DRELU epilogue is a
- * mask after the GEMM (tf_cu_gemm).
+ * The residual input R (ops.h) is cuBLASLt's C (D the output) and is read in
+ * the tensor-core kernels' epilogue; cuBLAS (C its input) gets R copied into
+ * C first. The DRELU epilogue runs in the tensor-core kernels' epilogue, as a
+ * mask kernel after the cuBLAS paths.
  *
  * Tuning costs one synchronisation per key (warm-up steps) and, when beta != 0
  * (C is an input), a saved copy of C: in the backend's scratch area when it
@@ -302,12 +303,10 @@ static int gemm_lt(tf_backend *be, const cm_gemm *g, int relu)
     return 1;
 }
 
-/* A GEMM without DRELU: the paths below. */
+/* The paths below; DRELU's mask runs in the tensor-core kernels' epilogue,
+ * after the cuBLAS paths as drelu_strided_kernel1. */
 static void gemm_plain(tf_backend *be, tf_gemm_args a);
 
-/* The DRELU epilogue after the GEMM (drelu_strided_kernel1); inside the
- * tensor-core kernels' epilogue it measured 2.5% slower per fp32 step on the
- * H200 (their epilogue and split K grew; RESULTS.md entry 13). */
 extern "C" void tf_cu_gemm(tf_backend *be, const tf_gemm_args *a, const char *name)
 {
     (void)name; /* kernel names come from cuBLAS; the model's region says which GEMM */
@@ -318,10 +317,7 @@ extern "C" void tf_cu_gemm(tf_backend *be, const tf_gemm_args *a, const char *na
     }
     tf_gemm_args b = *a;
     if (!(a->R && a->R != a->C && a->beta != 0.f)) b.R = NULL;
-    if (a->epilogue == TF_EPI_DRELU) b.epilogue = TF_EPI_NONE, b.aux = NULL;
     gemm_plain(be, b);
-    if (a->epilogue == TF_EPI_DRELU)
-        tf_cu_drelu_strided(be, a->C, a->aux, a->M, a->N, a->ldc, a->strideC, a->batch);
 }
 
 /* R copied into C (a device-to-device copy when the matrices are contiguous,
@@ -338,13 +334,21 @@ static void r_into_c(tf_backend *be, tf_gemm_args *a)
     a->R = NULL;
 }
 
-/* The residual input R (tf_gemm_args.R): cuBLASLt reads it as its C, D the
- * output (no copy: -31 copies a step, RESULTS.md entry 14); the tensor-core
- * kernels and cuBLAS take C as their input, so R is copied into C first. */
+/* The residual input R (tf_gemm_args.R): the tensor-core kernels read it in
+ * their epilogue and cuBLASLt as its C, D the output (no copy: RESULTS.md
+ * entries 14 and 16); cuBLAS takes C as its input, so R is copied into C
+ * first there. DRELU (a.epilogue) is consumed by the tensor-core paths, else
+ * applied by drelu_after. */
+static void drelu_after(tf_backend *be, const tf_gemm_args *a)
+{
+    if (a->epilogue == TF_EPI_DRELU)
+        tf_cu_drelu_strided(be, a->C, a->aux, a->M, a->N, a->ldc, a->strideC, a->batch);
+}
+
 static void gemm_plain(tf_backend *be, tf_gemm_args a)
 {
     const int strides_ok = a.batch == 1 || (a.strideA >= 0 && a.strideB >= 0 && a.strideC >= 0);
-    if (a.R && (be->kernel_level < 3 || be->gemm_mma || a.K <= 0 || !strides_ok))
+    if (a.R && (be->kernel_level < 3 || a.K <= 0 || !strides_ok || (be->gemm_mma && !be->r_epi)))
         r_into_c(be, &a);
     /* swapped operands: X = B (m = N rows of op), Y = A (n = M) */
     const cm_gemm g = {a.transB ? CUBLAS_OP_T : CUBLAS_OP_N,
@@ -353,17 +357,15 @@ static void gemm_plain(tf_backend *be, tf_gemm_args a)
                        a.strideB, a.strideA, a.strideC, a.alpha, a.beta};
     const int relu = a.epilogue == TF_EPI_RELU;
     if (be->kernel_level >= 3) {
-        /* the weight gradients' wide split; an R not copied above goes into C
-         * first, so only then is the shape asked about before the run */
-        if (be->gemm_dw && (!a.R || tf_cu_gemm_wide(be, &a, 0))) {
-            if (a.R) r_into_c(be, &a);
-            if (tf_cu_gemm_wide(be, &a, 1)) return;
-        }
+        /* the weight gradients' wide split, then the tensor-core kernels:
+         * R and the mask in their epilogue */
+        if (be->gemm_dw && tf_cu_gemm_wide(be, &a, 1)) return;
         if (be->gemm_mma && tf_cu_gemm_mma(be, &a)) return;
         if (a.K > 0 && strides_ok) {
             if (relu && gemm_lt(be, &g, 1)) return;
             if (gemm_lt(be, &g, 0)) {
                 if (relu) tf_cu_relu_strided(be, a.C, a.M, a.N, a.ldc, a.strideC, a.batch);
+                drelu_after(be, &a);
                 return;
             }
         }
@@ -377,4 +379,5 @@ static void gemm_plain(tf_backend *be, tf_gemm_args a)
         CUDA_R_32F, (int)a.ldc, (long long)a.strideC, a.batch, compute_type(be),
         CUBLAS_GEMM_DEFAULT));
     if (relu) tf_cu_relu_strided(be, a.C, a.M, a.N, a.ldc, a.strideC, a.batch);
+    drelu_after(be, &a);
 }

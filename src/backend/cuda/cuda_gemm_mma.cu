@@ -183,7 +183,8 @@ static void mma_pick(tf_backend *be, const mma_args &p, int batch, int ta, int t
 
 /* ---- split K added by a separate kernel --------------------------------------
  * Each split stored its raw products as a dense [batch][M][N] slice of
- * p.part (mma_finish, p.sep); C = alpha * (their sum) + beta * C, ReLU. A
+ * p.part (mma_finish, p.sep); C = alpha * (their sum) + beta * (R or C),
+ * ReLU, the DRELU mask. A
  * block takes 32 * VW consecutive elements; its warp w adds splits w, w + 8,
  * ... in order, then the 8 warp sums are added in warp order: the order is
  * fixed, so the result does not depend on timing (graph replays and eager
@@ -222,11 +223,12 @@ __global__ void __launch_bounds__(SK_WARPS * 32) splitk_reduce_kernel(mma_args p
 #pragma unroll
     for (int k = 0; k < SK_WARPS; ++k) sum += red[k][q];
     const long mn = (long)p.M * p.N, rem = e % mn;
-    float *dst = p.C + (e / mn) * p.sC + (rem / p.N) * p.ldc + rem % p.N;
+    const long at = (e / mn) * p.sC + (rem / p.N) * p.ldc + rem % p.N;
     float o = p.alpha * sum;
-    if (p.beta != 0.f) o += p.beta * *dst;
+    if (p.beta != 0.f) o += p.beta * (p.R ? p.R : p.C)[at];
     if (p.relu) o = fmaxf(o, 0.f);
-    *dst = o;
+    if (p.aux) o = p.aux[at] > 0.f ? o : 0.f;
+    p.C[at] = o;
 }
 
 extern "C" void tf_cu_splitk_reduce(tf_backend *be, const mma_args *p, int batch)
@@ -313,8 +315,13 @@ static int mma_setup(const tf_gemm_args *a, mma_args *p)
     p->B = a->B, p->ldb = a->ldb, p->sB = a->strideB;
     p->C = a->C, p->ldc = a->ldc, p->sC = a->strideC;
     p->alpha = a->alpha, p->beta = a->beta, p->relu = a->epilogue == TF_EPI_RELU;
-    p->vec2 = a->ldc % 2 == 0 && ((uintptr_t)a->C & 7) == 0 &&
-              (a->batch == 1 || a->strideC % 2 == 0);
+    p->R = a->R;
+    p->aux = a->epilogue == TF_EPI_DRELU ? a->aux : NULL;
+    /* R and the mask share C's layout: pairs (quads) need each base 8 (16)
+     * bytes aligned */
+    const uintptr_t bases = (uintptr_t)a->C | (uintptr_t)p->R | (uintptr_t)p->aux;
+    p->vec2 = a->ldc % 2 == 0 && (bases & 7) == 0 && (a->batch == 1 || a->strideC % 2 == 0);
+    p->vec4 = a->ldc % 4 == 0 && (bases & 15) == 0 && (a->batch == 1 || a->strideC % 4 == 0);
     /* 16-byte copies: aligned matrices and rows, contiguous extents in 4s */
     const int acont = a->transA ? a->M : a->K, bcont = a->transB ? a->K : a->N;
     return aligned16(a->A, a->strideA, a->batch) && aligned16(a->B, a->strideB, a->batch) &&
@@ -344,7 +351,7 @@ extern "C" int tf_cu_gemm_mma(tf_backend *be, const tf_gemm_args *a)
      * (TF_CUDA_GEMM=wg), or where it measured faster than cuBLAS' FFMA and
      * mma.sync on the H200 (bench/cuda_kernels.sh gemm, RESULTS.md entry 11):
      * full tiles, K >= 128, more tiles than half the SMs (no split K) */
-    const int wg = !be->tf32 && (be->gemm_wg == 2 ||
+    const int wg = (!be->tf32 || be->wg_tf32) && (be->gemm_wg == 2 ||
                                  (be->gemm_wg == 1 && a->K >= 128 && a->M >= 128 &&
                                   a->N >= 128 && big_tiles * 2 > sms));
     /* 128 x 128 tiles when they fill the GPU twice and are full: a batch of
@@ -383,7 +390,7 @@ extern "C" int tf_cu_gemm_mma(tf_backend *be, const tf_gemm_args *a)
     /* be->gemm_mma == 1: only where it beat cuBLAS (fp32, bench/cuda_kernels.sh
      * gemm on the H200): no split K, 128 x 128 tiles, K at least one BK slice.
      * Elsewhere (small tiles, split K, K < 32) cuBLAS measured faster */
-    if (be->gemm_mma == 1 && (splits > 1 || !big || a->K < MMA_BK)) return 0;
+    if (be->gemm_mma == 1 && (splits > 1 || !big || a->K < MMA_BK || be->tf32)) return 0;
     const int x3 = !be->tf32;
     if (big) mma_pick<MMA_BIG>(be, p, a->batch, a->transA, a->transB, vec, x3);
     else mma_pick<MMA_SMALL>(be, p, a->batch, a->transA, a->transB, vec, x3);

@@ -24,7 +24,10 @@ typedef struct {
     long ldc, sC;
     float alpha, beta;
     int relu;
+    const float *R;   /* beta scales R instead of C (C's ldc and sC) when set */
+    const float *aux; /* DRELU mask (C's ldc and sC): C = aux > 0 ? C : 0 after beta */
     int vec2;    /* C rows and matrices 8-byte aligned: pairs of columns stored as float2 */
+    int vec4;    /* C (and R, aux) rows and matrices 16-byte aligned: float4 (wgmma epilogue) */
     float *part; /* split K: [tile][split][accumulators of the block]; with sep,
                     [split][batch][M][N] */
     int *count;  /* split K: arrivals per tile, 0 between launches */
@@ -116,7 +119,8 @@ __device__ __forceinline__ void mma_load(float *st, const mma_args &p, const flo
 }
 
 /* Split K (p.splits > 1: add this split's partials, the last to arrive sums
- * them in split order) and the epilogue (alpha, beta, ReLU, float2 stores) of
+ * them in split order) and the epilogue (alpha, beta of R or C, ReLU, the
+ * DRELU mask; float2 stores) of
  * a warp's MI x NI fragments of 16 x 8 (mma.sync's C layout: (c0, c1) at row
  * g, (c2, c3) at g + 8), the warp's tile at (wm, wn) in the block's, NT
  * threads. Returns early in the splits that are not the last. */
@@ -182,7 +186,11 @@ __device__ __forceinline__ void mma_finish(const mma_args &p, float (*acc)[NI][4
         if (tid == 0) p.count[tile] = 0; /* ready for the next launch */
     }
 
+    /* the epilogue: alpha, beta (of R when set, else of C), ReLU, the DRELU
+     * mask (a select, as drelu_strided_kernel1: the same bits) */
     float *C = p.C + (long)bi * p.sC;
+    const float *Rb = p.R ? p.R + (long)bi * p.sC : C;
+    const float *Xb = p.aux ? p.aux + (long)bi * p.sC : NULL;
 #pragma unroll
     for (int i = 0; i < MI; ++i)
 #pragma unroll
@@ -192,23 +200,29 @@ __device__ __forceinline__ void mma_finish(const mma_args &p, float (*acc)[NI][4
                 const int r = m0 + wm + i * 16 + g + h * 8;
                 const int c = n0 + wn + j * 8 + 2 * t;
                 if (r >= p.M || c >= p.N) continue;
-                float *dst = C + (long)r * p.ldc + c;
+                const long o = (long)r * p.ldc + c;
                 float v0 = p.alpha * acc[i][j][2 * h], v1 = p.alpha * acc[i][j][2 * h + 1];
                 if (p.vec2 && c + 1 < p.N) {
                     if (p.beta != 0.f) {
-                        const float2 o = *(const float2 *)dst;
-                        v0 += p.beta * o.x, v1 += p.beta * o.y;
+                        const float2 q = *(const float2 *)(Rb + o);
+                        v0 += p.beta * q.x, v1 += p.beta * q.y;
                     }
                     if (p.relu) v0 = fmaxf(v0, 0.f), v1 = fmaxf(v1, 0.f);
-                    *(float2 *)dst = make_float2(v0, v1);
+                    if (Xb) {
+                        const float2 m = *(const float2 *)(Xb + o);
+                        v0 = m.x > 0.f ? v0 : 0.f, v1 = m.y > 0.f ? v1 : 0.f;
+                    }
+                    *(float2 *)(C + o) = make_float2(v0, v1);
                 } else {
-                    if (p.beta != 0.f) v0 += p.beta * dst[0];
+                    if (p.beta != 0.f) v0 += p.beta * Rb[o];
                     if (p.relu) v0 = fmaxf(v0, 0.f);
-                    dst[0] = v0;
+                    if (Xb) v0 = Xb[o] > 0.f ? v0 : 0.f;
+                    C[o] = v0;
                     if (c + 1 < p.N) {
-                        if (p.beta != 0.f) v1 += p.beta * dst[1];
+                        if (p.beta != 0.f) v1 += p.beta * Rb[o + 1];
                         if (p.relu) v1 = fmaxf(v1, 0.f);
-                        dst[1] = v1;
+                        if (Xb) v1 = Xb[o + 1] > 0.f ? v1 : 0.f;
+                        C[o + 1] = v1;
                     }
                 }
             }
@@ -219,7 +233,8 @@ extern "C" {
 #endif
 /* the 3xTF32 wgmma kernel: 128 x 128 tiles, p as tf_cu_gemm_mma sets it */
 void tf_cu_gemm_wg(tf_backend *be, const mma_args *p, int batch, int ta, int tb, int vec);
-/* split K with p->sep: C = alpha (the splits' partials added) + beta C, ReLU */
+/* split K with p->sep: C = alpha (the splits' partials added) + beta (R or C),
+ * ReLU, the DRELU mask */
 void tf_cu_splitk_reduce(tf_backend *be, const mma_args *p, int batch);
 #ifdef __cplusplus
 }

@@ -30,7 +30,6 @@
 #define LN1_THREADS 128
 #define LN2_THREADS 256 /* 8 rows per block */
 #define LN2_CACHE 4     /* values per lane held in registers: C <= 128 */
-#define LN2_ROWS_PER_BLOCK 16 /* layernorm_bwd_kernel2: 2 rows per warp */
 
 /* ---- a warp's row held in registers (kernel2, C <= 32 * LN2_CACHE): value k of
  * lane l is column l + 32 k, 0 past C ---------------------------------------- */
@@ -357,13 +356,14 @@ __device__ __forceinline__ void ln2_block_finish(float (&sp)[NQ][LN2_THREADS / 3
     ln_tree_add(part, count, W, o);
 }
 
-/* rows per block of the one-launch backward kernels: 16 (2 per warp), more
+/* rows per block of the one-launch backward kernels: be->ln_rpb (default 32:
+ * 4 per warp; TF_CUDA_LN_RPB), more
  * when the tree's partial rows of W floats (nblk, then nblk / 32, ...: under
  * nblk * 32 / 31 + 3 rows in all) would not fit the scratch area; a function
  * of (rows, W) only, so the sum order is fixed per shape */
-static long ln_rows_per_block(long rows, int W)
+static long ln_rows_per_block(const tf_backend *be, long rows, int W)
 {
-    long rpb = LN2_ROWS_PER_BLOCK;
+    long rpb = be->ln_rpb;
     const long maxblk = ((long)(TF_CU_SCRATCH_FLOATS / (size_t)W) - 3) * 31 / 32;
     if ((rows + rpb - 1) / rpb > maxblk) rpb = ((rows + maxblk - 1) / maxblk + 7) / 8 * 8;
     return rpb;
@@ -750,7 +750,7 @@ extern "C" void tf_cu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, fl
 {
     if (rows <= 0 || C <= 0) return;
     if (be->kernel_level >= 3 && C <= 32 * LN2_CACHE && (dgamma || dbeta)) {
-        const long rpb = ln_rows_per_block(rows, 2 * C);
+        const long rpb = ln_rows_per_block(be, rows, 2 * C);
         const long nblk = (rows + rpb - 1) / rpb;
         const ln_roots o = {{dgamma, dbeta, NULL, NULL}, C};
         const int vw = C == 128 ? 4 : C == 64 ? 2 : 0, al = 4 * vw; /* vector rows: bytes */
@@ -831,7 +831,7 @@ extern "C" void tf_cu_layernorm2_bwd(tf_backend *be, float *dx, float *dg1, floa
 {
     if (rows <= 0 || C <= 0) return;
     if (C > TF_LN2_MAX_C) ln2_too_wide(C);
-    const long rpb = ln_rows_per_block(rows, 4 * C);
+    const long rpb = ln_rows_per_block(be, rows, 4 * C);
     const long nblk = (rows + rpb - 1) / rpb;
     const ln_roots o = {{dg1, db1, dg2, db2}, C};
     if (C == 128 && tf_cu_aligned(dx, 16) && tf_cu_aligned(dout, 16) && tf_cu_aligned(x, 16) &&
