@@ -1585,6 +1585,10 @@ static void test_env_knobs(void **state)
         {"TF_CUDA_WG_SHORT", "64", "512, 0, 128, 256"},
         {"TF_CUDA_OPM_BWD", "1", "3, 2"},
         {"TF_CUDA_LT_INPLACE", "2", "0, 1"},
+        {"TF_CUDA_LN_RPB", "24", "32, 16, 64, 8"},
+        {"TF_CUDA_GEMM_R", "add", "epi, copy"},
+        {"TF_CUDA_WG_TF32", "yes", "0, 1"},
+        {"TF_CUDA_DW_DEPTH", "100", "128, 256, 512, 64"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) {
         tf_backend_opts o;

@@ -373,7 +373,10 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
          *     into C before the GEMM (copy: as before, one copy a residual);
          *   TF_CUDA_WG_TF32=0|1: in tf32, 1 sends the GEMMs that the wgmma
          *     kernel takes in fp32 to it with one TF32 product (A/B against
-         *     cuBLAS' TF32 kernels, the default) */
+         *     cuBLAS' TF32 kernels, the default);
+         *   TF_CUDA_DW_DEPTH=128|256|512|64: the least K of a split in the
+         *     wide split (more splits fill the GPU, each pays a prologue and
+         *     stores a partial tile) */
         static const char *const attn_v[] = {"0", "2", "3", "4", "5"}, *const bin_v[] = {"0", "1"},
                                  *const gemm_v[] = {"auto", "wg", "mma", "nowg", "lt"},
                                  *const tile_v[] = {"auto", "64", "128"},
@@ -396,14 +399,19 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
         static const char *const rpb_v[] = {"32", "16", "64", "8"}, *const repi_v[] = {"epi", "copy"};
         const int ke = env_knob("TF_CUDA_GEMM_R", repi_v, 2, 0, err, errlen);
         const int kx = env_knob("TF_CUDA_WG_TF32", bin_v, 2, 0, err, errlen);
+        static const char *const depth_v[] = {"128", "256", "512", "64"};
+        const int kq = env_knob("TF_CUDA_DW_DEPTH", depth_v, 4, 0, err, errlen);
         const int kr = env_knob("TF_CUDA_LN_RPB", rpb_v, 4, 0, err, errlen);
         if (ka < 0 || kt < 0 || kb < 0 || kg < 0 || kp < 0 || km < 0 || ks < 0 || ki < 0 ||
-            ko < 0 || kd < 0 || kw < 0 || kr < 0 || ke < 0 || kx < 0)
+            ko < 0 || kd < 0 || kw < 0 || kr < 0 || ke < 0 || kx < 0 ||
+            kq < 0)
             goto fail;
         static const int rpb_k[] = {32, 16, 64, 8};
         be->ln_rpb = rpb_k[kr];
         be->r_epi = !ke;
         be->wg_tf32 = kx;
+        static const int depth_k[] = {128, 256, 512, 64};
+        be->dw_depth = depth_k[kq];
         static const int short_k[] = {512, 0, 128, 256};
         be->wg_short = short_k[kw];
         static const int dw_k[] = {1, 2, 0, 3};

@@ -89,6 +89,7 @@ struct tf_backend {
     int wg_stages;    /* schedule 1's pipeline stages: 4, or 2 (TF_CUDA_WG_STAGES) */
     int wg_tf32;      /* tf32: the wgmma kernel (one product) takes the shapes it takes in fp32
                          (TF_CUDA_WG_TF32=1; default 0: cuBLAS' TF32 kernels) */
+    int dw_depth;     /* the wide split's least K per split (TF_CUDA_DW_DEPTH, default 128) */
     int r_epi;        /* level 3: the tensor-core kernels read a GEMM's residual R in their
                          epilogue (1, TF_CUDA_GEMM_R=epi) or R is copied into C first (0, =copy) */
     int ln_rpb;       /* rows per block of the one-launch LayerNorm backwards (TF_CUDA_LN_RPB,

@@ -283,7 +283,7 @@ static int wide_split(tf_backend *be, const tf_gemm_args *a, mma_args *p, int ve
      * 2 (101 KB), 64 x 64 4 (52 KB) */
     const long per_sm = wg ? 1 : big ? 2 : 4;
     long s = sms * per_sm / tiles;
-    if (s > a->K / 128) s = a->K / 128;
+    if (s > a->K / be->dw_depth) s = a->K / be->dw_depth;
     const long cap = (long)(TF_CU_WORKSPACE_BYTES / sizeof(float)) / ((long)a->batch * a->M * a->N);
     if (s > cap) s = cap;
     if (s < 2) return 0;
