@@ -142,7 +142,11 @@ __global__ void __launch_bounds__(mma_cfg<BM, BN, WM, WN, TA, TB>::NT)
         }
     }
 
-    mma_finish<CF::MI, CF::NI, CF::NT>(p, acc, m0, n0, wm, wn, bi, sp);
+    static_assert(CF::SMEM >= BM * MMA_LDT(BN), "the staged tile fits the pipeline's memory");
+    if (p.splits > 1 && !p.sep) /* the last split adds: only under TF_CUDA_GEMM=mma */
+        mma_finish<CF::MI, CF::NI, CF::NT>(p, acc, m0, n0, wm, wn, bi, sp);
+    else
+        mma_stage_finish<CF::MI, CF::NI, CF::NT, BM, BN>(p, acc, sm, m0, n0, wm, wn, bi, sp);
 }
 
 /* ---- dispatch -------------------------------------------------------------- */

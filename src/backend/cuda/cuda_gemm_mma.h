@@ -228,6 +228,129 @@ __device__ __forceinline__ void mma_finish(const mma_args &p, float (*acc)[NI][4
             }
 }
 
+/* ---- the end of a tile through shared memory -----------------------------------
+ * The accumulators are staged as a [BM][BN + 8] tile in the pipeline's
+ * shared memory and written by rows, BN / 4 lanes a row and 4 columns a lane
+ * (float4 where the layout allows it): short code, run once a block.
+ * mma_finish's per-fragment stores (~2100 SASS instructions unrolled in the
+ * wgmma kernel) missed in the instruction cache: on a one-wave 16384 x 128 x
+ * 128 wgmma GEMM they were half of the kernel's stall samples (ncu,
+ * RESULTS.md entry 16). Row stride BN + 8 (8 mod 32 words): the staging
+ * float2 stores of a half warp (4 rows 8 words apart, 4 lanes 2 apart) hit
+ * 32 distinct banks. Both kernels keep mma_finish for split K finished in
+ * the kernel (p.splits > 1 without p.sep). */
+#define MMA_LDT(BN) ((BN) + 8)
+
+/* Rows [0, BM) of the staged tile T to their matrix: the raw products to
+ * this split's dense [M, N] slice of p.part (wide split, p.sep), else C =
+ * alpha T + beta (R or C), ReLU, then the DRELU mask (a select, as
+ * drelu_strided_kernel1: the same bits). */
+template <int BM, int BN, int NT>
+__device__ __forceinline__ void mma_store_tile(const mma_args &p, const float *T, int m0, int n0,
+                                               int bi, int sp)
+{
+    constexpr int LPR = BN / 4, RPP = NT / LPR; /* lanes a row, rows a pass */
+    static_assert(BN % 4 == 0 && NT % LPR == 0 && BM % RPP == 0, "tile store layout");
+    const int tid = (int)threadIdx.x, r0 = tid / LPR, c = n0 + 4 * (tid % LPR);
+    const bool sep = p.splits > 1 && p.sep;
+    float *C;
+    const float *Rb = NULL, *Xb = NULL;
+    long ld;
+    if (sep) { /* raw products, [split][batch][M][N] */
+        C = p.part + ((long)sp * ((long)gridDim.z / p.splits) + bi) * p.M * p.N;
+        ld = p.N;
+    } else {
+        C = p.C + (long)bi * p.sC;
+        ld = p.ldc;
+        if (p.beta != 0.f) Rb = p.R ? p.R + (long)bi * p.sC : C;
+        if (p.aux) Xb = p.aux + (long)bi * p.sC;
+    }
+    const bool v4 = sep ? (p.N & 3) == 0 : p.vec4 != 0;
+    if (v4 && m0 + BM <= p.M && n0 + BN <= p.N) {
+        /* a full tile: up to 8 passes at a time, their R / mask loads in flight
+         * together */
+        constexpr int U = BM / RPP < 8 ? BM / RPP : 8;
+#pragma unroll
+        for (int b = 0; b < BM; b += U * RPP) {
+            float4 v[U], x[U], m[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int rr = b + u * RPP + r0;
+                const long o = (long)(m0 + rr) * ld + c;
+                v[u] = *(const float4 *)(T + rr * MMA_LDT(BN) + c - n0);
+                if (Rb) x[u] = *(const float4 *)(Rb + o);
+                if (Xb) m[u] = *(const float4 *)(Xb + o);
+            }
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int rr = b + u * RPP + r0;
+                float4 y = v[u];
+                if (!sep) {
+                    y.x *= p.alpha, y.y *= p.alpha, y.z *= p.alpha, y.w *= p.alpha;
+                    if (Rb) {
+                        y.x += p.beta * x[u].x, y.y += p.beta * x[u].y;
+                        y.z += p.beta * x[u].z, y.w += p.beta * x[u].w;
+                    }
+                    if (p.relu) {
+                        y.x = fmaxf(y.x, 0.f), y.y = fmaxf(y.y, 0.f);
+                        y.z = fmaxf(y.z, 0.f), y.w = fmaxf(y.w, 0.f);
+                    }
+                    if (Xb) {
+                        y.x = m[u].x > 0.f ? y.x : 0.f, y.y = m[u].y > 0.f ? y.y : 0.f;
+                        y.z = m[u].z > 0.f ? y.z : 0.f, y.w = m[u].w > 0.f ? y.w : 0.f;
+                    }
+                }
+                *(float4 *)(C + (long)(m0 + rr) * ld + c) = y;
+            }
+        }
+        return;
+    }
+    /* ragged tiles or unaligned matrices: element by element */
+#pragma unroll 1
+    for (int rr = r0; rr < BM; rr += RPP) {
+        const int r = m0 + rr;
+        if (r >= p.M || c >= p.N) continue;
+        const float4 v = *(const float4 *)(T + rr * MMA_LDT(BN) + c - n0);
+        const long o = (long)r * ld + c;
+#pragma unroll 1
+        for (int q = 0; q < 4 && c + q < p.N; ++q) {
+            float y = q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w;
+            if (!sep) {
+                y *= p.alpha;
+                if (Rb) y += p.beta * Rb[o + q];
+                if (p.relu) y = fmaxf(y, 0.f);
+                if (Xb) y = Xb[o + q] > 0.f ? y : 0.f;
+            }
+            C[o + q] = y;
+        }
+    }
+}
+
+/* The block's BM x BN tile (NT threads, no split K left to the kernel)
+ * through shared memory: sm, the kernel's, at least BM * MMA_LDT(BN) floats,
+ * free once every thread is here. The warp's MI x NI fragments of 16 x 8
+ * are mma.sync's C layout ((c0, c1) at row g, (c2, c3) at g + 8), the warp's
+ * tile at (wm, wn); wgmma's accumulators are the same with MI 1, NI 16. */
+template <int MI, int NI, int NT, int BM, int BN>
+__device__ __forceinline__ void mma_stage_finish(const mma_args &p, float (*acc)[NI][4],
+                                                 float *sm, int m0, int n0, int wm, int wn,
+                                                 int bi, int sp)
+{
+    const int lane = (int)threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    mma_wait<0>();   /* no copy of this thread's still landing (none is issued past K) */
+    __syncthreads(); /* every warp's MMAs and reads of the pipeline's memory are done */
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+                *(float2 *)(sm + (wm + i * 16 + g + 8 * h) * MMA_LDT(BN) + wn + 8 * j + 2 * t) =
+                    make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+    __syncthreads();
+    mma_store_tile<BM, BN, NT>(p, sm, m0, n0, bi, sp);
+}
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -32,9 +32,9 @@
  * with one barrier per slice (schedule 2, the default) another 2-10%; what
  * is left is one block per SM (up to 224 registers a thread) and B
  * converted per slice by the whole block (NOTES.md). The tile ends through
- * shared memory (wg_finish): ~25% faster per GEMM than mma_finish's unrolled
- * fragment stores, whose code missed in the instruction cache (RESULTS.md
- * entry 16).
+ * shared memory (mma_stage_finish, cuda_gemm_mma.h): ~25% faster per GEMM
+ * than mma_finish's unrolled fragment stores, whose code missed in the
+ * instruction cache (RESULTS.md entry 16).
  *
  * Needs sm_90a code (wgmma does not exist in plain sm_90): CMake compiles
  * this file for sm_90a when the build targets 90 (CMakeLists.txt), and
@@ -310,108 +310,6 @@ __device__ __forceinline__ void wg_keep_a(uint32_t (*ab)[4], uint32_t (*as)[4])
 #endif /* TF_WG_ASM */
 #endif /* TF_WG_CODE */
 
-/* The end of a tile through shared memory: the accumulators (wgmma's
- * fragment layout) are staged as a [128][WG_LDT] tile, then written by rows,
- * a warp per row and a lane per 4 columns (float4 where p.vec4 says the
- * matrices allow it): the raw products to this split's [M, N] slice (wide
- * split, p.sep), else alpha, beta of R or C, ReLU and the DRELU mask.
- * ncu (H200, a 16384 x 128 x 128 GEMM, one tile an SM): with mma_finish's
- * unrolled per-fragment stores (~2100 instructions, run once a block, cold in
- * the instruction cache) the epilogue was 52% of the kernel's stall samples,
- * 74% of them waiting for an instruction fetch (RESULTS.md entry 16). Row
- * stride WG_LDT = 136: the staging float2 stores of a half warp (rows g, 8
- * apart in words) hit 32 distinct banks. */
-#define WG_LDT (WG_BN + 8)
-template <class CF>
-__device__ __forceinline__ void wg_finish(const mma_args &p, float (*acc)[4], float *sm, int m0,
-                                          int n0, int wm, int bi, int sp)
-{
-    const int tid = (int)threadIdx.x, lane = tid & 31, g = lane >> 2, t = lane & 3;
-    static_assert(CF::SMEM >= WG_BM * WG_LDT, "the staging tile fits the pipeline's memory");
-    mma_wait<0>();   /* no copy of this thread's still landing (none is issued past K) */
-    __syncthreads(); /* every warp's last wgmmas (waited) and stage reads are done */
-#pragma unroll
-    for (int j = 0; j < 16; ++j)
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-            *(float2 *)(sm + (wm + g + 8 * h) * WG_LDT + 8 * j + 2 * t) =
-                make_float2(acc[j][2 * h], acc[j][2 * h + 1]);
-    __syncthreads();
-    const int c = n0 + 4 * lane;
-    const bool sep = p.splits > 1 && p.sep;
-    float *C;
-    const float *Rb = NULL, *Xb = NULL;
-    long ld;
-    if (sep) { /* raw products, [split][batch][M][N] */
-        C = p.part + ((long)sp * ((long)gridDim.z / p.splits) + bi) * p.M * p.N;
-        ld = p.N;
-    } else {
-        C = p.C + (long)bi * p.sC;
-        ld = p.ldc;
-        if (p.beta != 0.f) Rb = p.R ? p.R + (long)bi * p.sC : C;
-        if (p.aux) Xb = p.aux + (long)bi * p.sC;
-    }
-    const bool v4 = sep ? (p.N & 3) == 0 : p.vec4 != 0;
-    const int w = tid >> 5;
-    if (v4 && m0 + WG_BM <= p.M && n0 + WG_BN <= p.N) {
-        /* a full tile: 8 rows a warp at a time, their R / mask loads in flight
-         * together */
-#pragma unroll
-        for (int b = 0; b < WG_BM; b += 8 * (WG_NT / 32)) {
-            float4 v[8], x[8], m[8];
-#pragma unroll
-            for (int u = 0; u < 8; ++u) {
-                const int rr = b + u * (WG_NT / 32) + w;
-                const long o = (long)(m0 + rr) * ld + c;
-                v[u] = *(const float4 *)(sm + rr * WG_LDT + 4 * lane);
-                if (Rb) x[u] = *(const float4 *)(Rb + o);
-                if (Xb) m[u] = *(const float4 *)(Xb + o);
-            }
-#pragma unroll
-            for (int u = 0; u < 8; ++u) {
-                const int rr = b + u * (WG_NT / 32) + w;
-                float4 y = v[u];
-                if (!sep) {
-                    y.x *= p.alpha, y.y *= p.alpha, y.z *= p.alpha, y.w *= p.alpha;
-                    if (Rb) {
-                        y.x += p.beta * x[u].x, y.y += p.beta * x[u].y;
-                        y.z += p.beta * x[u].z, y.w += p.beta * x[u].w;
-                    }
-                    if (p.relu) {
-                        y.x = fmaxf(y.x, 0.f), y.y = fmaxf(y.y, 0.f);
-                        y.z = fmaxf(y.z, 0.f), y.w = fmaxf(y.w, 0.f);
-                    }
-                    if (Xb) {
-                        y.x = m[u].x > 0.f ? y.x : 0.f, y.y = m[u].y > 0.f ? y.y : 0.f;
-                        y.z = m[u].z > 0.f ? y.z : 0.f, y.w = m[u].w > 0.f ? y.w : 0.f;
-                    }
-                }
-                *(float4 *)(C + (long)(m0 + rr) * ld + c) = y;
-            }
-        }
-        return;
-    }
-    /* ragged tiles or unaligned matrices: element by element */
-#pragma unroll 1
-    for (int rr = w; rr < WG_BM; rr += WG_NT / 32) {
-        const int r = m0 + rr;
-        if (r >= p.M || c >= p.N) continue;
-        const float4 v = *(const float4 *)(sm + rr * WG_LDT + 4 * lane);
-        const long o = (long)r * ld + c;
-#pragma unroll 1
-        for (int q = 0; q < 4 && c + q < p.N; ++q) {
-            float y = q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w;
-            if (!sep) {
-                y *= p.alpha;
-                if (Rb) y += p.beta * Rb[o + q];
-                if (p.relu) y = fmaxf(y, 0.f);
-                if (Xb) y = Xb[o + q] > 0.f ? y : 0.f;
-            }
-            C[o + q] = y;
-        }
-    }
-}
-
 template <bool TA, bool TB, int VEC, int MODE, int ST, bool X3, int MINB>
 __global__ void __launch_bounds__(WG_NT, MINB) gemm_wg_kernel(mma_args p)
 {
@@ -547,10 +445,11 @@ __global__ void __launch_bounds__(WG_NT, MINB) gemm_wg_kernel(mma_args p)
     }
 #undef WG_LOAD
 #undef WG_STAGE_AT
+    static_assert(CF::SMEM >= WG_BM * MMA_LDT(WG_BN), "the staged tile fits the pipeline's memory");
     if (p.splits > 1 && !p.sep) /* the last split adds (only under TF_CUDA_GEMM=wg) */
         mma_finish<1, 16, WG_NT>(p, acc, m0, n0, wm, 0, bi, sp);
     else
-        wg_finish<CF>(p, acc[0], sm, m0, n0, wm, bi, sp);
+        mma_stage_finish<1, 16, WG_NT, WG_BM, WG_BN>(p, acc, sm, m0, n0, wm, 0, bi, sp);
 #else
     (void)p; /* no sm_90a code here: the probe reports 0, no GEMM is sent */
 #endif
