@@ -130,6 +130,10 @@ __device__ __forceinline__ void mma_finish(const mma_args &p, float (*acc)[NI][4
 {
     constexpr int ACC = MI * NI * 4;
     const int tid = (int)threadIdx.x, lane = tid & 31, g = lane >> 2, t = lane & 3;
+    /* Unreached since session 9: both kernels send p.sep to mma_stage_finish.
+     * Taking it out changes the shape of the wgmma kernel's code (another
+     * change of that kind made its GEMMs 5% slower, RESULTS.md entry 16
+     * item 6), so it waits for an H200 A/B. */
     if (p.splits > 1 && p.sep) { /* raw products to this split's dense [M, N] slice */
         const long nb = (long)gridDim.z / p.splits;
         float *P = p.part + ((long)sp * nb + bi) * p.M * p.N;
