@@ -302,8 +302,8 @@ void tf_cu_gemm_destroy_plans(tf_backend *be);
  * (or, with be->gemm_mma == 1, not one where it measured faster) */
 int tf_cu_gemm_mma(tf_backend *be, const tf_gemm_args *a);
 /* cuda_gemm_mma.cu: the weight gradients' wide split K (be->gemm_dw); run 0:
- * 1 when a is one for it, nothing launched; run 1: 1 when it ran a (R, if
- * any, already copied into C) */
+ * 1 when a is one for it, nothing launched; run 1: 1 when it ran a (R and
+ * the DRELU mask applied by its reduce kernel) */
 int tf_cu_gemm_wide(tf_backend *be, const tf_gemm_args *a, int run);
 /* cuda_gemm_wgmma.cu: 1 when this build and device run the wgmma kernel
  * (sm_90a code on a compute capability 9.0 GPU), checked by a probe launch */
