@@ -368,9 +368,9 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
          *     v3 --graph: small fp32 -0.6%, tf32 -0.7%, large fp32 -0.1%
          *     step time (RESULTS.md entry 16);
          *   TF_CUDA_GEMM_R=epi|copy: a level-3 GEMM's residual input R read
-         *     in the tensor-core kernels' epilogue (epi, default; the wgmma
-         *     kernel requests the tile's R into L2 at its start), or copied
-         *     into C before the GEMM (copy: as before, one copy a residual);
+         *     in the tensor-core kernels' epilogue (epi, default), or copied
+         *     into C before the GEMM (copy: as before session 9, one copy a
+         *     residual; 1.1-1.2% slower a step, RESULTS.md entry 16);
          *   TF_CUDA_WG_TF32=0|1: in tf32, 1 sends the GEMMs that the wgmma
          *     kernel takes in fp32 to it with one TF32 product (A/B against
          *     cuBLAS' TF32 kernels, the default);

@@ -27,7 +27,7 @@ typedef struct {
     const float *R;   /* beta scales R instead of C (C's ldc and sC) when set */
     const float *aux; /* DRELU mask (C's ldc and sC): C = aux > 0 ? C : 0 after beta */
     int vec2;    /* C rows and matrices 8-byte aligned: pairs of columns stored as float2 */
-    int vec4;    /* C (and R, aux) rows and matrices 16-byte aligned: float4 (wgmma epilogue) */
+    int vec4;    /* C (and R, aux) rows and matrices 16-byte aligned: float4 (mma_store_tile) */
     float *part; /* split K: [tile][split][accumulators of the block]; with sep,
                     [split][batch][M][N] */
     int *count;  /* split K: arrivals per tile, 0 between launches */
