@@ -253,11 +253,12 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     t->ex.ln2 = 1;
     int phase_sync = 0;
     t->ex.opm_outer_op = c->impl >= TF_IMPL_V3 && t->is_cuda;
-    static const char *const knobs[5] = {"TF_TRIMUL_CMAJOR", "TF_LAYERNORM2", "TF_PHASE_SYNC",
-                                         "TF_OPM_BWD_OP", "TF_OPM_OUTER_OP"}; /* A/B knobs */
-    int *const knob_flag[5] = {&t->ex.trimul_cmajor, &t->ex.ln2, &phase_sync, &t->ex.opm_bwd_op,
-                               &t->ex.opm_outer_op};
-    for (int k = 0; k < 5; k++) {
+    static const char *const knobs[6] = {"TF_TRIMUL_CMAJOR", "TF_LAYERNORM2", "TF_PHASE_SYNC",
+                                         "TF_OPM_BWD_OP", "TF_OPM_OUTER_OP",
+                                         "TF_TRIMUL_MERGED"}; /* A/B knobs */
+    int *const knob_flag[6] = {&t->ex.trimul_cmajor, &t->ex.ln2, &phase_sync, &t->ex.opm_bwd_op,
+                               &t->ex.opm_outer_op, &t->ex.trimul_merged};
+    for (int k = 0; k < 6; k++) {
         const char *v = getenv(knobs[k]);
         if (!v) continue;
         if (strcmp(v, "0") && strcmp(v, "1")) {
@@ -270,6 +271,7 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     /* levels 1-2 stay the reference composition */
     t->ex.opm_bwd_op &= c->impl >= TF_IMPL_V3;
     t->ex.opm_outer_op &= c->impl >= TF_IMPL_V3;
+    t->ex.trimul_merged &= c->impl >= TF_IMPL_V3;
     t->ex.planning = 1;
     setup_model(t);
     tf_model_forward(&t->ex, &t->M);

@@ -105,7 +105,9 @@ static void check_shape(int B, int N, int S, int blocks, int md, int pd) {
  * (TF_BATCH_STAGE=0) and as waiting at each phase boundary
  * (TF_PHASE_SYNC=1): every loss and the final parameters, eager and --graph,
  * also across a skipped step (the staged batch of step 3 is not used by
- * step 5). */
+ * step 5). The same bits with programmatic dependent launch
+ * (TF_CUDA_PDL=1): a kernel that ran before its predecessor's writes were
+ * visible would change them. */
 static void train_steps(const tf_config *c, const char *knob, float *loss, float *params) {
     static const long steps[] = {0, 1, 2, 5, 6};
     char err[512];
@@ -141,12 +143,12 @@ static void test_staged_upload(void **s) {
     c.fusion = tf_fusion_for_impl(TF_IMPL_V3);
     const size_t np = tf_param_count_floats(&c);
     float *pa = malloc(sizeof(float) * np), *pb = malloc(sizeof(float) * np);
-    static const char *const knobs[] = {"TF_BATCH_STAGE=0", "TF_PHASE_SYNC=1"};
+    static const char *const knobs[] = {"TF_BATCH_STAGE=0", "TF_PHASE_SYNC=1", "TF_CUDA_PDL=1"};
     for (int graph = 0; graph <= 1; graph++) {
         c.graph = graph;
         float la[5], lb[5];
         train_steps(&c, NULL, la, pa);
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < 3; k++) {
             train_steps(&c, knobs[k], lb, pb);
             const int same = !memcmp(la, lb, sizeof la) && !memcmp(pa, pb, sizeof(float) * np);
             printf("  staged upload, phases back to back, v3 %s: losses %.6f .. %.6f, %s %s\n",

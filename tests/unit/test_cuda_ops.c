@@ -1589,6 +1589,7 @@ static void test_env_knobs(void **state)
         {"TF_CUDA_GEMM_R", "add", "epi, copy"},
         {"TF_CUDA_WG_TF32", "yes", "0, 1"},
         {"TF_CUDA_DW_DEPTH", "100", "128, 256, 512, 64"},
+        {"TF_CUDA_PDL", "on", "0, 1"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) {
         tf_backend_opts o;

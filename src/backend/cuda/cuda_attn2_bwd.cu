@@ -401,6 +401,7 @@ __device__ __forceinline__ void attn_bwd2_dbias_body(const tf_attn_args &a, cons
 extern "C" __global__ void attn_bwd_dbias_reduce_kernel2(tf_attn_args a, const float *part,
                                                          int nchunk)
 {
+    TF_PDL_ENTRY();
     const long L = a.L, total = (long)a.nb * a.nh * L * L;
     const long stride = (long)gridDim.x * blockDim.x;
     for (long t = (long)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += stride) {
@@ -416,6 +417,7 @@ extern "C" __global__ void attn_bwd_dbias_reduce_kernel2(tf_attn_args a, const f
     extern "C" __global__ void __launch_bounds__((BQ / TM) * (BK / TN), MINB)               \
         attn_bwd_kernel##VER##_d##DM##_t##BK(tf_attn_args a, int vec, int fuse_dq)         \
     {                                                                                      \
+        TF_PDL_ENTRY();                                                                    \
         attn_bwd2_body<DM, BQ, BK, TM, TN>(a, vec, fuse_dq);                               \
     }
 /* the separate dQ pass exists where L can exceed BK: t64, and t32 for DM 64 */
@@ -423,6 +425,7 @@ extern "C" __global__ void attn_bwd_dbias_reduce_kernel2(tf_attn_args a, const f
     extern "C" __global__ void __launch_bounds__((BQ / TM) * (BK / TN), MINB)               \
         attn_bwd_dq_kernel##VER##_d##DM##_t##BK(tf_attn_args a, int vec)                   \
     {                                                                                      \
+        TF_PDL_ENTRY();                                                                    \
         attn_bwd2_dq_body<DM, BQ, BK, TM, TN>(a, vec);                                     \
     }
 TF_ATTN2_BWD(2, 16, 16, 16, 2, 2, TF_ATTN2_MINB_T16)
@@ -446,6 +449,7 @@ TF_ATTN2_BWDQ(3, 32, 32, 64, 4, 8, TF_ATTN3_MINB_BWD)
     extern "C" __global__ void __launch_bounds__(DB2_NT)                                    \
         attn_bwd_dbias_kernel2_d##DM(tf_attn_args a, int vec, int nchunk, float *part)     \
     {                                                                                      \
+        TF_PDL_ENTRY();                                                                    \
         attn_bwd2_dbias_body<DM>(a, vec, nchunk, part);                                    \
     }
 TF_ATTN2_DBIAS(16)

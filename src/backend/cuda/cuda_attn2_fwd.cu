@@ -136,6 +136,7 @@ __device__ __forceinline__ void attn_fwd2_body(const tf_attn_args &a, const int 
     extern "C" __global__ void __launch_bounds__((BQ / TM) * (BK / TN), MINB)               \
         attn_fwd_kernel##VER##_d##DM##_t##BQ(tf_attn_args a, int vec)                      \
     {                                                                                      \
+        TF_PDL_ENTRY();                                                                    \
         attn_fwd2_body<DM, BQ, BK, TM, TN>(a, vec);                                        \
     }
 TF_ATTN2_FWD(2, 16, 16, 16, 2, 2, TF_ATTN2_MINB_T16)

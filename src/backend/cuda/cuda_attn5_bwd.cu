@@ -69,6 +69,7 @@ template <int DM, int LC, bool X3>
 __global__ void __launch_bounds__(tf5_bwd<DM, LC>::NT, tf5_bwd<DM, LC>::MINB)
     attn_bwd_kernel5(tf_attn_args a, int vec, int vout)
 {
+    TF_PDL_ENTRY();
     typedef tf5_bwd<DM, LC> C;
     constexpr int NT = C::NT, NK = C::NK, NJ = C::NJ, NB = C::NB, QC = C::QC, QG = C::QG;
     constexpr int SQ = C::SQ, SK = C::SK, PR = C::PR;

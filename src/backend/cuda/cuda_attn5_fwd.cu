@@ -38,6 +38,7 @@ template <int DM, int LC, bool X3>
 __global__ void __launch_bounds__(tf5_fwd<DM, LC>::NT) attn_fwd_kernel5(tf_attn_args a, int vec,
                                                                         int vout)
 {
+    TF_PDL_ENTRY();
     typedef tf5_fwd<DM, LC> C;
     constexpr int NJ = C::NJ, NK = C::NK, SK = C::SK, SV = C::SV;
     TF_SMEM(sm);

@@ -21,6 +21,7 @@
 /* ---- D = rowsum(dout * out) ---- */
 extern "C" __global__ void attn_bwd_dot_kernel1(tf_attn_args a)
 {
+    TF_PDL_ENTRY();
     const long rows = (long)a.nb * a.no * a.nh * a.L;
     const long stride = (long)gridDim.x * blockDim.x;
     for (long t = (long)blockIdx.x * blockDim.x + threadIdx.x; t < rows; t += stride) {

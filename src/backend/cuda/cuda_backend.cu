@@ -43,6 +43,13 @@ extern "C" int tf_cuda_backend_available(char *why, size_t n)
 
 extern "C" int tf_built_with_cuda(void) { return 1; }
 
+/* TF_LAUNCH's programmatic dependent launch (cuda_common.h): set by
+ * tf_cuda_backend_create from TF_CUDA_PDL and the device (sm_90+). One value
+ * for the process: every backend of it reads the same environment. */
+extern "C" {
+int tf_cu_pdl = 0;
+}
+
 /* ---- allocation bookkeeping ------------------------------------------------ */
 static void track_add(tf_backend *be, void *p, size_t bytes)
 {
@@ -376,7 +383,14 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
          *     cuBLAS' TF32 kernels, the default);
          *   TF_CUDA_DW_DEPTH=128|256|512|64: the least K of a split in the
          *     wide split (more splits fill the GPU, each pays a prologue and
-         *     stores a partial tile) */
+         *     stores a partial tile);
+         *   TF_CUDA_PDL=0|1: our kernels launched plainly (0, default) or
+         *     with programmatic dependent launch on sm_90+ (1: the next
+         *     kernel's launch and dispatch overlap this one's tail;
+         *     cuda_common.h). Measured on the H200, v3 --graph, 3 rounds
+         *     (RESULTS.md entry 17): small fp32 4.4% slower, tf32 and the
+         *     large problem within 0.3%; the profile's gaps between kernels
+         *     did not shrink (they are not the launch), so it stays off */
         static const char *const attn_v[] = {"0", "2", "3", "4", "5"}, *const bin_v[] = {"0", "1"},
                                  *const gemm_v[] = {"auto", "wg", "mma", "nowg", "lt"},
                                  *const tile_v[] = {"auto", "64", "128"},
@@ -402,10 +416,12 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
         static const char *const depth_v[] = {"128", "256", "512", "64"};
         const int kq = env_knob("TF_CUDA_DW_DEPTH", depth_v, 4, 0, err, errlen);
         const int kr = env_knob("TF_CUDA_LN_RPB", rpb_v, 4, 0, err, errlen);
+        static const char *const pdl_v[] = {"0", "1"};
+        const int kl = env_knob("TF_CUDA_PDL", pdl_v, 2, 0, err, errlen);
         if (ka < 0 || kt < 0 || kb < 0 || kg < 0 || kp < 0 || km < 0 || ks < 0 || ki < 0 ||
-            ko < 0 || kd < 0 || kw < 0 || kr < 0 || ke < 0 || kx < 0 ||
-            kq < 0)
+            ko < 0 || kd < 0 || kw < 0 || kr < 0 || ke < 0 || kx < 0 || kq < 0 || kl < 0)
             goto fail;
+        be->pdl = kl;
         static const int rpb_k[] = {32, 16, 64, 8};
         be->ln_rpb = rpb_k[kr];
         be->r_epi = !ke;
@@ -434,6 +450,15 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
     TRY_CUDA(cudaSetDevice(dev));
     TRY_CUDA(cudaDeviceGetAttribute(&be->sm_count, cudaDevAttrMultiProcessorCount, dev));
     if (be->sm_count < 1) be->sm_count = 1;
+#ifndef TF_CUDA_HOSTEMU
+    {
+        int major = 0;
+        TRY_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+        tf_cu_pdl = be->pdl && major >= 9;
+    }
+#else
+    tf_cu_pdl = 0; /* the emulator runs kernels one after another */
+#endif
     TRY_CUDA(cudaStreamCreateWithFlags(&be->stream, cudaStreamNonBlocking));
     TRY_CUDA(cudaStreamCreateWithFlags(&be->side, cudaStreamNonBlocking));
     TRY_CUDA(cudaEventCreateWithFlags(&be->ev_main, cudaEventDisableTiming));

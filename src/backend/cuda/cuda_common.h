@@ -71,6 +71,7 @@ struct tf_backend {
                          0 kernel4/2 there (TF_CUDA_ATTN_BWD5=0, for A/B) */
     int opm_kernel;   /* opm_bwd: 3 (default) or 2 (TF_CUDA_OPM_BWD) */
     int lt_inplace;   /* cuBLASLt split K only in place (TF_CUDA_LT_INPLACE, default 0) */
+    int pdl;          /* programmatic dependent launch asked for (TF_CUDA_PDL, default 0) */
     int gemm_tune;    /* level 3: time cuBLASLt's candidates per GEMM key
                          (TF_CUDA_GEMM_TUNE=1 at create); default: the heuristic's first */
     int gemm_mma;     /* level 3: GEMMs on the tensor-core kernel (cuda_gemm_mma.cu):
@@ -160,8 +161,56 @@ void tf_cuda_fail(const char *call, const char *msg, const char *file, int line)
 /* ---- launching -------------------------------------------------------------
  * TF_LAUNCH(kernel, grid, block, stream, args...) launches and then checks
  * cudaGetLastError, naming the kernel. An empty grid launches nothing (CUDA
- * would reject it as an invalid configuration). */
+ * would reject it as an invalid configuration).
+ *
+ * Programmatic dependent launch (sm_90+, TF_CUDA_PDL=1; off by default: it
+ * measured no faster, cuda_backend.cu): every kernel is then launched
+ * allowed to start before the kernel ahead of it in the stream has
+ * finished, and every kernel begins with TF_PDL_ENTRY: it
+ * waits there until the kernel ahead has completed and its writes are
+ * visible (griddepcontrol.wait), then lets the next kernel launch
+ * (launch_dependents). So nothing of a kernel runs before its predecessor is
+ * done, as without PDL, and since every kernel waits, "done" is transitive
+ * (C after B after A). What is gained is the launch and the blocks' dispatch
+ * of the next kernel, overlapped with the tail of this one. A kernel that
+ * did not start with the wait could run beside its predecessor: the
+ * pdl_entry test checks that every __global__ function in this directory
+ * starts with it. cuBLAS' kernels are launched without the attribute and
+ * wait as usual. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(TF_CUDA_HOSTEMU)
+#define TF_PDL_ENTRY() \
+    asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory")
+#else
+#define TF_PDL_ENTRY() ((void)0)
+#endif
+
 #ifdef __cplusplus
+extern "C" int tf_cu_pdl; /* launches carry the PDL attribute (cuda_backend.cu) */
+
+#ifndef TF_CUDA_HOSTEMU
+template <typename... KArgs, typename... Args>
+static inline cudaError_t tf_launch_raw_(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem,
+                                         cudaStream_t s, Args... args)
+{
+    if (!tf_cu_pdl) {
+        k<<<grid, block, smem, s>>>(args...);
+        return cudaGetLastError();
+    }
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, k, args...);
+    return e != cudaSuccess ? e : cudaGetLastError();
+}
+#endif
+
 template <typename... KArgs, typename... Args>
 static inline void tf_launch_(const char *name, const char *file, int line, void (*k)(KArgs...),
                               dim3 grid, dim3 block, cudaStream_t s, Args... args)
@@ -172,8 +221,7 @@ static inline void tf_launch_(const char *name, const char *file, int line, void
     (void)file;
     (void)line;
 #else
-    k<<<grid, block, 0, s>>>(args...);
-    cudaError_t e = cudaGetLastError();
+    cudaError_t e = tf_launch_raw_(k, grid, block, 0, s, args...);
     if (e != cudaSuccess) tf_cuda_fail(name, cudaGetErrorString(e), file, line);
 #endif
 }
@@ -218,8 +266,7 @@ static inline void tf_launch_smem_(const char *name, const char *file, int line,
         if (e != cudaSuccess) tf_cuda_fail(name, cudaGetErrorString(e), file, line);
         *optin |= bit;
     }
-    k<<<grid, threads, smem, be->stream>>>(args...);
-    cudaError_t e = cudaGetLastError();
+    cudaError_t e = tf_launch_raw_(k, grid, dim3((unsigned)threads), smem, be->stream, args...);
     if (e != cudaSuccess) tf_cuda_fail(name, cudaGetErrorString(e), file, line);
 #endif
 }

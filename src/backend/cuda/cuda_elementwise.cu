@@ -63,41 +63,50 @@ struct GateResF { /* (res, a, g) */
 
 extern "C" __global__ void add_kernel1(float *y, const float *a, const float *b, long n)
 {
+    TF_PDL_ENTRY();
     ew3(y, a, b, a, n, AddF());
 }
 extern "C" __global__ void mul_kernel1(float *y, const float *a, const float *b, long n)
 {
+    TF_PDL_ENTRY();
     ew3(y, a, b, a, n, MulF());
 }
 extern "C" __global__ void scale_kernel1(float *y, const float *x, float alpha, long n)
 {
+    TF_PDL_ENTRY();
     ScaleF f;
     f.alpha = alpha;
     ew3(y, x, x, x, n, f);
 }
 extern "C" __global__ void sigmoid_fwd_kernel1(float *y, const float *x, long n)
 {
+    TF_PDL_ENTRY();
     ew3(y, x, x, x, n, SigmoidF());
 }
 extern "C" __global__ void relu_fwd_kernel1(float *y, const float *x, long n)
 {
+    TF_PDL_ENTRY();
     ew3(y, x, x, x, n, ReluF());
 }
 extern "C" __global__ void sigmoid_bwd_kernel1(float *dx, const float *dy, const float *y, long n)
 {
+    TF_PDL_ENTRY();
     ew3(dx, dy, y, dy, n, SigmoidBwdF());
 }
 extern "C" __global__ void relu_bwd_kernel1(float *dx, const float *dy, const float *y, long n)
 {
+    TF_PDL_ENTRY();
     ew3(dx, dy, y, dy, n, ReluBwdF());
 }
 extern "C" __global__ void gate_fwd_kernel1(float *y, const float *a, const float *g, long n)
 {
+    TF_PDL_ENTRY();
     ew3(y, a, g, a, n, GateF());
 }
 extern "C" __global__ void gate_residual_fwd_kernel1(float *out, const float *res, const float *a,
                                                      const float *g, long n)
 {
+    TF_PDL_ENTRY();
     ew3(out, res, a, g, n, GateResF());
 }
 
@@ -105,6 +114,7 @@ extern "C" __global__ void gate_residual_fwd_kernel1(float *out, const float *re
 extern "C" __global__ void gate_bwd_kernel1(float *da, float *dg, const float *dy, const float *a,
                                             const float *g, long n)
 {
+    TF_PDL_ENTRY();
     const long tid = (long)blockIdx.x * blockDim.x + threadIdx.x;
     const long stride = (long)gridDim.x * blockDim.x;
     const bool vec = tf_cu_aligned(da, 16) && tf_cu_aligned(dg, 16) && tf_cu_aligned(dy, 16) &&
@@ -142,6 +152,7 @@ __device__ __forceinline__ long strided_at(long i, int M, int N, long ld, long s
 extern "C" __global__ void relu_strided_kernel1(float *C, int M, int N, long ldc, long strideC,
                                                 long total)
 {
+    TF_PDL_ENTRY();
     const long stride = (long)gridDim.x * blockDim.x;
     for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
         float *q = C + strided_at(i, M, N, ldc, strideC);
@@ -213,6 +224,7 @@ extern "C" void tf_cu_relu_strided(tf_backend *be, float *C, int M, int N, long 
 extern "C" __global__ void copy_strided_kernel1(float *dst, const float *src, int M, int N,
                                                 long ld, long stride, long total)
 {
+    TF_PDL_ENTRY();
     const long step = (long)gridDim.x * blockDim.x;
     for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
         const long o = strided_at(i, M, N, ld, stride);
@@ -224,10 +236,30 @@ extern "C" __global__ void copy_strided_kernel1(float *dst, const float *src, in
 extern "C" __global__ void drelu_strided_kernel1(float *C, const float *aux, int M, int N,
                                                  long ldc, long strideC, long total)
 {
+    TF_PDL_ENTRY();
     const long step = (long)gridDim.x * blockDim.x;
     for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
         const long o = strided_at(i, M, N, ldc, strideC);
         C[o] = aux[o] > 0.f ? C[o] : 0.f;
+    }
+}
+
+/* The same over contiguous matrices in float4s (n4 of them): the strided
+ * kernel's 64-bit index arithmetic per element held it at ~2 TB/s on the
+ * pair transition's [rows, 512] gradient (49 us a call at the small problem,
+ * tf32, where cuBLAS computes that GEMM and this pass follows it) */
+extern "C" __global__ void drelu_vec4_kernel1(float4 *C, const float4 *aux, long n4)
+{
+    TF_PDL_ENTRY();
+    const long step = (long)gridDim.x * blockDim.x;
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += step) {
+        const float4 m = aux[i];
+        float4 c = C[i];
+        c.x = m.x > 0.f ? c.x : 0.f;
+        c.y = m.y > 0.f ? c.y : 0.f;
+        c.z = m.z > 0.f ? c.z : 0.f;
+        c.w = m.w > 0.f ? c.w : 0.f;
+        C[i] = c;
     }
 }
 
@@ -244,7 +276,13 @@ extern "C" void tf_cu_drelu_strided(tf_backend *be, float *C, const float *aux, 
                                     long ldc, long strideC, int batch)
 {
     const long total = (long)M * N * batch;
-    if (total > 0)
+    if (total <= 0) return;
+    const int contiguous = ldc == N && (batch == 1 || strideC == (long)M * N);
+    if (contiguous && total % 4 == 0 && tf_cu_aligned(C, 16) && tf_cu_aligned(aux, 16))
+        TF_LAUNCH(drelu_vec4_kernel1, dim3(tf_cu_grid(be, total / 4, EW_THREADS)),
+                  dim3(EW_THREADS), be->stream, reinterpret_cast<float4 *>(C),
+                  reinterpret_cast<const float4 *>(aux), total / 4);
+    else
         TF_LAUNCH(drelu_strided_kernel1, dim3(tf_cu_grid(be, total, EW_THREADS)),
                   dim3(EW_THREADS), be->stream, C, aux, M, N, ldc, strideC, total);
 }

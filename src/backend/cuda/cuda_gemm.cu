@@ -206,6 +206,7 @@ static cublasStatus_t lt_run(tf_backend *be, const tf_cu_lt_plan *pl, const cm_g
  * it start back to back (small GEMMs are shorter than a launch). */
 extern "C" __global__ void gemm_tune_wait_kernel(unsigned long long ns)
 {
+    TF_PDL_ENTRY();
 #ifndef TF_CUDA_HOSTEMU
     unsigned long long t0, t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));

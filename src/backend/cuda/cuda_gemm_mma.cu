@@ -49,6 +49,7 @@ template <int BM, int BN, int WM, int WN, bool TA, bool TB, int VEC, bool X3>
 __global__ void __launch_bounds__(mma_cfg<BM, BN, WM, WN, TA, TB>::NT)
     gemm_mma_kernel(mma_args p)
 {
+    TF_PDL_ENTRY();
     typedef mma_cfg<BM, BN, WM, WN, TA, TB> CF;
     TF_SMEM(sm);
     const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -199,6 +200,7 @@ static void mma_pick(tf_backend *be, const mma_args &p, int batch, int ta, int t
 template <int VW>
 __global__ void __launch_bounds__(SK_WARPS * 32) splitk_reduce_kernel(mma_args p, long total)
 {
+    TF_PDL_ENTRY();
     __shared__ float red[SK_WARPS][32 * VW];
     const int lane = (int)threadIdx.x & 31, w = (int)threadIdx.x >> 5;
     const long e0 = ((long)blockIdx.x * 32 + lane) * VW;

@@ -313,6 +313,7 @@ __device__ __forceinline__ void wg_keep_a(uint32_t (*ab)[4], uint32_t (*as)[4])
 template <bool TA, bool TB, int VEC, int MODE, int ST, bool X3, int MINB>
 __global__ void __launch_bounds__(WG_NT, MINB) gemm_wg_kernel(mma_args p)
 {
+    TF_PDL_ENTRY();
 #if TF_WG_CODE
     typedef wg_cfg<TA, TB, MODE, ST> CF;
     TF_SMEM(sm);
@@ -455,7 +456,7 @@ __global__ void __launch_bounds__(WG_NT, MINB) gemm_wg_kernel(mma_args p)
 #endif
 }
 
-__global__ void wg_probe_kernel(int *flag) { *flag = TF_WG_CODE; }
+__global__ void wg_probe_kernel(int *flag) { TF_PDL_ENTRY(); *flag = TF_WG_CODE; }
 
 template <bool TA, bool TB, int VEC, int MODE, int ST, bool X3, int MINB = 1>
 static void wg_launch(tf_backend *be, const mma_args &p, int batch)

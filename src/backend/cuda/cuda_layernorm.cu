@@ -77,6 +77,7 @@ extern "C" __global__ void __launch_bounds__(LN1_THREADS)
 layernorm_fwd_kernel1(float *out, float *mean, float *rstd, const float *x, const float *gamma,
                       const float *beta, long rows, int C, float eps)
 {
+    TF_PDL_ENTRY();
     __shared__ float sh[32];
     const long r = blockIdx.x;
     if (r >= rows) return; /* uniform per block */
@@ -103,6 +104,7 @@ extern "C" __global__ void __launch_bounds__(LN2_THREADS)
 layernorm_fwd_kernel2(float *out, float *mean, float *rstd, const float *x, const float *gamma,
                       const float *beta, long rows, int C, float eps)
 {
+    TF_PDL_ENTRY();
     const int lane = threadIdx.x & 31;
     const long r = (long)blockIdx.x * (LN2_THREADS / 32) + (threadIdx.x >> 5);
     if (r >= rows) return; /* whole warp leaves together; no block barrier below */
@@ -147,6 +149,7 @@ extern "C" __global__ void __launch_bounds__(LN1_THREADS)
 layernorm_bwd_dx_kernel1(float *dx, const float *dout, const float *x, const float *mean,
                          const float *rstd, const float *gamma, long rows, int C, int accumulate)
 {
+    TF_PDL_ENTRY();
     __shared__ float sh[32];
     const long r = blockIdx.x;
     if (r >= rows) return;
@@ -172,6 +175,7 @@ extern "C" __global__ void __launch_bounds__(LN2_THREADS)
 layernorm_bwd_dx_kernel2(float *dx, const float *dout, const float *x, const float *mean,
                          const float *rstd, const float *gamma, long rows, int C, int accumulate)
 {
+    TF_PDL_ENTRY();
     const int lane = threadIdx.x & 31;
     const long r = (long)blockIdx.x * (LN2_THREADS / 32) + (threadIdx.x >> 5);
     if (r >= rows) return;
@@ -214,6 +218,7 @@ layernorm_bwd_dparams_kernel1(float *part, const float *dout, const float *x, co
                               const float *rstd, long rows, int C, int c0, int cs, long rpc,
                               int nchunks)
 {
+    TF_PDL_ENTRY();
     __shared__ float sg[DP_TY][DP_TX], sb[DP_TY][DP_TX];
     const int cl = blockIdx.x * DP_TX + threadIdx.x; /* channel within slab */
     const int c = c0 + cl;
@@ -247,6 +252,7 @@ extern "C" __global__ void layernorm_bwd_dparams_reduce_kernel1(float *dgamma, f
                                                                 const float *part, int c0, int cs,
                                                                 int nchunks)
 {
+    TF_PDL_ENTRY();
     const int cl = blockIdx.x * blockDim.x + threadIdx.x;
     if (cl >= cs) return;
     float tg = 0.f, tb = 0.f;
@@ -374,6 +380,7 @@ layernorm_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const floa
                       const float *x, const float *mean, const float *rstd, const float *gamma,
                       long rows, int C, int accumulate, long rpb)
 {
+    TF_PDL_ENTRY();
     constexpr int NW = LN2_THREADS / 32;
     __shared__ float sp[2][NW][32 * LN2_CACHE]; /* dgamma dbeta per warp */
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -412,6 +419,7 @@ extern "C" __global__ void __launch_bounds__(LN2_THREADS)
 layernorm2_fwd_kernel2(float *out, float *stats, const float *x, const float *g1, const float *b1,
                        const float *g2, const float *b2, long rows, int C, float eps)
 {
+    TF_PDL_ENTRY();
     const int lane = threadIdx.x & 31;
     const long r = (long)blockIdx.x * (LN2_THREADS / 32) + (threadIdx.x >> 5);
     if (r >= rows) return; /* whole warp leaves together; no block barrier below */
@@ -448,6 +456,7 @@ layernorm2_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const flo
                        const float *x, const float *stats, const float *g1, const float *b1,
                        const float *g2, long rows, int C, int accumulate, long rpb)
 {
+    TF_PDL_ENTRY();
     constexpr int NW = LN2_THREADS / 32;
     __shared__ float sp[4][NW][32 * LN2_CACHE]; /* dg1 db1 dg2 db2 per warp */
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -546,6 +555,7 @@ layernorm_bwd_kernel2_v(float *dx, ln_roots o, float *part, int *count, const fl
                         const float *x, const float *mean, const float *rstd, const float *gamma,
                         long rows, int accumulate, long rpb)
 {
+    TF_PDL_ENTRY();
     constexpr int NW = LN2_THREADS / 32, C = 32 * VW;
     __shared__ float sp[2][NW][32 * LN2_CACHE]; /* dgamma dbeta per warp */
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -593,6 +603,7 @@ layernorm2_bwd_kernel2_c128(float *dx, ln_roots o, float *part, int *count, cons
                             const float *x, const float *stats, const float *g1, const float *b1,
                             const float *g2, long rows, int accumulate, long rpb)
 {
+    TF_PDL_ENTRY();
     constexpr int NW = LN2_THREADS / 32, C = 128;
     __shared__ float sp[4][NW][32 * LN2_CACHE]; /* dg1 db1 dg2 db2 per warp */
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -667,6 +678,7 @@ __global__ void __launch_bounds__(LN2_THREADS)
 layernorm_fwd_kernel2_v(float *out, float *mean, float *rstd, const float *x, const float *gamma,
                         const float *beta, long rows, float eps)
 {
+    TF_PDL_ENTRY();
     constexpr int C = 32 * VW;
     const int lane = threadIdx.x & 31;
     const long r = (long)blockIdx.x * (LN2_THREADS / 32) + (threadIdx.x >> 5);
@@ -690,6 +702,7 @@ layernorm2_fwd_kernel2_c128(float *out, float *stats, const float *x, const floa
                             const float *b1, const float *g2, const float *b2, long rows,
                             float eps)
 {
+    TF_PDL_ENTRY();
     const int lane = threadIdx.x & 31;
     const long r = (long)blockIdx.x * (LN2_THREADS / 32) + (threadIdx.x >> 5);
     if (r >= rows) return;

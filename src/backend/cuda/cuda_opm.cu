@@ -26,6 +26,7 @@ __global__ void __launch_bounds__(OPM_THREADS)
 opm_bwd_kernel2(float *da, const float *dop, const float *a, int S, int N, int co, int PC,
                 int srows, int ep)
 {
+    TF_PDL_ENTRY();
     TF_SMEM(sm);
     float *Es = sm;                 /* [PC][ep] */
     float *As = sm + PC * ep;       /* [srows][ep] */
@@ -106,6 +107,7 @@ __global__ void __launch_bounds__(O3_WARPS * 32)
 opm_bwd_kernel3(float *__restrict__ da, const float *__restrict__ dop,
                 const float *__restrict__ a, int S, int N)
 {
+    TF_PDL_ENTRY();
     constexpr int RS = 4 * SPT; /* rows s per block */
     TF_SMEM(sm);
     const int warp = (int)threadIdx.x >> 5, lane = (int)threadIdx.x & 31;
@@ -234,6 +236,7 @@ extern "C" void tf_cu_opm_bwd(tf_backend *be, float *da, const float *dop, const
 __global__ void __launch_bounds__(256)
 opm_outer_kernel3(float *__restrict__ out, const float *__restrict__ a, int S, int N)
 {
+    TF_PDL_ENTRY();
     __shared__ __align__(16) float ai[OO_SC][32];
     __shared__ __align__(16) float aj[OO_JT][OO_SC][32];
     const int i = blockIdx.y, b = blockIdx.z, t = (int)threadIdx.x;
@@ -295,6 +298,7 @@ opm_outer_kernel3(float *__restrict__ out, const float *__restrict__ a, int S, i
 
 __global__ void opm_outer_kernel1(float *out, const float *a, int B, int S, int N, int co)
 {
+    TF_PDL_ENTRY();
     const long cc = (long)co * co, total = (long)B * N * N * cc, NC = (long)N * co;
     const float inv = 1.0f / (float)S;
     for (long e = (long)blockIdx.x * blockDim.x + threadIdx.x; e < total;
