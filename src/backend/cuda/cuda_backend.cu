@@ -389,7 +389,7 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
          *     kernel's launch and dispatch overlap this one's tail;
          *     cuda_common.h). Measured on the H200, v3 --graph, 3 rounds
          *     (RESULTS.md entry 17): small fp32 4.4% slower, tf32 and the
-         *     large problem within 0.3%; the profile's gaps between kernels
+         *     large problem within 0.4%; the profile's gaps between kernels
          *     did not shrink (they are not the launch), so it stays off */
         static const char *const attn_v[] = {"0", "2", "3", "4", "5"}, *const bin_v[] = {"0", "1"},
                                  *const gemm_v[] = {"auto", "wg", "mma", "nowg", "lt"},
