@@ -165,18 +165,17 @@ void tf_cuda_fail(const char *call, const char *msg, const char *file, int line)
  *
  * Programmatic dependent launch (sm_90+, TF_CUDA_PDL=1; off by default: it
  * measured no faster, cuda_backend.cu): every kernel is then launched
- * allowed to start before the kernel ahead of it in the stream has
- * finished, and every kernel begins with TF_PDL_ENTRY: it
- * waits there until the kernel ahead has completed and its writes are
- * visible (griddepcontrol.wait), then lets the next kernel launch
- * (launch_dependents). So nothing of a kernel runs before its predecessor is
- * done, as without PDL, and since every kernel waits, "done" is transitive
- * (C after B after A). What is gained is the launch and the blocks' dispatch
- * of the next kernel, overlapped with the tail of this one. A kernel that
- * did not start with the wait could run beside its predecessor: the
- * pdl_entry test checks that every __global__ function in this directory
- * starts with it. cuBLAS' kernels are launched without the attribute and
- * wait as usual. */
+ * allowed to start before the kernel ahead of it in the stream has finished,
+ * and every kernel begins with TF_PDL_ENTRY: it waits there until the kernel
+ * ahead has completed and its writes are visible (griddepcontrol.wait), then
+ * lets the next kernel launch (launch_dependents). So nothing of a kernel
+ * runs before its predecessor is done, as without PDL, and since every
+ * kernel waits, "done" is transitive (C after B after A). What is gained is
+ * the launch and the blocks' dispatch of the next kernel, overlapped with
+ * the tail of this one. A kernel that did not start with the wait could run
+ * beside its predecessor: the pdl_entry test checks that every __global__
+ * function in this directory starts with it. cuBLAS' kernels are launched
+ * without the attribute and wait as usual. */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(TF_CUDA_HOSTEMU)
 #define TF_PDL_ENTRY() \
     asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory")
