@@ -10,7 +10,8 @@
 # Environment: BACKEND=cuda (default) or cpu; IMPL=v3; GRAPH=--graph (cuda
 # only; empty for eager); PROBLEMS="small large"; PRECISIONS="fp32 tf32"
 # (cuda; the CPU runs fp32); OUT (default out/ab_rev); BUILD (this tree's
-# build dir, default build-ab) and JOBS.
+# build dir, default build-ab) and JOBS; RUN_TIMEOUT (seconds a run may take,
+# default 300: a hung run counts as failed instead of holding the machine).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BASE=${1:?usage: bench/ab_rev.sh BASE [steps] [rounds]}
@@ -59,7 +60,7 @@ for r in $(seq "$ROUNDS"); do
       for side in base cur; do
         T="$OUT/build-base/tinyfold"; [ $side = cur ] && T="$BUILD/tinyfold"
         prec=""; [ "$BACKEND" = cuda ] && prec="--precision $p"
-        "$T" train --backend "$BACKEND" --impl "$IMPL" $GRAPH $prec --batch-size 4 \
+        timeout "${RUN_TIMEOUT:-300}" "$T" train --backend "$BACKEND" --impl "$IMPL" $GRAPH $prec --batch-size 4 \
           --seq-len $N --num-seqs $S --num-blocks 4 --num-steps "$STEPS" --quiet \
           --json "$OUT/run_${prob}_${p}_${side}_$r.json" > /dev/null 2>&1 ||
           echo "run $prob $p $side failed"

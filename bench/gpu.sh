@@ -16,16 +16,23 @@
 # Usage: bench/gpu.sh [steps]   (STAGES="build check sanitize bench overhead" to pick,
 #        LEVELS="v3" to time fewer levels)
 # cJSON and cmocka are taken from .deps/ (Debian packages unpacked) when the
-# machine has none: see bench/README.md.
+# machine has none: see bench/README.md. RUN_TIMEOUT / TEST_TIMEOUT (seconds,
+# default 300 / 900) bound each run and each test.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 STEPS=${1:-30}
+# Every run and test is killed after this many seconds (exit 124, reported as
+# "timed out"), so a hang costs one run, not the machine's whole session.
+RUN_TIMEOUT=${RUN_TIMEOUT:-300}
+TEST_TIMEOUT=${TEST_TIMEOUT:-900}
 OUT=${GPU_OUT:-$PWD/out/gpu}
 BUILD=${BUILD:-build-gpu}
 STAGES=${STAGES:-"build check sanitize bench"}
 LEVELS=${LEVELS:-"v1 v2 v3"} # bench stage: the levels timed
 mkdir -p "$OUT"
 has() { [[ " $STAGES " == *" $1 "* ]]; }
+to() { timeout "$RUN_TIMEOUT" "$@"; }
+why() { if [ "$1" -eq 124 ]; then echo "timed out after $RUN_TIMEOUT s"; else echo "exit $1"; fi; }
 
 if ! pkg-config --exists libcjson 2>/dev/null && [ -d .deps/root ]; then
   D=$PWD/.deps/root/usr
@@ -47,13 +54,13 @@ fi
 TF=$BUILD/tinyfold
 
 if has check; then
-  "$BUILD/test_cuda_ops" > "$OUT/test_cuda_ops.log" 2>&1; rc=$?
+  timeout "$TEST_TIMEOUT" "$BUILD/test_cuda_ops" > "$OUT/test_cuda_ops.log" 2>&1; rc=$?
   echo "test_cuda_ops: exit $rc, $(grep -c PASS "$OUT/test_cuda_ops.log") PASS lines, $(grep -c FAIL "$OUT/test_cuda_ops.log") FAIL lines"
   grep FAIL "$OUT/test_cuda_ops.log" | head -20
-  "$BUILD/test_cuda_prof" > "$OUT/test_cuda_prof.log" 2>&1; rc=$?
+  timeout "$TEST_TIMEOUT" "$BUILD/test_cuda_prof" > "$OUT/test_cuda_prof.log" 2>&1; rc=$?
   echo "test_cuda_prof: exit $rc"
   grep -E "add_kernel1|launches per step|PASSED|FAILED|ERROR|error" "$OUT/test_cuda_prof.log" | head -20
-  "$BUILD/test_cuda_model" > "$OUT/test_cuda_model.log" 2>&1; rc=$?
+  timeout "$TEST_TIMEOUT" "$BUILD/test_cuda_model" > "$OUT/test_cuda_model.log" 2>&1; rc=$?
   echo "test_cuda_model: exit $rc"
   grep -E "B[0-9]|FAIL|PASSED|ERROR" "$OUT/test_cuda_model.log" | head -60
 fi
@@ -61,7 +68,7 @@ fi
 if has sanitize; then
   for v in v1 v2 v3; do
     for g in "" "--graph"; do
-      compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
+      timeout "$TEST_TIMEOUT" compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
         "$TF" train --backend cuda --impl $v $g --batch-size 1 --seq-len 12 --num-seqs 3 \
         --num-blocks 1 --num-steps 2 --warmup-steps 1 --quiet > "$OUT/memcheck_$v$g.log" 2>&1
       echo "memcheck $v $g: exit $? ($(grep -E 'ERROR SUMMARY' "$OUT/memcheck_$v$g.log" | tail -1))"
@@ -76,18 +83,18 @@ if has bench; then
       for g in eager graph; do
         for p in fp32 tf32; do
           gf=""; [ $g = graph ] && gf="--graph"
-          "$TF" train --backend cuda --impl $v $gf --precision $p --batch-size 4 --seq-len $N \
+          to "$TF" train --backend cuda --impl $v $gf --precision $p --batch-size 4 --seq-len $N \
             --num-seqs $S --num-blocks 4 --num-steps "$STEPS" --quiet \
             --json "$OUT/run_${prob}_${v}_${g}_${p}.json" > "$OUT/run_${prob}_${v}_${g}_${p}.log" 2>&1 \
-            || { echo "run $prob $v $g $p failed:"; tail -3 "$OUT/run_${prob}_${v}_${g}_${p}.log"; }
+            || { echo "run $prob $v $g $p failed ($(why $?)):"; tail -3 "$OUT/run_${prob}_${v}_${g}_${p}.log"; }
         done
       done
-      "$TF" profile --backend cuda --impl $v --batch-size 4 --seq-len $N --num-seqs $S \
+      to "$TF" profile --backend cuda --impl $v --batch-size 4 --seq-len $N --num-seqs $S \
         --num-steps 3 --out "$OUT/prof_${prob}_$v" > "$OUT/prof_${prob}_$v.log" 2>&1 \
-        || { echo "profile $prob $v failed:"; tail -3 "$OUT/prof_${prob}_$v.log"; }
-      "$TF" profile --backend cuda --impl $v --graph --batch-size 4 --seq-len $N --num-seqs $S \
+        || { echo "profile $prob $v failed ($(why $?)):"; tail -3 "$OUT/prof_${prob}_$v.log"; }
+      to "$TF" profile --backend cuda --impl $v --graph --batch-size 4 --seq-len $N --num-seqs $S \
         --num-steps 3 --out "$OUT/profg_${prob}_$v" > "$OUT/profg_${prob}_$v.log" 2>&1 \
-        || { echo "profile graph $prob $v failed:"; tail -3 "$OUT/profg_${prob}_$v.log"; }
+        || { echo "profile graph $prob $v failed ($(why $?)):"; tail -3 "$OUT/profg_${prob}_$v.log"; }
     done
   done
   python3 bench/gpu_table.py "$OUT"
@@ -101,9 +108,9 @@ if has overhead; then
     { echo "overhead: no-hooks build failed"; tail -5 "$OUT/build_nohooks.log"; }
   A="--backend cuda --impl v3 --batch-size 4 --seq-len 64 --num-seqs 16 --num-steps $STEPS --quiet"
   for rep in 1 2 3; do
-    "$NB/tinyfold" train $A --json "$OUT/ovh_nohooks_$rep.json" > /dev/null 2>&1
-    "$TF" train $A --json "$OUT/ovh_off_$rep.json" > /dev/null 2>&1
-    "$TF" profile $A --json "$OUT/ovh_trace_$rep.json" --out "$OUT/ovh_prof_$rep" > /dev/null 2>&1
+    to "$NB/tinyfold" train $A --json "$OUT/ovh_nohooks_$rep.json" > /dev/null 2>&1
+    to "$TF" train $A --json "$OUT/ovh_off_$rep.json" > /dev/null 2>&1
+    to "$TF" profile $A --json "$OUT/ovh_trace_$rep.json" --out "$OUT/ovh_prof_$rep" > /dev/null 2>&1
   done
   python3 - "$OUT" <<'PY'
 import json, sys, statistics as st, glob

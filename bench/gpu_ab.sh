@@ -5,6 +5,7 @@
 #   bench/gpu_ab.sh VAR A B [steps] [reps]
 # e.g. bench/gpu_ab.sh TF_CUDA_GEMM_TUNE 0 1     (GEMM autotuning off vs on)
 # Needs build-gpu/ (bench/gpu.sh STAGES=build); JSON of every run in $GPU_OUT/ab.
+# A run is killed after RUN_TIMEOUT seconds (default 300) and counts as failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 VAR=${1:?variable}
@@ -21,7 +22,7 @@ for rep in $(seq "$REPS"); do
     for p in fp32 tf32; do
       for side in A B; do
         val=$A; [ $side = B ] && val=$B
-        env "$VAR=$val" "$TF" train --backend cuda --impl v3 --graph --precision $p --batch-size 4 \
+        timeout "${RUN_TIMEOUT:-300}" env "$VAR=$val" "$TF" train --backend cuda --impl v3 --graph --precision $p --batch-size 4 \
           --seq-len $N --num-seqs $S --num-blocks 4 --num-steps "$STEPS" --quiet \
           --json "$OUT/${prob}_${p}_${side}_$rep.json" > /dev/null 2>&1 || echo "run $prob $p $side failed"
       done

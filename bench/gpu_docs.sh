@@ -11,7 +11,7 @@ TF=$B/tinyfold
 D=${GPU_OUT:-out/gpu}/docs
 mkdir -p "$D"
 export LD_LIBRARY_PATH=/usr/local/cuda/extras/CUPTI/lib64:$PWD/.deps/root/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-run() { local name=$1; shift; echo "\$ tinyfold $*" > "$D/$name.txt"; "$TF" "$@" >> "$D/$name.txt" 2>&1; echo "$name: exit $?"; }
+run() { local name=$1; shift; echo "\$ tinyfold $*" > "$D/$name.txt"; timeout "${RUN_TIMEOUT:-300}" "$TF" "$@" >> "$D/$name.txt" 2>&1; echo "$name: exit $? (124: timed out)"; }
 run train_v1 train --backend cuda --impl v1 --num-steps 30
 run prof_v1 profile --backend cuda --impl v1 --num-steps 10 --out "$D/prof_v1"
 run prof_v1_sel profile --backend cuda --impl v1 --num-steps 3 --selected-regions forward_pass,backward_pass --out "$D/prof_v1_sel"
