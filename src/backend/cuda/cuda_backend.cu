@@ -421,7 +421,7 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
         if (ka < 0 || kt < 0 || kb < 0 || kg < 0 || kp < 0 || km < 0 || ks < 0 || ki < 0 ||
             ko < 0 || kd < 0 || kw < 0 || kr < 0 || ke < 0 || kx < 0 || kq < 0 || kl < 0)
             goto fail;
-        be->pdl = kl;
+        tf_cu_pdl = kl; /* kept below on sm_90+ only */
         static const int rpb_k[] = {32, 16, 64, 8};
         be->ln_rpb = rpb_k[kr];
         be->r_epi = !ke;
@@ -454,7 +454,7 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
     {
         int major = 0;
         TRY_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-        tf_cu_pdl = be->pdl && major >= 9;
+        tf_cu_pdl = tf_cu_pdl && major >= 9;
     }
 #else
     tf_cu_pdl = 0; /* the emulator runs kernels one after another */

@@ -71,7 +71,6 @@ struct tf_backend {
                          0 kernel4/2 there (TF_CUDA_ATTN_BWD5=0, for A/B) */
     int opm_kernel;   /* opm_bwd: 3 (default) or 2 (TF_CUDA_OPM_BWD) */
     int lt_inplace;   /* cuBLASLt split K only in place (TF_CUDA_LT_INPLACE, default 0) */
-    int pdl;          /* programmatic dependent launch asked for (TF_CUDA_PDL, default 0) */
     int gemm_tune;    /* level 3: time cuBLASLt's candidates per GEMM key
                          (TF_CUDA_GEMM_TUNE=1 at create); default: the heuristic's first */
     int gemm_mma;     /* level 3: GEMMs on the tensor-core kernel (cuda_gemm_mma.cu):

@@ -244,25 +244,6 @@ extern "C" __global__ void drelu_strided_kernel1(float *C, const float *aux, int
     }
 }
 
-/* The same over contiguous matrices in float4s (n4 of them): the strided
- * kernel's 64-bit index arithmetic per element held it at ~2 TB/s on the
- * pair transition's [rows, 512] gradient (49 us a call at the small problem,
- * tf32, where cuBLAS computes that GEMM and this pass follows it) */
-extern "C" __global__ void drelu_vec4_kernel1(float4 *C, const float4 *aux, long n4)
-{
-    TF_PDL_ENTRY();
-    const long step = (long)gridDim.x * blockDim.x;
-    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += step) {
-        const float4 m = aux[i];
-        float4 c = C[i];
-        c.x = m.x > 0.f ? c.x : 0.f;
-        c.y = m.y > 0.f ? c.y : 0.f;
-        c.z = m.z > 0.f ? c.z : 0.f;
-        c.w = m.w > 0.f ? c.w : 0.f;
-        C[i] = c;
-    }
-}
-
 extern "C" void tf_cu_copy_strided(tf_backend *be, float *dst, const float *src, int M, int N,
                                    long ld, long stride, int batch)
 {
@@ -277,11 +258,11 @@ extern "C" void tf_cu_drelu_strided(tf_backend *be, float *C, const float *aux, 
 {
     const long total = (long)M * N * batch;
     if (total <= 0) return;
-    const int contiguous = ldc == N && (batch == 1 || strideC == (long)M * N);
-    if (contiguous && total % 4 == 0 && tf_cu_aligned(C, 16) && tf_cu_aligned(aux, 16))
-        TF_LAUNCH(drelu_vec4_kernel1, dim3(tf_cu_grid(be, total / 4, EW_THREADS)),
-                  dim3(EW_THREADS), be->stream, reinterpret_cast<float4 *>(C),
-                  reinterpret_cast<const float4 *>(aux), total / 4);
+    /* contiguous matrices: act_bwd's ReLU kernel in place (float4 where
+     * aligned, no per-element index arithmetic; the strided kernel's held the
+     * pair transition's tf32 mask pass at ~2 TB/s, 49 us a call) */
+    if (ldc == N && (batch == 1 || strideC == (long)M * N))
+        tf_cu_act_bwd(be, TF_ACT_RELU, C, C, aux, total);
     else
         TF_LAUNCH(drelu_strided_kernel1, dim3(tf_cu_grid(be, total, EW_THREADS)),
                   dim3(EW_THREADS), be->stream, C, aux, M, N, ldc, strideC, total);

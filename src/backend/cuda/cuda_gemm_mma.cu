@@ -188,7 +188,7 @@ static void mma_pick(tf_backend *be, const mma_args &p, int batch, int ta, int t
 
 /* ---- split K added by a separate kernel --------------------------------------
  * Each split stored its raw products as a dense [batch][M][N] slice of
- * p.part (mma_finish, p.sep); C = alpha * (their sum) + beta * (R or C),
+ * p.part (mma_store_tile, p.sep); C = alpha * (their sum) + beta * (R or C),
  * ReLU, the DRELU mask. A
  * block takes 32 * VW consecutive elements; its warp w adds splits w, w + 8,
  * ... in order, then the 8 warp sums are added in warp order: the order is

@@ -118,9 +118,10 @@ __device__ __forceinline__ void mma_load(float *st, const mma_args &p, const flo
     }
 }
 
-/* Split K (p.splits > 1: add this split's partials, the last to arrive sums
- * them in split order) and the epilogue (alpha, beta of R or C, ReLU, the
- * DRELU mask; float2 stores) of
+/* Split K finished in the kernel (p.splits > 1 without p.sep: add this
+ * split's partials, the last to arrive sums them in split order; the wide
+ * split's raw partials go through mma_stage_finish) and the epilogue
+ * (alpha, beta of R or C, ReLU, the DRELU mask; float2 stores) of
  * a warp's MI x NI fragments of 16 x 8 (mma.sync's C layout: (c0, c1) at row
  * g, (c2, c3) at g + 8), the warp's tile at (wm, wn) in the block's, NT
  * threads. Returns early in the splits that are not the last. */
@@ -130,33 +131,6 @@ __device__ __forceinline__ void mma_finish(const mma_args &p, float (*acc)[NI][4
 {
     constexpr int ACC = MI * NI * 4;
     const int tid = (int)threadIdx.x, lane = tid & 31, g = lane >> 2, t = lane & 3;
-    /* Unreached since session 9: both kernels send p.sep to mma_stage_finish.
-     * Taking it out changes the shape of the wgmma kernel's code (another
-     * change of that kind made its GEMMs 5% slower, RESULTS.md entry 16
-     * item 6), so it waits for an H200 A/B. */
-    if (p.splits > 1 && p.sep) { /* raw products to this split's dense [M, N] slice */
-        const long nb = (long)gridDim.z / p.splits;
-        float *P = p.part + ((long)sp * nb + bi) * p.M * p.N;
-        const bool pair = (p.N & 1) == 0; /* then c even is 8-byte aligned */
-#pragma unroll
-        for (int i = 0; i < MI; ++i)
-#pragma unroll
-            for (int j = 0; j < NI; ++j)
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int r = m0 + wm + i * 16 + g + h * 8;
-                    const int c = n0 + wn + j * 8 + 2 * t;
-                    if (r >= p.M || c >= p.N) continue;
-                    float *dst = P + (long)r * p.N + c;
-                    if (pair) {
-                        *(float2 *)dst = make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
-                    } else {
-                        dst[0] = acc[i][j][2 * h];
-                        if (c + 1 < p.N) dst[1] = acc[i][j][2 * h + 1];
-                    }
-                }
-        return;
-    }
     if (p.splits > 1) {
         /* this split's accumulators, [e][thread] so that the stores coalesce */
         const long tile = ((long)bi * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
