@@ -46,7 +46,11 @@ typedef enum {
  *   R:   the residual input: when non-NULL, beta scales R instead of C,
  *        C_p = alpha op(A_p) op(B_p) + beta R_p (R has C's ldc and strideC; R may
  *        equal C; C is then only written). Saves the copy before a residual GEMM.
- *   aux: TF_EPI_DRELU's mask, with C's ldc and strideC: applied after beta. */
+ *   aux: TF_EPI_DRELU's mask, with C's ldc and strideC: applied after beta.
+ *   wgrad: a weight gradient that may run beside the main queue (ops
+ *        wgrad_enable below): the caller promises that no later main-queue op
+ *        reads or writes C or writes A or B until a wgrad_wait covers this GEMM.
+ *        Backends without the lane ignore it. */
 typedef struct {
     int transA, transB;
     int M, N, K;
@@ -58,6 +62,7 @@ typedef struct {
     tf_epilogue epilogue;
     const float *R;
     const float *aux;
+    int wgrad;
 } tf_gemm_args;
 
 /* A strided view of a [nb, no, L, H, d] attention operand:
@@ -149,6 +154,17 @@ typedef struct tf_ops {
 
     /* ---- dense algebra ---- */
     void (*gemm)(tf_backend *be, const tf_gemm_args *a, const char *name);
+    /* Optional (NULL on the CPU): the weight-gradient lane. After wgrad_enable
+     * (0 ok, else out of device memory), GEMMs with wgrad set run on a queue of
+     * their own, each after the main queue's work issued before it, so that
+     * they overlap the main queue's work issued after it. wgrad_mark gives
+     * how many such GEMMs were issued so far; wgrad_wait(upto) makes later
+     * main-queue work wait for the first `upto` of them (upto < 0: all). Every
+     * one must be waited for before the step ends (a graph capture joins its
+     * queues). */
+    int (*wgrad_enable)(tf_backend *be);
+    long (*wgrad_mark)(tf_backend *be);
+    void (*wgrad_wait)(tf_backend *be, long upto);
 
     /* ---- layer norm over the last axis (C), eps given; saves mean/rstd [rows] ----
      * fwd: out = (x-mean)*rstd*gamma + beta (out may not alias x)

@@ -144,6 +144,7 @@ void tf_attn_core_bwd(tf_exec *ex, const tf_attn_core *a, float *dq, float *dk, 
     const int H = a->H, d = a->d, C = H * d;
     const long T = (long)a->B * O * H;
     size_t mark = tf_arena_mark(ex->arena);
+    const long wmark = tf_x_wgrad_mark(ex);
     if (ex->fu.flash) {
         tf_attn_args g;
         flash_args(a, &g);
@@ -154,7 +155,7 @@ void tf_attn_core_bwd(tf_exec *ex, const tf_attn_core *a, float *dq, float *dk, 
         g.dbias = dbias;
         g.work = tf_alloc_act(ex, (size_t)T * L);
         TF_EXEC_OP(ex, "attn_bwd_flash", attn_bwd(ex->be, &g));
-        tf_arena_release(ex->arena, mark);
+        tf_bwd_release(ex, mark, wmark);
         return;
     }
     float *dop = tf_alloc_act(ex, (size_t)T * L * d);
@@ -191,5 +192,5 @@ void tf_attn_core_bwd(tf_exec *ex, const tf_attn_core *a, float *dq, float *dk, 
         tf_x_permute(ex, dk, dkp, 5, dims, p, 0);
         tf_x_permute(ex, dv, dvp, 5, dims, p, 0);
     }
-    tf_arena_release(ex->arena, mark);
+    tf_bwd_release(ex, mark, wmark);
 }

@@ -104,6 +104,7 @@ void tf_linear_bwd_epi(tf_exec *ex, float *dx, float *dW, const float *dy, const
     g.C = dW;
     g.ldc = in;
     g.batch = 1;
+    g.wgrad = ex->wgrad_async;
     tf_gemm(ex, &g, "linear_bwd_weight");
 }
 

@@ -44,6 +44,11 @@ typedef struct {
     /* v3: a module's two LayerNorms in a row as one op (model.c tf_ln2_fwd);
      * TF_LAYERNORM2=0|1 overrides the default (an A/B knob) */
     int ln2;
+    /* v3 CUDA: the weight gradients on a lane of their own (ops.h wgrad_*),
+     * overlapping the rest of their module's backward. The modules wait for
+     * them before anything overwrites what they read (tf_x_wgrad_wait) and at
+     * every release of backward memory (tf_bwd_release). TF_WGRAD_LANE=0|1. */
+    int wgrad_async;
 } tf_exec;
 
 #define TF_EXEC_OP(ex, kname, call)                                                   \
@@ -55,6 +60,23 @@ typedef struct {
             if (p_) tf_prof_op_end(p_);                                               \
         }                                                                             \
     } while (0)
+
+/* The weight-gradient lane (ops.h wgrad_*): how many weight gradients were
+ * issued so far, and make the main queue wait for the first `upto` (< 0: all). */
+static inline long tf_x_wgrad_mark(tf_exec *ex) {
+    return ex->wgrad_async && !ex->planning ? ex->ops->wgrad_mark(ex->be) : 0;
+}
+static inline void tf_x_wgrad_wait(tf_exec *ex, long upto) {
+    if (ex->wgrad_async && !ex->planning) ex->ops->wgrad_wait(ex->be, upto);
+}
+/* Backward memory handed back to the arena (taken at mark, when wmark =
+ * tf_x_wgrad_mark): the next op may overwrite it, so a weight gradient issued
+ * since, which may read it, is waited for first (the lane runs in order:
+ * with it every earlier one). */
+static inline void tf_bwd_release(tf_exec *ex, size_t mark, long wmark) {
+    if (tf_x_wgrad_mark(ex) != wmark) tf_x_wgrad_wait(ex, -1);
+    tf_arena_release(ex->arena, mark);
+}
 
 static inline void tf_rpush(tf_exec *ex, const char *name) {
     if (!ex->planning) tf_region_push(ex->prof, name);

@@ -138,6 +138,7 @@ void tf_ln2_bwd(tf_exec *ex, const tf_model *M, tf_ln_off bn, tf_ln_off ln, cons
                 const tf_ln_act *a, float *dx, float *tmp, const float *dy, const float *x,
                 long rows, int C, int accumulate) {
     if (b->y) {
+        tf_x_wgrad_wait(ex, -1); /* tmp may be what a weight gradient reads */
         tf_ln_bwd(ex, M, ln, a, tmp, dy, b->y, rows, C, 0);
         tf_ln_bwd(ex, M, bn, b, dx, tmp, x, rows, C, accumulate);
         return;
@@ -265,6 +266,7 @@ void tf_model_backward(tf_exec *ex, tf_model *M) {
     const int B = c->batch, S = c->n_seqs, N = c->seq_len;
     const long mrows = (long)B * S * N, zrows = (long)B * N * N;
     size_t mark = tf_arena_mark(ex->arena);
+    const long wmark = tf_x_wgrad_mark(ex);
     tf_x_zero(ex, M->grads, tf_param_count_floats(c));
     float *dm = tf_alloc_act(ex, (size_t)mrows * c->msa_dim);
     float *dz = tf_alloc_act(ex, (size_t)zrows * c->pair_dim);
@@ -292,5 +294,5 @@ void tf_model_backward(tf_exec *ex, tf_model *M) {
     tf_linear_bwd(ex, NULL, tf_G(M, M->off.pair_emb), dz, M->pair, NULL, zrows,
                   c->pair_input_dim, c->pair_dim, 0);
     tf_rpop(ex);
-    tf_arena_release(ex->arena, mark);
+    tf_bwd_release(ex, mark, wmark);
 }

@@ -76,6 +76,7 @@ static void opm_ref_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o,
     const int B = c->batch, S = c->n_seqs, N = c->seq_len, co = c->outer_dim;
     const long NC = (long)N * co;
     size_t mark = tf_arena_mark(ex->arena);
+    const long wmark = tf_x_wgrad_mark(ex);
     tf_rpush(ex, "output_proj");
     float *dop = tf_alloc_act(ex, (size_t)B * NC * NC);
     tf_linear_bwd(ex, dop, tf_G(M, o->opm_pair), dz, a->outer_p, tf_P(M, o->opm_pair),
@@ -97,7 +98,7 @@ static void opm_ref_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o,
         tf_gemm(ex, &g, "opm_douter");
     }
     tf_rpop(ex);
-    tf_arena_release(ex->arena, mark);
+    tf_bwd_release(ex, mark, wmark);
 }
 
 void tf_opm_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, const tf_opm_act *a,
@@ -106,6 +107,7 @@ void tf_opm_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, const tf_
     const int B = c->batch, S = c->n_seqs, N = c->seq_len, cm = c->msa_dim, co = c->outer_dim;
     const long rows = (long)B * S * N;
     size_t mark = tf_arena_mark(ex->arena);
+    const long wmark = tf_x_wgrad_mark(ex);
     tf_rpush(ex, "outer_product_mean");
     float *da = tf_alloc_act(ex, (size_t)rows * co);
     if (a->t)
@@ -119,7 +121,7 @@ void tf_opm_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, const tf_
     tf_rpop(ex);
     tf_ln_bwd(ex, M, o->opm_ln, &a->ln, dm, dx, m, rows, cm, 1);
     tf_rpop(ex);
-    tf_arena_release(ex->arena, mark);
+    tf_bwd_release(ex, mark, wmark);
 }
 
 /* ---- weight-first composition (level 3) ---- */
@@ -163,6 +165,7 @@ static void opm_wf_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o,
     float *dW = tf_G(M, o->opm_pair);
     const long tsz = (long)S * co * N * cz; /* T per batch */
     size_t mark = tf_arena_mark(ex->arena);
+    const long wmark = tf_x_wgrad_mark(ex);
     tf_rpush(ex, "output_proj");
     /* d a_t_b = (1/S) dOut_b [N, N*cz] . T_b^T ; dT_b = (1/S) a_t_b^T . dOut_b */
     float *da_t = tf_alloc_act(ex, (size_t)B * N * S * co);
@@ -191,5 +194,5 @@ static void opm_wf_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o,
     }
     tf_x_sum_mid(ex, dW, part, 1, (long)B * S, (long)cz * co * co, 1);
     tf_rpop(ex);
-    tf_arena_release(ex->arena, mark);
+    tf_bwd_release(ex, mark, wmark);
 }

@@ -182,6 +182,7 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out;
     const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
     size_t mark0 = tf_arena_mark(ex->arena);
+    const long wmark = tf_x_wgrad_mark(ex);
     tf_rpush(ex, which ? "triangle_mult_incoming" : "triangle_mult_outgoing");
 
     tf_rpush(ex, "output_proj");
@@ -202,20 +203,24 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
          * into dog's memory (consumed) */
         tf_gemm_args g = tf_gemm_make(1, 1, C, C, (int)rows, 1.0f, 1.0f, dout, C, 0, a->u_p, rows,
                                       0, tf_G(M, o->tm[which].op), C, 0, 1);
+        g.wgrad = ex->wgrad_async;
         tf_gemm(ex, &g, "linear_bwd_weight");
-        du = dog;
+        /* with the weight-gradient lane Wog's gradient may still read dog */
+        du = ex->wgrad_async ? tf_alloc_act(ex, (size_t)nc) : dog;
         g = tf_gemm_make(1, 1, C, (int)rows, C, 1.0f, 0.0f, tf_P(M, o->tm[which].op), C, 0, dout,
                          C, 0, du, rows, 0, 1);
         tf_gemm(ex, &g, "linear_bwd_data");
         tf_rpop(ex);
         tf_rpush(ex, "triangle_product");
     } else {
-        float *du_p = dog; /* dog is consumed: reuse its memory */
+        /* dog is consumed: reuse its memory (with the weight-gradient lane
+         * Wog's gradient may still read it) */
+        float *du_p = ex->wgrad_async ? tf_alloc_act(ex, (size_t)nc) : dog;
         tf_linear_bwd(ex, du_p, tf_G(M, o->tm[which].op), dout, a->u_p, tf_P(M, o->tm[which].op),
                       rows, C, C, 0);
         tf_rpop(ex);
         tf_rpush(ex, "triangle_product");
-        du = dout;
+        du = ex->wgrad_async ? tf_alloc_act(ex, (size_t)nc) : dout; /* Wo's gradient reads dout */
         int dims[4] = {B, N, N, C};
         tf_x_permute(ex, du, du_p, 4, dims, to_chan_first, 0);
     }
@@ -288,5 +293,5 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     tf_rpop(ex);
     tf_ln2_bwd(ex, M, bn, o->tm[which].ln, &a->bln, &a->ln, dz, dout, dy, z_in, rows, C, 1);
     tf_rpop(ex);
-    tf_arena_release(ex->arena, mark0);
+    tf_bwd_release(ex, mark0, wmark);
 }

@@ -253,12 +253,13 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     t->ex.ln2 = 1;
     int phase_sync = 0;
     t->ex.opm_outer_op = c->impl >= TF_IMPL_V3 && t->is_cuda;
-    static const char *const knobs[6] = {"TF_TRIMUL_CMAJOR", "TF_LAYERNORM2", "TF_PHASE_SYNC",
+    t->ex.wgrad_async = 1; /* where the backend has the lane, v3 (below) */
+    static const char *const knobs[7] = {"TF_TRIMUL_CMAJOR", "TF_LAYERNORM2", "TF_PHASE_SYNC",
                                          "TF_OPM_BWD_OP", "TF_OPM_OUTER_OP",
-                                         "TF_TRIMUL_MERGED"}; /* A/B knobs */
-    int *const knob_flag[6] = {&t->ex.trimul_cmajor, &t->ex.ln2, &phase_sync, &t->ex.opm_bwd_op,
-                               &t->ex.opm_outer_op, &t->ex.trimul_merged};
-    for (int k = 0; k < 6; k++) {
+                                         "TF_TRIMUL_MERGED", "TF_WGRAD_LANE"}; /* A/B knobs */
+    int *const knob_flag[7] = {&t->ex.trimul_cmajor, &t->ex.ln2, &phase_sync, &t->ex.opm_bwd_op,
+                               &t->ex.opm_outer_op, &t->ex.trimul_merged, &t->ex.wgrad_async};
+    for (int k = 0; k < 7; k++) {
         const char *v = getenv(knobs[k]);
         if (!v) continue;
         if (strcmp(v, "0") && strcmp(v, "1")) {
@@ -272,6 +273,13 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     t->ex.opm_bwd_op &= c->impl >= TF_IMPL_V3;
     t->ex.opm_outer_op &= c->impl >= TF_IMPL_V3;
     t->ex.trimul_merged &= c->impl >= TF_IMPL_V3;
+    t->ex.wgrad_async &= c->impl >= TF_IMPL_V3 && t->ops->wgrad_enable != NULL;
+    if (t->ex.wgrad_async && t->ops->wgrad_enable(t->be)) {
+        set_err(err, errlen, "not enough device memory for the weight-gradient lane's "
+                             "workspaces (36 MiB); TF_WGRAD_LANE=0 runs without it");
+        tf_trainer_destroy(t);
+        return TF_ERR_NOMEM;
+    }
     t->ex.planning = 1;
     setup_model(t);
     tf_model_forward(&t->ex, &t->M);

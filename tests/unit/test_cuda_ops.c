@@ -178,7 +178,7 @@ static void run_gemm(bk b, const gshape *s, const float *hA, const float *hB, co
     float *A = b_put(b, hA, nA), *B = b_put(b, hB, nB);
     float *C = s->beta != 0.f ? b_put(b, hC, nC) : b_nan(b, nC);
     tf_gemm_args a = {s->ta, s->tb, s->M, s->N, s->K, s->alpha, s->beta, A, s->lda, s->sA,
-                      B, s->ldb, s->sB, C, s->ldc, s->sC, s->batch, s->epi, NULL, NULL};
+                      B, s->ldb, s->sB, C, s->ldc, s->sC, s->batch, s->epi, NULL, NULL, 0};
     b.ops->gemm(b.be, &a, "test_gemm");
     b_get(b, out, C, nC);
     b_free(b, A);
@@ -332,7 +332,7 @@ static void run_gemm_r(bk b, const rcase *c, float *out)
     float *R = c->rmode == 1 ? b_put(b, c->hR, c->nC) : c->rmode == 2 ? C : NULL;
     float *X = s->epi == TF_EPI_DRELU ? b_put(b, c->hX, c->nC) : NULL;
     tf_gemm_args a = {s->ta, s->tb, s->M, s->N, s->K, s->alpha, s->beta, A, s->lda, s->sA,
-                      B, s->ldb, s->sB, C, s->ldc, s->sC, s->batch, s->epi, R, X};
+                      B, s->ldb, s->sB, C, s->ldc, s->sC, s->batch, s->epi, R, X, 0};
     b.ops->gemm(b.be, &a, "test_gemm_r");
     b_get(b, out, C, c->nC);
     if (c->rmode == 1) { /* R is only read */
@@ -578,7 +578,7 @@ static void plans_pass(bk b, const float *A, const float *B, float *C)
 {
     for (int M = 1; M <= PL_KEYS; ++M) { /* C at offset 3 M (M-1) / 2: alignments vary too */
         tf_gemm_args a = {0, 1, M, PL_N, PL_K, 1.f, 0.f, A, PL_K, 0, B, PL_K, 0,
-                          C + (size_t)M * (M - 1) / 2 * PL_N, PL_N, 0, 1, TF_EPI_NONE, NULL, NULL};
+                          C + (size_t)M * (M - 1) / 2 * PL_N, PL_N, 0, 1, TF_EPI_NONE, NULL, NULL, 0};
         b.ops->gemm(b.be, &a, "test_gemm_plans");
     }
 }
@@ -1683,7 +1683,7 @@ static void graph_step(void *arg)
     s->b.ops->adamw(s->b.be, s->p, s->g, s->m, s->v, GN, s->hyper);
     s->b.ops->layernorm_fwd(s->b.be, s->ln, s->mu, s->rs, s->x, s->gam, s->bet, GR, GC, 1e-5f);
     tf_gemm_args a = {0, 1, GR, GC, GC, 1.f, 1.f, s->ln, GC, 0, s->w, GC, 0, s->y, GC, 0, 1, TF_EPI_NONE,
-                      NULL, NULL};
+                      NULL, NULL, 0};
     s->b.ops->gemm(s->b.be, &a, "graph_gemm"); /* y += ln(x) w^T: changes every replay */
     tf_gemm_args r = a;
     r.beta = 0.f, r.epilogue = TF_EPI_RELU, r.A = s->y, r.C = s->x;
@@ -1750,6 +1750,116 @@ static void test_graph(void **state)
         printf("PASS graph capture/replay (bit-identical to direct issue; reads hyper at run time)\n");
     }
     gstate_free(&A), gstate_free(&B), gstate_free(&Cs);
+    done();
+}
+
+/* ---- the weight-gradient lane (ops wgrad_*, cuda_wgrad.cu) ----
+ * One step: a weight gradient w2 += dy^T x on the lane, beside it on the main
+ * queue y = x w1^T, then the wait and dy halved (what a module's backward does
+ * after the wait: overwrite what the lane read). Captured and replayed twice it
+ * must give the bits of the same ops issued on the main queue alone, also
+ * with the lane held back 2 ms a GEMM (TF_CUDA_WGRAD_DELAY_US): without the
+ * wait the halving would come first. A capture that leaves the lane unjoined
+ * fails with one line instead of giving a graph. fp32 (our wide split) and
+ * tf32 (cuBLASLt's split K). */
+#define LK 4096
+#define LMN 128
+typedef struct {
+    bk b;
+    float *x, *dy, *w1, *w2, *y;
+    int wgrad, wait;
+} lstate;
+
+static void lane_step(void *arg)
+{
+    lstate *s = arg;
+    const tf_ops *o = s->b.ops;
+    tf_gemm_args g = {1, 0, LMN, LMN, LK, 1.f, 1.f, s->dy, LMN, 0, s->x, LMN, 0, s->w2, LMN, 0, 1,
+                      TF_EPI_NONE, NULL, NULL, s->wgrad};
+    o->gemm(s->b.be, &g, "lane_dw");
+    const long t = o->wgrad_mark(s->b.be);
+    tf_gemm_args h = {0, 1, LK, LMN, LMN, 1.f, 0.f, s->x, LMN, 0, s->w1, LMN, 0, s->y, LMN, 0, 1,
+                      TF_EPI_NONE, NULL, NULL, 0};
+    o->gemm(s->b.be, &h, "lane_main");
+    if (s->wait) o->wgrad_wait(s->b.be, t);
+    o->scale(s->b.be, s->dy, s->dy, 0.5f, (long)LK * LMN);
+}
+
+static void lane_init(lstate *s, bk b, int wgrad, int wait)
+{
+    float *h = rnd((size_t)LK * LMN * 2 + LMN * LMN * 2, 1.f, 121);
+    s->b = b, s->wgrad = wgrad, s->wait = wait;
+    s->x = b_put(b, h, (size_t)LK * LMN), s->dy = b_put(b, h + (size_t)LK * LMN, (size_t)LK * LMN);
+    s->w1 = b_put(b, h + (size_t)2 * LK * LMN, LMN * LMN);
+    s->w2 = b_put(b, h + (size_t)2 * LK * LMN + LMN * LMN, LMN * LMN);
+    s->y = b_nan(b, (size_t)LK * LMN);
+    free(h);
+}
+
+static void lane_free(lstate *s)
+{
+    float *bufs[] = {s->x, s->dy, s->w1, s->w2, s->y};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; ++i) b_free(s->b, bufs[i]);
+}
+
+static void test_wgrad_lane(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    static float w_ref[LMN * LMN], w_got[LMN * LMN], y_ref[LK * LMN], y_got[LK * LMN];
+    for (int prec = 0; prec <= 1; ++prec)
+        for (int delay = 0; delay <= 1; ++delay) {
+            tf_backend_opts o;
+            char err[256], what[64];
+            memset(&o, 0, sizeof o);
+            o.kernel_level = 3, o.tf32 = prec;
+            if (delay) setenv("TF_CUDA_WGRAD_DELAY_US", "2000", 1);
+            bk b;
+            const int rc = tf_cuda_backend_create(&b.be, &b.ops, &o, err, sizeof err);
+            unsetenv("TF_CUDA_WGRAD_DELAY_US");
+            if (rc) fail_msg("create: %s", err);
+            assert_int_equal(b.ops->wgrad_enable(b.be), 0);
+            lstate ref, s;
+            lane_init(&ref, b, 0, 1); /* the main queue alone, issued directly */
+            lane_step(&ref), lane_step(&ref);
+            b_get(b, w_ref, ref.w2, LMN * LMN), b_get(b, y_ref, ref.y, (size_t)LK * LMN);
+            lane_init(&s, b, 1, 1); /* on the lane, captured, replayed twice */
+            void *ge = NULL;
+            assert_int_equal(tf_cuda_graph_capture(b.be, lane_step, &s, &ge), 0);
+            assert_int_equal(tf_cuda_graph_launch(b.be, ge), 0);
+            assert_int_equal(tf_cuda_graph_launch(b.be, ge), 0);
+            tf_cuda_graph_destroy(ge);
+            b_get(b, w_got, s.w2, LMN * LMN), b_get(b, y_got, s.y, (size_t)LK * LMN);
+            snprintf(what, sizeof what, "lane, graph, %s%s", prec ? "tf32" : "fp32",
+                     delay ? ", held back 2 ms" : "");
+            check_same(what, "dW", w_ref, w_got, LMN * LMN);
+            check_same(what, "y", y_ref, y_got, (size_t)LK * LMN);
+            lane_free(&s);
+            lane_init(&s, b, 1, 1); /* on the lane, issued directly */
+            lane_step(&s), lane_step(&s);
+            b.ops->sync(b.be);
+            b_get(b, w_got, s.w2, LMN * LMN);
+            snprintf(what, sizeof what, "lane, eager, %s%s", prec ? "tf32" : "fp32",
+                     delay ? ", held back 2 ms" : "");
+            check_same(what, "dW", w_ref, w_got, LMN * LMN);
+            lane_free(&s);
+            lane_free(&ref);
+            if (!delay) { /* a step that leaves the lane unjoined is refused */
+                lane_init(&s, b, 1, 0);
+                ge = NULL;
+                const int bad = tf_cuda_graph_capture(b.be, lane_step, &s, &ge);
+                if (!bad || ge) {
+                    printf("FAIL lane: a capture with the lane unjoined gave a graph\n");
+                    ++g_fail;
+                    if (ge) tf_cuda_graph_destroy(ge);
+                } else {
+                    printf("PASS lane: a capture with the lane unjoined is refused (%s)\n",
+                           prec ? "tf32" : "fp32");
+                }
+                lane_free(&s);
+            }
+            tf_cuda_backend_destroy(b.be);
+        }
     done();
 }
 
@@ -1839,6 +1949,7 @@ int main(void)
         cmocka_unit_test(test_bcast_sum),   cmocka_unit_test(test_elementwise),
         cmocka_unit_test(test_embed),       cmocka_unit_test(test_mse_head),
         cmocka_unit_test(test_adamw),       cmocka_unit_test(test_graph),
+        cmocka_unit_test(test_wgrad_lane),
     };
     if (getenv("TF_TEST_FILTER")) cmocka_set_test_filter(getenv("TF_TEST_FILTER")); /* e.g. "*attention*" */
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

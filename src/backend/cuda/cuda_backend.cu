@@ -154,6 +154,7 @@ static void op_sync(tf_backend *be)
 {
     TF_CUDA_CHECK(cudaStreamSynchronize(be->stream));
     TF_CUDA_CHECK(cudaStreamSynchronize(be->side));
+    if (be->wstream) TF_CUDA_CHECK(cudaStreamSynchronize(be->wstream));
 }
 static void op_side_upload(tf_backend *be, void *dst, const void *src, size_t bytes)
 {
@@ -210,6 +211,9 @@ static tf_ops make_ops(void)
     o.side_upload = op_side_upload;
     o.main_wait_side = op_main_wait_side;
     o.side_wait_main = op_side_wait_main;
+    o.wgrad_enable = tf_cu_wgrad_enable;
+    o.wgrad_mark = tf_cu_wgrad_mark;
+    o.wgrad_wait = tf_cu_wgrad_wait;
     o.upload_async = op_upload_async;
     o.download_async = op_download_async;
     o.mark = op_mark;
@@ -390,7 +394,15 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
          *     cuda_common.h). Measured on the H200, v3 --graph, 3 rounds
          *     (RESULTS.md entry 17): small fp32 4.4% slower, tf32 and the
          *     large problem within 0.4%; the profile's gaps between kernels
-         *     did not shrink (they are not the launch), so it stays off */
+         *     did not shrink (they are not the launch), so it stays off;
+         *   TF_CUDA_WGRAD_DELAY_US=0|200|2000 (tests): the weight-gradient
+         *     lane (cuda_wgrad.cu) holds each of its GEMMs back that long, so
+         *     that the main queue runs far ahead: a missing wait then changes
+         *     the result instead of hiding in the timing;
+         *   TF_CUDA_WGRAD_SMS=all|96|64|32: the SMs the lane's GEMMs are
+         *     shaped for (cuBLASLt's SM count target, the width of our wide
+         *     split): all (default), or fewer, leaving the rest to the main
+         *     queue's kernels beside them */
         static const char *const attn_v[] = {"0", "2", "3", "4", "5"}, *const bin_v[] = {"0", "1"},
                                  *const gemm_v[] = {"auto", "wg", "mma", "nowg", "lt"},
                                  *const tile_v[] = {"auto", "64", "128"},
@@ -418,9 +430,17 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
         const int kr = env_knob("TF_CUDA_LN_RPB", rpb_v, 4, 0, err, errlen);
         static const char *const pdl_v[] = {"0", "1"};
         const int kl = env_knob("TF_CUDA_PDL", pdl_v, 2, 0, err, errlen);
+        static const char *const delay_v[] = {"0", "200", "2000"};
+        const int kj = env_knob("TF_CUDA_WGRAD_DELAY_US", delay_v, 3, 0, err, errlen);
+        static const char *const wsms_v[] = {"all", "96", "64", "32"};
+        const int kn = env_knob("TF_CUDA_WGRAD_SMS", wsms_v, 4, 0, err, errlen);
         if (ka < 0 || kt < 0 || kb < 0 || kg < 0 || kp < 0 || km < 0 || ks < 0 || ki < 0 ||
-            ko < 0 || kd < 0 || kw < 0 || kr < 0 || ke < 0 || kx < 0 || kq < 0 || kl < 0)
+            ko < 0 || kd < 0 || kw < 0 || kr < 0 || ke < 0 || kx < 0 || kq < 0 || kl < 0 ||
+            kj < 0 || kn < 0)
             goto fail;
+        static const int wsms_k[] = {0, 96, 64, 32};
+        be->wgrad_sms = wsms_k[kn];
+        be->wgrad_delay_ns = kj == 1 ? 200000ull : kj == 2 ? 2000000ull : 0ull;
         tf_cu_pdl = kl; /* kept below on sm_90+ only */
         static const int rpb_k[] = {32, 16, 64, 8};
         be->ln_rpb = rpb_k[kr];
@@ -459,7 +479,13 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
 #else
     tf_cu_pdl = 0; /* the emulator runs kernels one after another */
 #endif
-    TRY_CUDA(cudaStreamCreateWithFlags(&be->stream, cudaStreamNonBlocking));
+    {
+        /* the main queue at the highest priority: the weight-gradient lane's
+         * blocks (cuda_wgrad.cu) fill what it leaves idle */
+        int least = 0, greatest = 0;
+        TRY_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+        TRY_CUDA(cudaStreamCreateWithPriority(&be->stream, cudaStreamNonBlocking, greatest));
+    }
     TRY_CUDA(cudaStreamCreateWithFlags(&be->side, cudaStreamNonBlocking));
     TRY_CUDA(cudaEventCreateWithFlags(&be->ev_main, cudaEventDisableTiming));
     TRY_CUDA(cudaEventCreateWithFlags(&be->ev_side, cudaEventDisableTiming));
@@ -501,6 +527,7 @@ extern "C" void tf_cuda_backend_destroy(tf_backend *be)
 {
     if (!be) return;
     if (be->stream) (void)cudaStreamSynchronize(be->stream);
+    tf_cu_wgrad_destroy(be);
     tf_cu_gemm_destroy_plans(be);
     /* whatever the trainer left allocated goes too, workspaces included */
     while (be->n_allocs) tf_cu_free(be, be->allocs[be->n_allocs - 1].p);

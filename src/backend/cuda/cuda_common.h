@@ -30,8 +30,9 @@
                                                     (LayerNorm, attention dbias), the saved C
                                                     of a GEMM being tuned */
 #define TF_CU_MMA_COUNTERS 1024 /* split-K tile counters of the tensor-core GEMM */
+#define TF_CU_WGRAD_EVENTS 64  /* the weight-gradient lane's completion events */
 #define TF_CU_LT_CACHE 1024 /* cuBLASLt plan slots (open addressing, a power of two) */
-#define TF_CU_LT_KEY 19      /* longs in a plan key (cuda_gemm.cu: plan_key) */
+#define TF_CU_LT_KEY 20      /* longs in a plan key (cuda_gemm.cu: plan_key) */
 #define TF_CU_LT_ALGOS 8     /* heuristic candidates timed per key (level 3) */
 #define TF_CU_TUNE_RUNS 3    /* timed runs per candidate, after one untimed */
 
@@ -123,6 +124,22 @@ struct tf_backend {
     /* GEMM tuning timers (TF_CU_TUNE_RUNS + 1 per candidate), created at the first tuning */
     cudaEvent_t tune_ev[(TF_CU_TUNE_RUNS + 1) * TF_CU_LT_ALGOS];
     int tune_ev_ready;
+    /* the weight-gradient lane (cuda_wgrad.cu, ops wgrad_*; NULL wstream: off).
+     * A GEMM on it swaps these with the main queue's: its own queue, cuBLAS
+     * handle, workspace, scratch and split-K counters, so that it shares
+     * nothing with the main queue's work running beside it. */
+    cudaStream_t wstream;
+    cublasHandle_t wblas;
+    void *wworkspace;
+    float *wscratch;
+    int *wmma_count;
+    cudaEvent_t wfork;                    /* the main queue's point a GEMM waits for */
+    cudaEvent_t wdone[TF_CU_WGRAD_EVENTS]; /* after GEMM n, at n - 1 modulo the count */
+    long wgrad_n, wgrad_waited;           /* issued, and waited for by the main queue */
+    unsigned long long wgrad_delay_ns;    /* TF_CUDA_WGRAD_DELAY_US (tests) */
+    int on_lane;                          /* a GEMM on the lane is being issued */
+    int wgrad_sms;  /* the SMs a lane GEMM is shaped for (cuBLASLt's SM count target, the
+                       wide split's width); 0: all (TF_CUDA_WGRAD_SMS) */
 };
 
 /* ---- checking --------------------------------------------------------------
@@ -340,8 +357,18 @@ extern "C" {
 int tf_cu_alloc(tf_backend *be, void **p, size_t bytes);
 void tf_cu_free(tf_backend *be, void *p);
 
-/* cuda_gemm.cu */
+/* cuda_wgrad.cu: the weight-gradient lane (ops wgrad_*); enter/leave wrap
+ * one GEMM issued on it */
+int tf_cu_wgrad_enable(tf_backend *be);
+long tf_cu_wgrad_mark(tf_backend *be);
+void tf_cu_wgrad_wait(tf_backend *be, long upto);
+void tf_cu_wgrad_enter(tf_backend *be);
+void tf_cu_wgrad_leave(tf_backend *be);
+void tf_cu_wgrad_destroy(tf_backend *be);
+
+/* cuda_gemm.cu; tf_cu_hold: a one-thread kernel that holds stream s for ns */
 void tf_cu_gemm(tf_backend *be, const tf_gemm_args *a, const char *name);
+void tf_cu_hold(cudaStream_t s, unsigned long long ns);
 void tf_cu_gemm_destroy_plans(tf_backend *be);
 /* cuda_gemm_mma.cu: 1 when it ran the GEMM, 0 when the shape is not for it
  * (or, with be->gemm_mma == 1, not one where it measured faster) */

@@ -107,7 +107,8 @@ static void plan_key(const tf_backend *be, const cm_gemm *g, int relu, long key[
                                   (long)align_of(g->X, g->sx, g->batch),
                                   (long)align_of(g->Y, g->sy, g->batch),
                                   (long)align_of(g->D, g->sd, g->batch), g->beta != 0.f, relu,
-                                  be->tf32, (long)align_of(c_in(g), g->sd, g->batch)};
+                                  be->tf32, (long)align_of(c_in(g), g->sd, g->batch),
+                                  be->on_lane ? be->wgrad_sms : 0};
     memcpy(key, k, sizeof k);
 }
 
@@ -160,6 +161,11 @@ static int plan_build(tf_backend *be, tf_cu_lt_plan *pl, const cm_gemm *g, int r
                                                      &g->tb, sizeof g->tb));
     TF_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                                      &epi, sizeof epi));
+    if (be->on_lane && be->wgrad_sms) { /* leave the rest of the GPU to the main queue */
+        const int32_t sms = be->wgrad_sms;
+        TF_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(
+            pl->desc, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &sms, sizeof sms));
+    }
     /* stored shapes (column-major rows x cols) */
     make_layout(&pl->la, g->ta == CUBLAS_OP_N ? g->m : g->k, g->ta == CUBLAS_OP_N ? g->k : g->m,
                 g->ldx, g->batch, g->sx);
@@ -216,6 +222,11 @@ extern "C" __global__ void gemm_tune_wait_kernel(unsigned long long ns)
 #else
     (void)ns;
 #endif
+}
+
+extern "C" void tf_cu_hold(cudaStream_t s, unsigned long long ns)
+{
+    TF_LAUNCH(gemm_tune_wait_kernel, dim3(1), dim3(1), s, ns);
 }
 
 /* Times the n candidates on the call's own operands (one untimed and
@@ -318,6 +329,12 @@ extern "C" void tf_cu_gemm(tf_backend *be, const tf_gemm_args *a, const char *na
     }
     tf_gemm_args b = *a;
     if (!(a->R && a->R != a->C && a->beta != 0.f)) b.R = NULL;
+    if (a->wgrad && be->wstream) { /* on the weight-gradient lane (cuda_wgrad.cu) */
+        tf_cu_wgrad_enter(be);
+        gemm_plain(be, b);
+        tf_cu_wgrad_leave(be);
+        return;
+    }
     gemm_plain(be, b);
 }
 

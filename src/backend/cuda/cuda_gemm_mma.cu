@@ -276,7 +276,8 @@ static int aligned16(const void *ptr, long stride, int batch)
 static int wide_split(tf_backend *be, const tf_gemm_args *a, mma_args *p, int vec, int run)
 {
     if (!be->gemm_dw || a->K < 1024 || (be->tf32 && be->gemm_dw == 1)) return 0;
-    const long sms = be->sm_count;
+    /* on the weight-gradient lane, as wide as the SMs it is given */
+    const long sms = be->on_lane && be->wgrad_sms ? be->wgrad_sms : be->sm_count;
     const long big_tiles = (long)a->batch * ((a->M + 127) / 128) * ((a->N + 127) / 128);
     const int full = a->M >= 128 && a->N >= 128;
     const int wg = be->gemm_dw != 2;

@@ -7,6 +7,7 @@
 #include <ucontext.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -234,6 +235,8 @@ struct emu_graph {
 };
 struct emu_stream {
     emu_graph *capture = nullptr;
+    bool joined = false;                /* joined another stream's capture */
+    unsigned long long seq = 0, waited = 0; /* captured work; the last of it waited for */
 };
 
 namespace {
@@ -242,6 +245,7 @@ size_t g_mem_limit = (size_t)140 << 30, g_mem_used = 0; /* like an H200 */
 std::map<void *, size_t> g_mem;
 cudaError_t g_last = cudaSuccess;
 int g_capturing = 0; /* number of streams capturing */
+std::set<emu_stream *> g_streams;
 
 cudaError_t fail(cudaError_t e)
 {
@@ -253,6 +257,7 @@ void submit(cudaStream_t s, std::function<void()> f,
             cudaGraphNodeType type = cudaGraphNodeTypeKernel)
 {
     if (s && s->capture) {
+        ++s->seq;
         s->capture->ops.push_back(std::move(f));
         s->capture->nodes.push_back(emu_graph_node{type});
     } else
@@ -271,6 +276,7 @@ const char *cudaGetErrorString(cudaError_t e)
     case cudaErrorMemoryAllocation: return "out of memory";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureUnjoined: return "capture sequence contains a fork that was not joined to the primary stream";
     default: return "unknown error";
     }
 }
@@ -282,6 +288,7 @@ const char *cudaGetErrorName(cudaError_t e)
     case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
     case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureUnjoined: return "cudaErrorStreamCaptureUnjoined";
     default: return "cudaErrorUnknown";
     }
 }
@@ -401,10 +408,21 @@ cudaError_t cudaMemsetAsync(void *p, int v, size_t bytes, cudaStream_t s)
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned)
 {
     *s = new emu_stream();
+    g_streams.insert(*s);
+    return cudaSuccess;
+}
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned flags, int)
+{
+    return cudaStreamCreateWithFlags(s, flags);
+}
+cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
+{
+    *least = 0, *greatest = -5;
     return cudaSuccess;
 }
 cudaError_t cudaStreamDestroy(cudaStream_t s)
 {
+    g_streams.erase(s);
     delete s;
     return cudaSuccess;
 }
@@ -429,9 +447,18 @@ cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g)
 {
     if (!s || !s->capture) return fail(cudaErrorInvalidValue);
     *g = s->capture;
+    bool unjoined = false;
+    for (emu_stream *t : g_streams)
+        if (t != s && t->joined && t->capture == s->capture) {
+            unjoined = unjoined || t->seq > t->waited;
+            t->capture = nullptr, t->joined = false;
+            t->seq = t->waited = 0;
+            --g_capturing;
+        }
     s->capture = nullptr;
+    s->seq = s->waited = 0;
     --g_capturing;
-    return cudaSuccess;
+    return unjoined ? fail(cudaErrorStreamCaptureUnjoined) : cudaSuccess;
 }
 cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n)
 {
@@ -476,6 +503,10 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e)
 struct emu_event {
     double ms = 0;
     bool recorded = false;
+    bool timing = true;
+    emu_graph *capture = nullptr; /* recorded while capturing: that capture */
+    emu_stream *src = nullptr;
+    unsigned long long seq = 0;   /* src's captured work at the record */
 };
 cudaError_t cudaEventCreate(cudaEvent_t *e)
 {
@@ -489,20 +520,41 @@ cudaError_t cudaEventDestroy(cudaEvent_t e)
 }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
 {
-    (void)flags;
-    return cudaEventCreate(e);
+    cudaError_t r = cudaEventCreate(e);
+    (*e)->timing = !(flags & cudaEventDisableTiming);
+    return r;
+}
+static bool capture_active(const emu_graph *g)
+{
+    for (const emu_stream *t : g_streams)
+        if (t->capture == g) return true;
+    return false;
 }
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags)
 {
-    (void)e;
     (void)flags;
+    if (e->capture && capture_active(e->capture)) {
+        if (!s || (s->capture && s->capture != e->capture))
+            return fail(cudaErrorStreamCaptureUnsupported);
+        if (!s->capture) { /* joins the capture */
+            s->capture = e->capture, s->joined = true;
+            ++g_capturing;
+        }
+        if (e->src && e->seq > e->src->waited) e->src->waited = e->seq;
+        return cudaSuccess;
+    }
     if (s && s->capture) return fail(cudaErrorStreamCaptureUnsupported);
     return cudaSuccess;
 }
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
 {
-    /* the backend never times work while capturing: refuse, to catch it */
-    if (s && s->capture) return fail(cudaErrorStreamCaptureUnsupported);
+    if (s && s->capture) {
+        /* the backend never times work while capturing: refuse, to catch it */
+        if (e->timing) return fail(cudaErrorStreamCaptureUnsupported);
+        e->capture = s->capture, e->src = s, e->seq = s->seq;
+        return cudaSuccess;
+    }
+    e->capture = nullptr, e->src = nullptr;
     submit(s, [=]() {
         timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -715,6 +767,9 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
     case CUBLASLT_MATMUL_DESC_EPILOGUE:
         if (n != sizeof(uint32_t)) return CUBLAS_STATUS_INVALID_VALUE;
         d->epi = (cublasLtEpilogue_t) * (const uint32_t *)buf;
+        break;
+    case CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET: /* a heuristic hint: nothing to emulate */
+        if (n != sizeof(int32_t) || *(const int32_t *)buf < 0) return CUBLAS_STATUS_INVALID_VALUE;
         break;
     default: return CUBLAS_STATUS_INVALID_VALUE;
     }

@@ -141,7 +141,8 @@ enum {
     cudaErrorInvalidValue = 1,
     cudaErrorMemoryAllocation = 2,
     cudaErrorNoDevice = 100,
-    cudaErrorStreamCaptureUnsupported = 900
+    cudaErrorStreamCaptureUnsupported = 900,
+    cudaErrorStreamCaptureUnjoined = 904
 };
 typedef struct emu_stream *cudaStream_t;
 typedef struct emu_graph *cudaGraph_t;
@@ -194,6 +195,8 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
                             cudaStream_t s);
 cudaError_t cudaMemsetAsync(void *p, int v, size_t bytes, cudaStream_t s);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned flags, int priority);
+cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest);
 cudaError_t cudaStreamDestroy(cudaStream_t s);
 cudaError_t cudaStreamSynchronize(cudaStream_t s);
 cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus *st);
@@ -209,7 +212,11 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e);
 cudaError_t cudaEventCreate(cudaEvent_t *e);
 #define cudaEventDisableTiming 0x02
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags);
-/* work runs when submitted (or replayed), in order: waits have nothing to do */
+/* work runs when submitted (or replayed), in order: waits have nothing to do,
+ * except during a capture: a stream that waits for an event recorded in one
+ * joins it, and ending the capture fails (cudaErrorStreamCaptureUnjoined) when
+ * a joined stream's last work was not waited for by another stream of it (as
+ * CUDA's). Only events without timing may be recorded while capturing. */
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags);
 cudaError_t cudaEventDestroy(cudaEvent_t e);
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
@@ -272,7 +279,8 @@ typedef struct {
 typedef enum {
     CUBLASLT_MATMUL_DESC_TRANSA = 3,
     CUBLASLT_MATMUL_DESC_TRANSB = 4,
-    CUBLASLT_MATMUL_DESC_EPILOGUE = 7
+    CUBLASLT_MATMUL_DESC_EPILOGUE = 7,
+    CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET = 15
 } cublasLtMatmulDescAttributes_t;
 typedef enum { CUBLASLT_EPILOGUE_DEFAULT = 1, CUBLASLT_EPILOGUE_RELU = 2 } cublasLtEpilogue_t;
 typedef enum { CUBLASLT_REDUCTION_SCHEME_INPLACE = 1 } cublasLtReductionScheme_t;
