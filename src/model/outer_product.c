@@ -76,7 +76,6 @@ static void opm_ref_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o,
     const int B = c->batch, S = c->n_seqs, N = c->seq_len, co = c->outer_dim;
     const long NC = (long)N * co;
     size_t mark = tf_arena_mark(ex->arena);
-    const long wmark = tf_x_wgrad_mark(ex);
     tf_rpush(ex, "output_proj");
     float *dop = tf_alloc_act(ex, (size_t)B * NC * NC);
     tf_linear_bwd(ex, dop, tf_G(M, o->opm_pair), dz, a->outer_p, tf_P(M, o->opm_pair),
@@ -98,7 +97,10 @@ static void opm_ref_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o,
         tf_gemm(ex, &g, "opm_douter");
     }
     tf_rpop(ex);
-    tf_bwd_release(ex, mark, wmark);
+    /* Wpair's gradient, the one weight gradient issued here, reads dz and
+     * outer_p, not the memory released here: it runs on beside the rest of
+     * the module (tf_opm_bwd's release waits for it) */
+    tf_arena_release(ex->arena, mark);
 }
 
 void tf_opm_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, const tf_opm_act *a,

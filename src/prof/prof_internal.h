@@ -212,7 +212,9 @@ void prof_print_report(const tf_prof *p, FILE *out);
 typedef struct {
     int64_t step_ns;                 /* wall time of the collected steps */
     int64_t phase_ns[4];             /* data_loading, forward_pass, backward_pass, optimizer_step */
-    int64_t phase_kernel_ns[4];
+    int64_t phase_kernel_ns[4];      /* summed kernel durations (concurrent kernels add up) */
+    int64_t phase_busy_ns[4];        /* traced steps: time at least one kernel ran */
+    size_t busy_steps;               /* traced steps behind phase_busy_ns (0: none) */
     int phase_seen[4];
     uint64_t phase_calls[4];         /* region entries (fewer than steps under graph replay) */
     double launches_per_step;

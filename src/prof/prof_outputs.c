@@ -204,6 +204,9 @@ static cJSON *summary_json(const tf_prof *p, const cJSON *run) {
         cJSON_AddNumberToObject(o, "total_ns", (double)t.phase_ns[k]);
         cJSON_AddNumberToObject(o, "pct", pct_step(t.phase_ns[k], t.step_ns));
         cJSON_AddNumberToObject(o, "kernel_ns", (double)t.phase_kernel_ns[k]);
+        if (t.busy_steps) /* per traced step: the union of the kernels' spans */
+            cJSON_AddNumberToObject(o, "busy_ns_per_step",
+                                    (double)t.phase_busy_ns[k] / (double)t.busy_steps);
     }
 
     /* regions: "pct" is the share of the collected steps' wall time */

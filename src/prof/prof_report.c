@@ -71,8 +71,17 @@ static void print_phases(const tf_prof *p, const prof_totals *t, FILE *out) {
     fputc('\n', out);
     int gpu_any = 0;
     for (int k = 0; k < 4; k++) gpu_any |= t->phase_seen[k];
+    if (p->gpu && gpu_any && t->busy_steps) {
+        /* the union of the kernels' spans: kernels beside each other count once */
+        fprintf(out, "GPU busy per step (%zu traced steps):", t->busy_steps);
+        for (int k = 0, c = 0; k < 4; k++)
+            if (t->phase_seen[k])
+                fprintf(out, "%s %s %.3f ms", c++ ? "," : "", prof_phase_names[k],
+                        (double)t->phase_busy_ns[k] / 1e6 / (double)t->busy_steps);
+        fputc('\n', out);
+    }
     if (p->gpu && gpu_any) {
-        fprintf(out, "GPU busy per step:");
+        fprintf(out, "Kernel time per step (summed; kernels beside each other add up):");
         for (int k = 0, c = 0; k < 4; k++)
             if (t->phase_seen[k])
                 fprintf(out, "%s %s %.3f ms", c++ ? "," : "", prof_phase_names[k],

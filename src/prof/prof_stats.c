@@ -28,8 +28,60 @@ uint32_t *prof_sorted_kernels(const tf_prof *p, size_t *n, int kind) {
     return ids;
 }
 
+typedef struct {
+    uint32_t key; /* step index * 4 + phase */
+    int64_t start, end;
+} busy_iv;
+
+static int by_key_start(const void *a, const void *b) {
+    const busy_iv *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+/* The phase (0..3) a path lies in, -1 if none. */
+static int phase_of(const tf_prof *p, uint32_t path) {
+    while (path != PROF_ROOT && p->paths[path].parent != PROF_ROOT) path = p->paths[path].parent;
+    if (path == PROF_ROOT) return -1;
+    for (int k = 0; k < 4; k++)
+        if (!strcmp(p->names.strs[p->paths[path].name], prof_phase_names[k])) return k;
+    return -1;
+}
+
+/* Busy time per phase over the traced steps: the union of the kernels'
+ * spans, so kernels that run beside each other (the weight-gradient lane)
+ * count once. */
+static void busy_totals(const tf_prof *p, prof_totals *t) {
+    busy_iv *iv = malloc((p->nlaunch ? p->nlaunch : 1) * sizeof *iv);
+    if (!iv) return;
+    size_t n = 0;
+    for (size_t i = 0; i < p->nlaunch; i++) {
+        const prof_launch *l = &p->launches[i];
+        const int k = l->kind == PROF_KIND_KERNEL ? phase_of(p, l->path) : -1;
+        if (k < 0 || !p->steps[l->step].collected) continue;
+        iv[n++] = (busy_iv){l->step * 4u + (uint32_t)k, l->start, l->end};
+    }
+    qsort(iv, n, sizeof *iv, by_key_start);
+    for (size_t i = 0; i < n;) {
+        const uint32_t key = iv[i].key;
+        int64_t s = iv[i].start, e = iv[i].end;
+        for (i++; i < n && iv[i].key == key; i++) {
+            if (iv[i].start > e) {
+                t->phase_busy_ns[key % 4] += e - s;
+                s = iv[i].start;
+            }
+            if (iv[i].end > e) e = iv[i].end;
+        }
+        t->phase_busy_ns[key % 4] += e - s;
+    }
+    for (size_t i = 0; i < p->nsteps; i++)
+        t->busy_steps += p->steps[i].collected && p->steps[i].traced;
+    free(iv);
+}
+
 void prof_compute_totals(const tf_prof *p, prof_totals *t) {
     memset(t, 0, sizeof *t);
+    if (p->gpu) busy_totals(p, t);
     for (size_t i = 0; i < p->nsteps; i++)
         if (p->steps[i].collected && p->steps[i].end > p->steps[i].start)
             t->step_ns += p->steps[i].end - p->steps[i].start;

@@ -10,6 +10,7 @@
 
 #include <sys/stat.h>
 
+#include "prof/prof_internal.h"
 #include "test_prof_util.h"
 
 static char tmpdir[256];
@@ -344,6 +345,51 @@ static void test_trace_cap(void **state) {
     free(rep);
 }
 
+/* GPU busy time is the union of the kernels' spans per phase and traced step:
+ * kernels beside each other (the weight-gradient lane) count once, a memcpy
+ * not at all, and the summed kernel time stays the sum. A tf_prof built by
+ * hand: paths root, forward_pass, forward_pass/x, backward_pass. */
+static void test_busy_union(void **state) {
+    (void)state;
+    tf_prof p;
+    memset(&p, 0, sizeof p);
+    char *names[] = {"", "forward_pass", "x", "backward_pass"};
+    prof_path paths[4];
+    memset(paths, 0, sizeof paths);
+    paths[1].parent = PROF_ROOT, paths[1].name = 1;
+    paths[2].parent = 1, paths[2].name = 2;
+    paths[3].parent = PROF_ROOT, paths[3].name = 3;
+    prof_step steps[2];
+    memset(steps, 0, sizeof steps);
+    steps[0].collected = steps[0].traced = 1;
+    steps[1].collected = steps[1].traced = 1;
+    /* step 0 forward: [0,10) [5,20) [30,40) -> 30; a memcpy [50,90) ignored;
+     * step 0 backward: [100,110) [100,105) -> 10; step 1 forward: [0,4) [4,8) -> 8 */
+    prof_launch l[7] = {
+        {.path = 2, .step = 0, .start = 0, .end = 10},   {.path = 1, .step = 0, .start = 5, .end = 20},
+        {.path = 2, .step = 0, .start = 30, .end = 40},  {.path = 2, .step = 0, .kind = PROF_KIND_MEMCPY, .start = 50, .end = 90},
+        {.path = 3, .step = 0, .start = 100, .end = 110}, {.path = 3, .step = 0, .start = 100, .end = 105},
+        {.path = 1, .step = 1, .start = 4, .end = 8}};
+    prof_launch l7 = {.path = 1, .step = 1, .start = 0, .end = 4};
+    prof_launch all[8];
+    memcpy(all, l, sizeof l);
+    all[7] = l7;
+    p.names.strs = names;
+    p.paths = paths, p.npaths = 4;
+    p.steps = steps, p.nsteps = 2;
+    p.launches = all, p.nlaunch = 8;
+    p.gpu = &p; /* any non-NULL: the CUDA path */
+    prof_totals t;
+    prof_compute_totals(&p, &t);
+    assert_int_equal(t.busy_steps, 2);
+    assert_int_equal(t.phase_busy_ns[1], 30 + 8);
+    assert_int_equal(t.phase_busy_ns[2], 10);
+    assert_int_equal(t.phase_busy_ns[0], 0);
+    p.gpu = NULL; /* the CPU: no busy time */
+    prof_compute_totals(&p, &t);
+    assert_int_equal(t.busy_steps, 0);
+}
+
 /* A NULL profiler: every hook is a no-op. */
 static void test_null_prof(void **state) {
     (void)state;
@@ -422,6 +468,7 @@ int main(void) {
         cmocka_unit_test(test_full_run),     cmocka_unit_test(test_selected_regions),
         cmocka_unit_test(test_warmup),       cmocka_unit_test(test_trace_cap),
         cmocka_unit_test(test_null_prof),    cmocka_unit_test(test_robustness),
+        cmocka_unit_test(test_busy_union),
         cmocka_unit_test(test_create_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
