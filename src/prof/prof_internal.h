@@ -73,6 +73,11 @@ typedef struct {
 } prof_step;
 
 /* One launch (a CPU op, a GPU kernel, a memcpy/memset). */
+/* prof_launch.stream of a replayed graph's work: CUDA runs a graph's branches
+ * (the weight-gradient lane's) on internal streams of its own, dozens of
+ * them, so the trace shows all of it as one track, overlaps beside it. */
+#define PROF_STREAM_GRAPH 0xffffffffu
+
 typedef struct {
     uint32_t name, op, path, step; /* step: index into steps */
     uint32_t stream;

@@ -3,9 +3,11 @@
  *
  * Tracks: pid 1 "tinyfold host" holds the region stack (tid 1, nested X
  * events), the steps (tid 2), the CPU ops (tid 3) and the memory counter;
- * pid 2 "GPU" holds one track per CUDA stream. X events on one tid must
- * nest, so launches that overlap on one stream (programmatic dependent
- * launch, nested CPU ops) are spread over extra "overlap" lanes. */
+ * pid 2 "GPU" holds one track per CUDA stream, and one "CUDA graph" track
+ * for replayed graphs (PROF_STREAM_GRAPH). X events on one tid must nest,
+ * so launches that overlap on one track (a graph's weight-gradient branch,
+ * programmatic dependent launch, nested CPU ops) are spread over extra
+ * "overlap" lanes. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,11 +145,15 @@ int prof_write_trace_json(const tf_prof *p, const char *path, char *err, size_t 
         int pid = p->gpu ? PID_GPU : PID_HOST;
         if (!p->gpu) tid = lane ? tid : TID_CPU_OPS; /* lane 0 of the CPU is "cpu ops" */
         if (is_new) {
-            char tname[64];
+            char tname[64], sname[32];
+            if (l->stream == PROF_STREAM_GRAPH)
+                snprintf(sname, sizeof sname, "CUDA graph");
+            else
+                snprintf(sname, sizeof sname, "stream %u", l->stream);
             if (p->gpu && lane)
-                snprintf(tname, sizeof tname, "stream %u (overlap %d)", l->stream, lane);
+                snprintf(tname, sizeof tname, "%s (overlap %d)", sname, lane);
             else if (p->gpu)
-                snprintf(tname, sizeof tname, "stream %u", l->stream);
+                snprintf(tname, sizeof tname, "%s", sname);
             else if (lane)
                 snprintf(tname, sizeof tname, "cpu ops (nested %d)", lane);
             else

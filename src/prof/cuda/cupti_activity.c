@@ -253,7 +253,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
             r.kind = PROF_KIND_KERNEL;
             r.name = kname(g, k->name);
             r.corr = k->correlationId;
-            r.stream = k->streamId;
+            r.stream = k->graphId ? PROF_STREAM_GRAPH : k->streamId;
             r.graph_node = k->graphId ? k->graphNodeId : 0;
             r.start = k->start;
             r.end = k->end;
@@ -271,7 +271,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
             r.kind = PROF_KIND_MEMCPY;
             r.name = prof_intern_id(&g->knames, m->copyKind < 11 ? kinds[m->copyKind] : kinds[0]);
             r.corr = m->correlationId;
-            r.stream = m->streamId;
+            r.stream = m->graphId ? PROF_STREAM_GRAPH : m->streamId;
             r.graph_node = m->graphId ? m->graphNodeId : 0;
             r.start = m->start;
             r.end = m->end;
@@ -281,7 +281,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
             r.kind = PROF_KIND_MEMSET;
             r.name = prof_intern_id(&g->knames, "[memset]");
             r.corr = m->correlationId;
-            r.stream = m->streamId;
+            r.stream = m->graphId ? PROF_STREAM_GRAPH : m->streamId;
             r.graph_node = m->graphId ? m->graphNodeId : 0;
             r.start = m->start;
             r.end = m->end;
