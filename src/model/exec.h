@@ -49,6 +49,17 @@ typedef struct {
      * them before anything overwrites what they read (tf_x_wgrad_wait) and at
      * every release of backward memory (tf_bwd_release). TF_WGRAD_LANE=0|1. */
     int wgrad_async;
+    /* With the lane, the modules' backward temporaries alternate between two
+     * slots of bwd_slot bytes (model.c module_begin), so that a module's
+     * weight gradients may run on into the next module's backward: the wait
+     * moves to the module after it, which reuses the slot. 0: off, each
+     * module waits at its end. bwd_slot_need: the largest module's
+     * temporaries, measured by the first planning pass. slot_ticket: the
+     * lane's count when the slot's last module ended. TF_WGRAD_SLOTS=0|1. */
+    int wgrad_slots;
+    size_t bwd_slot, bwd_slot_need, bwd_base, bwd_saved_peak;
+    long slot_ticket[2];
+    int bwd_module;
 } tf_exec;
 
 #define TF_EXEC_OP(ex, kname, call)                                                   \
@@ -74,7 +85,9 @@ static inline void tf_x_wgrad_wait(tf_exec *ex, long upto) {
  * since, which may read it, is waited for first (the lane runs in order:
  * with it every earlier one). */
 static inline void tf_bwd_release(tf_exec *ex, size_t mark, long wmark) {
-    if (tf_x_wgrad_mark(ex) != wmark) tf_x_wgrad_wait(ex, -1);
+    /* with the slots (bwd_slot) a module's temporaries are not reused before
+     * the module after next, which waits (model.c module_begin) */
+    if (!ex->bwd_slot && tf_x_wgrad_mark(ex) != wmark) tf_x_wgrad_wait(ex, -1);
     tf_arena_release(ex->arena, mark);
 }
 

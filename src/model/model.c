@@ -201,6 +201,42 @@ static void block_fwd(tf_exec *ex, tf_model *M, int b, const float *m_in, const 
     *z_out = A->z6;
 }
 
+/* The two-slot backward (exec.h bwd_slot). Every module's backward starts at
+ * the same arena point (bwd_base): odd modules one slot above it. Before a
+ * module writes its slot, the lane's work of the module that used the slot
+ * before (two modules back) is waited for; its other reads are the
+ * activations, which live all step, and the residual gradients, waited for
+ * inside each module. While planning without slots (bwd_slot_need), the
+ * largest module's temporaries are measured. */
+static void module_begin(tf_exec *ex) {
+    tf_arena *a = ex->arena;
+    tf_arena_release(a, ex->bwd_base);
+    if (ex->bwd_slot) {
+        const int s = ex->bwd_module & 1;
+        tf_x_wgrad_wait(ex, ex->slot_ticket[s]);
+        if (s) tf_alloc_act(ex, ex->bwd_slot / sizeof(float));
+    } else if (ex->planning) {
+        ex->bwd_saved_peak = a->peak;
+        a->peak = a->top;
+    }
+}
+static void module_end(tf_exec *ex) {
+    tf_arena *a = ex->arena;
+    if (ex->bwd_slot) {
+        ex->slot_ticket[ex->bwd_module & 1] = tf_x_wgrad_mark(ex);
+    } else if (ex->planning) {
+        if (a->peak - ex->bwd_base > ex->bwd_slot_need) ex->bwd_slot_need = a->peak - ex->bwd_base;
+        if (ex->bwd_saved_peak > a->peak) a->peak = ex->bwd_saved_peak;
+    }
+    ex->bwd_module++;
+}
+#define TF_MODULE_BWD(ex, call) \
+    do {                        \
+        module_begin(ex);       \
+        call;                   \
+        module_end(ex);         \
+    } while (0)
+
 static void block_bwd(tf_exec *ex, tf_model *M, int b, float *dm, float *dz) {
     const tf_config *c = M->c;
     const tf_block_off *o = &M->off.blk[b];
@@ -208,20 +244,20 @@ static void block_bwd(tf_exec *ex, tf_model *M, int b, float *dm, float *dz) {
     const long mrows = (long)c->batch * c->n_seqs * c->seq_len;
     const long zrows = (long)c->batch * c->seq_len * c->seq_len;
     tf_rpush(ex, "pair_transition");
-    tf_transition_bwd(ex, M, o->pt_w1, o->pt_w2, o->pn_trans, &A->pt, dz, A->z5, zrows,
-                      c->pair_dim);
+    TF_MODULE_BWD(ex, tf_transition_bwd(ex, M, o->pt_w1, o->pt_w2, o->pn_trans, &A->pt, dz,
+                                        A->z5, zrows, c->pair_dim));
     tf_rpop(ex);
-    tf_triattn_bwd(ex, M, o, 1, &A->ta[1], dz, A->z4);
-    tf_triattn_bwd(ex, M, o, 0, &A->ta[0], dz, A->z3);
-    tf_trimul_bwd(ex, M, o, 1, &A->tm[1], dz, A->z2);
-    tf_trimul_bwd(ex, M, o, 0, &A->tm[0], dz, A->z1);
-    tf_opm_bwd(ex, M, o, &A->opm, dm, dz, A->m3);
+    TF_MODULE_BWD(ex, tf_triattn_bwd(ex, M, o, 1, &A->ta[1], dz, A->z4));
+    TF_MODULE_BWD(ex, tf_triattn_bwd(ex, M, o, 0, &A->ta[0], dz, A->z3));
+    TF_MODULE_BWD(ex, tf_trimul_bwd(ex, M, o, 1, &A->tm[1], dz, A->z2));
+    TF_MODULE_BWD(ex, tf_trimul_bwd(ex, M, o, 0, &A->tm[0], dz, A->z1));
+    TF_MODULE_BWD(ex, tf_opm_bwd(ex, M, o, &A->opm, dm, dz, A->m3));
     tf_rpush(ex, "msa_transition");
-    tf_transition_bwd(ex, M, o->mt_w1, o->mt_w2, o->norm_trans, &A->mt, dm, A->m2, mrows,
-                      c->msa_dim);
+    TF_MODULE_BWD(ex, tf_transition_bwd(ex, M, o->mt_w1, o->mt_w2, o->norm_trans, &A->mt, dm,
+                                        A->m2, mrows, c->msa_dim));
     tf_rpop(ex);
-    tf_msa_col_attn_bwd(ex, M, o, &A->col, dm, A->m1);
-    tf_msa_row_attn_bwd(ex, M, o, &A->row, dm, dz, A->m_in, A->z_in);
+    TF_MODULE_BWD(ex, tf_msa_col_attn_bwd(ex, M, o, &A->col, dm, A->m1));
+    TF_MODULE_BWD(ex, tf_msa_row_attn_bwd(ex, M, o, &A->row, dm, dz, A->m_in, A->z_in));
 }
 
 static const char *block_name(int b) {
@@ -282,11 +318,15 @@ void tf_model_backward(tf_exec *ex, tf_model *M) {
                   c->pair_dim, 1, 0);
     tf_rpop(ex);
     tf_x_zero(ex, dm, (size_t)mrows * c->msa_dim); /* the last m feeds nothing but its OPM */
+    ex->bwd_base = tf_arena_mark(ex->arena);
+    ex->bwd_module = 0;
+    ex->slot_ticket[0] = ex->slot_ticket[1] = 0;
     for (int b = c->n_blocks - 1; b >= 0; b--) {
         tf_rpush(ex, block_name(b));
         block_bwd(ex, M, b, dm, dz);
         tf_rpop(ex);
     }
+    tf_arena_release(ex->arena, ex->bwd_base);
     tf_rpush(ex, "embedding");
     TF_EXEC_OP(ex, "embedding_bwd",
                embed_bwd(ex->be, tf_G(M, M->off.msa_emb), dm, M->tokens, mrows, c->msa_dim,
@@ -294,5 +334,6 @@ void tf_model_backward(tf_exec *ex, tf_model *M) {
     tf_linear_bwd(ex, NULL, tf_G(M, M->off.pair_emb), dz, M->pair, NULL, zrows,
                   c->pair_input_dim, c->pair_dim, 0);
     tf_rpop(ex);
-    tf_bwd_release(ex, mark, wmark);
+    if (tf_x_wgrad_mark(ex) != wmark) tf_x_wgrad_wait(ex, -1); /* the step ends joined */
+    tf_arena_release(ex->arena, mark);
 }

@@ -116,6 +116,7 @@ void tf_opm_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, const tf_
         opm_wf_bwd(ex, M, o, a, da, dz);
     else
         opm_ref_bwd(ex, M, o, a, da, dz);
+    const long wpair_read_dz = tf_x_wgrad_mark(ex); /* Wpair's gradient reads dz */
     tf_rpush(ex, "projections");
     float *dx = tf_alloc_act(ex, (size_t)rows * cm);
     tf_linear_bwd(ex, dx, tf_G(M, o->opm_outer), da, a->ln.y, tf_P(M, o->opm_outer), rows, cm,
@@ -123,6 +124,9 @@ void tf_opm_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, const tf_
     tf_rpop(ex);
     tf_ln_bwd(ex, M, o->opm_ln, &a->ln, dm, dx, m, rows, cm, 1);
     tf_rpop(ex);
+    /* with the two slots the module after next waits for the rest; dz is
+     * added to before that (the MSA row attention's pair bias) */
+    tf_x_wgrad_wait(ex, wpair_read_dz);
     tf_bwd_release(ex, mark, wmark);
 }
 

@@ -254,12 +254,15 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     int phase_sync = 0;
     t->ex.opm_outer_op = c->impl >= TF_IMPL_V3 && t->is_cuda;
     t->ex.wgrad_async = 1; /* where the backend has the lane, v3 (below) */
-    static const char *const knobs[7] = {"TF_TRIMUL_CMAJOR", "TF_LAYERNORM2", "TF_PHASE_SYNC",
+    t->ex.wgrad_slots = 1;
+    static const char *const knobs[8] = {"TF_TRIMUL_CMAJOR", "TF_LAYERNORM2", "TF_PHASE_SYNC",
                                          "TF_OPM_BWD_OP", "TF_OPM_OUTER_OP",
-                                         "TF_TRIMUL_MERGED", "TF_WGRAD_LANE"}; /* A/B knobs */
-    int *const knob_flag[7] = {&t->ex.trimul_cmajor, &t->ex.ln2, &phase_sync, &t->ex.opm_bwd_op,
-                               &t->ex.opm_outer_op, &t->ex.trimul_merged, &t->ex.wgrad_async};
-    for (int k = 0; k < 7; k++) {
+                                         "TF_TRIMUL_MERGED", "TF_WGRAD_LANE",
+                                         "TF_WGRAD_SLOTS"}; /* A/B knobs */
+    int *const knob_flag[8] = {&t->ex.trimul_cmajor, &t->ex.ln2, &phase_sync, &t->ex.opm_bwd_op,
+                               &t->ex.opm_outer_op, &t->ex.trimul_merged, &t->ex.wgrad_async,
+                               &t->ex.wgrad_slots};
+    for (int k = 0; k < 8; k++) {
         const char *v = getenv(knobs[k]);
         if (!v) continue;
         if (strcmp(v, "0") && strcmp(v, "1")) {
@@ -284,6 +287,13 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     setup_model(t);
     tf_model_forward(&t->ex, &t->M);
     tf_model_backward(&t->ex, &t->M);
+    if (t->ex.wgrad_async && t->ex.wgrad_slots && t->ex.bwd_slot_need) {
+        /* again with the two slots the first pass measured (exec.h bwd_slot) */
+        t->ex.bwd_slot = t->ex.bwd_slot_need;
+        t->arena.peak = 0;
+        tf_model_forward(&t->ex, &t->M);
+        tf_model_backward(&t->ex, &t->M);
+    }
     t->ex.planning = 0;
     size_t arena_bytes = t->arena.peak;
 

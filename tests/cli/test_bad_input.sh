@@ -153,6 +153,7 @@ TF_OPM_BWD_OP=2 bad TF_OPM_BWD_OP --seq-len 8 --num-seqs 2 --batch-size 1 --num-
 TF_OPM_OUTER_OP=x bad TF_OPM_OUTER_OP --seq-len 8 --num-seqs 2 --batch-size 1 --num-steps 1
 TF_TRIMUL_MERGED=on bad TF_TRIMUL_MERGED --seq-len 8 --num-seqs 2 --batch-size 1 --num-steps 1
 TF_WGRAD_LANE=2 bad TF_WGRAD_LANE --seq-len 8 --num-seqs 2 --batch-size 1 --num-steps 1
+TF_WGRAD_SLOTS=x bad TF_WGRAD_SLOTS --seq-len 8 --num-seqs 2 --batch-size 1 --num-steps 1
 
 # Too large for memory: the trainer's plan refuses it (one line, exit 2).
 cases=$((cases + 1))

@@ -98,8 +98,9 @@ static void check_shape(int B, int N, int S, int blocks, int md, int pd) {
     assert_int_equal(failures, 0);
 }
 
-/* The weight gradients run on a lane of their own (cuda_wgrad.cu), which must
- * give the same bits as without it (TF_WGRAD_LANE=0), also when the lane is
+/* The weight gradients run on a lane of their own (cuda_wgrad.cu), into the
+ * next module's backward (two slots of temporaries, TF_WGRAD_SLOTS), which must
+ * give the same bits as without either (TF_WGRAD_LANE=0, TF_WGRAD_SLOTS=0), also when the lane is
  * held back 2 ms before each GEMM (TF_CUDA_WGRAD_DELAY_US=2000): a missing
  * wait, anything overwriting what a weight gradient reads before it ran,
  * would then change them. fp32 and tf32 (their triangle multiplications
@@ -150,7 +151,8 @@ static void test_staged_upload(void **s) {
     const size_t np = tf_param_count_floats(&c);
     float *pa = malloc(sizeof(float) * np), *pb = malloc(sizeof(float) * np);
     static const char *const knobs[] = {"TF_BATCH_STAGE=0", "TF_PHASE_SYNC=1", "TF_CUDA_PDL=1",
-                                        "TF_WGRAD_LANE=0", "TF_CUDA_WGRAD_DELAY_US=2000"};
+                                        "TF_WGRAD_LANE=0", "TF_WGRAD_SLOTS=0",
+                                        "TF_CUDA_WGRAD_DELAY_US=2000"};
     for (int prec = 0; prec <= 1; prec++)
         for (int graph = 0; graph <= 1; graph++) {
             c.graph = graph;
@@ -158,7 +160,7 @@ static void test_staged_upload(void **s) {
             float la[5], lb[5];
             train_steps(&c, NULL, la, pa);
             /* tf32 (the triangle GEMMs not merged): the weight-gradient lane's knobs */
-            for (int k = prec ? 3 : 0; k < 5; k++) {
+            for (int k = prec ? 3 : 0; k < 6; k++) {
                 train_steps(&c, knobs[k], lb, pb);
                 const int same = !memcmp(la, lb, sizeof la) && !memcmp(pa, pb, sizeof(float) * np);
                 printf("  staged upload, phases back to back, weight-gradient lane, v3 %s %s: "
