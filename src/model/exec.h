@@ -80,14 +80,18 @@ static inline long tf_x_wgrad_mark(tf_exec *ex) {
 static inline void tf_x_wgrad_wait(tf_exec *ex, long upto) {
     if (ex->wgrad_async && !ex->planning) ex->ops->wgrad_wait(ex->be, upto);
 }
-/* Backward memory handed back to the arena (taken at mark, when wmark =
- * tf_x_wgrad_mark): the next op may overwrite it, so a weight gradient issued
- * since, which may read it, is waited for first (the lane runs in order:
- * with it every earlier one). */
+/* If a weight gradient was issued since wmark (= tf_x_wgrad_mark), the main
+ * queue waits for it and, the lane running in order, every earlier one. */
+static inline void tf_x_wgrad_join(tf_exec *ex, long wmark) {
+    if (tf_x_wgrad_mark(ex) != wmark) tf_x_wgrad_wait(ex, -1);
+}
+/* Backward memory handed back to the arena (taken at mark, wmark then): the
+ * next op may overwrite it, so a weight gradient issued since, which may read
+ * it, is waited for first. */
 static inline void tf_bwd_release(tf_exec *ex, size_t mark, long wmark) {
     /* with the slots (bwd_slot) a module's temporaries are not reused before
      * the module after next, which waits (model.c module_begin) */
-    if (!ex->bwd_slot && tf_x_wgrad_mark(ex) != wmark) tf_x_wgrad_wait(ex, -1);
+    if (!ex->bwd_slot) tf_x_wgrad_join(ex, wmark);
     tf_arena_release(ex->arena, mark);
 }
 

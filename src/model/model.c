@@ -334,6 +334,6 @@ void tf_model_backward(tf_exec *ex, tf_model *M) {
     tf_linear_bwd(ex, NULL, tf_G(M, M->off.pair_emb), dz, M->pair, NULL, zrows,
                   c->pair_input_dim, c->pair_dim, 0);
     tf_rpop(ex);
-    if (tf_x_wgrad_mark(ex) != wmark) tf_x_wgrad_wait(ex, -1); /* the step ends joined */
+    tf_x_wgrad_join(ex, wmark); /* the step ends joined, slots or not */
     tf_arena_release(ex->arena, mark);
 }

@@ -99,7 +99,7 @@ static void opm_ref_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o,
     tf_rpop(ex);
     /* Wpair's gradient, the one weight gradient issued here, reads dz and
      * outer_p, not the memory released here: it runs on beside the rest of
-     * the module (tf_opm_bwd's release waits for it) */
+     * the module (tf_opm_bwd waits for it at its end) */
     tf_arena_release(ex->arena, mark);
 }
 

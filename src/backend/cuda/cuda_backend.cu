@@ -89,6 +89,26 @@ extern "C" int tf_cu_alloc(tf_backend *be, void **p, size_t bytes)
     return 0;
 }
 
+/* The per-queue resources (the main queue's at create, the weight-gradient
+ * lane's in cuda_wgrad.cu; swap_lane there swaps the same set). */
+extern "C" int tf_cu_queue_alloc(tf_backend *be, void **workspace, float **scratch, int **count)
+{
+    return tf_cu_alloc(be, workspace, TF_CU_WORKSPACE_BYTES) ||
+           tf_cu_alloc(be, (void **)scratch, TF_CU_SCRATCH_FLOATS * sizeof(float)) ||
+           tf_cu_alloc(be, (void **)count, TF_CU_MMA_COUNTERS * sizeof(int));
+}
+
+extern "C" cublasStatus_t tf_cu_blas_bind(const tf_backend *be, cublasHandle_t h,
+                                          cudaStream_t s, void *workspace)
+{
+    /* cublasSetStream resets the workspace to cuBLAS' own pool: set it first */
+    cublasStatus_t st = cublasSetStream(h, s);
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasSetWorkspace(h, workspace, TF_CU_WORKSPACE_BYTES);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasSetMathMode(h, be->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+    return st;
+}
+
 extern "C" void tf_cu_free(tf_backend *be, void *p)
 {
     if (!p) return;
@@ -492,9 +512,7 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
     for (int k = 0; k < TF_MARKS; k++) TRY_CUDA(cudaEventCreate(&be->marks[k]));
     TRY_BLAS(cublasCreate(&be->blas));
     TRY_BLAS(cublasLtCreate(&be->lt));
-    if (tf_cu_alloc(be, &be->workspace, TF_CU_WORKSPACE_BYTES) ||
-        tf_cu_alloc(be, (void **)&be->scratch, TF_CU_SCRATCH_FLOATS * sizeof(float)) ||
-        tf_cu_alloc(be, (void **)&be->mma_count, TF_CU_MMA_COUNTERS * sizeof(int))) {
+    if (tf_cu_queue_alloc(be, &be->workspace, &be->scratch, &be->mma_count)) {
         snprintf(err, errlen, "not enough device memory for the CUDA backend's %zu MiB of "
                               "workspaces", (TF_CU_WORKSPACE_BYTES >> 20) +
                                                 (TF_CU_SCRATCH_FLOATS * sizeof(float) >> 20));
@@ -508,11 +526,7 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
                             "kernel runs instead\n");
         be->gemm_wg = 0;
     }
-    /* cublasSetStream resets the workspace to cuBLAS' own pool: set it first. */
-    TRY_BLAS(cublasSetStream(be->blas, be->stream));
-    TRY_BLAS(cublasSetWorkspace(be->blas, be->workspace, TF_CU_WORKSPACE_BYTES));
-    TRY_BLAS(cublasSetMathMode(be->blas, be->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                  : CUBLAS_DEFAULT_MATH));
+    TRY_BLAS(tf_cu_blas_bind(be, be->blas, be->stream, be->workspace));
     *out = be;
     if (ops) *ops = &g_cuda_ops;
     return 0;

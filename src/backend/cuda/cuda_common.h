@@ -356,6 +356,12 @@ extern "C" {
 /* allocation bookkeeping (cuda_backend.cu) */
 int tf_cu_alloc(tf_backend *be, void **p, size_t bytes);
 void tf_cu_free(tf_backend *be, void *p);
+/* a queue's workspace, scratch and split-K counters (0 ok, 1 out of memory;
+ * the counters still to be zeroed), and a cuBLAS handle bound to the queue
+ * and its workspace in the backend's precision */
+int tf_cu_queue_alloc(tf_backend *be, void **workspace, float **scratch, int **count);
+cublasStatus_t tf_cu_blas_bind(const tf_backend *be, cublasHandle_t h, cudaStream_t s,
+                               void *workspace);
 
 /* cuda_wgrad.cu: the weight-gradient lane (ops wgrad_*); enter/leave wrap
  * one GEMM issued on it */

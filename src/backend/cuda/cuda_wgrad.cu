@@ -37,9 +37,7 @@ extern "C" int tf_cu_wgrad_enable(tf_backend *be)
 {
     if (be->wstream) return 0;
     int least = 0, greatest = 0;
-    if (tf_cu_alloc(be, &be->wworkspace, TF_CU_WORKSPACE_BYTES) ||
-        tf_cu_alloc(be, (void **)&be->wscratch, TF_CU_SCRATCH_FLOATS * sizeof(float)) ||
-        tf_cu_alloc(be, (void **)&be->wmma_count, TF_CU_MMA_COUNTERS * sizeof(int)))
+    if (tf_cu_queue_alloc(be, &be->wworkspace, &be->wscratch, &be->wmma_count))
         return 1; /* what was allocated goes with the backend */
     TF_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     TF_CUDA_CHECK(cudaStreamCreateWithPriority(&be->wstream, cudaStreamNonBlocking, least));
@@ -47,11 +45,7 @@ extern "C" int tf_cu_wgrad_enable(tf_backend *be)
     for (int i = 0; i < TF_CU_WGRAD_EVENTS; ++i)
         TF_CUDA_CHECK(cudaEventCreateWithFlags(&be->wdone[i], cudaEventDisableTiming));
     TF_CUBLAS_CHECK(cublasCreate(&be->wblas));
-    /* cublasSetStream resets the workspace to cuBLAS' own pool: set it first */
-    TF_CUBLAS_CHECK(cublasSetStream(be->wblas, be->wstream));
-    TF_CUBLAS_CHECK(cublasSetWorkspace(be->wblas, be->wworkspace, TF_CU_WORKSPACE_BYTES));
-    TF_CUBLAS_CHECK(cublasSetMathMode(be->wblas, be->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                           : CUBLAS_DEFAULT_MATH));
+    TF_CUBLAS_CHECK(tf_cu_blas_bind(be, be->wblas, be->wstream, be->wworkspace));
     TF_CUDA_CHECK(cudaMemsetAsync(be->wmma_count, 0, TF_CU_MMA_COUNTERS * sizeof(int),
                                   be->wstream));
     TF_CUDA_CHECK(cudaStreamSynchronize(be->wstream));
