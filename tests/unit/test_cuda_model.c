@@ -1,6 +1,6 @@
 /* The CUDA backend against the CPU backend on the whole model: loss and every
  * parameter gradient, every level, eager and graph-replayed, fp32 and tf32,
- * at an odd shape and at the small problem. Skips (passes) without a device.
+ * at an odd shape, at the small problem and at the large problem's N. Skips (passes) without a device.
  *
  * Tolerance: both compute the same fp32 function with different summation
  * orders (cuBLAS vs OpenBLAS, different reductions): expected ~1e-6 relative
@@ -45,7 +45,9 @@ static result run(const tf_config *c, const float *w, const tf_batch *b) {
     return r;
 }
 
-static void check_shape(int B, int N, int S, int blocks, int md, int pd) {
+/* info_v3_fp32: v3 fp32's single tensors are printed, not checked (the loss
+ * and all gradients together are): see test_n128 */
+static void check_shape(int B, int N, int S, int blocks, int md, int pd, int info_v3_fp32) {
     tf_config c;
     tf_config_default(&c);
     c.batch = B, c.seq_len = N, c.n_seqs = S, c.n_blocks = blocks, c.msa_dim = md, c.pair_dim = pd;
@@ -86,11 +88,14 @@ static void check_shape(int B, int N, int S, int blocks, int md, int pd) {
                  * gradients): the loss and all gradients together within 5e-3;
                  * single tensors whose gradient is a cancelling sum (LayerNorm
                  * gamma, pair-bias weights) measured up to 1.8e-2, printed. */
-                int ok = prec ? le <= 5e-3 && all <= 5e-3 : le <= 1e-4 && ge <= 1e-4;
+                const int info = !prec && impl == 3 && info_v3_fp32;
+                int ok = prec   ? le <= 5e-3 && all <= 5e-3
+                         : info ? le <= 1e-4 && all <= 1e-4
+                                : le <= 1e-4 && ge <= 1e-4;
                 printf("  B%d N%d S%d blocks %d: v%d %-5s %s  loss %.2e  all grads %.2e  worst "
-                       "tensor %.2e (%s) %s\n",
+                       "tensor %.2e (%s%s) %s\n",
                        B, N, S, blocks, impl, graph ? "graph" : "eager", prec ? "tf32" : "fp32", le,
-                       all, ge, worst, ok ? "PASS" : "FAIL");
+                       all, ge, worst, info ? ", printed: see test_n128" : "", ok ? "PASS" : "FAIL");
                 failures += !ok;
                 free(x.grad);
             }
@@ -173,8 +178,20 @@ static void test_staged_upload(void **s) {
     free(pa), free(pb);
 }
 
-static void test_odd(void **s) { (void)s; check_shape(3, 23, 5, 2, 12, 20); }
-static void test_small(void **s) { (void)s; check_shape(4, 64, 16, 4, 64, 128); }
+static void test_odd(void **s) { (void)s; check_shape(3, 23, 5, 2, 12, 20, 0); }
+static void test_small(void **s) { (void)s; check_shape(4, 64, 16, 4, 64, 128, 0); }
+/* The large problem's sequence length (N 128: the attentions' L = 128
+ * kernels, kernel5 for the MSA row attention in tf32, dbias over 16 o in
+ * chunks) at one block and a shallower MSA, to keep the CPU reference short.
+ * v3 fp32's single tensors are printed, not checked, here: its 3xTF32
+ * tensor-core GEMMs (the wgmma kernel's truncating accumulation) put the MSA
+ * row attention's pair-bias weight gradient, a sum over 32768 rows that
+ * cancels to ~0, 1.36e-4 from the CPU's (H200, session 12), past the 1e-4
+ * the issue asks at the small problem and the odd shape (where every tensor
+ * is checked, above). The same run with every GEMM on cuBLAS' FFMA
+ * (TF_CUDA_GEMM=lt) gives 6.8e-5, and v1 (FFMA, another summation order)
+ * 3.3e-5: the tensor's own conditioning. NOTES.md, known gaps. */
+static void test_n128(void **s) { (void)s; check_shape(2, 128, 16, 1, 64, 128, 1); }
 
 int main(void) {
     char why[256];
@@ -186,6 +203,7 @@ int main(void) {
         cmocka_unit_test(test_staged_upload),
         cmocka_unit_test(test_odd),
         cmocka_unit_test(test_small),
+        cmocka_unit_test(test_n128),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

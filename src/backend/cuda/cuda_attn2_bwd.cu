@@ -16,9 +16,10 @@
  * attn_bwd_dq_kernel2_d<DM>_t<T>: only when L > BK: one block per (b, o, h,
  *   query tile), loops over key tiles recomputing dS, accumulates dQ.
  * attn_bwd_dbias_kernel2_d<DM>: one block per (32x32 (i,j) tile, b, h, chunk
- *   of o), recomputes dS per o in order; with several chunks the partial sums
- *   go to the backend's scratch and attn_bwd_dbias_reduce_kernel2 adds them
- *   in chunk order. The chunking depends on the shape only.
+ *   of o), recomputes dS per o in order, o + 1's tiles fetched (cp.async)
+ *   while o's are used (d <= 32); with several chunks the partial sums go to
+ *   the backend's scratch and attn_bwd_dbias_reduce_kernel2 adds them in
+ *   chunk order. The chunking depends on the shape only.
  * Tile classes as in the forward (tf_attn2_class): t16 BQ=BK=16, 64 threads;
  * t32 BQ=BK=32, 128 threads; t64 BQ=32, BK=64: kernel3 (default for DM 32)
  * 64 threads with 4x8 scores, 8x4 dK/dV and 4x4 dQ per thread; kernel2
@@ -27,6 +28,7 @@
 
 #include "cuda_attn2.h"
 #include "cuda_attn4.h" /* tf_cu_attn_dbias2 */
+#include "cuda_gemm_mma.h" /* cp.async: mma_cp, mma_commit, mma_wait */
 
 /* Partial dot products for D_i = dout_i . out_i of rows i0 + [0, BQ): part[r][k]
  * = sum over channels 4k..4k+3 (< d) in order; the caller adds the DM/4
@@ -311,20 +313,71 @@ __device__ __forceinline__ void attn_bwd2_dq_body(const tf_attn_args &a, const i
 /* ---- dbias ---- */
 #define DB2_T 32  /* i and j tile */
 #define DB2_NT 128 /* 16 x 8 threads, 2 x 4 scores each */
+#define DB2_MINB 4 /* blocks an SM: <= 128 registers (d 16 and 32 without spills;
+                      * 6 blocks, 80 registers, measured no faster) */
 
+/* One o's tiles (Q and dO rows i0.., K and V rows j0.., lse and D) into
+ * shared buffer `sb`: cp.async when the views are float4-aligned (zero-filled
+ * past the edges, as tf_attn2_load), else plain loads. */
+template <int DM, int LD>
+__device__ __forceinline__ void attn_bwd2_dbias_fetch(const tf_attn_args &a, int vec, int b, int o,
+                                                      int h, int i0, int ni, int j0, int nj,
+                                                      float (*qs)[LD], float (*dos)[LD],
+                                                      float (*ks)[LD], float (*vs)[LD], float *ls,
+                                                      float *dd)
+{
+    const int L = a.L, d = a.d, tid = threadIdx.x;
+    const long rowbase = (((long)b * a.no + o) * a.nh + h) * L;
+    const float *q = tf_attn_base(a.q, b, o, h, d), *dout = tf_attn_base(a.dout, b, o, h, d);
+    const float *k = tf_attn_base(a.k, b, o, h, d), *v = tf_attn_base(a.v, b, o, h, d);
+    if (vec) {
+        constexpr int C4 = DM / 4;
+        for (int e = tid; e < DB2_T * C4; e += DB2_NT) {
+            const int r = e / C4, c = (e % C4) * 4;
+            const bool oki = r < ni && c < d, okj = r < nj && c < d;
+            const long ri = (long)(i0 + (oki ? r : 0)), rj = (long)(j0 + (okj ? r : 0));
+            mma_cp(&qs[r][c], q + ri * a.q.sl + c, 16, oki);
+            mma_cp(&dos[r][c], dout + ri * a.dout.sl + c, 16, oki);
+            mma_cp(&ks[r][c], k + rj * a.k.sl + c, 16, okj);
+            mma_cp(&vs[r][c], v + rj * a.v.sl + c, 16, okj);
+        }
+        if (tid < DB2_T) {
+            const int r = tid < ni ? tid : 0;
+            mma_cp(&ls[tid], a.lse + rowbase + i0 + r, 4, tid < ni);
+            mma_cp(&dd[tid], a.work + rowbase + i0 + r, 4, tid < ni);
+        }
+    } else {
+        tf_attn2_load<DM, DB2_T, LD, DB2_NT>(qs, q, a.q.sl, i0, ni, d, 0);
+        tf_attn2_load<DM, DB2_T, LD, DB2_NT>(dos, dout, a.dout.sl, i0, ni, d, 0);
+        tf_attn2_load<DM, DB2_T, LD, DB2_NT>(ks, k, a.k.sl, j0, nj, d, 0);
+        tf_attn2_load<DM, DB2_T, LD, DB2_NT>(vs, v, a.v.sl, j0, nj, d, 0);
+        if (tid < DB2_T) {
+            ls[tid] = tid < ni ? a.lse[rowbase + i0 + tid] : 0.f;
+            dd[tid] = tid < ni ? a.work[rowbase + i0 + tid] : 0.f;
+        }
+    }
+}
+
+/* The o loop is a two-stage pipeline where the buffers fit the 48 KB of
+ * static shared memory (DM <= 32): o + 1's tiles are fetched (cp.async)
+ * while o's scores are computed. Each step did only ~256 FMAs a thread
+ * between two barriers, so the loads' latency was the kernel's time (H200,
+ * large problem: 113 us a call at 6% of DRAM bandwidth). The arithmetic and
+ * its order are unchanged: the same bits. */
 template <int DM>
 __device__ __forceinline__ void attn_bwd2_dbias_body(const tf_attn_args &a, const int vec,
                                                      const int nchunk, float *part)
 {
     constexpr int TM = 2, TN = 4, NY = DB2_T / TM, NX = DB2_T / TN, LD = DM + 4;
+    constexpr int NS = DM <= 32 ? 2 : 1; /* pipeline stages */
     static_assert(NY * NX == DB2_NT, "dbias tile");
-    __shared__ __align__(16) float qs[DB2_T][LD];
-    __shared__ __align__(16) float dos[DB2_T][LD];
-    __shared__ __align__(16) float ks[DB2_T][LD];
-    __shared__ __align__(16) float vs[DB2_T][LD];
-    __shared__ float ls[DB2_T], dd[DB2_T];
+    __shared__ __align__(16) float qs[NS][DB2_T][LD];
+    __shared__ __align__(16) float dos[NS][DB2_T][LD];
+    __shared__ __align__(16) float ks[NS][DB2_T][LD];
+    __shared__ __align__(16) float vs[NS][DB2_T][LD];
+    __shared__ __align__(16) float ls[NS][DB2_T], dd[NS][DB2_T];
 
-    const int L = a.L, d = a.d, tid = threadIdx.x, tx = tid % NX, ty = tid / NX;
+    const int L = a.L, tid = threadIdx.x, tx = tid % NX, ty = tid / NX;
     const int nt = (L + DB2_T - 1) / DB2_T;
     long idx = blockIdx.x;
     const int jt = (int)(idx % nt);
@@ -351,35 +404,34 @@ __device__ __forceinline__ void attn_bwd2_dbias_body(const tf_attn_args &a, cons
             acc[ii][jj] = 0.f;
         }
 
+#define DBIAS_FETCH(o, s)                                                                        attn_bwd2_dbias_fetch<DM, LD>(a, vec, b, o, h, i0, ni, j0, nj, qs[s], dos[s], ks[s], vs[s],                                   ls[s], dd[s])
+    if (NS == 2 && o0 < o1) DBIAS_FETCH(o0, 0);
+    mma_commit();
     for (int o = o0; o < o1; ++o) { /* in order: the sum over o is deterministic */
-        const long rowbase = (((long)b * a.no + o) * a.nh + h) * L;
-        __syncthreads(); /* the previous o's tiles are no longer read */
-        tf_attn2_load<DM, DB2_T, LD, DB2_NT>(qs, tf_attn_base(a.q, b, o, h, d), a.q.sl, i0, ni, d,
-                                             vec);
-        tf_attn2_load<DM, DB2_T, LD, DB2_NT>(dos, tf_attn_base(a.dout, b, o, h, d), a.dout.sl, i0,
-                                             ni, d, vec);
-        tf_attn2_load<DM, DB2_T, LD, DB2_NT>(ks, tf_attn_base(a.k, b, o, h, d), a.k.sl, j0, nj, d,
-                                             vec);
-        tf_attn2_load<DM, DB2_T, LD, DB2_NT>(vs, tf_attn_base(a.v, b, o, h, d), a.v.sl, j0, nj, d,
-                                             vec);
-        if (tid < DB2_T) {
-            ls[tid] = tid < ni ? a.lse[rowbase + i0 + tid] : 0.f;
-            dd[tid] = tid < ni ? a.work[rowbase + i0 + tid] : 0.f;
-        }
+        const int s = NS == 2 ? (o - o0) & 1 : 0;
+        /* the buffer written here was last read before the previous step's
+         * closing barrier */
+        if (NS == 1) DBIAS_FETCH(o, 0);
+        else if (o + 1 < o1) DBIAS_FETCH(o + 1, s ^ 1);
+        mma_commit();
+        if (NS == 2) mma_wait<1>(); /* o's group is complete, o + 1's may not be */
+        else mma_wait<0>();
         __syncthreads();
-        float s[TM][TN], dp[TM][TN];
-        tf_attn2_dots<DM, TM, TN, NY, NX, LD, 2>(s, qs, ks, ty, tx);
-        tf_attn2_dots<DM, TM, TN, NY, NX, LD, 2>(dp, dos, vs, ty, tx);
+        float sc[TM][TN], dp[TM][TN];
+        tf_attn2_dots<DM, TM, TN, NY, NX, LD, 2>(sc, qs[s], ks[s], ty, tx);
+        tf_attn2_dots<DM, TM, TN, NY, NX, LD, 2>(dp, dos[s], vs[s], ty, tx);
 #pragma unroll
         for (int ii = 0; ii < TM; ++ii) {
             const int r = ty + NY * ii;
 #pragma unroll
             for (int jj = 0; jj < TN; ++jj) {
-                const float p = expf(fmaf(a.scale, s[ii][jj], bv[ii][jj]) - ls[r]);
-                acc[ii][jj] += p * (dp[ii][jj] - dd[r]); /* as the main kernel's dS */
+                const float p = expf(fmaf(a.scale, sc[ii][jj], bv[ii][jj]) - ls[s][r]);
+                acc[ii][jj] += p * (dp[ii][jj] - dd[s][r]); /* as the main kernel's dS */
             }
         }
+        __syncthreads(); /* this buffer is refilled two steps on */
     }
+#undef DBIAS_FETCH
 
     const long total = (long)a.nb * a.nh * L * L;
 #pragma unroll
@@ -446,7 +498,7 @@ TF_ATTN2_BWDQ(3, 16, 32, 64, 4, 8, TF_ATTN3_MINB_BWD)
 TF_ATTN2_BWDQ(3, 32, 32, 64, 4, 8, TF_ATTN3_MINB_BWD)
 
 #define TF_ATTN2_DBIAS(DM)                                                                   \
-    extern "C" __global__ void __launch_bounds__(DB2_NT)                                    \
+    extern "C" __global__ void __launch_bounds__(DB2_NT, DB2_MINB)                                 \
         attn_bwd_dbias_kernel2_d##DM(tf_attn_args a, int vec, int nchunk, float *part)     \
     {                                                                                      \
         TF_PDL_ENTRY();                                                                    \

@@ -364,17 +364,21 @@ size_t tf_attn4_smem_bytes(int L, int d, int backward);
 /* The forward on kernel5: forced by TF_CUDA_ATTN_KERNEL=5, else by default
  * for head size 32 (the triangle attentions) where it measured faster on the
  * H200 (RESULTS.md entry 11: x1.5-1.6 over kernel3/4 at L 64 and 128 in fp32,
- * x2.1 in tf32; at L <= 32 kernel4 is as fast in fp32). Not at head size 16
- * (MSA attention, with the pair bias): the same speed at L 64, and with its
- * 3xTF32 lse feeding kernel2's FFMA backward, the pair-bias weight gradient
- * (a sum over rows that cancels to ~0) missed the 1e-4 model bound
+ * x2.1 in tf32; at L <= 32 kernel4 is as fast in fp32), and for head size 16
+ * (the MSA attentions, with the pair bias) in tf32 at L > 64 (RESULTS.md
+ * entry 19: the large problem's MSA row attention, tf32 step -2.0%; at L 64
+ * the same speed). Not at head size 16 in fp32: the same speed at L 64, and
+ * with its 3xTF32 lse feeding kernel2's FFMA backward, the pair-bias weight
+ * gradient (a sum over rows that cancels to ~0) missed the 1e-4 model bound
  * (test_cuda_model: 1.1e-4 at B4 N64 S16). */
+#define TF_ATTN5_D16_L 64 /* tf32, head size 16: kernel5 above this L */
 static inline int tf_attn5_use(const tf_backend *be, const tf_attn_args *a)
 {
     if (!tf_attn5_fits(a)) return 0;
     if (be->attn_kernel == 5) return 1;
     if (be->attn_kernel != 0) return 0;
-    return a->d == 32 && (a->L > 32 || (be->tf32 && a->L > 16));
+    return (a->d == 32 && (a->L > 32 || (be->tf32 && a->L > 16))) ||
+           (be->tf32 && a->d == 16 && a->L > TF_ATTN5_D16_L);
 }
 
 /* The backward on kernel5: forced by TF_CUDA_ATTN_KERNEL=5, else by default
