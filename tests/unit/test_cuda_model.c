@@ -1,6 +1,7 @@
 /* The CUDA backend against the CPU backend on the whole model: loss and every
  * parameter gradient, every level, eager and graph-replayed, fp32 and tf32,
- * at an odd shape, at the small problem and at the large problem's N. Skips (passes) without a device.
+ * at an odd shape, at the small problem and at the large problem's N. Skips
+ * (passes) without a device.
  *
  * Tolerance: both compute the same fp32 function with different summation
  * orders (cuBLAS vs OpenBLAS, different reductions): expected ~1e-6 relative
@@ -95,7 +96,8 @@ static void check_shape(int B, int N, int S, int blocks, int md, int pd, int inf
                 printf("  B%d N%d S%d blocks %d: v%d %-5s %s  loss %.2e  all grads %.2e  worst "
                        "tensor %.2e (%s%s) %s\n",
                        B, N, S, blocks, impl, graph ? "graph" : "eager", prec ? "tf32" : "fp32", le,
-                       all, ge, worst, info ? ", printed: see test_n128" : "", ok ? "PASS" : "FAIL");
+                       all, ge, worst, info ? ", printed: see test_n128" : "",
+                       ok ? "PASS" : "FAIL");
                 failures += !ok;
                 free(x.grad);
             }

@@ -404,7 +404,9 @@ __device__ __forceinline__ void attn_bwd2_dbias_body(const tf_attn_args &a, cons
             acc[ii][jj] = 0.f;
         }
 
-#define DBIAS_FETCH(o, s)                                                                        attn_bwd2_dbias_fetch<DM, LD>(a, vec, b, o, h, i0, ni, j0, nj, qs[s], dos[s], ks[s], vs[s],                                   ls[s], dd[s])
+#define DBIAS_FETCH(o, s)                                                                   \
+    attn_bwd2_dbias_fetch<DM, LD>(a, vec, b, o, h, i0, ni, j0, nj, qs[s], dos[s], ks[s], vs[s], \
+                                  ls[s], dd[s])
     if (NS == 2 && o0 < o1) DBIAS_FETCH(o0, 0);
     mma_commit();
     for (int o = o0; o < o1; ++o) { /* in order: the sum over o is deterministic */

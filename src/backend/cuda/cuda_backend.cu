@@ -351,8 +351,8 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
          *     cuda_attn5_fwd.cu, cuda_attn5_bwd.cu: L <= 128, d 16 or 32)
          *     wherever they run, the default elsewhere. By default kernel5 runs
          *     both at d 32, L > 32 (L > 16 in tf32), and in tf32 at d 16, L >
-         *     64, where they measured faster (tf_attn5_use, tf_attn5_bwd_use); TF_CUDA_ATTN_BWD5=0 keeps the
-         *     backward there on kernel4 (A/B);
+         *     64, where they measured faster (tf_attn5_use, tf_attn5_bwd_use);
+         *     TF_CUDA_ATTN_BWD5=0 keeps the backward there on kernel4 (A/B);
          *   TF_CUDA_GEMM_TUNE=1: level-3 GEMMs time cuBLASLt's candidate
          *     algorithms at each key's first call and keep the fastest, instead
          *     of the heuristic's first (see cuda_gemm.cu; off by default: it

@@ -28,6 +28,18 @@ __device__ __forceinline__ long gc_cmajor_at(int s, long r, long rows, long inne
     return ((long)s * (rows / inner) + b) * C * inner + (r - b * inner);
 }
 
+#define GC_KR (GC_TILE / GC_ROWS) /* elements a thread per tile */
+
+/* a full tile's a and g (rows r0 + ty + GC_ROWS k, one column; i0 the first's
+ * index): every load issued before any value is used */
+__device__ __forceinline__ void gc_load_full(float (&av)[GC_KR], float (&gv)[GC_KR], const float *a,
+                                             const float *g, long i0, long ld)
+{
+#pragma unroll
+    for (int k = 0; k < GC_KR; ++k)
+        av[k] = a[i0 + k * GC_ROWS * ld], gv[k] = g[i0 + k * GC_ROWS * ld];
+}
+
 /* grid (ceil(C/64), ceil(rows/64), 2) */
 extern "C" __global__ void __launch_bounds__(GC_TILE *GC_ROWS)
 gate_cmajor_fwd_kernel2(float *lr_t, const float *a, const float *g, long ld, long rows,
@@ -38,19 +50,14 @@ gate_cmajor_fwd_kernel2(float *lr_t, const float *a, const float *g, long ld, lo
     const int s = blockIdx.z, tx = threadIdx.x, ty = threadIdx.y;
     const int c0 = blockIdx.x * GC_TILE;
     const long r0 = (long)blockIdx.y * GC_TILE;
-    constexpr int KR = GC_TILE / GC_ROWS;
     if (r0 + GC_TILE <= rows && c0 + GC_TILE <= C) {
-        /* a full tile: every load issued before the first sigmoid */
-        float av[KR], gv[KR];
-        const float *ap = a + (r0 + ty) * ld + (long)s * C + c0 + tx;
-        const float *gp = g + (r0 + ty) * ld + (long)s * C + c0 + tx;
+        float av[GC_KR], gv[GC_KR];
+        gc_load_full(av, gv, a, g, (r0 + ty) * ld + (long)s * C + c0 + tx, ld);
 #pragma unroll
-        for (int k = 0; k < KR; ++k) av[k] = ap[k * GC_ROWS * ld], gv[k] = gp[k * GC_ROWS * ld];
-#pragma unroll
-        for (int k = 0; k < KR; ++k) tile[ty + GC_ROWS * k][tx] = av[k] * tf_sigmoidf(gv[k]);
+        for (int k = 0; k < GC_KR; ++k) tile[ty + GC_ROWS * k][tx] = av[k] * tf_sigmoidf(gv[k]);
     } else {
 #pragma unroll
-        for (int k = 0; k < KR; ++k) { /* read along c */
+        for (int k = 0; k < GC_KR; ++k) { /* read along c */
             const long r = r0 + ty + GC_ROWS * k;
             const int c = c0 + tx;
             if (r < rows && c < C) {
@@ -78,26 +85,23 @@ gate_cmajor_bwd_kernel2(float *da, float *dg, const float *dlr_t, const float *a
     const int s = blockIdx.z, tx = threadIdx.x, ty = threadIdx.y;
     const int c0 = blockIdx.x * GC_TILE;
     const long r0 = (long)blockIdx.y * GC_TILE;
-    constexpr int KR = GC_TILE / GC_ROWS;
     const bool full = r0 + GC_TILE <= rows && c0 + GC_TILE <= C;
     {
         const long r = r0 + tx;
         const float *in = dlr_t + gc_cmajor_at(s, r, rows, inner, C);
 #pragma unroll
-        for (int k = 0; k < KR; ++k) { /* read along r */
+        for (int k = 0; k < GC_KR; ++k) { /* read along r */
             const int c = c0 + ty + GC_ROWS * k;
             if (full || (r < rows && c < C)) tile[ty + GC_ROWS * k][tx] = in[(long)c * inner];
         }
     }
-    if (full) { /* a and g loaded before the barrier, every load in flight at once */
-        float av[KR], gv[KR];
+    if (full) { /* a and g loaded before the barrier */
+        float av[GC_KR], gv[GC_KR];
         const long i0 = (r0 + ty) * ld + (long)s * C + c0 + tx;
-#pragma unroll
-        for (int k = 0; k < KR; ++k)
-            av[k] = a[i0 + k * GC_ROWS * ld], gv[k] = g[i0 + k * GC_ROWS * ld];
+        gc_load_full(av, gv, a, g, i0, ld);
         __syncthreads();
 #pragma unroll
-        for (int k = 0; k < KR; ++k) {
+        for (int k = 0; k < GC_KR; ++k) {
             const long i = i0 + k * GC_ROWS * ld;
             tf_gate_bwd_one(&da[i], &dg[i], tile[tx][ty + GC_ROWS * k], av[k], gv[k]);
         }
@@ -105,7 +109,7 @@ gate_cmajor_bwd_kernel2(float *da, float *dg, const float *dlr_t, const float *a
     }
     __syncthreads();
 #pragma unroll
-    for (int k = 0; k < KR; ++k) { /* write along c */
+    for (int k = 0; k < GC_KR; ++k) { /* write along c */
         const long r = r0 + ty + GC_ROWS * k;
         const int c = c0 + tx;
         if (r < rows && c < C) {
