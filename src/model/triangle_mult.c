@@ -173,6 +173,13 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     tf_rpop(ex);
 }
 
+/* n floats for a gradient, in `consumed`'s memory (a buffer no later op
+ * reads) unless a weight gradient on the lane (exec.h wgrad_async) may still
+ * be reading it: then fresh memory */
+static float *reuse_unless_lane(tf_exec *ex, float *consumed, size_t n) {
+    return ex->wgrad_async ? tf_alloc_act(ex, n) : consumed;
+}
+
 void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                    const tf_trimul_act *a, float *dz, const float *z_in) {
     const tf_config *c = M->c;
@@ -200,27 +207,24 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     float *du;
     if (a->cmajor) {
         /* dWo += dout^T (u^T)^T = dout^T u-as-stored^T; du [C, rows] = Wo^T dout^T,
-         * into dog's memory (consumed) */
+         * into dog's memory where it may (reuse_unless_lane) */
         tf_gemm_args g = tf_gemm_make(1, 1, C, C, (int)rows, 1.0f, 1.0f, dout, C, 0, a->u_p, rows,
                                       0, tf_G(M, o->tm[which].op), C, 0, 1);
         g.wgrad = ex->wgrad_async;
         tf_gemm(ex, &g, "linear_bwd_weight");
-        /* with the weight-gradient lane Wog's gradient may still read dog */
-        du = ex->wgrad_async ? tf_alloc_act(ex, (size_t)nc) : dog;
+        du = reuse_unless_lane(ex, dog, (size_t)nc); /* Wog's gradient reads dog */
         g = tf_gemm_make(1, 1, C, (int)rows, C, 1.0f, 0.0f, tf_P(M, o->tm[which].op), C, 0, dout,
                          C, 0, du, rows, 0, 1);
         tf_gemm(ex, &g, "linear_bwd_data");
         tf_rpop(ex);
         tf_rpush(ex, "triangle_product");
     } else {
-        /* dog is consumed: reuse its memory (with the weight-gradient lane
-         * Wog's gradient may still read it) */
-        float *du_p = ex->wgrad_async ? tf_alloc_act(ex, (size_t)nc) : dog;
+        float *du_p = reuse_unless_lane(ex, dog, (size_t)nc); /* Wog's gradient reads dog */
         tf_linear_bwd(ex, du_p, tf_G(M, o->tm[which].op), dout, a->u_p, tf_P(M, o->tm[which].op),
                       rows, C, C, 0);
         tf_rpop(ex);
         tf_rpush(ex, "triangle_product");
-        du = ex->wgrad_async ? tf_alloc_act(ex, (size_t)nc) : dout; /* Wo's gradient reads dout */
+        du = reuse_unless_lane(ex, dout, (size_t)nc); /* Wo's gradient reads dout */
         int dims[4] = {B, N, N, C};
         tf_x_permute(ex, du, du_p, 4, dims, to_chan_first, 0);
     }
