@@ -40,7 +40,7 @@ typedef struct {
 } tf_fusion;
 
 typedef struct {
-    /* model (SPEC.md) */
+    /* model (docs/model.md, section 1) */
     int msa_dim, pair_dim, n_blocks, n_heads_msa, n_heads_pair, outer_dim;
     int vocab, pair_input_dim;
     /* problem */
@@ -59,7 +59,7 @@ typedef struct {
     int graph;            /* CUDA: capture the whole step as a graph after warm-up */
 } tf_config;
 
-/* Defaults of SPEC.md (small problem, v-level = fastest). */
+/* Defaults of docs/model.md section 1 (small problem, v-level = fastest). */
 void tf_config_default(tf_config *c);
 /* Fusion flags implied by a level. */
 tf_fusion tf_fusion_for_impl(tf_impl impl);
@@ -67,7 +67,7 @@ tf_fusion tf_fusion_for_impl(tf_impl impl);
  * what is accepted, and returns TF_ERR_USAGE. */
 tf_status tf_config_validate(const tf_config *c, char *err, size_t errlen);
 
-/* Parameter table (SPEC.md order, PyTorch state_dict names). */
+/* Parameter table (docs/model.md section 3 order, PyTorch state_dict names). */
 typedef struct {
     char name[96];
     int ndim;
@@ -134,7 +134,7 @@ size_t tf_trainer_backend_bytes(const tf_trainer *t);
  * optimizer graphs together; 0 before capture or without graphs). */
 size_t tf_trainer_graph_kernels(const tf_trainer *t);
 
-/* ---- synthetic data (SPEC.md "Data") ---- */
+/* ---- synthetic data (docs/model.md, section 8) ---- */
 #define TF_DATASET_SIZE 1000
 /* Sample `index` of the virtual dataset, deterministic in (seed, index). */
 void tf_data_sample(uint64_t seed, long index, int S, int N, int32_t *tokens, float *pair,

@@ -1,6 +1,7 @@
 /* Forward FLOP count of TinyOpenFold (2 FLOPs per multiply-add, matrix
- * products only; elementwise work is a rounding error). SPEC.md gives
- * ~88.8 GFLOP at the small problem; the training step is ~3x forward. */
+ * products only; elementwise work is a rounding error). docs/model.md
+ * (section 10) gives ~88.8 GFLOP at the small problem; the training step is
+ * ~3x forward. */
 #include "tinyfold.h"
 
 double tf_flops_forward(const tf_config *c) {

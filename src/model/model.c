@@ -1,4 +1,4 @@
-/* The whole TinyOpenFold forward and backward (SPEC "Forward pass"):
+/* The whole TinyOpenFold forward and backward (docs/model.md, section 4):
  *   m = msa_embedding[tokens]; z = pair_features pair_embedding^T
  *   per block: MSA row attn, MSA col attn, MSA transition, outer product mean,
  *              triangle mult out/in, triangle attn start/end, pair transition

@@ -2,7 +2,7 @@
  *   a = LN(m) Wouter^T                      [B, S, N, co]
  *   outer[b, (i,p), (j,q)] = (1/S) sum_s a[b,s,i,p] a[b,s,j,q]   one GEMM per b
  *   permute to [B, N, N, co*co] ((p,q) flattened as p*co+q), then Wpair.
- * pair_norm_outer is NOT applied (SPEC).
+ * pair_norm_outer is NOT applied (docs/model.md, section 4.4).
  *
  * Level 3 on the CPU (exec.h opm_weight_first) computes the same function
  * weight-first (the order of the sums changes, nothing else):

@@ -1,5 +1,5 @@
 /* The parameter table: names, shapes and offsets of the 255 tensors of
- * TinyOpenFold in PyTorch state_dict order (SPEC.md "Parameters"). Params,
+ * TinyOpenFold in PyTorch state_dict order (docs/model.md, section 3). Params,
  * grads and both Adam moments use this one layout. */
 #include <stdio.h>
 #include <string.h>

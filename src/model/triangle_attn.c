@@ -1,4 +1,4 @@
-/* Triangle attention (SPEC "TriAttnStart" / "TriAttnEnd"):
+/* Triangle attention (docs/model.md, section 4.6):
  *   xb = block norm(z); y = LN(xb); q,k,v = y W^T (H_z heads)
  *   starting: position (i,j) attends to (i,l) over l;  ending: to (l,j) over l
  *   z_out = z + o Wo^T

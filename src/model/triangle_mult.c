@@ -1,4 +1,4 @@
-/* Triangle multiplicative update (SPEC "TriMulOut" / "TriMulIn"):
+/* Triangle multiplicative update (docs/model.md, section 4.5):
  *   xb = block norm(z); y = LN(xb)
  *   L = (y Wl^T) * sigmoid(y Wlg^T);  R = (y Wr^T) * sigmoid(y Wrg^T)
  *   outgoing: u[b,i,j,c] = sum_k L[b,i,k,c] R[b,j,k,c]

@@ -18,8 +18,9 @@
 #include "prof/compare.h"
 #include "prof/profiler.h"
 
-/* The knobs that define the problem (SPEC.md, and the article's "fix batch
- * size, sequence length, MSA depth, block count, AMP mode and step count"). */
+/* The knobs that define the problem (docs/model.md section 1, and the
+ * article's "fix batch size, sequence length, MSA depth, block count, AMP mode
+ * and step count"). */
 static const char *const knobs[] = {"batch",      "seq_len",      "n_seqs",       "n_blocks",
                                     "msa_dim",    "pair_dim",     "n_heads_msa",  "n_heads_pair",
                                     "outer_dim",  "precision",    "num_steps"};

@@ -1,4 +1,4 @@
-/* Synthetic data (SPEC "Data"), generated on demand: sample `index` of a
+/* Synthetic data (docs/model.md, section 8), generated on demand: sample `index` of a
  * virtual 1000-sample dataset is a pure function of (seed, index), and step t
  * picks B distinct indices as a pure function of (seed, t). No pool is held. */
 #include <stdlib.h>

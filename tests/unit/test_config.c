@@ -1,5 +1,5 @@
 /* tf_config_default, tf_fusion_for_impl and tf_config_validate: the defaults
- * of SPEC.md, every field's bounds on both sides, the rules between fields,
+ * of docs/model.md (section 1), every field's bounds on both sides, the rules between fields,
  * and the one-line messages that name the flag, the value and the range. */
 #include <math.h>
 #include <setjmp.h>

@@ -5,8 +5,8 @@
  * derivative g.v with the central difference (L(p + h v) - L(p - h v)) / 2h
  * along two unit directions: v = g/|g| (catches wrong magnitudes) and a random
  * +-1 direction (catches errors orthogonal to g). Weights are drawn larger than
- * the SPEC's 0.02 init (and LayerNorm gamma/beta away from 1/0) so that every
- * tensor has a gradient well above fp32 noise.
+ * the 0.02 init of docs/model.md section 7 (and LayerNorm gamma/beta away from
+ * 1/0) so that every tensor has a gradient well above fp32 noise.
  *
  * Tolerance: the loss is a mean of 50 fp32 terms of size O(30), so one
  * evaluation carries an absolute rounding error of about

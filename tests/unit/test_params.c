@@ -1,5 +1,5 @@
-/* The parameter table against SPEC.md: count, names, shapes, order, and the
- * FLOP count against the SPEC's figure. */
+/* The parameter table against docs/model.md (section 3): count, names,
+ * shapes, order, and the FLOP count against its section 10. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -63,7 +63,7 @@ static void test_names_shapes_order(void **state) {
     assert_string_equal(t[n - 1].name, "structure_module.distance_pred.weight");
     assert_int_equal(t[n - 1].shape[0], 1);
     assert_int_equal(t[n - 1].shape[1], 128);
-    /* the full order of one block, as SPEC.md lists it */
+    /* the full order of one block, as docs/model.md lists it */
     static const char *blk[] = {
         "msa_row_attention.q_proj.weight", "msa_row_attention.k_proj.weight",
         "msa_row_attention.v_proj.weight", "msa_row_attention.o_proj.weight",
@@ -123,11 +123,11 @@ static void test_flops(void **state) {
     tf_config c;
     tf_config_default(&c);
     double f = tf_flops_forward(&c);
-    assert_true(f > 88.3e9 && f < 89.3e9); /* SPEC: ~88.8 GFLOP */
+    assert_true(f > 88.3e9 && f < 89.3e9); /* docs/model.md: ~88.8 GFLOP */
     c.seq_len = 128;
     c.n_seqs = 32;
     f = tf_flops_forward(&c);
-    assert_true(f > 386e9 && f < 396e9); /* SPEC: ~391 GFLOP */
+    assert_true(f > 386e9 && f < 396e9); /* docs/model.md: ~391 GFLOP */
 }
 
 int main(void) {
