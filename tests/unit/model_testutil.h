@@ -11,7 +11,8 @@
 
 /* Weights larger than the 0.02 init of docs/model.md section 7 (std
  * ~0.5/sqrt(fan_in)) and LayerNorm gamma/beta away from 1/0, so that every
- * tensor matters to the loss and a gradient bug anywhere shows. Returns a malloc'd host buffer. */
+ * tensor matters to the loss and a gradient bug anywhere shows. Returns a
+ * malloc'd host buffer. */
 static inline float *tf_test_weights(const tf_config *c, uint64_t seed) {
     size_t nt = tf_param_count_tensors(c), np = tf_param_count_floats(c);
     tf_param_info *t = calloc(nt, sizeof *t);
