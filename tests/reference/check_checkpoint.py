@@ -46,7 +46,7 @@ def parse_args(argv):
     g.add_argument("--num-blocks", type=int, default=4)
     g.add_argument("--outer-dim", type=int, default=32)
     g.add_argument("--init", choices=["spec", "fixture"], default="fixture",
-                   help="fixture (default): O(1) activations, LayerNorm affine != 1/0; spec: SPEC init")
+                   help="fixture (default): O(1) activations, LayerNorm affine != 1/0; spec: docs/model.md init")
     g.add_argument("--seed", type=int, default=7)
     a = ap.parse_args(argv)
     if not a.checkpoint and not a.save_checkpoint:

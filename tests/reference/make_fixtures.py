@@ -86,7 +86,7 @@ def make_one(fx, lr, command):
         "format": "tinyfold-fixture", "version": "1", "name": fx["name"],
         "seed": str(fx["seed"]), "command": command, "torch_version": torch.__version__,
         "computed_in": "float64 from the stored float32 weights/inputs, rounded once to float32",
-        "init": "tests/reference/reference_run.py:init_fixture (not the SPEC init)",
+        "init": "tests/reference/reference_run.py:init_fixture (not the docs/model.md init)",
         "no_grad": ",".join(no_grad),
     })
     t = dict(batch)
@@ -156,7 +156,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--out-dir", default=os.path.join(REPO, "tests", "fixtures"))
     ap.add_argument("--lr", type=float, default=1e-3,
-                    help="AdamW learning rate of after.* (default 1e-3: updates ~3x the SPEC's)")
+                    help="AdamW learning rate of after.* (default 1e-3: updates ~3x docs/model.md's)")
     a = ap.parse_args()
     script = os.path.relpath(os.path.abspath(sys.argv[0]), REPO)
     command = " ".join(["/usr/bin/python3", script] + sys.argv[1:])
@@ -191,7 +191,7 @@ def readme(files, table, command, lr):
     w("# Reference fixtures (generated: do not edit)")
     w("")
     w("Written by `tests/reference/make_fixtures.py` from the PyTorch reference")
-    w("`tests/reference/tinyopenfold_ref.py` (the model of shared/SPEC.md).")
+    w("`tests/reference/tinyopenfold_ref.py` (the model of docs/model.md).")
     w("")
     w(f"- command (from the repository root): `{command}`")
     w(f"- torch {torch.__version__}, numpy {np.__version__}, Python {sys.version.split()[0]}")
@@ -231,7 +231,7 @@ def readme(files, table, command, lr):
     w("| `loss` | F32 | [1] | MSE loss at `param.*` |")
     w("| `pred` | F32 | [B,N,N,1] | predicted distances 20·σ(z·w) |")
     w("| `losses` | F32 | [adam_steps] | loss before each AdamW step (losses[0] = loss); absent when adam_steps = 0 |")
-    w("| `param.<state_dict name>` | F32 | SPEC shape | initial weights, all 63·blocks+3 tensors in state_dict order |")
+    w("| `param.<state_dict name>` | F32 | docs/model.md shape | initial weights, all 63·blocks+3 tensors in state_dict order |")
     w("| `grad.<name>` | F32 | same | dloss/dparam; every parameter except those listed in metadata `no_grad` |")
     w("| `after.<name>` | F32 | same | parameters after adam_steps AdamW steps on this same batch; absent when adam_steps = 0 |")
     w("")
@@ -241,7 +241,7 @@ def readme(files, table, command, lr):
     w("")
     w(f"AdamW: torch.optim.AdamW(lr={lr!r}, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01),")
     w("zero_grad(set_to_none=True) before each step, the same batch every step. lr is")
-    w("above the SPEC's 3e-4 so that the updates stand further above fp32 rounding of")
+    w("above docs/model.md's 3e-4 so that the updates stand further above fp32 rounding of")
     w("the weights; read it from the metadata.")
     w("")
     w("### How the numbers were computed")
@@ -252,15 +252,15 @@ def readme(files, table, command, lr):
     w("fixture is therefore the exact function of the stored inputs to within one fp32")
     w("rounding (relative 6e-8): a C implementation's error against it is its own.")
     w("")
-    w("### Initialisation (not the SPEC's, on purpose)")
+    w("### Initialisation (not docs/model.md's, on purpose)")
     w("")
-    w("With the SPEC's N(0, 0.02) for every weight, attention logits are ~1e-3 (the")
+    w("With docs/model.md's N(0, 0.02) for every weight, attention logits are ~1e-3 (the")
     w("softmax is uniform to three digits), gate logits ~0.1 (the sigmoid is linear),")
     w("every module adds ~1e-2 to its residual stream and LayerNorm gamma/beta are 1/0:")
     w("a missing 1/sqrt(d), a swapped gate, a gamma/beta mix-up would hide under any")
     w("tolerance. So (reference_run.py `init_fixture`):")
     w("")
-    w("- `msa_embedding`: N(0, 0.02), as the SPEC (the first LayerNorm then sees a variance")
+    w("- `msa_embedding`: N(0, 0.02), as docs/model.md (the first LayerNorm then sees a variance")
     w("  of ~4e-4, where eps = 1e-5 matters at the percent level: a wrong eps shows);")
     w("- every Linear: N(0, gain²/fan_in), gain 1 (pair_embedding, q/k/v, pair_bias_proj,")
     w("  gates, left/right projections, msa_to_outer, linear1), gain 0.5 for the")

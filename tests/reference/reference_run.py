@@ -18,13 +18,13 @@ _OUT_LEAVES = ("o_proj", "linear2", "outer_to_pair", "output_proj", "distance_pr
 
 
 def init_fixture(model, generator):
-    """The fixtures' initialisation (not the SPEC's, on purpose).
+    """The fixtures' initialisation (not docs/model.md's, on purpose).
 
-    With the SPEC's N(0, 0.02) everywhere, attention logits are ~1e-3 (softmax
+    With docs/model.md's N(0, 0.02) everywhere, attention logits are ~1e-3 (softmax
     is uniform to 3 digits), gate logits ~0.1 (sigmoid is linear), and each
     module adds ~1e-2 to the residual streams: bugs in softmax scaling, gating
     or LayerNorm affine terms would hide under the tolerances. So:
-      - embedding: N(0, 0.02) as the SPEC (m starts small; its first LayerNorm
+      - embedding: N(0, 0.02) as docs/model.md (m starts small; its first LayerNorm
         then sees variance ~4e-4, where eps = 1e-5 matters at the 1% level);
       - every Linear: N(0, gain^2 / fan_in), gain 1, or 0.5 for the
         residual-output projections (o_proj, linear2, outer_to_pair,

@@ -3,13 +3,13 @@
     /usr/bin/python3 tests/reference/selftest.py
 
 Checks, each against something independent of the code it tests:
-  1. state_dict names/shapes/order against the SPEC table, and the counts at
+  1. state_dict names/shapes/order against the docs/model.md table, and the counts at
      the defaults (255 tensors, 2,653,760 parameters);
   2. the vectorised forward against a naive loop-by-loop float64 numpy
-     transcription of SPEC.md (written separately, below);
+     transcription of docs/model.md (written separately, below);
   3. autograd gradients against finite differences (torch.autograd.gradcheck,
      float64) for every parameter and the pair features, on a tiny config;
-  4. torch's AdamW against the SPEC's update rule written out by hand,
+  4. torch's AdamW against docs/model.md's update rule written out by hand,
      including that pair_norm_outer (no gradient) is left untouched;
   5. the safetensors reader/writer: round trips and rejection of corrupt files;
   6. check_checkpoint.py / grads.py: save, strict load, ignored extras, rejects;
@@ -76,7 +76,7 @@ def _softmax(s):
 
 
 def naive_forward(P, cfg, tokens, pair):
-    """SPEC.md's forward pass, one scalar/vector at a time (float64 numpy)."""
+    """docs/model.md's forward pass, one scalar/vector at a time (float64 numpy)."""
     B, S, N = tokens.shape
     cm, cz, co = cfg.msa_dim, cfg.pair_dim, cfg.outer_dim
     Hm, Hz = cfg.n_heads_msa, cfg.n_heads_pair
@@ -237,7 +237,7 @@ def test_adamw():
     model = fixture_model(TINY, 21)
     b = batch64(22, 2, 2, 3)
     p0 = {n: p.detach().clone() for n, p in model.named_parameters()}
-    # by hand, from the SPEC's rule
+    # by hand, from docs/model.md's rule
     hand = {n: t.clone() for n, t in p0.items()}
     mom = {n: torch.zeros_like(t) for n, t in p0.items()}
     vel = {n: torch.zeros_like(t) for n, t in p0.items()}
@@ -259,7 +259,7 @@ def test_adamw():
     assert np.allclose(losses.numpy(), hand_losses, rtol=1e-13, atol=0)
     for n in hand:
         d = (after[n] - hand[n]).abs().max().item()
-        assert d <= 1e-12 * lr, f"{n}: AdamW differs from the SPEC rule by {d:.3e}"
+        assert d <= 1e-12 * lr, f"{n}: AdamW differs from the docs/model.md rule by {d:.3e}"
         if ".pair_norm_outer." in n:
             assert torch.equal(after[n], p0[n]), n
         else:

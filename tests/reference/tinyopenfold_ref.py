@@ -1,6 +1,6 @@
-"""PyTorch reference of TinyOpenFold, written from shared/SPEC.md.
+"""PyTorch reference of TinyOpenFold, written from docs/model.md.
 
-The module tree reproduces the SPEC's state_dict exactly (names, shapes,
+The module tree reproduces docs/model.md's state_dict exactly (names, shapes,
 order): tinyfold checkpoints load into it with strict=True and back.
 Attention is written plainly (scores and softmax materialised): this file is
 the ground truth the C code is checked against, not a fast model.
@@ -180,7 +180,7 @@ class TriangleAttention(nn.Module):
 
 
 class EvoformerBlock(nn.Module):
-    # Attribute definition order == state_dict order of SPEC.md.
+    # Attribute definition order == state_dict order of docs/model.md.
     def __init__(self, cfg):
         super().__init__()
         c_m, c_z = cfg.msa_dim, cfg.pair_dim
@@ -196,7 +196,7 @@ class EvoformerBlock(nn.Module):
         self.triangle_attn_starting = TriangleAttention(c_z, cfg.n_heads_pair, ending=False)
         self.triangle_attn_ending = TriangleAttention(c_z, cfg.n_heads_pair, ending=True)
         self.pair_transition = Transition(c_z)
-        self.pair_norm_outer = nn.LayerNorm(c_z, eps=LN_EPS)  # exists, never used (SPEC)
+        self.pair_norm_outer = nn.LayerNorm(c_z, eps=LN_EPS)  # exists, never used (docs/model.md)
         self.pair_norm_tri_out = nn.LayerNorm(c_z, eps=LN_EPS)
         self.pair_norm_tri_in = nn.LayerNorm(c_z, eps=LN_EPS)
         self.pair_norm_attn_start = nn.LayerNorm(c_z, eps=LN_EPS)
@@ -251,7 +251,7 @@ def mse_loss(pred, target):
 
 
 def init_spec(model, generator=None):
-    """SPEC initialisation: Linear and embedding ~ N(0, 0.02); LayerNorm 1 / 0."""
+    """docs/model.md initialisation: Linear and embedding ~ N(0, 0.02); LayerNorm 1 / 0."""
     with torch.no_grad():
         for mod in model.modules():
             if isinstance(mod, (nn.Linear, nn.Embedding)):
@@ -267,7 +267,7 @@ def make_optimizer(model, lr):
 
 
 def expected_state_dict(cfg):
-    """(name, shape) list written out from the SPEC's parameter table, independently
+    """(name, shape) list written out from docs/model.md's parameter table, independently
     of the module tree above."""
     c_m, c_z, c_o = cfg.msa_dim, cfg.pair_dim, cfg.outer_dim
     H_m = cfg.n_heads_msa
@@ -309,12 +309,12 @@ def unused_params(model):
 
 
 def self_check(cfg=None):
-    """Assert the state_dict matches the SPEC; at the defaults also the counts."""
+    """Assert the state_dict matches docs/model.md; at the defaults also the counts."""
     cfg = cfg or Config()
     model = TinyOpenFold(cfg)
     got = [(n, tuple(t.shape)) for n, t in model.state_dict().items()]
     want = expected_state_dict(cfg)
-    assert got == want, "state_dict differs from SPEC:\n" + "\n".join(
+    assert got == want, "state_dict differs from docs/model.md:\n" + "\n".join(
         f"  got {g} want {w}" for g, w in zip(got, want) if g != w)
     n_params = sum(t.numel() for t in model.state_dict().values())
     if cfg == Config():
@@ -339,7 +339,7 @@ def main():
     a = ap.parse_args()
 
     n_t, n_p = self_check()
-    print(f"self-check: defaults have {n_t} tensors, {n_p} parameters (SPEC: "
+    print(f"self-check: defaults have {n_t} tensors, {n_p} parameters (docs/model.md: "
           f"{DEFAULT_PARAM_TENSORS}, {DEFAULT_PARAM_COUNT})")
     cfg = Config(msa_dim=a.msa_dim, pair_dim=a.pair_dim, n_blocks=a.num_blocks)
     self_check(cfg)
