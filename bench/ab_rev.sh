@@ -2,7 +2,7 @@
 # A/B of two source trees side by side: builds `tinyfold` from a base (a git
 # revision, or a directory holding a source tree) and from this tree, then
 # alternates their training runs so that drift hits both alike (the way
-# RESULTS.md entry 12 compared commits). Prints the median step of each side,
+# bench/RESULTS.md compares commits). Prints the median step of each side,
 # the ratio, samples/s, peak memory and graph kernel nodes.
 #   bench/ab_rev.sh BASE [steps] [rounds]
 #   BASE: a revision (git archive of it; needs the .git of this checkout) or a

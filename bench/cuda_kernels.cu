@@ -287,7 +287,7 @@ static void bench_ew(long n)
  * triangle product per (b, channel), the outer product per b. Then the
  * weight gradients ("dW split" rows: dW += dy^T x, few tiles, K = rows) on
  * cuBLASLt, on wgmma with split K capped at 16 added by the last split
- * (TF_CUDA_GEMM=wg TF_CUDA_DW=lt, RESULTS.md entry 13: 1.5-10x slower than
+ * (TF_CUDA_GEMM=wg TF_CUDA_DW=lt, bench/RESULTS.md b1de43c: 1.5-10x slower than
  * cuBLASLt), and with split K one wave wide added by a separate kernel
  * (TF_CUDA_DW=auto, the default: wgmma on full tiles, else mma.sync; and
  * TF_CUDA_DW=mma: mma.sync only), and in tf32 cuBLASLt against the wide
@@ -420,7 +420,7 @@ int main(int argc, char **argv)
     tf_cuda_backend_describe(g_be[3], err, sizeof err);
     printf("# %s\n# median of %d graph launches of %d calls each; GB/s = bytes read + written "
            "once per call\n", err, TIMED, REPS);
-    /* small problem B4 N64 S16, large B4 N128 S32 (the issue's two sizes) */
+    /* small problem B4 N64 S16, large B4 N128 S32 (docs/model.md's two problems) */
     static const struct {
         const char *name;
         int N, S;

@@ -22,7 +22,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 STEPS=${1:-30}
 # Every run and test is killed after this many seconds (exit 124, reported as
-# "timed out"), so a hang costs one run, not the machine's whole session.
+# "timed out"), so a hang costs one run, not the machine's whole time.
 RUN_TIMEOUT=${RUN_TIMEOUT:-300}
 TEST_TIMEOUT=${TEST_TIMEOUT:-900}
 OUT=${GPU_OUT:-$PWD/out/gpu}

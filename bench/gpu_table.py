@@ -42,7 +42,7 @@ def main():
                     # graph runs count their kernel nodes themselves; eager ones
                     # take the (fp32) profile's launches per step, else the graph
                     # run's nodes (a graph captures the eager step's launches
-                    # one for one: 768 = 768 at RESULTS.md entry 6), marked *
+                    # one for one: 768 = 768 in bench/RESULTS.md at 9df359e), marked *
                     n = s.get("graph_kernel_nodes") if mode == "graph" else None
                     mark = ""
                     if not n and prec == "fp32":

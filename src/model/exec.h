@@ -19,27 +19,24 @@ typedef struct {
     int level;      /* 1..3 (v3 uses the fused elementwise kernels) */
     /* v3 outer product mean composed weight-first (outer_product.c): fewer
      * FLOPs and no permute, but many small GEMMs; chosen where it is faster
-     * (the CPU: -160 ms/step; on the H200 it was 3.8 vs 3.1 ms/step slower) */
+     * (the CPU; on the H200 it was slower, bench/RESULTS.md f22cfd2) */
     int opm_weight_first;
     /* v3 CUDA: the outer product mean's backward as one op (ops.h opm_bwd),
-     * and in fp32 the triangle multiplication's projections and gates as one
-     * GEMM (triangle_mult.c). Measured side by side on the H200 (RESULTS.md
-     * entry 12): fp32 faster, 40 launches fewer and 57 / 226 MiB less memory;
-     * tf32 3.8% / 4.6% slower with both (cuBLAS' TF32 GEMMs they replace are
-     * already fast). Since opm_bwd_kernel3 (entry 14) the backward op gains
-     * in tf32 too (+2.3% small, +0.6% large: TF_OPM_BWD_OP=0|1). The CPU's
-     * v3 merges the triangle GEMMs too (its outer product mean is
-     * weight-first). */
+     * and the triangle multiplication's projections and gates as one GEMM
+     * (triangle_mult.c), where each measured faster on the H200
+     * (bench/RESULTS.md 0454bce and 11a923a: the merged GEMM in fp32 only,
+     * cuBLAS' TF32 GEMMs it would replace being fast already). The CPU's v3
+     * merges the triangle GEMMs too (its outer product mean is weight-first).
+     * TF_OPM_BWD_OP=0|1 overrides opm_bwd_op (an A/B knob). */
     int opm_bwd_op, trimul_merged;
     /* v3 CUDA: the outer product in its permuted form as one op (ops.h
      * opm_outer) instead of a GEMM and a permute (TF_OPM_OUTER_OP=0|1) */
     int opm_outer_op;
     /* v3: the triangle product channel-major (triangle_mult.c: no permute of
-     * u; its GEMMs read u transposed), on every backend and precision. CUDA
-     * fp32 kept [B, C, N, N] until the weight gradients moved to the wgmma
-     * wide split (neutral then, RESULTS.md entry 13); since, on the H200:
-     * small 438.8 -> 442.3 samples/s, large 131.1 -> 133.0, 552 -> 536
-     * launches (entry 15). TF_TRIMUL_CMAJOR=0|1 overrides it (an A/B knob). */
+     * u; its GEMMs read u transposed), on every backend and precision
+     * (bench/RESULTS.md cd4f94c: faster and fewer launches on the H200 since
+     * the weight gradients run on the wide split). TF_TRIMUL_CMAJOR=0|1
+     * overrides it (an A/B knob). */
     int trimul_cmajor;
     /* v3: a module's two LayerNorms in a row as one op (model.c tf_ln2_fwd);
      * TF_LAYERNORM2=0|1 overrides the default (an A/B knob) */
