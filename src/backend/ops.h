@@ -8,8 +8,10 @@
  * Conventions (all ops):
  *  - float32, row-major; pointers are backend memory (host memory on the CPU,
  *    device memory on CUDA); counts are element counts unless named bytes.
- *  - Ops are asynchronous on devices: they are ordered on the backend's one
- *    stream; `sync` waits for all of them.
+ *  - Ops are asynchronous on devices: they are ordered on the backend's main
+ *    queue, except the side upload queue and weight-gradient GEMMs issued with
+ *    `wgrad` (their own queues, ordered by the waits below); `sync` waits for
+ *    all of them.
  *  - Outputs come first in argument lists. `dx`-style gradients are assigned
  *    unless the op says "accumulates" (+=). Parameter gradients always
  *    accumulate.

@@ -1,11 +1,11 @@
 /* The TinyOpenFold model: parameter offsets, saved activations, and the
  * forward/backward of every module (one file per module family):
  *   attention.c       the attention core (eager v1 / flash v2,v3)
- *   msa.c             MSA row attention, MSA column attention, MSA transition
+ *   msa.c             MSA row attention, MSA column attention, the MSA stack
  *   outer_product.c   outer product mean
  *   triangle_mult.c   triangle multiplicative update (outgoing / incoming)
  *   triangle_attn.c   triangle attention (starting / ending node)
- *   pair_transition.c pair transition
+ *   transition.c      MSA and pair transitions
  *   model.c           embeddings, blocks, distance head + loss, whole forward/backward
  * Conventions (llm.c style): outputs first, activation gradients assigned except
  * on the residual streams (dm, dz), which accumulate; parameter gradients
