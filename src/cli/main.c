@@ -23,7 +23,15 @@ static int run_options_cmd(int cmd, int argc, char **argv)
     return TF_EXIT_FAIL;
 }
 
+static int dispatch(int argc, char **argv);
+
 int main(int argc, char **argv)
+{
+    tf_cli_ignore_sigpipe();
+    return tf_cli_finish_stdout(dispatch(argc, argv));
+}
+
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) /* plain `tinyfold` trains with the defaults, like the reference */
         return run_options_cmd(TF_CMD_TRAIN, argc, argv);

@@ -28,18 +28,35 @@ static tf_status failf(char *err, size_t errlen, tf_status st, const char *path,
     return st;
 }
 
-/* A strict non-negative decimal (no sign, no spaces, fits a long). */
+/* Step counters stored in a file are at most 2^53: exact in a double (the run
+ * JSON), and far from overflowing a long while a run adds its steps. */
+#define STEP_MAX 9007199254740992LL
+#define STEP_EXPECTED "a non-negative integer up to 9007199254740992"
+
+/* A strict non-negative decimal (no sign, no spaces) up to STEP_MAX. */
 static int parse_step(const char *s, long *v) {
     if (!s || s[0] < '0' || s[0] > '9') return 0;
     errno = 0;
     char *end = NULL;
     long long x = strtoll(s, &end, 10);
-    if (errno || *end != '\0' || x < 0 || x > LONG_MAX) return 0;
+    if (errno || *end != '\0' || x < 0 || x > STEP_MAX || x > LONG_MAX) return 0;
     *v = (long)x;
     return 1;
 }
 
 /* ---- save -------------------------------------------------------------------- */
+
+size_t tf_checkpoint_save_bytes(const tf_config *c) {
+    size_t nt = tf_param_count_tensors(c), nf = tf_param_count_floats(c);
+    return 3 * nf * sizeof(float) + nt * (sizeof(tf_param_info) + 3 * sizeof(tf_st_out)) +
+           2 * nt * NAME_MAX_LEN;
+}
+
+size_t tf_checkpoint_load_bytes(const tf_config *c, int with_optimizer) {
+    size_t nt = tf_param_count_tensors(c), nf = tf_param_count_floats(c);
+    return (with_optimizer ? 3 : 1) * nf * sizeof(float) + nt * sizeof(tf_param_info) +
+           NAME_MAX_LEN;
+}
 
 tf_status tf_checkpoint_save(tf_trainer *t, const char *path, long global_step, char *err,
                              size_t errlen) {
@@ -202,7 +219,7 @@ static tf_status file_config(const tf_st_file *f, tf_config *c, long *gs, int *o
     const char *g = tf_st_meta_get(f, "global_step");
     if ((g || *ours) && !parse_step(g, gs))
         return failf(err, errlen, TF_ERR_USAGE, path,
-                     "metadata 'global_step' is '%s', expected a non-negative integer",
+                     "metadata 'global_step' is '%s', expected " STEP_EXPECTED,
                      g ? g : "(missing)", NULL);
     return TF_OK;
 }
@@ -364,7 +381,7 @@ tf_status tf_checkpoint_load(tf_trainer *t, const char *path, int with_optimizer
         }
         if (!parse_step(as, &adam_step)) {
             st = failf(err, errlen, TF_ERR_USAGE, path,
-                       "metadata 'adam_step' is '%s', expected a non-negative integer", as, NULL);
+                       "metadata 'adam_step' is '%s', expected " STEP_EXPECTED, as, NULL);
             goto done;
         }
     }

@@ -21,6 +21,11 @@
 extern "C" {
 #endif
 
+/* Host memory tf_checkpoint_save / tf_checkpoint_load allocate for c's model
+ * while they run (the parameter copies they stage), for memory planning. */
+size_t tf_checkpoint_save_bytes(const tf_config *c);
+size_t tf_checkpoint_load_bytes(const tf_config *c, int with_optimizer);
+
 /* Atomic: temp file, fsync, rename (the previous file survives any failure). */
 tf_status tf_checkpoint_save(tf_trainer *t, const char *path, long global_step, char *err,
                              size_t errlen);
