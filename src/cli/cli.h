@@ -136,6 +136,13 @@ int tf_cli_parse(tf_cli_opts *o, int cmd, int argc, char **argv);
  * after printing one line. */
 int tf_cli_resolve_backend(tf_config *c, char *note, size_t notelen);
 
+/* ---- threads.c ---- */
+/* OpenBLAS's compile-time thread limit (MAX_THREADS of its config), 0 unknown. */
+int tf_cli_blas_max_threads(void);
+/* Caps *threads at the BLAS limit and the processors available; returns 1
+ * and says so in note ("1024 threads capped at 64, ...") when it lowered it. */
+int tf_cli_cap_threads(int *threads, char *note, size_t n);
+
 /* ---- help.c ---- */
 void tf_cli_help_main(FILE *f);
 void tf_cli_help_cmd(FILE *f, int cmd);

@@ -369,5 +369,10 @@ int tf_cli_resolve_backend(tf_config *c, char *note, size_t notelen)
     }
     if (c->threads == 0)
         c->threads = omp_get_max_threads();
+    char capped[128];
+    if (tf_cli_cap_threads(&c->threads, capped, sizeof capped)) {
+        size_t len = strlen(note);
+        snprintf(note + len, notelen - len, "%s%s", len ? "; " : "", capped);
+    }
     return TF_EXIT_OK;
 }
