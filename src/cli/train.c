@@ -112,7 +112,7 @@ typedef struct {
  * saving checkpoints, the CLI's batch for --data. An accepted run must get
  * through its final save, so these count against the same 90% rule. */
 static int check_host_memory(const run_state_mem *m, const tf_cli_opts *o, const tf_config *c,
-                             size_t trainer_bytes)
+                             size_t trainer_bytes, int planned)
 {
     if (!m->avail)
         return TF_EXIT_OK; /* no /proc/meminfo: nothing to plan against */
@@ -125,10 +125,10 @@ static int check_host_memory(const run_state_mem *m, const tf_cli_opts *o, const
     if (need <= allowed)
         return TF_EXIT_OK;
     double params_gb = (double)tf_param_count_floats(c) * sizeof(float) / 1e9;
-    tf_cli_error("this run needs %.2f GB of host memory (training %.2f GB, of which parameters, "
+    tf_cli_error("this run needs %s%.2f GB of host memory (training %.2f GB, of which parameters, "
                  "gradients and AdamW moments %.2f GB; %s %.2f GB) and a run may use at most 90%% "
                  "of the %.2f GB available: reduce %s",
-                 need / 1e9, trainer_bytes / 1e9, 4 * params_gb,
+                 planned ? "" : "at least ", need / 1e9, trainer_bytes / 1e9, 4 * params_gb,
                  save >= load ? "saving the checkpoint (3 copies of the parameters)"
                               : "loading the checkpoint",
                  (load > save ? load : save) / 1e9, m->avail / 1e9,
@@ -224,14 +224,20 @@ static int setup(run_state *r, const tf_cli_opts *o)
     run_state_mem mem = {.avail = tf_cli_mem_available_bytes()};
     if (r->df)
         mem.batch_bytes = tf_cli_batch_bytes(&r->c);
+    /* First against what the trainer holds at least (parameters, gradients,
+     * two moments), before it allocates; then against what it planned. */
+    int on_host = r->c.backend == TF_BACKEND_CPU;
+    rc = check_host_memory(&mem, o, &r->c,
+                           on_host ? 4 * tf_param_count_floats(&r->c) * sizeof(float) : 0, 0);
+    if (rc != TF_EXIT_OK)
+        return rc;
     s = tf_trainer_create(&r->t, &r->c, err, sizeof err);
     if (s != TF_OK) {
         r->t = NULL;
         tf_cli_error("%s", err);
         return tf_cli_exit_for(s);
     }
-    rc = check_host_memory(&mem, o, &r->c,
-                           r->c.backend == TF_BACKEND_CPU ? tf_trainer_backend_bytes(r->t) : 0);
+    rc = check_host_memory(&mem, o, &r->c, on_host ? tf_trainer_backend_bytes(r->t) : 0, 1);
     if (rc != TF_EXIT_OK)
         return rc;
     if (r->prof)

@@ -76,6 +76,15 @@ else
     fail "FLT_MAX pair features: expected a non-finite loss (exit 1), got $rc: $(cat err)"
 fi
 
+# The memory check counts saving: a model whose parameters alone exceed the
+# machine is refused before anything is allocated, naming the rule, saving
+# and the knobs that size the parameters.
+run train --backend cpu --threads 1 --msa-dim 4096 --pair-dim 64 --num-blocks 64 --num-steps 1 \
+    --quiet --save huge.ck
+[ $? -eq 2 ] && grep -q "90%.*--msa-dim" err && grep -q "saving the checkpoint" err ||
+    fail "memory check with --save: $(cat err)"
+[ ! -e huge.ck ] || fail "memory check: a checkpoint was written"
+
 # compare: trailing data, one line.
 run train "${TINY[@]}" --json a.json || fail "setup a.json"
 cp a.json b.json
