@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/limits.h"
 #include "io/checkpoint_internal.h"
 #include "io/config_json.h"
 #include "io/io_util.h"
@@ -120,6 +121,25 @@ static tf_status infer_config(const tf_st_file *f, tf_config *c, char *err, size
             return tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path, "%s", msg, NULL);
         }
     }
+    /* What the shapes say is held to the ranges a flag is (cli/limits.h). */
+    static const struct {
+        const char *name;
+        int lo, hi;
+    } lim[] = {{"msa_dim", 1, TF_LIM_DIM_MAX},        {"pair_dim", 1, TF_LIM_DIM_MAX},
+               {"n_blocks", 0, TF_LIM_BLOCKS_MAX},    {"n_heads_msa", 1, TF_LIM_HEADS_MAX},
+               {"outer_dim", 1, TF_LIM_OUTER_MAX},    {"n_heads_pair", 1, TF_LIM_HEADS_MAX},
+               {"vocab", TF_LIM_VOCAB_MIN, TF_LIM_VOCAB_MAX},
+               {"pair_input_dim", TF_LIM_PAIR_INPUT, TF_LIM_PAIR_INPUT}};
+    const int got[] = {c->msa_dim,   c->pair_dim,     c->n_blocks, c->n_heads_msa,
+                       c->outer_dim, c->n_heads_pair, c->vocab,    c->pair_input_dim};
+    for (size_t k = 0; k < sizeof lim / sizeof lim[0]; k++)
+        if (got[k] < lim[k].lo || got[k] > lim[k].hi) {
+            char msg[192];
+            snprintf(msg, sizeof msg,
+                     "the model inferred from its tensor shapes has %s=%d, expected %d..%d",
+                     lim[k].name, got[k], lim[k].lo, lim[k].hi);
+            return tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path, "%s", msg, NULL);
+        }
     return TF_OK;
 }
 
