@@ -11,6 +11,9 @@ static int run_options_cmd(int cmd, int argc, char **argv)
     int rc = tf_cli_parse(&o, cmd, argc, argv);
     if (rc != TF_EXIT_OK || o.help)
         return rc;
+    /* A command that runs (and may write files): a closed stdout must not
+     * kill it. help, --version and compare keep the usual SIGPIPE. */
+    tf_cli_ignore_sigpipe();
     if (o.validate_setup) /* the reference's `--validate-setup` */
         cmd = o.cmd = TF_CMD_VALIDATE;
     switch (cmd) {
@@ -27,7 +30,6 @@ static int dispatch(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
-    tf_cli_ignore_sigpipe();
     return tf_cli_finish_stdout(dispatch(argc, argv));
 }
 

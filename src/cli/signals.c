@@ -6,7 +6,8 @@
  * 128 + the signal: the atomic writers rename a complete temporary file over
  * the output, so an output is then either its previous version or complete.
  *
- * SIGPIPE is ignored for every command: a closed stdout must not kill a run
+ * SIGPIPE is ignored by the commands that run (train, profile, grad, bench,
+ * validate; main.c): a closed stdout must not kill a run
  * before it writes its files. Write errors on stdout are reported once, at
  * exit (tf_cli_finish_stdout). */
 #define _POSIX_C_SOURCE 200809L
@@ -17,11 +18,13 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_TRACKED 8
 
 static volatile sig_atomic_t g_signal;
+static struct timespec g_first; /* when the first signal came */
 /* Written before the handlers are installed, read only by the handler. */
 static char g_tmp[MAX_TRACKED][PATH_MAX + 32];
 static int g_ntmp;
@@ -32,13 +35,27 @@ static void put(const char *s)
     (void)r;
 }
 
+/* One signal can arrive twice at once: `timeout` and shells forward it to
+ * the process and to its whole process group. A repeat within this window is
+ * that echo, not a second request. */
+#define REPEAT_WINDOW_NS 250000000L
+
 static void on_signal(int sig)
 {
+    int saved = errno;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now); /* async-signal-safe */
     if (!g_signal) {
+        g_first = now;
         g_signal = sig;
+        errno = saved;
         return;
     }
-    int saved = errno;
+    long ns = (long)(now.tv_sec - g_first.tv_sec) * 1000000000L + (now.tv_nsec - g_first.tv_nsec);
+    if (ns < REPEAT_WINDOW_NS) {
+        errno = saved;
+        return;
+    }
     for (int i = 0; i < g_ntmp; i++)
         unlink(g_tmp[i]);
     put(sig == SIGINT ? "tinyfold: interrupted (SIGINT) again: exiting now; outputs not yet "

@@ -24,7 +24,7 @@ for sig in INT TERM; do
     rm -f ck j ck.started
     # --save-every 1 makes a checkpoint after each step: its presence says
     # training is under way.
-    timeout 300 "$BIN" "${RUN[@]}" --save ck --save-every 1 --json j >out 2>err </dev/null &
+    timeout --foreground 300 "$BIN" "${RUN[@]}" --save ck --save-every 1 --json j >out 2>err </dev/null &
     pid=$!
     for _ in $(seq 1 600); do [ -s ck ] && break; sleep 0.1; done
     [ -s ck ] || fail "SIG$sig: no step completed within 60 s"
@@ -46,13 +46,17 @@ for sig in INT TERM; do
     [ "$first" = "$done_steps" ] || fail "SIG$sig: resumed at step $first, expected $done_steps"
 done
 
-# A second signal: exit at once (128 + signal), temporary files removed.
+# A second signal: exit at once (128 + signal), temporary files removed. The
+# steps are made long so that the second one lands inside a step.
+RUN=(train --batch-size 4 --seq-len 64 --num-seqs 16 --num-blocks 2 --backend cpu --threads 1
+     --quiet --warmup-steps 1 --num-steps 100000)
 rm -f ck j
-timeout 300 "$BIN" "${RUN[@]}" --save ck --save-every 1 --json j >out 2>err </dev/null &
+timeout --foreground 300 "$BIN" "${RUN[@]}" --save ck --save-every 1 --json j >out 2>err </dev/null &
 pid=$!
 for _ in $(seq 1 600); do [ -s ck ] && break; sleep 0.1; done
 kill -INT $pid
-kill -INT $pid
+sleep 0.5 # a repeat within 250 ms is taken as the same signal forwarded twice
+kill -INT $pid 2>/dev/null || fail "second SIGINT: the run had already stopped (steps too short)"
 wait $pid
 rc=$?
 [ $rc -eq 130 ] || fail "second SIGINT: exit $rc, expected 130 (stderr: $(cat err))"
