@@ -5,7 +5,8 @@
 #   make test    deps + build + every test (ctest)
 #   make asan    a second build in build-asan/ with ASan+UBSan, unit tests
 #   make bench   the CPU benchmark (bench/cpu.sh)
-#   make fuzz    the safetensors loader's libFuzzer target for FUZZ_SECONDS (60)
+#   make fuzz    the readers' libFuzzer targets (safetensors, data file, checkpoint
+#                metadata, compare's JSON), FUZZ_SECONDS (120) shared among them
 #   make clean   remove both build directories
 #
 # With CI=true warnings are errors (-DTF_WERROR=ON). Extra CMake options go in
@@ -15,7 +16,7 @@ SHELL := /bin/bash
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-FUZZ_SECONDS ?= 60
+FUZZ_SECONDS ?= 120
 EXTRA_PKGS ?=
 PKGS := cmake build-essential pkg-config libopenblas-openmp-dev libcjson-dev libcmocka-dev
 
@@ -70,10 +71,11 @@ asan: deps
 bench: build
 	TINYFOLD=$(BUILD)/tinyfold bench/cpu.sh
 
-# The safetensors loader's fuzz target (libFuzzer via clang), bounded in time.
+# The readers' fuzz targets (libFuzzer via clang), bounded in time: the four
+# share FUZZ_SECONDS.
 fuzz:
 	$(MAKE) deps EXTRA_PKGS="clang-14 libclang-rt-14-dev python3"
-	bash tests/fuzz/run.sh $(FUZZ_SECONDS)
+	bash tests/fuzz/run.sh $$(( $(FUZZ_SECONDS) / 4 ))
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

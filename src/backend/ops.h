@@ -259,10 +259,10 @@ typedef struct tf_ops {
      * pass that writes outer_p once. ---- */
     void (*opm_outer)(tf_backend *be, float *outer_p, const float *a, int B, int S, int N, int co);
 
-    /* ---- embedding: out[t, :] = table[tok[t], :]; bwd: dtable[v,:] += sum over t with tok[t]==v
-     * (deterministic) ---- */
+    /* ---- embedding: out[t, :] = table[tok[t], :] (zeros for a token outside [0, vocab));
+     * bwd: dtable[v,:] += sum over t with tok[t]==v (deterministic) ---- */
     void (*embed_fwd)(tf_backend *be, float *out, const float *table, const int32_t *tok,
-                      long n, int C);
+                      long n, int C, int vocab);
     void (*embed_bwd)(tf_backend *be, float *dtable, const float *dout, const int32_t *tok,
                       long n, int C, int vocab);
 

@@ -136,6 +136,13 @@ int tf_cli_parse(tf_cli_opts *o, int cmd, int argc, char **argv);
  * after printing one line. */
 int tf_cli_resolve_backend(tf_config *c, char *note, size_t notelen);
 
+/* ---- threads.c ---- */
+/* OpenBLAS's compile-time thread limit (MAX_THREADS of its config), 0 unknown. */
+int tf_cli_blas_max_threads(void);
+/* Caps *threads at the BLAS limit and the processors available; returns 1
+ * and says so in note ("1024 threads capped at 64, ...") when it lowered it. */
+int tf_cli_cap_threads(int *threads, char *note, size_t n);
+
 /* ---- help.c ---- */
 void tf_cli_help_main(FILE *f);
 void tf_cli_help_cmd(FILE *f, int cmd);
@@ -166,11 +173,35 @@ const char *tf_cli_backend_str(tf_backend_kind b); /* "cpu" */
 int tf_cli_exit_for(tf_status s);
 /* Checks the directory of path exists and is writable (before a long run). */
 int tf_cli_check_writable(const char *flag, const char *path);
+/* MemAvailable of /proc/meminfo in bytes, 0 when unknown. */
+size_t tf_cli_mem_available_bytes(void);
+/* What tf_cli_batch_alloc allocates for c. */
+size_t tf_cli_batch_bytes(const tf_config *c);
 /* Host batch buffers for c's problem (1 ok, 0 out of memory; free either way). */
 int tf_cli_batch_alloc(tf_batch *b, const tf_config *c);
 void tf_cli_batch_free(tf_batch *b);
 /* Writes a JSON document atomically (tmp file, fsync, rename). */
 int tf_cli_write_json(const char *path, const struct cJSON *j, char *err, size_t errlen);
+
+/* ---- outputs.c ---- */
+/* Every file o will write: creatable (temporary name included), absent or a
+ * regular file, not an input and not another output. Returns TF_EXIT_OK or
+ * TF_EXIT_USAGE after printing one line. */
+int tf_cli_check_outputs(const tf_cli_opts *o);
+
+/* ---- signals.c ---- */
+/* SIGINT/SIGTERM: the first sets the flag tf_cli_stop_signal returns; the
+ * second removes the tracked temporary files and exits 128 + signal. */
+void tf_cli_signals_install(void);
+/* Tracks "<path>.tmp.<pid>" (the atomic writers' temporary name) for removal
+ * on the second signal. Call before tf_cli_signals_install. */
+void tf_cli_signals_track(const char *path);
+int tf_cli_stop_signal(void); /* 0, or SIGINT / SIGTERM */
+const char *tf_cli_signal_name(int sig);
+void tf_cli_ignore_sigpipe(void);
+/* At exit: a write error on stdout is reported on stderr and makes a zero rc
+ * non-zero. Returns the exit status. */
+int tf_cli_finish_stdout(int rc);
 
 /* ---- train.c: train and profile ---- */
 int tf_cli_train(tf_cli_opts *o);

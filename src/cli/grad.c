@@ -7,11 +7,14 @@
 #include "io/datafile.h"
 #include "io/gradfile.h"
 
+#include <signal.h>
 #include <stdlib.h>
 
 int tf_cli_grad(tf_cli_opts *o)
 {
-    char err[512], note[384];
+    char err[2 * 4096 + 512], note[384];
+    tf_cli_signals_track(o->out_path);
+    tf_cli_signals_install();
     tf_config c;
     long gs = 0;
     tf_status s = tf_checkpoint_peek_config(o->load_path, &c, &gs, err, sizeof err);
@@ -90,6 +93,14 @@ int tf_cli_grad(tf_cli_opts *o)
         else
             tf_cli_error("grad: forward/backward failed (status %d)", (int)s);
         rc = TF_EXIT_FAIL;
+        goto done;
+    }
+    if (tf_cli_stop_signal()) {
+        /* one step, nothing to keep: --out is left as it was */
+        tf_cli_error("%s by %s before --out was written",
+                     tf_cli_stop_signal() == SIGINT ? "interrupted" : "terminated",
+                     tf_cli_signal_name(tf_cli_stop_signal()));
+        rc = 128 + tf_cli_stop_signal();
         goto done;
     }
     s = tf_gradfile_save(o->out_path, t, loss, pred, npred, err, sizeof err);

@@ -11,6 +11,9 @@ static int run_options_cmd(int cmd, int argc, char **argv)
     int rc = tf_cli_parse(&o, cmd, argc, argv);
     if (rc != TF_EXIT_OK || o.help)
         return rc;
+    /* A command that runs (and may write files): a closed stdout must not
+     * kill it. help, --version and compare keep the usual SIGPIPE. */
+    tf_cli_ignore_sigpipe();
     if (o.validate_setup) /* the reference's `--validate-setup` */
         cmd = o.cmd = TF_CMD_VALIDATE;
     switch (cmd) {
@@ -23,7 +26,14 @@ static int run_options_cmd(int cmd, int argc, char **argv)
     return TF_EXIT_FAIL;
 }
 
+static int dispatch(int argc, char **argv);
+
 int main(int argc, char **argv)
+{
+    return tf_cli_finish_stdout(dispatch(argc, argv));
+}
+
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) /* plain `tinyfold` trains with the defaults, like the reference */
         return run_options_cmd(TF_CMD_TRAIN, argc, argv);

@@ -334,13 +334,7 @@ int tf_cli_parse(tf_cli_opts *o, int cmd, int argc, char **argv)
         tf_cli_error("--save-every: not accepted without --save FILE");
         return TF_EXIT_USAGE;
     }
-    if (o->json_path && tf_cli_check_writable("--json", o->json_path) != TF_EXIT_OK)
-        return TF_EXIT_USAGE;
-    if (o->save_path && tf_cli_check_writable("--save", o->save_path) != TF_EXIT_OK)
-        return TF_EXIT_USAGE;
-    if (cmd == TF_CMD_GRAD && tf_cli_check_writable("--out", o->out_path) != TF_EXIT_OK)
-        return TF_EXIT_USAGE;
-    return TF_EXIT_OK;
+    return tf_cli_check_outputs(o);
 }
 
 int tf_cli_resolve_backend(tf_config *c, char *note, size_t notelen)
@@ -375,5 +369,10 @@ int tf_cli_resolve_backend(tf_config *c, char *note, size_t notelen)
     }
     if (c->threads == 0)
         c->threads = omp_get_max_threads();
+    char capped[128];
+    if (tf_cli_cap_threads(&c->threads, capped, sizeof capped)) {
+        size_t len = strlen(note);
+        snprintf(note + len, notelen - len, "%s%s", len ? "; " : "", capped);
+    }
     return TF_EXIT_OK;
 }

@@ -3,6 +3,7 @@
  * timed steps only (warm-up and --counters replay steps excluded). */
 #include "cli.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,6 +35,10 @@ void tf_cli_summarize(tf_cli_summary *s, const tf_cli_steprec *r, int n, int bat
         s->backward_ms *= k;
         s->optimizer_ms *= k;
         s->mean_loss *= k;
+    } else {
+        /* no timed step (a run that failed or stopped in warm-up): no loss to
+         * report, written as null rather than a made-up 0 */
+        s->mean_loss = s->final_loss = NAN;
     }
     s->total_samples = (long)s->n_timed * batch;
     s->gflops = s->step_ms > 0 ? flops_step / (s->step_ms * 1e-3) * 1e-9 : 0.0;

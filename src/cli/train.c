@@ -8,6 +8,7 @@
 
 #include <cJSON.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -101,9 +102,48 @@ static int adopt_datafile(tf_config *c, const tf_datafile *d, const char *path, 
     return TF_EXIT_OK;
 }
 
+typedef struct {
+    size_t avail;       /* MemAvailable before the trainer (0: unknown) */
+    size_t batch_bytes; /* the CLI's own batch (--data) */
+} run_state_mem;
+
+/* The host memory the run holds beyond the trainer's own plan (which the
+ * trainer checks itself): staging copies of the parameters for loading and
+ * saving checkpoints, the CLI's batch for --data. An accepted run must get
+ * through its final save, so these count against the same 90% rule. */
+static int check_host_memory(const run_state_mem *m, const tf_cli_opts *o, const tf_config *c,
+                             size_t trainer_bytes, int planned)
+{
+    if (!m->avail)
+        return TF_EXIT_OK; /* no /proc/meminfo: nothing to plan against */
+    size_t load = o->resume_path ? tf_checkpoint_load_bytes(c, 1)
+                  : o->load_path ? tf_checkpoint_load_bytes(c, 0)
+                                 : 0;
+    size_t save = o->save_path ? tf_checkpoint_save_bytes(c) : 0;
+    size_t extra = (load > save ? load : save) + m->batch_bytes;
+    size_t need = trainer_bytes + extra, allowed = m->avail / 10 * 9;
+    if (need <= allowed)
+        return TF_EXIT_OK;
+    double params_gb = (double)tf_param_count_floats(c) * sizeof(float) / 1e9;
+    tf_cli_error("this run needs %s%.2f GB of host memory (training %.2f GB, of which parameters, "
+                 "gradients and AdamW moments %.2f GB; %s %.2f GB) and a run may use at most 90%% "
+                 "of the %.2f GB available: reduce %s",
+                 planned ? "" : "at least ", need / 1e9, trainer_bytes / 1e9, 4 * params_gb,
+                 save >= load ? "saving the checkpoint (3 copies of the parameters)"
+                              : "loading the checkpoint",
+                 (load > save ? load : save) / 1e9, m->avail / 1e9,
+                 /* the parameters dominate: the model's width and depth matter */
+                 7 * params_gb * 1e9 > (double)need / 2
+                     ? "--msa-dim, --pair-dim or --num-blocks (the parameters grow with "
+                       "msa_dim^2 and pair_dim^2 per block)"
+                     : "--batch-size, --seq-len or --num-seqs (the activations), or "
+                       "--num-blocks");
+    return TF_EXIT_USAGE;
+}
+
 static int save_checkpoint(tf_trainer *t, const char *path, long global_step)
 {
-    char err[512];
+    char err[2 * 4096 + 512];
     tf_status s = tf_checkpoint_save(t, path, global_step, err, sizeof err);
     if (s != TF_OK) {
         tf_cli_error("--save: %s", err);
@@ -181,12 +221,25 @@ static int setup(run_state *r, const tf_cli_opts *o)
             return TF_EXIT_USAGE;
         }
     }
+    run_state_mem mem = {.avail = tf_cli_mem_available_bytes()};
+    if (r->df)
+        mem.batch_bytes = tf_cli_batch_bytes(&r->c);
+    /* First against what the trainer holds at least (parameters, gradients,
+     * two moments), before it allocates; then against what it planned. */
+    int on_host = r->c.backend == TF_BACKEND_CPU;
+    rc = check_host_memory(&mem, o, &r->c,
+                           on_host ? 4 * tf_param_count_floats(&r->c) * sizeof(float) : 0, 0);
+    if (rc != TF_EXIT_OK)
+        return rc;
     s = tf_trainer_create(&r->t, &r->c, err, sizeof err);
     if (s != TF_OK) {
         r->t = NULL;
         tf_cli_error("%s", err);
         return tf_cli_exit_for(s);
     }
+    rc = check_host_memory(&mem, o, &r->c, on_host ? tf_trainer_backend_bytes(r->t) : 0, 1);
+    if (rc != TF_EXIT_OK)
+        return rc;
     if (r->prof)
         tf_trainer_set_prof(r->t, r->prof);
     if (ck) {
@@ -240,10 +293,29 @@ static void describe_run(const run_state *r, const tf_cli_opts *o, char *backend
                  TF_DATASET_SIZE);
 }
 
+/* The temporary names of every file the run writes, removed on a second
+ * signal; then the handlers. */
+static void watch_signals(const tf_cli_opts *o)
+{
+    tf_cli_signals_track(o->save_path);
+    tf_cli_signals_track(o->json_path);
+    if (o->cmd == TF_CMD_PROFILE && o->out_path) {
+        static const char *const files[] = {"kernel_stats.csv", "kernel_trace.csv",
+                                            "summary.json", "trace.json"};
+        for (int i = 0; i < 4; i++) {
+            char p[4200];
+            snprintf(p, sizeof p, "%s/%s", o->out_path, files[i]);
+            tf_cli_signals_track(p);
+        }
+    }
+    tf_cli_signals_install();
+}
+
 int tf_cli_train(tf_cli_opts *o)
 {
     run_state r;
     memset(&r, 0, sizeof r);
+    watch_signals(o);
     int rc = setup(&r, o);
     if (rc != TF_EXIT_OK) {
         teardown(&r);
@@ -264,8 +336,8 @@ int tf_cli_train(tf_cli_opts *o)
 
     int W = c->warmup_steps, N = c->num_steps, n = 0;
     double timed_ms = 0;
-    int failed = 0;
-    for (int i = 0; i < W + N; i++) {
+    int failed = 0, stop = 0;
+    for (int i = 0; i < W + N && !(stop = tf_cli_stop_signal()); i++) {
         long g = r.start + i;
         int warm = i < W;
         int k = warm ? i + 1 : i - W + 1; /* 1-based within warm-up or timed steps */
@@ -300,7 +372,16 @@ int tf_cli_train(tf_cli_opts *o)
         if (s != TF_OK) {
             if (live)
                 tf_cli_progress_clear();
-            if (s == TF_ERR_NONFINITE || !isfinite(st.loss))
+            /* Before the run's first update the weights (initial or loaded) and
+             * the data made the loss, not the learning rate. */
+            if ((s == TF_ERR_NONFINITE || !isfinite(st.loss)) && i == 0)
+                tf_cli_error("loss is not finite at the run's first step, before any update "
+                             "(global step %ld, loss %g): the %s or the data cause it, not the "
+                             "learning rate",
+                             g, (double)st.loss,
+                             o->resume_path || o->load_path ? "checkpoint's weights"
+                                                            : "initial weights");
+            else if (s == TF_ERR_NONFINITE || !isfinite(st.loss))
                 tf_cli_error("loss is not finite at %s step %d/%d (global step %ld, loss %g); "
                              "try a lower --learning-rate",
                              warm ? "warm-up" : "timed", k, warm ? W : N, g, (double)st.loss);
@@ -337,7 +418,7 @@ int tf_cli_train(tf_cli_opts *o)
     sum.arena_bytes = tf_trainer_arena_bytes(r.t);
     sum.rss_bytes = tf_cli_peak_rss_bytes();
     sum.graph_kernels = tf_trainer_graph_kernels(r.t);
-    if (!failed) {
+    if (!failed && !stop) {
         if (verbose)
             fprintf(out, "%s\n", "==============================================================="
                                  "=================");
@@ -345,16 +426,36 @@ int tf_cli_train(tf_cli_opts *o)
         fflush(out);
     }
 
-    if (!failed && o->save_path)
+    /* Interrupted: the last completed step left the trainer consistent, so
+     * the checkpoint is that step's. */
+    int wrote_save = 0, wrote_json = 0;
+    if (!failed && o->save_path) {
         failed = save_checkpoint(r.t, o->save_path, r.start + n);
-    char err[512];
+        wrote_save = !failed;
+    }
+    char err[2 * 4096 + 512];
     cJSON *run = tf_cli_run_json(o->cmd == TF_CMD_PROFILE ? "profile" : "train", c,
                                  tf_param_count_floats(c), &sum, r.recs, n);
+    cJSON_AddStringToObject(run, "status", failed ? "failed" : stop ? "interrupted" : "completed");
+    cJSON_AddNumberToObject(run, "steps_completed", n);
     /* A failed run still leaves its steps in --json: that is what one debugs from. */
-    if (o->json_path && tf_cli_write_json(o->json_path, run, err, sizeof err) != 0) {
-        tf_cli_error("--json: %s", err);
-        if (!failed)
-            failed = TF_EXIT_FAIL;
+    if (o->json_path) {
+        if (tf_cli_write_json(o->json_path, run, err, sizeof err) != 0) {
+            tf_cli_error("--json: %s", err);
+            if (!failed)
+                failed = TF_EXIT_FAIL;
+        } else {
+            wrote_json = 1;
+        }
+    }
+    if (stop && !failed) {
+        tf_cli_error("%s by %s after %d of %d steps (global step %ld)%s%s%s",
+                     stop == SIGINT ? "interrupted" : "terminated", tf_cli_signal_name(stop), n,
+                     W + N, r.start + n, wrote_save || wrote_json ? "; wrote " : "",
+                     wrote_save ? "--save" : "", wrote_save && wrote_json ? " and --json"
+                                                 : wrote_json            ? "--json"
+                                                                         : "");
+        failed = 128 + stop;
     }
     if (!failed && r.prof) {
         if (tf_prof_finish(r.prof, run, out, err, sizeof err) != 0) {

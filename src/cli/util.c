@@ -2,6 +2,7 @@
  * parsers, formatting, clocks, atomic JSON writes. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "io/io_util.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -18,7 +19,7 @@
 
 void tf_cli_error(const char *fmt, ...)
 {
-    char msg[1024];
+    char msg[3 * 4096]; /* room for two full paths and the reason */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -255,7 +256,8 @@ int tf_cli_write_json(const char *path, const cJSON *j, char *err, size_t errlen
         return -1;
     }
     snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    tf_io_remove_stale_tmp(path); /* left by a killed run */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     int rc = -1;
     if (fd < 0) {
         snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
@@ -288,6 +290,26 @@ int tf_cli_write_json(const char *path, const cJSON *j, char *err, size_t errlen
     free(tmp);
     cJSON_free(text);
     return rc;
+}
+
+size_t tf_cli_mem_available_bytes(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    size_t kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb * 1024;
+}
+
+size_t tf_cli_batch_bytes(const tf_config *c)
+{
+    size_t B = (size_t)c->batch, S = (size_t)c->n_seqs, N = (size_t)c->seq_len;
+    return B * S * N * sizeof(int32_t) + B * N * N * ((size_t)c->pair_input_dim + 1) * sizeof(float);
 }
 
 int tf_cli_batch_alloc(tf_batch *b, const tf_config *c)

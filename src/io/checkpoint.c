@@ -9,43 +9,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/checkpoint_internal.h"
 #include "io/config_json.h"
 #include "io/io_util.h"
 #include "io/safetensors.h"
 
-#define CKPT_FORMAT "tinyfold-checkpoint"
-#define CKPT_VERSION "1"
-#define OPT_M "optimizer.exp_avg."
-#define OPT_V "optimizer.exp_avg_sq."
-#define NAME_MAX_LEN (sizeof(((tf_param_info *)0)->name) + 32)
-
-static tf_status failf(char *err, size_t errlen, tf_status st, const char *path, const char *fmt,
-                       const char *a, const char *b) {
-    char msg[512], pa[320], pb[128]; /* a, b may come from the file: keep one printable line */
-    snprintf(msg, sizeof msg, fmt, tf_io_printable(pa, sizeof pa, a ? a : ""),
-             tf_io_printable(pb, sizeof pb, b ? b : ""));
-    if (errlen) snprintf(err, errlen, "%s: %s", path, msg);
-    return st;
-}
-
-/* A strict non-negative decimal (no sign, no spaces, fits a long). */
-static int parse_step(const char *s, long *v) {
-    if (!s || s[0] < '0' || s[0] > '9') return 0;
-    errno = 0;
-    char *end = NULL;
-    long long x = strtoll(s, &end, 10);
-    if (errno || *end != '\0' || x < 0 || x > LONG_MAX) return 0;
-    *v = (long)x;
-    return 1;
-}
-
 /* ---- save -------------------------------------------------------------------- */
+
+size_t tf_checkpoint_save_bytes(const tf_config *c) {
+    size_t nt = tf_param_count_tensors(c), nf = tf_param_count_floats(c);
+    return 3 * nf * sizeof(float) + nt * (sizeof(tf_param_info) + 3 * sizeof(tf_st_out)) +
+           2 * nt * NAME_MAX_LEN;
+}
+
+size_t tf_checkpoint_load_bytes(const tf_config *c, int with_optimizer) {
+    size_t nt = tf_param_count_tensors(c), nf = tf_param_count_floats(c);
+    return (with_optimizer ? 3 : 1) * nf * sizeof(float) + nt * sizeof(tf_param_info) +
+           NAME_MAX_LEN;
+}
 
 tf_status tf_checkpoint_save(tf_trainer *t, const char *path, long global_step, char *err,
                              size_t errlen) {
     const tf_config *c = tf_trainer_config(t);
     if (global_step < 0)
-        return failf(err, errlen, TF_ERR_INTERNAL, path, "negative global step", NULL, NULL);
+        return tf_ckpt_failf(err, errlen, TF_ERR_INTERNAL, path, "negative global step", NULL, NULL);
     size_t nt = tf_param_count_tensors(c), nf = tf_param_count_floats(c);
     tf_param_info *tab = malloc(nt * sizeof *tab);
     float *buf = malloc(3 * nf * sizeof *buf);
@@ -54,7 +41,7 @@ tf_status tf_checkpoint_save(tf_trainer *t, const char *path, long global_step, 
     char *cfg = tf_io_config_to_json_string(c);
     tf_status st = TF_OK;
     if (!tab || !buf || !out || !names || !cfg) {
-        st = failf(err, errlen, TF_ERR_NOMEM, path, "out of memory", NULL, NULL);
+        st = tf_ckpt_failf(err, errlen, TF_ERR_NOMEM, path, "out of memory", NULL, NULL);
         goto done;
     }
     tf_param_table(c, tab);
@@ -96,130 +83,6 @@ done:
     return st;
 }
 
-/* ---- the config a file describes --------------------------------------------- */
-
-static tf_status check_format(const tf_st_file *f, int *ours, char *err, size_t errlen) {
-    const char *path = tf_st_label(f);
-    const char *fmt = tf_st_meta_get(f, "format");
-    *ours = fmt && strcmp(fmt, CKPT_FORMAT) == 0;
-    if (fmt && strcmp(fmt, "tinyfold-grads") == 0)
-        return failf(err, errlen, TF_ERR_USAGE, path, "is a gradient file, not a checkpoint", NULL,
-                     NULL);
-    if (*ours) {
-        const char *ver = tf_st_meta_get(f, "version");
-        if (!ver || strcmp(ver, CKPT_VERSION) != 0)
-            return failf(
-                err, errlen, TF_ERR_USAGE, path,
-                "unsupported checkpoint version '%s' (this build reads version " CKPT_VERSION ")",
-                ver ? ver : "(missing)", NULL);
-        if (!tf_st_meta_get(f, "tinyfold_config"))
-            return failf(err, errlen, TF_ERR_USAGE, path, "metadata 'tinyfold_config' is missing",
-                         NULL, NULL);
-    }
-    return TF_OK;
-}
-
-static int dim_of(const tf_st_tensor *t, int d, int *v) {
-    if (!t || d >= t->ndim || t->shape[d] > INT_MAX) return 0;
-    *v = (int)t->shape[d];
-    return 1;
-}
-
-/* A foreign (PyTorch) state_dict: the model shape from the tensor shapes. */
-static tf_status infer_config(const tf_st_file *f, tf_config *c, char *err, size_t errlen) {
-    const char *path = tf_st_label(f);
-    tf_config_default(c);
-    const tf_st_tensor *e = tf_st_find(f, "msa_embedding.weight");
-    const tf_st_tensor *pe = tf_st_find(f, "pair_embedding.weight");
-    if (!e || e->ndim != 2 || !dim_of(e, 0, &c->vocab) || !dim_of(e, 1, &c->msa_dim))
-        return failf(err, errlen, TF_ERR_USAGE, path,
-                     "no tinyfold metadata and no 2-D tensor 'msa_embedding.weight' to infer the "
-                     "model from",
-                     NULL, NULL);
-    if (!pe || pe->ndim != 2 || !dim_of(pe, 0, &c->pair_dim) || !dim_of(pe, 1, &c->pair_input_dim))
-        return failf(err, errlen, TF_ERR_USAGE, path,
-                     "no tinyfold metadata and no 2-D tensor 'pair_embedding.weight' to infer the "
-                     "model from",
-                     NULL, NULL);
-    char nm[128];
-    int nb = 0;
-    for (;; nb++) {
-        snprintf(nm, sizeof nm, "evoformer_blocks.%d.msa_row_attention.q_proj.weight", nb);
-        if (!tf_st_find(f, nm) || nb == INT_MAX - 1) break;
-    }
-    c->n_blocks = nb;
-    if (nb > 0) {
-        const tf_st_tensor *o =
-            tf_st_find(f, "evoformer_blocks.0.outer_product_mean.msa_to_outer.weight");
-        const tf_st_tensor *pb =
-            tf_st_find(f, "evoformer_blocks.0.msa_row_attention.pair_bias_proj.weight");
-        if (!dim_of(o, 0, &c->outer_dim) || !dim_of(pb, 0, &c->n_heads_msa))
-            return failf(err, errlen, TF_ERR_USAGE, path,
-                         "cannot infer outer_dim / n_heads_msa: block 0 tensors missing or not 2-D",
-                         NULL, NULL);
-    }
-    /* The reference's checkpoints carry its config as string metadata: take
-     * n_heads_pair from there (no shape shows it), cross-check the rest. */
-    static const char *const keys[] = {"msa_dim",     "pair_dim",  "n_blocks",
-                                       "n_heads_msa", "outer_dim", "n_heads_pair"};
-    int *vals[] = {&c->msa_dim,     &c->pair_dim,  &c->n_blocks,
-                   &c->n_heads_msa, &c->outer_dim, &c->n_heads_pair};
-    for (int k = 0; k < 6; k++) {
-        const char *s = tf_st_meta_get(f, keys[k]);
-        long v;
-        if (!s) continue;
-        if (!parse_step(s, &v) || v > INT_MAX)
-            return failf(err, errlen, TF_ERR_USAGE, path,
-                         "metadata '%s' is '%s', expected an integer", keys[k], s);
-        if (k == 5) {
-            c->n_heads_pair = (int)v;
-        } else if ((k < 3 || nb > 0) && v != *vals[k]) {
-            char msg[160];
-            snprintf(msg, sizeof msg, "metadata %s=%ld but the tensor shapes say %d", keys[k], v,
-                     *vals[k]);
-            return failf(err, errlen, TF_ERR_USAGE, path, "%s", msg, NULL);
-        }
-    }
-    return TF_OK;
-}
-
-/* The stored (or inferred) config and global step; *ours = tinyfold file. */
-static tf_status file_config(const tf_st_file *f, tf_config *c, long *gs, int *ours, char *err,
-                             size_t errlen) {
-    const char *path = tf_st_label(f);
-    tf_status st = check_format(f, ours, err, errlen);
-    if (st) return st;
-    const char *cj = tf_st_meta_get(f, "tinyfold_config");
-    if (cj) {
-        char e[256];
-        st = tf_io_config_from_json_string(c, cj, e, sizeof e);
-        if (st) return failf(err, errlen, st, path, "metadata 'tinyfold_config': %s", e, NULL);
-    } else {
-        st = infer_config(f, c, err, errlen);
-        if (st) return st;
-    }
-    *gs = 0;
-    const char *g = tf_st_meta_get(f, "global_step");
-    if ((g || *ours) && !parse_step(g, gs))
-        return failf(err, errlen, TF_ERR_USAGE, path,
-                     "metadata 'global_step' is '%s', expected a non-negative integer",
-                     g ? g : "(missing)", NULL);
-    return TF_OK;
-}
-
-tf_status tf_checkpoint_peek_config(const char *path, tf_config *c, long *global_step, char *err,
-                                    size_t errlen) {
-    tf_st_file *f = NULL;
-    tf_status st = tf_st_open(&f, path, err, errlen);
-    if (st) return st;
-    long gs = 0;
-    int ours = 0;
-    st = file_config(f, c, &gs, &ours, err, errlen);
-    if (st == TF_OK && global_step) *global_step = gs;
-    tf_st_close(f);
-    return st;
-}
-
 /* ---- load -------------------------------------------------------------------- */
 
 static void shape_str(char *s, size_t n, int ndim, const int64_t *shape) {
@@ -240,13 +103,13 @@ static tf_status take(const tf_st_file *f, const char *name, const tf_param_info
     if (!t) {
         char msg[256];
         snprintf(msg, sizeof msg, "missing tensor '%s' (expected F32 %s)", name, ws);
-        return failf(err, errlen, TF_ERR_USAGE, path, "%s", msg, NULL);
+        return tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path, "%s", msg, NULL);
     }
     if (t->dtype != TF_ST_F32 && t->dtype != TF_ST_F64) {
         char msg[256];
         snprintf(msg, sizeof msg, "tensor '%s': dtype %s, expected F32 (F64 is converted)", name,
                  tf_st_dtype_name(t->dtype));
-        return failf(err, errlen, TF_ERR_USAGE, path, "%s", msg, NULL);
+        return tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path, "%s", msg, NULL);
     }
     int same = t->ndim == info->ndim;
     for (int d = 0; same && d < info->ndim; d++)
@@ -256,7 +119,7 @@ static tf_status take(const tf_st_file *f, const char *name, const tf_param_info
         shape_str(hs, sizeof hs, t->ndim, t->shape);
         snprintf(msg, sizeof msg, "tensor '%s': shape %s, expected %s for this config", name, hs,
                  ws);
-        return failf(err, errlen, TF_ERR_USAGE, path, "%s", msg, NULL);
+        return tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path, "%s", msg, NULL);
     }
     const unsigned char *src = t->data;
     for (size_t i = 0; i < info->count; i++) {
@@ -272,7 +135,7 @@ static tf_status take(const tf_st_file *f, const char *name, const tf_param_info
             char msg[256];
             snprintf(msg, sizeof msg, "tensor '%s': element %zu is %s", name, i,
                      isfinite(x) ? "negative" : "not finite (as F32)");
-            return failf(err, errlen, TF_ERR_USAGE, path, "%s", msg, NULL);
+            return tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path, "%s", msg, NULL);
         }
         dst[info->offset + i] = x;
     }
@@ -291,7 +154,7 @@ static tf_status check_unexpected(const tf_st_file *f, const tf_param_info *tab,
                                                "evoformer_blocks.", "structure_module."};
     const char **sorted = malloc(nt * sizeof *sorted);
     if (!sorted)
-        return failf(err, errlen, TF_ERR_NOMEM, tf_st_label(f), "out of memory", NULL, NULL);
+        return tf_ckpt_failf(err, errlen, TF_ERR_NOMEM, tf_st_label(f), "out of memory", NULL, NULL);
     for (size_t i = 0; i < nt; i++)
         sorted[i] = tab[i].name;
     qsort(sorted, nt, sizeof *sorted, cmp_str);
@@ -309,7 +172,7 @@ static tf_status check_unexpected(const tf_st_file *f, const tf_param_info *tab,
             snprintf(msg, sizeof msg,
                      "unexpected tensor '%s': not part of a model with n_blocks=%d (wrong config?)",
                      tf_io_printable(nb, sizeof nb, nm), c->n_blocks);
-            st = failf(err, errlen, TF_ERR_USAGE, tf_st_label(f), "%s", msg, NULL);
+            st = tf_ckpt_failf(err, errlen, TF_ERR_USAGE, tf_st_label(f), "%s", msg, NULL);
         }
     }
     free(sorted);
@@ -330,11 +193,11 @@ tf_status tf_checkpoint_load(tf_trainer *t, const char *path, int with_optimizer
     long gs = 0, adam_step = 0;
     int ours = 0;
     if (!tab || !buf || !name) {
-        st = failf(err, errlen, TF_ERR_NOMEM, path, "out of memory", NULL, NULL);
+        st = tf_ckpt_failf(err, errlen, TF_ERR_NOMEM, path, "out of memory", NULL, NULL);
         goto done;
     }
     tf_param_table(tc, tab);
-    if ((st = file_config(f, &fc, &gs, &ours, err, errlen))) goto done;
+    if ((st = tf_ckpt_file_config(f, &fc, &gs, &ours, err, errlen))) goto done;
     const char *field;
     long va, vb;
     if (!tf_st_meta_get(f, "tinyfold_config")) {
@@ -350,21 +213,21 @@ tf_status tf_checkpoint_load(tf_trainer *t, const char *path, int with_optimizer
         snprintf(msg, sizeof msg,
                  "wrong config: the checkpoint has %s=%ld but the trainer has %s=%ld", field, va,
                  field, vb);
-        st = failf(err, errlen, TF_ERR_USAGE, path, "%s", msg, NULL);
+        st = tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path, "%s", msg, NULL);
         goto done;
     }
     if (with_optimizer) {
         const char *as = tf_st_meta_get(f, "adam_step");
         if (!as) {
-            st = failf(err, errlen, TF_ERR_USAGE, path,
+            st = tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path,
                        "has no optimizer state (metadata 'adam_step' missing): load it without the "
                        "optimizer",
                        NULL, NULL);
             goto done;
         }
-        if (!parse_step(as, &adam_step)) {
-            st = failf(err, errlen, TF_ERR_USAGE, path,
-                       "metadata 'adam_step' is '%s', expected a non-negative integer", as, NULL);
+        if (!tf_ckpt_parse_step(as, &adam_step)) {
+            st = tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path,
+                       "metadata 'adam_step' is '%s', expected " STEP_EXPECTED, as, NULL);
             goto done;
         }
     }

@@ -21,6 +21,11 @@
 extern "C" {
 #endif
 
+/* Host memory tf_checkpoint_save / tf_checkpoint_load allocate for c's model
+ * while they run (the parameter copies they stage), for memory planning. */
+size_t tf_checkpoint_save_bytes(const tf_config *c);
+size_t tf_checkpoint_load_bytes(const tf_config *c, int with_optimizer);
+
 /* Atomic: temp file, fsync, rename (the previous file survives any failure). */
 tf_status tf_checkpoint_save(tf_trainer *t, const char *path, long global_step, char *err,
                              size_t errlen);
@@ -35,6 +40,10 @@ tf_status tf_checkpoint_load(tf_trainer *t, const char *path, int with_optimizer
  * the shape-inferred model for a foreign file), for --resume. */
 tf_status tf_checkpoint_peek_config(const char *path, tf_config *c, long *global_step, char *err,
                                     size_t errlen);
+/* The same over a file image in memory (label names it in messages). */
+tf_status tf_checkpoint_peek_config_buffer(const void *buf, size_t len, const char *label,
+                                           tf_config *c, long *global_step, char *err,
+                                           size_t errlen);
 
 #ifdef __cplusplus
 }

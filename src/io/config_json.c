@@ -1,6 +1,8 @@
 /* tf_config <-> JSON (see config_json.h). */
 #include "io/config_json.h"
 
+#include "cli/limits.h"
+
 #include <cJSON.h>
 #include <limits.h>
 #include <math.h>
@@ -12,16 +14,27 @@ typedef struct {
     const char *key;
     size_t off;
     int required; /* model shape: must be present when reading */
-    int min;
+    int min, max; /* the ranges of cli/limits.h: a file is held to what a flag is */
 } int_field;
 
-#define F(k, req, mn)                                                                              \
-    { #k, offsetof(tf_config, k), req, mn }
+#define F(k, req, mn, mx)                                                                          \
+    { #k, offsetof(tf_config, k), req, mn, mx }
 static const int_field k_ints[] = {
-    F(batch, 0, 1),        F(seq_len, 0, 1),  F(n_seqs, 0, 1),         F(n_blocks, 1, 0),
-    F(msa_dim, 1, 1),      F(pair_dim, 1, 1), F(n_heads_msa, 1, 1),    F(n_heads_pair, 1, 1),
-    F(outer_dim, 1, 1),    F(vocab, 0, 1),    F(pair_input_dim, 0, 1), F(num_steps, 0, 0),
-    F(warmup_steps, 0, 0), F(device, 0, 0),   F(threads, 0, 0),
+    F(batch, 0, 1, TF_LIM_BATCH_MAX),
+    F(seq_len, 0, 1, TF_LIM_SEQ_LEN_MAX),
+    F(n_seqs, 0, 1, TF_LIM_N_SEQS_MAX),
+    F(n_blocks, 1, 0, TF_LIM_BLOCKS_MAX),
+    F(msa_dim, 1, 1, TF_LIM_DIM_MAX),
+    F(pair_dim, 1, 1, TF_LIM_DIM_MAX),
+    F(n_heads_msa, 1, 1, TF_LIM_HEADS_MAX),
+    F(n_heads_pair, 1, 1, TF_LIM_HEADS_MAX),
+    F(outer_dim, 1, 1, TF_LIM_OUTER_MAX),
+    F(vocab, 0, TF_LIM_VOCAB_MIN, TF_LIM_VOCAB_MAX),
+    F(pair_input_dim, 0, TF_LIM_PAIR_INPUT, TF_LIM_PAIR_INPUT),
+    F(num_steps, 0, 0, TF_LIM_STEPS_MAX),
+    F(warmup_steps, 0, 0, TF_LIM_WARMUP_MAX),
+    F(device, 0, 0, TF_LIM_DEVICE_MAX),
+    F(threads, 0, 0, TF_LIM_THREADS_MAX),
 };
 #undef F
 #define N_INTS (sizeof k_ints / sizeof k_ints[0])
@@ -124,17 +137,21 @@ tf_status tf_io_config_from_json(tf_config *c, const cJSON *j, char *err, size_t
             continue;
         }
         double d = cJSON_IsNumber(x) ? x->valuedouble : NAN;
-        if (!(d >= k_ints[i].min && d <= INT_MAX) || floor(d) != d) {
-            char w[64];
-            snprintf(w, sizeof w, "expected an integer >= %d", k_ints[i].min);
+        if (!(d >= k_ints[i].min && d <= k_ints[i].max) || floor(d) != d) {
+            char w[96];
+            snprintf(w, sizeof w, "expected an integer in [%d, %d]", k_ints[i].min,
+                     k_ints[i].max);
             return bad(err, errlen, k_ints[i].key, w);
         }
         *int_at(c, k_ints[i].off) = (int)d;
     }
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, "learning_rate");
     if (x) {
-        if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble))
-            return bad(err, errlen, "learning_rate", "expected a finite number");
+        char w[64];
+        snprintf(w, sizeof w, "expected a number in (0, %g]", TF_LIM_LR_MAX);
+        if (!cJSON_IsNumber(x) || !(x->valuedouble > 0) || x->valuedouble > TF_LIM_LR_MAX ||
+            !((float)x->valuedouble > 0.0f))
+            return bad(err, errlen, "learning_rate", w);
         c->learning_rate = (float)x->valuedouble;
     }
     x = cJSON_GetObjectItemCaseSensitive(j, "seed");
@@ -152,6 +169,10 @@ tf_status tf_io_config_from_json(tf_config *c, const cJSON *j, char *err, size_t
             return bad(err, errlen, "seed", "expected a non-negative 64-bit integer");
         }
     }
+    if (c->n_heads_msa > 0 && c->msa_dim % c->n_heads_msa != 0)
+        return bad(err, errlen, "msa_dim", "expected a multiple of n_heads_msa");
+    if (c->n_heads_pair > 0 && c->pair_dim % c->n_heads_pair != 0)
+        return bad(err, errlen, "pair_dim", "expected a multiple of n_heads_pair");
     static const char *const impls[] = {NULL, "v1", "v2", "v3"};
     static const char *const backends[] = {"cpu", "cuda", "auto"};
     static const char *const precs[] = {"fp32", "tf32"};

@@ -3,14 +3,17 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/io_util.h"
 #include "io/safetensors.h"
 
 struct tf_datafile {
     tf_st_file *f;
+    unsigned char *image; /* the whole file, read at open (owned; NULL when borrowed) */
     const tf_st_tensor *tok, *pair, *target;
     int n, S, N;
 };
@@ -113,20 +116,37 @@ static tf_status validate(tf_datafile *d, char *err, size_t errlen) {
     return st;
 }
 
-tf_status tf_datafile_open(const char *path, tf_datafile **out, char *err, size_t errlen) {
+tf_status tf_datafile_parse(const void *buf, size_t len, const char *label, tf_datafile **out,
+                            char *err, size_t errlen) {
     *out = NULL;
     tf_datafile *d = calloc(1, sizeof *d);
     if (!d) {
-        if (errlen) snprintf(err, errlen, "%s: out of memory", path);
+        if (errlen) snprintf(err, errlen, "%s: out of memory", label);
         return TF_ERR_NOMEM;
     }
-    tf_status st = tf_st_open(&d->f, path, err, errlen);
+    tf_status st = tf_st_parse_buffer(&d->f, buf, len, label, err, errlen);
     if (st == TF_OK) st = validate(d, err, errlen);
     if (st) {
         tf_datafile_close(d);
         return st;
     }
     *out = d;
+    return TF_OK;
+}
+
+tf_status tf_datafile_open(const char *path, tf_datafile **out, char *err, size_t errlen) {
+    *out = NULL;
+    unsigned char *img = NULL;
+    size_t len = 0;
+    /* Read, not mapped: the file may be rewritten or truncated while training
+     * runs, and what was validated here is what every batch is drawn from. */
+    if (tf_io_read_file(path, &img, &len, (size_t)PTRDIFF_MAX, err, errlen) != 0) return TF_ERR_IO;
+    tf_status st = tf_datafile_parse(img, len, path, out, err, errlen);
+    if (st) {
+        free(img);
+        return st;
+    }
+    (*out)->image = img;
     return TF_OK;
 }
 
@@ -170,5 +190,6 @@ void tf_datafile_batch(const tf_datafile *d, long step, tf_batch *b) {
 void tf_datafile_close(tf_datafile *d) {
     if (!d) return;
     tf_st_close(d->f);
+    free(d->image);
     free(d);
 }

@@ -1,8 +1,9 @@
 /* User data files (safetensors): "msa_tokens" [n,S,N] I32 or I64 with every
  * value in [0,21), "pair_features" [n,N,N,65] F32 and "target_distances"
  * [n,N,N,1] (or [n,N,N]) F32, all finite; n >= 1 the same in all three.
- * Every value is checked at open; batches are then copied out of the mapped
- * file on demand (nothing is held twice). */
+ * The file is read into memory at open and every value checked there;
+ * batches are copied out of that image on demand, so a file changed or
+ * truncated on disk during a run is never seen. */
 #ifndef TF_IO_DATAFILE_H
 #define TF_IO_DATAFILE_H
 
@@ -20,6 +21,10 @@ extern "C" {
 typedef struct tf_datafile tf_datafile;
 
 tf_status tf_datafile_open(const char *path, tf_datafile **d, char *err, size_t errlen);
+/* The same checks over an image in memory (borrowed: it must outlive *d);
+ * label names it in messages. */
+tf_status tf_datafile_parse(const void *buf, size_t len, const char *label, tf_datafile **d,
+                            char *err, size_t errlen);
 int tf_datafile_count(const tf_datafile *d);
 int tf_datafile_S(const tf_datafile *d);
 int tf_datafile_N(const tf_datafile *d);

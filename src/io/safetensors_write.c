@@ -180,7 +180,8 @@ tf_status tf_st_write(const char *path, const tf_st_out *tensors, size_t n, cons
     }
     snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
 
-    const char *what = "create temp file";
+    tf_io_remove_stale_tmp(path); /* left by a killed run */
+    const char *what = "create";
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     int ok = fd >= 0;
     if (ok) {
@@ -226,8 +227,10 @@ tf_status tf_st_write(const char *path, const tf_st_out *tensors, size_t n, cons
         if (fd >= 0) unlink(tmp);
         if (errlen)
             snprintf(err, errlen,
-                     "%s: cannot write (%s %s): %s; the previous file, if any, is unchanged", path,
-                     what, tmp, strerror(saved));
+                     "%s: cannot write (%s of its temporary file %s): %s; the previous file, if "
+                     "any, is unchanged",
+                     path, what, strrchr(tmp, '/') ? strrchr(tmp, '/') + 1 : tmp,
+                     strerror(saved));
         free(tmp);
         free(header);
         return TF_ERR_IO;

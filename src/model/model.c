@@ -276,7 +276,8 @@ void tf_model_forward(tf_exec *ex, tf_model *M) {
     M->m0 = tf_alloc_act(ex, (size_t)mrows * c->msa_dim);
     M->z0 = tf_alloc_act(ex, (size_t)zrows * c->pair_dim);
     TF_EXEC_OP(ex, "embedding_fwd",
-               embed_fwd(ex->be, M->m0, tf_P(M, M->off.msa_emb), M->tokens, mrows, c->msa_dim));
+               embed_fwd(ex->be, M->m0, tf_P(M, M->off.msa_emb), M->tokens, mrows, c->msa_dim,
+                         c->vocab));
     tf_linear_fwd(ex, M->z0, M->pair, tf_P(M, M->off.pair_emb), zrows, c->pair_input_dim,
                   c->pair_dim, 0.0f, TF_EPI_NONE);
     tf_rpop(ex);

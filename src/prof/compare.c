@@ -31,17 +31,38 @@ typedef struct {
     const cJSON *profile; /* doc when it is a profiler summary, else NULL */
 } cmp_run;
 
+/* One line "tinyfold: compare: ..." on stderr (newlines from the input made
+ * spaces), exit status 2. */
 __attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...) {
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "tinyfold compare: ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    for (char *p = msg; *p; p++)
+        if (*p == '\n' || *p == '\r') *p = ' ';
+    fflush(stdout);
+    fprintf(stderr, "tinyfold: compare: %s\n", msg);
     return 2;
 }
 
-static char *read_file(const char *path, int *err) {
+/* A path or name from the input for a message: printable, short. */
+static const char *q(char *buf, size_t n, const char *s) {
+    size_t j = 0;
+    for (size_t i = 0; s[i] && j + 4 < n; i++) {
+        if (i == 64) {
+            memcpy(buf + j, "...", 3);
+            j += 3;
+            break;
+        }
+        unsigned char c = (unsigned char)s[i];
+        buf[j++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+    }
+    buf[j] = 0;
+    return buf;
+}
+
+static char *read_file(const char *path, size_t *len, int *err) {
     FILE *f = fopen(path, "rb");
     if (!f) {
         *err = errno;
@@ -71,18 +92,28 @@ static char *read_file(const char *path, int *err) {
         return NULL;
     }
     buf[n] = 0;
+    *len = n;
     return buf;
 }
 
-static int load(const char *path, cmp_run *r) {
-    int e = 0;
-    char *text = read_file(path, &e);
-    if (!text) return fail("cannot read '%s': %s", path, strerror(e));
-    r->doc = cJSON_Parse(text);
-    free(text);
-    if (!r->doc) return fail("'%s' is not valid JSON", path);
+/* Parses one input (text of len bytes, NUL-terminated) named path. */
+static int load_text(const char *path, const char *text, size_t len, cmp_run *r) {
+    char qp[80];
+    q(qp, sizeof qp, path);
+    if (strlen(text) != len) return fail("'%s' is not valid JSON: it holds a NUL byte", qp);
+    const char *end = NULL;
+    r->doc = cJSON_ParseWithOpts(text, &end, 0);
+    if (!r->doc) {
+        size_t at = end && end >= text ? (size_t)(end - text) : 0;
+        return fail("'%s' is not valid JSON (at byte %zu of %zu)", qp, at, len);
+    }
+    while (end && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
+        end++;
+    if (end && *end)
+        return fail("'%s' is not valid JSON: data after the document at byte %zu of %zu", qp,
+                    (size_t)(end - text), len);
     if (!cJSON_IsObject(r->doc))
-        return fail("'%s' is not a tinyfold summary.json or run JSON", path);
+        return fail("'%s' is not a tinyfold summary.json or run JSON", qp);
     const cJSON *run = cJSON_GetObjectItemCaseSensitive(r->doc, "run");
     if (cJSON_IsObject(run) || cJSON_GetObjectItemCaseSensitive(r->doc, "kernels")) {
         r->profile = r->doc;
@@ -91,10 +122,21 @@ static int load(const char *path, cmp_run *r) {
         r->run = r->doc;
     }
     if (r->run && !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(r->run, "config")))
-        return fail("'%s' has no \"config\" object: not a tinyfold run JSON", path);
+        return fail("'%s' has no \"config\" object: not a tinyfold run JSON", qp);
     if (!r->run && !r->profile)
-        return fail("'%s' is not a tinyfold summary.json or run JSON", path);
+        return fail("'%s' is not a tinyfold summary.json or run JSON", qp);
     return 0;
+}
+
+static int load(const char *path, cmp_run *r) {
+    int e = 0;
+    size_t len = 0;
+    char qp[80];
+    char *text = read_file(path, &len, &e);
+    if (!text) return fail("cannot read '%s': %s", q(qp, sizeof qp, path), strerror(e));
+    int rc = load_text(path, text, len, r);
+    free(text);
+    return rc;
 }
 
 static const cJSON *get(const cJSON *o, const char *a, const char *b) {
@@ -121,11 +163,9 @@ static int check_knobs(cmp_run *r, int n, const char *const *paths) {
             knob_text(b, tb, sizeof tb);
             if (!a && !b) continue;
             if (strcmp(ta, tb) == 0) continue;
-            fprintf(stderr,
-                    "tinyfold compare: runs differ in %s: %s (%s) vs %s (%s); use --force to "
-                    "compare anyway\n",
-                    knobs[k], ta, paths[0], tb, paths[i]);
-            return 2;
+            char q0[80], qi[80];
+            return fail("runs differ in %s: %s (%s) vs %s (%s); use --force to compare anyway",
+                        knobs[k], ta, q(q0, sizeof q0, paths[0]), tb, q(qi, sizeof qi, paths[i]));
         }
     }
     return 0;
@@ -189,13 +229,82 @@ static void text_row(cmp_section *s, const cmp_run *r, int n, const char *label,
     }
 }
 
-static const cJSON *find_named(const cJSON *arr, const char *name) {
+/* A run's kernels (or counters.kernels) sorted by name, for lookups in
+ * O(log n): compare stays linear-logarithmic in the kernel count. */
+typedef struct {
+    const cJSON **k;
+    size_t n;
+} name_index;
+
+static const char *name_of(const cJSON *k) {
+    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(k, "name");
+    return cJSON_IsString(nm) ? nm->valuestring : NULL;
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(name_of(*(const cJSON *const *)a), name_of(*(const cJSON *const *)b));
+}
+
+static int index_build(name_index *ix, const cJSON *arr) {
+    ix->k = NULL;
+    ix->n = 0;
+    if (!cJSON_IsArray(arr)) return 0;
+    size_t cap = (size_t)cJSON_GetArraySize(arr);
+    if (!cap) return 0;
+    ix->k = malloc(cap * sizeof *ix->k);
+    if (!ix->k) return -1;
     const cJSON *k;
     cJSON_ArrayForEach(k, arr) {
-        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(k, "name");
-        if (cJSON_IsString(nm) && !strcmp(nm->valuestring, name)) return k;
+        if (name_of(k) && ix->n < cap) ix->k[ix->n++] = k;
     }
-    return NULL;
+    qsort(ix->k, ix->n, sizeof *ix->k, by_name);
+    return 0;
+}
+
+static const cJSON *index_find(const name_index *ix, const char *name) {
+    size_t lo = 0, hi = ix->n;
+    while (lo < hi) { /* the first of equal names, as a linear scan would find */
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(name_of(ix->k[mid]), name) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < ix->n && !strcmp(name_of(ix->k[lo]), name) ? ix->k[lo] : NULL;
+}
+
+/* A set of strings (row labels already made), open addressing. */
+typedef struct {
+    const char **slot;
+    size_t cap;
+} str_set;
+
+static size_t str_hash(const char *s) {
+    size_t h = 1469598103934665603u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+/* 1 if s was added, 0 if present, -1 out of memory. s must outlive the set. */
+static int set_add(str_set *st, size_t *count, const char *s) {
+    if (2 * (*count + 1) > st->cap) {
+        size_t nc = st->cap ? 2 * st->cap : 64;
+        const char **ns = calloc(nc, sizeof *ns);
+        if (!ns) return -1;
+        for (size_t i = 0; i < st->cap; i++)
+            if (st->slot[i]) {
+                size_t h = str_hash(st->slot[i]) & (nc - 1);
+                while (ns[h]) h = (h + 1) & (nc - 1);
+                ns[h] = st->slot[i];
+            }
+        free(st->slot);
+        st->slot = ns;
+        st->cap = nc;
+    }
+    size_t h = str_hash(s) & (st->cap - 1);
+    for (; st->slot[h]; h = (h + 1) & (st->cap - 1))
+        if (!strcmp(st->slot[h], s)) return 0;
+    st->slot[h] = s;
+    (*count)++;
+    return 1;
 }
 
 /* Union of the top 10 kernels (by total_ns) of each run: two rows each. */
@@ -203,72 +312,115 @@ static void kernel_rows(cmp_section *s, const cmp_run *r, int n) {
     const char *names[CMP_MAX_RUNS * 10];
     int nn = 0;
     for (int i = 0; i < n; i++) {
-        const cJSON *ks = get(r[i].profile, "kernels", NULL);
-        if (!cJSON_IsArray(ks)) continue;
-        int nk = cJSON_GetArraySize(ks);
-        /* take the 10 largest by total_ns (the file is sorted, but do not rely on it) */
-        int taken[10], nt = 0;
-        for (int t = 0; t < 10 && t < nk; t++) {
-            int best = -1;
-            double bv = -1;
-            for (int j = 0; j < nk; j++) {
-                int used = 0;
-                for (int u = 0; u < nt; u++) used |= taken[u] == j;
-                const cJSON *tv = get(cJSON_GetArrayItem(ks, j), "total_ns", NULL);
-                double v = cJSON_IsNumber(tv) ? tv->valuedouble : 0;
-                if (!used && v > bv) bv = v, best = j;
+        /* one pass keeping the 10 largest (the file is sorted, but do not rely
+         * on it); ties keep the earlier kernel */
+        const cJSON *top[10];
+        double tv[10];
+        int nt = 0;
+        const cJSON *k;
+        cJSON_ArrayForEach(k, get(r[i].profile, "kernels", NULL)) {
+            const cJSON *t = get(k, "total_ns", NULL);
+            double v = cJSON_IsNumber(t) ? t->valuedouble : 0;
+            if (!(v == v)) v = 0;
+            if (nt == 10 && !(v > tv[9])) continue;
+            int at = nt < 10 ? nt++ : 9;
+            while (at > 0 && v > tv[at - 1]) {
+                top[at] = top[at - 1];
+                tv[at] = tv[at - 1];
+                at--;
             }
-            if (best < 0) break;
-            taken[nt++] = best;
-            const cJSON *nm = get(cJSON_GetArrayItem(ks, best), "name", NULL);
-            if (!cJSON_IsString(nm)) continue;
+            top[at] = k;
+            tv[at] = v;
+        }
+        for (int t = 0; t < nt; t++) {
+            const char *nm = name_of(top[t]);
+            if (!nm) continue;
             int dup = 0;
-            for (int u = 0; u < nn; u++) dup |= !strcmp(names[u], nm->valuestring);
-            if (!dup) names[nn++] = nm->valuestring;
+            for (int u = 0; u < nn; u++) dup |= !strcmp(names[u], nm);
+            if (!dup) names[nn++] = nm;
         }
     }
+    name_index ix[CMP_MAX_RUNS];
+    for (int i = 0; i < n; i++)
+        if (index_build(&ix[i], get(r[i].profile, "kernels", NULL)) != 0) ix[i].n = 0;
     for (int k = 0; k < nn; k++) {
         char label[160];
         snprintf(label, sizeof label, "%.140s ms", names[k]);
         cmp_row *ms = add_row(s, label, 3);
         snprintf(label, sizeof label, "%.140s calls", names[k]);
         cmp_row *calls = add_row(s, label, 0);
-        if (!ms || !calls) return;
+        if (!ms || !calls) break;
         ms = &s->rows[s->n - 2]; /* add_row may have moved the array */
         for (int i = 0; i < n; i++) {
-            const cJSON *e = find_named(get(r[i].profile, "kernels", NULL), names[k]);
+            const cJSON *e = index_find(&ix[i], names[k]);
             const cJSON *t = get(e, "total_ns", NULL), *c = get(e, "calls", NULL);
             if (cJSON_IsNumber(t)) ms->has[i] = 1, ms->v[i] = t->valuedouble / 1e6;
             if (cJSON_IsNumber(c)) calls->has[i] = 1, calls->v[i] = c->valuedouble;
         }
     }
+    for (int i = 0; i < n; i++) free(ix[i].k);
 }
 
 /* counters.kernels[].metrics of each run, one row per (kernel, metric). */
 static void counter_rows(cmp_section *s, const cmp_run *r, int n) {
-    for (int i = 0; i < n; i++) {
+    name_index ix[CMP_MAX_RUNS];
+    for (int i = 0; i < n; i++)
+        if (index_build(&ix[i], get(get(r[i].profile, "counters", NULL), "kernels", NULL)) != 0)
+            ix[i].n = 0;
+    str_set seen = {0};
+    size_t nseen = 0;
+    /* the set points at the rows' labels: they move when rows grow, so it
+     * holds copies */
+    char **copies = NULL;
+    size_t ncopies = 0, capcopies = 0;
+    int oom = 0;
+    for (int i = 0; i < n && !oom; i++) {
         const cJSON *k;
         cJSON_ArrayForEach(k, get(get(r[i].profile, "counters", NULL), "kernels", NULL)) {
-            const cJSON *nm = get(k, "name", NULL), *m;
-            if (!cJSON_IsString(nm)) continue;
+            const char *nm = name_of(k);
+            const cJSON *m;
+            if (!nm) continue;
             cJSON_ArrayForEach(m, get(k, "metrics", NULL)) {
                 if (!cJSON_IsNumber(m) || !m->string) continue;
                 char label[160];
-                snprintf(label, sizeof label, "%.100s %.50s", nm->valuestring, m->string);
-                int seen = 0;
-                for (size_t q = 0; q < s->n; q++) seen |= !strcmp(s->rows[q].label, label);
-                if (seen) continue;
+                snprintf(label, sizeof label, "%.100s %.50s", nm, m->string);
+                if (ncopies == capcopies) {
+                    size_t nc = capcopies ? 2 * capcopies : 64;
+                    char **q2 = realloc(copies, nc * sizeof *q2);
+                    if (!q2) {
+                        oom = 1;
+                        break;
+                    }
+                    copies = q2;
+                    capcopies = nc;
+                }
+                char *cp = strdup(label);
+                int added = cp ? set_add(&seen, &nseen, cp) : -1;
+                if (added != 1) {
+                    free(cp);
+                    if (added < 0) oom = 1;
+                    if (oom) break;
+                    continue;
+                }
+                copies[ncopies++] = cp;
                 cmp_row *row = add_row(s, label, 3);
-                if (!row) return;
+                if (!row) {
+                    oom = 1;
+                    break;
+                }
                 for (int j = 0; j < n; j++) {
-                    const cJSON *kj = find_named(get(get(r[j].profile, "counters", NULL), "kernels", NULL),
-                                                 nm->valuestring);
+                    const cJSON *kj = index_find(&ix[j], nm);
                     const cJSON *v = get(get(kj, "metrics", NULL), m->string, NULL);
                     if (cJSON_IsNumber(v)) row->has[j] = 1, row->v[j] = v->valuedouble;
                 }
             }
+            if (oom) break;
         }
     }
+    for (size_t i = 0; i < ncopies; i++) free(copies[i]);
+    free(copies);
+    free(seen.slot);
+    for (int i = 0; i < n; i++) free(ix[i].k);
 }
 
 static void make_label(const char *path, char *out, size_t n) {
@@ -286,11 +438,10 @@ static void make_label(const char *path, char *out, size_t n) {
     if (l > 5 && !strcmp(out + l - 5, ".json")) out[l - 5] = 0;
 }
 
-static int usage(void) {
-    fprintf(stderr, "usage: tinyfold compare A B [C ...] [--format table|markdown|csv] [--force]\n"
-                    "  A, B, ...: profile summary.json files or run JSON files (train --json)\n");
-    return 2;
-}
+#define USAGE "tinyfold compare A B [C ...] [--format table|markdown|csv] [--force]"
+
+static int compare_runs(cmp_run *runs, const char *const *paths, int n, int force, cmp_format fmt,
+                        FILE *out);
 
 int tf_compare_main(int argc, char **argv) {
     const char *paths[CMP_MAX_RUNS];
@@ -302,7 +453,9 @@ int tf_compare_main(int argc, char **argv) {
         if (!strcmp(a, "--force")) {
             force = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage();
+            printf("usage: " USAGE "\n"
+                   "  A, B, ...: profile summary.json files (or their directories) or run JSON "
+                   "files (train --json)\n");
             return 0;
         } else if (!strncmp(a, "--format", 8) && (a[8] == 0 || a[8] == '=')) {
             val = a[8] ? a + 9 : (i + 1 < argc ? argv[++i] : NULL);
@@ -310,9 +463,14 @@ int tf_compare_main(int argc, char **argv) {
             if (!strcmp(val, "table")) fmt = CMP_TABLE;
             else if (!strcmp(val, "markdown") || !strcmp(val, "md")) fmt = CMP_MARKDOWN;
             else if (!strcmp(val, "csv")) fmt = CMP_CSV;
-            else return fail("--format '%s' is not one of table, markdown, csv", val);
+            else {
+                char qv[80];
+                return fail("--format: '%s' is not accepted: expected table, markdown or csv",
+                            q(qv, sizeof qv, val));
+            }
         } else if (a[0] == '-' && a[1]) {
-            return fail("unknown option '%s'", a);
+            char qa[80];
+            return fail("unknown option '%s' (usage: " USAGE ")", q(qa, sizeof qa, a));
         } else {
             if (n == CMP_MAX_RUNS) return fail("at most 16 files can be compared");
             /* a profile directory stands for its summary.json */
@@ -326,19 +484,44 @@ int tf_compare_main(int argc, char **argv) {
             paths[n++] = a;
         }
     }
-    if (n < 2) {
-        fprintf(stderr, "tinyfold compare: need at least two files to compare\n");
-        return usage();
-    }
+    if (n < 2) return fail("needs at least two files to compare (usage: " USAGE ")");
     cmp_run runs[CMP_MAX_RUNS];
     memset(runs, 0, sizeof runs);
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) rc = load(paths[i], &runs[i]);
+    if (rc == 0) rc = compare_runs(runs, paths, n, force, fmt, stdout);
+    for (int i = 0; i < n; i++) cJSON_Delete(runs[i].doc);
+    return rc;
+}
+
+int tf_compare_texts(int n, const char *const *labels, const char *const *texts,
+                     const size_t *lens, int force, int format, FILE *out) {
+    if (n < 2 || n > CMP_MAX_RUNS) return fail("needs 2 to %d inputs", CMP_MAX_RUNS);
+    cmp_run runs[CMP_MAX_RUNS];
+    const char *paths[CMP_MAX_RUNS];
+    memset(runs, 0, sizeof runs);
+    int rc = 0;
+    for (int i = 0; i < n; i++) paths[i] = labels[i];
+    for (int i = 0; i < n && rc == 0; i++) rc = load_text(labels[i], texts[i], lens[i], &runs[i]);
+    if (rc == 0)
+        rc = compare_runs(runs, paths, n, force,
+                          format == CMP_CSV ? CMP_CSV : format == CMP_MARKDOWN ? CMP_MARKDOWN
+                                                                               : CMP_TABLE,
+                          out);
+    for (int i = 0; i < n; i++) cJSON_Delete(runs[i].doc);
+    return rc;
+}
+
+/* Checks the runs agree on the problem, then builds and prints the table. */
+static int compare_runs(cmp_run *runs, const char *const *paths, int n, int force, cmp_format fmt,
+                        FILE *out) {
     cmp_table *t = calloc(1, sizeof *t);
     int rc = t ? 0 : fail("out of memory");
-    for (int i = 0; i < n && rc == 0; i++) rc = load(paths[i], &runs[i]);
+    char qp[80];
     for (int i = 0; i < n && rc == 0 && !force; i++)
         if (!runs[i].run)
             rc = fail("'%s' holds no run configuration to check; use --force to compare anyway",
-                      paths[i]);
+                      q(qp, sizeof qp, paths[i]));
     if (rc == 0 && !force) rc = check_knobs(runs, n, paths);
     if (rc == 0) {
         t->nruns = n;
@@ -375,10 +558,9 @@ int tf_compare_main(int argc, char **argv) {
         metric_row(perf, runs, n, "final loss", "final_loss", 1, 6);
         kernel_rows(ker, runs, n);
         counter_rows(cnt, runs, n);
-        cmp_render(t, fmt, stdout);
-        fflush(stdout);
+        cmp_render(t, fmt, out);
+        fflush(out);
     }
-    for (int i = 0; i < n; i++) cJSON_Delete(runs[i].doc);
     if (t)
         for (int s = 0; s < 4; s++) free(t->sec[s].rows);
     free(t);

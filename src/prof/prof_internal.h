@@ -237,6 +237,11 @@ prof_module *prof_modules(const tf_prof *p, size_t *n);
 
 /* JSON/CSV string escaping into a FILE. */
 void prof_json_str(FILE *f, const char *s);
+/* Atomic output files (prof_outputs.c): open writes "<path>.tmp.<pid>";
+ * close with keep renames it over path when every write succeeded (else
+ * removes it; returns -1 with err set), without keep removes it. */
+FILE *prof_open_out(const char *path, char *err, size_t errlen);
+int prof_close_out(FILE *f, const char *path, int keep, char *err, size_t errlen);
 void prof_csv_str(FILE *f, const char *s);
 
 /* ---- GPU (src/prof/cuda or the stub in prof_gpu_stub.c) ---- */

@@ -1,11 +1,15 @@
 /* kernel_stats.csv (rocprofv3 layout), kernel_trace.csv (one row per traced
  * launch) and summary.json. */
+#define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cJSON.h>
+#include <unistd.h>
+
+#include "io/io_util.h"
 
 #include "prof/prof_internal.h"
 
@@ -29,17 +33,48 @@ void prof_csv_str(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-static FILE *open_out(const char *path, char *err, size_t errlen) {
-    FILE *f = fopen(path, "w");
-    if (!f && err && errlen) snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+/* Every profile file is written atomically: "<path>.tmp.<pid>", flushed,
+ * fsynced and renamed over path only when complete (a full disk leaves the
+ * previous file, never a truncated one). */
+static void tmp_name(char *buf, size_t n, const char *path) {
+    snprintf(buf, n, "%s.tmp.%ld", path, (long)getpid());
+}
+
+FILE *prof_open_out(const char *path, char *err, size_t errlen) {
+    char tmp[4300];
+    tmp_name(tmp, sizeof tmp, path);
+    tf_io_remove_stale_tmp(path);
+    FILE *f = fopen(tmp, "w");
+    if (!f && err && errlen) snprintf(err, errlen, "cannot write '%s': %s", tmp, strerror(errno));
     return f;
 }
 
+int prof_close_out(FILE *f, const char *path, int keep, char *err, size_t errlen) {
+    char tmp[4300];
+    tmp_name(tmp, sizeof tmp, path);
+    int bad = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
+    int e = errno;
+    if (fclose(f) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    if (keep && !bad && rename(tmp, path) != 0) {
+        bad = 1;
+        e = errno;
+    }
+    if (!keep || bad) unlink(tmp);
+    if (keep && bad && err && errlen)
+        snprintf(err, errlen, "error writing '%s': %s (the previous file, if any, is unchanged)",
+                 path, strerror(e));
+    return keep && bad ? -1 : 0;
+}
+
+static FILE *open_out(const char *path, char *err, size_t errlen) {
+    return prof_open_out(path, err, errlen);
+}
+
 static int close_out(FILE *f, const char *path, char *err, size_t errlen) {
-    int bad = ferror(f);
-    if (fclose(f) != 0) bad = 1;
-    if (bad && err && errlen) snprintf(err, errlen, "error writing '%s': %s", path, strerror(errno));
-    return bad ? -1 : 0;
+    return prof_close_out(f, path, 1, err, errlen);
 }
 
 static double stddev(const prof_stat *s) {

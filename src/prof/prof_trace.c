@@ -98,11 +98,8 @@ int prof_write_trace_json(const tf_prof *p, const char *path, char *err, size_t 
         snprintf(err, errlen, "profiler: out of memory writing trace.json");
         goto done;
     }
-    f = fopen(path, "w");
-    if (!f) {
-        snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
-        goto done;
-    }
+    f = prof_open_out(path, err, errlen);
+    if (!f) goto done;
     fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"tinyfold_version\":\"" TF_VERSION "\"", f);
     fprintf(f, ",\"traced_steps\":%zu,\"trace_max_steps\":%d,\"trace_cap_hit\":%s},\n",
             p->steps_traced, p->trace_max_steps, p->trace_cap_hit ? "true" : "false");
@@ -186,14 +183,7 @@ int prof_write_trace_json(const tf_prof *p, const char *path, char *err, size_t 
     fputs("\n]}\n", f);
     rc = 0;
 done:
-    if (f) {
-        int bad = ferror(f);
-        if (fclose(f) != 0) bad = 1;
-        if (bad && rc == 0) {
-            snprintf(err, errlen, "error writing '%s': %s", path, strerror(errno));
-            rc = -1;
-        }
-    }
+    if (f && prof_close_out(f, path, rc == 0, err, errlen) != 0) rc = -1;
     free(order);
     free(rev);
     free(lanes);

@@ -305,9 +305,13 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
         size_t host_batch = batch_bytes;
         if (avail && need + host_batch > avail / 10 * 9) {
             snprintf(err, errlen,
-                     "this problem needs %.2f GB of memory (activations %.2f GB) but only %.2f GB "
-                     "is available: reduce --batch-size, --seq-len, --num-seqs or --num-blocks",
-                     (need + host_batch) / 1e9, arena_bytes / 1e9, avail / 1e9);
+                     "this problem needs %.2f GB of memory (parameters, gradients and AdamW "
+                     "moments %.2f GB, activations %.2f GB) and a run may use at most 90%% of the "
+                     "%.2f GB available: reduce %s",
+                     (need + host_batch) / 1e9, 4 * pbytes / 1e9, arena_bytes / 1e9, avail / 1e9,
+                     4 * pbytes > arena_bytes ? "--msa-dim, --pair-dim or --num-blocks"
+                                              : "--batch-size, --seq-len, --num-seqs or "
+                                                "--num-blocks");
             tf_trainer_destroy(t);
             return TF_ERR_NOMEM;
         }

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Write the seed corpus of fuzz_safetensors: small valid safetensors files
-(the layouts tinyfold writes and reads: checkpoints, data and gradient files,
-every dtype, scalars, empty tensors, metadata) plus truncations of each and a
-few near-miss malformed files. Standard library only.
+"""Write the seed corpus of a fuzz target: small valid safetensors files (the
+layouts tinyfold writes and reads: checkpoints, data and gradient files, every
+dtype, scalars, empty tensors, metadata) plus truncations of each and a few
+near-miss malformed files; for fuzz_datafile also data files whose values are
+in range, for fuzz_checkpoint_meta checkpoints and foreign state_dicts, for
+fuzz_compare pairs of run / profile JSON documents split by a NUL byte.
+Standard library only.
 
-usage: make_corpus.py OUT_DIR
+usage: make_corpus.py OUT_DIR [safetensors|datafile|checkpoint|compare]
 """
 import json
 import os
@@ -15,17 +18,22 @@ SIZES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16
          "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
 
 
-def image(tensors, metadata=None, pad=True, header_override=None):
-    """tensors: list of (name, dtype, shape); data is a byte pattern."""
+def image(tensors, metadata=None, pad=True, header_override=None, fill=None):
+    """tensors: list of (name, dtype, shape); data is a byte pattern, or
+    fill(name, dtype, count) -> bytes."""
     header, blobs, pos = {}, [], 0
     if metadata is not None:
         header["__metadata__"] = metadata
     for name, dt, shape in tensors:
-        n = SIZES[dt]
+        count = 1
         for s in shape:
-            n *= s
+            count *= s
+        n = SIZES[dt] * count
         header[name] = {"dtype": dt, "shape": shape, "data_offsets": [pos, pos + n]}
-        blobs.append(bytes((i * 37 + len(name)) & 0xFF for i in range(n)))
+        if fill:
+            blobs.append(fill(name, dt, count))
+        else:
+            blobs.append(bytes((i * 37 + len(name)) & 0xFF for i in range(n)))
         pos += n
     h = header_override if header_override is not None else json.dumps(header, separators=(",", ":"))
     h = h.encode("utf-8")
@@ -75,6 +83,66 @@ def main():
         "nul_escape": image([], header_override='{"a\\u0000":{"dtype":"U8","shape":[0],'
                                                  '"data_offsets":[0,0]}}'),
     }
+    target = sys.argv[2] if len(sys.argv) > 2 else "safetensors"
+    if target == "datafile":
+        def data_fill(name, dt, count):
+            if name == "msa_tokens":
+                fmt = "<%d%s" % (count, "i" if dt == "I32" else "q")
+                return struct.pack(fmt, *[(i * 7) % 21 for i in range(count)])
+            return struct.pack("<%df" % count, *[0.25 * (i % 9) for i in range(count)])
+        for tok in ("I32", "I64"):
+            for tdims in ([1, 3, 3, 1], [1, 3, 3]):
+                valid[f"data_{tok}_{len(tdims)}d"] = image(
+                    [("msa_tokens", tok, [1, 2, 3]), ("pair_features", "F32", [1, 3, 3, 65]),
+                     ("target_distances", "F32", tdims)], fill=data_fill)
+        valid["data_two"] = image([("msa_tokens", "I32", [2, 1, 2]),
+                                   ("pair_features", "F32", [2, 2, 2, 65]),
+                                   ("target_distances", "F32", [2, 2, 2, 1])], fill=data_fill)
+    if target == "checkpoint":
+        for k, v in (("global_step", "9007199254740992"), ("adam_step", "18446744073709551615"),
+                     ("version", "2")):
+            m = dict(ck_meta)
+            m[k] = v
+            valid[f"ck_{k}"] = image([("msa_embedding.weight", "F32", [21, 8])], m)
+        big = json.dumps({"msa_dim": 4096, "pair_dim": 8, "n_blocks": 64, "n_heads_msa": 64,
+                          "n_heads_pair": 2, "outer_dim": 4, "learning_rate": 1,
+                          "seed": "18446744073709551615"})
+        valid["ck_limits"] = image([], dict(ck_meta, tinyfold_config=big))
+        foreign = [("msa_embedding.weight", "F32", [21, 8]),
+                   ("pair_embedding.weight", "F32", [8, 65]),
+                   ("evoformer_blocks.0.msa_row_attention.q_proj.weight", "F32", [8, 8]),
+                   ("evoformer_blocks.0.msa_row_attention.pair_bias_proj.weight", "F32", [2, 8]),
+                   ("evoformer_blocks.0.outer_product_mean.msa_to_outer.weight", "F32", [4, 8])]
+        valid["foreign"] = image(foreign)
+        valid["foreign_meta"] = image(foreign, {"msa_dim": "8", "n_heads_pair": "2",
+                                                "n_blocks": "1"})
+    if target == "compare":
+        run = {"tinyfold_version": "0.1.0", "command": "train",
+               "config": {"batch": 1, "seq_len": 8, "n_seqs": 2, "n_blocks": 1, "msa_dim": 16,
+                          "pair_dim": 32, "n_heads_msa": 4, "n_heads_pair": 4, "outer_dim": 32,
+                          "precision": "fp32", "num_steps": 2, "impl": "v3", "backend": "cpu",
+                          "graph": False, "threads": 2},
+               "summary": {"samples_per_sec": 10.5, "step_ms": 95.2, "final_loss": 31.5,
+                           "mean_loss": None, "gflops": 0.6},
+               "steps": [{"step": 0, "warmup": False, "loss": 31.5}]}
+        prof = {"run": run, "launches_per_step": 12,
+                "memory": {"peak_backend_bytes": 1048576, "peak_host_rss_bytes": 2097152},
+                "kernels": [{"name": f"k{i}", "total_ns": (i * 7919) % 1000, "calls": i}
+                            for i in range(14)],
+                "counters": {"kernels": [{"name": "k1", "metrics": {"dram_bytes": 1.5,
+                                                                    "sm_pct": 80}}]}}
+        docs = {"runs": (run, run), "profiles": (prof, prof), "mixed": (run, prof)}
+        n = 0
+        for name, (a, b) in docs.items():
+            blob = json.dumps(a).encode() + b"\0" + json.dumps(b).encode()
+            for cut in (len(blob), len(blob) // 2):
+                with open(os.path.join(out, f"{name}_{cut}"), "wb") as f:
+                    f.write(blob[:cut])
+                n += 1
+        with open(os.path.join(out, "trailing"), "wb") as f:
+            f.write(json.dumps(run).encode() + b"\0" + json.dumps(run).encode() + b" {}")
+        print(f"make_corpus: {n + 1} files in {out}")
+        return
     n = 0
     for name, img in valid.items():
         cuts = sorted({0, 4, 8, 9, len(img) // 2, len(img) - 1})

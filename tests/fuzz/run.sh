@@ -1,49 +1,74 @@
 #!/bin/bash
-# Build the libFuzzer target over the safetensors reader and run it for a
-# bounded time. Exits non-zero when the fuzzer finds a crash, a leak, a
-# sanitizer report or a broken invariant (the input is kept under
-# $FUZZ_DIR/artifacts/).
+# Build the libFuzzer targets over tinyfold's readers and run each for a
+# bounded time:
+#   fuzz_safetensors      the safetensors reader (src/io/safetensors.c)
+#   fuzz_datafile         the data-file loader (src/io/datafile.c)
+#   fuzz_checkpoint_meta  the checkpoint metadata reader (src/io/checkpoint_meta.c)
+#   fuzz_compare          compare's JSON reader and table (src/prof/compare*.c)
+# Exits non-zero when a fuzzer finds a crash, a leak, a sanitizer report or a
+# broken invariant (the input is kept under $FUZZ_DIR/<target>/artifacts/).
 #
-# usage: tests/fuzz/run.sh [seconds]        (default 60)
-# env:   FUZZ_DIR  work dir (binary, corpus, artifacts); default ${TMPDIR:-/tmp}/tinyfold_fuzz
+# usage: tests/fuzz/run.sh [seconds-per-target] [target ...]   (default 30, all)
+# env:   FUZZ_DIR  work dir (binaries, corpora, artifacts); default ${TMPDIR:-/tmp}/tinyfold_fuzz
 #        FUZZ_CC   compiler (default clang-14; needs libclang-rt-14-dev)
 #        FUZZ_ARGS extra libFuzzer flags (e.g. -jobs=2 -workers=2)
 set -euo pipefail
-secs=${1:-60}
+secs=${1:-30}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors datafile checkpoint_meta compare)
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 work=${FUZZ_DIR:-${TMPDIR:-/tmp}/tinyfold_fuzz}
 cc=${FUZZ_CC:-clang-14}
-mkdir -p "$work/corpus" "$work/seed" "$work/artifacts"
 
 command -v "$cc" >/dev/null || { echo "run.sh: $cc not found (apt-get install clang-14 libclang-rt-14-dev)" >&2; exit 2; }
 cjson_flags=$(pkg-config --cflags --libs libcjson 2>/dev/null || echo "-I/usr/include/cjson -lcjson")
 
-# shellcheck disable=SC2086
-"$cc" -std=c11 -g -O1 -fno-omit-frame-pointer \
-    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L \
-    -I"$root/include" -I"$root/src" \
-    -o "$work/fuzz_safetensors" \
-    "$here/fuzz_safetensors.c" "$root/src/io/safetensors.c" "$root/src/io/io_util.c" \
-    $cjson_flags -lm
+io="$root/src/io"
+sources() { # target -> the sources it links besides its own file
+    case $1 in
+    safetensors) echo "$io/safetensors.c $io/io_util.c" ;;
+    datafile) echo "$io/datafile.c $io/safetensors.c $io/io_util.c" ;;
+    checkpoint_meta) echo "$io/checkpoint_meta.c $io/config_json.c $io/safetensors.c $io/io_util.c $root/src/train/config.c" ;;
+    compare) echo "$root/src/prof/compare.c $root/src/prof/compare_render.c" ;;
+    *) echo "run.sh: unknown target '$1' (expected safetensors, datafile, checkpoint_meta, compare)" >&2; exit 2 ;;
+    esac
+}
+seed_kind() { case $1 in checkpoint_meta) echo checkpoint ;; *) echo "$1" ;; esac; }
 
-python3 "$here/make_corpus.py" "$work/seed"
-
-# Seeds are read from $work/seed; new inputs go to $work/corpus (kept between runs).
-# shellcheck disable=SC2086
-set +e
-"$work/fuzz_safetensors" \
-    -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
-    -dict="$here/safetensors.dict" \
-    -artifact_prefix="$work/artifacts/" -print_final_stats=1 \
-    ${FUZZ_ARGS:-} "$work/corpus" "$work/seed" 2>"$work/fuzz.log"
-rc=$?
-set -e
-grep -E "stat::number_of_executed_units|stat::peak_rss_mb|INFO: Loaded|DONE|cov:" "$work/fuzz.log" | tail -n 6 >&2 || true
-if [ $rc -ne 0 ]; then
-    tail -n 60 "$work/fuzz.log" >&2
-    echo "run.sh: FAILED (libFuzzer exit $rc); reproducer(s): $(ls "$work/artifacts" | head -5)" >&2
-    exit 1
-fi
-echo "run.sh: ok, no crash in ${secs}s; corpus $(ls "$work/corpus" | wc -l) files; log $work/fuzz.log" >&2
+failed=0
+for t in "${targets[@]}"; do
+    dir="$work/$t"
+    mkdir -p "$dir/corpus" "$dir/seed" "$dir/artifacts"
+    # shellcheck disable=SC2046,SC2086
+    "$cc" -std=c11 -g -O1 -fno-omit-frame-pointer \
+        -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+        -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L \
+        -I"$root/include" -I"$root/src" \
+        -o "$dir/fuzz_$t" "$here/fuzz_$t.c" $(sources "$t") $cjson_flags -lm
+    python3 "$here/make_corpus.py" "$dir/seed" "$(seed_kind "$t")" >&2
+    # Seeds are read from seed/; new inputs go to corpus/ (kept between runs).
+    # fuzz_compare prints refusals on stderr: -close_fd_mask=2 keeps the log small.
+    mask=""
+    [ "$t" = compare ] && mask="-close_fd_mask=2"
+    set +e
+    # shellcheck disable=SC2086
+    "$dir/fuzz_$t" \
+        -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
+        -dict="$here/safetensors.dict" $mask \
+        -artifact_prefix="$dir/artifacts/" -print_final_stats=1 \
+        ${FUZZ_ARGS:-} "$dir/corpus" "$dir/seed" 2>"$dir/fuzz.log"
+    rc=$?
+    set -e
+    grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$dir/fuzz.log" | tail -n 2 |
+        sed "s/^/fuzz_$t: /" >&2 || true
+    if [ $rc -ne 0 ]; then
+        tail -n 60 "$dir/fuzz.log" >&2
+        echo "run.sh: fuzz_$t FAILED (libFuzzer exit $rc); reproducer(s): $(ls "$dir/artifacts" | head -5)" >&2
+        failed=1
+    else
+        echo "run.sh: fuzz_$t ok, no crash in ${secs}s; corpus $(ls "$dir/corpus" | wc -l) files; log $dir/fuzz.log" >&2
+    fi
+done
+exit $failed

@@ -1183,9 +1183,18 @@ static void test_embed(void **state) {
                 tok[t] = tf_test_rng_int(&rng, V);
             float *table = tf_test_falloc((long)V * C), *out = tf_test_falloc(n * C);
             tf_test_fill_normal(table, (long)V * C, 0, 0.02f, seed++);
-            g_ops->embed_fwd(g_be, out, table, tok, n, C);
+            g_ops->embed_fwd(g_be, out, table, tok, n, C, V);
             for (long t = 0; t < n; t++)
                 assert_true(tf_test_bits_equal(out + t * C, table + (long)tok[t] * C, C));
+            /* a token outside [0, V) reads nothing and gives a zero row */
+            int32_t keep0 = tok[0], keepl = tok[n - 1];
+            tok[0] = -3;
+            tok[n - 1] = V;
+            g_ops->embed_fwd(g_be, out, table, tok, n, C, V);
+            for (int c = 0; c < C; c++)
+                assert_true(out[c] == 0.0f && out[(n - 1) * C + c] == 0.0f);
+            tok[0] = keep0;
+            tok[n - 1] = keepl;
             /* bwd: each entry is a sum of count(v) terms onto its old value:
              * 8 sqrt(n) u relative to the sum of magnitudes */
             float *dout = tf_test_falloc(n * C), *dt = tf_test_falloc((long)V * C);

@@ -1389,7 +1389,7 @@ static void test_embed(void **state)
                 b.ops->upload(b.be, tk, tok, n * sizeof *tok);
                 float *tab = b_put(b, ht, (size_t)V * C), *o = b_nan(b, (size_t)n * C);
                 float *dout = b_put(b, hd, (size_t)n * C), *dtab = b_put(b, ht, (size_t)V * C);
-                b.ops->embed_fwd(b.be, o, tab, tk, n, C);
+                b.ops->embed_fwd(b.be, o, tab, tk, n, C, V);
                 b.ops->embed_bwd(b.be, dtab, dout, tk, n, C, V); /* accumulates onto ht */
                 out[r] = tf_test_falloc((size_t)n * C), dt[r] = tf_test_falloc((size_t)V * C);
                 b_get(b, out[r], o, (size_t)n * C);

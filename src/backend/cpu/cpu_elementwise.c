@@ -144,10 +144,17 @@ void tf_cpu_gate_residual_fwd(tf_backend *be, float *out, const float *res, cons
 /* ---- embedding ---- */
 
 void tf_cpu_embed_fwd(tf_backend *be, float *out, const float *table, const int32_t *tok, long n,
-                      int C) {
+                      int C, int vocab) {
+    /* The data layer checks tokens; a bad one still never reads outside the
+     * table (its row is zeros, and embed_bwd skips it). */
 #pragma omp parallel for schedule(static) num_threads(be->threads) if (n * C >= TF_CPU_PAR_MIN)
-    for (long t = 0; t < n; t++) /* tokens are in [0, vocab): the data layer checks */
-        memcpy(out + t * C, table + (long)tok[t] * C, (size_t)C * sizeof(float));
+    for (long t = 0; t < n; t++) {
+        const int v = tok[t];
+        if (v < 0 || v >= vocab)
+            memset(out + t * C, 0, (size_t)C * sizeof(float));
+        else
+            memcpy(out + t * C, table + (long)v * C, (size_t)C * sizeof(float));
+    }
 }
 
 /* Each thread owns a slice of columns and walks the tokens in order, so every

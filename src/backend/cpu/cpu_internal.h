@@ -156,7 +156,7 @@ void tf_cpu_opm_outer(tf_backend *be, float *outer_p, const float *a, int B, int
                       int co);
 
 void tf_cpu_embed_fwd(tf_backend *be, float *out, const float *table, const int32_t *tok, long n,
-                      int C);
+                      int C, int vocab);
 void tf_cpu_embed_bwd(tf_backend *be, float *dtable, const float *dout, const int32_t *tok, long n,
                       int C, int vocab);
 void tf_cpu_mse_head_fwd(tf_backend *be, float *pred, float *loss, const float *logit,

@@ -451,7 +451,7 @@ void tf_cu_gate_cmajor_bwd(tf_backend *be, float *da, float *dg, const float *dl
 
 /* cuda_embed_loss.cu */
 void tf_cu_embed_fwd(tf_backend *be, float *out, const float *table, const int32_t *tok, long n,
-                     int C);
+                     int C, int vocab);
 void tf_cu_embed_bwd(tf_backend *be, float *dtable, const float *dout, const int32_t *tok, long n,
                      int C, int vocab);
 void tf_cu_mse_head_fwd(tf_backend *be, float *pred, float *loss, const float *logit,

@@ -6,13 +6,14 @@
 
 /* ---- embedding ---- */
 extern "C" __global__ void embed_fwd_kernel1(float *out, const float *table, const int32_t *tok,
-                                             long n, int C)
+                                             long n, int C, int vocab)
 {
     TF_PDL_ENTRY();
     const long total = n * C, stride = (long)gridDim.x * blockDim.x;
     for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
         const long t = i / C, c = i % C;
-        out[i] = table[(long)tok[t] * C + c];
+        const int v = tok[t]; /* outside [0, vocab): zeros, as embed_bwd skips it */
+        out[i] = v >= 0 && v < vocab ? table[(long)v * C + c] : 0.f;
     }
 }
 
@@ -42,11 +43,11 @@ embed_bwd_kernel1(float *dtable, const float *dout, const int32_t *tok, long n, 
 }
 
 extern "C" void tf_cu_embed_fwd(tf_backend *be, float *out, const float *table,
-                                const int32_t *tok, long n, int C)
+                                const int32_t *tok, long n, int C, int vocab)
 {
     if (n > 0 && C > 0)
         TF_LAUNCH(embed_fwd_kernel1, dim3(tf_cu_grid(be, n * C, EL_THREADS)), dim3(EL_THREADS),
-                  be->stream, out, table, tok, n, C);
+                  be->stream, out, table, tok, n, C, vocab);
 }
 
 extern "C" void tf_cu_embed_bwd(tf_backend *be, float *dtable, const float *dout,

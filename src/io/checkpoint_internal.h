@@ -1,0 +1,30 @@
+/* Shared by checkpoint.c (save, load) and checkpoint_meta.c (what a file's
+ * metadata says: format, config, step counters). */
+#ifndef TF_IO_CHECKPOINT_INTERNAL_H
+#define TF_IO_CHECKPOINT_INTERNAL_H
+
+#include "io/safetensors.h"
+#include "tinyfold.h"
+
+#define CKPT_FORMAT "tinyfold-checkpoint"
+#define CKPT_VERSION "1"
+#define OPT_M "optimizer.exp_avg."
+#define OPT_V "optimizer.exp_avg_sq."
+#define NAME_MAX_LEN (sizeof(((tf_param_info *)0)->name) + 32)
+
+/* Step counters stored in a file are at most 2^53: exact in a double (the run
+ * JSON), and far from overflowing a long while a run adds its steps. */
+#define STEP_MAX 9007199254740992LL
+#define STEP_EXPECTED "a non-negative integer up to 9007199254740992"
+
+/* "<path>: <fmt with a, b made printable>" into err; returns st. */
+tf_status tf_ckpt_failf(char *err, size_t errlen, tf_status st, const char *path, const char *fmt,
+                        const char *a, const char *b);
+/* A strict non-negative decimal (no sign, no spaces) up to STEP_MAX. */
+int tf_ckpt_parse_step(const char *s, long *v);
+/* The stored (or shape-inferred) config and global step; *ours = a tinyfold
+ * checkpoint (not a foreign state_dict). */
+tf_status tf_ckpt_file_config(const tf_st_file *f, tf_config *c, long *gs, int *ours, char *err,
+                              size_t errlen);
+
+#endif

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# SIGINT / SIGTERM during training: the run stops after the current step,
+# writes --json (status "interrupted", the steps done) and a checkpoint that
+# resumes, prints one line and exits 130 / 143, with no temporary file left.
+# A second signal exits at once and still removes the temporary files. A
+# stale "<out>.tmp.<pid>" of a dead process is removed at the next save.
+# Usage: test_signals.sh path/to/tinyfold
+set -u
+BIN=$(cd "$(dirname "${1:?usage: $0 path/to/tinyfold}")" && pwd)/$(basename "$1")
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+cd "$TMP" || exit 1
+fails=0
+fail() {
+    echo "FAIL: $*"
+    fails=$((fails + 1))
+}
+# Steps long enough that the signal lands mid-run, short enough for CI.
+RUN=(train --batch-size 1 --seq-len 16 --num-seqs 4 --num-blocks 1 --msa-dim 16 --pair-dim 32
+     --backend cpu --threads 1 --quiet --warmup-steps 1 --num-steps 100000)
+
+for sig in INT TERM; do
+    want=$([ $sig = INT ] && echo 130 || echo 143)
+    rm -f ck j ck.started
+    # --save-every 1 makes a checkpoint after each step: its presence says
+    # training is under way.
+    timeout --foreground 300 "$BIN" "${RUN[@]}" --save ck --save-every 1 --json j >out 2>err </dev/null &
+    pid=$!
+    for _ in $(seq 1 600); do [ -s ck ] && break; sleep 0.1; done
+    [ -s ck ] || fail "SIG$sig: no step completed within 60 s"
+    kill -$sig $pid
+    wait $pid
+    rc=$?
+    [ $rc -eq "$want" ] || fail "SIG$sig: exit $rc, expected $want (stderr: $(cat err))"
+    [ "$(wc -l <err)" -eq 1 ] || fail "SIG$sig: expected one line on stderr: $(cat err)"
+    grep -q "^tinyfold: .*SIG$sig after [0-9]* of 100001 steps.*wrote --save and --json" err ||
+        fail "SIG$sig: message: $(cat err)"
+    tr -d ' \t\n' <j | grep -q '"status":"interrupted"' || fail "SIG$sig: --json status"
+    done_steps=$(tr -d ' \t\n' <j | grep -o '"steps_completed":[0-9]*' | cut -d: -f2)
+    [ -n "$done_steps" ] && [ "$done_steps" -ge 1 ] || fail "SIG$sig: steps_completed '$done_steps'"
+    ls | grep -q '\.tmp\.' && fail "SIG$sig: temporary files left: $(ls | grep '\.tmp\.')"
+    # The checkpoint is the last completed step's: it resumes there.
+    timeout 120 "$BIN" train --resume ck --backend cpu --threads 1 --quiet --num-steps 1 \
+        --json r.json >out 2>err </dev/null || fail "SIG$sig: the checkpoint does not resume: $(cat err)"
+    first=$(tr -d ' \t\n' <r.json | grep -o '"step":[0-9]*' | head -1 | cut -d: -f2)
+    [ "$first" = "$done_steps" ] || fail "SIG$sig: resumed at step $first, expected $done_steps"
+done
+
+# A second signal: exit at once (128 + signal), temporary files removed. The
+# steps are made long so that the second one lands inside a step.
+RUN=(train --batch-size 4 --seq-len 64 --num-seqs 16 --num-blocks 2 --backend cpu --threads 1
+     --quiet --warmup-steps 1 --num-steps 100000)
+rm -f ck j
+timeout --foreground 300 "$BIN" "${RUN[@]}" --save ck --save-every 1 --json j >out 2>err </dev/null &
+pid=$!
+for _ in $(seq 1 600); do [ -s ck ] && break; sleep 0.1; done
+kill -INT $pid
+sleep 0.5 # a repeat within 250 ms is taken as the same signal forwarded twice
+kill -INT $pid 2>/dev/null || fail "second SIGINT: the run had already stopped (steps too short)"
+wait $pid
+rc=$?
+[ $rc -eq 130 ] || fail "second SIGINT: exit $rc, expected 130 (stderr: $(cat err))"
+[ "$(wc -l <err)" -le 1 ] || fail "second SIGINT: more than one line: $(cat err)"
+ls | grep -q '\.tmp\.' && fail "second SIGINT: temporary files left: $(ls | grep '\.tmp\.')"
+
+# A stale temporary file of a dead process is removed at the next save; a
+# live process's is not.
+sh -c 'exit 0' &
+dead=$!
+wait $dead
+echo junk >"ck.tmp.$dead"
+echo junk >"j.tmp.$dead"
+echo live >"ck.tmp.$$"
+timeout 120 "$BIN" train --batch-size 1 --seq-len 8 --num-seqs 2 --num-blocks 1 --msa-dim 16 \
+    --pair-dim 32 --backend cpu --threads 1 --quiet --warmup-steps 0 --num-steps 1 \
+    --save ck --json j >out 2>err </dev/null || fail "stale: run failed: $(cat err)"
+[ ! -e "ck.tmp.$dead" ] || fail "stale: ck.tmp.$dead was not removed"
+[ ! -e "j.tmp.$dead" ] || fail "stale: j.tmp.$dead was not removed"
+[ -e "ck.tmp.$$" ] || fail "stale: a live process's temporary file was removed"
+[ $fails -eq 0 ] || exit 1
+echo "test_signals: ok"
