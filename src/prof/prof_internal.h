@@ -99,6 +99,26 @@ typedef struct {
 
 typedef struct prof_cpuc prof_cpuc; /* counters_cpu.c */
 
+/* One op of the model at one region path (opcost.c): its analytic cost over
+ * one step (tf_prof_op_cost) and the kernel time it took over the collected
+ * steps. */
+typedef struct {
+    uint32_t path, name; /* name: the op's kernel name id */
+    uint32_t calls;      /* calls in the cost step */
+    int has_cost;
+    double flops, bytes; /* per step */
+    int64_t kernel_ns;   /* collected steps */
+    uint64_t launches;
+} prof_opcost;
+
+/* Ceilings measured when the profiler starts (ceilings.c, or the CUDA
+ * module's); 0 = not measured. */
+typedef struct {
+    double gemm_flops;    /* FLOP/s */
+    double copy_bytes;    /* bytes/s, read + write */
+    char gemm_what[96], copy_what[96];
+} prof_ceilings;
+
 struct tf_prof {
     /* options (strings owned) */
     char *out_dir, *selected, *counters;
@@ -147,6 +167,13 @@ struct tf_prof {
     int8_t *name_match; /* per name: -1 unknown, 0/1 matches the counter pattern */
     size_t name_match_cap;
 
+    prof_opcost *opc;
+    size_t nopc, cap_opc;
+    uint32_t *opc_slots; /* hash (path, name) -> index + 1 */
+    size_t opc_nslots;
+    long cost_step;     /* steps[] index whose ops were costed; -1 none yet */
+    prof_ceilings ceil;
+
     void *gpu;          /* CUDA activity state (src/prof/cuda), NULL on the CPU */
     void *gpu_counters; /* CUDA range-profiler state for --counters */
     uint64_t ctx;       /* CUDA: encoded (step, path, op) of the current host position */
@@ -188,6 +215,17 @@ int prof_name_matches(tf_prof *p, uint32_t name);
 size_t prof_host_peak_rss(void);
 /* mkdir -p; 0 ok, else -1 with errno set. */
 int prof_mkdir_p(const char *dir);
+
+/* ---- op costs (opcost.c) ---- */
+/* Adds a kernel's duration to op (path, name) */
+void prof_opcost_time(tf_prof *p, uint32_t path, uint32_t name, int64_t ns);
+struct cJSON *prof_opcost_json(const tf_prof *p);
+void prof_opcost_free(tf_prof *p);
+/* ---- ceilings (ceilings.c; CUDA: src/prof/cuda) ---- */
+void prof_ceilings_measure_cpu(prof_ceilings *c);
+/* 0 ok, else -1 (nothing measured) */
+int prof_gpu_ceilings(prof_ceilings *c);
+struct cJSON *prof_ceilings_json(const prof_ceilings *c);
 
 /* ---- CPU software counters (counters_cpu.c) ---- */
 #define PROF_CPUC_MAX 8

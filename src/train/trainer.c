@@ -458,7 +458,7 @@ static void issue_optimizer(void *arg) {
     tf_trainer *t = arg;
     for (int i = 0; i < t->nranges; i++) {
         const tf_range *r = &t->ranges[i];
-        TF_EXEC_OP(&t->ex, "adamw",
+        TF_EXEC_OPC(&t->ex, "adamw", tf_cost_adamw((long)r->n),
                    adamw(t->be, t->params + r->off, t->grads + r->off, t->adam_m + r->off,
                          t->adam_v + r->off, (long)r->n, t->hyper));
     }
