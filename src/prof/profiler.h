@@ -48,6 +48,8 @@ void tf_prof_destroy(tf_prof *p);
 
 /* `tinyfold compare A B ...`; argv[0] is "compare"; returns the exit status. */
 int tf_compare_main(int argc, char **argv);
+/* `tinyfold report RUN... --out FILE`; argv[0] is "report"; returns the exit status. */
+int tf_report_main(int argc, char **argv);
 
 #ifdef __cplusplus
 }
