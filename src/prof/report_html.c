@@ -23,7 +23,7 @@
 __attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "tinyfold report: ");
+    fprintf(stderr, "tinyfold: report: ");
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
@@ -862,6 +862,6 @@ int tf_report_main(int argc, char **argv) {
     }
     for (int i = 0; i < n; i++) rp_free(&runs[i]);
     cJSON_Delete(scaling);
-    if (!rc) fprintf(stderr, "tinyfold report: wrote %s\n", out);
+    if (!rc) printf("report written to %s\n", out);
     return rc;
 }
