@@ -5,6 +5,7 @@
 #   make test    deps + build + every test (ctest)
 #   make asan    a second build in build-asan/ with ASan+UBSan, unit tests
 #   make bench   the CPU benchmark (bench/cpu.sh)
+#   make report-check  `tinyfold report` rendered by headless Chromium, checked not blank
 #   make fuzz    the safetensors loader's libFuzzer target for FUZZ_SECONDS (60)
 #   make clean   remove both build directories
 #
@@ -29,7 +30,7 @@ endif
 ASAN_FLAGS := -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g -fno-omit-frame-pointer" \
               -DTF_SANITIZE=ON $(CMAKE_ARGS) -DTF_CUDA=OFF $(filter -DTF_WERROR=ON,$(CMAKE_FLAGS))
 
-.PHONY: all deps build run test asan bench fuzz clean
+.PHONY: all deps build run test asan bench fuzz report-check clean
 
 all: build
 
@@ -69,6 +70,11 @@ asan: deps
 
 bench: build
 	TINYFOLD=$(BUILD)/tinyfold bench/cpu.sh
+
+# The report in a real browser: Debian's chromium renders it headless to PNG.
+report-check: build
+	$(MAKE) deps EXTRA_PKGS="chromium python3"
+	bash tests/report/render.sh $(BUILD)/tinyfold
 
 # The safetensors loader's fuzz target (libFuzzer via clang), bounded in time.
 fuzz:

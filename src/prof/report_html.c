@@ -66,7 +66,7 @@ static void css(FILE *f) {
           "th:first-child,td:first-child{text-align:left}th{background:#f3f5f8}\n"
           "td.name{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:11.5px;"
           "max-width:420px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}\n"
-          "svg{font-size:11px}svg text.lab{fill:#333}svg text.val{fill:#333}"
+          "svg{font-size:11px;display:block}svg text.lab{fill:#333}svg text.val{fill:#333}"
           "svg tspan.ratio{fill:#b03a2e;font-weight:bold}\n"
           "svg text.ax{fill:#666;font-size:10px}svg .grid{stroke:#eee}\n"
           ".legend{font-size:11.5px;margin:4px 0}.legend span{margin-right:12px;"
@@ -100,7 +100,14 @@ static void sec_overview(FILE *f, const rp_run *r, int n) {
         const cJSON *dev = rp_get(r[i].run, "device", "name");
         const cJSON *blas = rp_get(r[i].run, "build", "blas");
         if (cJSON_IsString(dev)) rp_esc(f, dev->valuestring);
-        else if (cJSON_IsString(blas)) rp_esc(f, blas->valuestring);
+        else if (cJSON_IsString(blas)) { /* "OpenBLAS 0.3.21 NO_LAPACKE ...": name and version */
+            char sh[64];
+            const char *sp = strchr(blas->valuestring, ' ');
+            sp = sp ? strchr(sp + 1, ' ') : NULL;
+            snprintf(sh, sizeof sh, "%.*s", sp ? (int)(sp - blas->valuestring) : 63,
+                     blas->valuestring);
+            rp_esc(f, sh);
+        }
         fputs("</td></tr>\n", f);
     }
     fputs("</table></section>\n", f);
@@ -541,7 +548,9 @@ static void roofline_one(FILE *f, const rp_run *r) {
     fprintf(f, "), memory ceiling %s (", b);
     if (cJSON_IsString(mk)) rp_esc(f, mk->valuestring);
     fprintf(f, "), measured when the profile started; ridge %.1f FLOP/byte. Each point is one op "
-               "of one module over all blocks; area: its share of the op time.</p>\n",
+               "of one module over all blocks; area: its share of the op time. A point above the "
+               "bandwidth slope ran from cache (its bytes fit there); ops without FLOPs "
+               "(permutes, copies) are in the table only.</p>\n",
             peak / bw);
     qsort(pts, (size_t)np, sizeof pts[0], by_ns);
     double xlo = 1e9, xhi = 0, ylo = 1e30;
@@ -625,6 +634,9 @@ static void roofline_one(FILE *f, const rp_run *r) {
     for (int k = 0; k < np && k < 14; k++) {
         double ai = pts[k].flops / pts[k].bytes, s = pts[k].ns * 1e-9;
         double perf = pts[k].flops / s, roof = fmin(peak, ai * bw);
+        /* an op without FLOPs (a permute, a copy) is measured against the
+         * bandwidth ceiling alone */
+        double pct = pts[k].flops > 0 ? 100 * perf / roof : 100 * pts[k].bytes / s / bw;
         fputs("<tr><td class=\"name\">", f);
         rp_esc(f, pts[k].mod);
         fputs(" \xc2\xb7 ", f);
@@ -632,7 +644,7 @@ static void roofline_one(FILE *f, const rp_run *r) {
         fprintf(f, "</td><td>%.3f</td><td>%.1f</td><td>%.2f</td><td>%.3f</td><td>%.2f</td>"
                    "<td>%.2f</td><td>%s</td><td>%.0f</td></tr>\n",
                 pts[k].flops * 1e-9, pts[k].bytes * 1e-6, ai, s * 1e3, perf * 1e-9,
-                pts[k].bytes / s * 1e-9, ai < ridge ? "memory" : "compute", 100 * perf / roof);
+                pts[k].bytes / s * 1e-9, ai < ridge ? "memory" : "compute", pct);
     }
     fputs("</table></div>\n", f);
 }
@@ -644,6 +656,14 @@ static void sec_roofline(FILE *f, const rp_run *r, int n) {
           "FLOP/s divides them by the op's measured time. Left of the dashed ridge an op is "
           "memory-bound, right of it compute-bound.</p><div class=\"row\">\n",
           f);
+    static const char *const mods[] = {
+        "msa_row_attention",     "msa_column_attention",   "msa_transition",
+        "outer_product_mean",    "triangle_mult_outgoing", "triangle_mult_incoming",
+        "triangle_attn_starting", "triangle_attn_ending",  "pair_transition",
+        "embedding",             "structure_module",       "loss", "optimizer_step"};
+    const char *cols[13];
+    for (int k = 0; k < 13; k++) cols[k] = rp_module_color(mods[k]);
+    rp_svg_legend(f, 13, mods, cols);
     int any = 0;
     for (int i = 0; i < n; i++) {
         if (!r[i].profile) continue;

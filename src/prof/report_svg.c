@@ -55,12 +55,12 @@ void rp_fmt_si(char *buf, size_t n, double v, const char *unit) {
     snprintf(buf, n, "%.3g %s%s", v, pre[i], unit);
 }
 
-#define LABEL_W 170
+#define LABEL_W 130
 #define ROW_H 24
 
 void rp_svg_hbars(FILE *f, int n, const char *const *labels, const double *v, const char *unit,
                   int prec, const char *color, int ratios) {
-    const int bar_w = 250, w = LABEL_W + bar_w + 150, h = n * ROW_H + 8;
+    const int bar_w = 210, w = LABEL_W + bar_w + 150, h = n * ROW_H + 8;
     double mx = 0;
     for (int i = 0; i < n; i++) mx = v[i] > mx ? v[i] : mx;
     fprintf(f, "<svg class=\"chart\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", w, h, w,
