@@ -819,6 +819,12 @@ int tf_report_main(int argc, char **argv) {
             out = argv[i];
         } else if (strcmp(argv[i], "--force") == 0) {
             force = 1;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: tinyfold report RUN... --out report.html [--force]\n"
+                   "  RUN: a profile directory, summary.json, run JSON (train --json),\n"
+                   "  kernel_stats.csv, or the JSON of bench --scaling (an array \"points\")\n"
+                   "  --force: report runs of different problems together\n");
+            return 0;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return fail("unknown option '%s' (accepted: --out FILE, --force)", argv[i]);
         } else {
