@@ -201,7 +201,10 @@ static void make_label(const char *path, char *out, size_t n) {
     for (int i = 0; i < 2; i++)
         if (ends_with(tmp, tails[i]) && l > strlen(tails[i])) tmp[l - strlen(tails[i])] = 0;
     const char *b = strrchr(tmp, '/');
-    snprintf(out, n, "%s", b ? b + 1 : tmp);
+    b = b ? b + 1 : tmp;
+    size_t k = strlen(b) < n - 1 ? strlen(b) : n - 1; /* a long name is cut */
+    memcpy(out, b, k);
+    out[k] = 0;
 }
 
 int rp_load(const char *path, rp_run *r, cJSON **scaling, char *err, size_t errlen) {
