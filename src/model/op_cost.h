@@ -15,6 +15,10 @@
 
 #include "backend/ops.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     double flops, bytes;
 } tf_op_cost;
@@ -49,4 +53,7 @@ tf_op_cost tf_cost_adamw(long n);
 #define TF_FLOPS_GATE_BWD (TF_FLOPS_SIGMOID + 5.0) /* da = dy s; dg = dy a s (1 - s) */
 #define TF_FLOPS_GATE_RES (TF_FLOPS_GATE_FWD + 1.0)
 
+#ifdef __cplusplus
+}
+#endif
 #endif
