@@ -41,6 +41,10 @@ void tf_region_push(tf_prof *p, const char *name) {
         return;
     }
     p->stack[p->depth].path = path;
+    if (prof_arena_step(p)) {
+        prof_arena_touch(p);
+        p->stack[p->depth].mem_in = p->stack[p->depth].mem_hi = *p->arena_top;
+    }
     p->stack[p->depth].start = prof_now_ns();
     p->depth++;
     if (p->gpu) update_ctx(p);
@@ -61,6 +65,16 @@ void tf_region_pop(tf_prof *p) {
     p->depth--;
     uint32_t path = p->stack[p->depth].path;
     int64_t start = p->stack[p->depth].start;
+    if (prof_arena_step(p)) {
+        prof_arena_touch(p);
+        prof_path *q = &p->paths[path];
+        size_t in = p->stack[p->depth].mem_in, hi = p->stack[p->depth].mem_hi;
+        if (*p->arena_top > hi) hi = *p->arena_top;
+        q->arena_kept += (int64_t)*p->arena_top - (int64_t)in;
+        if (hi - in > q->arena_hi) q->arena_hi = hi - in;
+        q->arena_seen = 1;
+        if (p->depth && hi > p->stack[p->depth - 1].mem_hi) p->stack[p->depth - 1].mem_hi = hi;
+    }
     if (p->gpu) update_ctx(p);
     if (!collecting(p, path)) return;
     prof_path *q = &p->paths[path];

@@ -65,6 +65,7 @@ void tf_prof_op_cost(tf_prof *p, const char *name, double flops, double bytes) {
         p->oom = 1;
         return;
     }
+    if (p->arena_top) prof_arena_touch(p); /* the op's outputs are allocated by now */
     e->has_cost = 1;
     e->calls++;
     e->flops += flops;
@@ -115,6 +116,33 @@ cJSON *prof_opcost_json(const tf_prof *p) {
     }
     cJSON_AddNumberToObject(o, "flops_per_step", tf);
     cJSON_AddNumberToObject(o, "bytes_per_step", tb);
+    return o;
+}
+
+void tf_prof_watch_arena(tf_prof *p, const size_t *top) {
+    if (p) p->arena_top = top;
+}
+
+cJSON *prof_arena_json(const tf_prof *p) {
+    int any = 0;
+    for (uint32_t id = 1; id < p->npaths && !any; id++) any = p->paths[id].arena_seen;
+    if (!any) return NULL;
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON_AddStringToObject(o, "source",
+                            "the activation arena's fill level at region boundaries and ops "
+                            "of one step: kept = still allocated at the region's end (a forward "
+                            "module's saved activations), peak = most held above its entry");
+    cJSON *arr = cJSON_AddArrayToObject(o, "regions");
+    for (uint32_t id = 1; id < p->npaths; id++) {
+        const prof_path *q = &p->paths[id];
+        if (!q->arena_seen) continue;
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "path", q->path);
+        cJSON_AddNumberToObject(j, "kept_bytes", (double)q->arena_kept);
+        cJSON_AddNumberToObject(j, "peak_bytes", (double)q->arena_hi);
+        cJSON_AddItemToArray(arr, j);
+    }
     return o;
 }
 

@@ -62,6 +62,12 @@ typedef struct {
     int64_t kernel_ns;/* inclusive kernel time (this region and below) */
     uint64_t launches;/* launches directly in this region */
     size_t peak_backend, peak_host; /* from memory samples in this region or below */
+    /* the activation arena over the cost step (tf_prof_watch_arena): bytes
+     * still allocated when the region ended (a forward module's saved
+     * activations) and the most held above its entry level */
+    int64_t arena_kept;
+    size_t arena_hi;
+    int arena_seen;
 } prof_path;
 
 typedef struct {
@@ -134,7 +140,8 @@ struct tf_prof {
     uint32_t *path_slots; /* hash (parent, name) -> id + 1 */
     uint32_t path_nslots;
 
-    struct { uint32_t path; int64_t start; } stack[PROF_MAX_DEPTH];
+    struct { uint32_t path; int64_t start; size_t mem_in, mem_hi; } stack[PROF_MAX_DEPTH];
+    const size_t *arena_top; /* the model's arena fill level (tf_prof_watch_arena) */
     int depth, overflow;
     long unbalanced;
     struct { uint32_t name; int64_t start; int counted; } ops[PROF_MAX_OPS];
@@ -220,6 +227,17 @@ int prof_mkdir_p(const char *dir);
 /* Adds a kernel's duration to op (path, name) */
 void prof_opcost_time(tf_prof *p, uint32_t path, uint32_t name, int64_t ns);
 struct cJSON *prof_opcost_json(const tf_prof *p);
+struct cJSON *prof_arena_json(const tf_prof *p);
+/* Is the arena followed in the current step (the cost step)? */
+static inline int prof_arena_step(const tf_prof *p) {
+    return p->arena_top && p->in_step && (p->cost_step < 0 || p->cost_step == (long)p->cur_step);
+}
+/* The arena may have grown: every open region's high-water mark follows. */
+static inline void prof_arena_touch(tf_prof *p) {
+    size_t top = *p->arena_top;
+    for (int d = 0; d < p->depth; d++)
+        if (top > p->stack[d].mem_hi) p->stack[d].mem_hi = top;
+}
 void prof_opcost_free(tf_prof *p);
 /* ---- ceilings (ceilings.c; CUDA: src/prof/cuda) ---- */
 void prof_ceilings_measure_cpu(prof_ceilings *c);

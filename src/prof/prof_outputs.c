@@ -271,6 +271,8 @@ static cJSON *summary_json(const tf_prof *p, const cJSON *run) {
 
     cJSON *ops = prof_opcost_json(p); /* the roofline's data (opcost.c, ceilings.c) */
     if (ops) cJSON_AddItemToObject(root, "op_costs", ops);
+    cJSON *arena = prof_arena_json(p);
+    if (arena) cJSON_AddItemToObject(mem, "arena", arena);
     cJSON *ceil = prof_ceilings_json(&p->ceil);
     if (ceil) cJSON_AddItemToObject(root, "ceilings", ceil);
 

@@ -433,6 +433,7 @@ const char *tf_trainer_backend_name(const tf_trainer *t) { return t->ops->name; 
 void tf_trainer_set_prof(tf_trainer *t, tf_prof *p) {
     t->prof = p;
     t->ex.prof = p;
+    tf_prof_watch_arena(p, &t->arena.top);
 }
 
 static void upload_batch(tf_trainer *t, const tf_batch *b) {

@@ -109,7 +109,7 @@ static void config(tf_config *c, int impl) {
 }
 
 /* One profiled step; sums[phase][is_gemm] of the recorded FLOPs. Every op
- * that ran must carry a cost. */
+ * that ran must carry a cost, and the arena's share per region adds up. */
 static void step_flops(const tf_config *c, double sums[4][2]) {
     char err[256];
     tf_prof_opts o;
@@ -136,6 +136,17 @@ static void step_flops(const tf_config *c, double sums[4][2]) {
         sums[ph][strncmp(p->names.strs[e->name], "sgemm", 5) == 0] += e->flops;
     }
     assert_true(costed > 20);
+    /* the arena: the forward's saved activations and the backward's working
+     * set above them are the planned arena, to the byte */
+    int64_t kept = -1;
+    size_t bwd = 0;
+    for (uint32_t id = 1; id < p->npaths; id++) {
+        if (!p->paths[id].arena_seen) continue;
+        if (strcmp(p->paths[id].path, "forward_pass") == 0) kept = p->paths[id].arena_kept;
+        if (strcmp(p->paths[id].path, "backward_pass") == 0) bwd = p->paths[id].arena_hi;
+    }
+    assert_true(kept > 0 && bwd > 0);
+    assert_true((size_t)kept + bwd == tf_trainer_arena_bytes(t));
     tf_trainer_set_prof(t, NULL);
     tf_trainer_destroy(t);
     tf_prof_destroy(p);
