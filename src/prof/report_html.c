@@ -72,7 +72,7 @@ static void css(FILE *f) {
           ".legend{font-size:11.5px;margin:4px 0}.legend span{margin-right:12px;"
           "white-space:nowrap}.legend i{display:inline-block;width:10px;height:10px;"
           "margin-right:4px;vertical-align:-1px}\n"
-          ".mem{fill:#4e79a7}.cmp{fill:#e15759}\n"
+          ""
           "@media print{body{margin:0;max-width:none}section{break-inside:avoid}"
           "h2{break-after:avoid}}\n"
           "</style>\n",
@@ -192,7 +192,7 @@ static void sec_phases(FILE *f, const rp_run *r, int n) {
 /* ---- launches and the kernel mix ---- */
 #define MAX_MODS 24
 typedef struct {
-    char name[64];
+    char name[96];
 } modname;
 
 static int mod_index(modname *mods, int *nm, const char *name) {
@@ -201,6 +201,76 @@ static int mod_index(modname *mods, int *nm, const char *name) {
     if (*nm == MAX_MODS) return MAX_MODS - 1;
     snprintf(mods[*nm].name, sizeof mods[*nm].name, "%s", name);
     return (*nm)++;
+}
+
+/* The op families of the mix, by kernel (op) name prefix. */
+#define NFAM 9
+static const char *const fam_names[NFAM] = {"GEMM", "attention (fused)", "LayerNorm", "softmax",
+                                            "permute / copy", "gating", "elementwise",
+                                            "outer product (fused)", "other"};
+static const char *const fam_colors[NFAM] = {"#4e79a7", "#b07aa1", "#59a14f", "#edc948",
+                                             "#e15759", "#76b7b2", "#f28e2b", "#9c755f",
+                                             "#bab0ac"};
+static int family(const char *op) {
+    static const struct {
+        const char *prefix;
+        int fam;
+    } map[] = {{"sgemm", 0},   {"attn_", 1},   {"layernorm", 2},  {"softmax", 3},
+               {"permute", 4}, {"copy", 4},    {"gate", 5},       {"add", 6},
+               {"mul", 6},     {"scale", 6},   {"relu", 6},       {"sigmoid", 6},
+               {"zero", 6},    {"sum_", 6},    {"opm_", 7}};
+    for (size_t k = 0; k < sizeof map / sizeof map[0]; k++)
+        if (strncmp(op, map[k].prefix, strlen(map[k].prefix)) == 0) return map[k].fam;
+    return NFAM - 1;
+}
+
+static void op_mix(FILE *f, const rp_run *r) {
+    modname mods[MAX_MODS];
+    int nm = 0;
+    double v[MAX_MODS][NFAM];
+    memset(v, 0, sizeof v);
+    double steps = rp_num(r->profile, "op_costs", "steps_collected", 1);
+    const cJSON *o;
+    cJSON_ArrayForEach(o, rp_get(r->profile, "op_costs", "ops")) {
+        const cJSON *pj = rp_get(o, "path", NULL), *nj = rp_get(o, "name", NULL);
+        if (!cJSON_IsString(pj) || !cJSON_IsString(nj)) continue;
+        char mod[96];
+        module_of(pj->valuestring, mod, sizeof mod);
+        int k = mod_index(mods, &nm, mod);
+        v[k][family(nj->valuestring)] += rp_num(o, "kernel_ns", NULL, 0) / (steps > 0 ? steps : 1) * 1e-6;
+    }
+    if (!nm) return;
+    /* modules by time, largest first */
+    int order[MAX_MODS];
+    double tot[MAX_MODS];
+    for (int k = 0; k < nm; k++) {
+        order[k] = k;
+        tot[k] = 0;
+        for (int j = 0; j < NFAM; j++) tot[k] += v[k][j];
+    }
+    for (int a = 1; a < nm; a++)
+        for (int b = a; b > 0 && tot[order[b]] > tot[order[b - 1]]; b--) {
+            int t = order[b];
+            order[b] = order[b - 1];
+            order[b - 1] = t;
+        }
+    const char *labels[MAX_MODS];
+    double vv[MAX_MODS * NFAM];
+    int rows = 0;
+    for (int a = 0; a < nm; a++) {
+        if (tot[order[a]] <= 0) continue;
+        labels[rows] = mods[order[a]].name;
+        for (int j = 0; j < NFAM; j++) vv[rows * NFAM + j] = v[order[a]][j];
+        rows++;
+    }
+    fputs("<div><p class=\"note\"><b>", f);
+    rp_esc(f, r->label);
+    fputs("</b>: each module's time per step by op family (all blocks; the ops as the model "
+          "issues them, each with the kernels it launched)</p>\n",
+          f);
+    rp_svg_legend(f, NFAM, fam_names, fam_colors);
+    rp_svg_stacked(f, rows, labels, NFAM, fam_names, fam_colors, vv, "ms", 0);
+    fputs("</div>\n", f);
 }
 
 static void sec_kernels(FILE *f, const rp_run *r, int n) {
@@ -251,6 +321,9 @@ static void sec_kernels(FILE *f, const rp_run *r, int n) {
         rp_svg_legend(f, nm, names, cols);
         rp_svg_stacked(f, m, labels, nm, names, cols, vv, "ms", 0);
     }
+    /* the op mix of each module: time per step by op family */
+    for (int i = 0; i < n; i++)
+        if (r[i].profile && rp_get(r[i].profile, "op_costs", "ops")) op_mix(f, &r[i]);
     /* the top kernels of each run */
     fputs("<div class=\"row\">\n", f);
     for (int i = 0; i < n; i++) {
@@ -278,26 +351,62 @@ static void sec_kernels(FILE *f, const rp_run *r, int n) {
 }
 
 /* ---- memory ---- */
+/* Segments: parameters, gradients, optimizer state, each module's saved
+ * activations (memory.arena of the profile: the forward modules' kept
+ * bytes over all blocks), the backward's working set above them, the rest
+ * of the measured peak. Without memory.arena the arena is one segment. */
+#define MEM_FIXED 3
 static void sec_memory(FILE *f, const rp_run *r, int n) {
-    static const char *const segs[5] = {"parameters", "gradients", "optimizer state (Adam m, v)",
-                                        "activations + workspaces (planned arena)",
-                                        "other (batch, library workspaces)"};
-    static const char *const cols[5] = {"#4e79a7", "#a0cbe8", "#59a14f", "#f28e2b", "#bab0ac"};
+    static const char *const fixed[MEM_FIXED] = {"parameters", "gradients",
+                                                 "optimizer state (Adam m, v)"};
+    static const char *const fixed_cols[MEM_FIXED] = {"#2f4b7c", "#5f7fb0", "#8fa9d6"};
+    modname mods[MAX_MODS];
+    int nm = 0;
+    enum { SEGS = MEM_FIXED + MAX_MODS + 3 };
     const char *labels[RP_MAX_RUNS];
-    double v[RP_MAX_RUNS * 5], peak[RP_MAX_RUNS];
-    int m = 0;
+    double v[RP_MAX_RUNS][SEGS], peak[RP_MAX_RUNS], arena_b[RP_MAX_RUNS];
+    int m = 0, acts_any = 0;
+    memset(v, 0, sizeof v);
     for (int i = 0; i < n; i++) {
         if (!r[i].run) continue;
         double P = rp_num(r[i].run, "parameters", NULL, 0) * 4.0 / MIB;
         double arena = rp_num(r[i].run, "summary", "arena_bytes", 0) / MIB;
         double pk = rp_num(r[i].run, "summary", "peak_memory_bytes", 0) / MIB;
+        double *row = v[m];
+        row[0] = P, row[1] = P, row[2] = 2 * P;
+        const cJSON *regs = rp_get(rp_get(r[i].profile, "memory", "arena"), "regions", NULL), *o;
+        double acts = 0, bwd = 0;
+        cJSON_ArrayForEach(o, regs) {
+            const cJSON *pj = rp_get(o, "path", NULL);
+            if (!cJSON_IsString(pj)) continue;
+            const char *path = pj->valuestring;
+            if (strcmp(path, "backward_pass") == 0) bwd = rp_num(o, "peak_bytes", NULL, 0) / MIB;
+            if (strncmp(path, "forward_pass/", 13) != 0) continue;
+            const char *rest = path + 13;
+            if (strncmp(rest, "block_", 6) == 0) { /* forward_pass/block_N/module */
+                rest = strchr(rest, '/');
+                if (!rest) continue;
+                rest++;
+            }
+            if (strchr(rest, '/')) continue; /* deeper: counted in its module */
+            double kept = rp_num(o, "kept_bytes", NULL, 0) / MIB;
+            if (kept <= 0) continue;
+            row[MEM_FIXED + mod_index(mods, &nm, rest)] += kept;
+            acts += kept;
+        }
+        if (acts > 0) {
+            acts_any = 1;
+            row[MEM_FIXED + MAX_MODS] = bwd;
+            /* what the regions leave of the arena (0 up to rounding) */
+            double rest = arena - acts - bwd;
+            row[MEM_FIXED + MAX_MODS + 1] = rest > 1e-6 * arena ? rest : 0;
+        } else {
+            row[MEM_FIXED + MAX_MODS + 1] = arena;
+        }
         double known = 4 * P + arena;
-        v[m * 5 + 0] = P;
-        v[m * 5 + 1] = P;
-        v[m * 5 + 2] = 2 * P;
-        v[m * 5 + 3] = arena;
-        v[m * 5 + 4] = pk > known ? pk - known : 0;
+        row[MEM_FIXED + MAX_MODS + 2] = pk > known ? pk - known : 0;
         peak[m] = pk;
+        arena_b[m] = arena;
         labels[m++] = r[i].label;
     }
     fputs("<section id=\"memory\"><h2>Memory: the planned peak</h2>", f);
@@ -306,24 +415,69 @@ static void sec_memory(FILE *f, const rp_run *r, int n) {
         return;
     }
     fputs("<p class=\"note\">Parameters, their gradients and Adam's two moments are fp32 "
-          "copies of the parameter count; activations and workspaces are the arena the model "
-          "plans before the first step (one allocation for every module's tensors); the rest "
-          "of the measured backend peak is the batch buffers and the libraries' own.</p>\n",
+          "copies of the parameter count. The activation arena is planned before the first "
+          "step: each module's activations saved for the backward (forward, all blocks; what a "
+          "block keeps outside its modules beside them), then "
+          "the backward's working set above them (its temporaries and the gradients in "
+          "flight). The rest of the measured backend peak is the batch buffers and the "
+          "libraries' own.</p>\n",
           f);
-    rp_svg_legend(f, 5, segs, cols);
-    rp_svg_stacked(f, m, labels, 5, segs, cols, v, "MiB", 0);
-    fputs("<table><tr><th>run</th><th>parameters</th><th>gradients</th><th>optimizer</th>"
-          "<th>arena</th><th>other</th><th>peak MiB</th><th>vs first</th></tr>\n",
-          f);
-    for (int i = 0; i < m; i++) {
-        fputs("<tr><td>", f);
-        rp_esc(f, labels[i]);
-        fputs("</td>", f);
-        for (int k = 0; k < 5; k++) fprintf(f, "<td>%.1f</td>", v[i * 5 + k]);
-        fprintf(f, "<td>%.1f</td><td>%.2f\xc3\x97</td></tr>\n", peak[i],
-                peak[0] > 0 ? peak[i] / peak[0] : 0);
+    /* the segments in use, in a fixed order */
+    const char *names[SEGS], *cols[SEGS];
+    double vv[RP_MAX_RUNS * SEGS];
+    int idx[SEGS], ns = 0;
+    for (int k = 0; k < SEGS; k++) {
+        int used = 0;
+        for (int i = 0; i < m; i++) used |= v[i][k] > 0;
+        if (!used) continue;
+        idx[ns] = k;
+        if (k < MEM_FIXED) {
+            names[ns] = fixed[k];
+            cols[ns] = fixed_cols[k];
+        } else if (k < MEM_FIXED + MAX_MODS) {
+            names[ns] = mods[k - MEM_FIXED].name;
+            cols[ns] = rp_module_color(mods[k - MEM_FIXED].name);
+        } else if (k == MEM_FIXED + MAX_MODS) {
+            names[ns] = "backward working set";
+            cols[ns] = "#6b6b6b";
+        } else if (k == MEM_FIXED + MAX_MODS + 1) {
+            names[ns] = acts_any ? "forward, between the modules" : "arena (not split)";
+            cols[ns] = "#9d9d9d";
+        } else {
+            names[ns] = "other (batch, libraries)";
+            cols[ns] = "#d4d4d4";
+        }
+        ns++;
     }
-    fputs("</table></section>\n", f);
+    for (int i = 0; i < m; i++)
+        for (int k = 0; k < ns; k++) vv[i * ns + k] = v[i][idx[k]];
+    rp_svg_legend(f, ns, names, cols);
+    fputs("<div class=\"row\"><div>", f);
+    rp_svg_stacked(f, m, labels, ns, names, cols, vv, "MiB", 0);
+    /* one row per segment, one column per run */
+    fputs("</div><table><tr><th>MiB</th>", f);
+    for (int i = 0; i < m; i++) {
+        fputs("<th>", f);
+        rp_esc(f, labels[i]);
+        fputs("</th>", f);
+    }
+    fputs("</tr>\n", f);
+    for (int k = 0; k < ns; k++) {
+        fputs("<tr><td>", f);
+        rp_esc(f, names[k]);
+        fputs("</td>", f);
+        for (int i = 0; i < m; i++) fprintf(f, "<td>%.2f</td>", vv[i * ns + k]);
+        fputs("</tr>\n", f);
+    }
+    fputs("<tr><td>arena (planned)</td>", f);
+    for (int i = 0; i < m; i++) fprintf(f, "<td>%.2f</td>", arena_b[i]);
+    fputs("</tr><tr><td><b>peak</b></td>", f);
+    for (int i = 0; i < m; i++) fprintf(f, "<td><b>%.2f</b></td>", peak[i]);
+    fputs("</tr><tr><td>peak vs first</td>", f);
+    for (int i = 0; i < m; i++)
+        fprintf(f, "<td>%.2f\xc3\x97</td>", peak[0] > 0 ? peak[i] / peak[0] : 0);
+    fputs("</tr></table></div>\n", f);
+    fputs("</section>\n", f);
 }
 
 /* ---- one step's timeline ---- */

@@ -88,7 +88,9 @@ void rp_svg_hbars(FILE *f, int n, const char *const *labels, const double *v, co
 void rp_svg_stacked(FILE *f, int rows, const char *const *row_labels, int segs,
                     const char *const *seg_names, const char *const *seg_colors, const double *v,
                     const char *unit, double scale) {
-    const int bar_w = 460, w = LABEL_W + bar_w + 110, h = rows * ROW_H + 8;
+    /* module names are long: a wider label column, thinner rows */
+    const int SL = 180, SR = 20; /* module names are long: a wider label column, thinner rows */
+    const int bar_w = 440, w = SL + bar_w + 110, h = rows * SR + 8;
     double mx = scale;
     if (mx <= 0) {
         for (int r = 0; r < rows; r++) {
@@ -100,11 +102,11 @@ void rp_svg_stacked(FILE *f, int rows, const char *const *row_labels, int segs,
     fprintf(f, "<svg class=\"chart\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", w, h, w,
             h);
     for (int r = 0; r < rows; r++) {
-        int y = 4 + r * ROW_H;
-        double x = LABEL_W, t = 0;
+        int y = 4 + r * SR;
+        double x = SL, t = 0;
         for (int s = 0; s < segs; s++) t += v[r * segs + s];
-        fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"lab\" text-anchor=\"end\">", LABEL_W - 8,
-                y + 15);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"lab\" text-anchor=\"end\">", SL - 8,
+                y + 13);
         rp_esc(f, row_labels[r]);
         fputs("</text>", f);
         for (int s = 0; s < segs; s++) {
@@ -113,14 +115,14 @@ void rp_svg_stacked(FILE *f, int rows, const char *const *row_labels, int segs,
             double bw = val / mx * bar_w;
             fprintf(f, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\" "
                        "stroke=\"#fff\" stroke-width=\"0.5\"><title>",
-                    x, y + 2, bw, ROW_H - 6, seg_colors[s]);
+                    x, y + 2, bw, SR - 6, seg_colors[s]);
             rp_esc(f, row_labels[r]);
             fputs(" \xc2\xb7 ", f);
             rp_esc(f, seg_names[s]);
             fprintf(f, ": %.3f %s (%.1f%%)</title></rect>", val, unit, t > 0 ? 100 * val / t : 0);
             x += bw;
         }
-        fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"val\">%.2f %s</text>\n", x + 6, y + 15, t,
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"val\">%.2f %s</text>\n", x + 6, y + 13, t,
                 unit);
     }
     fputs("</svg>\n", f);
