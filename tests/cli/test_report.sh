@@ -44,6 +44,21 @@ for pat in 'http:' 'https:' 'src=' 'url(' '@import' '<link' '<script' 'href=' '<
     if grep -qiF -- "$pat" "$out"; then fail "the page references '$pat'"; fi
 done
 
+# a GPU-shaped trace: the ops on two stream tracks of pid 2 (as CUPTI's
+# kernels are) each get a track of their own in the timeline
+mkdir -p "$TMP/gpu"
+cp "$TMP/v3/summary.json" "$TMP/gpu/"
+# (the trace has one event a line; awk alone, so no interpreter is needed)
+awk '/"ph":"M","pid":1,"tid":3,/ { next }
+     /"ph":"X","pid":1,"tid":3,/ { sub(/"pid":1,"tid":3,/, "\"pid\":2,\"tid\":" (100 + k++ % 2) ",") }
+     /^\]\}$/ { print ",{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":2,\"tid\":100,\"args\":{\"name\":\"stream 7\"}}"
+                print ",{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":2,\"tid\":101,\"args\":{\"name\":\"stream 9\"}}" }
+     { print }' "$TMP/v3/trace.json" >"$TMP/gpu/trace.json"
+"$BIN" report "$TMP/gpu" --out "$TMP/gpu.html" >/dev/null 2>&1 || fail "report of the GPU-shaped trace"
+for t in "stream 7" "stream 9"; do
+    grep -q ">$t</text>" "$TMP/gpu.html" || fail "timeline track '$t' missing"
+done
+
 # bad input: one line "tinyfold: ...", exit 2, nothing written
 bad() {
     local expect=$1
@@ -72,6 +87,9 @@ printf '"Name","Calls"\n"k",1\n' >"$TMP/wrong.csv"
 bad "not a kernel_stats.csv" "$TMP/wrong.csv" --out "$TMP/bad.html"
 bad "--out" "$TMP/v1"
 bad "unknown option" "$TMP/v1" --bogus --out "$TMP/bad.html"
+head -c 2000 "$TMP/v1/trace.json" >"$TMP/trunc/trace.json"
+cp "$TMP/v1/summary.json" "$TMP/trunc/summary.json"
+bad "trace.json' is not valid JSON" "$TMP/trunc" --out "$TMP/bad.html"
 # runs of different problems are refused unless --force
 "$BIN" profile "${tiny[@]}" --batch-size 2 --impl v3 --num-steps 2 --out "$TMP/b2" >/dev/null 2>&1 ||
     fail "profile b2"
