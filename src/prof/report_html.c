@@ -89,12 +89,19 @@ static void sec_overview(FILE *f, const rp_run *r, int n) {
         char b[11][96];
         fputs("<tr><td>", f);
         rp_esc(f, r[i].label);
+        if (!r[i].run) {
+            fputs("</td><td colspan=\"10\" style=\"text-align:left\">", f);
+            fputs(r[i].from_csv ? "a kernel_stats.csv: its kernels only, no configuration"
+                                : "a profile without its run configuration",
+                  f);
+            fputs("</td></tr>\n", f);
+            continue;
+        }
         const char *keys[9] = {"backend", "impl",   "precision", "graph",    "batch",
                                "seq_len", "n_seqs", "n_blocks",  "num_steps"};
         for (int k = 0; k < 9; k++) {
             fputs("</td><td>", f);
-            if (r[i].run) rp_esc(f, cfg_str(&r[i], keys[k], b[k], sizeof b[k]));
-            else fputs(r[i].from_csv ? "(kernel_stats.csv)" : "-", f);
+            rp_esc(f, cfg_str(&r[i], keys[k], b[k], sizeof b[k]));
         }
         fputs("</td><td>", f);
         const cJSON *dev = rp_get(r[i].run, "device", "name");
@@ -817,8 +824,10 @@ static void sec_roofline(FILE *f, const rp_run *r, int n) {
         "embedding",             "structure_module",       "loss", "optimizer_step"};
     const char *cols[13];
     for (int k = 0; k < 13; k++) cols[k] = rp_module_color(mods[k]);
-    rp_svg_legend(f, 13, mods, cols);
     int any = 0;
+    for (int i = 0; i < n; i++) any |= r[i].profile != NULL;
+    if (any) rp_svg_legend(f, 13, mods, cols);
+    any = 0;
     for (int i = 0; i < n; i++) {
         if (!r[i].profile) continue;
         roofline_one(f, &r[i]);
