@@ -82,6 +82,8 @@ cJSON *prof_ceilings_json(const prof_ceilings *c) {
     cJSON_AddStringToObject(o, "source", "measured when the profile started");
     cJSON_AddNumberToObject(o, "compute_flops_per_s", c->gemm_flops);
     cJSON_AddStringToObject(o, "compute_kernel", c->gemm_what);
+    if (c->gemm_tf32_flops > 0) /* the ceiling of --precision tf32 runs */
+        cJSON_AddNumberToObject(o, "compute_tf32_flops_per_s", c->gemm_tf32_flops);
     cJSON_AddNumberToObject(o, "memory_bytes_per_s", c->copy_bytes);
     cJSON_AddStringToObject(o, "memory_kernel", c->copy_what);
     if (c->copy_bytes > 0)

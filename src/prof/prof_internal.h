@@ -121,6 +121,7 @@ typedef struct {
  * module's); 0 = not measured. */
 typedef struct {
     double gemm_flops;    /* FLOP/s */
+    double gemm_tf32_flops; /* CUDA: the same GEMM with TF32 tensor cores; 0 elsewhere */
     double copy_bytes;    /* bytes/s, read + write */
     char gemm_what[96], copy_what[96];
 } prof_ceilings;

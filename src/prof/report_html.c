@@ -664,6 +664,15 @@ static void roofline_one(FILE *f, const rp_run *r) {
     const cJSON *ops = rp_get(r->profile, "op_costs", "ops"), *o;
     double peak = rp_num(r->profile, "ceilings", "compute_flops_per_s", 0);
     double bw = rp_num(r->profile, "ceilings", "memory_bytes_per_s", 0);
+    /* a --precision tf32 run is held to the TF32 GEMM's ceiling, fp32 beside it */
+    double second = rp_num(r->profile, "ceilings", "compute_tf32_flops_per_s", 0);
+    const cJSON *prec = rp_get(r->run, "config", "precision");
+    int is_tf32 = second > 0 && cJSON_IsString(prec) && strcmp(prec->valuestring, "tf32") == 0;
+    if (is_tf32) {
+        double t = peak;
+        peak = second;
+        second = t;
+    }
     double steps = rp_num(r->profile, "op_costs", "steps_collected", 1);
     if (steps <= 0) steps = 1;
     static rl_point pts[MAX_PTS];
@@ -705,7 +714,8 @@ static void roofline_one(FILE *f, const rp_run *r) {
     const cJSON *ck = rp_get(r->profile, "ceilings", "compute_kernel");
     const cJSON *mk = rp_get(r->profile, "ceilings", "memory_kernel");
     fprintf(f, "compute ceiling %s (", a);
-    if (cJSON_IsString(ck)) rp_esc(f, ck->valuestring);
+    if (is_tf32) fputs("the same GEMM on TF32 tensor cores: this run's precision", f);
+    else if (cJSON_IsString(ck)) rp_esc(f, ck->valuestring);
     fprintf(f, "), memory ceiling %s (", b);
     if (cJSON_IsString(mk)) rp_esc(f, mk->valuestring);
     fprintf(f, "), measured when the profile started; ridge %.1f FLOP/byte. Each point is one op "
@@ -724,7 +734,7 @@ static void roofline_one(FILE *f, const rp_run *r) {
     }
     xlo = pow(10, floor(log10(xlo > 0 && xlo < 1e9 ? xlo : 0.01)));
     xhi = pow(10, ceil(log10(fmax(xhi, peak / bw) * 2)));
-    double yhi = pow(10, ceil(log10(peak * 1.5)));
+    double yhi = pow(10, ceil(log10(fmax(peak, second) * 1.5)));
     ylo = pow(10, floor(log10(ylo < 1e30 ? ylo : peak / 1e4)));
     if (yhi / ylo > 1e7) ylo = yhi / 1e7;
     const int W = 560, H = 380, L = 60, T = 12, PW = W - L - 16, PH = H - T - 40;
@@ -766,6 +776,17 @@ static void roofline_one(FILE *f, const rp_run *r) {
             b);
     fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"ax\" text-anchor=\"end\">%s</text>\n",
             L + PW - 4, T + PH - lx(peak, ylo, yhi, PH) - 4, a);
+    if (second > 0 && second < yhi && second > ylo) {
+        /* the other GEMM ceiling (CUDA: fp32 beside TF32), dashed, from its ridge on */
+        char t[40];
+        rp_fmt_si(t, sizeof t, second, is_tf32 ? "FLOP/s fp32" : "FLOP/s TF32");
+        double xr = L + lx(fmax(second / bw, xlo), xlo, xhi, PW);
+        double yt = T + PH - lx(second, ylo, yhi, PH);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#333\" "
+                   "stroke-dasharray=\"5,3\"><title>%s</title></line>"
+                   "<text x=\"%d\" y=\"%.1f\" class=\"ax\" text-anchor=\"end\">%s</text>\n",
+                xr, yt, L + PW, yt, t, L + PW - 4, yt - 4, t);
+    }
     fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#999\" "
                "stroke-dasharray=\"3,3\"/>\n",
             L + lx(ridge, xlo, xhi, PW), L + lx(ridge, xlo, xhi, PW), T, T + PH);

@@ -2,7 +2,8 @@
  * CUPTI activity began, before any step, so nothing here is collected): the
  * best of a few device-to-device copies of 512 MiB (bytes read + written)
  * and of a few 8192^3 fp32 cublasSgemm calls (the default math mode, no
- * TF32), timed with events on a stream of their own. About half a second. */
+ * TF32; then the same with TF32 tensor cores, the ceiling of --precision
+ * tf32), timed with events on a stream of their own. About a second. */
 #include <stdio.h>
 #include <string.h>
 
@@ -54,6 +55,11 @@ int prof_gpu_ceilings(prof_ceilings *c) {
     double copy_ms = best_ms(s, a, b, 0, x, y, h);
     double gemm_ms = best_ms(s, a, b, 1, x, y, h);
     if (copy_ms <= 0 || gemm_ms <= 0) goto done;
+    /* the same GEMM on TF32 tensor cores: the ceiling of --precision tf32 */
+    if (cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH) == CUBLAS_STATUS_SUCCESS) {
+        double tf32_ms = best_ms(s, a, b, 1, x, y, h);
+        if (tf32_ms > 0) c->gemm_tf32_flops = 2.0 * GEMM_N * (double)GEMM_N * GEMM_N / (tf32_ms * 1e-3);
+    }
     c->copy_bytes = 2.0 * (double)COPY_BYTES / (copy_ms * 1e-3);
     c->gemm_flops = 2.0 * GEMM_N * (double)GEMM_N * GEMM_N / (gemm_ms * 1e-3);
     snprintf(c->gemm_what, sizeof c->gemm_what, "cublasSgemm fp32 %dx%dx%d, best of %d", GEMM_N,
