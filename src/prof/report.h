@@ -38,7 +38,7 @@ double rp_num(const cJSON *o, const char *a, const char *b, double dflt);
 /* 0 if the runs are of one problem, else one line in err naming the knob */
 int rp_check_problem(const rp_run *r, int n, char *err, size_t errlen);
 
-/* ---- SVG and HTML helpers (report_svg.c) ---- */
+/* ---- SVG and HTML pieces (report_svg.c) ---- */
 void rp_esc(FILE *f, const char *s);               /* HTML/XML text */
 const char *rp_module_color(const char *module);   /* fixed colour per module name */
 const char *rp_palette(int i);

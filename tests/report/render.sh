@@ -24,7 +24,7 @@ done
 "$BIN" report "$TMP/v1" "$TMP/v3" --out "$OUT/report.html" >/dev/null
 
 shot() { # shot HTML PNG: a headless screenshot, 1240 px wide
-    timeout 120 "$CHROME" --headless --no-sandbox --disable-gpu --hide-scrollbars \
+    timeout 120 "$CHROME" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --hide-scrollbars \
         --screenshot="$2" --window-size=1240,1800 "file://$1" >"$TMP/chrome.log" 2>&1 ||
         { cat "$TMP/chrome.log"; exit 1; }
 }
@@ -40,7 +40,7 @@ if python3 "$HERE/png_check.py" "$TMP/blank.png" 64 0.05; then
 fi
 
 # every section made it into the rendered document
-timeout 120 "$CHROME" --headless --no-sandbox --disable-gpu --dump-dom \
+timeout 120 "$CHROME" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --dump-dom \
     "file://$OUT/report.html" >"$TMP/dom.html" 2>/dev/null
 for id in runs throughput phases kernels memory timeline roofline; do
     grep -q "<section id=\"$id\">" "$TMP/dom.html" || { echo "render: section $id missing"; exit 1; }

@@ -40,7 +40,8 @@ def main():
         with open(one, "w", encoding="utf-8") as f:
             f.write(head + '<body style="margin:8px 16px">' + m.group(0) + "</body></html>\n")
         png = os.path.join(tmp, sid + ".png")
-        subprocess.run([chrome, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+        subprocess.run([chrome, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                        "--hide-scrollbars",
                         "--screenshot=" + png, "--window-size=1180,3000", "file://" + one],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         w, h, bpp, rows = decode(png)
