@@ -171,6 +171,12 @@ int tf_prof_counter_step(const tf_prof *p) {
 void tf_prof_step_begin(tf_prof *p, long step, int warmup) {
     if (!p) return;
     if (p->in_step) tf_prof_step_end(p, p->steps[p->cur_step].step); /* missing end */
+    if (p->gpu && p->out_dir && !p->ceil_measured) {
+        /* the roofline's ceilings on the run's device, before its first step
+         * (outside every step, so CUPTI's records of them are not collected) */
+        p->ceil_measured = 1;
+        if (prof_gpu_ceilings(&p->ceil) != 0) memset(&p->ceil, 0, sizeof p->ceil);
+    }
     if (p->nsteps == p->cap_steps &&
         prof_reserve((void **)&p->steps, &p->cap_steps, p->nsteps + 1, sizeof *p->steps)) {
         p->oom = 1;

@@ -181,6 +181,7 @@ struct tf_prof {
     size_t opc_nslots;
     long cost_step;     /* steps[] index whose ops were costed; -1 none yet */
     prof_ceilings ceil;
+    int ceil_measured;  /* CUDA: measured at the first step's begin */
 
     void *gpu;          /* CUDA activity state (src/prof/cuda), NULL on the CPU */
     void *gpu_counters; /* CUDA range-profiler state for --counters */

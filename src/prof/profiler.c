@@ -153,12 +153,9 @@ tf_prof *tf_prof_create(const tf_prof_opts *o, char *err, size_t errlen) {
             goto fail;
         }
     }
-    /* the roofline's ceilings, before any step (outside every step, so the
-     * measuring kernels are not collected) */
-    if (p->out_dir) {
-        if (!p->cuda) prof_ceilings_measure_cpu(&p->ceil);
-        else if (prof_gpu_ceilings(&p->ceil) != 0) memset(&p->ceil, 0, sizeof p->ceil);
-    }
+    /* the roofline's ceilings, before any step; on CUDA at the first step's
+     * begin instead (hooks.c), once the run has chosen its device */
+    if (p->out_dir && !p->cuda) prof_ceilings_measure_cpu(&p->ceil);
     return p;
 fail:
     tf_prof_destroy(p);

@@ -1,5 +1,6 @@
-/* The roofline's ceilings on CUDA, measured when the profiler starts (after
- * CUPTI activity began, before any step, so nothing here is collected): the
+/* The roofline's ceilings on CUDA, measured on the current device when the
+ * first step begins (CUPTI activity runs, but outside every step nothing is
+ * collected; the step's clock starts after): the
  * best of a few device-to-device copies of 512 MiB (bytes read + written)
  * and of a few 8192^3 fp32 cublasSgemm calls (the default math mode, no
  * TF32; then the same with TF32 tensor cores, the ceiling of --precision
