@@ -7,6 +7,7 @@
 #   make bench   the CPU benchmark (bench/cpu.sh)
 #   make fuzz    the readers' libFuzzer targets (safetensors, data file, checkpoint
 #                metadata, compare's JSON), FUZZ_SECONDS (120) shared among them
+#   make report-check  `tinyfold report` rendered by headless Chromium, checked not blank
 #   make clean   remove both build directories
 #
 # With CI=true warnings are errors (-DTF_WERROR=ON). Extra CMake options go in
@@ -30,7 +31,7 @@ endif
 ASAN_FLAGS := -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g -fno-omit-frame-pointer" \
               -DTF_SANITIZE=ON $(CMAKE_ARGS) -DTF_CUDA=OFF $(filter -DTF_WERROR=ON,$(CMAKE_FLAGS))
 
-.PHONY: all deps build run test asan bench fuzz clean
+.PHONY: all deps build run test asan bench fuzz report-check clean
 
 all: build
 
@@ -70,6 +71,11 @@ asan: deps
 
 bench: build
 	TINYFOLD=$(BUILD)/tinyfold bench/cpu.sh
+
+# The report in a real browser: Debian's chromium renders it headless to PNG.
+report-check: build
+	$(MAKE) deps EXTRA_PKGS="chromium python3"
+	bash tests/report/render.sh $(BUILD)/tinyfold
 
 # The readers' fuzz targets (libFuzzer via clang), bounded in time: the four
 # share FUZZ_SECONDS.

@@ -6,6 +6,8 @@
 #include <getopt.h>
 #include <string.h>
 
+#include "prof/profiler.h"
+
 static const char *const usage_lines =
     "Usage:\n"
     "  tinyfold [train] [options]     train; the default when the first argument is an option\n"
@@ -16,6 +18,7 @@ static const char *const usage_lines =
     "  tinyfold grad --load W --data B --out G [options]\n"
     "                                 loss and gradients of one batch (no update)\n"
     "  tinyfold compare A B ...       compare runs (run JSON or a profile's summary.json)\n"
+    "  tinyfold report RUN... --out F one HTML page of pictures: timeline, roofline, memory\n"
     "  tinyfold help [command]        help of a command (also: tinyfold COMMAND --help)\n"
     "  tinyfold --version\n";
 
@@ -229,10 +232,14 @@ int tf_cli_help_command(int argc, char **argv)
         tf_cli_help_main(stdout);
         return TF_EXIT_OK;
     }
+    if (strcmp(argv[1], "report") == 0) {
+        char *av[] = {argv[1], (char *)"--help", NULL};
+        return tf_report_main(2, av);
+    }
     char q[64];
     tf_cli_quote(q, sizeof q, argv[1]);
     tf_cli_error("help: unknown command '%s' (expected train, validate, bench, profile, grad, "
-                 "compare)",
+                 "compare, report)",
                  q);
     return TF_EXIT_USAGE;
 }

@@ -64,13 +64,15 @@ static int dispatch(int argc, char **argv)
             return run_options_cmd(cmds[i].cmd, argc - 1, argv + 1);
     if (strcmp(sub, "compare") == 0)
         return tf_compare_main(argc - 1, argv + 1);
+    if (strcmp(sub, "report") == 0)
+        return tf_report_main(argc - 1, argv + 1);
     if (strcmp(sub, "help") == 0)
         return tf_cli_help_command(argc - 1, argv + 1);
 
     char q[64];
     tf_cli_quote(q, sizeof q, sub);
     tf_cli_error("unknown command '%s' (expected train, validate, bench, profile, grad, "
-                 "compare, help; see tinyfold --help)",
+                 "compare, report, help; see tinyfold --help)",
                  q);
     return TF_EXIT_USAGE;
 }

@@ -108,7 +108,7 @@ void tf_attn_core_fwd(tf_exec *ex, tf_attn_core *a) {
         a->lse = tf_alloc_act(ex, (size_t)T * L);
         tf_attn_args g;
         flash_args(a, &g);
-        TF_EXEC_OP(ex, "attn_fwd_flash", attn_fwd(ex->be, &g));
+        TF_EXEC_OPC(ex, "attn_fwd_flash", tf_cost_attn_fwd(&g), attn_fwd(ex->be, &g));
         return;
     }
     a->qp = tf_alloc_act(ex, (size_t)3 * T * L * d);
@@ -154,7 +154,7 @@ void tf_attn_core_bwd(tf_exec *ex, const tf_attn_core *a, float *dq, float *dk, 
         g.dout = view(a, dout, C);
         g.dbias = dbias;
         g.work = tf_alloc_act(ex, (size_t)T * L);
-        TF_EXEC_OP(ex, "attn_bwd_flash", attn_bwd(ex->be, &g));
+        TF_EXEC_OPC(ex, "attn_bwd_flash", tf_cost_attn_bwd(&g), attn_bwd(ex->be, &g));
         tf_bwd_release(ex, mark, wmark);
         return;
     }

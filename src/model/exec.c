@@ -9,7 +9,7 @@ static const char *gemm_kname(const tf_gemm_args *a) {
 }
 
 void tf_gemm(tf_exec *ex, const tf_gemm_args *a, const char *name) {
-    TF_EXEC_OP(ex, gemm_kname(a), gemm(ex->be, a, name));
+    TF_EXEC_OPC(ex, gemm_kname(a), tf_cost_gemm(a), gemm(ex->be, a, name));
 }
 
 tf_gemm_args tf_gemm_make(int tA, int tB, int M, int N, int K, float alpha, float beta,
@@ -110,28 +110,35 @@ void tf_linear_bwd_epi(tf_exec *ex, float *dx, float *dW, const float *dy, const
 
 void tf_x_layernorm_fwd(tf_exec *ex, float *out, float *mean, float *rstd, const float *x,
                         const float *g, const float *b, long rows, int C) {
-    TF_EXEC_OP(ex, "layernorm_fwd", layernorm_fwd(ex->be, out, mean, rstd, x, g, b, rows, C, 1e-5f));
+    TF_EXEC_OPC(ex, "layernorm_fwd", tf_cost_layernorm_fwd(rows, C),
+                layernorm_fwd(ex->be, out, mean, rstd, x, g, b, rows, C, 1e-5f));
 }
 
 void tf_x_layernorm_bwd(tf_exec *ex, float *dx, float *dg, float *db, const float *dout,
                         const float *x, const float *mean, const float *rstd, const float *g,
                         long rows, int C, int accumulate) {
-    TF_EXEC_OP(ex, "layernorm_bwd",
+    TF_EXEC_OPC(ex, "layernorm_bwd", tf_cost_layernorm_bwd(rows, C, accumulate),
                layernorm_bwd(ex->be, dx, dg, db, dout, x, mean, rstd, g, rows, C, accumulate));
 }
 
 void tf_x_layernorm2_fwd(tf_exec *ex, float *out, float *stats, const float *x, const float *g1,
                          const float *b1, const float *g2, const float *b2, long rows, int C) {
-    TF_EXEC_OP(ex, "layernorm2_fwd",
+    TF_EXEC_OPC(ex, "layernorm2_fwd", tf_cost_layernorm2_fwd(rows, C),
                layernorm2_fwd(ex->be, out, stats, x, g1, b1, g2, b2, rows, C, 1e-5f));
 }
 
 void tf_x_layernorm2_bwd(tf_exec *ex, float *dx, float *dg1, float *db1, float *dg2, float *db2,
                          const float *dout, const float *x, const float *stats, const float *g1,
                          const float *b1, const float *g2, long rows, int C, int accumulate) {
-    TF_EXEC_OP(ex, "layernorm2_bwd",
+    TF_EXEC_OPC(ex, "layernorm2_bwd", tf_cost_layernorm2_bwd(rows, C, accumulate),
                layernorm2_bwd(ex->be, dx, dg1, db1, dg2, db2, dout, x, stats, g1, b1, g2, rows, C,
                               accumulate));
+}
+
+static long perm_count(const tf_permute_args *a) {
+    long n = 1;
+    for (int i = 0; i < a->rank; i++) n *= a->dims[i];
+    return n;
 }
 
 void tf_x_permute(tf_exec *ex, float *out, const float *in, int rank, const int *dims,
@@ -143,69 +150,76 @@ void tf_x_permute(tf_exec *ex, float *out, const float *in, int rank, const int 
         a.perm[i] = perm[i];
     }
     a.accumulate = accumulate;
-    TF_EXEC_OP(ex, "permute", permute(ex->be, out, in, &a));
+    TF_EXEC_OPC(ex, "permute", tf_cost_permute(perm_count(&a), accumulate), permute(ex->be, out, in, &a));
 }
 
 void tf_x_copy(tf_exec *ex, float *dst, const float *src, size_t n) {
-    TF_EXEC_OP(ex, "copy", copy(ex->be, dst, src, n * sizeof(float)));
+    TF_EXEC_OPC(ex, "copy", tf_cost_elementwise((long)n, 1, 1, 0.0), copy(ex->be, dst, src, n * sizeof(float)));
 }
 void tf_x_zero(tf_exec *ex, float *p, size_t n) {
-    TF_EXEC_OP(ex, "zero", zero(ex->be, p, n * sizeof(float)));
+    TF_EXEC_OPC(ex, "zero", tf_cost_elementwise((long)n, 0, 1, 0.0), zero(ex->be, p, n * sizeof(float)));
 }
 void tf_x_add(tf_exec *ex, float *y, const float *a, const float *b, long n) {
-    TF_EXEC_OP(ex, "add", add(ex->be, y, a, b, n));
+    TF_EXEC_OPC(ex, "add", tf_cost_elementwise(n, 2, 1, 1.0), add(ex->be, y, a, b, n));
 }
 void tf_x_mul(tf_exec *ex, float *y, const float *a, const float *b, long n) {
-    TF_EXEC_OP(ex, "mul", mul(ex->be, y, a, b, n));
+    TF_EXEC_OPC(ex, "mul", tf_cost_elementwise(n, 2, 1, 1.0), mul(ex->be, y, a, b, n));
 }
 void tf_x_scale(tf_exec *ex, float *y, const float *x, float alpha, long n) {
-    TF_EXEC_OP(ex, "scale", scale(ex->be, y, x, alpha, n));
+    TF_EXEC_OPC(ex, "scale", tf_cost_elementwise(n, 1, 1, 1.0), scale(ex->be, y, x, alpha, n));
 }
 void tf_x_act_fwd(tf_exec *ex, tf_act act, float *y, const float *x, long n) {
-    TF_EXEC_OP(ex, act == TF_ACT_RELU ? "relu_fwd" : "sigmoid_fwd", act_fwd(ex->be, act, y, x, n));
+    TF_EXEC_OPC(ex, act == TF_ACT_RELU ? "relu_fwd" : "sigmoid_fwd",
+                tf_cost_elementwise(n, 1, 1, act == TF_ACT_RELU ? 1.0 : TF_FLOPS_SIGMOID),
+                act_fwd(ex->be, act, y, x, n));
 }
 void tf_x_act_bwd(tf_exec *ex, tf_act act, float *dx, const float *dy, const float *y, long n) {
-    TF_EXEC_OP(ex, act == TF_ACT_RELU ? "relu_bwd" : "sigmoid_bwd",
+    TF_EXEC_OPC(ex, act == TF_ACT_RELU ? "relu_bwd" : "sigmoid_bwd",
+                tf_cost_elementwise(n, 2, 1, act == TF_ACT_RELU ? 1.0 : 3.0),
                act_bwd(ex->be, act, dx, dy, y, n));
 }
 void tf_x_softmax_fwd(tf_exec *ex, float *y, const float *x, long rows, int cols) {
-    TF_EXEC_OP(ex, "softmax_fwd", softmax_fwd(ex->be, y, x, rows, cols));
+    TF_EXEC_OPC(ex, "softmax_fwd", tf_cost_softmax_fwd(rows, cols), softmax_fwd(ex->be, y, x, rows, cols));
 }
 void tf_x_softmax_bwd(tf_exec *ex, float *dx, const float *dy, const float *y, long rows,
                       int cols) {
-    TF_EXEC_OP(ex, "softmax_bwd", softmax_bwd(ex->be, dx, dy, y, rows, cols));
+    TF_EXEC_OPC(ex, "softmax_bwd", tf_cost_softmax_bwd(rows, cols), softmax_bwd(ex->be, dx, dy, y, rows, cols));
 }
 void tf_x_gate_fwd(tf_exec *ex, float *y, const float *a, const float *g, long n) {
-    TF_EXEC_OP(ex, "gate_fwd", gate_fwd(ex->be, y, a, g, n));
+    TF_EXEC_OPC(ex, "gate_fwd", tf_cost_elementwise(n, 2, 1, TF_FLOPS_GATE_FWD), gate_fwd(ex->be, y, a, g, n));
 }
 void tf_x_gate_bwd(tf_exec *ex, float *da, float *dg, const float *dy, const float *a,
                    const float *g, long n) {
-    TF_EXEC_OP(ex, "gate_bwd", gate_bwd(ex->be, da, dg, dy, a, g, n));
+    TF_EXEC_OPC(ex, "gate_bwd", tf_cost_elementwise(n, 3, 2, TF_FLOPS_GATE_BWD), gate_bwd(ex->be, da, dg, dy, a, g, n));
 }
 void tf_x_gate_residual_fwd(tf_exec *ex, float *out, const float *res, const float *a,
                             const float *g, long n) {
-    TF_EXEC_OP(ex, "gate_residual_fwd", gate_residual_fwd(ex->be, out, res, a, g, n));
+    TF_EXEC_OPC(ex, "gate_residual_fwd", tf_cost_elementwise(n, 3, 1, TF_FLOPS_GATE_RES),
+                gate_residual_fwd(ex->be, out, res, a, g, n));
 }
 void tf_x_gate_cmajor_fwd(tf_exec *ex, float *lr_t, const float *a, const float *g, long ld,
                           long rows, long inner, int C) {
-    TF_EXEC_OP(ex, "gate_cmajor_fwd", gate_cmajor_fwd(ex->be, lr_t, a, g, ld, rows, inner, C));
+    TF_EXEC_OPC(ex, "gate_cmajor_fwd", tf_cost_elementwise(2 * rows * C, 2, 1, TF_FLOPS_GATE_FWD),
+                gate_cmajor_fwd(ex->be, lr_t, a, g, ld, rows, inner, C));
 }
 void tf_x_gate_cmajor_bwd(tf_exec *ex, float *da, float *dg, const float *dlr_t, const float *a,
                           const float *g, long ld, long rows, long inner, int C) {
-    TF_EXEC_OP(ex, "gate_cmajor_bwd",
+    TF_EXEC_OPC(ex, "gate_cmajor_bwd", tf_cost_elementwise(2 * rows * C, 3, 2, TF_FLOPS_GATE_BWD),
                gate_cmajor_bwd(ex->be, da, dg, dlr_t, a, g, ld, rows, inner, C));
 }
 void tf_x_opm_outer(tf_exec *ex, float *outer_p, const float *a, int B, int S, int N, int co) {
-    TF_EXEC_OP(ex, "opm_outer", opm_outer(ex->be, outer_p, a, B, S, N, co));
+    TF_EXEC_OPC(ex, "opm_outer", tf_cost_opm_outer(B, S, N, co), opm_outer(ex->be, outer_p, a, B, S, N, co));
 }
 void tf_x_opm_bwd(tf_exec *ex, float *da, const float *dop, const float *a, int B, int S, int N,
                   int co) {
-    TF_EXEC_OP(ex, "opm_bwd", opm_bwd(ex->be, da, dop, a, B, S, N, co));
+    TF_EXEC_OPC(ex, "opm_bwd", tf_cost_opm_bwd(B, S, N, co), opm_bwd(ex->be, da, dop, a, B, S, N, co));
 }
 void tf_x_add_bcast_mid(tf_exec *ex, float *y, const float *x, long outer, long mid, long inner) {
-    TF_EXEC_OP(ex, "add_bcast", add_bcast_mid(ex->be, y, x, outer, mid, inner));
+    TF_EXEC_OPC(ex, "add_bcast", tf_cost_add_bcast_mid(outer, mid, inner),
+                add_bcast_mid(ex->be, y, x, outer, mid, inner));
 }
 void tf_x_sum_mid(tf_exec *ex, float *y, const float *x, long outer, long mid, long inner,
                   int accumulate) {
-    TF_EXEC_OP(ex, "sum_reduce", sum_mid(ex->be, y, x, outer, mid, inner, accumulate));
+    TF_EXEC_OPC(ex, "sum_reduce", tf_cost_sum_mid(outer, mid, inner, accumulate),
+                sum_mid(ex->be, y, x, outer, mid, inner, accumulate));
 }

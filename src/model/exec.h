@@ -6,6 +6,7 @@
 
 #include "backend/ops.h"
 #include "model/arena.h"
+#include "model/op_cost.h"
 #include "prof/prof.h"
 #include "tinyfold.h"
 
@@ -64,6 +65,22 @@ typedef struct {
         if (!(ex)->planning) {                                                        \
             tf_prof *p_ = (ex)->prof;                                                 \
             if (p_) tf_prof_op_begin(p_, kname);                                      \
+            (ex)->ops->call;                                                          \
+            if (p_) tf_prof_op_end(p_);                                               \
+        }                                                                             \
+    } while (0)
+
+/* TF_EXEC_OP with the op's analytic cost (a tf_op_cost expression, evaluated
+ * only when profiling) */
+#define TF_EXEC_OPC(ex, kname, costexpr, call)                                        \
+    do {                                                                              \
+        if (!(ex)->planning) {                                                        \
+            tf_prof *p_ = (ex)->prof;                                                 \
+            if (p_) {                                                                 \
+                tf_op_cost c_ = (costexpr);                                           \
+                tf_prof_op_cost(p_, kname, c_.flops, c_.bytes);                       \
+                tf_prof_op_begin(p_, kname);                                          \
+            }                                                                         \
             (ex)->ops->call;                                                          \
             if (p_) tf_prof_op_end(p_);                                               \
         }                                                                             \

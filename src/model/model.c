@@ -275,7 +275,7 @@ void tf_model_forward(tf_exec *ex, tf_model *M) {
     tf_rpush(ex, "embedding");
     M->m0 = tf_alloc_act(ex, (size_t)mrows * c->msa_dim);
     M->z0 = tf_alloc_act(ex, (size_t)zrows * c->pair_dim);
-    TF_EXEC_OP(ex, "embedding_fwd",
+    TF_EXEC_OPC(ex, "embedding_fwd", tf_cost_embed_fwd(mrows, c->msa_dim),
                embed_fwd(ex->be, M->m0, tf_P(M, M->off.msa_emb), M->tokens, mrows, c->msa_dim,
                          c->vocab));
     tf_linear_fwd(ex, M->z0, M->pair, tf_P(M, M->off.pair_emb), zrows, c->pair_input_dim,
@@ -293,7 +293,7 @@ void tf_model_forward(tf_exec *ex, tf_model *M) {
                   TF_EPI_NONE);
     tf_rpop(ex);
     tf_rpush(ex, "loss");
-    TF_EXEC_OP(ex, "mse_head_fwd",
+    TF_EXEC_OPC(ex, "mse_head_fwd", tf_cost_mse_head_fwd(zrows),
                mse_head_fwd(ex->be, M->pred, M->loss, M->logits, M->target, zrows, TF_DMAX));
     tf_rpop(ex);
 }
@@ -310,7 +310,7 @@ void tf_model_backward(tf_exec *ex, tf_model *M) {
     float *dlogit = tf_alloc_act(ex, (size_t)zrows);
     const float *z_last = c->n_blocks > 0 ? M->acts[c->n_blocks - 1].z6 : M->z0;
     tf_rpush(ex, "loss");
-    TF_EXEC_OP(ex, "mse_head_bwd",
+    TF_EXEC_OPC(ex, "mse_head_bwd", tf_cost_mse_head_bwd(zrows),
                mse_head_bwd(ex->be, dlogit, M->pred, M->target, zrows, TF_DMAX));
     tf_rpop(ex);
     tf_rpush(ex, "structure_module");
@@ -329,7 +329,7 @@ void tf_model_backward(tf_exec *ex, tf_model *M) {
     }
     tf_arena_release(ex->arena, ex->bwd_base);
     tf_rpush(ex, "embedding");
-    TF_EXEC_OP(ex, "embedding_bwd",
+    TF_EXEC_OPC(ex, "embedding_bwd", tf_cost_embed_bwd(mrows, c->msa_dim, c->vocab),
                embed_bwd(ex->be, tf_G(M, M->off.msa_emb), dm, M->tokens, mrows, c->msa_dim,
                          c->vocab));
     tf_linear_bwd(ex, NULL, tf_G(M, M->off.pair_emb), dz, M->pair, NULL, zrows,

@@ -41,6 +41,10 @@ void tf_region_push(tf_prof *p, const char *name) {
         return;
     }
     p->stack[p->depth].path = path;
+    if (prof_arena_step(p)) {
+        prof_arena_touch(p);
+        p->stack[p->depth].mem_in = p->stack[p->depth].mem_hi = *p->arena_top;
+    }
     p->stack[p->depth].start = prof_now_ns();
     p->depth++;
     if (p->gpu) update_ctx(p);
@@ -61,6 +65,16 @@ void tf_region_pop(tf_prof *p) {
     p->depth--;
     uint32_t path = p->stack[p->depth].path;
     int64_t start = p->stack[p->depth].start;
+    if (prof_arena_step(p)) {
+        prof_arena_touch(p);
+        prof_path *q = &p->paths[path];
+        size_t in = p->stack[p->depth].mem_in, hi = p->stack[p->depth].mem_hi;
+        if (*p->arena_top > hi) hi = *p->arena_top;
+        q->arena_kept += (int64_t)*p->arena_top - (int64_t)in;
+        if (hi - in > q->arena_hi) q->arena_hi = hi - in;
+        q->arena_seen = 1;
+        if (p->depth && hi > p->stack[p->depth - 1].mem_hi) p->stack[p->depth - 1].mem_hi = hi;
+    }
     if (p->gpu) update_ctx(p);
     if (!collecting(p, path)) return;
     prof_path *q = &p->paths[path];
@@ -157,6 +171,12 @@ int tf_prof_counter_step(const tf_prof *p) {
 void tf_prof_step_begin(tf_prof *p, long step, int warmup) {
     if (!p) return;
     if (p->in_step) tf_prof_step_end(p, p->steps[p->cur_step].step); /* missing end */
+    if (p->gpu && p->out_dir && !p->ceil_measured) {
+        /* the roofline's ceilings on the run's device, before its first step
+         * (outside every step, so CUPTI's records of them are not collected) */
+        p->ceil_measured = 1;
+        if (prof_gpu_ceilings(&p->ceil) != 0) memset(&p->ceil, 0, sizeof p->ceil);
+    }
     if (p->nsteps == p->cap_steps &&
         prof_reserve((void **)&p->steps, &p->cap_steps, p->nsteps + 1, sizeof *p->steps)) {
         p->oom = 1;

@@ -21,6 +21,9 @@ static inline void tf_region_push(tf_prof *p, const char *name) { (void)p, (void
 static inline void tf_region_pop(tf_prof *p) { (void)p; }
 static inline void tf_prof_op_begin(tf_prof *p, const char *name) { (void)p, (void)name; }
 static inline void tf_prof_op_end(tf_prof *p) { (void)p; }
+static inline void tf_prof_op_cost(tf_prof *p, const char *name, double flops, double bytes) {
+    (void)p, (void)name, (void)flops, (void)bytes;
+}
 #else
 void tf_region_push(tf_prof *p, const char *name);
 void tf_region_pop(tf_prof *p);
@@ -28,6 +31,11 @@ void tf_region_pop(tf_prof *p);
  * name on the CPU ("sgemm_nt", "layernorm_fwd", ...). */
 void tf_prof_op_begin(tf_prof *p, const char *name);
 void tf_prof_op_end(tf_prof *p);
+/* The analytic cost of the op being issued (model/op_cost.h: FLOPs and the
+ * minimum bytes, from its shapes), keyed by its region path and name. One
+ * step's worth is kept (the first step that issues ops: every step issues
+ * the same ones, and a replayed graph issues none from the host). */
+void tf_prof_op_cost(tf_prof *p, const char *name, double flops, double bytes);
 #endif
 /* Step boundaries (step index, warm-up or timed). */
 void tf_prof_step_begin(tf_prof *p, long step, int warmup);

@@ -43,3 +43,10 @@ const char *prof_gpu_warning(const tf_prof *p) {
 #else
 typedef int tf_prof_gpu_stub_unused; /* CUDA build: src/prof/cuda/ provides these */
 #endif
+
+#ifndef TF_HAVE_CUDA
+int prof_gpu_ceilings(prof_ceilings *c) {
+    (void)c;
+    return -1;
+}
+#endif

@@ -62,6 +62,12 @@ typedef struct {
     int64_t kernel_ns;/* inclusive kernel time (this region and below) */
     uint64_t launches;/* launches directly in this region */
     size_t peak_backend, peak_host; /* from memory samples in this region or below */
+    /* the activation arena over the cost step (tf_prof_watch_arena): bytes
+     * still allocated when the region ended (a forward module's saved
+     * activations) and the most held above its entry level */
+    int64_t arena_kept;
+    size_t arena_hi;
+    int arena_seen;
 } prof_path;
 
 typedef struct {
@@ -99,6 +105,27 @@ typedef struct {
 
 typedef struct prof_cpuc prof_cpuc; /* counters_cpu.c */
 
+/* One op of the model at one region path (opcost.c): its analytic cost over
+ * one step (tf_prof_op_cost) and the kernel time it took over the collected
+ * steps. */
+typedef struct {
+    uint32_t path, name; /* name: the op's kernel name id */
+    uint32_t calls;      /* calls in the cost step */
+    int has_cost;
+    double flops, bytes; /* per step */
+    int64_t kernel_ns;   /* collected steps */
+    uint64_t launches;
+} prof_opcost;
+
+/* Ceilings measured when the profiler starts (ceilings.c, or the CUDA
+ * module's); 0 = not measured. */
+typedef struct {
+    double gemm_flops;    /* FLOP/s */
+    double gemm_tf32_flops; /* CUDA: the same GEMM with TF32 tensor cores; 0 elsewhere */
+    double copy_bytes;    /* bytes/s, read + write */
+    char gemm_what[96], copy_what[96];
+} prof_ceilings;
+
 struct tf_prof {
     /* options (strings owned) */
     char *out_dir, *selected, *counters;
@@ -114,7 +141,8 @@ struct tf_prof {
     uint32_t *path_slots; /* hash (parent, name) -> id + 1 */
     uint32_t path_nslots;
 
-    struct { uint32_t path; int64_t start; } stack[PROF_MAX_DEPTH];
+    struct { uint32_t path; int64_t start; size_t mem_in, mem_hi; } stack[PROF_MAX_DEPTH];
+    const size_t *arena_top; /* the model's arena fill level (tf_prof_watch_arena) */
     int depth, overflow;
     long unbalanced;
     struct { uint32_t name; int64_t start; int counted; } ops[PROF_MAX_OPS];
@@ -146,6 +174,14 @@ struct tf_prof {
     prof_cpuc *cpuc;
     int8_t *name_match; /* per name: -1 unknown, 0/1 matches the counter pattern */
     size_t name_match_cap;
+
+    prof_opcost *opc;
+    size_t nopc, cap_opc;
+    uint32_t *opc_slots; /* hash (path, name) -> index + 1 */
+    size_t opc_nslots;
+    long cost_step;     /* steps[] index whose ops were costed; -1 none yet */
+    prof_ceilings ceil;
+    int ceil_measured;  /* CUDA: measured at the first step's begin */
 
     void *gpu;          /* CUDA activity state (src/prof/cuda), NULL on the CPU */
     void *gpu_counters; /* CUDA range-profiler state for --counters */
@@ -188,6 +224,28 @@ int prof_name_matches(tf_prof *p, uint32_t name);
 size_t prof_host_peak_rss(void);
 /* mkdir -p; 0 ok, else -1 with errno set. */
 int prof_mkdir_p(const char *dir);
+
+/* ---- op costs (opcost.c) ---- */
+/* Adds a kernel's duration to op (path, name) */
+void prof_opcost_time(tf_prof *p, uint32_t path, uint32_t name, int64_t ns);
+struct cJSON *prof_opcost_json(const tf_prof *p);
+struct cJSON *prof_arena_json(const tf_prof *p);
+/* Is the arena followed in the current step (the cost step)? */
+static inline int prof_arena_step(const tf_prof *p) {
+    return p->arena_top && p->in_step && (p->cost_step < 0 || p->cost_step == (long)p->cur_step);
+}
+/* The arena may have grown: every open region's high-water mark follows. */
+static inline void prof_arena_touch(tf_prof *p) {
+    size_t top = *p->arena_top;
+    for (int d = 0; d < p->depth; d++)
+        if (top > p->stack[d].mem_hi) p->stack[d].mem_hi = top;
+}
+void prof_opcost_free(tf_prof *p);
+/* ---- ceilings (ceilings.c; CUDA: src/prof/cuda) ---- */
+void prof_ceilings_measure_cpu(prof_ceilings *c);
+/* 0 ok, else -1 (nothing measured) */
+int prof_gpu_ceilings(prof_ceilings *c);
+struct cJSON *prof_ceilings_json(const prof_ceilings *c);
 
 /* ---- CPU software counters (counters_cpu.c) ---- */
 #define PROF_CPUC_MAX 8

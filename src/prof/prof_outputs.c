@@ -304,6 +304,13 @@ static cJSON *summary_json(const tf_prof *p, const cJSON *run) {
     cJSON *counters = p->gpu ? prof_gpu_counters_json(p) : p->cpuc ? prof_cpuc_json(p->cpuc, p) : NULL;
     if (counters) cJSON_AddItemToObject(root, "counters", counters);
 
+    cJSON *ops = prof_opcost_json(p); /* the roofline's data (opcost.c, ceilings.c) */
+    if (ops) cJSON_AddItemToObject(root, "op_costs", ops);
+    cJSON *arena = prof_arena_json(p);
+    if (arena) cJSON_AddItemToObject(mem, "arena", arena);
+    cJSON *ceil = prof_ceilings_json(&p->ceil);
+    if (ceil) cJSON_AddItemToObject(root, "ceilings", ceil);
+
     cJSON *warn = cJSON_AddArrayToObject(root, "warnings");
     if (p->oom) cJSON_AddItemToArray(warn, cJSON_CreateString("out of memory: some records were dropped"));
     if (p->unbalanced)

@@ -104,6 +104,7 @@ tf_prof *tf_prof_create(const tf_prof_opts *o, char *err, size_t errlen) {
     p->top = o->top > 0 ? o->top : 15;
     p->cuda = o->cuda != 0;
     p->t0 = prof_now_ns();
+    p->cost_step = -1;
     if ((o->out_dir && !(p->out_dir = strdup(o->out_dir))) ||
         (o->counters && !(p->counters = strdup(o->counters))) ||
         (o->selected_regions && !(p->selected = strdup(o->selected_regions)))) {
@@ -152,6 +153,9 @@ tf_prof *tf_prof_create(const tf_prof_opts *o, char *err, size_t errlen) {
             goto fail;
         }
     }
+    /* the roofline's ceilings, before any step; on CUDA at the first step's
+     * begin instead (hooks.c), once the run has chosen its device */
+    if (p->out_dir && !p->cuda) prof_ceilings_measure_cpu(&p->ceil);
     return p;
 fail:
     tf_prof_destroy(p);
@@ -233,6 +237,7 @@ void prof_record_launch(tf_prof *p, const prof_launch *l) {
         st->launches++;
         st->kernel_ns += d;
         p->paths[l->path].launches++;
+        prof_opcost_time(p, l->path, l->op, d);
         /* inclusive kernel time up the tree, within the selection only */
         for (uint32_t q = l->path; p->paths[q].selected; q = p->paths[q].parent) {
             p->paths[q].kernel_ns += d;
@@ -305,6 +310,7 @@ void tf_prof_destroy(tf_prof *p) {
     prof_intern_free(&p->names);
     free(p->sel_ids);
     free(p->kstats);
+    prof_opcost_free(p);
     free(p->steps);
     free(p->launches);
     free(p->rev);

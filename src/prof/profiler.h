@@ -40,6 +40,9 @@ tf_prof *tf_prof_create(const tf_prof_opts *o, char *err, size_t errlen);
 /* A memory sample (the trainer calls it at phase boundaries). host_bytes == 0
  * means "read this process's resident set size now". */
 void tf_prof_memory(tf_prof *p, size_t backend_bytes, size_t host_bytes);
+/* The model's activation arena fill level (bytes in use), read at region
+ * boundaries and ops of one step to give each region's share of it. */
+void tf_prof_watch_arena(tf_prof *p, const size_t *top);
 /* Writes DIR/kernel_stats.csv, kernel_trace.csv, summary.json (embeds `run`
  * under "run"), trace.json; prints the report to out (may be NULL).
  * Returns 0, or non-zero with one line in err. */
@@ -48,6 +51,8 @@ void tf_prof_destroy(tf_prof *p);
 
 /* `tinyfold compare A B ...`; argv[0] is "compare"; returns the exit status. */
 int tf_compare_main(int argc, char **argv);
+/* `tinyfold report RUN... --out FILE`; argv[0] is "report"; returns the exit status. */
+int tf_report_main(int argc, char **argv);
 
 #ifdef __cplusplus
 }

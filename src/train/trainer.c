@@ -437,6 +437,7 @@ const char *tf_trainer_backend_name(const tf_trainer *t) { return t->ops->name; 
 void tf_trainer_set_prof(tf_trainer *t, tf_prof *p) {
     t->prof = p;
     t->ex.prof = p;
+    tf_prof_watch_arena(p, &t->arena.top);
 }
 
 static void upload_batch(tf_trainer *t, const tf_batch *b) {
@@ -462,7 +463,7 @@ static void issue_optimizer(void *arg) {
     tf_trainer *t = arg;
     for (int i = 0; i < t->nranges; i++) {
         const tf_range *r = &t->ranges[i];
-        TF_EXEC_OP(&t->ex, "adamw",
+        TF_EXEC_OPC(&t->ex, "adamw", tf_cost_adamw((long)r->n),
                    adamw(t->be, t->params + r->off, t->grads + r->off, t->adam_m + r->off,
                          t->adam_v + r->off, (long)r->n, t->hyper));
     }

@@ -1,0 +1,153 @@
+/* Analytic FLOPs and minimum bytes per op (op_cost.h has the conventions). */
+#include "model/op_cost.h"
+
+#define F 4.0 /* bytes per float */
+
+static tf_op_cost cost(double flops, double floats) {
+    tf_op_cost c = {flops, floats * F};
+    return c;
+}
+
+/* elements of one operand over the batch: once when its batch stride is 0 */
+static double over_batch(double per, long stride, int batch) {
+    return per * (batch > 1 && stride == 0 ? 1.0 : (double)batch);
+}
+
+tf_op_cost tf_cost_gemm(const tf_gemm_args *a) {
+    int batch = a->batch > 0 ? a->batch : 1;
+    double M = a->M, N = a->N, K = a->K;
+    double fl = 2.0 * M * N * K * batch;
+    double c = over_batch(M * N, a->strideC, batch);
+    double x = over_batch(M * K, a->strideA, batch) + over_batch(K * N, a->strideB, batch) + c;
+    if (a->beta != 0.0f) x += c; /* C or R read */
+    if (a->aux) x += c;
+    return cost(fl, x);
+}
+
+/* T heads of L x L scores: S = scale q k^T (+ bias), softmax, P v.
+ * Softmax per score: scale, max, subtract, exp, sum, divide (6), +1 for the
+ * bias add. Bytes: q, k, v read, out and lse written, the bias read once
+ * (shared across o). */
+tf_op_cost tf_cost_attn_fwd(const tf_attn_args *a) {
+    double T = (double)a->nb * a->no * a->nh, L = a->L, d = a->d;
+    double per = a->bias ? 7.0 : 6.0;
+    double fl = T * (4.0 * L * L * d + per * L * L);
+    double x = 4.0 * T * L * d + T * L;
+    if (a->bias) x += (double)a->nb * a->nh * L * L;
+    return cost(fl, x);
+}
+
+/* Backward recomputes S (2 L^2 d), then dV, dP, dQ, dK (4 x 2 L^2 d); per
+ * score: recompute P (scale, bias, subtract, exp: 4), dS = P (dP - D) (2),
+ * and D = rowsum(dO o) is 2 per output element. Bytes: q, k, v, out, dout
+ * read, dq, dk, dv written, lse read, dbias written once. */
+tf_op_cost tf_cost_attn_bwd(const tf_attn_args *a) {
+    double T = (double)a->nb * a->no * a->nh, L = a->L, d = a->d;
+    double fl = T * (10.0 * L * L * d + 6.0 * L * L + 2.0 * L * d);
+    double x = 8.0 * T * L * d + T * L;
+    if (a->bias) x += (double)a->nb * a->nh * L * L; /* bias read */
+    if (a->dbias) x += (double)a->nb * a->nh * L * L;
+    return cost(fl, x);
+}
+
+/* per element: mean (1), variance (subtract, square-add: 3), normalise
+ * (subtract, multiply: 2), affine (multiply-add: 2); per row a sqrt and a
+ * division. x read, out written, mean and rstd written, gamma and beta read. */
+tf_op_cost tf_cost_layernorm_fwd(long rows, int C) {
+    double n = (double)rows * C;
+    return cost(8.0 * n + 2.0 * rows, 2.0 * n + 2.0 * rows + 2.0 * C);
+}
+
+/* per element: xhat (2), g = dout gamma (1), the two row sums (3),
+ * dx = rstd (g - m1 - xhat m2) (4), dgamma and dbeta (3). dout, x read, dx
+ * written (and read when accumulating), mean, rstd, gamma read, dgamma and
+ * dbeta read and written. */
+tf_op_cost tf_cost_layernorm_bwd(long rows, int C, int accumulate) {
+    double n = (double)rows * C;
+    double x = (accumulate ? 4.0 : 3.0) * n + 2.0 * rows + 5.0 * C;
+    return cost(13.0 * n, x);
+}
+
+/* two LayerNorms; y1 never leaves the op */
+tf_op_cost tf_cost_layernorm2_fwd(long rows, int C) {
+    double n = (double)rows * C;
+    return cost(16.0 * n + 4.0 * rows, 2.0 * n + 4.0 * rows + 4.0 * C);
+}
+
+/* the two backwards and the recomputation of y1 (6: xhat and the affine) */
+tf_op_cost tf_cost_layernorm2_bwd(long rows, int C, int accumulate) {
+    double n = (double)rows * C;
+    double x = (accumulate ? 4.0 : 3.0) * n + 4.0 * rows + 11.0 * C;
+    return cost(32.0 * n, x);
+}
+
+/* max, subtract, exp, sum, divide */
+tf_op_cost tf_cost_softmax_fwd(long rows, int cols) {
+    double n = (double)rows * cols;
+    return cost(5.0 * n, 2.0 * n);
+}
+
+/* dot (2), subtract and multiply (2) */
+tf_op_cost tf_cost_softmax_bwd(long rows, int cols) {
+    double n = (double)rows * cols;
+    return cost(4.0 * n, 3.0 * n);
+}
+
+tf_op_cost tf_cost_elementwise(long n, int inputs, int outputs, double flops_per) {
+    return cost(flops_per * (double)n, (double)(inputs + outputs) * (double)n);
+}
+
+tf_op_cost tf_cost_permute(long n, int accumulate) {
+    return cost(accumulate ? (double)n : 0.0, (accumulate ? 3.0 : 2.0) * (double)n);
+}
+
+/* outer_p = A_b^T A_b / S: 2 S (N co)^2 per batch entry, a read once, outer_p written */
+tf_op_cost tf_cost_opm_outer(int B, int S, int N, int co) {
+    double nc = (double)N * co;
+    return cost(2.0 * B * S * nc * nc, (double)B * S * nc + (double)B * nc * nc);
+}
+
+/* da = (1/S) a (dop + dop^T): 2 S (N co)^2 per batch entry and the sum of the
+ * two dop terms; dop and a read, da written */
+tf_op_cost tf_cost_opm_bwd(int B, int S, int N, int co) {
+    double nc = (double)N * co;
+    return cost(2.0 * B * S * nc * nc + (double)B * nc * nc,
+                (double)B * nc * nc + 2.0 * B * S * nc);
+}
+
+tf_op_cost tf_cost_add_bcast_mid(long outer, long mid, long inner) {
+    double n = (double)outer * mid * inner;
+    return cost(n, 2.0 * n + (double)outer * inner);
+}
+
+tf_op_cost tf_cost_sum_mid(long outer, long mid, long inner, int accumulate) {
+    double n = (double)outer * mid * inner, o = (double)outer * inner;
+    return cost(n, n + (accumulate ? 2.0 : 1.0) * o);
+}
+
+/* a gather: the tokens and the rows read, the rows written */
+tf_op_cost tf_cost_embed_fwd(long n, int C) {
+    return cost(0.0, (double)n + 2.0 * (double)n * C);
+}
+
+/* a scatter-add: tokens and dout read, the table read and written */
+tf_op_cost tf_cost_embed_bwd(long n, int C, int vocab) {
+    return cost((double)n * C, (double)n + (double)n * C + 2.0 * (double)vocab * C);
+}
+
+/* pred = dmax sigmoid(l) (5), (pred - t)^2 summed (3); logit, target read,
+ * pred written, the loss (one float) */
+tf_op_cost tf_cost_mse_head_fwd(long n) {
+    return cost((TF_FLOPS_SIGMOID + 4.0) * (double)n, 3.0 * (double)n + 1.0);
+}
+
+/* dlogit = 2/n (pred - t) pred (1 - pred/dmax): 6 */
+tf_op_cost tf_cost_mse_head_bwd(long n) {
+    return cost(6.0 * (double)n, 3.0 * (double)n);
+}
+
+/* decay (1), m (3), v (4), sqrt, two divisions, an add, a multiply-subtract
+ * (6): 14; p, g, m, v read, p, m, v written */
+tf_op_cost tf_cost_adamw(long n) {
+    return cost(14.0 * (double)n, 7.0 * (double)n);
+}

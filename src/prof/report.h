@@ -1,0 +1,55 @@
+/* `tinyfold report`: the runs it reads (report_load.c), the SVG pieces it
+ * draws with (report_svg.c) and the page (report_html.c). */
+#ifndef TF_PROF_REPORT_H
+#define TF_PROF_REPORT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include <cJSON.h>
+
+#define RP_MAX_RUNS 8
+
+typedef struct {
+    char name[200];
+    double calls, total_ns;
+} rp_kernel;
+
+typedef struct {
+    char label[64];
+    const char *path;
+    cJSON *doc;            /* summary.json or run JSON; NULL for a kernel_stats.csv */
+    const cJSON *run;      /* the run JSON (doc or doc["run"]); NULL when absent */
+    const cJSON *profile;  /* doc when a profiler summary */
+    cJSON *trace;          /* the profile directory's trace.json, when present */
+    rp_kernel *kernels;    /* by total time, descending */
+    size_t nkernels;
+    int from_csv;          /* the kernels came from a rocprofv3-style kernel_stats.csv */
+} rp_run;
+
+/* Reads one RUN argument: a profile directory, a summary.json / run JSON,
+ * or a kernel_stats.csv. A JSON with a "points" array is a scaling sweep:
+ * *scaling takes it (the caller frees) and r stays empty. 0 ok, else one
+ * line in err. */
+int rp_load(const char *path, rp_run *r, cJSON **scaling, char *err, size_t errlen);
+void rp_free(rp_run *r);
+const cJSON *rp_get(const cJSON *o, const char *a, const char *b);
+double rp_num(const cJSON *o, const char *a, const char *b, double dflt);
+/* 0 if the runs are of one problem, else one line in err naming the knob */
+int rp_check_problem(const rp_run *r, int n, char *err, size_t errlen);
+
+/* ---- SVG and HTML pieces (report_svg.c) ---- */
+void rp_esc(FILE *f, const char *s);               /* HTML/XML text */
+const char *rp_module_color(const char *module);   /* fixed colour per module name */
+const char *rp_palette(int i);
+void rp_fmt_si(char *buf, size_t n, double v, const char *unit); /* 1.23 G{unit} */
+/* horizontal bars, one per label, value text and optional ratio at the end */
+void rp_svg_hbars(FILE *f, int n, const char *const *labels, const double *v, const char *unit,
+                  int prec, const char *color, int ratios);
+/* stacked horizontal bars: rows x segs values, seg names and colours */
+void rp_svg_stacked(FILE *f, int rows, const char *const *row_labels, int segs,
+                    const char *const *seg_names, const char *const *seg_colors,
+                    const double *v /* rows * segs */, const char *unit, double scale);
+void rp_svg_legend(FILE *f, int n, const char *const *names, const char *const *colors);
+
+#endif

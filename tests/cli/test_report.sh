@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# `tinyfold report`: the page of two small CPU profiles (and a
+# kernel_stats.csv, and a scaling JSON) has every section and references
+# nothing outside itself; bad input is one line, exit 2, and leaves no file.
+# Usage: test_report.sh path/to/tinyfold
+set -u
+BIN=${1:?usage: $0 path/to/tinyfold}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fails=0
+fail() {
+    fails=$((fails + 1))
+    echo "FAIL: $*"
+}
+
+tiny=(--backend cpu --batch-size 1 --seq-len 8 --num-seqs 2 --num-blocks 1 --num-steps 2
+      --warmup-steps 1 --threads 1)
+for v in 1 3; do
+    "$BIN" profile "${tiny[@]}" --impl v$v --out "$TMP/v$v" >"$TMP/log" 2>&1 ||
+        { cat "$TMP/log"; echo "FAIL: profile v$v"; exit 1; }
+done
+cat >"$TMP/scaling.json" <<'JSON'
+{"points": [{"N": 16, "peak_bytes": 1.0e7, "step_ms": 5.0, "flops": 1.0e9, "gflops": 200},
+            {"N": 32, "peak_bytes": 3.5e7, "step_ms": 30.0, "flops": 7.0e9, "gflops": 233},
+            {"N": 64, "peak_bytes": 1.3e8, "step_ms": 210.0, "flops": 5.2e10, "gflops": 247}]}
+JSON
+
+out="$TMP/report.html"
+"$BIN" report "$TMP/v1" "$TMP/v3/summary.json" "$TMP/v3/kernel_stats.csv" "$TMP/scaling.json" \
+    --out "$out" >"$TMP/log" 2>&1 || { cat "$TMP/log"; fail "report exited $?"; }
+[ -s "$out" ] || fail "no report written"
+
+# every section is there, with its picture
+for id in runs throughput phases kernels memory timeline roofline scaling; do
+    grep -q "<section id=\"$id\">" "$out" || fail "section '$id' missing"
+done
+for s in "<svg" "<circle" "<polyline" "<title>" "samples/s" "memory-bound\|memory</td>"; do
+    grep -q -- "$s" "$out" || fail "'$s' missing from the page"
+done
+# the measured ceilings reached the page
+grep -q "compute ceiling" "$out" || fail "no compute ceiling on the roofline"
+# nothing outside the file: no URL, no fetched resource, no script
+for pat in 'http:' 'https:' 'src=' 'url(' '@import' '<link' '<script' 'href=' '<img'; do
+    if grep -qiF -- "$pat" "$out"; then fail "the page references '$pat'"; fi
+done
+
+# a GPU-shaped trace: the ops on two stream tracks of pid 2 (as CUPTI's
+# kernels are) each get a track of their own in the timeline
+mkdir -p "$TMP/gpu"
+cp "$TMP/v3/summary.json" "$TMP/gpu/"
+# (the trace has one event a line; awk alone, so no interpreter is needed)
+awk '/"ph":"M","pid":1,"tid":3,/ { next }
+     /"ph":"X","pid":1,"tid":3,/ { sub(/"pid":1,"tid":3,/, "\"pid\":2,\"tid\":" (100 + k++ % 2) ",") }
+     /^\]\}$/ { print ",{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":2,\"tid\":100,\"args\":{\"name\":\"stream 7\"}}"
+                print ",{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":2,\"tid\":101,\"args\":{\"name\":\"stream 9\"}}" }
+     { print }' "$TMP/v3/trace.json" >"$TMP/gpu/trace.json"
+"$BIN" report "$TMP/gpu" --out "$TMP/gpu.html" >/dev/null 2>&1 || fail "report of the GPU-shaped trace"
+for t in "stream 7" "stream 9"; do
+    grep -q ">$t</text>" "$TMP/gpu.html" || fail "timeline track '$t' missing"
+done
+
+# bad input: one line "tinyfold: ...", exit 2, nothing written
+bad() {
+    local expect=$1
+    shift
+    rm -f "$TMP/bad.html"
+    echo keep >"$TMP/keep.html"
+    "$BIN" report "$@" >"$TMP/o" 2>"$TMP/e"
+    local rc=$?
+    [ "$rc" -eq 2 ] || fail "report $*: exit $rc, expected 2"
+    [ "$(wc -l <"$TMP/e")" -eq 1 ] || fail "report $*: $(wc -l <"$TMP/e") stderr lines"
+    grep -q '^tinyfold: ' "$TMP/e" || fail "report $*: stderr does not start with 'tinyfold: '"
+    grep -qF -- "$expect" "$TMP/e" || fail "report $*: stderr lacks '$expect': $(cat "$TMP/e")"
+    [ ! -e "$TMP/bad.html" ] || fail "report $*: wrote a file"
+    [ "$(cat "$TMP/keep.html")" = keep ] || fail "report $*: overwrote an existing file"
+    ls "$TMP"/*.html.* >/dev/null 2>&1 && fail "report $*: left a temporary file"
+}
+mkdir -p "$TMP/notprof"
+bad "not a profile directory" "$TMP/notprof" --out "$TMP/bad.html"
+bad "cannot read" "$TMP/missing" --out "$TMP/bad.html"
+mkdir -p "$TMP/trunc"
+head -c 300 "$TMP/v1/summary.json" >"$TMP/trunc/summary.json"
+bad "not valid JSON" "$TMP/trunc" --out "$TMP/bad.html"
+{ cat "$TMP/v1/summary.json"; echo "garbage"; } >"$TMP/padded.json"
+bad "not valid JSON" "$TMP/padded.json" --out "$TMP/bad.html"
+printf '"Name","Calls"\n"k",1\n' >"$TMP/wrong.csv"
+bad "not a kernel_stats.csv" "$TMP/wrong.csv" --out "$TMP/bad.html"
+bad "--out" "$TMP/v1"
+bad "unknown option" "$TMP/v1" --bogus --out "$TMP/bad.html"
+head -c 2000 "$TMP/v1/trace.json" >"$TMP/trunc/trace.json"
+cp "$TMP/v1/summary.json" "$TMP/trunc/summary.json"
+bad "trace.json' is not valid JSON" "$TMP/trunc" --out "$TMP/bad.html"
+# runs of different problems are refused unless --force
+"$BIN" profile "${tiny[@]}" --batch-size 2 --impl v3 --num-steps 2 --out "$TMP/b2" >/dev/null 2>&1 ||
+    fail "profile b2"
+bad "runs differ in batch" "$TMP/v1" "$TMP/b2" --out "$TMP/bad.html"
+bad "runs differ in batch" "$TMP/v1" "$TMP/b2" --out "$TMP/keep.html"
+"$BIN" report "$TMP/v1" "$TMP/b2" --force --out "$TMP/forced.html" >/dev/null 2>&1 ||
+    fail "--force did not report"
+[ -s "$TMP/forced.html" ] || fail "--force wrote nothing"
+
+if [ "$fails" -ne 0 ]; then
+    echo "$fails failure(s)"
+    exit 1
+fi
+echo "report: all checks passed"
