@@ -17,46 +17,26 @@ typedef struct {
     int planning;   /* plan the arena: ops are not executed */
     tf_fusion fu;   /* which fusions are on */
     int level;      /* 1..3 (v3 uses the fused elementwise kernels) */
-    /* v3 outer product mean composed weight-first (outer_product.c): fewer
-     * FLOPs and no permute, but many small GEMMs; chosen where it is faster
-     * (the CPU: -160 ms/step; on the H200 it was 3.8 vs 3.1 ms/step slower) */
-    int opm_weight_first;
-    /* v3 CUDA: the outer product mean's backward as one op (ops.h opm_bwd),
-     * and in fp32 the triangle multiplication's projections and gates as one
-     * GEMM (triangle_mult.c). Measured side by side on the H200 (RESULTS.md
-     * entry 12): fp32 faster, 40 launches fewer and 57 / 226 MiB less memory;
-     * tf32 3.8% / 4.6% slower with both (cuBLAS' TF32 GEMMs they replace are
-     * already fast). Since opm_bwd_kernel3 (entry 14) the backward op gains
-     * in tf32 too (+2.3% small, +0.6% large: TF_OPM_BWD_OP=0|1). The CPU's
-     * v3 merges the triangle GEMMs too (its outer product mean is
-     * weight-first). */
-    int opm_bwd_op, trimul_merged;
-    /* v3 CUDA: the outer product in its permuted form as one op (ops.h
-     * opm_outer) instead of a GEMM and a permute (TF_OPM_OUTER_OP=0|1) */
-    int opm_outer_op;
-    /* v3: the triangle product channel-major (triangle_mult.c: no permute of
-     * u; its GEMMs read u transposed), on every backend and precision. CUDA
-     * fp32 kept [B, C, N, N] until the weight gradients moved to the wgmma
-     * wide split (neutral then, RESULTS.md entry 13); since, on the H200:
-     * small 438.8 -> 442.3 samples/s, large 131.1 -> 133.0, 552 -> 536
-     * launches (entry 15). TF_TRIMUL_CMAJOR=0|1 overrides it (an A/B knob). */
-    int trimul_cmajor;
-    /* v3: a module's two LayerNorms in a row as one op (model.c tf_ln2_fwd);
-     * TF_LAYERNORM2=0|1 overrides the default (an A/B knob) */
-    int ln2;
-    /* v3 CUDA: the weight gradients on a lane of their own (ops.h wgrad_*),
+    /* The level-3 composition, from the backend's preferences (ops.h
+     * tf_backend_caps; 0 at levels 1-2):
+     *   opm_weight_first: the outer product mean composed weight-first
+     *     (outer_product.c: fewer FLOPs and no permute, but many small GEMMs);
+     *   opm_bwd_op, opm_outer_op: its backward and its permuted product as
+     *     one op each (ops.h opm_bwd, opm_outer);
+     *   trimul_merged: the triangle multiplication's projections and gates
+     *     as one GEMM (triangle_mult.c). */
+    int opm_weight_first, opm_bwd_op, opm_outer_op, trimul_merged;
+    /* The weight gradients on a lane of their own (ops.h wgrad_*),
      * overlapping the rest of their module's backward. The modules wait for
      * them before anything overwrites what they read (tf_x_wgrad_wait) and at
-     * every release of backward memory (tf_bwd_release). TF_WGRAD_LANE=0|1. */
+     * every release of backward memory (tf_bwd_release). */
     int wgrad_async;
     /* With the lane, the modules' backward temporaries alternate between two
      * slots of bwd_slot bytes (model.c module_begin), so that a module's
      * weight gradients may run on into the next module's backward: the wait
-     * moves to the module after it, which reuses the slot. 0: off, each
-     * module waits at its end. bwd_slot_need: the largest module's
-     * temporaries, measured by the first planning pass. slot_ticket: the
-     * lane's count when the slot's last module ended. TF_WGRAD_SLOTS=0|1. */
-    int wgrad_slots;
+     * moves to the module after it, which reuses the slot. bwd_slot_need: the
+     * largest module's temporaries, measured by the first planning pass.
+     * slot_ticket: the lane's count when the slot's last module ended. */
     size_t bwd_slot, bwd_slot_need, bwd_base, bwd_saved_peak;
     long slot_ticket[2];
     int bwd_module;

@@ -118,7 +118,7 @@ void tf_ln_bwd(tf_exec *ex, const tf_model *M, tf_ln_off ln, const tf_ln_act *a,
 
 void tf_ln2_fwd(tf_exec *ex, const tf_model *M, tf_ln_off bn, tf_ln_off ln, tf_ln_act *b,
                 tf_ln_act *a, const float *x, long rows, int C) {
-    if (ex->level < 3 || !ex->ln2 || C > TF_LN2_MAX_C || !ex->ops->layernorm2_fwd) {
+    if (ex->level < 3 || C > TF_LN2_MAX_C || !ex->ops->layernorm2_fwd) {
         tf_ln_fwd(ex, M, bn, b, x, rows, C);
         tf_ln_fwd(ex, M, ln, a, b->y, rows, C);
         return;

@@ -14,8 +14,8 @@
  * too), and one GEMM each for their dX and dW in the backward.
  *
  * Level 3 with the triangle fusion gates L|R and transposes them in one op
- * each way (ops.h gate_cmajor_fwd/_bwd). Where exec.h trimul_cmajor says so
- * it also orders the product's batch channel-major, L and R stored
+ * each way (ops.h gate_cmajor_fwd/_bwd). Level 3 also orders the product's
+ * batch channel-major, L and R stored
  * [2, C, B, N, N], so that u comes out as [C, B*N*N]: the transpose of the
  * output projection's input, which its GEMM reads as such (transA), as do
  * the GEMMs of its weight gradient and of u's gradient (written channel-major
@@ -95,11 +95,12 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     a->lr_t = tf_alloc_act(ex, (size_t)2 * nc);
     a->l_t = a->lr_t;
     a->r_t = a->lr_t + nc;
-    a->cmajor = ex->level >= 3 && ex->trimul_cmajor;
+    a->cmajor = ex->level >= 3;
     a->sig = NULL;
-    if (gate_kernel && fused) { /* gating and transpose in one pass (ops.h gate_cmajor_fwd) */
+    if (gate_kernel && fused) { /* gating and transpose to [2, C, rows] in one pass (ops.h
+                                   gate_cmajor_fwd; level 3: channel-major) */
         tf_x_gate_cmajor_fwd(ex, a->lr_t, a->proj, a->merged ? a->proj + 2 * C : a->gate,
-                             a->merged ? 4 * C : 2 * C, rows, a->cmajor ? rows : (long)N * N, C);
+                             a->merged ? 4 * C : 2 * C, rows, rows, C);
     } else {
         mark = tf_arena_mark(ex->arena);
         float *g_lr = tf_alloc_act(ex, (size_t)2 * nc);
@@ -247,7 +248,7 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
         dgate = a->merged ? dproj + 2 * C : dproj + 2 * nc;
         tf_x_gate_cmajor_bwd(ex, dproj, dgate, dlr_t, a->proj,
                              a->merged ? a->proj + 2 * C : a->gate, a->merged ? 4 * C : 2 * C,
-                             rows, a->cmajor ? rows : (long)N * N, C);
+                             rows, rows, C);
     } else {
         float *dlr = tf_alloc_act(ex, (size_t)2 * nc); /* gated L|R gradient, channels last */
         if (fused) {
