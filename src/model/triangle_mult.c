@@ -175,8 +175,9 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
 }
 
 /* n floats for a gradient, in `consumed`'s memory (a buffer no later op
- * reads) unless a weight gradient on the lane (exec.h wgrad_async) may still
- * be reading it: then fresh memory */
+ * reads), or with the lane (exec.h wgrad_async) in fresh memory: a weight
+ * gradient there reads `consumed`, and writing it would make the main queue
+ * wait for that (lane.h) */
 static float *reuse_unless_lane(tf_exec *ex, float *consumed, size_t n) {
     return ex->wgrad_async ? tf_alloc_act(ex, n) : consumed;
 }
@@ -190,7 +191,6 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out;
     const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
     size_t mark0 = tf_arena_mark(ex->arena);
-    const long wmark = tf_x_wgrad_mark(ex);
     tf_rpush(ex, which ? "triangle_mult_incoming" : "triangle_mult_outgoing");
 
     tf_rpush(ex, "output_proj");
@@ -298,5 +298,5 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     tf_rpop(ex);
     tf_ln2_bwd(ex, M, bn, o->tm[which].ln, &a->bln, &a->ln, dz, dout, dy, z_in, rows, C, 1);
     tf_rpop(ex);
-    tf_bwd_release(ex, mark0, wmark);
+    tf_arena_release(ex->arena, mark0);
 }

@@ -430,9 +430,8 @@ static void issue_optimizer(void *arg) {
     tf_trainer *t = arg;
     for (int i = 0; i < t->nranges; i++) {
         const tf_range *r = &t->ranges[i];
-        TF_EXEC_OP(&t->ex, "adamw",
-                   adamw(t->be, t->params + r->off, t->grads + r->off, t->adam_m + r->off,
-                         t->adam_v + r->off, (long)r->n, t->hyper));
+        tf_x_adamw(&t->ex, t->params + r->off, t->grads + r->off, t->adam_m + r->off,
+                   t->adam_v + r->off, (long)r->n, t->hyper);
     }
 }
 
