@@ -4,6 +4,7 @@
 #define TF_BACKEND_H
 
 #include "ops.h"
+#include "tinyfold.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -16,7 +17,16 @@ typedef struct {
     int tf32;          /* CUDA: allow TF32 tensor cores in GEMMs */
 } tf_backend_opts;
 
-/* Each returns 0 on success, else non-zero with one line in err. */
+/* The one way to create a backend: kind TF_BACKEND_CPU, TF_BACKEND_CUDA, or
+ * TF_BACKEND_AUTO (CUDA where a device is usable, else the CPU). On success
+ * (0) *kind is the kind created and be, ops and caps are filled; destroy it
+ * with ops->destroy. Else non-zero with one line in err. */
+int tf_backend_create(tf_backend_kind *kind, const tf_backend_opts *o, tf_backend **be,
+                      const tf_ops **ops, tf_backend_caps *caps, char *err, size_t errlen);
+
+/* The backends by name (tests and `validate`; the trainer uses
+ * tf_backend_create). Each returns 0 on success, else non-zero with one line
+ * in err. */
 int tf_cpu_backend_create(tf_backend **be, const tf_ops **ops, const tf_backend_opts *o,
                           char *err, size_t errlen);
 void tf_cpu_backend_destroy(tf_backend *be);

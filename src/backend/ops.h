@@ -116,8 +116,49 @@ typedef enum {
 #define TF_MARKS 4         /* ops->mark: timing points per step */
 #define TF_LN2_MAX_C 128 /* layernorm2: widest row (CUDA keeps a row in registers) */
 
+/* What a backend prefers and provides, fixed when it is created (ops->caps):
+ * the composition the model should use on it at its kernel level and
+ * precision, and what the trainer may ask of it. Every preference is 0 at
+ * levels 1-2 (the reference composition). */
+typedef struct {
+    const char *name;  /* "cpu", "cuda" */
+    int device_memory; /* alloc'd memory is a device's (the trainer checks host memory when 0) */
+    /* the model's level-3 composition (src/model/exec.h) */
+    int opm_weight_first; /* outer product mean composed weight-first */
+    int opm_bwd_op;       /* the outer product mean's backward as ops->opm_bwd */
+    int opm_outer_op;     /* its product in permuted form as ops->opm_outer */
+    int trimul_merged;    /* triangle multiplication: projections and gates in one GEMM */
+    /* the weight-gradient lane (ops wgrad_*): used, and the memory
+     * wgrad_enable takes */
+    int wgrad_lane;
+    size_t wgrad_lane_bytes;
+    /* the trainer's data path and step issue */
+    int prefetch_batches; /* draw the next batch on a host thread during the step */
+    int stage_batches;    /* upload it on the side queue during the backward (needs prefetch) */
+    int pipelined_phases; /* issue a step's phases back to back, timed by ops->mark */
+    int graphs;           /* whole-phase graph capture (ops graph_*) */
+    int max_head_dim;     /* widest attention head its kernels take (0: any) */
+} tf_backend_caps;
+
 typedef struct tf_ops {
     const char *name; /* "cpu", "cuda" */
+
+    /* ---- the backend itself ----
+     * destroy frees the backend and what it holds itself; peak_bytes is the high-water mark of what alloc handed out
+     * (CUDA: and its library workspaces); describe writes one line for
+     * `validate`; caps fills what it prefers and provides (above). */
+    void (*destroy)(tf_backend *be);
+    size_t (*peak_bytes)(const tf_backend *be);
+    void (*describe)(const tf_backend *be, char *out, size_t n);
+    void (*caps)(const tf_backend *be, tf_backend_caps *out);
+    /* Optional (NULL where caps.graphs is 0): graph capture. graph_capture
+     * records what fn(arg) issues on the main queue into *graph (0 ok, else
+     * non-zero with one line on stderr), graph_launch replays it, and
+     * graph_captured_kernels counts the kernels of the last capture. */
+    int (*graph_capture)(tf_backend *be, void (*fn)(void *), void *arg, void **graph);
+    int (*graph_launch)(tf_backend *be, void *graph);
+    void (*graph_destroy)(tf_backend *be, void *graph);
+    size_t (*graph_captured_kernels)(const tf_backend *be);
 
     /* ---- memory & sync ---- */
     int (*alloc)(tf_backend *be, void **p, size_t bytes); /* 0 ok, else out of memory */

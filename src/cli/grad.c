@@ -2,7 +2,7 @@
  * of one batch with given weights, no update: what the PyTorch reference is
  * compared with. */
 #include "cli.h"
-#include "cli/limits.h"
+#include "train/limits.h"
 #include "io/checkpoint.h"
 #include "io/datafile.h"
 #include "io/gradfile.h"

@@ -6,7 +6,7 @@
  * --seq-len) is undone: a long option must be spelled in full. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
-#include "cli/limits.h"
+#include "train/limits.h"
 #include "backend/backend.h"
 
 #include <getopt.h>

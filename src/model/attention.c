@@ -108,7 +108,7 @@ void tf_attn_core_fwd(tf_exec *ex, tf_attn_core *a) {
         a->lse = tf_alloc_act(ex, (size_t)T * L);
         tf_attn_args g;
         flash_args(a, &g);
-        TF_EXEC_OPC(ex, "attn_fwd_flash", tf_cost_attn_fwd(&g), attn_fwd(ex->be, &g));
+        tf_x_attn_fwd(ex, &g);
         return;
     }
     a->qp = tf_alloc_act(ex, (size_t)3 * T * L * d);
@@ -144,7 +144,6 @@ void tf_attn_core_bwd(tf_exec *ex, const tf_attn_core *a, float *dq, float *dk, 
     const int H = a->H, d = a->d, C = H * d;
     const long T = (long)a->B * O * H;
     size_t mark = tf_arena_mark(ex->arena);
-    const long wmark = tf_x_wgrad_mark(ex);
     if (ex->fu.flash) {
         tf_attn_args g;
         flash_args(a, &g);
@@ -154,8 +153,8 @@ void tf_attn_core_bwd(tf_exec *ex, const tf_attn_core *a, float *dq, float *dk, 
         g.dout = view(a, dout, C);
         g.dbias = dbias;
         g.work = tf_alloc_act(ex, (size_t)T * L);
-        TF_EXEC_OPC(ex, "attn_bwd_flash", tf_cost_attn_bwd(&g), attn_bwd(ex->be, &g));
-        tf_bwd_release(ex, mark, wmark);
+        tf_x_attn_bwd(ex, &g);
+        tf_arena_release(ex->arena, mark);
         return;
     }
     float *dop = tf_alloc_act(ex, (size_t)T * L * d);
@@ -192,5 +191,5 @@ void tf_attn_core_bwd(tf_exec *ex, const tf_attn_core *a, float *dq, float *dk, 
         tf_x_permute(ex, dk, dkp, 5, dims, p, 0);
         tf_x_permute(ex, dv, dvp, 5, dims, p, 0);
     }
-    tf_bwd_release(ex, mark, wmark);
+    tf_arena_release(ex->arena, mark);
 }

@@ -1,5 +1,93 @@
-/* Op wrappers: stable kernel names for the profiler, skipped while planning. */
+/* Op wrappers: stable kernel names for the profiler, skipped while planning,
+ * and the memory each op reads and writes, against which the main queue
+ * waits for the weight-gradient lane (lane.h). */
+#include <string.h>
+
 #include "model/exec.h"
+
+/* Issue one op with its analytic cost (a tf_op_cost expression, evaluated
+ * only when profiling) */
+#define TF_EXEC_OPC(ex, kname, costexpr, call)                                        \
+    do {                                                                              \
+        if (!(ex)->planning) {                                                        \
+            tf_prof *p_ = (ex)->prof;                                                 \
+            if (p_) {                                                                 \
+                tf_op_cost c_ = (costexpr);                                           \
+                tf_prof_op_cost(p_, kname, c_.flops, c_.bytes);                       \
+                tf_prof_op_begin(p_, kname);                                          \
+            }                                                                         \
+            (ex)->ops->call;                                                          \
+            if (p_) tf_prof_op_end(p_);                                               \
+        }                                                                             \
+    } while (0)
+
+/* ---- the lane's hazards (lane.h) ---- */
+static int overlap(tf_span a, tf_span b) { return a.lo < b.hi && b.lo < a.hi; }
+
+/* The main queue waits for the lane's first `k` pending GEMMs. */
+static void lane_wait(tf_exec *ex, int k) {
+    tf_lane *l = &ex->lane;
+    ex->ops->wgrad_wait(ex->be, l->q[k - 1].ticket);
+    l->waits++;
+    memmove(l->q, l->q + k, (size_t)(l->n - k) * sizeof *l->q);
+    l->n -= k;
+}
+
+/* Before a main-queue op writing w[0..nw) and reading r[0..nr): wait up to
+ * the newest pending GEMM it conflicts with (write vs its reads or writes,
+ * read vs its writes). */
+static void main_op(tf_exec *ex, const tf_span *w, int nw, const tf_span *r, int nr) {
+    tf_lane *l = &ex->lane;
+    for (int i = l->n - 1; i >= 0; i--) {
+        const tf_lane_gemm *g = &l->q[i];
+        int hit = 0;
+        for (int k = 0; k < nw && !hit; k++) {
+            hit = overlap(w[k], g->w);
+            for (int j = 0; j < 4 && !hit; j++) hit = overlap(w[k], g->r[j]);
+        }
+        for (int k = 0; k < nr && !hit; k++) hit = overlap(r[k], g->w);
+        if (hit) {
+            int k = i + 1; /* the rest of an ended module's GEMMs with it */
+            while (g->module != ex->bwd_module && k < l->n && l->q[k].module == g->module) k++;
+            lane_wait(ex, k);
+            return;
+        }
+    }
+}
+
+#define TF_SPANS(...) \
+    ((const tf_span[]){__VA_ARGS__}), (int)(sizeof((const tf_span[]){__VA_ARGS__}) / sizeof(tf_span))
+/* An op about to be issued on the main queue: its writes W and reads R
+ * (TF_SPANS lists). One branch while nothing is on the lane. */
+#define TF_ACCESS(ex, W, R)                                  \
+    do {                                                     \
+        if ((ex)->lane.n && !(ex)->planning) main_op((ex), W, R); \
+    } while (0)
+#define F(p, n) tf_span_f((p), (size_t)(n))
+
+void tf_x_lane_join(tf_exec *ex) {
+    if (ex->lane.n && !ex->planning) lane_wait(ex, ex->lane.n);
+}
+
+/* a [rows, cols] matrix with leading dimension ld, batch of them stride apart */
+static tf_span mat(const float *p, long rows, long cols, long ld, int batch, long stride) {
+    if (!p || rows <= 0 || cols <= 0) return (tf_span){0, 0};
+    long n = (rows - 1) * ld + cols + (batch > 1 ? (long)(batch - 1) * stride : 0);
+    return F(p, n);
+}
+
+/* r: A, B, R (or C where beta reads it), aux; w: C */
+static void gemm_spans(const tf_gemm_args *a, tf_span r[4], tf_span *w) {
+    r[0] = mat(a->A, a->transA ? a->K : a->M, a->transA ? a->M : a->K, a->lda, a->batch,
+               a->strideA);
+    r[1] = mat(a->B, a->transB ? a->N : a->K, a->transB ? a->K : a->N, a->ldb, a->batch,
+               a->strideB);
+    *w = mat(a->C, a->M, a->N, a->ldc, a->batch, a->strideC);
+    r[2] = a->R ? mat(a->R, a->M, a->N, a->ldc, a->batch, a->strideC)
+           : a->beta != 0.0f ? *w
+                             : (tf_span){0, 0};
+    r[3] = mat(a->aux, a->M, a->N, a->ldc, a->batch, a->strideC);
+}
 
 static const char *gemm_kname(const tf_gemm_args *a) {
     static const char *names[2][2][2] = {
@@ -9,7 +97,21 @@ static const char *gemm_kname(const tf_gemm_args *a) {
 }
 
 void tf_gemm(tf_exec *ex, const tf_gemm_args *a, const char *name) {
+    if (ex->planning) return;
+    const int lane = a->wgrad && ex->wgrad_async;
+    tf_span r[4], w;
+    if (lane || ex->lane.n) gemm_spans(a, r, &w);
+    if (!lane && ex->lane.n) main_op(ex, &w, 1, r, 4);
     TF_EXEC_OPC(ex, gemm_kname(a), tf_cost_gemm(a), gemm(ex->be, a, name));
+    if (lane) { /* pending on the lane until a wait covers it */
+        tf_lane *l = &ex->lane;
+        if (l->n == TF_LANE_PENDING) lane_wait(ex, l->n);
+        tf_lane_gemm *g = &l->q[l->n++];
+        g->ticket = ex->ops->wgrad_mark(ex->be);
+        g->module = ex->bwd_module;
+        memcpy(g->r, r, sizeof g->r);
+        g->w = w;
+    }
 }
 
 tf_gemm_args tf_gemm_make(int tA, int tB, int M, int N, int K, float alpha, float beta,
@@ -110,19 +212,25 @@ void tf_linear_bwd_epi(tf_exec *ex, float *dx, float *dW, const float *dy, const
 
 void tf_x_layernorm_fwd(tf_exec *ex, float *out, float *mean, float *rstd, const float *x,
                         const float *g, const float *b, long rows, int C) {
-    TF_EXEC_OPC(ex, "layernorm_fwd", tf_cost_layernorm_fwd(rows, C),
-                layernorm_fwd(ex->be, out, mean, rstd, x, g, b, rows, C, 1e-5f));
+    TF_ACCESS(ex, TF_SPANS(F(out, rows * C), F(mean, rows), F(rstd, rows)),
+              TF_SPANS(F(x, rows * C), F(g, C), F(b, C)));
+    TF_EXEC_OPC(ex, "layernorm_fwd", tf_cost_layernorm_fwd(rows, C), layernorm_fwd(ex->be, out, mean, rstd, x, g, b, rows, C, 1e-5f));
 }
 
 void tf_x_layernorm_bwd(tf_exec *ex, float *dx, float *dg, float *db, const float *dout,
                         const float *x, const float *mean, const float *rstd, const float *g,
                         long rows, int C, int accumulate) {
+    TF_ACCESS(ex, TF_SPANS(F(dx, rows * C), F(dg, C), F(db, C)),
+              TF_SPANS(F(dout, rows * C), F(x, rows * C), F(mean, rows), F(rstd, rows), F(g, C),
+                       F(accumulate ? dx : NULL, rows * C), F(dg, C), F(db, C)));
     TF_EXEC_OPC(ex, "layernorm_bwd", tf_cost_layernorm_bwd(rows, C, accumulate),
                layernorm_bwd(ex->be, dx, dg, db, dout, x, mean, rstd, g, rows, C, accumulate));
 }
 
 void tf_x_layernorm2_fwd(tf_exec *ex, float *out, float *stats, const float *x, const float *g1,
                          const float *b1, const float *g2, const float *b2, long rows, int C) {
+    TF_ACCESS(ex, TF_SPANS(F(out, rows * C), F(stats, 4 * rows)),
+              TF_SPANS(F(x, rows * C), F(g1, C), F(b1, C), F(g2, C), F(b2, C)));
     TF_EXEC_OPC(ex, "layernorm2_fwd", tf_cost_layernorm2_fwd(rows, C),
                layernorm2_fwd(ex->be, out, stats, x, g1, b1, g2, b2, rows, C, 1e-5f));
 }
@@ -130,6 +238,9 @@ void tf_x_layernorm2_fwd(tf_exec *ex, float *out, float *stats, const float *x, 
 void tf_x_layernorm2_bwd(tf_exec *ex, float *dx, float *dg1, float *db1, float *dg2, float *db2,
                          const float *dout, const float *x, const float *stats, const float *g1,
                          const float *b1, const float *g2, long rows, int C, int accumulate) {
+    TF_ACCESS(ex, TF_SPANS(F(dx, rows * C), F(dg1, C), F(db1, C), F(dg2, C), F(db2, C)),
+              TF_SPANS(F(dout, rows * C), F(x, rows * C), F(stats, 4 * rows), F(g1, C), F(b1, C),
+                       F(g2, C), F(accumulate ? dx : NULL, rows * C)));
     TF_EXEC_OPC(ex, "layernorm2_bwd", tf_cost_layernorm2_bwd(rows, C, accumulate),
                layernorm2_bwd(ex->be, dx, dg1, db1, dg2, db2, dout, x, stats, g1, b1, g2, rows, C,
                               accumulate));
@@ -144,82 +255,165 @@ static long perm_count(const tf_permute_args *a) {
 void tf_x_permute(tf_exec *ex, float *out, const float *in, int rank, const int *dims,
                   const int *perm, int accumulate) {
     tf_permute_args a = {0};
+    long n = 1;
     a.rank = rank;
     for (int i = 0; i < rank; i++) {
         a.dims[i] = dims[i];
         a.perm[i] = perm[i];
+        n *= dims[i];
     }
     a.accumulate = accumulate;
+    TF_ACCESS(ex, TF_SPANS(F(out, n)), TF_SPANS(F(in, n), F(accumulate ? out : NULL, n)));
     TF_EXEC_OPC(ex, "permute", tf_cost_permute(perm_count(&a), accumulate), permute(ex->be, out, in, &a));
 }
 
 void tf_x_copy(tf_exec *ex, float *dst, const float *src, size_t n) {
+    TF_ACCESS(ex, TF_SPANS(F(dst, n)), TF_SPANS(F(src, n)));
     TF_EXEC_OPC(ex, "copy", tf_cost_elementwise((long)n, 1, 1, 0.0), copy(ex->be, dst, src, n * sizeof(float)));
 }
 void tf_x_zero(tf_exec *ex, float *p, size_t n) {
+    TF_ACCESS(ex, TF_SPANS(F(p, n)), TF_SPANS(F(NULL, 0)));
     TF_EXEC_OPC(ex, "zero", tf_cost_elementwise((long)n, 0, 1, 0.0), zero(ex->be, p, n * sizeof(float)));
 }
 void tf_x_add(tf_exec *ex, float *y, const float *a, const float *b, long n) {
+    TF_ACCESS(ex, TF_SPANS(F(y, n)), TF_SPANS(F(a, n), F(b, n)));
     TF_EXEC_OPC(ex, "add", tf_cost_elementwise(n, 2, 1, 1.0), add(ex->be, y, a, b, n));
 }
 void tf_x_mul(tf_exec *ex, float *y, const float *a, const float *b, long n) {
+    TF_ACCESS(ex, TF_SPANS(F(y, n)), TF_SPANS(F(a, n), F(b, n)));
     TF_EXEC_OPC(ex, "mul", tf_cost_elementwise(n, 2, 1, 1.0), mul(ex->be, y, a, b, n));
 }
 void tf_x_scale(tf_exec *ex, float *y, const float *x, float alpha, long n) {
+    TF_ACCESS(ex, TF_SPANS(F(y, n)), TF_SPANS(F(x, n)));
     TF_EXEC_OPC(ex, "scale", tf_cost_elementwise(n, 1, 1, 1.0), scale(ex->be, y, x, alpha, n));
 }
 void tf_x_act_fwd(tf_exec *ex, tf_act act, float *y, const float *x, long n) {
-    TF_EXEC_OPC(ex, act == TF_ACT_RELU ? "relu_fwd" : "sigmoid_fwd",
-                tf_cost_elementwise(n, 1, 1, act == TF_ACT_RELU ? 1.0 : TF_FLOPS_SIGMOID),
-                act_fwd(ex->be, act, y, x, n));
+    TF_ACCESS(ex, TF_SPANS(F(y, n)), TF_SPANS(F(x, n)));
+    TF_EXEC_OPC(ex, act == TF_ACT_RELU ? "relu_fwd" : "sigmoid_fwd", tf_cost_elementwise(n, 1, 1, act == TF_ACT_RELU ? 1.0 : TF_FLOPS_SIGMOID), act_fwd(ex->be, act, y, x, n));
 }
 void tf_x_act_bwd(tf_exec *ex, tf_act act, float *dx, const float *dy, const float *y, long n) {
-    TF_EXEC_OPC(ex, act == TF_ACT_RELU ? "relu_bwd" : "sigmoid_bwd",
-                tf_cost_elementwise(n, 2, 1, act == TF_ACT_RELU ? 1.0 : 3.0),
+    TF_ACCESS(ex, TF_SPANS(F(dx, n)), TF_SPANS(F(dy, n), F(y, n)));
+    TF_EXEC_OPC(ex, act == TF_ACT_RELU ? "relu_bwd" : "sigmoid_bwd", tf_cost_elementwise(n, 2, 1, act == TF_ACT_RELU ? 1.0 : 3.0),
                act_bwd(ex->be, act, dx, dy, y, n));
 }
 void tf_x_softmax_fwd(tf_exec *ex, float *y, const float *x, long rows, int cols) {
+    TF_ACCESS(ex, TF_SPANS(F(y, rows * cols)), TF_SPANS(F(x, rows * cols)));
     TF_EXEC_OPC(ex, "softmax_fwd", tf_cost_softmax_fwd(rows, cols), softmax_fwd(ex->be, y, x, rows, cols));
 }
 void tf_x_softmax_bwd(tf_exec *ex, float *dx, const float *dy, const float *y, long rows,
                       int cols) {
+    TF_ACCESS(ex, TF_SPANS(F(dx, rows * cols)), TF_SPANS(F(dy, rows * cols), F(y, rows * cols)));
     TF_EXEC_OPC(ex, "softmax_bwd", tf_cost_softmax_bwd(rows, cols), softmax_bwd(ex->be, dx, dy, y, rows, cols));
 }
 void tf_x_gate_fwd(tf_exec *ex, float *y, const float *a, const float *g, long n) {
+    TF_ACCESS(ex, TF_SPANS(F(y, n)), TF_SPANS(F(a, n), F(g, n)));
     TF_EXEC_OPC(ex, "gate_fwd", tf_cost_elementwise(n, 2, 1, TF_FLOPS_GATE_FWD), gate_fwd(ex->be, y, a, g, n));
 }
 void tf_x_gate_bwd(tf_exec *ex, float *da, float *dg, const float *dy, const float *a,
                    const float *g, long n) {
+    TF_ACCESS(ex, TF_SPANS(F(da, n), F(dg, n)), TF_SPANS(F(dy, n), F(a, n), F(g, n)));
     TF_EXEC_OPC(ex, "gate_bwd", tf_cost_elementwise(n, 3, 2, TF_FLOPS_GATE_BWD), gate_bwd(ex->be, da, dg, dy, a, g, n));
 }
 void tf_x_gate_residual_fwd(tf_exec *ex, float *out, const float *res, const float *a,
                             const float *g, long n) {
-    TF_EXEC_OPC(ex, "gate_residual_fwd", tf_cost_elementwise(n, 3, 1, TF_FLOPS_GATE_RES),
-                gate_residual_fwd(ex->be, out, res, a, g, n));
+    TF_ACCESS(ex, TF_SPANS(F(out, n)), TF_SPANS(F(res, n), F(a, n), F(g, n)));
+    TF_EXEC_OPC(ex, "gate_residual_fwd", tf_cost_elementwise(n, 3, 1, TF_FLOPS_GATE_RES), gate_residual_fwd(ex->be, out, res, a, g, n));
 }
+/* the rows of a, g (and da, dg) are ld apart, 2C wide */
 void tf_x_gate_cmajor_fwd(tf_exec *ex, float *lr_t, const float *a, const float *g, long ld,
                           long rows, long inner, int C) {
-    TF_EXEC_OPC(ex, "gate_cmajor_fwd", tf_cost_elementwise(2 * rows * C, 2, 1, TF_FLOPS_GATE_FWD),
-                gate_cmajor_fwd(ex->be, lr_t, a, g, ld, rows, inner, C));
+    const long n = (rows - 1) * ld + 2 * C;
+    TF_ACCESS(ex, TF_SPANS(F(lr_t, 2 * rows * C)), TF_SPANS(F(a, n), F(g, n)));
+    TF_EXEC_OPC(ex, "gate_cmajor_fwd", tf_cost_elementwise(2 * rows * C, 2, 1, TF_FLOPS_GATE_FWD), gate_cmajor_fwd(ex->be, lr_t, a, g, ld, rows, inner, C));
 }
 void tf_x_gate_cmajor_bwd(tf_exec *ex, float *da, float *dg, const float *dlr_t, const float *a,
                           const float *g, long ld, long rows, long inner, int C) {
+    const long n = (rows - 1) * ld + 2 * C;
+    TF_ACCESS(ex, TF_SPANS(F(da, n), F(dg, n)),
+              TF_SPANS(F(dlr_t, 2 * rows * C), F(a, n), F(g, n)));
     TF_EXEC_OPC(ex, "gate_cmajor_bwd", tf_cost_elementwise(2 * rows * C, 3, 2, TF_FLOPS_GATE_BWD),
                gate_cmajor_bwd(ex->be, da, dg, dlr_t, a, g, ld, rows, inner, C));
 }
 void tf_x_opm_outer(tf_exec *ex, float *outer_p, const float *a, int B, int S, int N, int co) {
+    TF_ACCESS(ex, TF_SPANS(F(outer_p, (long)B * N * N * co * co)),
+              TF_SPANS(F(a, (long)B * S * N * co)));
     TF_EXEC_OPC(ex, "opm_outer", tf_cost_opm_outer(B, S, N, co), opm_outer(ex->be, outer_p, a, B, S, N, co));
 }
 void tf_x_opm_bwd(tf_exec *ex, float *da, const float *dop, const float *a, int B, int S, int N,
                   int co) {
+    TF_ACCESS(ex, TF_SPANS(F(da, (long)B * S * N * co)),
+              TF_SPANS(F(dop, (long)B * N * N * co * co), F(a, (long)B * S * N * co)));
     TF_EXEC_OPC(ex, "opm_bwd", tf_cost_opm_bwd(B, S, N, co), opm_bwd(ex->be, da, dop, a, B, S, N, co));
 }
 void tf_x_add_bcast_mid(tf_exec *ex, float *y, const float *x, long outer, long mid, long inner) {
-    TF_EXEC_OPC(ex, "add_bcast", tf_cost_add_bcast_mid(outer, mid, inner),
-                add_bcast_mid(ex->be, y, x, outer, mid, inner));
+    TF_ACCESS(ex, TF_SPANS(F(y, outer * mid * inner)),
+              TF_SPANS(F(y, outer * mid * inner), F(x, outer * inner)));
+    TF_EXEC_OPC(ex, "add_bcast", tf_cost_add_bcast_mid(outer, mid, inner), add_bcast_mid(ex->be, y, x, outer, mid, inner));
 }
 void tf_x_sum_mid(tf_exec *ex, float *y, const float *x, long outer, long mid, long inner,
                   int accumulate) {
-    TF_EXEC_OPC(ex, "sum_reduce", tf_cost_sum_mid(outer, mid, inner, accumulate),
-                sum_mid(ex->be, y, x, outer, mid, inner, accumulate));
+    TF_ACCESS(ex, TF_SPANS(F(y, outer * inner)),
+              TF_SPANS(F(x, outer * mid * inner), F(accumulate ? y : NULL, outer * inner)));
+    TF_EXEC_OPC(ex, "sum_reduce", tf_cost_sum_mid(outer, mid, inner, accumulate), sum_mid(ex->be, y, x, outer, mid, inner, accumulate));
+}
+
+/* an attention operand view (ops.h tf_attn_view) */
+static tf_span view_span(const tf_attn_view *v, const tf_attn_args *a) {
+    if (!v->p) return (tf_span){0, 0};
+    long n = (long)(a->nb - 1) * v->sb + (long)(a->no - 1) * v->so + (long)(a->L - 1) * v->sl +
+             (long)a->nh * a->d;
+    return F(v->p, n);
+}
+static tf_span bias_span(const float *p, const tf_attn_args *a) {
+    if (!p) return (tf_span){0, 0};
+    long n = (long)(a->nb - 1) * a->bias_sb + (long)(a->nh - 1) * a->bias_sh +
+             (long)(a->L - 1) * (a->bias_si + a->bias_sj) + 1;
+    return F(p, n);
+}
+void tf_x_attn_fwd(tf_exec *ex, const tf_attn_args *a) {
+    const long nl = (long)a->nb * a->no * a->nh * a->L;
+    TF_ACCESS(ex, TF_SPANS(view_span(&a->out, a), F(a->lse, nl)),
+              TF_SPANS(view_span(&a->q, a), view_span(&a->k, a), view_span(&a->v, a),
+                       bias_span(a->bias, a)));
+    TF_EXEC_OPC(ex, "attn_fwd_flash", tf_cost_attn_fwd(a), attn_fwd(ex->be, a));
+}
+void tf_x_attn_bwd(tf_exec *ex, const tf_attn_args *a) {
+    const long nl = (long)a->nb * a->no * a->nh * a->L;
+    TF_ACCESS(ex,
+              TF_SPANS(view_span(&a->dq, a), view_span(&a->dk, a), view_span(&a->dv, a),
+                       bias_span(a->dbias, a), F(a->work, nl)),
+              TF_SPANS(view_span(&a->q, a), view_span(&a->k, a), view_span(&a->v, a),
+                       view_span(&a->out, a), view_span(&a->dout, a), bias_span(a->bias, a),
+                       F(a->lse, nl)));
+    TF_EXEC_OPC(ex, "attn_bwd_flash", tf_cost_attn_bwd(a), attn_bwd(ex->be, a));
+}
+
+void tf_x_embed_fwd(tf_exec *ex, float *out, const float *table, const int32_t *tok, long n,
+                    int C, int vocab) {
+    TF_ACCESS(ex, TF_SPANS(F(out, n * C)), TF_SPANS(F(table, (long)vocab * C), F(tok, n)));
+    TF_EXEC_OPC(ex, "embedding_fwd", tf_cost_embed_fwd(n, C),
+                embed_fwd(ex->be, out, table, tok, n, C, vocab));
+}
+void tf_x_embed_bwd(tf_exec *ex, float *dtable, const float *dout, const int32_t *tok, long n,
+                    int C, int vocab) {
+    TF_ACCESS(ex, TF_SPANS(F(dtable, (long)vocab * C)),
+              TF_SPANS(F(dtable, (long)vocab * C), F(dout, n * C), F(tok, n)));
+    TF_EXEC_OPC(ex, "embedding_bwd", tf_cost_embed_bwd(n, C, vocab),
+                embed_bwd(ex->be, dtable, dout, tok, n, C, vocab));
+}
+void tf_x_mse_head_fwd(tf_exec *ex, float *pred, float *loss, const float *logit,
+                       const float *target, long n, float dmax) {
+    TF_ACCESS(ex, TF_SPANS(F(pred, n), F(loss, 1)), TF_SPANS(F(logit, n), F(target, n)));
+    TF_EXEC_OPC(ex, "mse_head_fwd", tf_cost_mse_head_fwd(n), mse_head_fwd(ex->be, pred, loss, logit, target, n, dmax));
+}
+void tf_x_mse_head_bwd(tf_exec *ex, float *dlogit, const float *pred, const float *target, long n,
+                       float dmax) {
+    TF_ACCESS(ex, TF_SPANS(F(dlogit, n)), TF_SPANS(F(pred, n), F(target, n)));
+    TF_EXEC_OPC(ex, "mse_head_bwd", tf_cost_mse_head_bwd(n), mse_head_bwd(ex->be, dlogit, pred, target, n, dmax));
+}
+void tf_x_adamw(tf_exec *ex, float *p, const float *g, float *m, float *v, long n,
+                const float *hyper) {
+    TF_ACCESS(ex, TF_SPANS(F(p, n), F(m, n), F(v, n)),
+              TF_SPANS(F(p, n), F(m, n), F(v, n), F(g, n), F(hyper, 7)));
+    TF_EXEC_OPC(ex, "adamw", tf_cost_adamw(n), adamw(ex->be, p, g, m, v, n, hyper));
 }

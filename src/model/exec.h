@@ -1,11 +1,15 @@
 /* The execution context the model runs in, and thin wrappers over the op
- * table that (a) skip execution while the arena is being planned and (b) give
- * every op a stable kernel name for the profiler (one branch when it is off). */
+ * table that (a) skip execution while the arena is being planned, (b) give
+ * every op a stable kernel name for the profiler (one branch when it is off)
+ * and (c) state the memory each op reads and writes, from which the
+ * weight-gradient lane's waits follow (lane.h). The model calls the op table
+ * only through them. */
 #ifndef TF_MODEL_EXEC_H
 #define TF_MODEL_EXEC_H
 
 #include "backend/ops.h"
 #include "model/arena.h"
+#include "model/lane.h"
 #include "model/op_cost.h"
 #include "prof/prof.h"
 #include "tinyfold.h"
@@ -18,96 +22,34 @@ typedef struct {
     int planning;   /* plan the arena: ops are not executed */
     tf_fusion fu;   /* which fusions are on */
     int level;      /* 1..3 (v3 uses the fused elementwise kernels) */
-    /* v3 outer product mean composed weight-first (outer_product.c): fewer
-     * FLOPs and no permute, but many small GEMMs; chosen where it is faster
-     * (the CPU; on the H200 it was slower, bench/RESULTS.md f22cfd2) */
-    int opm_weight_first;
-    /* v3 CUDA: the outer product mean's backward as one op (ops.h opm_bwd),
-     * and the triangle multiplication's projections and gates as one GEMM
-     * (triangle_mult.c), where each measured faster on the H200
-     * (bench/RESULTS.md 0454bce and 11a923a: the merged GEMM in fp32 only,
-     * cuBLAS' TF32 GEMMs it would replace being fast already). The CPU's v3
-     * merges the triangle GEMMs too (its outer product mean is weight-first).
-     * TF_OPM_BWD_OP=0|1 overrides opm_bwd_op (an A/B knob). */
-    int opm_bwd_op, trimul_merged;
-    /* v3 CUDA: the outer product in its permuted form as one op (ops.h
-     * opm_outer) instead of a GEMM and a permute (TF_OPM_OUTER_OP=0|1) */
-    int opm_outer_op;
-    /* v3: the triangle product channel-major (triangle_mult.c: no permute of
-     * u; its GEMMs read u transposed), on every backend and precision
-     * (bench/RESULTS.md cd4f94c: faster and fewer launches on the H200 since
-     * the weight gradients run on the wide split). TF_TRIMUL_CMAJOR=0|1
-     * overrides it (an A/B knob). */
-    int trimul_cmajor;
-    /* v3: a module's two LayerNorms in a row as one op (model.c tf_ln2_fwd);
-     * TF_LAYERNORM2=0|1 overrides the default (an A/B knob) */
-    int ln2;
-    /* v3 CUDA: the weight gradients on a lane of their own (ops.h wgrad_*),
-     * overlapping the rest of their module's backward. The modules wait for
-     * them before anything overwrites what they read (tf_x_wgrad_wait) and at
-     * every release of backward memory (tf_bwd_release). TF_WGRAD_LANE=0|1. */
+    /* The level-3 composition, from the backend's preferences (ops.h
+     * tf_backend_caps; 0 at levels 1-2):
+     *   opm_weight_first: the outer product mean composed weight-first
+     *     (outer_product.c: fewer FLOPs and no permute, but many small GEMMs);
+     *   opm_bwd_op, opm_outer_op: its backward and its permuted product as
+     *     one op each (ops.h opm_bwd, opm_outer);
+     *   trimul_merged: the triangle multiplication's projections and gates
+     *     as one GEMM (triangle_mult.c). */
+    int opm_weight_first, opm_bwd_op, opm_outer_op, trimul_merged;
+    /* The weight gradients on a lane of their own (ops.h wgrad_*),
+     * overlapping the rest of their module's backward. The executor makes
+     * the main queue wait for them where an op would touch their memory
+     * (lane.h); the backward ends with the lane joined (tf_x_lane_join). */
     int wgrad_async;
+    tf_lane lane;
     /* With the lane, the modules' backward temporaries alternate between two
      * slots of bwd_slot bytes (model.c module_begin), so that a module's
-     * weight gradients may run on into the next module's backward: the wait
-     * moves to the module after it, which reuses the slot. 0: off, each
-     * module waits at its end. bwd_slot_need: the largest module's
-     * temporaries, measured by the first planning pass. slot_ticket: the
-     * lane's count when the slot's last module ended. TF_WGRAD_SLOTS=0|1. */
-    int wgrad_slots;
+     * weight gradients may run on into the next module's backward: only the
+     * module after it, which reuses the slot, may have to wait for them.
+     * bwd_slot_need: the largest module's temporaries, measured by the first
+     * planning pass. */
     size_t bwd_slot, bwd_slot_need, bwd_base, bwd_saved_peak;
-    long slot_ticket[2];
     int bwd_module;
 } tf_exec;
 
-#define TF_EXEC_OP(ex, kname, call)                                                   \
-    do {                                                                              \
-        if (!(ex)->planning) {                                                        \
-            tf_prof *p_ = (ex)->prof;                                                 \
-            if (p_) tf_prof_op_begin(p_, kname);                                      \
-            (ex)->ops->call;                                                          \
-            if (p_) tf_prof_op_end(p_);                                               \
-        }                                                                             \
-    } while (0)
-
-/* TF_EXEC_OP with the op's analytic cost (a tf_op_cost expression, evaluated
- * only when profiling) */
-#define TF_EXEC_OPC(ex, kname, costexpr, call)                                        \
-    do {                                                                              \
-        if (!(ex)->planning) {                                                        \
-            tf_prof *p_ = (ex)->prof;                                                 \
-            if (p_) {                                                                 \
-                tf_op_cost c_ = (costexpr);                                           \
-                tf_prof_op_cost(p_, kname, c_.flops, c_.bytes);                       \
-                tf_prof_op_begin(p_, kname);                                          \
-            }                                                                         \
-            (ex)->ops->call;                                                          \
-            if (p_) tf_prof_op_end(p_);                                               \
-        }                                                                             \
-    } while (0)
-
-/* The weight-gradient lane (ops.h wgrad_*): how many weight gradients were
- * issued so far, and make the main queue wait for the first `upto` (< 0: all). */
-static inline long tf_x_wgrad_mark(tf_exec *ex) {
-    return ex->wgrad_async && !ex->planning ? ex->ops->wgrad_mark(ex->be) : 0;
-}
-static inline void tf_x_wgrad_wait(tf_exec *ex, long upto) {
-    if (ex->wgrad_async && !ex->planning) ex->ops->wgrad_wait(ex->be, upto);
-}
-/* If a weight gradient was issued since wmark (= tf_x_wgrad_mark), the main
- * queue waits for it and, the lane running in order, every earlier one. */
-static inline void tf_x_wgrad_join(tf_exec *ex, long wmark) {
-    if (tf_x_wgrad_mark(ex) != wmark) tf_x_wgrad_wait(ex, -1);
-}
-/* Backward memory handed back to the arena (taken at mark, wmark then): the
- * next op may overwrite it, so a weight gradient issued since, which may read
- * it, is waited for first. */
-static inline void tf_bwd_release(tf_exec *ex, size_t mark, long wmark) {
-    /* with the slots (bwd_slot) a module's temporaries are not reused before
-     * the module after next, which waits (model.c module_begin) */
-    if (!ex->bwd_slot) tf_x_wgrad_join(ex, wmark);
-    tf_arena_release(ex->arena, mark);
-}
+/* The main queue waits for every weight gradient still on the lane (the end
+ * of the backward: a step, and a graph capture, ends joined). */
+void tf_x_lane_join(tf_exec *ex);
 
 static inline void tf_rpush(tf_exec *ex, const char *name) {
     if (!ex->planning) tf_region_push(ex->prof, name);
@@ -174,5 +116,17 @@ void tf_x_opm_bwd(tf_exec *ex, float *da, const float *dop, const float *a, int 
 void tf_x_add_bcast_mid(tf_exec *ex, float *y, const float *x, long outer, long mid, long inner);
 void tf_x_sum_mid(tf_exec *ex, float *y, const float *x, long outer, long mid, long inner,
                   int accumulate);
+void tf_x_attn_fwd(tf_exec *ex, const tf_attn_args *a);
+void tf_x_attn_bwd(tf_exec *ex, const tf_attn_args *a);
+void tf_x_embed_fwd(tf_exec *ex, float *out, const float *table, const int32_t *tok, long n,
+                    int C, int vocab);
+void tf_x_embed_bwd(tf_exec *ex, float *dtable, const float *dout, const int32_t *tok, long n,
+                    int C, int vocab);
+void tf_x_mse_head_fwd(tf_exec *ex, float *pred, float *loss, const float *logit,
+                       const float *target, long n, float dmax);
+void tf_x_mse_head_bwd(tf_exec *ex, float *dlogit, const float *pred, const float *target, long n,
+                       float dmax);
+void tf_x_adamw(tf_exec *ex, float *p, const float *g, float *m, float *v, long n,
+                const float *hyper);
 
 #endif

@@ -118,7 +118,7 @@ void tf_ln_bwd(tf_exec *ex, const tf_model *M, tf_ln_off ln, const tf_ln_act *a,
 
 void tf_ln2_fwd(tf_exec *ex, const tf_model *M, tf_ln_off bn, tf_ln_off ln, tf_ln_act *b,
                 tf_ln_act *a, const float *x, long rows, int C) {
-    if (ex->level < 3 || !ex->ln2 || C > TF_LN2_MAX_C || !ex->ops->layernorm2_fwd) {
+    if (ex->level < 3 || C > TF_LN2_MAX_C || !ex->ops->layernorm2_fwd) {
         tf_ln_fwd(ex, M, bn, b, x, rows, C);
         tf_ln_fwd(ex, M, ln, a, b->y, rows, C);
         return;
@@ -138,7 +138,6 @@ void tf_ln2_bwd(tf_exec *ex, const tf_model *M, tf_ln_off bn, tf_ln_off ln, cons
                 const tf_ln_act *a, float *dx, float *tmp, const float *dy, const float *x,
                 long rows, int C, int accumulate) {
     if (b->y) {
-        tf_x_wgrad_wait(ex, -1); /* tmp may be what a weight gradient reads */
         tf_ln_bwd(ex, M, ln, a, tmp, dy, b->y, rows, C, 0);
         tf_ln_bwd(ex, M, bn, b, dx, tmp, x, rows, C, accumulate);
         return;
@@ -202,19 +201,15 @@ static void block_fwd(tf_exec *ex, tf_model *M, int b, const float *m_in, const 
 }
 
 /* The two-slot backward (exec.h bwd_slot). Every module's backward starts at
- * the same arena point (bwd_base): odd modules one slot above it. Before a
- * module writes its slot, the lane's work of the module that used the slot
- * before (two modules back) is waited for; its other reads are the
- * activations, which live all step, and the residual gradients, waited for
- * inside each module. While planning without slots (bwd_slot_need), the
- * largest module's temporaries are measured. */
+ * the same arena point (bwd_base): odd modules one slot above it, so that a
+ * module's temporaries, which its weight gradients on the lane read, are
+ * overwritten only by the module after next. While planning without slots
+ * (bwd_slot_need), the largest module's temporaries are measured. */
 static void module_begin(tf_exec *ex) {
     tf_arena *a = ex->arena;
     tf_arena_release(a, ex->bwd_base);
     if (ex->bwd_slot) {
-        const int s = ex->bwd_module & 1;
-        tf_x_wgrad_wait(ex, ex->slot_ticket[s]);
-        if (s) tf_alloc_act(ex, ex->bwd_slot / sizeof(float));
+        if (ex->bwd_module & 1) tf_alloc_act(ex, ex->bwd_slot / sizeof(float));
     } else if (ex->planning) {
         ex->bwd_saved_peak = a->peak;
         a->peak = a->top;
@@ -222,9 +217,7 @@ static void module_begin(tf_exec *ex) {
 }
 static void module_end(tf_exec *ex) {
     tf_arena *a = ex->arena;
-    if (ex->bwd_slot) {
-        ex->slot_ticket[ex->bwd_module & 1] = tf_x_wgrad_mark(ex);
-    } else if (ex->planning) {
+    if (!ex->bwd_slot && ex->planning) {
         if (a->peak - ex->bwd_base > ex->bwd_slot_need) ex->bwd_slot_need = a->peak - ex->bwd_base;
         if (ex->bwd_saved_peak > a->peak) a->peak = ex->bwd_saved_peak;
     }
@@ -275,9 +268,7 @@ void tf_model_forward(tf_exec *ex, tf_model *M) {
     tf_rpush(ex, "embedding");
     M->m0 = tf_alloc_act(ex, (size_t)mrows * c->msa_dim);
     M->z0 = tf_alloc_act(ex, (size_t)zrows * c->pair_dim);
-    TF_EXEC_OPC(ex, "embedding_fwd", tf_cost_embed_fwd(mrows, c->msa_dim),
-               embed_fwd(ex->be, M->m0, tf_P(M, M->off.msa_emb), M->tokens, mrows, c->msa_dim,
-                         c->vocab));
+    tf_x_embed_fwd(ex, M->m0, tf_P(M, M->off.msa_emb), M->tokens, mrows, c->msa_dim, c->vocab);
     tf_linear_fwd(ex, M->z0, M->pair, tf_P(M, M->off.pair_emb), zrows, c->pair_input_dim,
                   c->pair_dim, 0.0f, TF_EPI_NONE);
     tf_rpop(ex);
@@ -293,8 +284,7 @@ void tf_model_forward(tf_exec *ex, tf_model *M) {
                   TF_EPI_NONE);
     tf_rpop(ex);
     tf_rpush(ex, "loss");
-    TF_EXEC_OPC(ex, "mse_head_fwd", tf_cost_mse_head_fwd(zrows),
-               mse_head_fwd(ex->be, M->pred, M->loss, M->logits, M->target, zrows, TF_DMAX));
+    tf_x_mse_head_fwd(ex, M->pred, M->loss, M->logits, M->target, zrows, TF_DMAX);
     tf_rpop(ex);
 }
 
@@ -303,15 +293,13 @@ void tf_model_backward(tf_exec *ex, tf_model *M) {
     const int B = c->batch, S = c->n_seqs, N = c->seq_len;
     const long mrows = (long)B * S * N, zrows = (long)B * N * N;
     size_t mark = tf_arena_mark(ex->arena);
-    const long wmark = tf_x_wgrad_mark(ex);
     tf_x_zero(ex, M->grads, tf_param_count_floats(c));
     float *dm = tf_alloc_act(ex, (size_t)mrows * c->msa_dim);
     float *dz = tf_alloc_act(ex, (size_t)zrows * c->pair_dim);
     float *dlogit = tf_alloc_act(ex, (size_t)zrows);
     const float *z_last = c->n_blocks > 0 ? M->acts[c->n_blocks - 1].z6 : M->z0;
     tf_rpush(ex, "loss");
-    TF_EXEC_OPC(ex, "mse_head_bwd", tf_cost_mse_head_bwd(zrows),
-               mse_head_bwd(ex->be, dlogit, M->pred, M->target, zrows, TF_DMAX));
+    tf_x_mse_head_bwd(ex, dlogit, M->pred, M->target, zrows, TF_DMAX);
     tf_rpop(ex);
     tf_rpush(ex, "structure_module");
     /* dz = dlogit x distance_pred (initialises the pair gradient); dW += dlogit^T z */
@@ -321,7 +309,6 @@ void tf_model_backward(tf_exec *ex, tf_model *M) {
     tf_x_zero(ex, dm, (size_t)mrows * c->msa_dim); /* the last m feeds nothing but its OPM */
     ex->bwd_base = tf_arena_mark(ex->arena);
     ex->bwd_module = 0;
-    ex->slot_ticket[0] = ex->slot_ticket[1] = 0;
     for (int b = c->n_blocks - 1; b >= 0; b--) {
         tf_rpush(ex, block_name(b));
         block_bwd(ex, M, b, dm, dz);
@@ -329,12 +316,10 @@ void tf_model_backward(tf_exec *ex, tf_model *M) {
     }
     tf_arena_release(ex->arena, ex->bwd_base);
     tf_rpush(ex, "embedding");
-    TF_EXEC_OPC(ex, "embedding_bwd", tf_cost_embed_bwd(mrows, c->msa_dim, c->vocab),
-               embed_bwd(ex->be, tf_G(M, M->off.msa_emb), dm, M->tokens, mrows, c->msa_dim,
-                         c->vocab));
+    tf_x_embed_bwd(ex, tf_G(M, M->off.msa_emb), dm, M->tokens, mrows, c->msa_dim, c->vocab);
     tf_linear_bwd(ex, NULL, tf_G(M, M->off.pair_emb), dz, M->pair, NULL, zrows,
                   c->pair_input_dim, c->pair_dim, 0);
     tf_rpop(ex);
-    tf_x_wgrad_join(ex, wmark); /* the step ends joined, slots or not */
+    tf_x_lane_join(ex); /* the step ends joined */
     tf_arena_release(ex->arena, mark);
 }

@@ -79,11 +79,9 @@ static void msa_attn_bwd(tf_exec *ex, const tf_model *M, size_t wq, size_t wo, t
     const int B = c->batch, S = c->n_seqs, N = c->seq_len, C = c->msa_dim, H = c->n_heads_msa;
     const long rows = (long)B * S * N;
     size_t mark = tf_arena_mark(ex->arena);
-    const long wmark = tf_x_wgrad_mark(ex);
     tf_rpush(ex, "output_proj");
     float *dO = tf_alloc_act(ex, (size_t)rows * C);
     tf_linear_bwd(ex, dO, tf_G(M, wo), dm, a->core.o, tf_P(M, wo), rows, C, C, 0);
-    const long wo_read_dm = tf_x_wgrad_mark(ex); /* Wo's gradient reads dm */
     tf_rpop(ex);
     tf_rpush(ex, "attention");
     float *dqkv = tf_alloc_act(ex, (size_t)rows * 3 * C);
@@ -103,9 +101,8 @@ static void msa_attn_bwd(tf_exec *ex, const tf_model *M, size_t wq, size_t wo, t
     float *dx = tf_alloc_act(ex, (size_t)rows * C);
     tf_qkv_bwd(ex, M, a->qkv != NULL, wq, a->ln.y, rows, C, dqkv, dx);
     tf_rpop(ex);
-    tf_x_wgrad_wait(ex, wo_read_dm); /* before dm changes */
     tf_ln_bwd(ex, M, norm, &a->ln, dm, dx, m_in, rows, C, 1);
-    tf_bwd_release(ex, mark, wmark);
+    tf_arena_release(ex->arena, mark);
 }
 
 void tf_msa_row_attn_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o,

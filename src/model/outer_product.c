@@ -109,14 +109,12 @@ void tf_opm_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, const tf_
     const int B = c->batch, S = c->n_seqs, N = c->seq_len, cm = c->msa_dim, co = c->outer_dim;
     const long rows = (long)B * S * N;
     size_t mark = tf_arena_mark(ex->arena);
-    const long wmark = tf_x_wgrad_mark(ex);
     tf_rpush(ex, "outer_product_mean");
     float *da = tf_alloc_act(ex, (size_t)rows * co);
     if (a->t)
         opm_wf_bwd(ex, M, o, a, da, dz);
     else
         opm_ref_bwd(ex, M, o, a, da, dz);
-    const long wpair_read_dz = tf_x_wgrad_mark(ex); /* Wpair's gradient reads dz */
     tf_rpush(ex, "projections");
     float *dx = tf_alloc_act(ex, (size_t)rows * cm);
     tf_linear_bwd(ex, dx, tf_G(M, o->opm_outer), da, a->ln.y, tf_P(M, o->opm_outer), rows, cm,
@@ -124,10 +122,7 @@ void tf_opm_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, const tf_
     tf_rpop(ex);
     tf_ln_bwd(ex, M, o->opm_ln, &a->ln, dm, dx, m, rows, cm, 1);
     tf_rpop(ex);
-    /* with the two slots the module after next waits for the rest; dz is
-     * added to before that (the MSA row attention's pair bias) */
-    tf_x_wgrad_wait(ex, wpair_read_dz);
-    tf_bwd_release(ex, mark, wmark);
+    tf_arena_release(ex->arena, mark);
 }
 
 /* ---- weight-first composition (level 3) ---- */
@@ -171,7 +166,6 @@ static void opm_wf_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o,
     float *dW = tf_G(M, o->opm_pair);
     const long tsz = (long)S * co * N * cz; /* T per batch */
     size_t mark = tf_arena_mark(ex->arena);
-    const long wmark = tf_x_wgrad_mark(ex);
     tf_rpush(ex, "output_proj");
     /* d a_t_b = (1/S) dOut_b [N, N*cz] . T_b^T ; dT_b = (1/S) a_t_b^T . dOut_b */
     float *da_t = tf_alloc_act(ex, (size_t)B * N * S * co);
@@ -200,5 +194,5 @@ static void opm_wf_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o,
     }
     tf_x_sum_mid(ex, dW, part, 1, (long)B * S, (long)cz * co * co, 1);
     tf_rpop(ex);
-    tf_bwd_release(ex, mark, wmark);
+    tf_arena_release(ex->arena, mark);
 }

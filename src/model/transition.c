@@ -25,21 +25,18 @@ void tf_transition_bwd(tf_exec *ex, const tf_model *M, size_t w1, size_t w2, tf_
                        const tf_transition_act *a, float *dx, const float *x_in, long rows,
                        int C) {
     size_t mark = tf_arena_mark(ex->arena);
-    const long wmark = tf_x_wgrad_mark(ex);
     float *dh = tf_alloc_act(ex, (size_t)rows * 4 * C);
     tf_rpush(ex, "linear2");
     /* level 3: the ReLU's gradient as the GEMM's epilogue (h > 0 where it passed) */
     const int fused_mask = ex->level >= 3;
     tf_linear_bwd_epi(ex, dh, tf_G(M, w2), dx, a->h, tf_P(M, w2), rows, 4 * C, C, 0,
                       fused_mask ? TF_EPI_DRELU : TF_EPI_NONE, a->h);
-    const long w2_read_dx = tf_x_wgrad_mark(ex); /* W2's gradient reads dx */
     tf_rpop(ex);
     tf_rpush(ex, "linear1");
     if (!fused_mask) tf_x_act_bwd(ex, TF_ACT_RELU, dh, dh, a->h, rows * 4 * C);
     float *dxn = tf_alloc_act(ex, (size_t)rows * C);
     tf_linear_bwd(ex, dxn, tf_G(M, w1), dh, a->ln.y, tf_P(M, w1), rows, C, 4 * C, 0);
     tf_rpop(ex);
-    tf_x_wgrad_wait(ex, w2_read_dx); /* before dx changes */
     tf_ln_bwd(ex, M, ln, &a->ln, dx, dxn, x_in, rows, C, 1);
-    tf_bwd_release(ex, mark, wmark);
+    tf_arena_release(ex->arena, mark);
 }

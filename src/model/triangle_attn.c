@@ -60,14 +60,12 @@ void tf_triattn_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int w
     const int transpose = a->yt != NULL;
     int dims[4] = {B, N, N, C};
     size_t mark = tf_arena_mark(ex->arena);
-    const long wmark = tf_x_wgrad_mark(ex);
     tf_rpush(ex, which ? "triangle_attn_ending" : "triangle_attn_starting");
     tf_rpush(ex, "output_proj");
     float *dO = tf_alloc_act(ex, (size_t)rows * C);
     const float *o_final = transpose ? a->o_t : a->core.o;
     tf_linear_bwd(ex, dO, tf_G(M, o->ta[which].o), dz, o_final, tf_P(M, o->ta[which].o), rows, C,
                   C, 0);
-    const long wo_read_dz = tf_x_wgrad_mark(ex); /* Wo's gradient reads dz */
     tf_rpop(ex);
     tf_rpush(ex, "attention");
     float *dcore = dO;
@@ -91,10 +89,9 @@ void tf_triattn_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int w
         dy = dO; /* free again */
         tf_x_permute(ex, dy, dx, 4, dims, swap_ij, 0);
     }
-    tf_x_wgrad_wait(ex, wo_read_dz); /* before dz changes */
     tf_ln2_bwd(ex, M, which ? o->pn_attn_end : o->pn_attn_start, o->ta[which].ln, &a->bln, &a->ln,
-               dz, dqkv /* free again (tf_ln2_bwd waits for the lane if it uses it) */, dy,
+               dz, dqkv /* free again */, dy,
                z_in, rows, C, 1);
     tf_rpop(ex);
-    tf_bwd_release(ex, mark, wmark);
+    tf_arena_release(ex->arena, mark);
 }

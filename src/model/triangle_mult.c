@@ -14,8 +14,8 @@
  * too), and one GEMM each for their dX and dW in the backward.
  *
  * Level 3 with the triangle fusion gates L|R and transposes them in one op
- * each way (ops.h gate_cmajor_fwd/_bwd). Where exec.h trimul_cmajor says so
- * it also orders the product's batch channel-major, L and R stored
+ * each way (ops.h gate_cmajor_fwd/_bwd). Level 3 also orders the product's
+ * batch channel-major, L and R stored
  * [2, C, B, N, N], so that u comes out as [C, B*N*N]: the transpose of the
  * output projection's input, which its GEMM reads as such (transA), as do
  * the GEMMs of its weight gradient and of u's gradient (written channel-major
@@ -95,11 +95,12 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     a->lr_t = tf_alloc_act(ex, (size_t)2 * nc);
     a->l_t = a->lr_t;
     a->r_t = a->lr_t + nc;
-    a->cmajor = ex->level >= 3 && ex->trimul_cmajor;
+    a->cmajor = ex->level >= 3;
     a->sig = NULL;
-    if (gate_kernel && fused) { /* gating and transpose in one pass (ops.h gate_cmajor_fwd) */
+    if (gate_kernel && fused) { /* gating and transpose to [2, C, rows] in one pass (ops.h
+                                   gate_cmajor_fwd; level 3: channel-major) */
         tf_x_gate_cmajor_fwd(ex, a->lr_t, a->proj, a->merged ? a->proj + 2 * C : a->gate,
-                             a->merged ? 4 * C : 2 * C, rows, a->cmajor ? rows : (long)N * N, C);
+                             a->merged ? 4 * C : 2 * C, rows, rows, C);
     } else {
         mark = tf_arena_mark(ex->arena);
         float *g_lr = tf_alloc_act(ex, (size_t)2 * nc);
@@ -174,8 +175,9 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
 }
 
 /* n floats for a gradient, in `consumed`'s memory (a buffer no later op
- * reads) unless a weight gradient on the lane (exec.h wgrad_async) may still
- * be reading it: then fresh memory */
+ * reads), or with the lane (exec.h wgrad_async) in fresh memory: a weight
+ * gradient there reads `consumed`, and writing it would make the main queue
+ * wait for that (lane.h) */
 static float *reuse_unless_lane(tf_exec *ex, float *consumed, size_t n) {
     return ex->wgrad_async ? tf_alloc_act(ex, n) : consumed;
 }
@@ -189,7 +191,6 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out;
     const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
     size_t mark0 = tf_arena_mark(ex->arena);
-    const long wmark = tf_x_wgrad_mark(ex);
     tf_rpush(ex, which ? "triangle_mult_incoming" : "triangle_mult_outgoing");
 
     tf_rpush(ex, "output_proj");
@@ -247,7 +248,7 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
         dgate = a->merged ? dproj + 2 * C : dproj + 2 * nc;
         tf_x_gate_cmajor_bwd(ex, dproj, dgate, dlr_t, a->proj,
                              a->merged ? a->proj + 2 * C : a->gate, a->merged ? 4 * C : 2 * C,
-                             rows, a->cmajor ? rows : (long)N * N, C);
+                             rows, rows, C);
     } else {
         float *dlr = tf_alloc_act(ex, (size_t)2 * nc); /* gated L|R gradient, channels last */
         if (fused) {
@@ -297,5 +298,5 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     tf_rpop(ex);
     tf_ln2_bwd(ex, M, bn, o->tm[which].ln, &a->bln, &a->ln, dz, dout, dy, z_in, rows, C, 1);
     tf_rpop(ex);
-    tf_bwd_release(ex, mark0, wmark);
+    tf_arena_release(ex->arena, mark0);
 }

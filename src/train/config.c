@@ -2,11 +2,11 @@
  *
  * Validation messages name the CLI flag of a field where it has one, so the
  * CLI can print them as they are ("tinyfold: " + message); fields without a
- * flag are named as in tf_config. The ranges live in cli/limits.h, shared with
+ * flag are named as in tf_config. The ranges live in train/limits.h, shared with
  * the parser and the help text. */
 #include "tinyfold.h"
 
-#include "cli/limits.h"
+#include "train/limits.h"
 
 #include <math.h>
 #include <stdarg.h>

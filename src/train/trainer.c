@@ -19,6 +19,7 @@
 #include "prof/prof.h"
 #include "prof/profiler.h"
 #include "train/rng.h"
+#include "train/trainer.h"
 
 typedef struct { size_t off, n; } tf_range;
 
@@ -26,7 +27,7 @@ struct tf_trainer {
     tf_config cfg;
     const tf_ops *ops;
     tf_backend *be;
-    int is_cuda;
+    tf_backend_caps caps; /* what the backend prefers and provides */
     tf_param_info *table;
     size_t ntensors, nparams;
     float *params, *grads, *adam_m, *adam_v, *hyper;
@@ -38,10 +39,10 @@ struct tf_trainer {
     int32_t *tokens;
     float *pair, *target, *loss, *pred;
     tf_batch hb;     /* host batch of the current step */
-    /* CUDA: the next step's synthetic batch is drawn by a host thread while
-     * the device runs the current step (double buffer: hb and hb_next). */
+    /* caps.prefetch_batches: the next step's synthetic batch is drawn by a
+     * host thread while the device runs the current step (double buffer: hb
+     * and hb_next, from ops->host_alloc). */
     int prefetch;
-    int batch_pinned; /* hb, hb_next from ops->host_alloc (else malloc) */
     tf_batch hb_next;
     pthread_t pf_thread; /* one worker for the run, started at the first step */
     pthread_mutex_t pf_mu;
@@ -51,14 +52,13 @@ struct tf_trainer {
     int pf_running; /* a batch was asked for and not yet waited for */
     int pf_have;    /* waited for: hb_next holds pf_step */
     long pf_step;
-    /* CUDA without the profiler: the step's phases are issued back to back
-     * and timed by marks on the device (TF_PHASE_SYNC=1: a wait at each
-     * phase boundary instead, as under the profiler) */
+    /* caps.pipelined_phases, without the profiler: the step's phases are
+     * issued back to back and timed by marks on the device */
     int pipelined;
     float *step_host; /* page-locked: [0] the loss, [8..15] the AdamW hyper-parameters */
-    /* CUDA: hb_next is uploaded on the side queue into these during the
-     * current step's backward; the next step copies them into the inputs
-     * device to device (TF_BATCH_STAGE=0: off, each step uploads itself) */
+    /* caps.stage_batches: hb_next is uploaded on the side queue into these
+     * during the current step's backward; the next step copies them into the
+     * inputs device to device */
     int stage;
     int32_t *st_tokens;
     float *st_pair, *st_target;
@@ -67,7 +67,7 @@ struct tf_trainer {
     tf_model M;
     tf_exec ex;
     tf_prof *prof;
-    void *graph[3]; /* forward, backward, optimizer (CUDA --graph) */
+    void *graph[3]; /* forward, backward, optimizer (--graph where caps.graphs) */
     int graphs_ready;
     size_t graph_kernels; /* kernel nodes in the three captured graphs */
 };
@@ -82,7 +82,7 @@ static void set_err(char *err, size_t n, const char *msg) {
     if (err && n) snprintf(err, n, "%s", msg);
 }
 
-/* SPEC init: Linear weights and the embedding ~ N(0, 0.02); LayerNorm 1 / 0. */
+/* Initialisation (docs/model.md, section 7): Linear weights and the embedding ~ N(0, 0.02); LayerNorm 1 / 0. */
 static void init_params(const tf_trainer *t, float *host) {
     for (size_t i = 0; i < t->ntensors; i++) {
         const tf_param_info *p = &t->table[i];
@@ -139,17 +139,6 @@ static void setup_model(tf_trainer *t) {
     M->pred = t->pred;
 }
 
-/* The host batch buffers come from the backend (page-locked on CUDA: the
- * per-step upload runs several times faster than from pageable memory).
- * TF_BATCH_PAGEABLE=1 keeps them in malloc'd memory, for an A/B. */
-static int batch_host_alloc(tf_trainer *t, void **p, size_t bytes) {
-    if (!t->batch_pinned) {
-        *p = malloc(bytes);
-        return *p == NULL;
-    }
-    return t->ops->host_alloc(t->be, p, bytes);
-}
-
 /* Bytes of a batch's three arrays: tokens, pair features, target distances
  * (the order of every loop below over a batch's arrays). */
 static void batch_sizes(const tf_trainer *t, size_t sz[3]) {
@@ -164,19 +153,17 @@ static int batch_alloc(tf_trainer *t, tf_batch *b) {
     batch_sizes(t, sz);
     void **f[3] = {(void **)&b->tokens, (void **)&b->pair, (void **)&b->target};
     for (int i = 0; i < 3; i++)
-        if (batch_host_alloc(t, f[i], sz[i]))
+        /* from the backend: page-locked on CUDA, so that the per-step upload
+         * runs at the bus' speed */
+        if (t->ops->host_alloc(t->be, f[i], sz[i]))
             return 1;
     return 0;
 }
 
 static void batch_free(tf_trainer *t, tf_batch *b) {
     void *p[3] = {b->tokens, b->pair, b->target};
-    for (int i = 0; i < 3; i++) {
-        if (t->batch_pinned)
-            t->ops->host_free(t->be, p[i]);
-        else
-            free(p[i]);
-    }
+    for (int i = 0; i < 3; i++)
+        if (p[i]) t->ops->host_free(t->be, p[i]);
     b->tokens = NULL, b->pair = NULL, b->target = NULL;
 }
 
@@ -184,45 +171,80 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     *out = NULL;
     tf_status st = tf_config_validate(c, err, errlen);
     if (st != TF_OK) return st;
+    tf_backend_opts bo = {c->threads, c->device, (int)c->impl, c->precision == TF_PREC_TF32};
+    tf_backend_kind kind = c->backend;
+    tf_backend *be = NULL;
+    const tf_ops *ops = NULL;
+    tf_backend_caps caps;
+    if (tf_backend_create(&kind, &bo, &be, &ops, &caps, err, errlen)) return TF_ERR_DEVICE;
+    tf_config cb = *c;
+    cb.backend = kind;
+    return tf_trainer_create_on(out, &cb, be, ops, &caps, err, errlen);
+}
+
+/* The model's composition on this backend (exec.h) from its preferences;
+ * levels 1-2 stay the reference composition. */
+static void compose(tf_trainer *t) {
+    const tf_backend_caps *k = &t->caps;
+    const int v3 = t->cfg.impl >= TF_IMPL_V3;
+    t->ex.opm_weight_first = v3 && k->opm_weight_first;
+    t->ex.opm_bwd_op = v3 && k->opm_bwd_op;
+    t->ex.opm_outer_op = v3 && k->opm_outer_op;
+    t->ex.trimul_merged = v3 && k->trimul_merged;
+    t->ex.wgrad_async = v3 && k->wgrad_lane && t->ops->wgrad_enable != NULL;
+}
+
+/* The widest attention head of the problem against the backend's kernels. */
+static tf_status check_heads(const tf_trainer *t, char *err, size_t errlen) {
+    const tf_config *c = &t->cfg;
+    const int lim = t->caps.max_head_dim;
+    const int dm = c->msa_dim / c->n_heads_msa, dz = c->pair_dim / c->n_heads_pair;
+    if (!lim || (dm <= lim && dz <= lim)) return TF_OK;
+    const int msa = dm > lim;
+    snprintf(err, errlen,
+             "%s: '%d' is not accepted with --backend %s: head size %d exceeds %d "
+             "(expected at most %d)",
+             msa ? "--msa-dim" : "--pair-dim", msa ? c->msa_dim : c->pair_dim, t->caps.name,
+             msa ? dm : dz, lim, lim * (msa ? c->n_heads_msa : c->n_heads_pair));
+    return TF_ERR_USAGE;
+}
+
+/* Plans the activation arena: forward + backward without executing ops.
+ * Returns its bytes. */
+static size_t plan_arena(tf_trainer *t) {
+    t->ex.planning = 1;
+    setup_model(t);
+    tf_model_forward(&t->ex, &t->M);
+    tf_model_backward(&t->ex, &t->M);
+    if (t->ex.wgrad_async && t->ex.bwd_slot_need) {
+        /* again with the two slots the first pass measured (exec.h bwd_slot) */
+        t->ex.bwd_slot = t->ex.bwd_slot_need;
+        t->arena.peak = 0;
+        tf_model_forward(&t->ex, &t->M);
+        tf_model_backward(&t->ex, &t->M);
+    }
+    t->ex.planning = 0;
+    return t->arena.peak;
+}
+
+tf_status tf_trainer_create_on(tf_trainer **out, const tf_config *c, tf_backend *be,
+                               const tf_ops *ops, const tf_backend_caps *caps, char *err,
+                               size_t errlen) {
+    *out = NULL;
     tf_trainer *t = calloc(1, sizeof *t);
     if (!t) {
+        ops->destroy(be);
         set_err(err, errlen, "out of host memory creating the trainer");
         return TF_ERR_NOMEM;
     }
     t->cfg = *c;
-    tf_backend_opts bo = {c->threads, c->device, (int)c->impl, c->precision == TF_PREC_TF32};
-    tf_backend_kind kind = c->backend;
-    char why[256] = "";
-    if (kind == TF_BACKEND_AUTO)
-        kind = tf_cuda_backend_available(why, sizeof why) ? TF_BACKEND_CUDA : TF_BACKEND_CPU;
-    int rc;
-    if (kind == TF_BACKEND_CUDA) {
-        /* the CUDA attention kernels keep a head's row in registers: d <= 64 */
-        int dm = c->msa_dim / c->n_heads_msa, dz = c->pair_dim / c->n_heads_pair;
-        if (dm > 64 || dz > 64) {
-            snprintf(err, errlen,
-                     "%s: '%d' is not accepted with --backend cuda: head size %d exceeds 64 "
-                     "(expected at most %d)",
-                     dm > 64 ? "--msa-dim" : "--pair-dim", dm > 64 ? c->msa_dim : c->pair_dim,
-                     dm > 64 ? dm : dz, 64 * (dm > 64 ? c->n_heads_msa : c->n_heads_pair));
-            free(t);
-            return TF_ERR_USAGE;
-        }
-        if (!tf_cuda_backend_available(why, sizeof why)) {
-            snprintf(err, errlen, "--backend cuda: no usable CUDA device (%s); use --backend cpu",
-                     why);
-            free(t);
-            return TF_ERR_DEVICE;
-        }
-        rc = tf_cuda_backend_create(&t->be, &t->ops, &bo, err, errlen);
-        t->is_cuda = 1;
-    } else {
-        rc = tf_cpu_backend_create(&t->be, &t->ops, &bo, err, errlen);
-    }
-    t->cfg.backend = kind;
-    if (rc) {
-        free(t);
-        return TF_ERR_DEVICE;
+    t->be = be;
+    t->ops = ops;
+    t->caps = *caps;
+    tf_status st = check_heads(t, err, errlen);
+    if (st != TF_OK) {
+        tf_trainer_destroy(t);
+        return st;
     }
 
     t->ntensors = tf_param_count_tensors(c);
@@ -239,68 +261,26 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     tf_model_offsets(c, t->table, &t->M.off);
     build_ranges(t);
 
-    /* Plan the activation arena: run forward + backward without executing ops. */
     const int B = c->batch, S = c->n_seqs, N = c->seq_len;
     t->ex.ops = t->ops;
     t->ex.be = t->be;
     t->ex.arena = &t->arena;
     t->ex.fu = c->fusion;
     t->ex.level = (int)c->impl;
-    t->ex.opm_weight_first = c->impl >= TF_IMPL_V3 && !t->is_cuda;
-    t->ex.opm_bwd_op = c->impl >= TF_IMPL_V3 && t->is_cuda;
-    t->ex.trimul_merged = c->impl >= TF_IMPL_V3 && (!t->is_cuda || c->precision == TF_PREC_FP32);
-    t->ex.trimul_cmajor = 1;
-    t->ex.ln2 = 1;
-    int phase_sync = 0;
-    t->ex.opm_outer_op = c->impl >= TF_IMPL_V3 && t->is_cuda;
-    t->ex.wgrad_async = 1; /* where the backend has the lane, v3 (below) */
-    t->ex.wgrad_slots = 1;
-    static const char *const knobs[8] = {"TF_TRIMUL_CMAJOR", "TF_LAYERNORM2", "TF_PHASE_SYNC",
-                                         "TF_OPM_BWD_OP", "TF_OPM_OUTER_OP",
-                                         "TF_TRIMUL_MERGED", "TF_WGRAD_LANE",
-                                         "TF_WGRAD_SLOTS"}; /* A/B knobs */
-    int *const knob_flag[8] = {&t->ex.trimul_cmajor, &t->ex.ln2, &phase_sync, &t->ex.opm_bwd_op,
-                               &t->ex.opm_outer_op, &t->ex.trimul_merged, &t->ex.wgrad_async,
-                               &t->ex.wgrad_slots};
-    for (int k = 0; k < 8; k++) {
-        const char *v = getenv(knobs[k]);
-        if (!v) continue;
-        if (strcmp(v, "0") && strcmp(v, "1")) {
-            snprintf(err, errlen, "%s=%s: accepted values are 0 and 1", knobs[k], v);
-            tf_trainer_destroy(t);
-            return TF_ERR_USAGE;
-        }
-        *knob_flag[k] = v[0] == '1';
-    }
-    /* levels 1-2 stay the reference composition */
-    t->ex.opm_bwd_op &= c->impl >= TF_IMPL_V3;
-    t->ex.opm_outer_op &= c->impl >= TF_IMPL_V3;
-    t->ex.trimul_merged &= c->impl >= TF_IMPL_V3;
-    t->ex.wgrad_async &= c->impl >= TF_IMPL_V3 && t->ops->wgrad_enable != NULL;
+    compose(t);
     if (t->ex.wgrad_async && t->ops->wgrad_enable(t->be)) {
-        set_err(err, errlen, "not enough device memory for the weight-gradient lane's "
-                             "workspaces (36 MiB); TF_WGRAD_LANE=0 runs without it");
+        snprintf(err, errlen,
+                 "not enough device memory for the weight-gradient lane's workspaces (%.0f MiB)",
+                 (double)t->caps.wgrad_lane_bytes / (1 << 20));
         tf_trainer_destroy(t);
         return TF_ERR_NOMEM;
     }
-    t->ex.planning = 1;
-    setup_model(t);
-    tf_model_forward(&t->ex, &t->M);
-    tf_model_backward(&t->ex, &t->M);
-    if (t->ex.wgrad_async && t->ex.wgrad_slots && t->ex.bwd_slot_need) {
-        /* again with the two slots the first pass measured (exec.h bwd_slot) */
-        t->ex.bwd_slot = t->ex.bwd_slot_need;
-        t->arena.peak = 0;
-        tf_model_forward(&t->ex, &t->M);
-        tf_model_backward(&t->ex, &t->M);
-    }
-    t->ex.planning = 0;
-    size_t arena_bytes = t->arena.peak;
+    size_t arena_bytes = plan_arena(t);
 
     size_t pbytes = t->nparams * sizeof(float);
     size_t batch_bytes = (size_t)B * S * N * 4 + (size_t)B * N * N * (65 + 3) * 4;
     size_t need = 4 * pbytes + arena_bytes + batch_bytes;
-    if (!t->is_cuda) {
+    if (!t->caps.device_memory) {
         size_t avail = mem_available_bytes();
         size_t host_batch = batch_bytes;
         if (avail && need + host_batch > avail / 10 * 9) {
@@ -328,7 +308,7 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
         snprintf(err, errlen,
                  "not enough %s memory: this problem needs %.2f GB (activations %.2f GB); reduce "
                  "--batch-size, --seq-len, --num-seqs or --num-blocks",
-                 t->is_cuda ? "device" : "host", need / 1e9, arena_bytes / 1e9);
+                 t->caps.device_memory ? "device" : "host", need / 1e9, arena_bytes / 1e9);
         tf_trainer_destroy(t);
         return TF_ERR_NOMEM;
     }
@@ -337,7 +317,7 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     t->hb.S = S;
     t->hb.N = N;
     t->hb_next = t->hb;
-    t->prefetch = t->is_cuda;
+    t->prefetch = t->caps.prefetch_batches;
     if (t->prefetch) {
         pthread_mutex_init(&t->pf_mu, NULL);
         pthread_cond_init(&t->pf_cv, NULL);
@@ -345,12 +325,7 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
         int n = omp_get_max_threads(), p = omp_get_num_procs() - 2;
         t->pf_threads = n < p ? n : p < 1 ? 1 : p;
     }
-    {
-        const char *pg = getenv("TF_BATCH_PAGEABLE");
-        const char *sg = getenv("TF_BATCH_STAGE");
-        t->batch_pinned = !(pg && !strcmp(pg, "1"));
-        t->stage = t->prefetch && t->batch_pinned && !(sg && !strcmp(sg, "0"));
-    }
+    t->stage = t->prefetch && t->caps.stage_batches;
     float *host = malloc(pbytes);
     if (!host || batch_alloc(t, &t->hb) || (t->prefetch && batch_alloc(t, &t->hb_next))) {
         free(host);
@@ -370,7 +345,7 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     }
     /* issuing the phases back to back is a speed-up only: without the
      * page-locked bytes, wait at each phase boundary */
-    t->pipelined = t->is_cuda && !phase_sync && t->ops->mark &&
+    t->pipelined = t->caps.pipelined_phases && t->ops->mark &&
                    !t->ops->host_alloc(t->be, (void **)&t->step_host, 16 * sizeof(float));
     init_params(t, host);
     t->ops->upload(t->be, t->params, host, pbytes);
@@ -414,16 +389,13 @@ void tf_trainer_destroy(tf_trainer *t) {
         batch_free(t, &t->hb);
         if (t->step_host) t->ops->host_free(t->be, t->step_host);
         for (int i = 0; i < 3; i++)
-            if (t->graph[i]) tf_cuda_graph_destroy(t->graph[i]);
+            if (t->graph[i]) t->ops->graph_destroy(t->be, t->graph[i]);
         void *bufs[] = {t->params, t->grads, t->adam_m,    t->adam_v,   t->hyper,
                         t->tokens, t->pair,  t->target,    t->pred,     t->loss,
                         t->arena_mem, t->st_tokens, t->st_pair, t->st_target};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) t->ops->free(t->be, bufs[i]);
-        if (t->is_cuda)
-            tf_cuda_backend_destroy(t->be);
-        else
-            tf_cpu_backend_destroy(t->be);
+        t->ops->destroy(t->be);
     }
     free(t->table);
     free(t->ranges);
@@ -463,9 +435,8 @@ static void issue_optimizer(void *arg) {
     tf_trainer *t = arg;
     for (int i = 0; i < t->nranges; i++) {
         const tf_range *r = &t->ranges[i];
-        TF_EXEC_OPC(&t->ex, "adamw", tf_cost_adamw((long)r->n),
-                   adamw(t->be, t->params + r->off, t->grads + r->off, t->adam_m + r->off,
-                         t->adam_v + r->off, (long)r->n, t->hyper));
+        tf_x_adamw(&t->ex, t->params + r->off, t->grads + r->off, t->adam_m + r->off,
+                   t->adam_v + r->off, (long)r->n, t->hyper);
     }
 }
 
@@ -490,7 +461,7 @@ static const char *phase_name[3] = {"forward_pass", "backward_pass", "optimizer_
 
 static void issue_phase(tf_trainer *t, int i, void (*fn)(void *)) {
     if (t->graphs_ready)
-        tf_cuda_graph_launch(t->be, t->graph[i]);
+        t->ops->graph_launch(t->be, t->graph[i]);
     else
         fn(t);
 }
@@ -593,13 +564,13 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
      * (e.g. after --resume) at the first step. --counters on CUDA needs eager
      * steps until it has run (prof.h). */
     const int capture_now = !warmup || step == t->cfg.warmup_steps - 1;
-    if (t->cfg.graph && t->is_cuda && capture_now && !t->graphs_ready &&
+    if (t->cfg.graph && t->caps.graphs && capture_now && !t->graphs_ready &&
         !tf_prof_wants_eager(t->prof)) {
         void (*fns[3])(void *) = {issue_forward, issue_backward, issue_optimizer};
         for (int i = 0; i < 3; i++) {
             tf_region_push(t->prof, phase_name[i]);
-            int bad = tf_cuda_graph_capture(t->be, fns[i], t, &t->graph[i]);
-            if (!bad) t->graph_kernels += tf_cuda_graph_captured_kernels(t->be);
+            int bad = t->ops->graph_capture(t->be, fns[i], t, &t->graph[i]);
+            if (!bad) t->graph_kernels += t->ops->graph_captured_kernels(t->be);
             tf_region_pop(t->prof);
             if (bad) return TF_ERR_INTERNAL;
         }
@@ -740,5 +711,5 @@ size_t tf_trainer_graph_kernels(const tf_trainer *t) {
 }
 
 size_t tf_trainer_backend_bytes(const tf_trainer *t) {
-    return t->is_cuda ? tf_cuda_backend_peak_bytes(t->be) : tf_cpu_backend_peak_bytes(t->be);
+    return t->ops->peak_bytes(t->be);
 }

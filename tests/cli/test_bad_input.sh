@@ -145,16 +145,6 @@ bad --json --json "$TMP"
 bad --save --save "$TMP/no-such-dir/ck"
 bad --load --load ""
 
-# A/B knobs in the environment: only 0 and 1 (docs/cli.md "Environment").
-TF_LAYERNORM2=2 bad TF_LAYERNORM2 --seq-len 8 --num-seqs 2 --batch-size 1 --num-steps 1
-TF_TRIMUL_CMAJOR=yes bad TF_TRIMUL_CMAJOR --seq-len 8 --num-seqs 2 --batch-size 1 --num-steps 1
-TF_PHASE_SYNC=on bad TF_PHASE_SYNC --seq-len 8 --num-seqs 2 --batch-size 1 --num-steps 1
-TF_OPM_BWD_OP=2 bad TF_OPM_BWD_OP --seq-len 8 --num-seqs 2 --batch-size 1 --num-steps 1
-TF_OPM_OUTER_OP=x bad TF_OPM_OUTER_OP --seq-len 8 --num-seqs 2 --batch-size 1 --num-steps 1
-TF_TRIMUL_MERGED=on bad TF_TRIMUL_MERGED --seq-len 8 --num-seqs 2 --batch-size 1 --num-steps 1
-TF_WGRAD_LANE=2 bad TF_WGRAD_LANE --seq-len 8 --num-seqs 2 --batch-size 1 --num-steps 1
-TF_WGRAD_SLOTS=x bad TF_WGRAD_SLOTS --seq-len 8 --num-seqs 2 --batch-size 1 --num-steps 1
-
 # Too large for memory: the trainer's plan refuses it (one line, exit 2).
 cases=$((cases + 1))
 timeout 120 "$BIN" --seq-len 4096 --batch-size 64 --num-steps 1 >"$TMP/out" 2>"$TMP/err" </dev/null

@@ -23,6 +23,7 @@
 #include "backend/backend.h"
 #include "model_testutil.h"
 #include "tinyfold.h"
+#include "train/trainer.h"
 
 typedef struct {
     float loss;
@@ -106,8 +107,8 @@ static void check_shape(int B, int N, int S, int blocks, int md, int pd, int inf
 }
 
 /* The weight gradients run on a lane of their own (cuda_wgrad.cu), into the
- * next module's backward (two slots of temporaries, TF_WGRAD_SLOTS), which must
- * give the same bits as without either (TF_WGRAD_LANE=0, TF_WGRAD_SLOTS=0), also when the lane is
+ * next module's backward (two slots of temporaries), which must give the
+ * same bits as without the lane (caps.wgrad_lane 0), also when the lane is
  * held back 2 ms before each GEMM (TF_CUDA_WGRAD_DELAY_US=2000): a missing
  * wait, anything overwriting what a weight gradient reads before it ran,
  * would then change them. fp32 and tf32 (their triangle multiplications
@@ -116,23 +117,41 @@ static void check_shape(int B, int N, int S, int blocks, int md, int pd, int inf
  * staging buffers (trainer.c stage_next), and without the profiler the three
  * phases are issued back to back (trainer.c pipelined_phases). Training so
  * must give the same bits as uploading each batch in its own step
- * (TF_BATCH_STAGE=0) and as waiting at each phase boundary
- * (TF_PHASE_SYNC=1): every loss and the final parameters, eager and --graph,
+ * (caps.stage_batches 0) and as waiting at each phase boundary
+ * (caps.pipelined_phases 0): every loss and the final parameters, eager and --graph,
  * also across a skipped step (the staged batch of step 3 is not used by
  * step 5). The same bits with programmatic dependent launch
  * (TF_CUDA_PDL=1): a kernel that ran before its predecessor's writes were
  * visible would change them. */
-static void train_steps(const tf_config *c, const char *knob, float *loss, float *params) {
+/* A variant of the default: the backend's environment knob "NAME=VALUE",
+ * or a capability turned off. */
+typedef struct {
+    const char *label, *env;
+    int no_stage, no_pipeline, no_lane;
+} variant;
+
+static void train_steps(const tf_config *c, const variant *v, float *loss, float *params) {
     static const long steps[] = {0, 1, 2, 5, 6};
     char err[512];
     tf_trainer *t;
     char name[32] = "";
-    if (knob) { /* "NAME=VALUE" */
-        snprintf(name, sizeof name, "%.*s", (int)(strchr(knob, '=') - knob), knob);
-        setenv(name, strchr(knob, '=') + 1, 1);
+    if (v && v->env) {
+        snprintf(name, sizeof name, "%.*s", (int)(strchr(v->env, '=') - v->env), v->env);
+        setenv(name, strchr(v->env, '=') + 1, 1);
     }
-    const tf_status rc = tf_trainer_create(&t, c, err, sizeof err);
-    if (knob) unsetenv(name);
+    tf_backend_opts bo = {c->threads, c->device, (int)c->impl, c->precision == TF_PREC_TF32};
+    tf_backend_kind kind = TF_BACKEND_CUDA;
+    tf_backend *be;
+    const tf_ops *ops;
+    tf_backend_caps caps;
+    if (tf_backend_create(&kind, &bo, &be, &ops, &caps, err, sizeof err)) fail_msg("%s", err);
+    if (v) {
+        caps.stage_batches &= !v->no_stage;
+        caps.pipelined_phases &= !v->no_pipeline;
+        caps.wgrad_lane &= !v->no_lane;
+    }
+    const tf_status rc = tf_trainer_create_on(&t, c, be, ops, &caps, err, sizeof err);
+    if (name[0]) unsetenv(name);
     if (rc != TF_OK) fail_msg("create: %s", err);
     for (int i = 0; i < 5; i++) {
         tf_step_stats st;
@@ -157,9 +176,13 @@ static void test_staged_upload(void **s) {
     c.fusion = tf_fusion_for_impl(TF_IMPL_V3);
     const size_t np = tf_param_count_floats(&c);
     float *pa = malloc(sizeof(float) * np), *pb = malloc(sizeof(float) * np);
-    static const char *const knobs[] = {"TF_BATCH_STAGE=0", "TF_PHASE_SYNC=1", "TF_CUDA_PDL=1",
-                                        "TF_WGRAD_LANE=0", "TF_WGRAD_SLOTS=0",
-                                        "TF_CUDA_WGRAD_DELAY_US=2000"};
+    static const variant knobs[] = {{"staging off", NULL, 1, 0, 0},
+                                    {"phases synchronised", NULL, 0, 1, 0},
+                                    {"TF_CUDA_PDL=1", "TF_CUDA_PDL=1", 0, 0, 0},
+                                    {"lane off", NULL, 0, 0, 1},
+                                    {"TF_CUDA_WGRAD_DELAY_US=2000", "TF_CUDA_WGRAD_DELAY_US=2000",
+                                     0, 0, 0}};
+    const int nk = (int)(sizeof knobs / sizeof knobs[0]);
     for (int prec = 0; prec <= 1; prec++)
         for (int graph = 0; graph <= 1; graph++) {
             c.graph = graph;
@@ -167,13 +190,13 @@ static void test_staged_upload(void **s) {
             float la[5], lb[5];
             train_steps(&c, NULL, la, pa);
             /* tf32 (the triangle GEMMs not merged): the weight-gradient lane's knobs */
-            for (int k = prec ? 3 : 0; k < 6; k++) {
-                train_steps(&c, knobs[k], lb, pb);
+            for (int k = prec ? 3 : 0; k < nk; k++) {
+                train_steps(&c, &knobs[k], lb, pb);
                 const int same = !memcmp(la, lb, sizeof la) && !memcmp(pa, pb, sizeof(float) * np);
                 printf("  staged upload, phases back to back, weight-gradient lane, v3 %s %s: "
                        "losses %.6f .. %.6f, %s %s\n", prec ? "tf32" : "fp32",
                        graph ? "graph" : "eager", la[0], la[4],
-                       same ? "bit-identical to" : "DIFFERENT from", knobs[k]);
+                       same ? "bit-identical to" : "DIFFERENT from", knobs[k].label);
                 assert_true(same);
             }
         }

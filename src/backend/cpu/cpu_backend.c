@@ -95,8 +95,23 @@ void *tf_cpu_scratch(tf_backend *be, size_t bytes) {
     return s;
 }
 
+/* The CPU's level 3: the outer product mean weight-first (fewer FLOPs, no
+ * permute) and the triangle multiplication's GEMMs merged; the rest of the
+ * reference composition, one queue, host memory, no graphs. */
+static void cpu_caps(const tf_backend *be, tf_backend_caps *c) {
+    const int v3 = be->kernel_level >= 3;
+    memset(c, 0, sizeof *c);
+    c->name = "cpu";
+    c->opm_weight_first = v3;
+    c->trimul_merged = v3;
+}
+
 static const tf_ops cpu_ops = {
     .name = "cpu",
+    .destroy = tf_cpu_backend_destroy,
+    .peak_bytes = tf_cpu_backend_peak_bytes,
+    .describe = tf_cpu_backend_describe,
+    .caps = cpu_caps,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .upload = cpu_upload,

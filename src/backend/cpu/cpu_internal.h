@@ -16,7 +16,7 @@
 
 struct tf_backend {
     int threads;       /* OpenMP threads used by every parallel region */
-    int kernel_level;  /* 1..3 (unused on the CPU: results are level-independent) */
+    int kernel_level;  /* 1..3: the composition cpu_caps prefers (the ops ignore it) */
     size_t cur_bytes;  /* bytes currently allocated through ops->alloc */
     size_t peak_bytes; /* high-water mark of cur_bytes */
     void *scratch;     /* host scratch owned by the backend (see tf_cpu_scratch) */

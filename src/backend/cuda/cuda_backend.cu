@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_caps.h"
 #include "cuda_common.h"
 
 extern "C" void tf_cuda_fail(const char *call, const char *msg, const char *file, int line)
@@ -219,6 +220,14 @@ static tf_ops make_ops(void)
     tf_ops o;
     memset(&o, 0, sizeof o);
     o.name = "cuda";
+    o.destroy = tf_cuda_backend_destroy;
+    o.peak_bytes = tf_cuda_backend_peak_bytes;
+    o.describe = tf_cuda_backend_describe;
+    o.caps = tf_cu_caps;
+    o.graph_capture = tf_cuda_graph_capture;
+    o.graph_launch = tf_cuda_graph_launch;
+    o.graph_destroy = tf_cu_graph_destroy;
+    o.graph_captured_kernels = tf_cuda_graph_captured_kernels;
     o.alloc = op_alloc;
     o.free = op_free;
     o.upload = op_upload;

@@ -4,8 +4,8 @@
  * far above anything that fits in memory where that is the real limit (the
  * trainer plans its memory and refuses politely), and what 32-bit GEMM row
  * counts allow elsewhere. */
-#ifndef TF_CLI_LIMITS_H
-#define TF_CLI_LIMITS_H
+#ifndef TF_TRAIN_LIMITS_H
+#define TF_TRAIN_LIMITS_H
 
 #define TF_LIM_BATCH_MAX 256
 #define TF_LIM_SEQ_LEN_MAX 4096

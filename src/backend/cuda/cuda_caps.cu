@@ -1,0 +1,43 @@
+/* What the CUDA backend prefers and provides (ops.h tf_backend_caps).
+ *
+ * At level 3 the outer product mean runs its product and its backward as
+ * single ops (opm_outer, opm_bwd), and in fp32 the triangle multiplication's
+ * projections and gates as one GEMM (in tf32 cuBLAS' TF32 GEMMs they would
+ * replace are faster). The weight gradients run on a lane of their own.
+ * Batches are drawn by a host thread, staged on the side queue during the
+ * backward, and the phases issued back to back; phases can be captured as
+ * graphs. */
+#include "cuda_caps.h"
+#include "cuda_common.h"
+
+#include <string.h>
+
+extern "C" size_t tf_cu_wgrad_lane_bytes(void)
+{
+    return TF_CU_WORKSPACE_BYTES + TF_CU_SCRATCH_FLOATS * sizeof(float) +
+           TF_CU_MMA_COUNTERS * sizeof(int);
+}
+
+extern "C" void tf_cu_caps(const tf_backend *be, tf_backend_caps *c)
+{
+    const int v3 = be->kernel_level >= 3;
+    memset(c, 0, sizeof *c);
+    c->name = "cuda";
+    c->device_memory = 1;
+    c->opm_bwd_op = v3;
+    c->opm_outer_op = v3;
+    c->trimul_merged = v3 && !be->tf32;
+    c->wgrad_lane = v3;
+    c->wgrad_lane_bytes = tf_cu_wgrad_lane_bytes();
+    c->prefetch_batches = 1;
+    c->stage_batches = 1;
+    c->pipelined_phases = 1;
+    c->graphs = 1;
+    c->max_head_dim = 64; /* the attention kernels keep a head's row in registers */
+}
+
+extern "C" void tf_cu_graph_destroy(tf_backend *be, void *graph)
+{
+    (void)be;
+    tf_cuda_graph_destroy(graph);
+}

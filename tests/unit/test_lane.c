@@ -1,0 +1,210 @@
+/* The weight-gradient lane's waits, checked on the CPU.
+ *
+ * A wrapped CPU backend gets a lane (ops.h wgrad_*) that runs as late as the
+ * contract allows: each weight-gradient GEMM is queued and runs only when a
+ * wgrad_wait covers it. A missing wait then lets a later op overwrite what a
+ * queued GEMM reads (or the step end with GEMMs still queued), and the
+ * gradients differ from the run without the lane. So:
+ *  - with the lane, loss, predictions and every gradient equal the run
+ *    without it, bit for bit, and no GEMM is queued at a sync;
+ *  - dropping any one of the waits the model issues (a planted missing
+ *    wait) is caught: the gradients differ or GEMMs are left queued;
+ *  - the waits issued are counted (each costs an event wait on the GPU).
+ * Also the op-table entries and caps of the CPU backend (ops.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backend/backend.h"
+#include "model_testutil.h"
+#include "tinyfold.h"
+#include "train/trainer.h"
+
+/* ---- the late lane ---- */
+typedef struct {
+    tf_gemm_args a;
+    const char *name;
+} lane_gemm;
+
+static struct {
+    const tf_ops *cpu;
+    tf_ops ops;
+    int on;
+    lane_gemm *q;
+    long nq, cap, done;
+    long waits;     /* waits that covered queued GEMMs */
+    long drop;      /* the wait (by its index among those) to ignore; -1 none */
+    long left_at_sync; /* GEMMs still queued at a sync */
+} L;
+
+static void lane_run(tf_backend *be, long upto) {
+    for (; L.done < upto; L.done++) L.cpu->gemm(be, &L.q[L.done].a, L.q[L.done].name);
+}
+
+static void lane_gemm_op(tf_backend *be, const tf_gemm_args *a, const char *name) {
+    if (!L.on || !a->wgrad) {
+        L.cpu->gemm(be, a, name);
+        return;
+    }
+    if (L.nq == L.cap) {
+        L.cap = L.cap ? 2 * L.cap : 256;
+        L.q = realloc(L.q, (size_t)L.cap * sizeof *L.q);
+        assert_non_null(L.q);
+    }
+    L.q[L.nq++] = (lane_gemm){*a, name};
+}
+
+static int lane_enable(tf_backend *be) {
+    (void)be;
+    L.on = 1;
+    return 0;
+}
+static long lane_mark(tf_backend *be) {
+    (void)be;
+    return L.nq;
+}
+static void lane_wait(tf_backend *be, long upto) {
+    if (upto < 0 || upto > L.nq) upto = L.nq;
+    if (upto <= L.done) return; /* covered already: no wait on a device either */
+    if (L.waits++ == L.drop) return;
+    lane_run(be, upto);
+}
+static void lane_sync(tf_backend *be) {
+    L.left_at_sync += L.nq - L.done;
+    lane_run(be, L.nq);
+    L.cpu->sync(be);
+}
+
+static void lane_reset(long drop) {
+    L.nq = L.done = L.waits = L.left_at_sync = 0;
+    L.drop = drop;
+}
+
+/* ---- runs ---- */
+static void lane_config(tf_config *c) {
+    tf_config_default(c);
+    c->batch = 2;
+    c->seq_len = 7;
+    c->n_seqs = 3;
+    c->n_blocks = 3; /* the two backward slots are each used twice */
+    c->msa_dim = 16;
+    c->pair_dim = 12;
+    c->backend = TF_BACKEND_CPU;
+    c->threads = 2;
+}
+
+typedef struct {
+    float loss;
+    float *pred, *grad;
+} result;
+
+static tf_trainer *make(const tf_config *c, int lane) {
+    tf_backend_opts bo = {c->threads, 0, (int)c->impl, 0};
+    tf_backend_kind kind = TF_BACKEND_CPU;
+    tf_backend *be;
+    const tf_ops *ops;
+    tf_backend_caps caps;
+    char err[512];
+    if (tf_backend_create(&kind, &bo, &be, &ops, &caps, err, sizeof err)) fail_msg("%s", err);
+    if (lane) {
+        L.cpu = ops;
+        L.ops = *ops;
+        L.ops.gemm = lane_gemm_op;
+        L.ops.wgrad_enable = lane_enable;
+        L.ops.wgrad_mark = lane_mark;
+        L.ops.wgrad_wait = lane_wait;
+        L.ops.sync = lane_sync;
+        ops = &L.ops;
+        caps.wgrad_lane = 1;
+    }
+    tf_trainer *t;
+    if (tf_trainer_create_on(&t, c, be, ops, &caps, err, sizeof err) != TF_OK)
+        fail_msg("create: %s", err);
+    float *w = tf_test_weights(c, 5);
+    tf_trainer_set_params(t, w);
+    free(w);
+    return t;
+}
+
+static result run(tf_trainer *t, const tf_config *c) {
+    long nz = (long)c->batch * c->seq_len * c->seq_len;
+    tf_batch b = {c->batch, c->n_seqs, c->seq_len,
+                  malloc(sizeof(int32_t) * c->batch * c->n_seqs * c->seq_len),
+                  malloc(sizeof(float) * nz * 65), malloc(sizeof(float) * nz)};
+    tf_data_batch(c->seed, 0, &b);
+    result r = {0, malloc(sizeof(float) * nz), malloc(sizeof(float) * tf_param_count_floats(c))};
+    assert_int_equal(tf_trainer_grad(t, &b, &r.loss, r.pred), TF_OK);
+    tf_trainer_get_grads(t, r.grad);
+    free(b.tokens), free(b.pair), free(b.target);
+    return r;
+}
+
+static int same(const tf_config *c, const result *a, const result *b) {
+    long nz = (long)c->batch * c->seq_len * c->seq_len;
+    return a->loss == b->loss && !memcmp(a->pred, b->pred, sizeof(float) * nz) &&
+           !memcmp(a->grad, b->grad, sizeof(float) * tf_param_count_floats(c));
+}
+
+static void drop(result *r) {
+    free(r->pred);
+    free(r->grad);
+}
+
+static void check_waits(tf_config *c, const char *label) {
+    tf_trainer *t0 = make(c, 0);
+    result ref = run(t0, c);
+    tf_trainer_destroy(t0);
+
+    tf_trainer *t = make(c, 1);
+    lane_reset(-1);
+    result r = run(t, c);
+    const long waits = L.waits, gemms = L.nq;
+    printf("  %-22s %ld weight gradients on the lane, %ld waits\n", label, gemms, waits);
+    assert_true(gemms > 0);
+    assert_int_equal(L.left_at_sync, 0);
+    assert_true(same(c, &r, &ref));
+    drop(&r);
+    /* each wait is needed: without it a later op overwrites what a queued
+     * GEMM reads, or GEMMs are left queued at the step's end */
+    for (long k = 0; k < waits; k++) {
+        lane_reset(k);
+        result x = run(t, c);
+        const int caught = L.left_at_sync > 0 || !same(c, &x, &ref);
+        if (!caught) printf("  %s: dropping wait %ld of %ld goes unnoticed\n", label, k, waits);
+        assert_true(caught);
+        drop(&x);
+    }
+    tf_trainer_destroy(t);
+    drop(&ref);
+}
+
+static void test_lane_waits_v3(void **state) {
+    (void)state;
+    tf_config c;
+    lane_config(&c);
+    check_waits(&c, "v3");
+}
+
+static void test_lane_waits_v3_unfused(void **state) {
+    (void)state;
+    tf_config c;
+    lane_config(&c);
+    memset(&c.fusion, 0, sizeof c.fusion); /* the unfused compositions at level 3 */
+    check_waits(&c, "v3, fusions off");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lane_waits_v3),
+        cmocka_unit_test(test_lane_waits_v3_unfused),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    free(L.q);
+    return rc;
+}
