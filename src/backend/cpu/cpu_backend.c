@@ -177,6 +177,34 @@ size_t tf_cpu_backend_peak_bytes(const tf_backend *be) {
     return be ? be->peak_bytes : 0;
 }
 
+const char *tf_cpu_blas_kernels_note(void) {
+    static char note[96];
+    /* OpenBLAS picks its kernels at load time: from OPENBLAS_CORETYPE when the
+     * environment sets it (a container image may, for every CPU), else from
+     * the CPU it knows. */
+    const char *forced = getenv("OPENBLAS_CORETYPE");
+    if (forced && forced[0]) {
+        snprintf(note, sizeof note, " set by OPENBLAS_CORETYPE=%.40s", forced);
+        return note;
+    }
+#if defined(__x86_64__) && defined(__GNUC__)
+    const char *core = openblas_get_corename();
+    static const char *const avx512_cores[] = {"skylakex", "cooperlake", "sapphirerapids"};
+    int uses_avx512 = 0;
+    for (size_t i = 0; core && i < sizeof avx512_cores / sizeof avx512_cores[0]; i++) {
+        size_t k = 0;
+        while (core[k] && avx512_cores[i][k] &&
+               (core[k] | 0x20) == avx512_cores[i][k]) /* ASCII letters, any case */
+            k++;
+        uses_avx512 |= !core[k] && !avx512_cores[i][k];
+    }
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && !uses_avx512)
+        return ", AVX-512 unused: this OpenBLAS does not know the CPU";
+#endif
+    return "";
+}
+
 void tf_cpu_backend_describe(const tf_backend *be, char *out, size_t n) {
     if (!n)
         return;
@@ -201,7 +229,8 @@ void tf_cpu_backend_describe(const tf_backend *be, char *out, size_t n) {
     default: break;
     }
     const char *core = openblas_get_corename();
-    snprintf(out, n, "%s (%s, %s kernels), %d threads, cores: %d", ver, par,
-             core ? core : "unknown", be ? be->threads : omp_get_max_threads(),
+    snprintf(out, n, "%s (%s, %s kernels%s), %d threads, cores: %d", ver, par,
+             core ? core : "unknown", tf_cpu_blas_kernels_note(),
+             be ? be->threads : omp_get_max_threads(),
              omp_get_num_procs());
 }
