@@ -74,7 +74,7 @@ run_torch() {  # PROBLEM MODE ROUND -> "median_ms peak_rss_mib"
 }
 
 torch_ver=$("$py" -c 'import torch; print(torch.__version__)')
-echo "tinyfold $("$bin" --version 2>/dev/null | head -1 || echo) v3 against PyTorch $torch_ver (tests/reference), OMP_NUM_THREADS=2"
+echo "$("$bin" --version 2>/dev/null | head -1) v3 against PyTorch $torch_ver (tests/reference), OMP_NUM_THREADS=2"
 echo "$steps timed steps after $warmup warm-up per run, $rounds rounds; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "CPU: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
 IFS=, read -ra plist <<<"$problems"
