@@ -40,9 +40,18 @@ static void bounded_omp_spin(int argc, char **argv, char **envp) {
             return;
         env[n] = envp[n];
     }
+    /* Started as "ld.so ./tinyfold": /proc/self/exe is the loader, keep as is. */
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0)
+        return;
+    exe[len] = '\0';
+    const char *base = strrchr(exe, '/');
+    if (strncmp(base ? base + 1 : exe, "ld-", 3) == 0)
+        return;
     env[n] = spin;
     env[n + 1] = NULL;
-    execve("/proc/self/exe", argv, env); /* returns only on failure (no /proc): run as is */
+    execve(exe, argv, env); /* returns only on failure: run as is */
 }
 __attribute__((used, section(".preinit_array"))) static void (*const tf_cpu_omp_spin_init)(
     int, char **, char **) = bounded_omp_spin;
