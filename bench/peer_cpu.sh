@@ -48,7 +48,9 @@ if ! "$py" -c 'import torch' 2>/dev/null; then
     exit 2
 fi
 mkdir -p "$out"
-# The OpenMP runtimes (tinyfold's OpenBLAS and libgomp, PyTorch's) read OMP_NUM_THREADS.
+# The OpenMP runtimes (tinyfold's OpenBLAS and libgomp, PyTorch's) read
+# OMP_NUM_THREADS. Each side keeps its own OpenMP wait policy (tinyfold
+# bounds the spin at barriers, PyTorch's libgomp spins as it does by default).
 export OMP_NUM_THREADS=2
 
 declare -A dims=([tiny]="2 32 8 2" [small]="4 64 16 4") # B N S blocks, as src/cli/bench.c
@@ -67,8 +69,13 @@ PY
 }
 run_torch() {  # PROBLEM MODE ROUND -> "median_ms peak_rss_mib"
     local p=$1 m=$2 r=$3
-    "$py" "$here/peer_cpu.py" --problem "$p" --mode "$m" --steps "$steps" --warmup "$warmup" \
-        >"$out/torch.$p.$m.$r.json"
+    # torch.compile logs what it retries on stderr: kept in a file, shown on failure
+    if ! "$py" "$here/peer_cpu.py" --problem "$p" --mode "$m" --steps "$steps" --warmup "$warmup" \
+        >"$out/torch.$p.$m.$r.json" 2>"$out/torch.$p.$m.$r.log"; then
+        tail -20 "$out/torch.$p.$m.$r.log" >&2
+        echo "bench/peer_cpu.sh: PyTorch $m on $p failed (log: $out/torch.$p.$m.$r.log)" >&2
+        exit 1
+    fi
     "$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["median_ms"], d["peak_rss_mib"])' \
         "$out/torch.$p.$m.$r.json"
 }
