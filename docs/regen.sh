@@ -20,7 +20,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(realpath "${TINYFOLD:-$root/build/tinyfold}" 2>/dev/null || true)
 gpu=$(realpath -m "${GPU_DOCS:-$root/out/gpu/docs}")
-mode=write
+mode="write"
 only=" "
 for a in "$@"; do
     case $a in
