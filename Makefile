@@ -14,6 +14,9 @@
 # CMAKE_ARGS, e.g. make test CMAKE_ARGS=-DTF_CUDA=OFF.
 
 SHELL := /bin/bash
+# The build's make (under cmake --build) is a sub-make of this one and would
+# print "Entering/Leaving directory" around every step: progress and errors only.
+MAKEFLAGS += --no-print-directory
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)

@@ -34,10 +34,17 @@ void tf_cpu_backend_destroy(tf_backend *be);
 size_t tf_cpu_backend_peak_bytes(const tf_backend *be);
 /* Human-readable BLAS and thread info for `validate`. */
 void tf_cpu_backend_describe(const tf_backend *be, char *out, size_t n);
+/* Why OpenBLAS runs the kernels it names (openblas_get_corename), when that is
+ * not simply this CPU: "" or e.g. " set by OPENBLAS_CORETYPE=Haswell". */
+const char *tf_cpu_blas_kernels_note(void);
 
 /* CUDA: defined by src/backend/cuda when built with CUDA, else by a stub that
  * always reports "not built with CUDA". */
 int tf_cuda_backend_available(char *why, size_t n); /* 1 if a usable device exists */
+/* Why no device is usable, in a few words for a header line ("no usable GPU
+ * (driver too old for CUDA 13)"); tf_cuda_backend_available's `why` has the
+ * runtime's own words, for `tinyfold validate`. */
+void tf_cuda_unavailable_brief(char *out, size_t n);
 int tf_cuda_backend_create(tf_backend **be, const tf_ops **ops, const tf_backend_opts *o,
                            char *err, size_t errlen);
 void tf_cuda_backend_destroy(tf_backend *be);

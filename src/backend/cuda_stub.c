@@ -13,6 +13,11 @@ int tf_cuda_backend_available(char *why, size_t n)
     return 0;
 }
 
+void tf_cuda_unavailable_brief(char *out, size_t n)
+{
+    if (out && n) snprintf(out, n, "this build has no CUDA backend");
+}
+
 int tf_cuda_backend_create(tf_backend **be, const tf_ops **ops, const tf_backend_opts *o,
                            char *err, size_t errlen)
 {

@@ -248,6 +248,10 @@ struct cJSON *tf_cli_run_json(const char *command, const tf_config *c, size_t pa
 struct cJSON *tf_cli_build_json(void);
 const char *tf_cli_blas_info(void);
 
+/* ---- suggest.c ---- */
+size_t tf_cli_edit_distance(const char *a, size_t an, const char *b, size_t bn);
+const tf_cli_optdef *tf_cli_nearest_option(const char *name, size_t len, unsigned cmd);
+
 /* ---- bench.c, validate.c, grad.c ---- */
 int tf_cli_bench(tf_cli_opts *o);
 int tf_cli_validate(tf_cli_opts *o);

@@ -140,8 +140,8 @@ static const char *cmd_intro(int cmd)
                "--num-steps 30\n"
                "  tinyfold train --seq-len 128 --num-seqs 32 --impl v1 --json large_v1.json\n"
                "  tinyfold train --impl v2 --disable-flash-attention     (ablation)\n"
-               "  tinyfold train --num-steps 100 --save ck.bin --save-every 50\n"
-               "  tinyfold train --resume ck.bin --num-steps 100\n\n";
+               "  tinyfold train --num-steps 100 --save ck.safetensors --save-every 50\n"
+               "  tinyfold train --resume ck.safetensors --num-steps 100\n\n";
     case TF_CMD_PROFILE:
         return "Usage: tinyfold profile [train options] --out DIR [profile options]\n\n"
                "Trains like `tinyfold train` (default --num-steps 10) with the built-in\n"

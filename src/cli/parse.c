@@ -158,24 +158,6 @@ static int apply(tf_cli_opts *o, int id, const char *flag, const char *arg)
     return TF_EXIT_FAIL;
 }
 
-/* The closest long option of any command, for "did you mean". */
-static const tf_cli_optdef *closest(const char *name, size_t len)
-{
-    const tf_cli_optdef *best = NULL;
-    size_t best_common = 0;
-    for (int i = 0; i < tf_cli_n_optdefs; i++) {
-        const char *n = tf_cli_optdefs[i].name;
-        size_t k = 0;
-        while (k < len && n[k] && n[k] == name[k])
-            k++;
-        if (k > best_common) {
-            best_common = k;
-            best = &tf_cli_optdefs[i];
-        }
-    }
-    return best_common >= 3 ? best : NULL;
-}
-
 /* An option token that is not ours: unknown, misspelt, or another command's. */
 static int unknown_option(int cmd, const char *tok)
 {
@@ -203,8 +185,8 @@ static int unknown_option(int cmd, const char *tok)
             }
             return TF_EXIT_USAGE;
         }
-        const tf_cli_optdef *near = closest(name, len);
-        if (near && (near->cmds & (unsigned)cmd)) {
+        const tf_cli_optdef *near = tf_cli_nearest_option(name, len, (unsigned)cmd);
+        if (near) {
             tf_cli_error("unknown option '%s' for '%s' (did you mean --%s?)", q, cmdname,
                          near->name);
             return TF_EXIT_USAGE;
@@ -353,8 +335,11 @@ int tf_cli_resolve_backend(tf_config *c, char *note, size_t notelen)
             snprintf(note, notelen, "auto: a CUDA device is usable");
         } else {
             c->backend = TF_BACKEND_CPU;
-            snprintf(note, notelen, "auto: CUDA unavailable: %s",
-                     why[0] ? why : "no usable device");
+            /* A few words here; `tinyfold validate` prints the runtime's. */
+            char brief[128];
+            tf_cuda_unavailable_brief(brief, sizeof brief);
+            snprintf(note, notelen, "auto: %s%s", brief,
+                     tf_built_with_cuda() ? "; details: tinyfold validate" : "");
             /* CUDA-only switches do not apply: say so rather than fail. */
             if (c->precision == TF_PREC_TF32 || c->graph) {
                 size_t len = strlen(note);

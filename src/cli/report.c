@@ -147,7 +147,8 @@ void tf_cli_print_summary(FILE *f, const tf_cli_summary *s, int memprof, size_t 
 {
     char total[32];
     tf_cli_thousands(total, sizeof total, (unsigned long long)s->total_samples);
-    fprintf(f, "\nPerformance summary (%d timed steps, warm-up excluded):\n", s->n_timed);
+    fprintf(f, "\nPerformance summary (%d timed step%s, warm-up excluded):\n", s->n_timed,
+            s->n_timed == 1 ? "" : "s");
     fprintf(f, "   Total samples processed: %s\n", total);
     fprintf(f, "   Average training speed: %.1f samples/sec\n", s->samples_per_sec);
     fprintf(f, "   Average batch (data) time: %.1f ms\n", s->data_ms);

@@ -32,14 +32,15 @@ static double ms_json(double ms) { return round(ms * 1e4) / 1e4; }
  * ("OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ... USE_OPENMP SkylakeX ..."). */
 const char *tf_cli_blas_info(void)
 {
-    static char info[128];
+    static char info[192];
     if (!info[0]) {
         const char *cfg = openblas_get_config();
         int name_len = (int)strcspn(cfg, " ");
         int ver_len = cfg[name_len] ? (int)strcspn(cfg + name_len + 1, " ") : 0;
-        snprintf(info, sizeof info, "%.*s%s%.*s, %s, %s kernels", name_len, cfg,
+        snprintf(info, sizeof info, "%.*s%s%.*s, %s, %s kernels%s", name_len, cfg,
                  ver_len ? " " : "", ver_len, cfg + name_len + (ver_len ? 1 : 0),
-                 strstr(cfg, "USE_OPENMP") ? "OpenMP" : "pthreads", openblas_get_corename());
+                 strstr(cfg, "USE_OPENMP") ? "OpenMP" : "pthreads", openblas_get_corename(),
+                 tf_cpu_blas_kernels_note());
     }
     return info;
 }

@@ -73,7 +73,8 @@ static void print_phases(const tf_prof *p, const prof_totals *t, FILE *out) {
     for (int k = 0; k < 4; k++) gpu_any |= t->phase_seen[k];
     if (p->gpu && gpu_any && t->busy_steps) {
         /* the union of the kernels' spans: kernels beside each other count once */
-        fprintf(out, "GPU busy per step (%zu traced steps):", t->busy_steps);
+        fprintf(out, "GPU busy per step (%zu traced step%s):", t->busy_steps,
+                t->busy_steps == 1 ? "" : "s");
         for (int k = 0, c = 0; k < 4; k++)
             if (t->phase_seen[k])
                 fprintf(out, "%s %s %.3f ms", c++ ? "," : "", prof_phase_names[k],
@@ -124,8 +125,9 @@ void prof_print_report(const tf_prof *p, FILE *out) {
             p->gpu ? "cuda" : "cpu", p->steps_collected, p->steps_collected == 1 ? "" : "s",
             p->include_warmup ? "included" : "excluded", p->selected ? p->selected : "all");
     print_kernels(p, out);
-    fprintf(out, "Kernel launches per step: %.1f (%llu launches over %zu steps)\n",
-            t.launches_per_step, (unsigned long long)p->launches_total, p->steps_collected);
+    fprintf(out, "Kernel launches per step: %.1f (%llu launches over %zu step%s)\n",
+            t.launches_per_step, (unsigned long long)p->launches_total, p->steps_collected,
+            p->steps_collected == 1 ? "" : "s");
     print_phases(p, &t, out);
     print_modules(p, &t, out);
     char b1[32], b2[32];

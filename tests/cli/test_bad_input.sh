@@ -121,6 +121,9 @@ bad --json --json
 bad --foo --foo
 bad "--seq" --seq 64                    # abbreviations are refused
 bad "did you mean --seq-len" --seq-lenn 64
+bad "did you mean --batch-size?" --bacth-size 4   # a swap is one edit, not two
+bad "did you mean --backend?" --bakend cpu
+bad "did you mean --batch-size?" --batch 4
 bad "'-x'" -x
 bad "'foo'" --seq-len 8 foo
 bad --quiet --quiet=1

@@ -42,6 +42,23 @@ extern "C" int tf_cuda_backend_available(char *why, size_t n)
     return 1;
 }
 
+extern "C" void tf_cuda_unavailable_brief(char *out, size_t n)
+{
+    if (!out || !n)
+        return;
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    (void)cudaGetLastError();
+    if (e == cudaErrorInsufficientDriver)
+        snprintf(out, n, "no usable GPU (driver too old for CUDA %d)", CUDART_VERSION / 1000);
+    else if (e == cudaErrorNoDevice || (e == cudaSuccess && count <= 0))
+        snprintf(out, n, "no GPU found");
+    else if (e != cudaSuccess)
+        snprintf(out, n, "no usable GPU (%s)", cudaGetErrorName(e));
+    else
+        snprintf(out, n, "%d GPU(s) usable", count);
+}
+
 extern "C" int tf_built_with_cuda(void) { return 1; }
 
 /* TF_LAUNCH's programmatic dependent launch (cuda_common.h): set by
