@@ -3,59 +3,14 @@
  * Memory is host memory. Each block carries a 64-byte header in front that
  * records its size, so that free() can keep the current/peak byte counts
  * without a lookup table; the pointer handed out stays 64-byte aligned. */
-#define _POSIX_C_SOURCE 200809L /* execve */
 #include <cblas.h>
 #include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cpu_internal.h"
-
-/* OpenMP's wait at a barrier, on a shared machine. libgomp spins 300000
- * times before it sleeps (milliseconds where the pause instruction is slow):
- * with other processes on the cores the spinning thread holds the core its
- * partner needs, and a 1 ms tiny step took ~800 ms. A bounded spin keeps the
- * quiet speed (most waits between parallel regions are shorter) and bounds
- * the loss when the cores are busy (bench/omp_wait.sh measures both).
- *
- * libgomp reads GOMP_SPINCOUNT once, in its constructor, and has no call to
- * change it later; libc's environment is not set up yet when the
- * executable's .preinit_array runs (before any library constructor). So the
- * process runs itself again with GOMP_SPINCOUNT added, from there, before
- * anything has started, when the user set neither GOMP_SPINCOUNT nor
- * OMP_WAIT_POLICY (setting either keeps the process as it is). */
-#define TF_CPU_GOMP_SPINCOUNT "10000"
-#if defined(__linux__) && defined(__GNUC__)
-static void bounded_omp_spin(int argc, char **argv, char **envp) {
-    (void)argc;
-    static char *env[1024];
-    static char spin[] = "GOMP_SPINCOUNT=" TF_CPU_GOMP_SPINCOUNT;
-    size_t n = 0;
-    for (; envp && envp[n]; n++) {
-        if (strncmp(envp[n], "GOMP_SPINCOUNT=", 15) == 0 ||
-            strncmp(envp[n], "OMP_WAIT_POLICY=", 16) == 0 || n + 2 >= sizeof env / sizeof *env)
-            return;
-        env[n] = envp[n];
-    }
-    /* Started as "ld.so ./tinyfold": /proc/self/exe is the loader, keep as is. */
-    char exe[4096];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0)
-        return;
-    exe[len] = '\0';
-    const char *base = strrchr(exe, '/');
-    if (strncmp(base ? base + 1 : exe, "ld-", 3) == 0)
-        return;
-    env[n] = spin;
-    env[n + 1] = NULL;
-    execve(exe, argv, env); /* returns only on failure: run as is */
-}
-__attribute__((used, section(".preinit_array"))) static void (*const tf_cpu_omp_spin_init)(
-    int, char **, char **) = bounded_omp_spin;
-#endif
 
 static size_t round_up(size_t n, size_t a) {
     return (n + a - 1) / a * a;
