@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/limits.h"
+#include "train/limits.h"
 #include "io/checkpoint_internal.h"
 #include "io/config_json.h"
 #include "io/io_util.h"
@@ -121,7 +121,7 @@ static tf_status infer_config(const tf_st_file *f, tf_config *c, char *err, size
             return tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path, "%s", msg, NULL);
         }
     }
-    /* What the shapes say is held to the ranges a flag is (cli/limits.h). */
+    /* What the shapes say is held to the ranges a flag is (train/limits.h). */
     static const struct {
         const char *name;
         int lo, hi;

@@ -1,7 +1,7 @@
 /* tf_config <-> JSON (see config_json.h). */
 #include "io/config_json.h"
 
-#include "cli/limits.h"
+#include "train/limits.h"
 
 #include <cJSON.h>
 #include <limits.h>
@@ -14,7 +14,7 @@ typedef struct {
     const char *key;
     size_t off;
     int required; /* model shape: must be present when reading */
-    int min, max; /* the ranges of cli/limits.h: a file is held to what a flag is */
+    int min, max; /* the ranges of train/limits.h: a file is held to what a flag is */
 } int_field;
 
 #define F(k, req, mn, mx)                                                                          \
