@@ -374,6 +374,10 @@ static void describe_run(const run_state *r, const tf_cli_opts *o, char *backend
                        tf_cli_blas_info(), c->threads);
     else
         len = snprintf(backend, bn, "%s (device %d)", tf_trainer_backend_name(r->t), c->device);
+    if (r->dist->size > 1 && len >= 0 && (size_t)len < bn)
+        len += snprintf(backend + len, bn - (size_t)len, " | %d ranks (%s), %d samples each",
+                        r->dist->size, c->backend == TF_BACKEND_CPU ? "MPI" : "NCCL",
+                        c->batch / r->dist->size);
     if (r->note[0] && len >= 0 && (size_t)len < bn)
         snprintf(backend + len, bn - (size_t)len, " (%s)", r->note);
     if (r->df)
