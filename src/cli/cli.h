@@ -230,6 +230,7 @@ typedef struct {
     double step_ms, data_ms, forward_ms, backward_ms, optimizer_ms;
     double comm_ms; /* data parallel: in collectives (between backward and optimizer) */
     int ranks;      /* data parallel: processes (1: a plain run) */
+    int comm;       /* the gradients went through a collective (comm_ms is reported) */
     double mean_loss, final_loss;
     size_t peak_bytes, arena_bytes, rss_bytes;
     size_t graph_kernels; /* CUDA --graph: kernel nodes in the captured step, else 0 */

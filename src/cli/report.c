@@ -156,7 +156,7 @@ void tf_cli_print_summary(FILE *f, const tf_cli_summary *s, int memprof, size_t 
     fprintf(f, "   Average forward time: %.1f ms\n", s->forward_ms);
     fprintf(f, "   Average backward time: %.1f ms\n", s->backward_ms);
     fprintf(f, "   Average optimizer time: %.1f ms\n", s->optimizer_ms);
-    if (s->ranks > 1)
+    if (s->comm)
         fprintf(f, "   Average communication time: %.1f ms (%d ranks, gradient all-reduce)\n",
                 s->comm_ms, s->ranks);
     fprintf(f, "   Average step time: %.1f ms\n", s->step_ms);

@@ -116,7 +116,7 @@ cJSON *tf_cli_run_json(const char *command, const tf_config *c, size_t params,
     cJSON_AddNumberToObject(sj, "forward_ms", ms_json(s->forward_ms));
     cJSON_AddNumberToObject(sj, "backward_ms", ms_json(s->backward_ms));
     cJSON_AddNumberToObject(sj, "optimizer_ms", ms_json(s->optimizer_ms));
-    if (s->ranks > 1) {
+    if (s->comm) {
         cJSON_AddNumberToObject(sj, "ranks", s->ranks);
         cJSON_AddNumberToObject(sj, "comm_ms", ms_json(s->comm_ms));
     }
@@ -142,7 +142,7 @@ cJSON *tf_cli_run_json(const char *command, const tf_config *c, size_t params,
         cJSON_AddNumberToObject(e, "forward_ms", ms_json(r[i].forward_ms));
         cJSON_AddNumberToObject(e, "backward_ms", ms_json(r[i].backward_ms));
         cJSON_AddNumberToObject(e, "optimizer_ms", ms_json(r[i].optimizer_ms));
-        if (s->ranks > 1)
+        if (s->comm)
             cJSON_AddNumberToObject(e, "comm_ms", ms_json(r[i].comm_ms));
         cJSON_AddNumberToObject(e, "samples_per_sec", ms_json(r[i].samples_per_sec));
         cJSON_AddItemToArray(steps, e);

@@ -203,47 +203,56 @@ static int dist_setup(run_state *r, const tf_cli_opts *o)
 {
     tf_dist *d = r->dist;
     tf_config *c = &r->c;
-    if (d->size == 1)
-        return TF_EXIT_OK;
-    if (!tf_dist_same_u64(d, config_hash(c, o))) {
-        if (d->rank == 0)
-            tf_cli_error("the %d ranks were started with different configurations (seed, sizes, "
-                         "steps, level, files or build): every rank must run the same command "
-                         "and binary",
-                         d->size);
-        return TF_EXIT_USAGE;
-    }
-    if (c->batch % d->size) {
-        if (d->rank == 0)
-            tf_cli_error("--batch-size: '%d' is not accepted with %d ranks: the global batch is "
-                         "split evenly, so it must be a multiple of %d",
-                         c->batch, d->size, d->size);
-        return TF_EXIT_USAGE;
-    }
-    if (o->data_path) {
-        if (d->rank == 0)
-            tf_cli_error("--data: not accepted with %d ranks (data parallel runs draw the "
-                         "synthetic data); run one process",
-                         d->size);
-        return TF_EXIT_USAGE;
-    }
-    if (c->backend == TF_BACKEND_CUDA) {
-        if (!(o->set & TF_SET_DEVICE))
+    const int cuda = c->backend == TF_BACKEND_CUDA;
+    if (d->size > 1) {
+        if (!tf_dist_same_u64(d, config_hash(c, o))) {
+            if (d->rank == 0)
+                tf_cli_error("the %d ranks were started with different configurations (seed, "
+                             "sizes, steps, level, files or build): every rank must run the same "
+                             "command and binary",
+                             d->size);
+            return TF_EXIT_USAGE;
+        }
+        if (c->batch % d->size) {
+            if (d->rank == 0)
+                tf_cli_error("--batch-size: '%d' is not accepted with %d ranks: the global batch "
+                             "is split evenly, so it must be a multiple of %d",
+                             c->batch, d->size, d->size);
+            return TF_EXIT_USAGE;
+        }
+        if (o->data_path) {
+            if (d->rank == 0)
+                tf_cli_error("--data: not accepted with %d ranks (data parallel runs draw the "
+                             "synthetic data); run one process",
+                             d->size);
+            return TF_EXIT_USAGE;
+        }
+        if (cuda && !(o->set & TF_SET_DEVICE))
             c->device = d->local_rank; /* one device per rank of the node */
-        if (!tf_dist_devices_distinct(d, c->device)) {
+        if (cuda && !tf_dist_devices_distinct(d, c->device)) {
             if (d->rank == 0)
                 tf_cli_error("--device: two ranks of one node would share a GPU (%d ranks on "
                              "the node): run one rank per device, without --device",
                              d->local_size);
             return TF_EXIT_USAGE;
         }
-        if (!d->nccl) {
-            if (d->rank == 0)
-                tf_cli_error("--backend cuda: %d ranks need NCCL and this build has none; use "
-                             "--backend cpu or one process",
-                             d->size);
-            return TF_EXIT_USAGE;
+    }
+#ifdef TF_HAVE_NCCL
+    /* under a launcher, even one rank reduces through NCCL (a check of the path) */
+    if (cuda && d->mpi) {
+        char err[512];
+        if (tf_dist_nccl_init(d, c->device, err, sizeof err)) {
+            tf_cli_error("%s", err);
+            return tf_cli_exit_for(TF_ERR_DEVICE);
         }
+    }
+#endif
+    if (cuda && d->size > 1 && !d->nccl) {
+        if (d->rank == 0)
+            tf_cli_error("--backend cuda: %d ranks need NCCL and this build has none; use "
+                         "--backend cpu or one process",
+                         d->size);
+        return TF_EXIT_USAGE;
     }
     return TF_EXIT_OK;
 }
@@ -326,7 +335,7 @@ static int setup(run_state *r, const tf_cli_opts *o)
         tf_cli_error("%s", err);
         return tf_cli_exit_for(s);
     }
-    if (r->dist->size > 1)
+    if (r->dist->size > 1 || r->dist->nccl)
         tf_trainer_set_dist(r->t, r->dist);
     rc = check_host_memory(&mem, o, &r->c, on_host ? tf_trainer_backend_bytes(r->t) : 0, 1);
     if (rc != TF_EXIT_OK)
@@ -354,6 +363,10 @@ static int setup(run_state *r, const tf_cli_opts *o)
 
 static void teardown(run_state *r)
 {
+#ifdef TF_HAVE_NCCL
+    if (r->dist->nccl)
+        tf_dist_nccl_destroy(r->dist);
+#endif
     if (r->t)
         tf_trainer_destroy(r->t);
     if (r->prof)
@@ -571,6 +584,7 @@ static int train_run(tf_cli_opts *o, tf_dist *d)
     sum.rss_bytes = tf_cli_peak_rss_bytes();
     sum.graph_kernels = tf_trainer_graph_kernels(r.t);
     sum.ranks = d->size;
+    sum.comm = d->size > 1 || d->nccl;
     if (!failed && !stop && d->rank == 0) {
         if (verbose)
             fprintf(out, "%s\n", "==============================================================="

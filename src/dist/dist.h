@@ -13,6 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     int rank, size;             /* in the job */
     int local_rank, local_size; /* on this node */
@@ -65,4 +69,18 @@ void tf_trainer_set_dist(struct tf_trainer *t, tf_dist *d);
 /* Milliseconds of communication and bytes reduced since the last call. */
 double tf_dist_take_comm_ms(tf_dist *d, double *bytes);
 
+/* Rank 0's n bytes to every rank (0 on success). */
+int tf_dist_bcast(tf_dist *d, void *buf, size_t n);
+
+/* dist_nccl.cu (builds with NCCL, TF_HAVE_NCCL): the communicator over the
+ * job's ranks on `device` (sets d->nccl; 0 on success, else one line in err),
+ * its end, and the device time of the reductions since the last call. */
+int tf_dist_nccl_init(tf_dist *d, int device, char *err, size_t n);
+void tf_dist_nccl_destroy(tf_dist *d);
+void tf_dist_nccl_mean(tf_dist *d, float *g, size_t n, struct tf_backend *be);
+double tf_dist_nccl_take_ms(tf_dist *d, double *bytes);
+
+#ifdef __cplusplus
+}
+#endif
 #endif

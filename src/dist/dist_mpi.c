@@ -135,9 +135,11 @@ double tf_dist_mean_scalar(tf_dist *d, double v) {
     return v / d->size;
 }
 
-double tf_dist_take_comm_ms(tf_dist *d, double *bytes) {
-    double ms = d->comm_ms;
-    if (bytes) *bytes = d->comm_bytes;
-    d->comm_ms = 0, d->comm_bytes = 0;
-    return ms;
+int tf_dist_bcast(tf_dist *d, void *buf, size_t n) {
+    if (!d->mpi || d->size == 1) return 0;
+    if (n > (size_t)INT_MAX) return 1;
+    MPI_Request rq;
+    MPI_Ibcast(buf, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD, &rq);
+    wait_deadline(d, &rq, "broadcast from rank 0");
+    return 0;
 }
