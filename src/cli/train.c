@@ -239,7 +239,7 @@ static int dist_setup(run_state *r, const tf_cli_opts *o)
     }
 #ifdef TF_HAVE_NCCL
     /* under a launcher, even one rank reduces through NCCL (a check of the path) */
-    if (cuda && d->mpi) {
+    if (cuda && d->launched) {
         char err[512];
         if (tf_dist_nccl_init(d, c->device, err, sizeof err)) {
             tf_cli_error("%s", err);

@@ -21,6 +21,7 @@ typedef struct {
     int rank, size;             /* in the job */
     int local_rank, local_size; /* on this node */
     int mpi;                    /* MPI was initialised by tf_dist_init */
+    int launched;               /* a launcher's environment started this process */
     double timeout_s;           /* a collective waiting longer aborts the job */
     double comm_ms;             /* time in collectives since the last tf_dist_take_comm_ms */
     double comm_bytes;          /* bytes reduced since the last tf_dist_take_comm_ms */

@@ -30,6 +30,7 @@ int tf_dist_init(tf_dist *d, double timeout_s, char *err, size_t n) {
         return 2;
     }
     d->mpi = 1;
+    d->launched = 1;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
     MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &d->size);

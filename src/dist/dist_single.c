@@ -10,6 +10,7 @@ int tf_dist_init(tf_dist *d, double timeout_s, char *err, size_t n) {
                    .timeout_s = timeout_s};
     char var[64];
     int p = tf_dist_launch_size(var, sizeof var);
+    d->launched = var[0] != 0;
     if (p > 1) {
         snprintf(err, n,
                  "launched as %d ranks (%s) but this build has no MPI (CMake TF_MPI found "
