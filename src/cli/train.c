@@ -169,6 +169,7 @@ typedef struct {
     tf_batch batch;
     char note[384];
     tf_dist *dist;
+    char rank_out[4200]; /* profile --out DIR of a rank r > 0: DIR/rank<r> */
 } run_state;
 
 /* What every rank must agree on: the model, the problem, the training, the
@@ -297,14 +298,17 @@ static int setup(run_state *r, const tf_cli_opts *o)
     if ((rc = dist_setup(r, o)) != TF_EXIT_OK)
         return rc;
 
-    if (o->cmd == TF_CMD_PROFILE && r->dist->rank == 0) { /* rank 0's profile only */
+    if (o->cmd == TF_CMD_PROFILE) {
 #ifdef TF_NO_PROF_HOOKS
         tf_cli_error("profile: this build has the profiling hooks compiled out "
                      "(CMake TF_PROF_HOOKS=OFF, a benchmark-only build); rebuild with the default");
         return TF_EXIT_USAGE;
 #endif
         /* Before the trainer: CUPTI must see the first CUDA work. */
-        tf_prof_opts po = {.out_dir = o->out_path,
+        /* several ranks: each profiles itself; rank 0 merges the traces */
+        if (o->out_path && r->dist->rank > 0)
+            snprintf(r->rank_out, sizeof r->rank_out, "%s/rank%d", o->out_path, r->dist->rank);
+        tf_prof_opts po = {.out_dir = r->rank_out[0] ? r->rank_out : o->out_path,
                            .selected_regions = o->selected_regions,
                            .include_warmup = o->include_warmup,
                            .trace_max_steps = o->trace_steps,
@@ -625,7 +629,19 @@ static int train_run(tf_cli_opts *o, tf_dist *d)
     if (stop && !failed)
         failed = 128 + stop;
     if (!failed && r.prof) {
-        if (tf_prof_finish(r.prof, run, out, err, sizeof err) != 0) {
+        /* the tables are rank 0's to print; the others' files go to DIR/rank<r> */
+        FILE *pout = d->rank == 0 ? out : fopen("/dev/null", "w");
+        if (!pout || tf_prof_finish(r.prof, run, pout, err, sizeof err) != 0) {
+            tf_cli_error("profile: %s", pout ? err : "cannot open /dev/null");
+            failed = TF_EXIT_FAIL;
+        }
+        if (pout && pout != out)
+            fclose(pout);
+    }
+    if (o->cmd == TF_CMD_PROFILE && d->size > 1) {
+        int all = tf_dist_max_int(d, failed); /* every rank's trace is written */
+        if (!all && d->rank == 0 && o->out_path &&
+            tf_dist_merge_traces(o->out_path, d->size, err, sizeof err) != 0) {
             tf_cli_error("profile: %s", err);
             failed = TF_EXIT_FAIL;
         }

@@ -70,6 +70,11 @@ void tf_trainer_set_dist(struct tf_trainer *t, tf_dist *d);
 /* Milliseconds of communication and bytes reduced since the last call. */
 double tf_dist_take_comm_ms(tf_dist *d, double *bytes);
 
+/* tinyfold profile on several ranks: rank 0 merges DIR/rank<r>/trace.json
+ * (r = 1..nranks-1) into DIR/trace.json, a process per rank (trace_merge.c).
+ * 0, or 1 with one line in err. */
+int tf_dist_merge_traces(const char *dir, int nranks, char *err, size_t n);
+
 /* Rank 0's n bytes to every rank (0 on success). */
 int tf_dist_bcast(tf_dist *d, void *buf, size_t n);
 

@@ -88,6 +88,13 @@ w=$("$DIFF" "$TMP/p1.st" "$TMP/resumed.st") || fail "st_diff: $w"
 awk -v w="$w" -v lr=$LR 'BEGIN { split(w, f, " "); exit !(f[2] <= 2e-5) }' ||
     fail "resumed on two ranks: $w (expected within the bound above)"
 
+# ---- profile on two ranks: one trace, a process per rank
+run "${MPI[@]}" "$BIN" profile "${TINY[@]}" --num-steps 2 --out "$TMP/prof" || fail "profile on two ranks"
+grep -q '"name":"rank 1 host"' "$TMP/prof/trace.json" || fail "the trace has no process for rank 1"
+grep -q '"pid":101,' "$TMP/prof/trace.json" || fail "rank 1's events are not in the merged trace"
+grep -q '"name":"allreduce"' "$TMP/prof/trace.json" || fail "no allreduce region in the trace"
+tail -c 4 "$TMP/prof/trace.json" | grep -q ']}' || fail "the merged trace is not closed"
+
 # ---- refusals at start-up, one line on rank 0, exit 2
 run "${MPI[@]}" "$BIN" train "${TINY[@]}" --batch-size 3 --num-steps 1
 rc=$?
