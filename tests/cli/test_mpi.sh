@@ -55,7 +55,7 @@ losses() { # FILE -> "step loss" lines
 run "$BIN" train "${TINY[@]}" --num-steps $S --json "$TMP/p1.json" --save "$TMP/p1.st" ||
     fail "one process"
 run "${MPI[@]}" "$BIN" train "${TINY[@]}" --num-steps $S --json "$TMP/p2.json" \
-    --save "$TMP/p2.st" || fail "two ranks"
+    --save "$TMP/p2.st" --dist-check-every 1 || fail "two ranks (the ranks' weights are compared each step)"
 [ "$(grep -c 'Performance summary' "$TMP/out")" -eq 1 ] || fail "the summary should be printed once (rank 0)"
 tr -d ' \t\n' <"$TMP/p2.json" | grep -q '"ranks":2' || fail "the JSON should say ranks 2"
 tr -d ' \t\n' <"$TMP/p2.json" | grep -q '"batch":4' || fail "the JSON should hold the global batch"
