@@ -7,11 +7,11 @@
 #include "dist/dist.h"
 
 int tf_dist_launch_size(char *var, size_t n) {
-    /* Open MPI, MPICH / Intel MPI (PMI), PMIx launchers, Slurm's srun (the
-     * step's task count: SLURM_NTASKS alone is also set inside a batch script
-     * that launched nothing) */
-    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE",
-                                       "MPI_LOCALNRANKS", "SLURM_STEP_NUM_TASKS"};
+    /* Open MPI's mpirun, MPICH / Intel MPI (PMI), Slurm's srun (the step's
+     * task count: SLURM_NTASKS alone is also set inside a batch script that
+     * launched nothing) */
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                                       "SLURM_STEP_NUM_TASKS"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
         const char *v = getenv(vars[i]);
         if (!v || !*v) continue;
