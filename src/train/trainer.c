@@ -670,6 +670,9 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
         st->backward_ms = t3 - t2;
         st->optimizer_ms = t4 - t3c;
         st->comm_ms = t->dist ? tf_dist_take_comm_ms(t->dist, NULL) : 0;
+        /* NCCL: the optimizer's phase waited for the all-reduce on the device */
+        if (t->dist && t->dist->nccl)
+            st->optimizer_ms = fmax(0.0, st->optimizer_ms - st->comm_ms);
         st->step_ms = t4 - t0;
         st->counter_replay = tf_prof_counter_step(t->prof);
     }
