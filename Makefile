@@ -10,6 +10,7 @@
 #   make report-check  `tinyfold report` rendered by headless Chromium, checked not blank
 #   make clean   remove both build directories
 #
+# WITH_MPI=1 also installs Open MPI (the two-rank tests need mpirun).
 # With CI=true warnings are errors (-DTF_WERROR=ON). Extra CMake options go in
 # CMAKE_ARGS, e.g. make test CMAKE_ARGS=-DTF_CUDA=OFF.
 
@@ -23,6 +24,13 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 120
 EXTRA_PKGS ?=
 PKGS := cmake build-essential pkg-config libopenblas-openmp-dev libcjson-dev libcmocka-dev
+# Optional: MPI for data parallel runs across processes (mpirun -np P tinyfold
+# train). WITH_MPI=1 installs it (CI does, so the two-rank test runs); the build
+# finds it when present (CMake TF_MPI=AUTO) and works without it.
+WITH_MPI ?= 0
+ifeq ($(WITH_MPI),1)
+PKGS += openmpi-bin libopenmpi-dev
+endif
 
 CMAKE_ARGS ?=
 CMAKE_FLAGS := -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
@@ -32,7 +40,7 @@ endif
 # The sanitizer build: no CUDA (its runtime and ASan do not mix), -O1 so the
 # numerical tests stay quick, assertions on.
 ASAN_FLAGS := -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g -fno-omit-frame-pointer" \
-              -DTF_SANITIZE=ON $(CMAKE_ARGS) -DTF_CUDA=OFF $(filter -DTF_WERROR=ON,$(CMAKE_FLAGS))
+              -DTF_SANITIZE=ON $(CMAKE_ARGS) -DTF_CUDA=OFF -DTF_MPI=OFF $(filter -DTF_WERROR=ON,$(CMAKE_FLAGS))
 
 .PHONY: all deps build run test asan bench fuzz report-check clean
 

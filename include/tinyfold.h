@@ -92,6 +92,7 @@ typedef struct tf_prof tf_prof;
 typedef struct {
     float loss;
     double data_ms, forward_ms, backward_ms, optimizer_ms, step_ms;
+    double comm_ms;     /* data parallel: in collectives (gradients, loss) */
     int counter_replay; /* CUDA --counters replayed this step's kernels: not a timed step */
 } tf_step_stats;
 
@@ -143,6 +144,9 @@ void tf_data_sample(uint64_t seed, long index, int S, int N, int32_t *tokens, fl
 void tf_data_step_indices(uint64_t seed, long step, int B, long *idx);
 /* Fill a host batch (allocated by the caller) for a training step. */
 void tf_data_batch(uint64_t seed, long step, tf_batch *b);
+/* Samples [first, first + b->B) of the global batch of B_global of a step:
+ * one rank's share in a data parallel run (tf_data_batch is the whole). */
+void tf_data_batch_slice(uint64_t seed, long step, int B_global, int first, tf_batch *b);
 
 #ifdef __cplusplus
 }

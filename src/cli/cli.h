@@ -39,7 +39,8 @@ enum {
     TF_SET_SEED = 1u << 7,
     TF_SET_WARMUP = 1u << 8,
     TF_SET_STEPS = 1u << 9,
-    TF_SET_IMPL = 1u << 10
+    TF_SET_IMPL = 1u << 10,
+    TF_SET_DEVICE = 1u << 11
 };
 
 typedef struct {
@@ -51,6 +52,8 @@ typedef struct {
     const char *json_path, *save_path, *load_path, *resume_path, *data_path;
     int save_every; /* 0 = only at the end */
     int quiet, log_every, no_progress, memprof, validate_setup;
+    /* data parallel (mpirun): collective deadline, weights check every K steps (0: off) */
+    int dist_timeout, dist_check_every;
     /* profile (out_path is also grad's --out) */
     const char *out_path, *selected_regions, *counters;
     int include_warmup, trace_steps, top;
@@ -101,6 +104,8 @@ enum {
     TF_OPT_NO_PROGRESS,
     TF_OPT_QUIET,
     TF_OPT_VALIDATE_SETUP,
+    TF_OPT_DIST_TIMEOUT,
+    TF_OPT_DIST_CHECK,
     TF_OPT_OUT,
     TF_OPT_REGIONS,
     TF_OPT_INCLUDE_WARMUP,
@@ -152,6 +157,8 @@ int tf_cli_help_command(int argc, char **argv);
 /* ---- util.c ---- */
 /* Prints "tinyfold: <msg>\n" on stderr (one line: newlines are replaced). */
 void tf_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Data parallel runs: errors of rank r > 0 say "rank r: " after "tinyfold: ". */
+void tf_cli_error_rank(int rank);
 /* A user-supplied string made safe to print on one line, truncated. */
 void tf_cli_quote(char *out, size_t n, const char *s);
 /* Strict parsers: the whole text must be the number, in range; on error they
@@ -213,6 +220,7 @@ typedef struct {
     int counter_replay; /* --counters on CUDA: kernels replayed, left out of the means */
     float loss;
     double data_ms, forward_ms, backward_ms, optimizer_ms, step_ms, samples_per_sec;
+    double comm_ms; /* data parallel: in collectives */
 } tf_cli_steprec;
 
 typedef struct {
@@ -220,6 +228,9 @@ typedef struct {
     long total_samples;
     double samples_per_sec; /* mean of per-step samples/s over timed steps */
     double step_ms, data_ms, forward_ms, backward_ms, optimizer_ms;
+    double comm_ms; /* data parallel: in collectives (between backward and optimizer) */
+    int ranks;      /* data parallel: processes (1: a plain run) */
+    int comm;       /* the gradients went through a collective (comm_ms is reported) */
     double mean_loss, final_loss;
     size_t peak_bytes, arena_bytes, rss_bytes;
     size_t graph_kernels; /* CUDA --graph: kernel nodes in the captured step, else 0 */

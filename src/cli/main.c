@@ -1,6 +1,7 @@
 /* tinyfold: the program. Dispatches the subcommands; each returns its exit
  * status (0 ok, 1 failure during a run, 2 bad input). */
 #include "cli.h"
+#include "dist/dist.h"
 #include "prof/profiler.h"
 
 #include <string.h>
@@ -16,6 +17,15 @@ static int run_options_cmd(int cmd, int argc, char **argv)
     tf_cli_ignore_sigpipe();
     if (o.validate_setup) /* the reference's `--validate-setup` */
         cmd = o.cmd = TF_CMD_VALIDATE;
+    char var[64];
+    int ranks = cmd == TF_CMD_TRAIN || cmd == TF_CMD_PROFILE ? 1
+                                                             : tf_dist_launch_size(var, sizeof var);
+    if (ranks > 1) { /* P copies of the same run would only compete for the machine */
+        tf_cli_error("%s: runs as one process, not %d ranks (%s); only train and profile run "
+                     "data parallel",
+                     tf_cli_cmd_name(cmd), ranks, var);
+        return TF_EXIT_USAGE;
+    }
     switch (cmd) {
     case TF_CMD_TRAIN:
     case TF_CMD_PROFILE: return tf_cli_train(&o);

@@ -89,6 +89,12 @@ const tf_cli_optdef tf_cli_optdefs[] = {
      "no live progress line (it is shown only when stderr is a terminal)"},
     {"quiet", no_argument, TF_OPT_QUIET, T | V | B | G, NULL,
      "print only the summary (errors still go to stderr)"},
+    {"dist-timeout", required_argument, TF_OPT_DIST_TIMEOUT, T, "S",
+     "mpirun: a rank waiting S seconds for the others in a collective ends\n"
+     "the job (default 300; 1..86400)"},
+    {"dist-check-every", required_argument, TF_OPT_DIST_CHECK, T, "K",
+     "mpirun: compare a checksum of the weights across ranks every K\n"
+     "steps (a debugging aid; default off; 1..1000000)"},
     {"validate-setup", no_argument, TF_OPT_VALIDATE_SETUP, TF_CMD_TRAIN, NULL,
      "same as `tinyfold validate`"},
     /* profile */

@@ -114,7 +114,9 @@ static int apply(tf_cli_opts *o, int id, const char *flag, const char *arg)
                                  "cpu, cuda or auto");
         c->backend = (tf_backend_kind)v;
         return rc;
-    case TF_OPT_DEVICE: return tf_cli_parse_int(&c->device, flag, arg, 0, TF_LIM_DEVICE_MAX);
+    case TF_OPT_DEVICE:
+        o->set |= TF_SET_DEVICE;
+        return tf_cli_parse_int(&c->device, flag, arg, 0, TF_LIM_DEVICE_MAX);
     case TF_OPT_THREADS: return tf_cli_parse_int(&c->threads, flag, arg, 0, TF_LIM_THREADS_MAX);
     case TF_OPT_PRECISION:
         rc = tf_cli_parse_choice(&v, flag, arg, prec_names, prec_vals, 2, "fp32 or tf32");
@@ -134,6 +136,10 @@ static int apply(tf_cli_opts *o, int id, const char *flag, const char *arg)
     case TF_OPT_NO_PROGRESS: o->no_progress = 1; return TF_EXIT_OK;
     case TF_OPT_QUIET: o->quiet = 1; return TF_EXIT_OK;
     case TF_OPT_VALIDATE_SETUP: o->validate_setup = 1; return TF_EXIT_OK;
+    case TF_OPT_DIST_TIMEOUT:
+        return tf_cli_parse_int(&o->dist_timeout, flag, arg, 1, TF_LIM_DIST_TIMEOUT_MAX);
+    case TF_OPT_DIST_CHECK:
+        return tf_cli_parse_int(&o->dist_check_every, flag, arg, 1, TF_LIM_STEPS_MAX);
     case TF_OPT_OUT: o->out_path = arg; return nonempty(flag, arg, "a path");
     case TF_OPT_REGIONS:
         o->selected_regions = arg;
@@ -219,6 +225,7 @@ int tf_cli_parse(tf_cli_opts *o, int cmd, int argc, char **argv)
     for (int i = 0; i < 4; i++)
         o->fusion_override[i] = -1;
     o->log_every = 10;
+    o->dist_timeout = 300;
     o->trace_steps = 5;
     o->top = 15;
     o->bench_steps = 5;

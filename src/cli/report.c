@@ -23,6 +23,7 @@ void tf_cli_summarize(tf_cli_summary *s, const tf_cli_steprec *r, int n, int bat
         s->forward_ms += r[i].forward_ms;
         s->backward_ms += r[i].backward_ms;
         s->optimizer_ms += r[i].optimizer_ms;
+        s->comm_ms += r[i].comm_ms;
         s->mean_loss += r[i].loss;
         s->final_loss = r[i].loss;
     }
@@ -34,6 +35,7 @@ void tf_cli_summarize(tf_cli_summary *s, const tf_cli_steprec *r, int n, int bat
         s->forward_ms *= k;
         s->backward_ms *= k;
         s->optimizer_ms *= k;
+        s->comm_ms *= k;
         s->mean_loss *= k;
     } else {
         /* no timed step (a run that failed or stopped in warm-up): no loss to
@@ -155,6 +157,9 @@ void tf_cli_print_summary(FILE *f, const tf_cli_summary *s, int memprof, size_t 
     fprintf(f, "   Average forward time: %.1f ms\n", s->forward_ms);
     fprintf(f, "   Average backward time: %.1f ms\n", s->backward_ms);
     fprintf(f, "   Average optimizer time: %.1f ms\n", s->optimizer_ms);
+    if (s->comm)
+        fprintf(f, "   Average communication time: %.1f ms (%d ranks, gradient all-reduce)\n",
+                s->comm_ms, s->ranks);
     fprintf(f, "   Average step time: %.1f ms\n", s->step_ms);
     fprintf(f, "   Mean loss: %.4f\n", s->mean_loss);
     fprintf(f, "   Final loss: %.4f\n", s->final_loss);

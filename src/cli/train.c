@@ -2,6 +2,8 @@
  * backend, profiler), run warm-up + timed steps, report, write files. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "backend/backend.h"
+#include "dist/dist.h"
 #include "io/checkpoint.h"
 #include "io/datafile.h"
 #include "prof/profiler.h"
@@ -141,15 +143,20 @@ static int check_host_memory(const run_state_mem *m, const tf_cli_opts *o, const
     return TF_EXIT_USAGE;
 }
 
-static int save_checkpoint(tf_trainer *t, const char *path, long global_step)
+/* Rank 0 writes (the weights are the same on every rank); every rank learns
+ * whether it could. */
+static int save_checkpoint(tf_trainer *t, const char *path, long global_step, tf_dist *d)
 {
     char err[2 * 4096 + 512];
-    tf_status s = tf_checkpoint_save(t, path, global_step, err, sizeof err);
-    if (s != TF_OK) {
-        tf_cli_error("--save: %s", err);
-        return TF_EXIT_FAIL;
+    int rc = TF_EXIT_OK;
+    if (d->rank == 0) {
+        tf_status s = tf_checkpoint_save(t, path, global_step, err, sizeof err);
+        if (s != TF_OK) {
+            tf_cli_error("--save: %s", err);
+            rc = TF_EXIT_FAIL;
+        }
     }
-    return TF_EXIT_OK;
+    return tf_dist_max_int(d, rc);
 }
 
 typedef struct {
@@ -161,7 +168,95 @@ typedef struct {
     tf_cli_steprec *recs;
     tf_batch batch;
     char note[384];
+    tf_dist *dist;
+    char rank_out[4200]; /* profile --out DIR of a rank r > 0: DIR/rank<r> */
 } run_state;
+
+/* What every rank must agree on: the model, the problem, the training, the
+ * level and the build (FNV-1a over the fields, not the struct's padding).
+ * The device and the thread count may differ. */
+static uint64_t config_hash(const tf_config *c, const tf_cli_opts *o)
+{
+    uint64_t h = 1469598103934665603ull;
+    const long long v[] = {c->msa_dim, c->pair_dim, c->n_blocks, c->n_heads_msa, c->n_heads_pair,
+                           c->outer_dim, c->vocab, c->pair_input_dim, c->batch, c->seq_len,
+                           c->n_seqs, c->num_steps, c->warmup_steps, (long long)c->seed,
+                           c->impl, c->fusion.qkv_msa, c->fusion.qkv_triangle, c->fusion.flash,
+                           c->fusion.triangle, c->backend, c->precision, c->graph,
+                           o->save_every, o->dist_check_every, o->resume_path != NULL,
+                           o->load_path != NULL, o->data_path != NULL, (long long)sizeof *c,
+                           tf_built_with_cuda()};
+    uint32_t lr;
+    memcpy(&lr, &c->learning_rate, sizeof lr);
+    for (size_t i = 0; i <= sizeof v / sizeof v[0]; i++) {
+        uint64_t x = i < sizeof v / sizeof v[0] ? (uint64_t)v[i] : lr;
+        for (int b = 0; b < 8; b++)
+            h = (h ^ ((x >> (8 * b)) & 0xff)) * 1099511628211ull;
+    }
+    for (const char *p = TF_VERSION; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return h;
+}
+
+/* A run of several ranks (mpirun -np P): the checks every rank makes before
+ * the trainer, in the same order everywhere (each is a collective). */
+static int dist_setup(run_state *r, const tf_cli_opts *o)
+{
+    tf_dist *d = r->dist;
+    tf_config *c = &r->c;
+    const int cuda = c->backend == TF_BACKEND_CUDA;
+    if (d->size > 1) {
+        if (!tf_dist_same_u64(d, config_hash(c, o))) {
+            if (d->rank == 0)
+                tf_cli_error("the %d ranks were started with different configurations (seed, "
+                             "sizes, steps, level, files or build): every rank must run the same "
+                             "command and binary",
+                             d->size);
+            return TF_EXIT_USAGE;
+        }
+        if (c->batch % d->size) {
+            if (d->rank == 0)
+                tf_cli_error("--batch-size: '%d' is not accepted with %d ranks: the global batch "
+                             "is split evenly, so it must be a multiple of %d",
+                             c->batch, d->size, d->size);
+            return TF_EXIT_USAGE;
+        }
+        if (o->data_path) {
+            if (d->rank == 0)
+                tf_cli_error("--data: not accepted with %d ranks (data parallel runs draw the "
+                             "synthetic data); run one process",
+                             d->size);
+            return TF_EXIT_USAGE;
+        }
+        if (cuda && !(o->set & TF_SET_DEVICE))
+            c->device = d->local_rank; /* one device per rank of the node */
+        if (cuda && !tf_dist_devices_distinct(d, c->device)) {
+            if (d->rank == 0)
+                tf_cli_error("--device: two ranks of one node would share a GPU (%d ranks on "
+                             "the node): run one rank per device, without --device",
+                             d->local_size);
+            return TF_EXIT_USAGE;
+        }
+    }
+#ifdef TF_HAVE_NCCL
+    /* under a launcher, even one rank reduces through NCCL (a check of the path) */
+    if (cuda && d->launched) {
+        char err[512];
+        if (tf_dist_nccl_init(d, c->device, err, sizeof err)) {
+            tf_cli_error("%s", err);
+            return tf_cli_exit_for(TF_ERR_DEVICE);
+        }
+    }
+#endif
+    if (cuda && d->size > 1 && !d->nccl) {
+        if (d->rank == 0)
+            tf_cli_error("--backend cuda: %d ranks need NCCL and this build has none; use "
+                         "--backend cpu or one process",
+                         d->size);
+        return TF_EXIT_USAGE;
+    }
+    return TF_EXIT_OK;
+}
 
 /* Everything before the first step. Returns an exit status. */
 static int setup(run_state *r, const tf_cli_opts *o)
@@ -200,6 +295,8 @@ static int setup(run_state *r, const tf_cli_opts *o)
     int rc = tf_cli_resolve_backend(&r->c, r->note, sizeof r->note);
     if (rc != TF_EXIT_OK)
         return rc;
+    if ((rc = dist_setup(r, o)) != TF_EXIT_OK)
+        return rc;
 
     if (o->cmd == TF_CMD_PROFILE) {
 #ifdef TF_NO_PROF_HOOKS
@@ -208,7 +305,10 @@ static int setup(run_state *r, const tf_cli_opts *o)
         return TF_EXIT_USAGE;
 #endif
         /* Before the trainer: CUPTI must see the first CUDA work. */
-        tf_prof_opts po = {.out_dir = o->out_path,
+        /* several ranks: each profiles itself; rank 0 merges the traces */
+        if (o->out_path && r->dist->rank > 0)
+            snprintf(r->rank_out, sizeof r->rank_out, "%s/rank%d", o->out_path, r->dist->rank);
+        tf_prof_opts po = {.out_dir = r->rank_out[0] ? r->rank_out : o->out_path,
                            .selected_regions = o->selected_regions,
                            .include_warmup = o->include_warmup,
                            .trace_max_steps = o->trace_steps,
@@ -231,12 +331,16 @@ static int setup(run_state *r, const tf_cli_opts *o)
                            on_host ? 4 * tf_param_count_floats(&r->c) * sizeof(float) : 0, 0);
     if (rc != TF_EXIT_OK)
         return rc;
-    s = tf_trainer_create(&r->t, &r->c, err, sizeof err);
+    tf_config mine = r->c; /* this rank's share of the global batch */
+    mine.batch /= r->dist->size;
+    s = tf_trainer_create(&r->t, &mine, err, sizeof err);
     if (s != TF_OK) {
         r->t = NULL;
         tf_cli_error("%s", err);
         return tf_cli_exit_for(s);
     }
+    if (r->dist->size > 1 || r->dist->nccl)
+        tf_trainer_set_dist(r->t, r->dist);
     rc = check_host_memory(&mem, o, &r->c, on_host ? tf_trainer_backend_bytes(r->t) : 0, 1);
     if (rc != TF_EXIT_OK)
         return rc;
@@ -263,6 +367,10 @@ static int setup(run_state *r, const tf_cli_opts *o)
 
 static void teardown(run_state *r)
 {
+#ifdef TF_HAVE_NCCL
+    if (r->dist->nccl)
+        tf_dist_nccl_destroy(r->dist);
+#endif
     if (r->t)
         tf_trainer_destroy(r->t);
     if (r->prof)
@@ -283,6 +391,10 @@ static void describe_run(const run_state *r, const tf_cli_opts *o, char *backend
                        tf_cli_blas_info(), c->threads);
     else
         len = snprintf(backend, bn, "%s (device %d)", tf_trainer_backend_name(r->t), c->device);
+    if (r->dist->size > 1 && len >= 0 && (size_t)len < bn)
+        len += snprintf(backend + len, bn - (size_t)len, " | %d ranks (%s), %d samples each",
+                        r->dist->size, c->backend == TF_BACKEND_CPU ? "MPI" : "NCCL",
+                        c->batch / r->dist->size);
     if (r->note[0] && len >= 0 && (size_t)len < bn)
         snprintf(backend + len, bn - (size_t)len, " (%s)", r->note);
     if (r->df)
@@ -311,10 +423,49 @@ static void watch_signals(const tf_cli_opts *o)
     tf_cli_signals_install();
 }
 
+/* A signal seen by one rank stops every rank at the same step. */
+static int stop_signal(tf_dist *d)
+{
+    int s = tf_cli_stop_signal();
+    return d->size > 1 ? tf_dist_max_int(d, s) : s;
+}
+
+/* --dist-check-every: 1 when the weights are bit for bit the same on every
+ * rank (FNV-1a of their bytes, compared by min and max across ranks). */
+static int weights_agree(tf_trainer *t, tf_dist *d, float *host, size_t n)
+{
+    tf_trainer_get_params(t, host);
+    const unsigned char *b = (const unsigned char *)host;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n * sizeof(float); i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return tf_dist_same_u64(d, h);
+}
+
+static int train_run(tf_cli_opts *o, tf_dist *d);
+
 int tf_cli_train(tf_cli_opts *o)
+{
+    tf_dist d;
+    char err[512];
+    if (tf_dist_init(&d, o->dist_timeout, err, sizeof err) != 0) {
+        tf_cli_error("%s", err);
+        return TF_EXIT_USAGE;
+    }
+    tf_cli_error_rank(d.rank);
+    int rc = train_run(o, &d);
+    /* A failed rank exits without MPI_Finalize (which waits for every rank):
+     * the launcher then ends the others rather than leave them waiting. */
+    if (rc == TF_EXIT_OK || d.size == 1)
+        tf_dist_finalize(&d);
+    return rc;
+}
+
+static int train_run(tf_cli_opts *o, tf_dist *d)
 {
     run_state r;
     memset(&r, 0, sizeof r);
+    r.dist = d;
     watch_signals(o);
     int rc = setup(&r, o);
     if (rc != TF_EXIT_OK) {
@@ -323,7 +474,7 @@ int tf_cli_train(tf_cli_opts *o)
     }
     const tf_config *c = &r.c;
     FILE *out = stdout;
-    int verbose = !o->quiet;
+    int verbose = !o->quiet && d->rank == 0;
     int live = verbose && !o->no_progress && isatty(STDERR_FILENO);
     size_t backend_bytes = tf_trainer_backend_bytes(r.t);
     if (verbose) {
@@ -337,7 +488,14 @@ int tf_cli_train(tf_cli_opts *o)
     int W = c->warmup_steps, N = c->num_steps, n = 0;
     double timed_ms = 0;
     int failed = 0, stop = 0;
-    for (int i = 0; i < W + N && !(stop = tf_cli_stop_signal()); i++) {
+    float *check_buf = o->dist_check_every && d->size > 1
+                           ? malloc(tf_param_count_floats(c) * sizeof(float))
+                           : NULL;
+    if (o->dist_check_every && d->size > 1 && !check_buf) {
+        tf_cli_error("out of host memory for --dist-check-every's copy of the weights");
+        failed = TF_EXIT_FAIL;
+    }
+    for (int i = 0; i < W + N && !failed && !(stop = stop_signal(d)); i++) {
         long g = r.start + i;
         int warm = i < W;
         int k = warm ? i + 1 : i - W + 1; /* 1-based within warm-up or timed steps */
@@ -367,7 +525,8 @@ int tf_cli_train(tf_cli_opts *o)
                               .forward_ms = st.forward_ms,
                               .backward_ms = st.backward_ms,
                               .optimizer_ms = st.optimizer_ms,
-                              .step_ms = st.step_ms + file_ms};
+                              .step_ms = st.step_ms + file_ms,
+                              .comm_ms = st.comm_ms};
         e->samples_per_sec = e->step_ms > 0 ? c->batch / (e->step_ms * 1e-3) : 0.0;
         if (s != TF_OK) {
             if (live)
@@ -403,12 +562,22 @@ int tf_cli_train(tf_cli_opts *o)
                 tf_cli_print_step(out, k, N, e, backend_bytes);
             fflush(out);
         }
+        if (check_buf && (g + 1) % o->dist_check_every == 0 &&
+            !weights_agree(r.t, d, check_buf, tf_param_count_floats(c))) {
+            if (d->rank == 0)
+                tf_cli_error("--dist-check-every: the weights differ across the %d ranks after "
+                             "global step %ld (the ranks applied different updates)",
+                             d->size, g + 1);
+            failed = TF_EXIT_FAIL;
+            break;
+        }
         if (o->save_every && (g + 1) % o->save_every == 0 && i + 1 < W + N &&
-            (rc = save_checkpoint(r.t, o->save_path, g + 1)) != TF_EXIT_OK) {
+            (rc = save_checkpoint(r.t, o->save_path, g + 1, d)) != TF_EXIT_OK) {
             failed = rc;
             break;
         }
     }
+    free(check_buf);
     if (live)
         tf_cli_progress_clear();
 
@@ -418,7 +587,9 @@ int tf_cli_train(tf_cli_opts *o)
     sum.arena_bytes = tf_trainer_arena_bytes(r.t);
     sum.rss_bytes = tf_cli_peak_rss_bytes();
     sum.graph_kernels = tf_trainer_graph_kernels(r.t);
-    if (!failed && !stop) {
+    sum.ranks = d->size;
+    sum.comm = d->size > 1 || d->nccl;
+    if (!failed && !stop && d->rank == 0) {
         if (verbose)
             fprintf(out, "%s\n", "==============================================================="
                                  "=================");
@@ -430,7 +601,7 @@ int tf_cli_train(tf_cli_opts *o)
      * the checkpoint is that step's. */
     int wrote_save = 0, wrote_json = 0;
     if (!failed && o->save_path) {
-        failed = save_checkpoint(r.t, o->save_path, r.start + n);
+        failed = save_checkpoint(r.t, o->save_path, r.start + n, d);
         wrote_save = !failed;
     }
     char err[2 * 4096 + 512];
@@ -439,7 +610,7 @@ int tf_cli_train(tf_cli_opts *o)
     cJSON_AddStringToObject(run, "status", failed ? "failed" : stop ? "interrupted" : "completed");
     cJSON_AddNumberToObject(run, "steps_completed", n);
     /* A failed run still leaves its steps in --json: that is what one debugs from. */
-    if (o->json_path) {
+    if (o->json_path && d->rank == 0) {
         if (tf_cli_write_json(o->json_path, run, err, sizeof err) != 0) {
             tf_cli_error("--json: %s", err);
             if (!failed)
@@ -448,17 +619,29 @@ int tf_cli_train(tf_cli_opts *o)
             wrote_json = 1;
         }
     }
-    if (stop && !failed) {
+    if (stop && !failed && d->rank == 0)
         tf_cli_error("%s by %s after %d of %d steps (global step %ld)%s%s%s",
                      stop == SIGINT ? "interrupted" : "terminated", tf_cli_signal_name(stop), n,
                      W + N, r.start + n, wrote_save || wrote_json ? "; wrote " : "",
                      wrote_save ? "--save" : "", wrote_save && wrote_json ? " and --json"
                                                  : wrote_json            ? "--json"
                                                                          : "");
+    if (stop && !failed)
         failed = 128 + stop;
-    }
     if (!failed && r.prof) {
-        if (tf_prof_finish(r.prof, run, out, err, sizeof err) != 0) {
+        /* the tables are rank 0's to print; the others' files go to DIR/rank<r> */
+        FILE *pout = d->rank == 0 ? out : fopen("/dev/null", "w");
+        if (!pout || tf_prof_finish(r.prof, run, pout, err, sizeof err) != 0) {
+            tf_cli_error("profile: %s", pout ? err : "cannot open /dev/null");
+            failed = TF_EXIT_FAIL;
+        }
+        if (pout && pout != out)
+            fclose(pout);
+    }
+    if (o->cmd == TF_CMD_PROFILE && d->size > 1) {
+        int all = tf_dist_max_int(d, failed); /* every rank's trace is written */
+        if (!all && d->rank == 0 && o->out_path &&
+            tf_dist_merge_traces(o->out_path, d->size, err, sizeof err) != 0) {
             tf_cli_error("profile: %s", err);
             failed = TF_EXIT_FAIL;
         }

@@ -17,6 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+static int error_rank;
+void tf_cli_error_rank(int rank) { error_rank = rank; }
+
 void tf_cli_error(const char *fmt, ...)
 {
     char msg[3 * 4096]; /* room for two full paths and the reason */
@@ -32,7 +35,10 @@ void tf_cli_error(const char *fmt, ...)
     while (len && msg[len - 1] == ' ')
         msg[--len] = '\0';
     fflush(stdout); /* keep the order of stdout and stderr on one terminal */
-    fprintf(stderr, "tinyfold: %s\n", msg);
+    if (error_rank > 0)
+        fprintf(stderr, "tinyfold: rank %d: %s\n", error_rank, msg);
+    else
+        fprintf(stderr, "tinyfold: %s\n", msg);
 }
 
 void tf_cli_quote(char *out, size_t n, const char *s)

@@ -59,13 +59,17 @@ void tf_data_step_indices(uint64_t seed, long step, int B, long *idx) {
     }
 }
 
-void tf_data_batch(uint64_t seed, long step, tf_batch *b) {
+void tf_data_batch_slice(uint64_t seed, long step, int B_global, int first, tf_batch *b) {
     long stack_idx[64];
-    long *idx = b->B <= 64 ? stack_idx : malloc(sizeof(long) * (size_t)b->B);
+    long *idx = B_global <= 64 ? stack_idx : malloc(sizeof(long) * (size_t)B_global);
     if (!idx) abort(); /* a few bytes: nothing sensible to do */
-    tf_data_step_indices(seed, step, b->B, idx);
+    tf_data_step_indices(seed, step, B_global, idx);
     for (int j = 0; j < b->B; j++)
-        tf_data_sample(seed, idx[j], b->S, b->N, b->tokens + (long)j * b->S * b->N,
+        tf_data_sample(seed, idx[first + j], b->S, b->N, b->tokens + (long)j * b->S * b->N,
                        b->pair + (long)j * b->N * b->N * 65, b->target + (long)j * b->N * b->N);
     if (idx != stack_idx) free(idx);
+}
+
+void tf_data_batch(uint64_t seed, long step, tf_batch *b) {
+    tf_data_batch_slice(seed, step, b->B, 0, b);
 }

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "dist/dist.h"
 #include "model/model.h"
 #include "prof/prof.h"
 #include "prof/profiler.h"
@@ -24,7 +25,12 @@
 typedef struct { size_t off, n; } tf_range;
 
 struct tf_trainer {
-    tf_config cfg;
+    tf_config cfg; /* cfg.batch: this rank's samples */
+    tf_config pub; /* what tf_trainer_config reports: the global batch */
+    /* data parallel (tf_trainer_set_dist): this rank draws samples
+     * [boff, boff + cfg.batch) of the global batch of gbatch */
+    tf_dist *dist;
+    int gbatch, boff;
     const tf_ops *ops;
     tf_backend *be;
     tf_backend_caps caps; /* what the backend prefers and provides */
@@ -355,6 +361,8 @@ tf_status tf_trainer_create_on(tf_trainer **out, const tf_config *c, tf_backend 
     t->ops->zero(t->be, t->adam_v, pbytes);
     t->ops->sync(t->be);
     setup_model(t);
+    t->pub = t->cfg;
+    t->gbatch = t->cfg.batch;
     *out = t;
     return TF_OK;
 }
@@ -404,7 +412,34 @@ void tf_trainer_destroy(tf_trainer *t) {
     free(t);
 }
 
-const tf_config *tf_trainer_config(const tf_trainer *t) { return &t->cfg; }
+const tf_config *tf_trainer_config(const tf_trainer *t) { return &t->pub; }
+
+void tf_trainer_set_dist(tf_trainer *t, tf_dist *d) {
+    t->dist = d;
+    t->gbatch = t->cfg.batch * d->size;
+    t->boff = t->cfg.batch * d->rank;
+    t->pub.batch = t->gbatch;
+}
+
+/* This rank's slice of step's global batch. */
+static void draw_batch(const tf_trainer *t, long step, tf_batch *b) {
+    tf_data_batch_slice(t->cfg.seed, step, t->gbatch, t->boff, b);
+}
+
+/* Between the backward and the optimizer: the gradients averaged over the
+ * ranks, so that AdamW makes the same update everywhere. */
+static void reduce_grads(tf_trainer *t) {
+    if (!t->dist || (t->dist->size == 1 && !t->dist->nccl)) return;
+    tf_region_push(t->prof, "allreduce");
+    tf_dist_reduce_grads(t->dist, t->grads, t->nparams, t->is_cuda ? t->be : NULL);
+    tf_region_pop(t->prof);
+}
+
+/* The loss every rank reports, and so the same stop decision everywhere. */
+static tf_status mean_loss(tf_trainer *t, float *loss) {
+    if (t->dist && t->dist->size > 1) *loss = (float)tf_dist_mean_scalar(t->dist, *loss);
+    return isfinite(*loss) ? TF_OK : TF_ERR_NONFINITE;
+}
 const char *tf_trainer_backend_name(const tf_trainer *t) { return t->ops->name; }
 void tf_trainer_set_prof(tf_trainer *t, tf_prof *p) {
     t->prof = p;
@@ -517,12 +552,14 @@ static tf_status pipelined_phases(tf_trainer *t, tf_step_stats *st, double t0, d
     o->download_async(t->be, t->step_host, t->loss, sizeof(float));
     issue_marked(t, 1, issue_backward);
     stage_next(t);
+    reduce_grads(t);
     t->adam_step++;
     set_hyper(t);
     issue_marked(t, 2, issue_optimizer);
     o->sync(t->be);
     double t4 = now_ms();
     float loss = t->step_host[0];
+    tf_status rc = mean_loss(t, &loss);
     if (st) {
         st->loss = loss;
         st->data_ms = t1 - t0;
@@ -530,10 +567,15 @@ static tf_status pipelined_phases(tf_trainer *t, tf_step_stats *st, double t0, d
         st->backward_ms = o->mark_ms(t->be, 1, 2);
         st->optimizer_ms = o->mark_ms(t->be, 2, 3);
         st->step_ms = t4 - t0;
+        st->comm_ms = t->dist ? tf_dist_take_comm_ms(t->dist, NULL) : 0;
+        /* mark 2 precedes the all-reduce the optimizer waits for: its time
+         * (on the communication stream, from the same point) is not the
+         * optimizer's */
+        if (st->comm_ms > 0) st->optimizer_ms = fmax(0.0, st->optimizer_ms - st->comm_ms);
         st->counter_replay = 0;
     }
     tf_prof_step_end(t->prof, t->cur_step);
-    return isfinite(loss) ? TF_OK : TF_ERR_NONFINITE;
+    return rc;
 }
 
 static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int warmup,
@@ -586,16 +628,23 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
     run_phase(t, 1, issue_backward, stage_next);
     sample_memory(t);
     double t3 = now_ms();
+    reduce_grads(t);
+    double t3c = now_ms();
     t->adam_step++;
     set_hyper(t);
     run_phase(t, 2, issue_optimizer, NULL);
     double t4 = now_ms();
+    if (t->dist && t->dist->size > 1) rc = mean_loss(t, &loss);
     if (st) {
         st->loss = loss;
         st->data_ms = t1 - t0;
         st->forward_ms = t2 - t1;
         st->backward_ms = t3 - t2;
-        st->optimizer_ms = t4 - t3;
+        st->optimizer_ms = t4 - t3c;
+        st->comm_ms = t->dist ? tf_dist_take_comm_ms(t->dist, NULL) : 0;
+        /* NCCL: the optimizer's phase waited for the all-reduce on the device */
+        if (t->dist && t->dist->nccl)
+            st->optimizer_ms = fmax(0.0, st->optimizer_ms - st->comm_ms);
         st->step_ms = t4 - t0;
         st->counter_replay = tf_prof_counter_step(t->prof);
     }
@@ -617,7 +666,7 @@ static void *prefetch_main(void *arg) {
         if (t->pf_quit) break;
         long step = t->pf_step;
         pthread_mutex_unlock(&t->pf_mu);
-        tf_data_batch(t->cfg.seed, step, &t->hb_next);
+        draw_batch(t, step, &t->hb_next);
         pthread_mutex_lock(&t->pf_mu);
         t->pf_busy = 0;
         pthread_cond_broadcast(&t->pf_cv);
@@ -638,7 +687,7 @@ static void next_batch(tf_trainer *t, long step) {
         have = 1;
     }
     t->pf_have = 0;
-    if (!have) tf_data_batch(t->cfg.seed, step, &t->hb);
+    if (!have) draw_batch(t, step, &t->hb);
     if (t->prefetch && !t->pf_started)
         t->pf_started = pthread_create(&t->pf_thread, NULL, prefetch_main, t) == 0;
     if (t->pf_started) {
