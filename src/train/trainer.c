@@ -431,7 +431,7 @@ static void draw_batch(const tf_trainer *t, long step, tf_batch *b) {
 static void reduce_grads(tf_trainer *t) {
     if (!t->dist || (t->dist->size == 1 && !t->dist->nccl)) return;
     tf_region_push(t->prof, "allreduce");
-    tf_dist_reduce_grads(t->dist, t->grads, t->nparams, t->is_cuda ? t->be : NULL);
+    tf_dist_reduce_grads(t->dist, t->grads, t->nparams, t->caps.device_memory ? t->be : NULL);
     tf_region_pop(t->prof);
 }
 
