@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "backend/gpu_plan.h"
 #include "model/model.h"
 #include "prof/prof.h"
 #include "prof/profiler.h"
@@ -190,7 +191,9 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
         return TF_ERR_NOMEM;
     }
     t->cfg = *c;
-    tf_backend_opts bo = {c->threads, c->device, (int)c->impl, c->precision == TF_PREC_TF32};
+    tf_backend_opts bo = {c->threads, c->device, (int)c->impl, c->precision == TF_PREC_TF32, NULL};
+    tf_gpu_plan gplan; /* --gpu-plan (checked by tf_config_validate) */
+    if (c->gpu_plan[0] && !tf_gpu_plan_parse(c->gpu_plan, &gplan, NULL, 0)) bo.gpu_plan = &gplan;
     tf_backend_kind kind = c->backend;
     char why[256] = "";
     if (kind == TF_BACKEND_AUTO)

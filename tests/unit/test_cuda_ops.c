@@ -1,7 +1,8 @@
 /* CUDA backend: every op of tf_ops against the CPU backend, at several shapes
  * (odd ones too), plus determinism (each CUDA op runs twice and must give the
  * same bits), TF32 GEMM, memory accounting and graph capture.
- * Without a usable CUDA device it prints "SKIP: <why>" and passes.
+ * Without a usable CUDA device it prints "SKIP: <why>" and exits 77 (ctest:
+ * skipped).
  *
  * Output buffers are poisoned with NaN (0xFF bytes) before every op, so an
  * element an op forgets to write fails the check. One line per op and shape:
@@ -20,7 +21,7 @@
  * 32u for dg = dy*a*s*(1-s), where 1-s loses up to 4 more bits as s -> 1.
  * Other per-op reasons sit next to each check. TF32 GEMMs: 5e-3 (TF32 keeps
  * 10 mantissa bits: 2^-11 ~ 4.9e-4 per input, and K-term sums of those). */
-#define _POSIX_C_SOURCE 200809L /* setenv */
+#define _POSIX_C_SOURCE 200809L /* setenv: the emulator's own settings (HOSTEMU_*) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -33,6 +34,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/gpu_plan.h"
 #include "testutil.h"
 
 #define U TF_TEST_U
@@ -42,24 +44,21 @@ typedef struct {
     const tf_ops *ops;
 } bk;
 
-/* CPU; CUDA kernel level 1 and 3; level 3 with the attention kernel2 or
- * kernel3 for L > 32 at every head size (TF_CUDA_ATTN_KERNEL=2|3; the default
- * picks kernel4 where it measured fastest at d 16 and 32, else by head size), and with
- * kernel4 wherever it runs (=4: L <= 128, d <= 32); level 3 with timed
- * cuBLASLt GEMM plans (TF_CUDA_GEMM_TUNE=1; the default keeps the
- * heuristic's first), and level 3 with every GEMM on cuBLASLt (TF_CUDA_GEMM=lt);
- * g_cu3 runs every GEMM the tensor-core kernel takes on it (TF_CUDA_GEMM=mma,
- * 3xTF32; the default takes it only for the shapes where it measured faster);
- * CUDA TF32 (cuBLASLt), and TF32 on the tensor-core kernel (TF_CUDA_GEMM=mma);
- * g_cu3wg every fp32 GEMM on the wgmma 3xTF32 kernel (TF_CUDA_GEMM=wg, where
- * the build and GPU have sm_90a code; elsewhere it is the default backend),
- * (its default schedule: two slices' MMAs in flight), g_cu3wg0 one slice at a
- * time (TF_CUDA_WG_PIPE=0), g_cu3wg1 one slice's MMAs in flight while the next
- * is converted (=1, 4 stages), g_cu3wg2 the same with 2 stages
- * (TF_CUDA_WG_STAGES=2) */
-static bk g_cpu, g_cu1, g_cu3, g_cu3k2, g_cu3k3, g_cu3k4, g_cu3k5, g_cu3tune, g_cu3lt, g_tf32,
-    g_tf32mma, g_tf32k5, g_cu3wg, g_cu3wg0, g_cu3wg1, g_cu3wg2;
+/* CPU; CUDA kernel level 1 and 3 (the default plan); level 3 with the plan
+ * (gpu_plan.h) forcing attention kernel2, 3, 4 or 5 wherever it runs
+ * (attn=k2..k5), every GEMM on the library (g_cu3lt, gemm=cublas), every
+ * GEMM the mma.sync kernel takes on it (g_cu3, gemm=mma, 3xTF32; the default
+ * takes it only where it measured faster), CUDA TF32 (cuBLASLt), and TF32 on
+ * the mma.sync kernel (g_tf32mma); g_cu3wg every fp32 GEMM on the wgmma
+ * 3xTF32 kernel (gemm=wgmma, where the build and GPU have sm_90a code;
+ * elsewhere it is the default backend), and g_cu3wgs the same with one SM
+ * under hostemu (HOSTEMU_SMS=1), so that the two-blocks-an-SM schedule for
+ * short K runs on small shapes there (on a GPU it is g_cu3wg again) */
+static bk g_cpu, g_cu1, g_cu3, g_cu3k2, g_cu3k3, g_cu3k4, g_cu3k5, g_cu3lt, g_tf32, g_tf32mma,
+    g_tf32k5, g_cu3wg, g_cu3wgs;
 static int g_fail;
+/* the default backends' plan: `test_cuda_ops --gpu-plan SPEC` (default: none) */
+static tf_gpu_plan g_plan;
 
 static double tol_sum(double K) { return (3.0 * sqrt(K) + 4.0) * U; }
 /* 3xTF32 (cuda_gemm_mma.cu): each product carries the split's residue, at
@@ -236,11 +235,8 @@ static void gemm_case(int ta, int tb, int M, int N, int K, int batch, int pad, f
     } while (0)
     GEMM_ON(g_cu3, "gemm", tol_x3(K), 1);
     GEMM_ON(g_cu3wg, "gemm(wgmma)", tol_x3(K), 1); /* the same 3xTF32 products */
-    GEMM_ON(g_cu3wg0, "gemm(wgmma, no overlap)", tol_x3(K), 1);
-    GEMM_ON(g_cu3wg1, "gemm(wgmma, one group)", tol_x3(K), 1);
-    GEMM_ON(g_cu3wg2, "gemm(wgmma, 2 stages)", tol_x3(K), 1);
+    GEMM_ON(g_cu3wgs, "gemm(wgmma, short K schedule)", tol_x3(K), 1);
     GEMM_ON(g_cu3lt, "gemm(cuBLASLt)", tol_sum(K), 0);
-    GEMM_ON(g_cu3tune, "gemm(tuned)", tol_sum(K), 1); /* after tuning: the same bits */
     GEMM_ON(g_cu1, "gemm(level=1)", tol_sum(K), 0);
     GEMM_ON(g_tf32, "gemm_tf32", 5e-3, 0);
     GEMM_ON(g_tf32mma, "gemm_tf32(mma)", 5e-3, 1);
@@ -301,17 +297,36 @@ static void test_gemm(void **state)
  * padding, gaps between matrices) must come back bit-identical. */
 static bk g_blas; /* level 3 without cuBLASLt algorithms under hostemu: the cuBLAS fallback */
 
-static bk bk_create(int level, int tf32, const char *const *env) /* env: name, value, ..., NULL */
+/* a plan over the default: the GEMM, wide-split and attention policies */
+static tf_gpu_plan plan_of(tf_gpu_gemm_policy gemm, tf_gpu_dw_policy dw, tf_gpu_attn_policy attn)
 {
-    bk b;
+    tf_gpu_plan p;
+    memset(&p, 0, sizeof p);
+    p.gemm = gemm, p.dw = dw, p.attn = attn;
+    return p;
+}
+
+/* sms: the SM count hostemu reports (HOSTEMU_SMS; NULL: its default; a GPU
+ * reports its own) */
+static int bk_create_rc(bk *b, int level, int tf32, const tf_gpu_plan *plan, const char *sms,
+                        char *err, size_t errlen)
+{
     tf_backend_opts o;
-    char err[256];
     memset(&o, 0, sizeof o);
     o.kernel_level = level;
     o.tf32 = tf32;
-    for (int i = 0; env && env[i]; i += 2) setenv(env[i], env[i + 1], 1);
-    const int rc = tf_cuda_backend_create(&b.be, &b.ops, &o, err, sizeof err);
-    for (int i = 0; env && env[i]; i += 2) unsetenv(env[i]);
+    o.gpu_plan = plan;
+    if (sms) setenv("HOSTEMU_SMS", sms, 1);
+    const int rc = tf_cuda_backend_create(&b->be, &b->ops, &o, err, errlen);
+    if (sms) unsetenv("HOSTEMU_SMS");
+    return rc;
+}
+
+static bk bk_create(int level, int tf32, const tf_gpu_plan *plan, const char *sms)
+{
+    bk b;
+    char err[256];
+    const int rc = bk_create_rc(&b, level, tf32, plan, sms, err, sizeof err);
     if (rc) fprintf(stderr, "cuda backend: %s\n", err);
     assert_int_equal(rc, 0);
     return b;
@@ -439,11 +454,8 @@ static void gemm_r_case_on(int ta, int tb, int M, int N, int K, int batch, int p
     if (all) {
         GEMM_R_ON(g_cu3, "gemm_r", tol_x3(K), 1);
         GEMM_R_ON(g_cu3wg, "gemm_r(wgmma)", tol_x3(K), 1);
-        GEMM_R_ON(g_cu3wg0, "gemm_r(wgmma, no overlap)", tol_x3(K), 0);
-        GEMM_R_ON(g_cu3wg1, "gemm_r(wgmma, one group)", tol_x3(K), 0);
-        GEMM_R_ON(g_cu3wg2, "gemm_r(wgmma, 2 stages)", tol_x3(K), 0);
+        GEMM_R_ON(g_cu3wgs, "gemm_r(wgmma, short K schedule)", tol_x3(K), 0);
         GEMM_R_ON(g_cu3lt, "gemm_r(cuBLASLt)", tol_sum(K), 0);
-        GEMM_R_ON(g_cu3tune, "gemm_r(tuned)", tol_sum(K), 1); /* after tuning: the same bits */
         GEMM_R_ON(g_cu1, "gemm_r(level=1)", tol_sum(K), 0);
         setenv("HOSTEMU_LT_NONE", "all", 1); /* hostemu: no cuBLASLt algorithm */
         GEMM_R_ON(g_blas, "gemm_r(cuBLAS fallback)", tol_sum(K), 0);
@@ -482,8 +494,8 @@ static void test_gemm_r(void **state)
 {
     (void)state;
     g_fail = 0;
-    static const char *const lt_env[] = {"TF_CUDA_GEMM", "lt", NULL};
-    g_blas = bk_create(3, 0, lt_env);
+    const tf_gpu_plan lib = plan_of(TF_GPU_GEMM_CUBLAS, TF_GPU_DW_AUTO, TF_GPU_ATTN_AUTO);
+    g_blas = bk_create(3, 0, &lib, NULL);
     /* every path: M, N < 16 (no tensor-core kernel: cuBLASLt at level 3), small
      * and big mma.sync tiles, ragged wgmma tiles, split K (mma.sync, wgmma),
      * odd ldc (no float2 stores), batch > 1 with unaligned strides, full
@@ -512,16 +524,15 @@ static void test_gemm_r(void **state)
 }
 
 /* Split K on the tensor-core kernels: the weight-gradient shapes (few tiles,
- * long K; transA: dy^T x). Four backends:
- *   - TF_CUDA_GEMM=wg (two schedules): the default wide split (TF_CUDA_DW=auto:
- *     one wave of splits, wgmma on full 128 x 128 tiles, else mma.sync, the
- *     partials added by a separate kernel in a fixed order), and split K
- *     left to the GEMM kernels (other shapes: up to 16 splits whose partials
- *     the last split to arrive adds in split order);
- *   - TF_CUDA_GEMM=wg TF_CUDA_DW=lt: the capped split on every shape;
- *   - TF_CUDA_DW=mma: the wide split on mma.sync only;
- *   - tf32, TF_CUDA_DW=wg: the wide split on wgmma with one TF32 product
- *     where the tiles are full, else cuBLASLt.
+ * long K; transA: dy^T x). Four backends (plans, gpu_plan.h):
+ *   - gemm=wgmma: the default wide split (dw=auto: one wave of splits, wgmma
+ *     on full 128 x 128 tiles, the partials added by a separate kernel in a
+ *     fixed order), and split K left to the GEMM kernels (other shapes: up
+ *     to 16 splits whose partials the last split to arrive adds in split
+ *     order);
+ *   - gemm=wgmma, dw=lt: the capped split on every shape;
+ *   - dw=mma: the wide split on mma.sync only;
+ *   - tf32, dw=mma: the wide split on mma.sync with one TF32 product.
  * Ragged last splits, beta 0 / 1, R, DRELU, batches, odd N (scalar partials
  * and reduce). The backends report the H200's 132 SMs (HOSTEMU_SMS under
  * hostemu; a GPU reports its own), so the splits are the ones the H200 would
@@ -531,18 +542,13 @@ static void test_gemm_split(void **state)
 {
     (void)state;
     g_fail = 0;
-    static const char *const e1[] = {"HOSTEMU_SMS", "132", "TF_CUDA_GEMM", "wg", NULL};
-    static const char *const e2[] = {"HOSTEMU_SMS", "132", "TF_CUDA_GEMM", "wg", "TF_CUDA_WG_PIPE",
-                                     "1", NULL};
-    static const char *const e3[] = {"HOSTEMU_SMS", "132", "TF_CUDA_GEMM", "wg", "TF_CUDA_DW",
-                                     "lt", NULL};
-    static const char *const e4[] = {"HOSTEMU_SMS", "132", "TF_CUDA_DW", "mma", NULL};
-    static const char *const e5[] = {"HOSTEMU_SMS", "132", "TF_CUDA_DW", "wg", NULL};
-    const bk xb[5] = {bk_create(3, 0, e1), bk_create(3, 0, e2), bk_create(3, 0, e3),
-                      bk_create(3, 0, e4), bk_create(3, 1, e5)};
-    static const char *const xn[5] = {"gemm_split(wg)", "gemm_split(wg, one group)",
-                                      "gemm_split(wg, capped)", "gemm_split(mma)",
-                                      "gemm_split(tf32)"};
+    const tf_gpu_plan p1 = plan_of(TF_GPU_GEMM_WGMMA, TF_GPU_DW_AUTO, TF_GPU_ATTN_AUTO),
+                      p3 = plan_of(TF_GPU_GEMM_WGMMA, TF_GPU_DW_LT, TF_GPU_ATTN_AUTO),
+                      p4 = plan_of(TF_GPU_GEMM_AUTO, TF_GPU_DW_MMA, TF_GPU_ATTN_AUTO);
+    const bk xb[4] = {bk_create(3, 0, &p1, "132"), bk_create(3, 0, &p3, "132"),
+                      bk_create(3, 0, &p4, "132"), bk_create(3, 1, &p4, "132")};
+    static const char *const xn[4] = {"gemm_split(wg)", "gemm_split(wg, capped)",
+                                      "gemm_split(mma)", "gemm_split(mma, tf32)"};
     const int emu = getenv("TF_TEST_HOSTEMU") != NULL;
     /* ta, tb, M, N, K, batch, pad, beta (x2), epi, rmode; hostemu runs the
      * first six, the others take minutes each there */
@@ -562,9 +568,9 @@ static void test_gemm_split(void **state)
         if (emu && k >= 6) break;
         const int *c = cs[k];
         gemm_r_case_on(c[0], c[1], c[2], c[3], c[4], c[5], c[6], 0.5f * (float)c[7],
-                       (tf_epilogue)c[8], c[9], xb, xn, 5, 0);
+                       (tf_epilogue)c[8], c[9], xb, xn, 4, 0);
     }
-    for (int k = 0; k < 5; ++k) tf_cuda_backend_destroy(xb[k].be);
+    for (int k = 0; k < 4; ++k) tf_cuda_backend_destroy(xb[k].be);
     done();
 }
 
@@ -1568,48 +1574,33 @@ static void test_adamw(void **state)
 }
 
 /* ---- memory accounting, memory ops, describe ---- */
-/* ---- the developer knobs: a value outside the accepted ones is refused ---- */
-static void test_env_knobs(void **state)
+/* ---- the plan: a backend takes the one it is given ---- */
+static void test_gpu_plan(void **state)
 {
     (void)state;
     g_fail = 0;
-    static const char *const bad[][3] = {
-        {"TF_CUDA_GEMM", "cublas", "auto, wg, mma, nowg, lt"},
-        {"TF_CUDA_ATTN_KERNEL", "1", "0, 2, 3, 4, 5"},
-        {"TF_CUDA_MMA_TILE", "32", "auto, 64, 128"},
-        {"TF_CUDA_WG_PIPE", "yes", "0, 1, 2"},
-        {"TF_CUDA_WG_STAGES", "3", "4, 2"},
-        {"TF_CUDA_ATTN_BWD5", "2", "0, 1"},
-        {"TF_CUDA_GEMM_TUNE", "on", "0, 1"},
-        {"TF_CUDA_DW", "wgmma", "auto, mma, lt, wg"},
-        {"TF_CUDA_WG_SHORT", "64", "512, 0, 128, 256"},
-        {"TF_CUDA_OPM_BWD", "1", "3, 2"},
-        {"TF_CUDA_LT_INPLACE", "2", "0, 1"},
-        {"TF_CUDA_LN_RPB", "24", "32, 16, 64, 8"},
-        {"TF_CUDA_GEMM_R", "add", "epi, copy"},
-        {"TF_CUDA_WG_TF32", "yes", "0, 1"},
-        {"TF_CUDA_DW_DEPTH", "100", "128, 256, 512, 64"},
-        {"TF_CUDA_PDL", "on", "0, 1"},
-    };
-    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) {
-        tf_backend_opts o;
-        memset(&o, 0, sizeof o);
-        o.kernel_level = 3;
-        tf_backend *be = NULL;
-        const tf_ops *ops = NULL;
-        char err[256] = "", want[160];
-        setenv(bad[k][0], bad[k][1], 1);
-        const int rc = tf_cuda_backend_create(&be, &ops, &o, err, sizeof err);
-        unsetenv(bad[k][0]);
-        snprintf(want, sizeof want, "%s=%s is not accepted: use one of %s", bad[k][0], bad[k][1],
-                 bad[k][2]);
-        if (rc == 0 || be || !strstr(err, want)) {
-            printf("FAIL env knob %s=%s: rc %d, error \"%s\"\n", bad[k][0], bad[k][1], rc, err);
+    static const char *const good[] = {"portable", "gemm=cublas,attn=k4,lane=off", "dw=mma"};
+    for (size_t k = 0; k < sizeof good / sizeof good[0]; ++k) {
+        tf_gpu_plan p;
+        char err[256] = "", desc[512] = "", want[128] = "";
+        bk b;
+        assert_int_equal(tf_gpu_plan_parse(good[k], &p, err, sizeof err), 0);
+        const int rc = bk_create_rc(&b, 3, 0, &p, NULL, err, sizeof err);
+        if (rc) {
+            printf("FAIL plan %s: create: %s\n", good[k], err);
             g_fail++;
-            tf_cuda_backend_destroy(be);
-        } else {
-            printf("PASS env knob %s=%s refused: %s\n", bad[k][0], bad[k][1], err);
+            continue;
         }
+        tf_cuda_backend_describe(b.be, desc, sizeof desc);
+        /* describe names the plan in force: the given fields over the
+         * default, which is all auto on a GPU with mma.sync and cp.async */
+        const tf_gpu_caps caps = tf_gpu_caps_h200();
+        const tf_gpu_plan full = tf_gpu_plan_apply(tf_gpu_plan_default(&caps, 0, 3), &p);
+        tf_gpu_plan_format(&full, want, sizeof want);
+        const int ok = strstr(desc, want) != NULL;
+        printf("%s plan %s: %s\n", ok ? "PASS" : "FAIL", good[k], desc);
+        g_fail += !ok;
+        tf_cuda_backend_destroy(b.be);
     }
     done();
 }
@@ -1758,7 +1749,7 @@ static void test_graph(void **state)
  * queue y = x w1^T, then the wait and dy halved (what a module's backward does
  * after the wait: overwrite what the lane read). Captured and replayed twice it
  * must give the bits of the same ops issued on the main queue alone, also
- * with the lane held back 2 ms a GEMM (TF_CUDA_WGRAD_DELAY_US): without the
+ * with the lane held back 2 ms a GEMM (the plan's wgrad_delay_us): without the
  * wait the halving would come first. A capture that leaves the lane unjoined
  * fails with one line instead of giving a graph. fp32 (our wide split) and
  * tf32 (cuBLASLt's split K). */
@@ -1813,10 +1804,11 @@ static void test_wgrad_lane(void **state)
             char err[256], what[64];
             memset(&o, 0, sizeof o);
             o.kernel_level = 3, o.tf32 = prec;
-            if (delay) setenv("TF_CUDA_WGRAD_DELAY_US", "2000", 1);
+            tf_gpu_plan held = plan_of(TF_GPU_GEMM_AUTO, TF_GPU_DW_AUTO, TF_GPU_ATTN_AUTO);
+            held.wgrad_delay_us = 2000;
+            if (delay) o.gpu_plan = &held;
             bk b;
             const int rc = tf_cuda_backend_create(&b.be, &b.ops, &o, err, sizeof err);
-            unsetenv("TF_CUDA_WGRAD_DELAY_US");
             if (rc) fail_msg("create: %s", err);
             assert_int_equal(b.ops->wgrad_enable(b.be), 0);
             lstate ref, s;
@@ -1866,42 +1858,33 @@ static void test_wgrad_lane(void **state)
 static int group_setup(void **state)
 {
     (void)state;
-    tf_backend_opts o;
     char err[256];
-    memset(&o, 0, sizeof o);
     if (tf_test_cpu_backend(&g_cpu.be, &g_cpu.ops)) return 1;
-    bk *cu[15] = {&g_cu1,    &g_cu3,     &g_cu3k2,  &g_cu3k3, &g_cu3k4,  &g_cu3k5,
-                  &g_cu3tune, &g_cu3lt,  &g_tf32,    &g_tf32mma, &g_tf32k5, &g_cu3wg,
-                  &g_cu3wg0, &g_cu3wg1, &g_cu3wg2};
-    const int level[15] = {1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3};
-    const int tf32[15] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0};
-    for (int k = 0; k < 15; ++k) {
-        o.kernel_level = level[k];
-        o.tf32 = tf32[k];
-        /* read at create */
-        if (cu[k] == &g_cu3k2) setenv("TF_CUDA_ATTN_KERNEL", "2", 1);
-        if (cu[k] == &g_cu3k3) setenv("TF_CUDA_ATTN_KERNEL", "3", 1);
-        if (cu[k] == &g_cu3k4) setenv("TF_CUDA_ATTN_KERNEL", "4", 1);
-        if (cu[k] == &g_cu3k5 || cu[k] == &g_tf32k5) setenv("TF_CUDA_ATTN_KERNEL", "5", 1);
-        if (cu[k] == &g_cu3tune) setenv("TF_CUDA_GEMM_TUNE", "1", 1);
-        if (cu[k] == &g_cu3tune || cu[k] == &g_cu3lt) setenv("TF_CUDA_GEMM", "lt", 1);
-        if (cu[k] == &g_tf32mma || cu[k] == &g_cu3) setenv("TF_CUDA_GEMM", "mma", 1);
-        if (cu[k] == &g_cu3wg || cu[k] == &g_cu3wg0 || cu[k] == &g_cu3wg1 || cu[k] == &g_cu3wg2)
-            setenv("TF_CUDA_GEMM", "wg", 1);
-        if (cu[k] == &g_cu3wg0) setenv("TF_CUDA_WG_PIPE", "0", 1);
-        if (cu[k] == &g_cu3wg1 || cu[k] == &g_cu3wg2) setenv("TF_CUDA_WG_PIPE", "1", 1);
-        if (cu[k] == &g_cu3wg2) setenv("TF_CUDA_WG_STAGES", "2", 1);
-        const int rc = tf_cuda_backend_create(&cu[k]->be, &cu[k]->ops, &o, err, sizeof err);
-        unsetenv("TF_CUDA_ATTN_KERNEL");
-        unsetenv("TF_CUDA_GEMM_TUNE");
-        unsetenv("TF_CUDA_GEMM");
-        unsetenv("TF_CUDA_WG_PIPE");
-        unsetenv("TF_CUDA_WG_STAGES");
-        if (rc) {
+    const tf_gpu_plan dflt = g_plan,
+                      mma = plan_of(TF_GPU_GEMM_MMA, TF_GPU_DW_AUTO, TF_GPU_ATTN_AUTO),
+                      lib = plan_of(TF_GPU_GEMM_CUBLAS, TF_GPU_DW_AUTO, TF_GPU_ATTN_AUTO),
+                      wg = plan_of(TF_GPU_GEMM_WGMMA, TF_GPU_DW_AUTO, TF_GPU_ATTN_AUTO),
+                      k2 = plan_of(TF_GPU_GEMM_AUTO, TF_GPU_DW_AUTO, TF_GPU_ATTN_K2),
+                      k3 = plan_of(TF_GPU_GEMM_AUTO, TF_GPU_DW_AUTO, TF_GPU_ATTN_K3),
+                      k4 = plan_of(TF_GPU_GEMM_AUTO, TF_GPU_DW_AUTO, TF_GPU_ATTN_K4),
+                      k5 = plan_of(TF_GPU_GEMM_AUTO, TF_GPU_DW_AUTO, TF_GPU_ATTN_K5);
+    const struct {
+        bk *b;
+        int level, tf32;
+        const tf_gpu_plan *plan;
+        const char *sms;
+    } cu[] = {{&g_cu1, 1, 0, &dflt, NULL},   {&g_cu3, 3, 0, &mma, NULL},
+              {&g_cu3k2, 3, 0, &k2, NULL},   {&g_cu3k3, 3, 0, &k3, NULL},
+              {&g_cu3k4, 3, 0, &k4, NULL},   {&g_cu3k5, 3, 0, &k5, NULL},
+              {&g_cu3lt, 3, 0, &lib, NULL},  {&g_tf32, 3, 1, &dflt, NULL},
+              {&g_tf32mma, 3, 1, &mma, NULL}, {&g_tf32k5, 3, 1, &k5, NULL},
+              {&g_cu3wg, 3, 0, &wg, NULL},   {&g_cu3wgs, 3, 0, &wg, "1"}};
+    for (size_t k = 0; k < sizeof cu / sizeof cu[0]; ++k)
+        if (bk_create_rc(cu[k].b, cu[k].level, cu[k].tf32, cu[k].plan, cu[k].sms, err,
+                         sizeof err)) {
             fprintf(stderr, "cuda backend: %s\n", err);
             return 1;
         }
-    }
     return 0;
 }
 
@@ -1915,27 +1898,34 @@ static int group_teardown(void **state)
     tf_cuda_backend_destroy(g_cu3k4.be);
     tf_cuda_backend_destroy(g_cu3k5.be);
     tf_cuda_backend_destroy(g_tf32k5.be);
-    tf_cuda_backend_destroy(g_cu3tune.be);
     tf_cuda_backend_destroy(g_cu3lt.be);
     tf_cuda_backend_destroy(g_tf32.be);
     tf_cuda_backend_destroy(g_tf32mma.be);
     tf_cuda_backend_destroy(g_cu3wg.be);
-    tf_cuda_backend_destroy(g_cu3wg0.be);
-    tf_cuda_backend_destroy(g_cu3wg1.be);
-    tf_cuda_backend_destroy(g_cu3wg2.be);
+    tf_cuda_backend_destroy(g_cu3wgs.be);
     tf_cpu_backend_destroy(g_cpu.be);
     return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    char why[256];
+    char why[256], err[256];
+    if (argc == 3 && !strcmp(argv[1], "--gpu-plan")) {
+        if (tf_gpu_plan_parse(argv[2], &g_plan, err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            return 2;
+        }
+        printf("the default backends run on the plan %s\n", argv[2]);
+    } else if (argc != 1) {
+        fprintf(stderr, "usage: test_cuda_ops [--gpu-plan SPEC]\n");
+        return 2;
+    }
     if (!tf_cuda_backend_available(why, sizeof why)) {
         printf("SKIP: %s\n", why);
-        return 0;
+        return TF_TEST_SKIP;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_env_knobs),   cmocka_unit_test(test_memory),
+        cmocka_unit_test(test_gpu_plan),   cmocka_unit_test(test_memory),
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_gemm_r),
         cmocka_unit_test(test_gemm_split),

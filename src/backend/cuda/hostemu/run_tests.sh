@@ -22,7 +22,7 @@ for f in src/backend/cuda/*.cu src/backend/cuda/hostemu/emu.cpp; do
     g++ -x c++ -std=c++17 $flags -Wno-unknown-pragmas -DTF_CUDA_HOSTEMU -c "$f" \
         -o "$out/$(basename "$f").o" & pids+=($!)
 done
-for f in src/backend/cpu/*.c tests/unit/testutil.c tests/unit/test_cuda_ops.c; do
+for f in src/backend/cpu/*.c src/backend/gpu_plan.c tests/unit/testutil.c tests/unit/test_cuda_ops.c; do
     gcc -std=c11 -D_POSIX_C_SOURCE=200809L $flags -fopenmp -Itests/unit -c "$f" \
         -o "$out/$(basename "$f").o" & pids+=($!)
 done
