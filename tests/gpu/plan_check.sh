@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU plan on the GPU machine (CI has no GPU), in stages:
 #   build  bench/gpu.sh's build (cJSON / cmocka from .deps/ when missing)
-#   tests  test_gpu_plan, then test_cuda_ops and test_cuda_model on the default
+#   tests  test_gpu_plan, then test_cuda_ops_* and test_cuda_model on the default
 #          plan and on --gpu-plan portable (test_cuda_model: its CUDA bounds,
 #          eager and graph, every level, fp32 and tf32)
 #   ab     bench/ab_rev.sh BASE for v1, v2, v3, eager and --graph: every
@@ -48,8 +48,10 @@ run_test() { # name, log, command...
 if has tests; then
   run_test "test_gpu_plan" "$OUT/test_gpu_plan.log" "$BUILD/test_gpu_plan"
   for plan in default portable; do
-    run_test "test_cuda_ops --gpu-plan $plan" "$OUT/test_cuda_ops_$plan.log" \
-      "$BUILD/test_cuda_ops" --gpu-plan "$plan"
+    for t in "$BUILD"/test_cuda_ops_*; do
+      run_test "$(basename "$t") --gpu-plan $plan" "$OUT/$(basename "$t")_$plan.log" \
+        "$t" --gpu-plan "$plan"
+    done
     run_test "test_cuda_model --gpu-plan $plan" "$OUT/test_cuda_model_$plan.log" \
       "$BUILD/test_cuda_model" --gpu-plan "$plan"
   done

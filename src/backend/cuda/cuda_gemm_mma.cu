@@ -10,7 +10,7 @@
  * per product, the order of fp32's own rounding (2^-24). The tensor cores'
  * fp32 accumulation is less exact than FFMA's: on the H200, normal(0,1)
  * operands, the difference to a float64-accurate CPU sum is 4e-6 at K = 3000
- * and 7e-6 at K = 16384, against cuBLAS' 4e-7 (tests/unit/test_cuda_ops.c).
+ * and 7e-6 at K = 16384, against cuBLAS' 4e-7 (tests/unit/test_cuda_ops_gemm.c).
  * tf32 precision (--precision tf32) runs one MMA per product.
  *
  * Speed (bench/cuda_kernels.sh gemm, H200, 3xTF32 against cuBLAS' fp32 SIMT
