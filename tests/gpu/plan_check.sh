@@ -8,7 +8,10 @@
 #          default configuration's median step against BASE's, and the same
 #          loss at every step (exit 1 from ab_rev if any differ)
 # Usage: tests/gpu/plan_check.sh [BASE]   (STAGES="build tests ab"; BASE, a
-#        directory holding the tree to compare with, is needed by "ab")
+#        directory holding the tree to compare with, is needed by "ab").
+#        To fit a time limit per call: PLANS="default portable" and
+#        TESTS="ops model" pick the tests' part, AB_IMPLS="v3 v2 v1" and
+#        AB_GRAPHS="graph eager" the A/B's.
 # Prints one line per check (PASS / FAIL); exits non-zero if any failed.
 set -u
 cd "$(dirname "$0")/../.."
@@ -47,22 +50,27 @@ run_test() { # name, log, command...
 
 if has tests; then
   run_test "test_gpu_plan" "$OUT/test_gpu_plan.log" "$BUILD/test_gpu_plan"
-  for plan in default portable; do
-    for t in "$BUILD"/test_cuda_ops_*; do
-      run_test "$(basename "$t") --gpu-plan $plan" "$OUT/$(basename "$t")_$plan.log" \
-        "$t" --gpu-plan "$plan"
-    done
-    run_test "test_cuda_model --gpu-plan $plan" "$OUT/test_cuda_model_$plan.log" \
-      "$BUILD/test_cuda_model" --gpu-plan "$plan"
+  for plan in ${PLANS:-default portable}; do
+    if [[ " ${TESTS:-ops model} " == *" ops "* ]]; then
+      for t in "$BUILD"/test_cuda_ops_*; do
+        run_test "$(basename "$t") --gpu-plan $plan" "$OUT/$(basename "$t")_$plan.log" \
+          "$t" --gpu-plan "$plan"
+      done
+    fi
+    if [[ " ${TESTS:-ops model} " == *" model "* ]]; then
+      run_test "test_cuda_model --gpu-plan $plan" "$OUT/test_cuda_model_$plan.log" \
+        "$BUILD/test_cuda_model" --gpu-plan "$plan"
+    fi
   done
 fi
 
 if has ab; then
   [ -n "$BASE" ] && [ -d "$BASE" ] || { bad "ab: BASE must be a directory with the tree to compare"; exit 1; }
-  for impl in v3 v2 v1; do
-    for g in --graph ""; do
+  for impl in ${AB_IMPLS:-v3 v2 v1}; do
+    for gm in ${AB_GRAPHS:-graph eager}; do
+      g=""; [ "$gm" = graph ] && g=--graph
       tag="$impl${g:+ graph}"
-      if IMPL=$impl GRAPH="$g" BUILD=$BUILD-ab OUT="$OUT/ab_$impl${g:+_graph}" \
+      if IMPL=$impl GRAPH="$g" BUILD=$BUILD-ab OUT="$OUT/ab" \
         bench/ab_rev.sh "$BASE" 15 2 > "$OUT/ab_$impl${g:+_graph}.log" 2>&1; then
         ok "ab $tag: the same losses"
       else
