@@ -135,8 +135,10 @@ static void train_steps(const tf_config *c0, const char *knob, float *loss, floa
     const tf_config *c = &c1;
     snprintf(c1.gpu_plan, sizeof c1.gpu_plan, "%s", g_plan);
     if (knob && !strncmp(knob, "--gpu-plan ", 11)) { /* over the run's plan */
-        snprintf(c1.gpu_plan, sizeof c1.gpu_plan, "%s%s%s", g_plan, g_plan[0] ? "," : "",
-                 knob + 11);
+        char spec[2 * sizeof c1.gpu_plan];
+        snprintf(spec, sizeof spec, "%s%s%s", g_plan, g_plan[0] ? "," : "", knob + 11);
+        assert_true(strlen(spec) < sizeof c1.gpu_plan);
+        memcpy(c1.gpu_plan, spec, strlen(spec) + 1);
         knob = NULL;
     }
     if (knob) { /* "NAME=VALUE" */
