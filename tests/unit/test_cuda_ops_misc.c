@@ -275,10 +275,11 @@ static void test_graph(void **state)
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
+        /* test_memory first: it counts the peak from g_cu3's fresh state */
+        cmocka_unit_test(test_memory),
+        cmocka_unit_test(test_gpu_plan),
         cmocka_unit_test(test_mse_head),
         cmocka_unit_test(test_adamw),
-        cmocka_unit_test(test_gpu_plan),
-        cmocka_unit_test(test_memory),
         cmocka_unit_test(test_graph),
     };
     return tf_cuda_test_main(argc, argv, "test_cuda_ops_misc", tests, sizeof tests / sizeof *tests);
