@@ -412,7 +412,8 @@ extern "C" void tf_cuda_backend_describe(const tf_backend *be, char *out, size_t
     TF_CUBLAS_CHECK(cublasGetVersion(be->blas, &blas));
     char plan[128];
     tf_gpu_plan_format(&be->plan, plan, sizeof plan);
-    const char *where = be->kernel_level < 3 ? "cuBLAS" : be->caps.has_wgmma ? "wgmma" : "no wgmma";
+    const char *where = be->kernel_level < 3 ? "cuBLAS" : be->caps.has_wgmma ? "wgmma code present"
+                                                                          : "no wgmma code";
     snprintf(out, n,
              "device %d: %s (sm_%d%d), %d SMs, %.1f GiB; CUDA runtime %d.%d, driver %d.%d; "
              "cuBLAS %d.%d.%d, cuBLASLt %zu; %s GEMMs (%s); kernel level %d; plan %s",
