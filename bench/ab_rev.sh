@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # A/B of two source trees side by side: builds `tinyfold` from a base (a git
 # revision, or a directory holding a source tree) and from this tree, then
-# alternates their training runs so that drift hits both alike (the way
-# bench/RESULTS.md compares commits). Prints the median step of each side,
-# the ratio, samples/s, peak memory and graph kernel nodes.
+# alternates their training runs so that drift hits both alike. Prints the
+# median step of each side, the ratio, samples/s, peak memory and graph kernel
+# nodes, and whether both sides gave the same loss at every step (the same
+# seed: they must, unless the change is meant to change the bits; exit 1 if
+# any differ).
 #   bench/ab_rev.sh BASE [steps] [rounds]
 #   BASE: a revision (git archive of it; needs the .git of this checkout) or a
 #         directory with a tinyfold source tree (e.g. one unpacked locally)
@@ -75,17 +77,24 @@ print(f"base {base} vs this tree (median step of all timed steps, alternated run
 print(f"{'problem':8} {'prec':5} {'base ms':>9} {'this ms':>9} {'this/base':>9}  samples/s base -> this  "
       "peak MiB base -> this  graph nodes")
 rows = sorted({tuple(f.split("/run_")[1].split("_")[:2]) for f in glob.glob(f"{O}/run_*.json")})
+differ = 0
 for prob, p in rows:
-    med, peak, nodes = {}, {}, {}
+    med, peak, nodes, losses = {}, {}, {}, {}
     for side in ("base", "cur"):
         xs = []
-        for f in glob.glob(f"{O}/run_{prob}_{p}_{side}_*.json"):
+        for f in sorted(glob.glob(f"{O}/run_{prob}_{p}_{side}_*.json")):
             d = json.load(open(f))
             xs += [s["step_ms"] for s in d["steps"] if not s["warmup"]]
+            losses.setdefault(side, [s["loss"] for s in d["steps"]])  # the same seed every run
             peak[side] = d["summary"]["peak_memory_bytes"] / 2**20
             nodes[side] = d["summary"].get("graph_kernel_nodes", "-")
         med[side] = st.median(xs) if xs else float("nan")
     print(f"{prob:8} {p:5} {med['base']:9.3f} {med['cur']:9.3f} {med['cur']/med['base']:9.3f}  "
           f"{4e3/med['base']:8.1f} -> {4e3/med['cur']:<8.1f}  {peak.get('base', 0):8.1f} -> "
           f"{peak.get('cur', 0):<8.1f}  {nodes.get('base')} -> {nodes.get('cur')}")
+    same = losses.get("base") is not None and losses.get("base") == losses.get("cur")
+    differ += not same
+    print(f"{'':8} {'':5} losses of every step {'identical' if same else 'DIFFER'} "
+          f"({len(losses.get('cur', []))} steps, last {losses.get('base', [0])[-1]} -> {losses.get('cur', [0])[-1]})")
+sys.exit(1 if differ else 0)
 PY

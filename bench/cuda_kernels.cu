@@ -5,10 +5,10 @@
  * Versions are picked the way the trainer picks them, through the backend's
  * kernel level: level 1 runs kernel1 (v1/v2's kernels), level 3 kernel2; for
  * attention with L > 32 the level-3 rows force kernel2 and kernel3 at every
- * head size (TF_CUDA_ATTN_KERNEL=2 and =3, an A/B of the two; the trainer's
- * default takes kernel3 for head size 17..32 only), and attention with
- * L <= 128 gets a row for kernel4 (TF_CUDA_ATTN_KERNEL=4, one block per
- * (b, o, h); the trainer's default there for head size 16 and 32).
+ * head size (plans attn=k2 and attn=k3, src/backend/gpu_plan.h: an A/B of
+ * the two; the default takes kernel3 for head size 17..32 only), and
+ * attention with L <= 128 gets a row for kernel4 (attn=k4, one block per
+ * (b, o, h); the default there for head size 16 and 32).
  * Each measurement captures REPS calls of the op into a CUDA graph (so host
  * launch gaps do not count), launches it twice to warm up, then 20 times
  * between CUDA events on the backend's stream; it prints the median time per
@@ -30,6 +30,7 @@
 
 #include "backend/cuda/cuda_attn4.h" /* tf_attn4_smem_bytes */
 #include "backend/cuda/cuda_common.h"
+#include "backend/gpu_plan.h"
 
 #define REPS 10
 #define TIMED 20
@@ -38,7 +39,11 @@
 /* [1] level 1, [2] level 3 with attention kernel2 for L > 32, [3] level 3
  * with kernel3 there, [4] level 3 with kernel4 for L <= 128 */
 static tf_backend *g_be[5];
-static tf_backend *g_k5_be[2]; /* TF_CUDA_ATTN_KERNEL=5: fp32 (3xTF32), tf32 */
+static tf_backend *g_k5_be[2]; /* attn=k5: fp32 (3xTF32), tf32 */
+
+/* a backend at level, precision and plan (NULL: the default) */
+static tf_backend *make_be(int level, int tf32, tf_gpu_gemm_policy gemm, tf_gpu_dw_policy dw,
+                           tf_gpu_attn_policy attn);
 static const tf_ops *g_ops;
 
 static void die(const char *what)
@@ -287,13 +292,13 @@ static void bench_ew(long n)
  * triangle product per (b, channel), the outer product per b. Then the
  * weight gradients ("dW split" rows: dW += dy^T x, few tiles, K = rows) on
  * cuBLASLt, on wgmma with split K capped at 16 added by the last split
- * (TF_CUDA_GEMM=wg TF_CUDA_DW=lt, bench/RESULTS.md b1de43c: 1.5-10x slower than
- * cuBLASLt), and with split K one wave wide added by a separate kernel
- * (TF_CUDA_DW=auto, the default: wgmma on full tiles, else mma.sync; and
- * TF_CUDA_DW=mma: mma.sync only), and in tf32 cuBLASLt against the wide
- * split on wgmma with one TF32 product (TF_CUDA_DW=wg). */
-static tf_backend *g_gemm_be[9]; /* lt fp32, mma fp32, lt tf32, mma tf32, wgmma fp32 (two groups
-                                    in flight, one), wide split K (auto, mma; tf32 auto) */
+ * (gemm=wgmma dw=lt: 1.5-10x slower than cuBLASLt), and with split K one
+ * wave wide added by a separate kernel (dw=auto, the default: wgmma on full
+ * tiles; and dw=mma: mma.sync), and in tf32 cuBLASLt against the wide split
+ * on mma.sync with one TF32 product (dw=mma). */
+static tf_backend *g_gemm_be[9]; /* lt fp32, mma fp32, lt tf32, mma tf32, wgmma fp32 (split K
+                                    <= 16), the default fp32 (twice), wide split K on mma.sync
+                                    (fp32, tf32) */
 /* Times one GEMM shape on the backends g_gemm_be[be_k[0..n)] into us[];
  * fl: its FLOPs. Returns 0 (nothing timed) when TF_BENCH_GEMM=text is set
  * and the name does not contain it (e.g. to put one shape under ncu). */
@@ -320,7 +325,7 @@ static void bench_gemm_one(const char *name, int ta, int tb, int M, int N, int K
     double us[6], fl;
     if (!bench_gemm_time(name, ta, tb, M, N, K, batch, beta, be_k, 6, us, &fl)) return;
     printf("%-22s %c%c M=%-6d N=%-5d K=%-6d b=%-4d fp32: lt %8.2f us mma %8.2f us (x%.2f, "
-           "%5.1f TF/s) wgmma %8.2f us (x%.2f, %5.1f TF/s; one group %8.2f)  tf32: lt %8.2f "
+           "%5.1f TF/s) wgmma %8.2f us (x%.2f, %5.1f TF/s; default plan %8.2f)  tf32: lt %8.2f "
            "mma %8.2f (x%.2f, %5.1f TF/s)\n",
            name, ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, batch, us[0], us[1], us[0] / us[1],
            fl / (us[1] * 1e6), us[4], us[0] / us[4], fl / (us[4] * 1e6), us[5], us[2], us[3],
@@ -328,7 +333,7 @@ static void bench_gemm_one(const char *name, int ta, int tb, int M, int N, int K
     fflush(stdout);
 }
 /* a weight gradient: cuBLASLt, wgmma split K <= 16, wide split K (auto, mma);
- * tf32: cuBLASLt, wide split K (auto) */
+ * tf32: cuBLASLt, wide split K (mma) */
 static void bench_gemm_dw(const char *name, int ta, int tb, int M, int N, int K, int batch,
                           float beta)
 {
@@ -393,6 +398,23 @@ static int want(int argc, char **argv, const char *group)
     return 0;
 }
 
+static tf_backend *make_be(int level, int tf32, tf_gpu_gemm_policy gemm, tf_gpu_dw_policy dw,
+                           tf_gpu_attn_policy attn)
+{
+    tf_backend_opts o;
+    tf_gpu_plan p;
+    tf_backend *be = NULL;
+    char err[256];
+    memset(&o, 0, sizeof o);
+    memset(&p, 0, sizeof p);
+    p.gemm = gemm, p.dw = dw, p.attn = attn;
+    o.kernel_level = level;
+    o.tf32 = tf32;
+    o.gpu_plan = &p;
+    if (tf_cuda_backend_create(&be, &g_ops, &o, err, sizeof err)) die(err);
+    return be;
+}
+
 int main(int argc, char **argv)
 {
     char err[256];
@@ -400,23 +422,12 @@ int main(int argc, char **argv)
         printf("SKIP: %s\n", err);
         return 0;
     }
-    for (int k = 1; k <= 4; ++k) {
-        tf_backend_opts o;
-        memset(&o, 0, sizeof o);
-        o.kernel_level = k == 1 ? 1 : 3;
-        if (k >= 2) setenv("TF_CUDA_ATTN_KERNEL", k == 2 ? "2" : k == 3 ? "3" : "4", 1); /* read at create */
-        if (tf_cuda_backend_create(&g_be[k], &g_ops, &o, err, sizeof err)) die(err);
-        unsetenv("TF_CUDA_ATTN_KERNEL");
-    }
-    for (int k = 0; k < 2; ++k) {
-        tf_backend_opts o;
-        memset(&o, 0, sizeof o);
-        o.kernel_level = 3;
-        o.tf32 = k;
-        setenv("TF_CUDA_ATTN_KERNEL", "5", 1);
-        if (tf_cuda_backend_create(&g_k5_be[k], &g_ops, &o, err, sizeof err)) die(err);
-        unsetenv("TF_CUDA_ATTN_KERNEL");
-    }
+    static const tf_gpu_attn_policy attn_k[5] = {TF_GPU_ATTN_AUTO, TF_GPU_ATTN_AUTO,
+                                                  TF_GPU_ATTN_K2, TF_GPU_ATTN_K3, TF_GPU_ATTN_K4};
+    for (int k = 1; k <= 4; ++k)
+        g_be[k] = make_be(k == 1 ? 1 : 3, 0, TF_GPU_GEMM_AUTO, TF_GPU_DW_AUTO, attn_k[k]);
+    for (int k = 0; k < 2; ++k)
+        g_k5_be[k] = make_be(3, k, TF_GPU_GEMM_AUTO, TF_GPU_DW_AUTO, TF_GPU_ATTN_K5);
     tf_cuda_backend_describe(g_be[3], err, sizeof err);
     printf("# %s\n# median of %d graph launches of %d calls each; GB/s = bytes read + written "
            "once per call\n", err, TIMED, REPS);
@@ -464,19 +475,15 @@ int main(int argc, char **argv)
         if (want(argc, argv, "gemm")) {
             if (!g_gemm_be[0])
                 for (int g = 0; g < 9; ++g) {
-                    tf_backend_opts o;
-                    memset(&o, 0, sizeof o);
-                    o.kernel_level = 3;
-                    o.tf32 = g == 2 || g == 3 || g == 8;
-                    if (g < 6) setenv("TF_CUDA_GEMM", g >= 4 ? "wg" : g & 1 ? "mma" : "lt", 1);
-                    if (g == 4 || g == 5) setenv("TF_CUDA_DW", "lt", 1); /* split K <= 16 */
-                    if (g == 7) setenv("TF_CUDA_DW", "mma", 1);
-                    if (g == 8) setenv("TF_CUDA_DW", "wg", 1); /* tf32 */
-                    if (g == 5) setenv("TF_CUDA_WG_PIPE", "1", 1);
-                    if (tf_cuda_backend_create(&g_gemm_be[g], &g_ops, &o, err, sizeof err)) die(err);
-                    unsetenv("TF_CUDA_GEMM");
-                    unsetenv("TF_CUDA_DW");
-                    unsetenv("TF_CUDA_WG_PIPE");
+                    static const tf_gpu_gemm_policy gp[9] = {
+                        TF_GPU_GEMM_CUBLAS, TF_GPU_GEMM_MMA,   TF_GPU_GEMM_AUTO,
+                        TF_GPU_GEMM_MMA,    TF_GPU_GEMM_WGMMA, TF_GPU_GEMM_AUTO,
+                        TF_GPU_GEMM_AUTO,   TF_GPU_GEMM_AUTO,  TF_GPU_GEMM_AUTO};
+                    static const tf_gpu_dw_policy dp[9] = {
+                        TF_GPU_DW_AUTO, TF_GPU_DW_AUTO, TF_GPU_DW_AUTO, TF_GPU_DW_AUTO, TF_GPU_DW_LT,
+                        TF_GPU_DW_AUTO, TF_GPU_DW_AUTO, TF_GPU_DW_MMA,  TF_GPU_DW_MMA};
+                    g_gemm_be[g] = make_be(3, g == 2 || g == 3 || g == 8, gp[g], dp[g],
+                                           TF_GPU_ATTN_AUTO);
                 }
             bench_gemm(P[k].name, B, N, S);
         }

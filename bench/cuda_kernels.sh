@@ -18,7 +18,7 @@ obj="$out/cuda_kernels_obj"
 mkdir -p "$obj"
 : > "$out/cuda_kernels_ptxas.log"
 pids=()
-for f in bench/cuda_kernels.cu src/backend/cuda/cuda_*.cu; do
+for f in bench/cuda_kernels.cu src/backend/cuda/cuda_*.cu src/backend/gpu_plan.c; do
   "$nvcc" -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Xptxas -v -Iinclude -Isrc \
       -c "$f" -o "$obj/$(basename "$f").o" > "$obj/$(basename "$f").log" 2>&1 & pids+=($!)
 done

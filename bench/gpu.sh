@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU benchmark and check, in one run on an NVIDIA machine (H200 here):
 #   1. builds tinyfold with CUDA (sm_90),
-#   2. checks every CUDA op against the CPU backend (test_cuda_ops), the
+#   2. checks every CUDA op against the CPU backend (test_cuda_ops_*), the
 #      profiler's GPU path (test_cuda_prof: counters on a known kernel, launches
 #      vs graph kernel nodes) and the whole model, every level, eager and
 #      graph, fp32 and tf32 (test_cuda_model),
@@ -54,9 +54,12 @@ fi
 TF=$BUILD/tinyfold
 
 if has check; then
-  timeout "$TEST_TIMEOUT" "$BUILD/test_cuda_ops" > "$OUT/test_cuda_ops.log" 2>&1; rc=$?
-  echo "test_cuda_ops: exit $rc, $(grep -c PASS "$OUT/test_cuda_ops.log") PASS lines, $(grep -c FAIL "$OUT/test_cuda_ops.log") FAIL lines"
-  grep FAIL "$OUT/test_cuda_ops.log" | head -20
+  for t in "$BUILD"/test_cuda_ops_*; do
+    n=$(basename "$t")
+    timeout "$TEST_TIMEOUT" "$t" > "$OUT/$n.log" 2>&1; rc=$?
+    echo "$n: exit $rc, $(grep -c PASS "$OUT/$n.log") PASS lines, $(grep -c FAIL "$OUT/$n.log") FAIL lines"
+    grep FAIL "$OUT/$n.log" | head -20
+  done
   timeout "$TEST_TIMEOUT" "$BUILD/test_cuda_prof" > "$OUT/test_cuda_prof.log" 2>&1; rc=$?
   echo "test_cuda_prof: exit $rc"
   grep -E "add_kernel1|launches per step|PASSED|FAILED|ERROR|error" "$OUT/test_cuda_prof.log" | head -20

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# A/B of one environment knob on the GPU, runs alternated so drift hits both
+# A/B of one option (or environment variable) on the GPU, runs alternated so drift hits both
 # sides alike: v3 --graph, small and large problems, fp32 and tf32, REPS
 # rounds of (A, B). Prints the median step time of each side and B/A.
 #   bench/gpu_ab.sh VAR A B [steps] [reps]
-# e.g. bench/gpu_ab.sh TF_CUDA_GEMM_TUNE 0 1     (GEMM autotuning off vs on)
+# VAR starting with -- is an option of `tinyfold train` (VAR A against VAR B),
+# else an environment variable (VAR=A against VAR=B):
+# e.g. bench/gpu_ab.sh --gpu-plan default gemm=cublas   (per-shape GEMMs vs the library)
 # Needs build-gpu/ (bench/gpu.sh STAGES=build); JSON of every run in $GPU_OUT/ab.
 # A run is killed after RUN_TIMEOUT seconds (default 300) and counts as failed.
 set -uo pipefail
@@ -22,7 +24,8 @@ for rep in $(seq "$REPS"); do
     for p in fp32 tf32; do
       for side in A B; do
         val=$A; [ $side = B ] && val=$B
-        timeout "${RUN_TIMEOUT:-300}" env "$VAR=$val" "$TF" train --backend cuda --impl v3 --graph --precision $p --batch-size 4 \
+        if [ "${VAR#--}" != "$VAR" ]; then envs=(); opt=("$VAR" "$val"); else envs=("$VAR=$val"); opt=(); fi
+        timeout "${RUN_TIMEOUT:-300}" env "${envs[@]}" "$TF" train "${opt[@]}" --backend cuda --impl v3 --graph --precision $p --batch-size 4 \
           --seq-len $N --num-seqs $S --num-blocks 4 --num-steps "$STEPS" --quiet \
           --json "$OUT/${prob}_${p}_${side}_$rep.json" > /dev/null 2>&1 || echo "run $prob $p $side failed"
       done

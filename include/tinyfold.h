@@ -57,6 +57,7 @@ typedef struct {
     int threads;          /* CPU threads; 0 = all cores */
     tf_precision precision;
     int graph;            /* CUDA: capture the whole step as a graph after warm-up */
+    char gpu_plan[96];    /* CUDA: --gpu-plan SPEC (src/backend/gpu_plan.h); "" = default */
 } tf_config;
 
 /* Defaults of docs/model.md section 1 (small problem, v-level = fastest). */

@@ -15,6 +15,7 @@ typedef struct {
     int device;        /* CUDA: device ordinal */
     int kernel_level;  /* 1..3: which kernel versions to use (v1 plain .. v3 custom) */
     int tf32;          /* CUDA: allow TF32 tensor cores in GEMMs */
+    const struct tf_gpu_plan_s *gpu_plan; /* CUDA: over the device's default (NULL: none) */
 } tf_backend_opts;
 
 /* The one way to create a backend: kind TF_BACKEND_CPU, TF_BACKEND_CUDA, or

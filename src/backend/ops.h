@@ -9,9 +9,9 @@
  *  - float32, row-major; pointers are backend memory (host memory on the CPU,
  *    device memory on CUDA); counts are element counts unless named bytes.
  *  - Ops are asynchronous on devices: they are ordered on the backend's main
- *    queue, except the side upload queue and weight-gradient GEMMs issued with
- *    `wgrad` (their own queues, ordered by the waits below); `sync` waits for
- *    all of them.
+ *    queue (the weight-gradient lane's GEMMs and side_upload's copies run on
+ *    queues of their own, ordered by the wgrad_* and *_wait_* ops); `sync`
+ *    waits for all of them.
  *  - Outputs come first in argument lists. `dx`-style gradients are assigned
  *    unless the op says "accumulates" (+=). Parameter gradients always
  *    accumulate.

@@ -93,6 +93,7 @@ enum {
     TF_OPT_THREADS,
     TF_OPT_PRECISION,
     TF_OPT_GRAPH,
+    TF_OPT_GPU_PLAN,
     TF_OPT_DATA,
     TF_OPT_LOAD,
     TF_OPT_SAVE,

@@ -9,6 +9,7 @@
 
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 
 int tf_cli_grad(tf_cli_opts *o)
 {
@@ -29,6 +30,7 @@ int tf_cli_grad(tf_cli_opts *o)
     c.device = o->cfg.device;
     c.threads = o->cfg.threads;
     c.precision = o->cfg.precision;
+    memcpy(c.gpu_plan, o->cfg.gpu_plan, sizeof c.gpu_plan);
     c.graph = 0;
 
     tf_datafile *d = NULL;

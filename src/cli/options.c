@@ -68,6 +68,13 @@ const tf_cli_optdef tf_cli_optdefs[] = {
      "TF32 lets CUDA GEMMs use tensor cores (default fp32)"},
     {"graph", no_argument, TF_OPT_GRAPH, T | B, NULL,
      "CUDA: capture the whole step as a CUDA graph (at the last warm-up step) and replay it"},
+    {"gpu-plan", required_argument, TF_OPT_GPU_PLAN, T | V | B | G, "SPEC",
+     "CUDA: what runs each GEMM and attention (default: the device's default plan).\n"
+     "SPEC is default, portable (no wgmma, mma.sync or cp.async: library GEMMs and\n"
+     "plain kernels), or key=value pairs over them, comma-separated:\n"
+     "gemm=auto|cublas|mma|wgmma, dw=auto|mma|lt (weight gradients' wide split),\n"
+     "attn=auto|k1|k2|k3|k4|k5, lane=auto|on|off (weight-gradient lane),\n"
+     "wgrad_delay_us=0..100000 (tests); e.g. gemm=cublas,attn=k4"},
     /* files */
     {"data", required_argument, TF_OPT_DATA, T | G, "FILE",
      "train on a data file instead of the synthetic data (its N and S apply)"},

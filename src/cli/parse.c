@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "train/limits.h"
 #include "backend/backend.h"
+#include "backend/gpu_plan.h"
 
 #include <getopt.h>
 #include <omp.h>
@@ -123,6 +124,21 @@ static int apply(tf_cli_opts *o, int id, const char *flag, const char *arg)
         c->precision = (tf_precision)v;
         return rc;
     case TF_OPT_GRAPH: c->graph = 1; return TF_EXIT_OK;
+    case TF_OPT_GPU_PLAN: {
+        tf_gpu_plan p;
+        char e[256];
+        if (strlen(arg) >= sizeof c->gpu_plan) {
+            tf_cli_error("%s: the spec is longer than %zu characters", flag,
+                         sizeof c->gpu_plan - 1);
+            return TF_EXIT_USAGE;
+        }
+        if (tf_gpu_plan_parse(arg, &p, e, sizeof e)) {
+            tf_cli_error("%s", e);
+            return TF_EXIT_USAGE;
+        }
+        snprintf(c->gpu_plan, sizeof c->gpu_plan, "%s", arg);
+        return TF_EXIT_OK;
+    }
     case TF_OPT_DATA: o->data_path = arg; return nonempty(flag, arg, "a data file");
     case TF_OPT_LOAD: o->load_path = arg; return nonempty(flag, arg, "a checkpoint file");
     case TF_OPT_RESUME: o->resume_path = arg; return nonempty(flag, arg, "a checkpoint file");

@@ -92,6 +92,7 @@ static cJSON *config_json(const tf_config *c)
     cJSON_AddNumberToObject(j, "threads", c->threads);
     cJSON_AddStringToObject(j, "precision", c->precision == TF_PREC_TF32 ? "tf32" : "fp32");
     cJSON_AddBoolToObject(j, "graph", c->graph);
+    cJSON_AddStringToObject(j, "gpu_plan", c->gpu_plan[0] ? c->gpu_plan : "default");
     cJSON *f = cJSON_AddObjectToObject(j, "fusion");
     cJSON_AddBoolToObject(f, "qkv_msa", c->fusion.qkv_msa);
     cJSON_AddBoolToObject(f, "qkv_triangle", c->fusion.qkv_triangle);

@@ -2,6 +2,7 @@
  * 3-step run that must give finite losses on which the three levels agree. */
 #include "cli.h"
 #include "backend/backend.h"
+#include "backend/gpu_plan.h"
 
 #include <math.h>
 #include <string.h>
@@ -68,6 +69,8 @@ int tf_cli_validate(tf_cli_opts *o)
                           .device = c.device,
                           .kernel_level = (int)c.impl,
                           .tf32 = c.precision == TF_PREC_TF32};
+    tf_gpu_plan gplan; /* --gpu-plan, parsed already */
+    if (c.gpu_plan[0] && !tf_gpu_plan_parse(c.gpu_plan, &gplan, NULL, 0)) bo.gpu_plan = &gplan;
     tf_backend *be = NULL;
     const tf_ops *ops = NULL;
     char desc[512] = "";

@@ -7,6 +7,7 @@
 #include "tinyfold.h"
 
 #include "train/limits.h"
+#include "backend/gpu_plan.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -86,6 +87,12 @@ tf_status tf_config_validate(const tf_config *c, char *err, size_t errlen)
         err[0] = '\0';
 
     /* Single fields, in the order of --help. */
+    if (c->gpu_plan[sizeof c->gpu_plan - 1])
+        return fail(err, errlen, "--gpu-plan: the spec is not a terminated string");
+    if (c->gpu_plan[0]) {
+        tf_gpu_plan gp;
+        if (tf_gpu_plan_parse(c->gpu_plan, &gp, err, errlen)) return TF_ERR_USAGE;
+    }
     if (bad_int("--batch-size", c->batch, 1, TF_LIM_BATCH_MAX, err, errlen) ||
         bad_int("--seq-len", c->seq_len, 1, TF_LIM_SEQ_LEN_MAX, err, errlen) ||
         bad_int("--num-seqs", c->n_seqs, 1, TF_LIM_N_SEQS_MAX, err, errlen) ||

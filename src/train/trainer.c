@@ -16,6 +16,7 @@
 
 #include "backend/backend.h"
 #include "dist/dist.h"
+#include "backend/gpu_plan.h"
 #include "model/model.h"
 #include "prof/prof.h"
 #include "prof/profiler.h"
@@ -177,7 +178,9 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     *out = NULL;
     tf_status st = tf_config_validate(c, err, errlen);
     if (st != TF_OK) return st;
-    tf_backend_opts bo = {c->threads, c->device, (int)c->impl, c->precision == TF_PREC_TF32};
+    tf_backend_opts bo = {c->threads, c->device, (int)c->impl, c->precision == TF_PREC_TF32, NULL};
+    tf_gpu_plan gplan; /* --gpu-plan (checked by tf_config_validate) */
+    if (c->gpu_plan[0] && !tf_gpu_plan_parse(c->gpu_plan, &gplan, NULL, 0)) bo.gpu_plan = &gplan;
     tf_backend_kind kind = c->backend;
     tf_backend *be = NULL;
     const tf_ops *ops = NULL;

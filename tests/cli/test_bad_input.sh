@@ -97,6 +97,11 @@ done
 for v in gpu CPU "" rocm 1; do bad --backend --backend "$v"; done
 for v in v4 v0 3 V1 ""; do bad --impl --impl "$v"; done
 for v in fp16 bf16 FP32 ""; do bad --precision --precision "$v"; done
+for v in fast gemm=tensor attn=k6,gemm=auto "lane=" tile=64 wgrad_delay_us=-5 ""; do
+    bad --gpu-plan --gpu-plan "$v"
+done
+bad --gpu-plan bench --gpu-plan gemm=fast
+bad --gpu-plan validate --gpu-plan portable,dw=wg
 bad --problems bench --problems huge
 bad --problems bench --problems tiny,,small
 bad --problems bench --problems ""
@@ -172,7 +177,7 @@ good profile --help
 good bench --help
 good --version
 for knob in --batch-size --seq-len --num-seqs --num-blocks --num-steps --warmup-steps --msa-dim \
-    --pair-dim --learning-rate --seed --device --backend --threads --impl --precision --graph \
+    --pair-dim --learning-rate --seed --device --backend --threads --impl --precision --graph --gpu-plan \
     --enable-all-fusion --disable-all-fusion --enable-qkv-fusion-msa --disable-qkv-fusion-msa \
     --enable-qkv-fusion-triangle --disable-qkv-fusion-triangle --enable-flash-attention \
     --disable-flash-attention --enable-triangle-fusion --disable-triangle-fusion \

@@ -105,7 +105,7 @@ typedef struct {
 } result;
 
 static tf_trainer *make(const tf_config *c, int lane) {
-    tf_backend_opts bo = {c->threads, 0, (int)c->impl, 0};
+    tf_backend_opts bo = {c->threads, 0, (int)c->impl, 0, NULL};
     tf_backend_kind kind = TF_BACKEND_CPU;
     tf_backend *be;
     const tf_ops *ops;

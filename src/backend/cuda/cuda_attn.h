@@ -69,27 +69,22 @@ __device__ __forceinline__ void tf_attn_decode(const tf_attn_args &a, int *b, in
 #define TF_ATTN_KERNELS(name, body, threads)                                             \
     extern "C" __global__ void __launch_bounds__(threads) name##_d4(tf_attn_args a)       \
     {                                                                                    \
-        TF_PDL_ENTRY();                                                                  \
         body<4>(a);                                                                      \
     }                                                                                    \
     extern "C" __global__ void __launch_bounds__(threads) name##_d8(tf_attn_args a)       \
     {                                                                                    \
-        TF_PDL_ENTRY();                                                                  \
         body<8>(a);                                                                      \
     }                                                                                    \
     extern "C" __global__ void __launch_bounds__(threads) name##_d16(tf_attn_args a)      \
     {                                                                                    \
-        TF_PDL_ENTRY();                                                                  \
         body<16>(a);                                                                     \
     }                                                                                    \
     extern "C" __global__ void __launch_bounds__(threads) name##_d32(tf_attn_args a)      \
     {                                                                                    \
-        TF_PDL_ENTRY();                                                                  \
         body<32>(a);                                                                     \
     }                                                                                    \
     extern "C" __global__ void __launch_bounds__(threads) name##_d64(tf_attn_args a)      \
     {                                                                                    \
-        TF_PDL_ENTRY();                                                                  \
         body<64>(a);                                                                     \
     }
 

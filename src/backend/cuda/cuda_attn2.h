@@ -24,11 +24,9 @@
  * per thread in 64-thread blocks (~80% / ~60% by the same count). For L > 32
  * it is the default at padded head size 32 (triangle attention); at 16 (MSA
  * row attention) kernel2 stays: kernel3 measured slower there on the H200
- * (bench/RESULTS.md entry 4, small problem: forward 22.9 us against kernel2's
- * 11.2, backward 48.2 against 38.3).
- * TF_CUDA_ATTN_KERNEL=2 or 3 in the environment at backend creation forces
- * one of the two at every head size, for A/B measurements
- * (bench/cuda_kernels.cu). */
+ * (small problem: forward 22.9 us against kernel2's 11.2, backward 48.2
+ * against 38.3). `--gpu-plan attn=k2` or `attn=k3` forces one of the two at
+ * every head size (tf_gpu_route_attn). */
 #ifndef TF_CUDA_ATTN2_H
 #define TF_CUDA_ATTN2_H
 
@@ -74,13 +72,6 @@ static inline int tf_attn2_class(int L, int dm)
 #ifndef TF_ATTN3_MINB_BWD
 #define TF_ATTN3_MINB_BWD 4
 #endif
-
-/* L > 32 (tile class 64): kernel3 rather than kernel2 for padded head size dm
- * (where kernel4, cuda_attn4.h, does not run; attn_kernel 4 picks as 0 here) */
-static inline int tf_attn2_use_kernel3(const tf_backend *be, int dm)
-{
-    return be->attn_kernel == 3 || ((be->attn_kernel == 0 || be->attn_kernel == 4) && dm == 32);
-}
 
 static inline int tf_attn2_aligned(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 static inline int tf_attn2_view_vec(const tf_attn_view *v)
@@ -217,8 +208,10 @@ __device__ __forceinline__ float tf_attn2_score(const tf_attn_args &a, const flo
 extern "C" {
 #endif
 /* level-3 entry points (cuda_attn2_fwd.cu, cuda_attn2_bwd.cu) */
-void tf_cu_attn_fwd2(tf_backend *be, const tf_attn_args *a);
-void tf_cu_attn_bwd2(tf_backend *be, const tf_attn_args *a);
+/* k3: kernel3 for the tile class 64 (L > 32, padded head size <= 32), else
+ * kernel2 (tf_gpu_route_attn decides) */
+void tf_cu_attn_fwd2(tf_backend *be, const tf_attn_args *a, int k3);
+void tf_cu_attn_bwd2(tf_backend *be, const tf_attn_args *a, int k3);
 #ifdef __cplusplus
 }
 #endif

@@ -23,7 +23,7 @@
  * Tile classes as in the forward (tf_attn2_class): t16 BQ=BK=16, 64 threads;
  * t32 BQ=BK=32, 128 threads; t64 BQ=32, BK=64: kernel3 (default for DM 32)
  * 64 threads with 4x8 scores, 8x4 dK/dV and 4x4 dQ per thread; kernel2
- * (default for DM 16) 256 threads with 2x4, 2x4 and 1x4 (tf_attn2_use_kernel3). */
+ * (default for DM 16) 256 threads with 2x4, 2x4 and 1x4 (tf_gpu_route_attn). */
 #include <math.h>
 
 #include "cuda_attn2.h"
@@ -455,7 +455,6 @@ __device__ __forceinline__ void attn_bwd2_dbias_body(const tf_attn_args &a, cons
 extern "C" __global__ void attn_bwd_dbias_reduce_kernel2(tf_attn_args a, const float *part,
                                                          int nchunk)
 {
-    TF_PDL_ENTRY();
     const long L = a.L, total = (long)a.nb * a.nh * L * L;
     const long stride = (long)gridDim.x * blockDim.x;
     for (long t = (long)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += stride) {
@@ -471,7 +470,6 @@ extern "C" __global__ void attn_bwd_dbias_reduce_kernel2(tf_attn_args a, const f
     extern "C" __global__ void __launch_bounds__((BQ / TM) * (BK / TN), MINB)               \
         attn_bwd_kernel##VER##_d##DM##_t##BK(tf_attn_args a, int vec, int fuse_dq)         \
     {                                                                                      \
-        TF_PDL_ENTRY();                                                                    \
         attn_bwd2_body<DM, BQ, BK, TM, TN>(a, vec, fuse_dq);                               \
     }
 /* the separate dQ pass exists where L can exceed BK: t64, and t32 for DM 64 */
@@ -479,7 +477,6 @@ extern "C" __global__ void attn_bwd_dbias_reduce_kernel2(tf_attn_args a, const f
     extern "C" __global__ void __launch_bounds__((BQ / TM) * (BK / TN), MINB)               \
         attn_bwd_dq_kernel##VER##_d##DM##_t##BK(tf_attn_args a, int vec)                   \
     {                                                                                      \
-        TF_PDL_ENTRY();                                                                    \
         attn_bwd2_dq_body<DM, BQ, BK, TM, TN>(a, vec);                                     \
     }
 TF_ATTN2_BWD(2, 16, 16, 16, 2, 2, TF_ATTN2_MINB_T16)
@@ -503,7 +500,6 @@ TF_ATTN2_BWDQ(3, 32, 32, 64, 4, 8, TF_ATTN3_MINB_BWD)
     extern "C" __global__ void __launch_bounds__(DB2_NT, DB2_MINB)                                 \
         attn_bwd_dbias_kernel2_d##DM(tf_attn_args a, int vec, int nchunk, float *part)     \
     {                                                                                      \
-        TF_PDL_ENTRY();                                                                    \
         attn_bwd2_dbias_body<DM>(a, vec, nchunk, part);                                    \
     }
 TF_ATTN2_DBIAS(16)
@@ -526,7 +522,7 @@ static int dbias_chunks(const tf_attn_args *a)
     return (int)((a->no + opc - 1) / opc);
 }
 
-extern "C" void tf_cu_attn_bwd2(tf_backend *be, const tf_attn_args *a)
+extern "C" void tf_cu_attn_bwd2(tf_backend *be, const tf_attn_args *a, int k3)
 {
     if (!tf_attn_check(a)) return;
     const int dm = tf_attn2_dm(a->d), cls = tf_attn2_class(a->L, dm);
@@ -557,7 +553,7 @@ extern "C" void tf_cu_attn_bwd2(tf_backend *be, const tf_attn_args *a)
             BWD2(64, 32);
             if (!fuse) BWDQ(64, 32);
         }
-    } else if (tf_attn2_use_kernel3(be, dm)) {
+    } else if (k3) {
         if (dm == 16) BWD3(16);
         else BWD3(32);
     } else if (dm == 16) {

@@ -15,7 +15,7 @@
  *   t32: BQ = BK = 32, 2x4 per thread, 128 threads (L <= 32, and DM 64)
  *   t64: BQ = BK = 64 (L > 32: triangle, MSA row): kernel3 8x8 per thread, 64
  *        threads (default for DM 32); kernel2 4x4 per thread, 256 threads
- *        (default for DM 16; tf_attn2_use_kernel3). */
+ *        (default for DM 16; tf_gpu_route_attn). */
 #include <math.h>
 
 #include "cuda_attn2.h"
@@ -136,7 +136,6 @@ __device__ __forceinline__ void attn_fwd2_body(const tf_attn_args &a, const int 
     extern "C" __global__ void __launch_bounds__((BQ / TM) * (BK / TN), MINB)               \
         attn_fwd_kernel##VER##_d##DM##_t##BQ(tf_attn_args a, int vec)                      \
     {                                                                                      \
-        TF_PDL_ENTRY();                                                                    \
         attn_fwd2_body<DM, BQ, BK, TM, TN>(a, vec);                                        \
     }
 TF_ATTN2_FWD(2, 16, 16, 16, 2, 2, TF_ATTN2_MINB_T16)
@@ -151,7 +150,7 @@ TF_ATTN2_FWD(2, 32, 64, 64, 4, 4, 3) /* 80 registers suffice: 3 blocks per SM */
 TF_ATTN2_FWD(3, 16, 64, 64, 8, 8, TF_ATTN3_MINB_FWD)
 TF_ATTN2_FWD(3, 32, 64, 64, 8, 8, TF_ATTN3_MINB_FWD)
 
-extern "C" void tf_cu_attn_fwd2(tf_backend *be, const tf_attn_args *a)
+extern "C" void tf_cu_attn_fwd2(tf_backend *be, const tf_attn_args *a, int k3)
 {
     if (!tf_attn_check(a)) return;
     const int dm = tf_attn2_dm(a->d), cls = tf_attn2_class(a->L, dm);
@@ -169,7 +168,7 @@ extern "C" void tf_cu_attn_fwd2(tf_backend *be, const tf_attn_args *a)
         if (dm == 16) FWD2(16, 32, 128);
         else if (dm == 32) FWD2(32, 32, 128);
         else FWD2(64, 32, 128);
-    } else if (!tf_attn2_use_kernel3(be, dm)) {
+    } else if (!k3) {
         if (dm == 16) FWD2(16, 64, 256);
         else FWD2(32, 64, 256);
     } else {

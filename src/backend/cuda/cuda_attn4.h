@@ -52,16 +52,15 @@
  * scores fmaf(scale, q.k, bias); every sum has a fixed order (results are
  * bitwise reproducible run to run).
  *
- * Dispatch (tf_attn4_use), by the H200 timings of bench/cuda_kernels.sh attn
- * (bench/RESULTS.md entry 7; the model's head sizes are 16 and 32): level 3
+ * Dispatch (tf_gpu_route_attn, gpu_plan.c), by the H200 timings of
+ * bench/cuda_kernels.sh attn (the model's head sizes are 16 and 32): level 3
  * runs kernel4 for the backward at L <= 128 except d 16 with 32 < L <= 64
  * (MSA row, small problem: kernel2 38.5 us vs 43.9), and for the forward at
  * L <= 32 (MSA column: 4.98 vs 7.00 us) and at d 32 with L <= 64 (triangle,
  * small: 30.9 vs 31.4); elsewhere the forward keeps kernel2/3, which measured
  * faster (triangle large 213 vs 224 us, MSA row large 66 vs 87 us).
- * TF_CUDA_ATTN_KERNEL=4 at backend creation forces kernel4 wherever it runs
- * (L <= 128, any d <= 32, padded), =2 or =3 force those kernels (A/B timing,
- * bench/cuda_kernels.cu). */
+ * `--gpu-plan attn=k4` forces kernel4 wherever it runs (L <= 128, any d <=
+ * 32, padded), attn=k2 or k3 those kernels. */
 #ifndef TF_CUDA_ATTN4_H
 #define TF_CUDA_ATTN4_H
 
@@ -92,17 +91,6 @@ static inline int tf_attn4_class(int L)
             else M(32, 128);                                                                 \
         }                                                                                    \
     } while (0)
-
-static inline int tf_attn4_use(const tf_backend *be, const tf_attn_args *a, int bwd)
-{
-    if (a->L < 1 || a->L > 128 || a->d < 1 || a->d > 32) return 0;
-    if (be->attn_kernel == 4) return 1;
-    /* 5 forces kernel5 where it runs (tf_attn5_fits): the default elsewhere */
-    const int forced = be->attn_kernel == 5 ? 0 : be->attn_kernel;
-    if (forced != 0 || (a->d != 16 && a->d != 32)) return 0;
-    if (bwd) return !(a->d == 16 && a->L > 32 && a->L <= 64);
-    return a->L <= 32 || (a->d == 32 && a->L <= 64);
-}
 
 /* ---- tile shapes (all sizes in floats) ---------------------------------- */
 /* Blocks per SM that shared memory allows on the H200 (227 KB per SM, 1 KB
@@ -345,11 +333,9 @@ extern "C" {
 /* level-3 entry points (cuda_attn4_fwd.cu, cuda_attn4_bwd.cu) */
 void tf_cu_attn_fwd4(tf_backend *be, const tf_attn_args *a);
 /* kernel5 (cuda_attn5_fwd.cu): the forward on the tensor cores, L <= 128 and
- * d 16 or 32 (tf_attn5_fits); where it runs: tf_attn5_use below */
-int tf_attn5_fits(const tf_attn_args *a);
+ * d 16 or 32; where it runs: tf_gpu_route_attn (gpu_plan.c) */
 void tf_cu_attn_fwd5(tf_backend *be, const tf_attn_args *a);
-/* kernel5's backward (cuda_attn5_bwd.cu), same domain; where it runs:
- * tf_attn5_bwd_use below */
+/* kernel5's backward (cuda_attn5_bwd.cu), same domain */
 void tf_cu_attn_bwd5(tf_backend *be, const tf_attn_args *a);
 void tf_cu_attn_bwd4(tf_backend *be, const tf_attn_args *a);
 /* kernel2's deterministic dbias (cuda_attn2_bwd.cu): dS recomputed per o in
@@ -360,35 +346,5 @@ size_t tf_attn4_smem_bytes(int L, int d, int backward);
 #ifdef __cplusplus
 }
 #endif
-
-/* The forward on kernel5: forced by TF_CUDA_ATTN_KERNEL=5, else by default
- * for head size 32 (the triangle attentions) where it measured faster on the
- * H200 (RESULTS.md entry 11: x1.5-1.6 over kernel3/4 at L 64 and 128 in fp32,
- * x2.1 in tf32; at L <= 32 kernel4 is as fast in fp32), and for head size 16
- * (the MSA attentions, with the pair bias) in tf32 at L > 64 (RESULTS.md
- * entry 19: the large problem's MSA row attention, tf32 step -2.0%; at L 64
- * the same speed). Not at head size 16 in fp32: the same speed at L 64, and
- * with its 3xTF32 lse feeding kernel2's FFMA backward, the pair-bias weight
- * gradient (a sum over rows that cancels to ~0) missed the 1e-4 model bound
- * (test_cuda_model: 1.1e-4 at B4 N64 S16). */
-#define TF_ATTN5_D16_L 64 /* tf32, head size 16: kernel5 above this L */
-static inline int tf_attn5_use(const tf_backend *be, const tf_attn_args *a)
-{
-    if (!tf_attn5_fits(a)) return 0;
-    if (be->attn_kernel == 5) return 1;
-    if (be->attn_kernel != 0) return 0;
-    return (a->d == 32 && (a->L > 32 || (be->tf32 && a->L > 16))) ||
-           (be->tf32 && a->d == 16 && a->L > TF_ATTN5_D16_L);
-}
-
-/* The backward on kernel5: forced by TF_CUDA_ATTN_KERNEL=5, else by default
- * after kernel5's forward (tf_attn5_use; off with TF_CUDA_ATTN_BWD5=0, for
- * A/B): RESULTS.md entry 11 has its speed against kernel4's. */
-static inline int tf_attn5_bwd_use(const tf_backend *be, const tf_attn_args *a)
-{
-    if (!tf_attn5_fits(a)) return 0;
-    if (be->attn_kernel == 5) return 1;
-    return be->attn_bwd5 && tf_attn5_use(be, a);
-}
 
 #endif

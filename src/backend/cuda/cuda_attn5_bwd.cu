@@ -33,9 +33,7 @@
  * DM + 8 (dQ B fragments: rows t, t + 4 at dim g), dS rows LC + 4. Only the
  * warp's K A fragments (once per chunk) take two wavefronts.
  *
- * Runs after kernel5's forward by default (head size 32: tf_attn5_bwd_use;
- * TF_CUDA_ATTN_BWD5=0 turns that off), forced with TF_CUDA_ATTN_KERNEL=5
- * wherever it fits (tf_attn5_fits). */
+ * Runs wherever kernel5's forward runs (tf_gpu_route_attn). */
 #include <math.h>
 
 #include "cuda_attn4.h"
@@ -69,7 +67,6 @@ template <int DM, int LC, bool X3>
 __global__ void __launch_bounds__(tf5_bwd<DM, LC>::NT, tf5_bwd<DM, LC>::MINB)
     attn_bwd_kernel5(tf_attn_args a, int vec, int vout)
 {
-    TF_PDL_ENTRY();
     typedef tf5_bwd<DM, LC> C;
     constexpr int NT = C::NT, NK = C::NK, NJ = C::NJ, NB = C::NB, QC = C::QC, QG = C::QG;
     constexpr int SQ = C::SQ, SK = C::SK, PR = C::PR;
@@ -260,7 +257,7 @@ __global__ void __launch_bounds__(tf5_bwd<DM, LC>::NT, tf5_bwd<DM, LC>::MINB)
 extern "C" void tf_cu_attn_bwd5(tf_backend *be, const tf_attn_args *a)
 {
     if (!tf_attn_check(a)) return;
-    /* d is 16 or 32 (tf_attn5_fits): float4 loads when every input view is aligned */
+    /* d is 16 or 32 (tf_gpu_route_attn): float4 loads when every input view is aligned */
     const int vec = tf_attn2_view_vec(&a->q) && tf_attn2_view_vec(&a->k) &&
                     tf_attn2_view_vec(&a->v) && tf_attn2_view_vec(&a->out) &&
                     tf_attn2_view_vec(&a->dout);
@@ -278,7 +275,7 @@ extern "C" void tf_cu_attn_bwd5(tf_backend *be, const tf_attn_args *a)
             TF_LAUNCH_SMEM((attn_bwd_kernel5<DM, LC, true>), grid, C5::NT,                   \
                            sizeof(float) * C5::SMEM, be, *a, vec, vout);                     \
     } while (0)
-    TF4_BY_CLASS(a->d, tf_attn4_class(a->L), BWD5); /* d is 16 or 32 (tf_attn5_fits) */
+    TF4_BY_CLASS(a->d, tf_attn4_class(a->L), BWD5); /* d is 16 or 32 (tf_gpu_route_attn) */
 #undef BWD5
     if (a->dbias) tf_cu_attn_dbias2(be, a, vec); /* D is in a->work */
 }

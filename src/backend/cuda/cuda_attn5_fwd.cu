@@ -13,9 +13,9 @@
  * Row strides: Q and K rows DM + 8 floats, V rows DM + 4, so that a warp's
  * fragment loads hit distinct banks.
  *
- * The default forward at d 32, L > 32 (L > 16 in tf32), where it measured faster
- * than kernel2/3/4 on the H200 (tf_attn5_use; RESULTS.md entry 11); forced
- * everywhere it fits with TF_CUDA_ATTN_KERNEL=5. Its backward is
+ * The default forward at d 32, L > 32 (L > 16 in tf32), and at d 16, L > 64
+ * in tf32, where it measured faster than kernel2/3/4 on the H200
+ * (tf_gpu_route_attn); everywhere it fits under `--gpu-plan attn=k5`. Its backward is
  * cuda_attn5_bwd.cu where it runs (else kernel4 / kernel2), fed by this
  * kernel's out and lse (lse = max + log(sum), as kernel4's). */
 #include <math.h>
@@ -38,7 +38,6 @@ template <int DM, int LC, bool X3>
 __global__ void __launch_bounds__(tf5_fwd<DM, LC>::NT) attn_fwd_kernel5(tf_attn_args a, int vec,
                                                                         int vout)
 {
-    TF_PDL_ENTRY();
     typedef tf5_fwd<DM, LC> C;
     constexpr int NJ = C::NJ, NK = C::NK, SK = C::SK, SV = C::SV;
     TF_SMEM(sm);
@@ -157,12 +156,6 @@ __global__ void __launch_bounds__(tf5_fwd<DM, LC>::NT) attn_fwd_kernel5(tf_attn_
     }
 }
 
-/* kernel5 takes L <= 128 with head size exactly 16 or 32 */
-extern "C" int tf_attn5_fits(const tf_attn_args *a)
-{
-    return a->L >= 1 && a->L <= 128 && (a->d == 16 || a->d == 32);
-}
-
 extern "C" void tf_cu_attn_fwd5(tf_backend *be, const tf_attn_args *a)
 {
     if (!tf_attn_check(a)) return;
@@ -181,6 +174,6 @@ extern "C" void tf_cu_attn_fwd5(tf_backend *be, const tf_attn_args *a)
             TF_LAUNCH_SMEM((attn_fwd_kernel5<DM, LC, true>), grid, C5::NT,                   \
                            sizeof(float) * C5::SMEM, be, *a, vec, vout);                     \
     } while (0)
-    TF4_BY_CLASS(a->d, tf_attn4_class(a->L), FWD5); /* d is 16 or 32 (tf_attn5_fits) */
+    TF4_BY_CLASS(a->d, tf_attn4_class(a->L), FWD5); /* d is 16 or 32 (tf_gpu_route_attn) */
 #undef FWD5
 }

@@ -21,7 +21,6 @@
 /* ---- D = rowsum(dout * out) ---- */
 extern "C" __global__ void attn_bwd_dot_kernel1(tf_attn_args a)
 {
-    TF_PDL_ENTRY();
     const long rows = (long)a.nb * a.no * a.nh * a.L;
     const long stride = (long)gridDim.x * blockDim.x;
     for (long t = (long)blockIdx.x * blockDim.x + threadIdx.x; t < rows; t += stride) {
@@ -279,11 +278,13 @@ TF_ATTN_KERNELS(attn_bwd_dbias_kernel1, attn_bwd_dbias_body, DB_T *DB_TY)
 
 extern "C" void tf_cu_attn_bwd(tf_backend *be, const tf_attn_args *a)
 {
-    if (be->kernel_level >= 3) { /* kernel5 or 4 for L <= 128 (cuda_attn4.h), else kernel2/3 */
-        if (tf_attn5_bwd_use(be, a)) tf_cu_attn_bwd5(be, a);
-        else if (tf_attn4_use(be, a, 1)) tf_cu_attn_bwd4(be, a);
-        else tf_cu_attn_bwd2(be, a); /* the register-tiled kernel2/3 (cuda_attn2_bwd.cu) */
-        return;
+    const tf_gpu_attn_shape s = {a->L, a->d, 1};
+    switch (tf_gpu_route_attn(&be->plan, &be->caps, &s, be->tf32)) { /* gpu_plan.h */
+    case TF_GPU_ATTN_KERNEL5: tf_cu_attn_bwd5(be, a); return;
+    case TF_GPU_ATTN_KERNEL4: tf_cu_attn_bwd4(be, a); return;
+    case TF_GPU_ATTN_KERNEL2: tf_cu_attn_bwd2(be, a, 0); return;
+    case TF_GPU_ATTN_KERNEL3: tf_cu_attn_bwd2(be, a, 1); return;
+    case TF_GPU_ATTN_KERNEL1: break;
     }
     if (!tf_attn_check(a)) return;
     const int dm = tf_attn_dm(a->d);

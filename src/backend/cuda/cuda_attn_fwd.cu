@@ -94,11 +94,13 @@ TF_ATTN_KERNELS(attn_fwd_kernel1, attn_fwd_body, AF_BR)
 
 extern "C" void tf_cu_attn_fwd(tf_backend *be, const tf_attn_args *a)
 {
-    if (be->kernel_level >= 3) { /* kernel5 or 4 for L <= 128 (cuda_attn4.h), else kernel2/3 */
-        if (tf_attn5_use(be, a)) tf_cu_attn_fwd5(be, a);
-        else if (tf_attn4_use(be, a, 0)) tf_cu_attn_fwd4(be, a);
-        else tf_cu_attn_fwd2(be, a); /* the register-tiled kernel2/3 (cuda_attn2_fwd.cu) */
-        return;
+    const tf_gpu_attn_shape s = {a->L, a->d, 0};
+    switch (tf_gpu_route_attn(&be->plan, &be->caps, &s, be->tf32)) { /* gpu_plan.h */
+    case TF_GPU_ATTN_KERNEL5: tf_cu_attn_fwd5(be, a); return;
+    case TF_GPU_ATTN_KERNEL4: tf_cu_attn_fwd4(be, a); return;
+    case TF_GPU_ATTN_KERNEL2: tf_cu_attn_fwd2(be, a, 0); return;
+    case TF_GPU_ATTN_KERNEL3: tf_cu_attn_fwd2(be, a, 1); return;
+    case TF_GPU_ATTN_KERNEL1: break;
     }
     if (!tf_attn_check(a)) return;
     const long ntile = (a->L + AF_BR - 1) / AF_BR;

@@ -1,9 +1,13 @@
-/* The CUDA backend: device selection, the stream and library handles, exact
- * memory accounting, memory ops, graph capture, and the op table.
+/* The CUDA backend: device selection, its capabilities and plan (gpu_plan.h),
+ * the streams and library handles, exact memory accounting, memory ops, graph
+ * capture, and the op table.
  *
- * Everything runs on one non-default stream. cuBLAS and cuBLASLt share one
- * workspace allocated here (cublasSetWorkspace), so no library allocates
- * during a step and a step can be captured as a CUDA graph.
+ * Three non-default streams: the main queue (highest priority), the copy
+ * queue (side_upload, the next batch's inputs) and the weight-gradient lane
+ * (cuda_wgrad.cu, created by wgrad_enable, lowest priority). cuBLAS and
+ * cuBLASLt share one workspace per queue allocated here (cublasSetWorkspace),
+ * so no library allocates during a step and a step can be captured as a CUDA
+ * graph.
  *
  * Precision: fp32 uses CUBLAS_DEFAULT_MATH with CUBLAS_COMPUTE_32F, which never
  * uses TF32 tensor cores; --precision tf32 sets CUBLAS_TF32_TENSOR_OP_MATH and
@@ -60,13 +64,6 @@ extern "C" void tf_cuda_unavailable_brief(char *out, size_t n)
 }
 
 extern "C" int tf_built_with_cuda(void) { return 1; }
-
-/* TF_LAUNCH's programmatic dependent launch (cuda_common.h): set by
- * tf_cuda_backend_create from TF_CUDA_PDL and the device (sm_90+). One value
- * for the process: every backend of it reads the same environment. */
-extern "C" {
-int tf_cu_pdl = 0;
-}
 
 /* ---- allocation bookkeeping ------------------------------------------------ */
 static void track_add(tf_backend *be, void *p, size_t bytes)
@@ -320,23 +317,6 @@ static const tf_ops g_cuda_ops = make_ops();
         }                                                                                \
     } while (0)
 
-/* A developer knob from the environment: the index of its value in vals
- * (unset or empty: def), or -1 with one line in err naming what is accepted. */
-static int env_knob(const char *name, const char *const *vals, int n, int def, char *err,
-                    size_t errlen)
-{
-    const char *v = getenv(name);
-    if (!v || !*v) return def;
-    for (int i = 0; i < n; ++i)
-        if (!strcmp(v, vals[i])) return i;
-    char list[128] = "";
-    for (int i = 0, k = 0; i < n && k < (int)sizeof list; ++i)
-        k += snprintf(list + k, sizeof list - (size_t)k, "%s%s", i ? ", " : "", vals[i]);
-    snprintf(err, errlen, "%s=%s is not accepted: use one of %s, or leave it unset", name, v,
-             list);
-    return -1;
-}
-
 extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
                                       const tf_backend_opts *o, char *err, size_t errlen)
 {
@@ -363,168 +343,21 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
     }
     be->device = dev;
     be->kernel_level = (o && o->kernel_level >= 1 && o->kernel_level <= 3) ? o->kernel_level : 3;
-    {
-        /* developer A/B knobs, read once here (any other value is refused with
-         * one line naming the accepted ones: env_knob):
-         *   TF_CUDA_ATTN_KERNEL=2|3|4: level-3 attention. Default: kernel4 (one
-         *     block per (b, o, h), cuda_attn4.h) where it measured fastest (the
-         *     backward at L <= 128, the forward at short L: tf_attn4_use);
-         *     otherwise, for L > 32, kernel3 for d 17..32 and kernel2 for d <= 16
-         *     (where kernel3 measured slower; see cuda_attn2.h). 2 or 3: that
-         *     kernel at every head size and L > 32 (never kernel4); 4: kernel4
-         *     wherever it runs (L <= 128, any d <= 32), the default elsewhere;
-         *     5: the forward and the backward on the tensor cores (kernel5,
-         *     cuda_attn5_fwd.cu, cuda_attn5_bwd.cu: L <= 128, d 16 or 32)
-         *     wherever they run, the default elsewhere. By default kernel5 runs
-         *     both at d 32, L > 32 (L > 16 in tf32), and in tf32 at d 16, L >
-         *     64, where they measured faster (tf_attn5_use, tf_attn5_bwd_use);
-         *     TF_CUDA_ATTN_BWD5=0 keeps the backward there on kernel4 (A/B);
-         *   TF_CUDA_GEMM_TUNE=1: level-3 GEMMs time cuBLASLt's candidate
-         *     algorithms at each key's first call and keep the fastest, instead
-         *     of the heuristic's first (see cuda_gemm.cu; off by default: it
-         *     measured <= 1% faster on the H200 and makes the bits depend on
-         *     timing);
-         *   TF_CUDA_GEMM=mma|lt|auto: level-3 GEMMs on the tensor-core kernel
-         *     (cuda_gemm_mma.cu: 3xTF32 in fp32, TF32 in tf32) wherever it runs,
-         *     or all on cuBLASLt. Default (auto): in fp32 the shapes where the
-         *     kernel measured faster than cuBLAS (tf_cu_gemm_mma), cuBLASLt for
-         *     the rest and for every tf32 GEMM;
-         *   TF_CUDA_GEMM=wg: fp32 GEMMs on the wgmma 3xTF32 kernel
-         *     (cuda_gemm_wgmma.cu) wherever it runs; by default it takes the
-         *     fp32 GEMMs routed to the tensor cores when the GPU and build
-         *     have sm_90a code (tf_cu_wg_probe) and the shape is one where it
-         *     measured faster; =nowg is the default without it, =mma keeps
-         *     every fp32 GEMM it can on mma.sync; TF_CUDA_WG_PIPE: the wgmma
-         *     kernel's schedule (A/B): 2 (default) two slices' MMAs in flight,
-         *     1 one, with the next slice converted meanwhile, 0 one slice at a
-         *     time; TF_CUDA_WG_STAGES=2: schedule 1 with 2 pipeline stages
-         *     instead of 4;
-         *   TF_CUDA_MMA_TILE=64|128: that kernel's tile size for every shape;
-         *   TF_CUDA_OPM_BWD=2|3: the outer product mean's backward op on
-         *     kernel2 (any outer_dim) or kernel3 (default, outer_dim 32 with
-         *     aligned operands; kernel2 elsewhere);
-         *   TF_CUDA_LT_INPLACE=0|1: cuBLASLt split K with any reduction
-         *     scheme (0, default: the heuristic may pick a separate reduce
-         *     kernel, ~90 launches a step), or only algorithms that add their
-         *     parts in place in the output (1: no reduce launches, but on the
-         *     H200 the v3 backward ran 2-4x slower, RESULTS.md entry 14);
-         *   TF_CUDA_DW=auto|wg|mma|lt: GEMMs with few tiles over a long K
-         *     (the weight gradients) as split K one wave wide on the tensor
-         *     cores, the partials added by a separate kernel: auto (default)
-         *     wgmma where the tiles are full, in fp32; wg the same in tf32
-         *     too (one TF32 product; measured slower than cuBLAS' there); mma
-         *     mma.sync on every shape; lt none (cuBLASLt's split-K kernels,
-         *     as before);
-         *   TF_CUDA_WG_SHORT=512|256|128|0: fp32 wgmma GEMMs with K at most
-         *     that and at least 3 x SMs tiles (the large problem's pair
-         *     GEMMs) on two blocks an SM (schedule 0, 2 stages, 128
-         *     registers) instead of one; 0 none;
-         *   TF_CUDA_LN_RPB=32|16|64|8: rows per block of the one-launch
-         *     LayerNorm backwards (each block's parameter partials go
-         *     through the fixed-order tree); 32 (default) against 16, H200,
-         *     v3 --graph: small fp32 -0.6%, tf32 -0.7%, large fp32 -0.1%
-         *     step time (RESULTS.md entry 16);
-         *   TF_CUDA_GEMM_R=epi|copy: a level-3 GEMM's residual input R read
-         *     in the tensor-core kernels' epilogue (epi, default), or copied
-         *     into C before the GEMM (copy: as before session 9, one copy a
-         *     residual; 1.1-1.2% slower a step, RESULTS.md entry 16);
-         *   TF_CUDA_WG_TF32=0|1: in tf32, 1 sends the GEMMs that the wgmma
-         *     kernel takes in fp32 to it with one TF32 product (A/B against
-         *     cuBLAS' TF32 kernels, the default);
-         *   TF_CUDA_DW_DEPTH=128|256|512|64: the least K of a split in the
-         *     wide split (more splits fill the GPU, each pays a prologue and
-         *     stores a partial tile);
-         *   TF_CUDA_PDL=0|1: our kernels launched plainly (0, default) or
-         *     with programmatic dependent launch on sm_90+ (1: the next
-         *     kernel's launch and dispatch overlap this one's tail;
-         *     cuda_common.h). Measured on the H200, v3 --graph, 3 rounds
-         *     (RESULTS.md entry 17): small fp32 4.4% slower, tf32 and the
-         *     large problem within 0.4%; the profile's gaps between kernels
-         *     did not shrink (they are not the launch), so it stays off;
-         *   TF_CUDA_WGRAD_DELAY_US=0|200|2000 (tests): the weight-gradient
-         *     lane (cuda_wgrad.cu) holds each of its GEMMs back that long, so
-         *     that the main queue runs far ahead: a missing wait then changes
-         *     the result instead of hiding in the timing;
-         *   TF_CUDA_WGRAD_SMS=all|96|64|32: the SMs the lane's GEMMs are
-         *     shaped for (cuBLASLt's SM count target, the width of our wide
-         *     split): all (default), or fewer, leaving the rest to the main
-         *     queue's kernels beside them */
-        static const char *const attn_v[] = {"0", "2", "3", "4", "5"}, *const bin_v[] = {"0", "1"},
-                                 *const gemm_v[] = {"auto", "wg", "mma", "nowg", "lt"},
-                                 *const tile_v[] = {"auto", "64", "128"},
-                                 *const stage_v[] = {"4", "2"},
-                                 *const pipe_v[] = {"0", "1", "2"};
-        static const int attn_k[] = {0, 2, 3, 4, 5};
-        const int ka = env_knob("TF_CUDA_ATTN_KERNEL", attn_v, 5, 0, err, errlen);
-        const int kt = env_knob("TF_CUDA_GEMM_TUNE", bin_v, 2, 0, err, errlen);
-        const int kb = env_knob("TF_CUDA_ATTN_BWD5", bin_v, 2, 1, err, errlen);
-        const int kg = env_knob("TF_CUDA_GEMM", gemm_v, 5, 0, err, errlen);
-        const int kp = env_knob("TF_CUDA_WG_PIPE", pipe_v, 3, 2, err, errlen);
-        const int km = env_knob("TF_CUDA_MMA_TILE", tile_v, 3, 0, err, errlen);
-        const int ks = env_knob("TF_CUDA_WG_STAGES", stage_v, 2, 0, err, errlen);
-        const int ki = env_knob("TF_CUDA_LT_INPLACE", bin_v, 2, 0, err, errlen);
-        static const char *const opm_v[] = {"3", "2"}, *const dw_v[] = {"auto", "mma", "lt", "wg"};
-        const int ko = env_knob("TF_CUDA_OPM_BWD", opm_v, 2, 0, err, errlen);
-        const int kd = env_knob("TF_CUDA_DW", dw_v, 4, 0, err, errlen);
-        static const char *const short_v[] = {"512", "0", "128", "256"};
-        const int kw = env_knob("TF_CUDA_WG_SHORT", short_v, 4, 0, err, errlen);
-        static const char *const rpb_v[] = {"32", "16", "64", "8"}, *const repi_v[] = {"epi", "copy"};
-        const int ke = env_knob("TF_CUDA_GEMM_R", repi_v, 2, 0, err, errlen);
-        const int kx = env_knob("TF_CUDA_WG_TF32", bin_v, 2, 0, err, errlen);
-        static const char *const depth_v[] = {"128", "256", "512", "64"};
-        const int kq = env_knob("TF_CUDA_DW_DEPTH", depth_v, 4, 0, err, errlen);
-        const int kr = env_knob("TF_CUDA_LN_RPB", rpb_v, 4, 0, err, errlen);
-        static const char *const pdl_v[] = {"0", "1"};
-        const int kl = env_knob("TF_CUDA_PDL", pdl_v, 2, 0, err, errlen);
-        static const char *const delay_v[] = {"0", "200", "2000"};
-        const int kj = env_knob("TF_CUDA_WGRAD_DELAY_US", delay_v, 3, 0, err, errlen);
-        static const char *const wsms_v[] = {"all", "96", "64", "32"};
-        const int kn = env_knob("TF_CUDA_WGRAD_SMS", wsms_v, 4, 0, err, errlen);
-        if (ka < 0 || kt < 0 || kb < 0 || kg < 0 || kp < 0 || km < 0 || ks < 0 || ki < 0 ||
-            ko < 0 || kd < 0 || kw < 0 || kr < 0 || ke < 0 || kx < 0 || kq < 0 || kl < 0 ||
-            kj < 0 || kn < 0)
-            goto fail;
-        static const int wsms_k[] = {0, 96, 64, 32};
-        be->wgrad_sms = wsms_k[kn];
-        be->wgrad_delay_ns = kj == 1 ? 200000ull : kj == 2 ? 2000000ull : 0ull;
-        tf_cu_pdl = kl; /* kept below on sm_90+ only */
-        static const int rpb_k[] = {32, 16, 64, 8};
-        be->ln_rpb = rpb_k[kr];
-        be->r_epi = !ke;
-        be->wg_tf32 = kx;
-        static const int depth_k[] = {128, 256, 512, 64};
-        be->dw_depth = depth_k[kq];
-        static const int short_k[] = {512, 0, 128, 256};
-        be->wg_short = short_k[kw];
-        static const int dw_k[] = {1, 2, 0, 3};
-        be->gemm_dw = kg == 4 ? 0 : dw_k[kd]; /* TF_CUDA_GEMM=lt: none */
-        be->opm_kernel = ko ? 2 : 3;
-        be->lt_inplace = ki;
-        be->attn_kernel = attn_k[ka];
-        be->gemm_tune = kt;
-        be->attn_bwd5 = kb;
-        be->tf32 = o ? (o->tf32 != 0) : 0;
-        /* TF_CUDA_GEMM: 0 auto, 1 wg, 2 mma, 3 nowg, 4 lt */
-        be->gemm_mma = kg == 2 ? 2 : kg == 4 ? 0 : !be->tf32 || kx;
-        /* wgmma unless mma.sync or cuBLAS is asked for; the probe below. In tf32
-         * it runs only the weight gradients' wide split (be->gemm_dw) */
-        be->gemm_wg = kg >= 2 ? 0 : kg == 1 ? 2 : 1;
-        be->wg_pipe = kp;
-        be->wg_stages = ks ? 2 : 4;
-        be->mma_tile = km == 1 ? 64 : km == 2 ? 128 : 0;
-    }
+    be->tf32 = o ? (o->tf32 != 0) : 0;
     TRY_CUDA(cudaSetDevice(dev));
-    TRY_CUDA(cudaDeviceGetAttribute(&be->sm_count, cudaDevAttrMultiProcessorCount, dev));
-    if (be->sm_count < 1) be->sm_count = 1;
-#ifndef TF_CUDA_HOSTEMU
-    {
-        int major = 0;
-        TRY_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-        tf_cu_pdl = tf_cu_pdl && major >= 9;
-    }
+    TRY_CUDA(cudaDeviceGetAttribute(&be->caps.sm_count, cudaDevAttrMultiProcessorCount, dev));
+    if (be->caps.sm_count < 1) be->caps.sm_count = 1;
+    be->sm_count = be->caps.sm_count;
+    be->caps.vendor = TF_GPU_VENDOR_NVIDIA;
+#ifdef TF_CUDA_HOSTEMU
+    /* the emulator runs every kernel, wgmma's primitives included (probe below) */
+    be->caps.cc_major = 9, be->caps.cc_minor = 0, be->caps.warp_size = 32;
 #else
-    tf_cu_pdl = 0; /* the emulator runs kernels one after another */
+    TRY_CUDA(cudaDeviceGetAttribute(&be->caps.cc_major, cudaDevAttrComputeCapabilityMajor, dev));
+    TRY_CUDA(cudaDeviceGetAttribute(&be->caps.cc_minor, cudaDevAttrComputeCapabilityMinor, dev));
+    TRY_CUDA(cudaDeviceGetAttribute(&be->caps.warp_size, cudaDevAttrWarpSize, dev));
 #endif
+    be->caps.has_mma_sync = be->caps.has_cp_async = be->caps.cc_major >= 8;
     {
         /* the main queue at the highest priority: the weight-gradient lane's
          * blocks (cuda_wgrad.cu) fill what it leaves idle */
@@ -545,13 +378,13 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
         goto fail;
     }
     TRY_CUDA(cudaMemsetAsync(be->mma_count, 0, TF_CU_MMA_COUNTERS * sizeof(int), be->stream));
-    if (be->gemm_wg && be->kernel_level >= 3 && !tf_cu_wg_probe(be)) {
-        if (be->gemm_wg == 2)
-            fprintf(stderr, "tinyfold: TF_CUDA_GEMM=wg: no wgmma code for this GPU (it needs an "
-                            "sm_90a build on a compute capability 9.0 device); the mma.sync "
-                            "kernel runs instead\n");
-        be->gemm_wg = 0;
-    }
+    be->caps.has_wgmma = be->kernel_level >= 3 && tf_cu_wg_probe(be);
+    be->plan = tf_gpu_plan_default(&be->caps, be->tf32, be->kernel_level);
+    if (o && o->gpu_plan) be->plan = tf_gpu_plan_apply(be->plan, o->gpu_plan);
+    if (be->plan.gemm == TF_GPU_GEMM_WGMMA && !be->caps.has_wgmma)
+        fprintf(stderr, "tinyfold: --gpu-plan gemm=wgmma: no wgmma code for this GPU (it needs "
+                        "an sm_90a build on a compute capability 9.0 device); the mma.sync "
+                        "kernel runs instead\n");
     TRY_BLAS(tf_cu_blas_bind(be, be->blas, be->stream, be->workspace));
     *out = be;
     if (ops) *ops = &g_cuda_ops;
@@ -603,24 +436,18 @@ extern "C" void tf_cuda_backend_describe(const tf_backend *be, char *out, size_t
     TF_CUDA_CHECK(cudaRuntimeGetVersion(&rt));
     TF_CUDA_CHECK(cudaDriverGetVersion(&drv));
     TF_CUBLAS_CHECK(cublasGetVersion(be->blas, &blas));
-    /* where the GEMMs run (tf_cu_gemm_mma's routing; TF_CUDA_GEMM changes it) */
-    const char *where = be->kernel_level < 3 ? "cuBLAS"
-                        : be->tf32           ? (be->gemm_mma ? "TF32 on the mma.sync kernel"
-                                                             : "cuBLASLt")
-                        : be->gemm_wg == 2   ? "3xTF32 on wgmma wherever it runs"
-                        : be->gemm_wg        ? "3xTF32 on wgmma or mma.sync where faster, "
-                                               "else cuBLASLt"
-                        : be->gemm_mma == 2  ? "3xTF32 on mma.sync wherever it runs"
-                        : be->gemm_mma       ? "3xTF32 on mma.sync where faster, else cuBLASLt"
-                                             : "cuBLASLt";
+    char plan[128];
+    tf_gpu_plan_format(&be->plan, plan, sizeof plan);
+    const char *where = be->kernel_level < 3 ? "cuBLAS" : be->caps.has_wgmma ? "wgmma code present"
+                                                                          : "no wgmma code";
     snprintf(out, n,
              "device %d: %s (sm_%d%d), %d SMs, %.1f GiB; CUDA runtime %d.%d, driver %d.%d; "
-             "cuBLAS %d.%d.%d, cuBLASLt %zu; %s GEMMs (%s); kernel level %d",
+             "cuBLAS %d.%d.%d, cuBLASLt %zu; %s GEMMs (%s); kernel level %d; plan %s",
              be->device, prop.name, prop.major, prop.minor, prop.multiProcessorCount,
              (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), rt / 1000,
              (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10, blas / 10000, (blas / 100) % 100,
              blas % 100, cublasLtGetVersion(), be->tf32 ? "tf32" : "fp32", where,
-             be->kernel_level);
+             be->kernel_level, plan);
 }
 
 /* ---- graph capture --------------------------------------------------------- */

@@ -22,19 +22,18 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "backend/gpu_plan.h"
 #include "backend/ops.h"
 
 /* ---- fixed sizes ---------------------------------------------------------- */
-#define TF_CU_WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLAS + cuBLASLt workspace (H100/H200 advice) */
-#define TF_CU_SCRATCH_FLOATS ((size_t)1 << 20)   /* fixed area within one op: partial sums
-                                                    (LayerNorm, attention dbias), the saved C
-                                                    of a GEMM being tuned */
-#define TF_CU_MMA_COUNTERS 1024 /* split-K tile counters of the tensor-core GEMM */
+#define TF_CU_WORKSPACE_BYTES TF_GPU_WORKSPACE_BYTES /* cuBLAS + cuBLASLt workspace
+                                                        (H100/H200 advice), split-K partials */
+#define TF_CU_SCRATCH_FLOATS ((size_t)1 << 20) /* fixed area within one op: partial sums
+                                                  (LayerNorm, attention dbias) */
+#define TF_CU_MMA_COUNTERS TF_GPU_MMA_COUNTERS /* split-K tile counters of the tensor-core GEMM */
 #define TF_CU_WGRAD_EVENTS 64  /* the weight-gradient lane's completion events */
 #define TF_CU_LT_CACHE 1024 /* cuBLASLt plan slots (open addressing, a power of two) */
-#define TF_CU_LT_KEY 20      /* longs in a plan key (cuda_gemm.cu: plan_key) */
-#define TF_CU_LT_ALGOS 8     /* heuristic candidates timed per key (level 3) */
-#define TF_CU_TUNE_RUNS 3    /* timed runs per candidate, after one untimed */
+#define TF_CU_LT_KEY 19      /* longs in a plan key (cuda_gemm.cu: plan_key) */
 
 /* One cached cuBLASLt plan (descriptors + chosen algorithm) for a GEMM key:
  * shape, leading dimensions, batch and strides, operand alignments, beta == 0
@@ -42,7 +41,6 @@
  * (descriptors destroyed; the caller falls back). */
 typedef struct {
     int used, ok;
-    int tuned; /* algo chosen by timing candidates (else the heuristic's first) */
     long key[TF_CU_LT_KEY];
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, lc;
@@ -59,50 +57,8 @@ struct tf_backend {
     int device;
     int kernel_level; /* 1..3 */
     size_t capture_kernels; /* kernel nodes in the last captured graph */
-    int attn_kernel;  /* level 3: 0 = default (forward and backward on kernel5 for L
-                         33..128, d 32, also L 17..32 in tf32; kernel4 for the rest
-                         of L <= 128 and d 16 or 32; else for L > 32 kernel3 for d
-                         17..32, kernel2 for d <= 16: tf_attn5_use, tf_attn4_use),
-                         2 or 3 = that kernel everywhere (L > 32), 4 = kernel4 for
-                         every L <= 128, d <= 32, 5 = kernel5, the tensor-core
-                         forward and backward, wherever it runs (L <= 128, d 16 or
-                         32) (TF_CUDA_ATTN_KERNEL=2|3|4|5 at
-                         create: for A/B benchmarks; see cuda_backend.cu) */
-    int attn_bwd5;    /* level 3: 1 (default) the backward on kernel5 after its forward,
-                         0 kernel4/2 there (TF_CUDA_ATTN_BWD5=0, for A/B) */
-    int opm_kernel;   /* opm_bwd: 3 (default) or 2 (TF_CUDA_OPM_BWD) */
-    int lt_inplace;   /* cuBLASLt split K only in place (TF_CUDA_LT_INPLACE, default 0) */
-    int gemm_tune;    /* level 3: time cuBLASLt's candidates per GEMM key
-                         (TF_CUDA_GEMM_TUNE=1 at create); default: the heuristic's first */
-    int gemm_mma;     /* level 3: GEMMs on the tensor-core kernel (cuda_gemm_mma.cu):
-                         0 never (cuBLASLt), 1 where it measured faster (the default
-                         in fp32, as 3xTF32), 2 wherever it runs (TF_CUDA_GEMM=mma;
-                         =lt gives 0, also the default in tf32) */
-    int mma_tile;     /* 0: tile size by the shape; 64 or 128 forces it (TF_CUDA_MMA_TILE) */
-    int gemm_wg;      /* level 3: GEMMs on the wgmma kernel (cuda_gemm_wgmma.cu, fp32 as
-                         3xTF32) where gemm_mma would take the mma.sync one, and the
-                         weight gradients' wide split (gemm_dw, tf32 too): 0 never (no
-                         sm_90a code or device, TF_CUDA_GEMM=mma|lt), 1 default, 2
-                         every fp32 GEMM it runs (TF_CUDA_GEMM=wg) */
-    int wg_pipe;      /* wgmma kernel's schedule (TF_CUDA_WG_PIPE, for A/B): 2 (default)
-                         slices k and k + 1's MMAs in flight, 1 slice k + 1 converted
-                         while slice k's MMAs run, 0 one slice at a time */
-    int wg_stages;    /* schedule 1's pipeline stages: 4, or 2 (TF_CUDA_WG_STAGES) */
-    int wg_tf32;      /* tf32: the wgmma kernel (one product) takes the shapes it takes in fp32
-                         (TF_CUDA_WG_TF32=1; default 0: cuBLAS' TF32 kernels) */
-    int dw_depth;     /* the wide split's least K per split (TF_CUDA_DW_DEPTH, default 128) */
-    int r_epi;        /* level 3: the tensor-core kernels read a GEMM's residual R in their
-                         epilogue (1, TF_CUDA_GEMM_R=epi) or R is copied into C first (0, =copy) */
-    int ln_rpb;       /* rows per block of the one-launch LayerNorm backwards (TF_CUDA_LN_RPB,
-                         default 32) */
-    int wg_short;     /* fp32 wgmma GEMMs with K <= wg_short (0: none) and at least
-                         WG_SHORT_WAVES x SMs tiles on two blocks an SM (schedule 0, 2
-                         stages, <= 128 registers; TF_CUDA_WG_SHORT, default 512) */
-    int gemm_dw;      /* level 3, few tiles over a long K (weight gradients): wide split
-                         K on the tensor cores, a separate reduce (cuda_gemm_mma.cu
-                         wide_split): 1 (default) wgmma where the tiles are full, fp32
-                         only; 3 the same in tf32 too; 2 mma.sync everywhere; 0 as
-                         other GEMMs (TF_CUDA_DW=auto|wg|mma|lt) */
+    tf_gpu_caps caps; /* what the device runs (create) */
+    tf_gpu_plan plan; /* the routes' policy (gpu_plan.h): create's option or the default */
     int *mma_count;   /* TF_CU_MMA_COUNTERS arrival counters (the tensor-core GEMMs' split K,
                          the LayerNorm backward's tree), zero between kernels */
     int tf32;
@@ -121,9 +77,6 @@ struct tf_backend {
     size_t cur_bytes, peak_bytes;
     tf_cu_lt_plan lt_cache[TF_CU_LT_CACHE];
     int n_plans;             /* used slots of lt_cache */
-    /* GEMM tuning timers (TF_CU_TUNE_RUNS + 1 per candidate), created at the first tuning */
-    cudaEvent_t tune_ev[(TF_CU_TUNE_RUNS + 1) * TF_CU_LT_ALGOS];
-    int tune_ev_ready;
     /* the weight-gradient lane (cuda_wgrad.cu, ops wgrad_*; NULL wstream: off).
      * A GEMM on it swaps these with the main queue's: its own queue, cuBLAS
      * handle, workspace, scratch and split-K counters, so that it shares
@@ -136,10 +89,7 @@ struct tf_backend {
     cudaEvent_t wfork;                    /* the main queue's point a GEMM waits for */
     cudaEvent_t wdone[TF_CU_WGRAD_EVENTS]; /* after GEMM n, at n - 1 modulo the count */
     long wgrad_n, wgrad_waited;           /* issued, and waited for by the main queue */
-    unsigned long long wgrad_delay_ns;    /* TF_CUDA_WGRAD_DELAY_US (tests) */
     int on_lane;                          /* a GEMM on the lane is being issued */
-    int wgrad_sms;  /* the SMs a lane GEMM is shaped for (cuBLASLt's SM count target, the
-                       wide split's width); 0: all (TF_CUDA_WGRAD_SMS) */
 };
 
 /* ---- checking --------------------------------------------------------------
@@ -178,51 +128,15 @@ void tf_cuda_fail(const char *call, const char *msg, const char *file, int line)
  * TF_LAUNCH(kernel, grid, block, stream, args...) launches and then checks
  * cudaGetLastError, naming the kernel. An empty grid launches nothing (CUDA
  * would reject it as an invalid configuration).
- *
- * Programmatic dependent launch (sm_90+, TF_CUDA_PDL=1; off by default: it
- * measured no faster, cuda_backend.cu): every kernel is then launched
- * allowed to start before the kernel ahead of it in the stream has finished,
- * and every kernel begins with TF_PDL_ENTRY: it waits there until the kernel
- * ahead has completed and its writes are visible (griddepcontrol.wait), then
- * lets the next kernel launch (launch_dependents). So nothing of a kernel
- * runs before its predecessor is done, as without PDL, and since every
- * kernel waits, "done" is transitive (C after B after A). What is gained is
- * the launch and the blocks' dispatch of the next kernel, overlapped with
- * the tail of this one. A kernel that did not start with the wait could run
- * beside its predecessor: the pdl_entry test checks that every __global__
- * function in this directory starts with it. cuBLAS' kernels are launched
- * without the attribute and wait as usual. */
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(TF_CUDA_HOSTEMU)
-#define TF_PDL_ENTRY() \
-    asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory")
-#else
-#define TF_PDL_ENTRY() ((void)0)
-#endif
-
+ */
 #ifdef __cplusplus
-extern "C" int tf_cu_pdl; /* launches carry the PDL attribute (cuda_backend.cu) */
-
 #ifndef TF_CUDA_HOSTEMU
 template <typename... KArgs, typename... Args>
 static inline cudaError_t tf_launch_raw_(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem,
                                          cudaStream_t s, Args... args)
 {
-    if (!tf_cu_pdl) {
-        k<<<grid, block, smem, s>>>(args...);
-        return cudaGetLastError();
-    }
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = s;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
-    const cudaError_t e = cudaLaunchKernelEx(&cfg, k, args...);
-    return e != cudaSuccess ? e : cudaGetLastError();
+    k<<<grid, block, smem, s>>>(args...);
+    return cudaGetLastError();
 }
 #endif
 
@@ -376,13 +290,12 @@ void tf_cu_wgrad_destroy(tf_backend *be);
 void tf_cu_gemm(tf_backend *be, const tf_gemm_args *a, const char *name);
 void tf_cu_hold(cudaStream_t s, unsigned long long ns);
 void tf_cu_gemm_destroy_plans(tf_backend *be);
-/* cuda_gemm_mma.cu: 1 when it ran the GEMM, 0 when the shape is not for it
- * (or, with be->gemm_mma == 1, not one where it measured faster) */
-int tf_cu_gemm_mma(tf_backend *be, const tf_gemm_args *a);
-/* cuda_gemm_mma.cu: the weight gradients' wide split K (be->gemm_dw); run 0:
- * 1 when a is one for it, nothing launched; run 1: 1 when it ran a (R and
- * the DRELU mask applied by its reduce kernel) */
-int tf_cu_gemm_wide(tf_backend *be, const tf_gemm_args *a, int run);
+/* cuda_gemm_mma.cu: a on the tensor-core kernel the route names (engine MMA,
+ * WGMMA, WIDE_MMA or WIDE_WGMMA: tf_gpu_route_gemm), R and the DRELU mask in
+ * its epilogue (or the wide split's reduce kernel) */
+void tf_cu_gemm_tc(tf_backend *be, const tf_gemm_args *a, const tf_gpu_gemm_route *r);
+/* a as the router sees it (gpu_plan.h) */
+tf_gpu_gemm_shape tf_cu_gemm_shape(const tf_gemm_args *a);
 /* cuda_gemm_wgmma.cu: 1 when this build and device run the wgmma kernel
  * (sm_90a code on a compute capability 9.0 GPU), checked by a probe launch */
 int tf_cu_wg_probe(tf_backend *be);

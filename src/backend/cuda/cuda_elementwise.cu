@@ -63,50 +63,41 @@ struct GateResF { /* (res, a, g) */
 
 extern "C" __global__ void add_kernel1(float *y, const float *a, const float *b, long n)
 {
-    TF_PDL_ENTRY();
     ew3(y, a, b, a, n, AddF());
 }
 extern "C" __global__ void mul_kernel1(float *y, const float *a, const float *b, long n)
 {
-    TF_PDL_ENTRY();
     ew3(y, a, b, a, n, MulF());
 }
 extern "C" __global__ void scale_kernel1(float *y, const float *x, float alpha, long n)
 {
-    TF_PDL_ENTRY();
     ScaleF f;
     f.alpha = alpha;
     ew3(y, x, x, x, n, f);
 }
 extern "C" __global__ void sigmoid_fwd_kernel1(float *y, const float *x, long n)
 {
-    TF_PDL_ENTRY();
     ew3(y, x, x, x, n, SigmoidF());
 }
 extern "C" __global__ void relu_fwd_kernel1(float *y, const float *x, long n)
 {
-    TF_PDL_ENTRY();
     ew3(y, x, x, x, n, ReluF());
 }
 extern "C" __global__ void sigmoid_bwd_kernel1(float *dx, const float *dy, const float *y, long n)
 {
-    TF_PDL_ENTRY();
     ew3(dx, dy, y, dy, n, SigmoidBwdF());
 }
 extern "C" __global__ void relu_bwd_kernel1(float *dx, const float *dy, const float *y, long n)
 {
-    TF_PDL_ENTRY();
     ew3(dx, dy, y, dy, n, ReluBwdF());
 }
 extern "C" __global__ void gate_fwd_kernel1(float *y, const float *a, const float *g, long n)
 {
-    TF_PDL_ENTRY();
     ew3(y, a, g, a, n, GateF());
 }
 extern "C" __global__ void gate_residual_fwd_kernel1(float *out, const float *res, const float *a,
                                                      const float *g, long n)
 {
-    TF_PDL_ENTRY();
     ew3(out, res, a, g, n, GateResF());
 }
 
@@ -114,7 +105,6 @@ extern "C" __global__ void gate_residual_fwd_kernel1(float *out, const float *re
 extern "C" __global__ void gate_bwd_kernel1(float *da, float *dg, const float *dy, const float *a,
                                             const float *g, long n)
 {
-    TF_PDL_ENTRY();
     const long tid = (long)blockIdx.x * blockDim.x + threadIdx.x;
     const long stride = (long)gridDim.x * blockDim.x;
     const bool vec = tf_cu_aligned(da, 16) && tf_cu_aligned(dg, 16) && tf_cu_aligned(dy, 16) &&
@@ -152,7 +142,6 @@ __device__ __forceinline__ long strided_at(long i, int M, int N, long ld, long s
 extern "C" __global__ void relu_strided_kernel1(float *C, int M, int N, long ldc, long strideC,
                                                 long total)
 {
-    TF_PDL_ENTRY();
     const long stride = (long)gridDim.x * blockDim.x;
     for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
         float *q = C + strided_at(i, M, N, ldc, strideC);
@@ -224,7 +213,6 @@ extern "C" void tf_cu_relu_strided(tf_backend *be, float *C, int M, int N, long 
 extern "C" __global__ void copy_strided_kernel1(float *dst, const float *src, int M, int N,
                                                 long ld, long stride, long total)
 {
-    TF_PDL_ENTRY();
     const long step = (long)gridDim.x * blockDim.x;
     for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
         const long o = strided_at(i, M, N, ld, stride);
@@ -236,7 +224,6 @@ extern "C" __global__ void copy_strided_kernel1(float *dst, const float *src, in
 extern "C" __global__ void drelu_strided_kernel1(float *C, const float *aux, int M, int N,
                                                  long ldc, long strideC, long total)
 {
-    TF_PDL_ENTRY();
     const long step = (long)gridDim.x * blockDim.x;
     for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
         const long o = strided_at(i, M, N, ldc, strideC);

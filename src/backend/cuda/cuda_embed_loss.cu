@@ -8,7 +8,6 @@
 extern "C" __global__ void embed_fwd_kernel1(float *out, const float *table, const int32_t *tok,
                                              long n, int C, int vocab)
 {
-    TF_PDL_ENTRY();
     const long total = n * C, stride = (long)gridDim.x * blockDim.x;
     for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
         const long t = i / C, c = i % C;
@@ -25,7 +24,6 @@ extern "C" __global__ void embed_fwd_kernel1(float *out, const float *table, con
 extern "C" __global__ void __launch_bounds__(EB_TX *EB_TY)
 embed_bwd_kernel1(float *dtable, const float *dout, const int32_t *tok, long n, int C)
 {
-    TF_PDL_ENTRY();
     __shared__ float part[EB_TY][EB_TX];
     const int v = blockIdx.y;
     const int c = blockIdx.x * EB_TX + threadIdx.x;
@@ -66,7 +64,6 @@ extern "C" __global__ void __launch_bounds__(MSE_THREADS)
 mse_head_fwd_kernel1(float *pred, float *loss, const float *logit, const float *target, long n,
                      float dmax)
 {
-    TF_PDL_ENTRY();
     __shared__ double part[MSE_THREADS];
     double s = 0.0;
     for (long i = threadIdx.x; i < n; i += MSE_THREADS) {
@@ -87,7 +84,6 @@ mse_head_fwd_kernel1(float *pred, float *loss, const float *logit, const float *
 extern "C" __global__ void mse_head_bwd_kernel1(float *dlogit, const float *pred,
                                                 const float *target, long n, float dmax)
 {
-    TF_PDL_ENTRY();
     const float k = 2.f / (float)n;
     const long stride = (long)gridDim.x * blockDim.x;
     for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
@@ -117,7 +113,6 @@ extern "C" void tf_cu_mse_head_bwd(tf_backend *be, float *dlogit, const float *p
 extern "C" __global__ void adamw_kernel1(float *p, const float *g, float *m, float *v, long n,
                                          const float *hyper)
 {
-    TF_PDL_ENTRY();
     const float lr = hyper[0], b1 = hyper[1], b2 = hyper[2], eps = hyper[3], wd = hyper[4];
     const float bc1 = hyper[5], bc2 = hyper[6];
     const float step = lr / bc1, sbc2 = sqrtf(bc2), decay = 1.f - lr * wd;

@@ -45,7 +45,6 @@ extern "C" __global__ void __launch_bounds__(GC_TILE *GC_ROWS)
 gate_cmajor_fwd_kernel2(float *lr_t, const float *a, const float *g, long ld, long rows,
                         long inner, int C)
 {
-    TF_PDL_ENTRY();
     __shared__ float tile[GC_TILE][GC_TILE + 1]; /* [r][c] */
     const int s = blockIdx.z, tx = threadIdx.x, ty = threadIdx.y;
     const int c0 = blockIdx.x * GC_TILE;
@@ -80,7 +79,6 @@ extern "C" __global__ void __launch_bounds__(GC_TILE *GC_ROWS)
 gate_cmajor_bwd_kernel2(float *da, float *dg, const float *dlr_t, const float *a, const float *g,
                         long ld, long rows, long inner, int C)
 {
-    TF_PDL_ENTRY();
     __shared__ float tile[GC_TILE][GC_TILE + 1]; /* [c][r] */
     const int s = blockIdx.z, tx = threadIdx.x, ty = threadIdx.y;
     const int c0 = blockIdx.x * GC_TILE;

@@ -10,15 +10,15 @@
  * per product, the order of fp32's own rounding (2^-24). The tensor cores'
  * fp32 accumulation is less exact than FFMA's: on the H200, normal(0,1)
  * operands, the difference to a float64-accurate CPU sum is 4e-6 at K = 3000
- * and 7e-6 at K = 16384, against cuBLAS' 4e-7 (tests/unit/test_cuda_ops.c).
+ * and 7e-6 at K = 16384, against cuBLAS' 4e-7 (tests/unit/test_cuda_ops_gemm.c).
  * tf32 precision (--precision tf32) runs one MMA per product.
  *
  * Speed (bench/cuda_kernels.sh gemm, H200, 3xTF32 against cuBLAS' fp32 SIMT
  * kernels): 1.0x-1.3x on GEMMs with many 128 x 128 tiles (the large
  * problem's pair projections, dX, the outer product), slower on small tiles
  * and split K (weight gradients), and in tf32 2x-4x slower than cuBLAS'
- * TF32 kernels. So by default (be->gemm_mma == 1) it takes only the first
- * kind, in fp32. mma.sync caps it: 3xTF32 triples the tensor work, and the
+ * TF32 kernels. So by default (tf_gpu_route_gemm) it takes only the first
+ * kind, in fp32, where the wgmma kernel does not run. mma.sync caps it: 3xTF32 triples the tensor work, and the
  * TF32 rate of mma.sync on Hopper is well below that of wgmma.
  *
  * Tiles: a block computes a BM x BN tile of C (128 x 128 with 8 warps of
@@ -43,13 +43,15 @@
  * split reads every partial alone, so this only suits a few splits; the
  * weight gradients' wide split (wide_split, below) stores each split's
  * products and adds them in a separate kernel that every SM reads with. */
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "cuda_gemm_mma.h"
 
 template <int BM, int BN, int WM, int WN, bool TA, bool TB, int VEC, bool X3>
 __global__ void __launch_bounds__(mma_cfg<BM, BN, WM, WN, TA, TB>::NT)
     gemm_mma_kernel(mma_args p)
 {
-    TF_PDL_ENTRY();
     typedef mma_cfg<BM, BN, WM, WN, TA, TB> CF;
     TF_SMEM(sm);
     const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -144,7 +146,7 @@ __global__ void __launch_bounds__(mma_cfg<BM, BN, WM, WN, TA, TB>::NT)
     }
 
     static_assert(CF::SMEM >= BM * MMA_LDT(BN), "the staged tile fits the pipeline's memory");
-    if (p.splits > 1 && !p.sep) /* the last split adds: only under TF_CUDA_GEMM=mma */
+    if (p.splits > 1 && !p.sep) /* the last split adds (gemm=mma, gpu_plan.h) */
         mma_finish<CF::MI, CF::NI, CF::NT>(p, acc, m0, n0, wm, wn, bi, sp);
     else
         mma_stage_finish<CF::MI, CF::NI, CF::NT, BM, BN>(p, acc, sm, m0, n0, wm, wn, bi, sp);
@@ -195,12 +197,11 @@ static void mma_pick(tf_backend *be, const mma_args &p, int batch, int ta, int t
  * fixed, so the result does not depend on timing (graph replays and eager
  * runs give the same bits). Every SM reads: the last-arriving split adding
  * all partials alone (mma_finish without sep) took 83-342 us on the weight
- * gradients (RESULTS.md entry 13), latency-bound in one block. */
+ * gradients, latency-bound in one block. */
 #define SK_WARPS 8
 template <int VW>
 __global__ void __launch_bounds__(SK_WARPS * 32) splitk_reduce_kernel(mma_args p, long total)
 {
-    TF_PDL_ENTRY();
     __shared__ float red[SK_WARPS][32 * VW];
     const int lane = (int)threadIdx.x & 31, w = (int)threadIdx.x >> 5;
     const long e0 = ((long)blockIdx.x * 32 + lane) * VW;
@@ -255,58 +256,6 @@ static int aligned16(const void *ptr, long stride, int batch)
     return (a & 15) == 0;
 }
 
-/* Few tiles over a long K (the weight gradients dW = dy^T x, K = rows),
- * be->gemm_dw != 0: split K as wide as the GPU holds blocks (one wave), each
- * split at least 128 deep (256: small fp32 0.8% slower, RESULTS.md entry
- * 15), the partials added by tf_cu_splitk_reduce (one launch, as cuBLAS'
- * split-K reduce). The kernel:
- *   - be->gemm_dw 1 (default, fp32 only) or 3 (TF_CUDA_DW=wg, tf32 too, one
- *     TF32 product): wgmma, only where M and N are at least 128 (the tiles
- *     full) and the GPU has wgmma code;
- *   - 2 (TF_CUDA_DW=mma): mma.sync on any shape (128 x 128 tiles when M and
- *     N are at least 128, else 64 x 64).
- * Measured on the H200 (bench/cuda_kernels.sh gemm, RESULTS.md entry 15):
- * fp32 on wgmma 1.42-1.54x cuBLAS' split-K FFMA kernels on full tiles;
- * mma.sync 0.87-1.14x there, and ~14 us against cuBLAS' 8-20 us on the
- * narrow (M or N < 128) MSA and outer-product shapes, which therefore stay
- * on cuBLAS; in tf32 wgmma 0.63-0.92x cuBLAS' TF32 kernels (and the step 3-4%
- * slower), so tf32 keeps cuBLAS by default. Returns 0 when the shape is not
- * one for it (the caller routes it as before); with run 0 it only says
- * whether it is. */
-static int wide_split(tf_backend *be, const tf_gemm_args *a, mma_args *p, int vec, int run)
-{
-    if (!be->gemm_dw || a->K < 1024 || (be->tf32 && be->gemm_dw == 1)) return 0;
-    /* on the weight-gradient lane, as wide as the SMs it is given */
-    const long sms = be->on_lane && be->wgrad_sms ? be->wgrad_sms : be->sm_count;
-    const long big_tiles = (long)a->batch * ((a->M + 127) / 128) * ((a->N + 127) / 128);
-    const int full = a->M >= 128 && a->N >= 128;
-    const int wg = be->gemm_dw != 2;
-    if (wg && !(be->gemm_wg && full)) return 0;
-    const int big = wg || full;
-    const int bm = big ? 128 : 64, bn = bm;
-    const long tiles = (long)a->batch * ((a->M + bm - 1) / bm) * ((a->N + bn - 1) / bn);
-    if (big_tiles * 2 > sms) return 0; /* enough tiles without a split */
-    /* blocks an SM holds: wgmma 1 (200+ KB of shared memory), mma.sync 128 x 128
-     * 2 (101 KB), 64 x 64 4 (52 KB) */
-    const long per_sm = wg ? 1 : big ? 2 : 4;
-    long s = sms * per_sm / tiles;
-    if (s > a->K / be->dw_depth) s = a->K / be->dw_depth;
-    const long cap = (long)(TF_CU_WORKSPACE_BYTES / sizeof(float)) / ((long)a->batch * a->M * a->N);
-    if (s > cap) s = cap;
-    if (s < 2) return 0;
-    if (!run) return 1;
-    const int per = (int)((a->K + s - 1) / s);
-    p->kchunk = (per + MMA_BK - 1) / MMA_BK * MMA_BK;
-    p->splits = (a->K + p->kchunk - 1) / p->kchunk;
-    p->part = (float *)be->workspace;
-    p->sep = 1;
-    if (wg) tf_cu_gemm_wg(be, p, a->batch, a->transA, a->transB, vec);
-    else if (big) mma_pick<MMA_BIG>(be, *p, a->batch, a->transA, a->transB, vec, !be->tf32);
-    else mma_pick<MMA_SMALL>(be, *p, a->batch, a->transA, a->transB, vec, !be->tf32);
-    tf_cu_splitk_reduce(be, p, a->batch);
-    return 1;
-}
-
 /* the kernels' arguments for a; returns the copy width (4: 16-byte copies,
  * 1: single floats), 0 when the tensor-core kernels do not take a: K == 0,
  * negative strides and very narrow outputs (M or N < 16, e.g. the attention
@@ -337,69 +286,34 @@ static int mma_setup(const tf_gemm_args *a, mma_args *p)
                : 1;
 }
 
-extern "C" int tf_cu_gemm_wide(tf_backend *be, const tf_gemm_args *a, int run)
+/* a on the tensor-core kernel r names (tf_gpu_route_gemm took the shape; the
+ * copy width is this call's: its operands' alignment). The wide split (the
+ * weight gradients: few tiles over a long K, split one wave wide) stores each
+ * split's products in the workspace and adds them in tf_cu_splitk_reduce; the
+ * other split K adds them in the last block of a tile to arrive (a counter
+ * per tile). */
+extern "C" void tf_cu_gemm_tc(tf_backend *be, const tf_gemm_args *a, const tf_gpu_gemm_route *r)
 {
     mma_args p;
     const int vec = mma_setup(a, &p);
-    return vec && wide_split(be, a, &p, vec, run);
-}
-
-/* Runs the GEMM on the tensor cores when it suits them; returns 0 (nothing
- * done) where mma_setup says no, and with be->gemm_mma == 1 for the shapes
- * where cuBLAS measured faster. */
-extern "C" int tf_cu_gemm_mma(tf_backend *be, const tf_gemm_args *a)
-{
-    mma_args p;
-    const int vec = mma_setup(a, &p);
-    if (!vec) return 0;
-    const long sms = be->sm_count;
-    const long big_tiles = (long)a->batch * ((a->M + 127) / 128) * ((a->N + 127) / 128);
-    /* fp32 on wgmma (cuda_gemm_wgmma.cu, 128 x 128 tiles only): everywhere
-     * (TF_CUDA_GEMM=wg), or where it measured faster than cuBLAS' FFMA and
-     * mma.sync on the H200 (bench/cuda_kernels.sh gemm, RESULTS.md entry 11):
-     * full tiles, K >= 128, more tiles than half the SMs (no split K) */
-    const int wg = (!be->tf32 || be->wg_tf32) && (be->gemm_wg == 2 ||
-                                 (be->gemm_wg == 1 && a->K >= 128 && a->M >= 128 &&
-                                  a->N >= 128 && big_tiles * 2 > sms));
-    /* 128 x 128 tiles when they fill the GPU twice and are full: a batch of
-     * 64 x 64 products (the small problem's triangle product) would use a
-     * quarter of each (31 vs cuBLAS' 11 us on the H200) */
-    const int big = wg || (be->mma_tile ? be->mma_tile == 128
-                                        : big_tiles >= 2 * sms && a->M >= 128 && a->N >= 128);
-    const int bm = big ? 128 : 64, bn = big ? 128 : 64;
-    const long tiles = (long)a->batch * ((a->M + bm - 1) / bm) * ((a->N + bn - 1) / bn);
-    /* split K when the tiles leave most of the GPU idle and K is long: up to
-     * one block per SM, each split at least 512 deep, at most 16 splits */
-    int splits = 1;
-    if (tiles * 2 <= sms && a->K >= 1024) {
-        long s = sms / tiles;
-        if (s > a->K / 512) s = a->K / 512;
-        if (s > 16) s = 16; /* the last split of a tile reads all partials */
-        const long per = (long)bm * bn; /* partial floats per tile and split (= ACC * NT) */
-        const long cap = (long)(TF_CU_WORKSPACE_BYTES / sizeof(float));
-        while (s > 1 && tiles * s * per > cap) --s;
-        if (tiles > TF_CU_MMA_COUNTERS) s = 1;
-        splits = (int)(s < 1 ? 1 : s);
+    if (!vec) { /* the route checked the same conditions */
+        fprintf(stderr, "tinyfold: internal error: GEMM routed to %s that it does not take\n",
+                tf_gpu_engine_name(r->engine));
+        abort();
     }
-    p.splits = 1;
-    p.kchunk = a->K;
-    if (splits > 1) {
-        const int per = (a->K + splits - 1) / splits;
-        p.kchunk = (per + MMA_BK - 1) / MMA_BK * MMA_BK;
-        p.splits = (a->K + p.kchunk - 1) / p.kchunk;
+    p.splits = r->splits;
+    p.kchunk = r->kchunk;
+    const int wide = r->engine == TF_GPU_ENG_WIDE_MMA || r->engine == TF_GPU_ENG_WIDE_WGMMA;
+    if (r->splits > 1) {
         p.part = (float *)be->workspace;
-        p.count = be->mma_count;
+        if (wide) p.sep = 1;
+        else p.count = be->mma_count;
     }
-    if (wg) {
-        tf_cu_gemm_wg(be, &p, a->batch, a->transA, a->transB, vec);
-        return 1;
-    }
-    /* be->gemm_mma == 1: only where it beat cuBLAS (fp32, bench/cuda_kernels.sh
-     * gemm on the H200): no split K, 128 x 128 tiles, K at least one BK slice.
-     * Elsewhere (small tiles, split K, K < 32) cuBLAS measured faster */
-    if (be->gemm_mma == 1 && (splits > 1 || !big || a->K < MMA_BK || be->tf32)) return 0;
-    const int x3 = !be->tf32;
-    if (big) mma_pick<MMA_BIG>(be, p, a->batch, a->transA, a->transB, vec, x3);
-    else mma_pick<MMA_SMALL>(be, p, a->batch, a->transA, a->transB, vec, x3);
-    return 1;
+    if (r->engine == TF_GPU_ENG_WGMMA || r->engine == TF_GPU_ENG_WIDE_WGMMA)
+        tf_cu_gemm_wg(be, &p, a->batch, a->transA, a->transB, vec, r->wg_short);
+    else if (r->tile == 128)
+        mma_pick<MMA_BIG>(be, p, a->batch, a->transA, a->transB, vec, r->x3);
+    else
+        mma_pick<MMA_SMALL>(be, p, a->batch, a->transA, a->transB, vec, r->x3);
+    if (wide) tf_cu_splitk_reduce(be, &p, a->batch);
 }

@@ -212,8 +212,7 @@ __device__ __forceinline__ void mma_finish(const mma_args &p, float (*acc)[NI][4
  * (float4 where the layout allows it): short code, run once a block.
  * mma_finish's per-fragment stores (~2100 SASS instructions unrolled in the
  * wgmma kernel) missed in the instruction cache: on a one-wave 16384 x 128 x
- * 128 wgmma GEMM they were half of the kernel's stall samples (ncu,
- * RESULTS.md entry 16). Row stride BN + 8 (8 mod 32 words): the staging
+ * 128 wgmma GEMM they were half of the kernel's stall samples (ncu). Row stride BN + 8 (8 mod 32 words): the staging
  * float2 stores of a half warp (4 rows 8 words apart, 4 lanes 2 apart) hit
  * 32 distinct banks. Both kernels keep mma_finish for split K finished in
  * the kernel (p.splits > 1 without p.sep). */
@@ -332,8 +331,10 @@ __device__ __forceinline__ void mma_stage_finish(const mma_args &p, float (*acc)
 #ifdef __cplusplus
 extern "C" {
 #endif
-/* the 3xTF32 wgmma kernel: 128 x 128 tiles, p as tf_cu_gemm_mma sets it */
-void tf_cu_gemm_wg(tf_backend *be, const mma_args *p, int batch, int ta, int tb, int vec);
+/* the 3xTF32 wgmma kernel: 128 x 128 tiles, p as tf_cu_gemm_tc sets it; wg_short:
+ * two blocks an SM (short K) */
+void tf_cu_gemm_wg(tf_backend *be, const mma_args *p, int batch, int ta, int tb, int vec,
+                   int wg_short);
 /* split K with p->sep: C = alpha (the splits' partials added) + beta (R or C),
  * ReLU, the DRELU mask */
 void tf_cu_splitk_reduce(tf_backend *be, const mma_args *p, int batch);

@@ -1,6 +1,4 @@
-/* Level-3 fp32 GEMM on Hopper's warpgroup MMA (wgmma), 3xTF32 (and, for
- * the weight gradients' wide split under TF_CUDA_DW=wg only, tf32 with one
- * product: the template's X3): the
+/* Level-3 fp32 GEMM on Hopper's warpgroup MMA (wgmma), 3xTF32: the
  * mma.sync kernel's contract and split K (cuda_gemm_mma.h), with the tensor
  * work on wgmma.mma_async m64n128k8, which mma.sync cannot reach on sm_90
  * (its TF32 rate is well below wgmma's; our mma.sync 3xTF32 kernel ran the
@@ -9,8 +7,8 @@
  * Block: 128 x 128 tile of C, two warpgroups (256 threads), each 64 rows x
  * 128 columns, accumulators in registers (64 per thread, wgmma's layout is
  * mma.sync's C layout over 16 column groups of 8). K in slices of BK = 32,
- * copied by cp.async into a 3- or 4-stage pipeline (schedule 2 / 1, below)
- * in the operands' global layouts
+ * copied by cp.async into a 3-stage pipeline (2 for short K, below) in the
+ * operands' global layouts
  * (mma_load), so transposed operands cost nothing extra. Per slice:
  *   - A (each warp's 16 rows x 32 k) goes to registers and is split there
  *     into big + small TF32 parts (mma_split, rounded), the A fragment of
@@ -24,17 +22,15 @@
  * is slice k 2t, t + 4 is 2t + 1): A's two values per row are one 8-byte
  * load, and B's conversion puts each k at its logical place.
  *
- * Speed (bench/cuda_kernels.sh gemm, H200, RESULTS.md entries 11 and 12):
- * 1.24-1.96x cuBLAS' fp32 kernels on the shapes tf_cu_gemm_mma routes here
- * (full tiles, K >= 128, no split K), 45-72 TFLOP/s of fp32 work, under half
- * of the tensor cores' TF32 peak over 3. The overlap of conversion and MMAs
- * gained 1-5%, 4 stages instead of 2 another 5-11%, two groups in flight
- * with one barrier per slice (schedule 2, the default) another 2-10%; what
- * is left is one block per SM (up to 224 registers a thread) and B
- * converted per slice by the whole block (NOTES.md). The tile ends through
- * shared memory (mma_stage_finish, cuda_gemm_mma.h): ~25% faster per GEMM
- * than mma_finish's unrolled fragment stores, whose code missed in the
- * instruction cache (RESULTS.md entry 16).
+ * Speed (bench/cuda_kernels.sh gemm, H200): 1.24-1.96x cuBLAS' fp32 kernels
+ * on the shapes tf_gpu_route_gemm sends here (full tiles, K >= 128, no split
+ * K), 45-72 TFLOP/s of fp32 work, under half of the tensor cores' TF32 peak
+ * over 3. Two groups of MMAs in flight with one barrier per slice (MODE 2)
+ * is the schedule; what limits it is one block per SM (up to 224 registers a
+ * thread) and B converted per slice by the whole block (NOTES.md). The tile
+ * ends through shared memory (mma_stage_finish, cuda_gemm_mma.h): faster than
+ * mma_finish's unrolled fragment stores, whose code missed in the
+ * instruction cache.
  *
  * Needs sm_90a code (wgmma does not exist in plain sm_90): CMake compiles
  * this file for sm_90a when the build targets 90 (CMakeLists.txt), and
@@ -62,11 +58,6 @@
 #define WG_BM 128
 #define WG_BN 128
 #define WG_NT 256
-/* pipeline stages (landing tiles of one K slice each): 4 keeps three slices'
- * loads in flight while one is converted and multiplied; 2 (the first
- * version, TF_CUDA_WG_STAGES=2) only one, which leaves the loads' latency
- * exposed at one block per SM */
-#define WG_STAGES_MAX 4
 /* bytes between core matrices adjacent in k: a k4 column of BN / 8 of them */
 #define WG_CM_K (WG_BN / 8 * 128)
 #define WG_BC (MMA_BK * WG_BN) /* floats per converted copy of B (big or small) */
@@ -76,10 +67,9 @@
  * fragment loads below are the same), B padded for the conversion's reads:
  * +4 per row either way (16-byte row reads of 8 k conflict-free when k is
  * contiguous, single floats along n otherwise). MODE 0: one converted copy of
- * B, one slice at a time; MODE 1: two copies, so that slice kt + 1 is
- * converted while the wgmmas of slice kt run; MODE 2: three copies, so that
- * slice kt + 1's wgmmas are issued before slice kt's have finished (two
- * groups in flight, one barrier per slice). */
+ * B, one slice at a time (the two-blocks-an-SM schedule for short K); MODE 2:
+ * three copies, so that slice kt + 1's wgmmas are issued before slice kt's
+ * have finished (two groups in flight, one barrier per slice). */
 template <bool TA, bool TB, int MODE, int ST>
 struct wg_cfg {
     static constexpr int NT = WG_NT;
@@ -313,7 +303,6 @@ __device__ __forceinline__ void wg_keep_a(uint32_t (*ab)[4], uint32_t (*as)[4])
 template <bool TA, bool TB, int VEC, int MODE, int ST, bool X3, int MINB>
 __global__ void __launch_bounds__(WG_NT, MINB) gemm_wg_kernel(mma_args p)
 {
-    TF_PDL_ENTRY();
 #if TF_WG_CODE
     typedef wg_cfg<TA, TB, MODE, ST> CF;
     TF_SMEM(sm);
@@ -407,47 +396,11 @@ __global__ void __launch_bounds__(WG_NT, MINB) gemm_wg_kernel(mma_args p)
         wg_wait0();
         wg_keep(acc[0], b0, s0);
         wg_keep_a(b1, s1);
-    } else if (nk > 0) {
-        /* slice kt's wgmmas run while slice kt + 1 is converted into the other
-         * copy of B and its A fragments go to the other registers */
-        uint32_t nb[4][4], ns[4][4];
-        mma_wait<ST - 2>();
-        __syncthreads();
-        if (ST - 1 < nk) WG_LOAD(ST - 1);
-        mma_commit();
-        wg_convert<CF, TB, X3>(WG_STAGE_AT(0) + CF::A_TILE, Bc, Bc + WG_BC);
-        wg_proxy_fence();
-        wg_afrag<CF, TA, X3>(WG_STAGE_AT(0), wm, ab, as);
-        __syncthreads();
-        for (int kt = 0; kt < nk; ++kt) {
-            const float *bh = Bc + (kt & 1) * 2 * WG_BC;
-            wg_fence();
-            wg_slice<X3>(acc[0], ab, as, bh, bh + WG_BC);
-            wg_commit();
-            if (kt + 1 < nk) {
-                mma_wait<ST - 2>(); /* slice kt + 1 has landed */
-                __syncthreads();    /* everyone's; slice kt's stage was read last iteration */
-                if (kt + ST < nk) WG_LOAD(kt + ST);
-                mma_commit();
-                /* the other copy: last read by slice kt-1's wgmmas, waited for */
-                float *nh = Bc + ((kt + 1) & 1) * 2 * WG_BC;
-                wg_convert<CF, TB, X3>(WG_STAGE_AT(kt + 1) + CF::A_TILE, nh, nh + WG_BC);
-                wg_proxy_fence();
-                wg_afrag<CF, TA, X3>(WG_STAGE_AT(kt + 1), wm, nb, ns);
-            }
-            wg_wait0();
-            wg_keep(acc[0], ab, as);
-            __syncthreads(); /* the next copy is complete; this one's reads are done */
-#pragma unroll
-            for (int s = 0; s < 4; ++s)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) ab[s][e] = nb[s][e], as[s][e] = ns[s][e];
-        }
     }
 #undef WG_LOAD
 #undef WG_STAGE_AT
     static_assert(CF::SMEM >= WG_BM * MMA_LDT(WG_BN), "the staged tile fits the pipeline's memory");
-    if (p.splits > 1 && !p.sep) /* the last split adds (only under TF_CUDA_GEMM=wg) */
+    if (p.splits > 1 && !p.sep) /* the last split adds (gemm=wgmma, gpu_plan.h) */
         mma_finish<1, 16, WG_NT>(p, acc, m0, n0, wm, 0, bi, sp);
     else
         mma_stage_finish<1, 16, WG_NT, WG_BM, WG_BN>(p, acc, sm, m0, n0, wm, 0, bi, sp);
@@ -456,7 +409,7 @@ __global__ void __launch_bounds__(WG_NT, MINB) gemm_wg_kernel(mma_args p)
 #endif
 }
 
-__global__ void wg_probe_kernel(int *flag) { TF_PDL_ENTRY(); *flag = TF_WG_CODE; }
+__global__ void wg_probe_kernel(int *flag) { *flag = TF_WG_CODE; }
 
 template <bool TA, bool TB, int VEC, int MODE, int ST, bool X3, int MINB = 1>
 static void wg_launch(tf_backend *be, const mma_args &p, int batch)
@@ -467,40 +420,26 @@ static void wg_launch(tf_backend *be, const mma_args &p, int batch)
     TF_LAUNCH_SMEM((gemm_wg_kernel<TA, TB, VEC, MODE, ST, X3, MINB>), grid, WG_NT, smem, be, p);
 }
 
-/* Two blocks an SM (schedule 0, 2 stages: 108-111 KB of shared memory;
- * __launch_bounds__ caps the registers at 128, a few spill) instead of one
- * for short K (<= be->wg_short) when the tiles fill at least WG_SHORT_WAVES
- * waves of one block an SM: one block's loads, conversion and epilogue then
- * overlap the other's MMAs. H200, fp32 v3 --graph, 3 rounds (RESULTS.md
- * entry 15): large 124.0 -> 131.4 samples/s with 3 waves (131.5 with 2, 125.4
- * with 4), small 437.5 -> 435.8 (431.3 with 2: its 384-tile GEMMs lose to the
- * tail; 2.9 waves of one block are 1.45 of two). Below 2 x SMs tiles the
- * blocks would spread one an SM anyway, on the slower schedule. */
-#define WG_SHORT_WAVES 3
-
-/* tf32 (one product) only on the default schedule: the wide split K of the
- * weight gradients is its one use (tf_cu_gemm_wide) */
+/* The schedules: MODE 2 with 3 stages, one block an SM; and, for short K
+ * with tiles for at least 3 waves of one block an SM (the route's wg_short),
+ * two blocks an SM (MODE 0, 2 stages: 108-111 KB of shared memory;
+ * __launch_bounds__ caps the registers at 128, a few spill): one block's
+ * loads, conversion and epilogue then overlap the other's MMAs (the large
+ * problem's fp32 pair GEMMs, H200: 124.0 -> 131.4 samples/s). */
 template <bool TA, bool TB, int VEC>
-static void wg_pick(tf_backend *be, const mma_args &p, int batch)
+static void wg_pick(tf_backend *be, const mma_args &p, int batch, int wg_short)
 {
-    if (be->tf32) wg_launch<TA, TB, VEC, 2, 3, false>(be, p, batch);
-    else if (be->wg_short && p.K <= be->wg_short && p.splits == 1 &&
-             (long)batch * ((p.M + WG_BM - 1) / WG_BM) * ((p.N + WG_BN - 1) / WG_BN) >=
-                 (long)WG_SHORT_WAVES * be->sm_count)
-        wg_launch<TA, TB, VEC, 0, 2, true, 2>(be, p, batch);
-    else if (be->wg_pipe == 0) wg_launch<TA, TB, VEC, 0, 2, true>(be, p, batch);
-    else if (be->wg_pipe == 2) wg_launch<TA, TB, VEC, 2, 3, true>(be, p, batch);
-    else if (be->wg_stages == 2) wg_launch<TA, TB, VEC, 1, 2, true>(be, p, batch);
-    else wg_launch<TA, TB, VEC, 1, WG_STAGES_MAX, true>(be, p, batch);
+    if (wg_short) wg_launch<TA, TB, VEC, 0, 2, true, 2>(be, p, batch);
+    else wg_launch<TA, TB, VEC, 2, 3, true>(be, p, batch);
 }
 
 extern "C" void tf_cu_gemm_wg(tf_backend *be, const mma_args *p, int batch, int ta, int tb,
-                              int vec)
+                              int vec, int wg_short)
 {
 #define WG_GO(TA, TB)                                                                    \
     do {                                                                                 \
-        if (vec == 4) wg_pick<TA, TB, 4>(be, *p, batch);                                 \
-        else wg_pick<TA, TB, 1>(be, *p, batch);                                          \
+        if (vec == 4) wg_pick<TA, TB, 4>(be, *p, batch, wg_short);                       \
+        else wg_pick<TA, TB, 1>(be, *p, batch, wg_short);                                \
     } while (0)
     if (!ta && !tb) WG_GO(false, false);
     else if (!ta && tb) WG_GO(false, true);

@@ -77,7 +77,6 @@ extern "C" __global__ void __launch_bounds__(LN1_THREADS)
 layernorm_fwd_kernel1(float *out, float *mean, float *rstd, const float *x, const float *gamma,
                       const float *beta, long rows, int C, float eps)
 {
-    TF_PDL_ENTRY();
     __shared__ float sh[32];
     const long r = blockIdx.x;
     if (r >= rows) return; /* uniform per block */
@@ -104,7 +103,6 @@ extern "C" __global__ void __launch_bounds__(LN2_THREADS)
 layernorm_fwd_kernel2(float *out, float *mean, float *rstd, const float *x, const float *gamma,
                       const float *beta, long rows, int C, float eps)
 {
-    TF_PDL_ENTRY();
     const int lane = threadIdx.x & 31;
     const long r = (long)blockIdx.x * (LN2_THREADS / 32) + (threadIdx.x >> 5);
     if (r >= rows) return; /* whole warp leaves together; no block barrier below */
@@ -149,7 +147,6 @@ extern "C" __global__ void __launch_bounds__(LN1_THREADS)
 layernorm_bwd_dx_kernel1(float *dx, const float *dout, const float *x, const float *mean,
                          const float *rstd, const float *gamma, long rows, int C, int accumulate)
 {
-    TF_PDL_ENTRY();
     __shared__ float sh[32];
     const long r = blockIdx.x;
     if (r >= rows) return;
@@ -175,7 +172,6 @@ extern "C" __global__ void __launch_bounds__(LN2_THREADS)
 layernorm_bwd_dx_kernel2(float *dx, const float *dout, const float *x, const float *mean,
                          const float *rstd, const float *gamma, long rows, int C, int accumulate)
 {
-    TF_PDL_ENTRY();
     const int lane = threadIdx.x & 31;
     const long r = (long)blockIdx.x * (LN2_THREADS / 32) + (threadIdx.x >> 5);
     if (r >= rows) return;
@@ -218,7 +214,6 @@ layernorm_bwd_dparams_kernel1(float *part, const float *dout, const float *x, co
                               const float *rstd, long rows, int C, int c0, int cs, long rpc,
                               int nchunks)
 {
-    TF_PDL_ENTRY();
     __shared__ float sg[DP_TY][DP_TX], sb[DP_TY][DP_TX];
     const int cl = blockIdx.x * DP_TX + threadIdx.x; /* channel within slab */
     const int c = c0 + cl;
@@ -252,7 +247,6 @@ extern "C" __global__ void layernorm_bwd_dparams_reduce_kernel1(float *dgamma, f
                                                                 const float *part, int c0, int cs,
                                                                 int nchunks)
 {
-    TF_PDL_ENTRY();
     const int cl = blockIdx.x * blockDim.x + threadIdx.x;
     if (cl >= cs) return;
     float tg = 0.f, tb = 0.f;
@@ -362,14 +356,15 @@ __device__ __forceinline__ void ln2_block_finish(float (&sp)[NQ][LN2_THREADS / 3
     ln_tree_add(part, count, W, o);
 }
 
-/* rows per block of the one-launch backward kernels: be->ln_rpb (default 32:
- * 4 per warp; TF_CUDA_LN_RPB), more
+/* rows per block of the one-launch backward kernels: LN_RPB (4 per warp), more
  * when the tree's partial rows of W floats (nblk, then nblk / 32, ...: under
  * nblk * 32 / 31 + 3 rows in all) would not fit the scratch area; a function
  * of (rows, W) only, so the sum order is fixed per shape */
+#define LN_RPB 32
 static long ln_rows_per_block(const tf_backend *be, long rows, int W)
 {
-    long rpb = be->ln_rpb;
+    (void)be;
+    long rpb = LN_RPB;
     const long maxblk = ((long)(TF_CU_SCRATCH_FLOATS / (size_t)W) - 3) * 31 / 32;
     if ((rows + rpb - 1) / rpb > maxblk) rpb = ((rows + maxblk - 1) / maxblk + 7) / 8 * 8;
     return rpb;
@@ -380,7 +375,6 @@ layernorm_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const floa
                       const float *x, const float *mean, const float *rstd, const float *gamma,
                       long rows, int C, int accumulate, long rpb)
 {
-    TF_PDL_ENTRY();
     constexpr int NW = LN2_THREADS / 32;
     __shared__ float sp[2][NW][32 * LN2_CACHE]; /* dgamma dbeta per warp */
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -419,7 +413,6 @@ extern "C" __global__ void __launch_bounds__(LN2_THREADS)
 layernorm2_fwd_kernel2(float *out, float *stats, const float *x, const float *g1, const float *b1,
                        const float *g2, const float *b2, long rows, int C, float eps)
 {
-    TF_PDL_ENTRY();
     const int lane = threadIdx.x & 31;
     const long r = (long)blockIdx.x * (LN2_THREADS / 32) + (threadIdx.x >> 5);
     if (r >= rows) return; /* whole warp leaves together; no block barrier below */
@@ -456,7 +449,6 @@ layernorm2_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const flo
                        const float *x, const float *stats, const float *g1, const float *b1,
                        const float *g2, long rows, int C, int accumulate, long rpb)
 {
-    TF_PDL_ENTRY();
     constexpr int NW = LN2_THREADS / 32;
     __shared__ float sp[4][NW][32 * LN2_CACHE]; /* dg1 db1 dg2 db2 per warp */
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -555,7 +547,6 @@ layernorm_bwd_kernel2_v(float *dx, ln_roots o, float *part, int *count, const fl
                         const float *x, const float *mean, const float *rstd, const float *gamma,
                         long rows, int accumulate, long rpb)
 {
-    TF_PDL_ENTRY();
     constexpr int NW = LN2_THREADS / 32, C = 32 * VW;
     __shared__ float sp[2][NW][32 * LN2_CACHE]; /* dgamma dbeta per warp */
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -603,7 +594,6 @@ layernorm2_bwd_kernel2_c128(float *dx, ln_roots o, float *part, int *count, cons
                             const float *x, const float *stats, const float *g1, const float *b1,
                             const float *g2, long rows, int accumulate, long rpb)
 {
-    TF_PDL_ENTRY();
     constexpr int NW = LN2_THREADS / 32, C = 128;
     __shared__ float sp[4][NW][32 * LN2_CACHE]; /* dg1 db1 dg2 db2 per warp */
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -678,7 +668,6 @@ __global__ void __launch_bounds__(LN2_THREADS)
 layernorm_fwd_kernel2_v(float *out, float *mean, float *rstd, const float *x, const float *gamma,
                         const float *beta, long rows, float eps)
 {
-    TF_PDL_ENTRY();
     constexpr int C = 32 * VW;
     const int lane = threadIdx.x & 31;
     const long r = (long)blockIdx.x * (LN2_THREADS / 32) + (threadIdx.x >> 5);
@@ -702,7 +691,6 @@ layernorm2_fwd_kernel2_c128(float *out, float *stats, const float *x, const floa
                             const float *b1, const float *g2, const float *b2, long rows,
                             float eps)
 {
-    TF_PDL_ENTRY();
     const int lane = threadIdx.x & 31;
     const long r = (long)blockIdx.x * (LN2_THREADS / 32) + (threadIdx.x >> 5);
     if (r >= rows) return;

@@ -3,7 +3,7 @@
  * straight from dop [B,N,N,co,co], the gradient of the permuted outer product.
  * The composition it replaces permutes dop (a full pass over it) and runs two
  * skinny GEMMs (M = S) that each read it again, through cuBLAS' gemv-like
- * kernels (RESULTS.md entry 12); here dop is read twice in 4 KB tiles and
+ * kernels; here dop is read twice in 4 KB tiles and
  * nothing is written but da.
  *
  * opm_bwd_kernel2: block (i, b, chunk) of OPM_THREADS threads owns the outputs
@@ -26,7 +26,6 @@ __global__ void __launch_bounds__(OPM_THREADS)
 opm_bwd_kernel2(float *da, const float *dop, const float *a, int S, int N, int co, int PC,
                 int srows, int ep)
 {
-    TF_PDL_ENTRY();
     TF_SMEM(sm);
     float *Es = sm;                 /* [PC][ep] */
     float *As = sm + PC * ep;       /* [srows][ep] */
@@ -107,7 +106,6 @@ __global__ void __launch_bounds__(O3_WARPS * 32)
 opm_bwd_kernel3(float *__restrict__ da, const float *__restrict__ dop,
                 const float *__restrict__ a, int S, int N)
 {
-    TF_PDL_ENTRY();
     constexpr int RS = 4 * SPT; /* rows s per block */
     TF_SMEM(sm);
     const int warp = (int)threadIdx.x >> 5, lane = (int)threadIdx.x & 31;
@@ -188,7 +186,7 @@ extern "C" void tf_cu_opm_bwd(tf_backend *be, float *da, const float *dop, const
                               int S, int N, int co)
 {
     if (B <= 0 || S <= 0 || N <= 0 || co <= 0) return;
-    if (co == 32 && be->opm_kernel != 2 && tf_cu_aligned(da, 16) && tf_cu_aligned(dop, 16) &&
+    if (co == 32 && tf_cu_aligned(da, 16) && tf_cu_aligned(dop, 16) &&
         tf_cu_aligned(a, 16) && B <= 65535) {
         const int spt = S <= 16 ? 4 : 8, rs = 4 * spt;
         const size_t smem = sizeof(float) * O3_WARPS * (size_t)(64 + rs) * O3_LD;
@@ -236,7 +234,6 @@ extern "C" void tf_cu_opm_bwd(tf_backend *be, float *da, const float *dop, const
 __global__ void __launch_bounds__(256)
 opm_outer_kernel3(float *__restrict__ out, const float *__restrict__ a, int S, int N)
 {
-    TF_PDL_ENTRY();
     __shared__ __align__(16) float ai[OO_SC][32];
     __shared__ __align__(16) float aj[OO_JT][OO_SC][32];
     const int i = blockIdx.y, b = blockIdx.z, t = (int)threadIdx.x;
@@ -298,7 +295,6 @@ opm_outer_kernel3(float *__restrict__ out, const float *__restrict__ a, int S, i
 
 __global__ void opm_outer_kernel1(float *out, const float *a, int B, int S, int N, int co)
 {
-    TF_PDL_ENTRY();
     const long cc = (long)co * co, total = (long)B * N * N * cc, NC = (long)N * co;
     const float inv = 1.0f / (float)S;
     for (long e = (long)blockIdx.x * blockDim.x + threadIdx.x; e < total;

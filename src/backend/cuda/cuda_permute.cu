@@ -19,7 +19,6 @@
 extern "C" __global__ void permute_kernel1(float *out, const float *in, tf_cu_perm p, long total,
                                            int accumulate)
 {
-    TF_PDL_ENTRY();
     const long stride = (long)gridDim.x * blockDim.x;
     for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
         long rem = i, off = 0;
@@ -36,7 +35,6 @@ extern "C" __global__ void permute_kernel1(float *out, const float *in, tf_cu_pe
 extern "C" __global__ void __launch_bounds__(TP_TILE *TP_ROWS)
 permute_transpose_kernel1(float *out, const float *in, long R, long S, int accumulate)
 {
-    TF_PDL_ENTRY();
     __shared__ float tile[TP_TILE][TP_TILE + 1];
     const long p = blockIdx.z;
     const long s0 = (long)blockIdx.x * TP_TILE, r0 = (long)blockIdx.y * TP_TILE;
@@ -58,7 +56,6 @@ permute_transpose_kernel1(float *out, const float *in, long R, long S, int accum
 
 extern "C" __global__ void permute_copy_acc_kernel1(float *y, const float *x, long n)
 {
-    TF_PDL_ENTRY();
     const long stride = (long)gridDim.x * blockDim.x;
     for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) y[i] += x[i];
 }
@@ -132,7 +129,6 @@ extern "C" void tf_cu_permute(tf_backend *be, float *out, const float *in,
 extern "C" __global__ void add_bcast_mid_kernel1(float *y, const float *x, long mid, long inner,
                                                  long total)
 {
-    TF_PDL_ENTRY();
     const long stride = (long)gridDim.x * blockDim.x;
     for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
         const long o = i / (mid * inner), k = i % inner;
@@ -144,7 +140,6 @@ extern "C" __global__ void add_bcast_mid_kernel1(float *y, const float *x, long 
 extern "C" __global__ void sum_mid_kernel1(float *y, const float *x, long outer, long mid,
                                            long inner, int accumulate)
 {
-    TF_PDL_ENTRY();
     const long stride = (long)gridDim.x * blockDim.x;
     for (long t = (long)blockIdx.x * blockDim.x + threadIdx.x; t < outer * inner; t += stride) {
         const long o = t / inner, k = t % inner;

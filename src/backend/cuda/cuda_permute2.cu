@@ -67,14 +67,12 @@ extern "C" __global__ void __launch_bounds__(PR_THREADS)
 permute_rows_kernel2_f4(float4 *out, const float4 *in, int S, int R, int W, long nrows,
                         int accumulate)
 {
-    TF_PDL_ENTRY();
     perm_rows_body(out, in, S, R, W, nrows, accumulate);
 }
 extern "C" __global__ void __launch_bounds__(PR_THREADS)
 permute_rows_kernel2_f1(float *out, const float *in, int S, int R, int W, long nrows,
                         int accumulate)
 {
-    TF_PDL_ENTRY();
     perm_rows_body(out, in, S, R, W, nrows, accumulate);
 }
 
@@ -82,7 +80,6 @@ permute_rows_kernel2_f1(float *out, const float *in, int S, int R, int W, long n
 extern "C" __global__ void permute_gather_kernel2_f4(float4 *out, const float4 *in, tf_cu_perm p,
                                                      long total, int accumulate)
 {
-    TF_PDL_ENTRY();
     const long stride = (long)gridDim.x * blockDim.x;
     for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
         long rem = i, off = 0;
@@ -111,7 +108,6 @@ typedef struct {
 extern "C" __global__ void __launch_bounds__(T2_TILE *T2_ROWS)
 permute_transpose_kernel2(float *out, const float *in, tp_args t, int accumulate)
 {
-    TF_PDL_ENTRY();
     __shared__ float tile[T2_TILE][T2_TILE + 1];
     const int p1 = blockIdx.z / t.P2, p2 = blockIdx.z - p1 * t.P2;
     const int s0 = blockIdx.x * T2_TILE, r0 = blockIdx.y * T2_TILE;

@@ -10,7 +10,6 @@
 extern "C" __global__ void __launch_bounds__(SM_THREADS)
 softmax_fwd_kernel1(float *y, const float *x, long rows, int cols)
 {
-    TF_PDL_ENTRY();
     const int lane = threadIdx.x & 31;
     const long r = (long)blockIdx.x * (SM_THREADS / 32) + (threadIdx.x >> 5);
     if (r >= rows) return;
@@ -28,7 +27,6 @@ softmax_fwd_kernel1(float *y, const float *x, long rows, int cols)
 extern "C" __global__ void __launch_bounds__(SM_THREADS)
 softmax_bwd_kernel1(float *dx, const float *dy, const float *y, long rows, int cols)
 {
-    TF_PDL_ENTRY();
     const int lane = threadIdx.x & 31;
     const long r = (long)blockIdx.x * (SM_THREADS / 32) + (threadIdx.x >> 5);
     if (r >= rows) return;

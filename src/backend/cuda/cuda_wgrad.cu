@@ -33,9 +33,11 @@ static void swap_lane(tf_backend *be)
     be->on_lane = !be->on_lane;
 }
 
+/* The plan's lane=off: no lane, every GEMM on the main queue in order (the
+ * waits have nothing to wait for). */
 extern "C" int tf_cu_wgrad_enable(tf_backend *be)
 {
-    if (be->wstream) return 0;
+    if (be->wstream || be->plan.lane == TF_GPU_LANE_OFF) return 0;
     int least = 0, greatest = 0;
     if (tf_cu_queue_alloc(be, &be->wworkspace, &be->wscratch, &be->wmma_count))
         return 1; /* what was allocated goes with the backend */
@@ -70,8 +72,8 @@ extern "C" void tf_cu_wgrad_enter(tf_backend *be)
 {
     TF_CUDA_CHECK(cudaEventRecord(be->wfork, be->stream));
     TF_CUDA_CHECK(cudaStreamWaitEvent(be->wstream, be->wfork, 0));
-    if (be->wgrad_delay_ns)
-        tf_cu_hold(be->wstream, be->wgrad_delay_ns);
+    if (be->plan.wgrad_delay_us > 0) /* tests: a missing wait then changes the result */
+        tf_cu_hold(be->wstream, 1000ull * (unsigned long long)be->plan.wgrad_delay_us);
     swap_lane(be);
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds tests/unit/test_cuda_ops against the CUDA backend compiled for the
+# Builds tests/unit/test_cuda_ops_* against the CUDA backend compiled for the
 # host emulation (hostemu/emu.h) and runs it: the CUDA kernels, the backend's
 # cuBLAS/cuBLASLt argument mapping and graph capture, checked on a machine
 # without a GPU. Not part of the CMake build (it needs g++ and the CPU backend).
@@ -22,11 +22,20 @@ for f in src/backend/cuda/*.cu src/backend/cuda/hostemu/emu.cpp; do
     g++ -x c++ -std=c++17 $flags -Wno-unknown-pragmas -DTF_CUDA_HOSTEMU -c "$f" \
         -o "$out/$(basename "$f").o" & pids+=($!)
 done
-for f in src/backend/cpu/*.c tests/unit/testutil.c tests/unit/test_cuda_ops.c; do
+for f in src/backend/cpu/*.c src/backend/gpu_plan.c tests/unit/testutil.c tests/unit/cuda_testutil.c; do
     gcc -std=c11 -D_POSIX_C_SOURCE=200809L $flags -fopenmp -Itests/unit -c "$f" \
         -o "$out/$(basename "$f").o" & pids+=($!)
 done
+mkdir -p "$out/tests"
+for f in tests/unit/test_cuda_ops_*.c; do # one binary per op family
+    gcc -std=c11 -D_POSIX_C_SOURCE=200809L $flags -fopenmp -Itests/unit -c "$f" \
+        -o "$out/tests/$(basename "$f" .c).o" & pids+=($!)
+done
 for p in "${pids[@]}"; do wait "$p"; done
-g++ $san -fopenmp -o "$out/test_cuda_ops_hostemu" "$out"/*.o -lopenblas -lcmocka -lm
-# ASan cannot follow every swapcontext stack switch; it warns once about it
-TF_TEST_HOSTEMU=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} "$out/test_cuda_ops_hostemu"
+rc=0
+for t in "$out"/tests/test_cuda_ops_*.o; do
+    g++ $san -fopenmp -o "${t%.o}_hostemu" "$t" "$out"/*.o -lopenblas -lcmocka -lm
+    # ASan cannot follow every swapcontext stack switch; it warns once about it
+    TF_TEST_HOSTEMU=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} "${t%.o}_hostemu" || rc=1
+done
+exit $rc
