@@ -658,8 +658,7 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
 /* The prefetch worker: one thread for the run, drawing with fewer OpenMP
  * threads than the machine has cores. A thread a step made libgomp build a
  * team a step, and a team as wide as the machine took the cores the main
- * thread needs to feed the GPU (0.8 ms of a 6.7 ms step at the small
- * problem, session 7). */
+ * thread needs to feed the GPU. */
 static void *prefetch_main(void *arg) {
     tf_trainer *t = arg;
     omp_set_num_threads(t->pf_threads);
