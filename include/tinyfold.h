@@ -29,6 +29,15 @@ typedef enum {
 typedef enum { TF_IMPL_V1 = 1, TF_IMPL_V2 = 2, TF_IMPL_V3 = 3 } tf_impl;
 typedef enum { TF_BACKEND_CPU = 0, TF_BACKEND_CUDA = 1, TF_BACKEND_AUTO = 2 } tf_backend_kind;
 typedef enum { TF_PREC_FP32 = 0, TF_PREC_TF32 = 1 } tf_precision;
+/* What the forward keeps for the backward (--recompute): everything; each
+ * Evoformer block's inputs (the block's forward runs again inside its
+ * backward); or each module's input (each module's forward runs again inside
+ * its backward: the same extra forward, less memory). */
+typedef enum {
+    TF_RECOMPUTE_NONE = 0,
+    TF_RECOMPUTE_BLOCKS = 1,
+    TF_RECOMPUTE_MODULES = 2
+} tf_recompute;
 
 /* The reference's fusion switches (tiny_openfold_v2.py). v1 = all off,
  * v2 = all on, v3 = all on plus the custom-kernel level. */
@@ -57,6 +66,9 @@ typedef struct {
     int threads;          /* CPU threads; 0 = all cores */
     tf_precision precision;
     int graph;            /* CUDA: capture the whole step as a graph after warm-up */
+    /* memory (src/model/recompute.c) */
+    tf_recompute recompute;
+    int chunk_size;       /* pair-wide modules K rows at a time; 0 = unchunked */
 } tf_config;
 
 /* Defaults of SPEC.md (small problem, v-level = fastest). */

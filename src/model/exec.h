@@ -57,6 +57,8 @@ typedef struct {
      * temporaries, measured by the first planning pass. slot_ticket: the
      * lane's count when the slot's last module ended. TF_WGRAD_SLOTS=0|1. */
     int wgrad_slots;
+    /* tf_recompute (model.c block_fwd): what the forward keeps for the backward */
+    int recompute;
     size_t bwd_slot, bwd_slot_need, bwd_base, bwd_saved_peak;
     long slot_ticket[2];
     int bwd_module;

@@ -251,6 +251,7 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     t->ex.trimul_merged = c->impl >= TF_IMPL_V3 && (!t->is_cuda || c->precision == TF_PREC_FP32);
     t->ex.trimul_cmajor = 1;
     t->ex.ln2 = 1;
+    t->ex.recompute = (int)c->recompute;
     int phase_sync = 0;
     t->ex.opm_outer_op = c->impl >= TF_IMPL_V3 && t->is_cuda;
     t->ex.wgrad_async = 1; /* where the backend has the lane, v3 (below) */
