@@ -68,7 +68,6 @@ typedef struct {
     int graph;            /* CUDA: capture the whole step as a graph after warm-up */
     /* memory (src/model/recompute.c) */
     tf_recompute recompute;
-    int chunk_size;       /* pair-wide modules K rows at a time; 0 = unchunked */
 } tf_config;
 
 /* Defaults of SPEC.md (small problem, v-level = fastest). */
@@ -141,6 +140,13 @@ void tf_trainer_set_adam(tf_trainer *t, const float *m_host, const float *v_host
 /* Memory: bytes of the planned activation arena and the total the trainer holds
  * on its backend (params, grads, moments, arena, batch buffers, library workspaces). */
 size_t tf_trainer_arena_bytes(const tf_trainer *t);
+/* The arena's high-water mark in the steps run so far (equals
+ * tf_trainer_arena_bytes after a step: the plan is exact). */
+size_t tf_trainer_arena_peak(const tf_trainer *t);
+/* The dry run alone: the bytes a trainer for c would hold on its backend
+ * (parameters, gradients, moments, arena, batch; on the CPU the host batch
+ * too), without allocating them. */
+tf_status tf_trainer_plan(const tf_config *c, size_t *bytes, char *err, size_t errlen);
 size_t tf_trainer_backend_bytes(const tf_trainer *t);
 /* CUDA --graph: kernel nodes in the captured step (forward, backward and
  * optimizer graphs together; 0 before capture or without graphs). */

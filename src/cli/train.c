@@ -160,6 +160,8 @@ static int setup(run_state *r, const tf_cli_opts *o)
     int rc = tf_cli_resolve_backend(&r->c, r->note, sizeof r->note);
     if (rc != TF_EXIT_OK)
         return rc;
+    if (o->memory_budget > 0 && (rc = tf_cli_apply_memory_budget(&r->c, o->memory_budget)))
+        return rc;
 
     if (o->cmd == TF_CMD_PROFILE) {
 #ifdef TF_NO_PROF_HOOKS

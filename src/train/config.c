@@ -42,7 +42,6 @@ void tf_config_default(tf_config *c)
     c->precision = TF_PREC_FP32;
     c->graph = 0;
     c->recompute = TF_RECOMPUTE_NONE;
-    c->chunk_size = 0;
 }
 
 tf_fusion tf_fusion_for_impl(tf_impl impl)
@@ -135,11 +134,6 @@ tf_status tf_config_validate(const tf_config *c, char *err, size_t errlen)
         return fail(err, errlen,
                     "--recompute: '%d' is not accepted: expected none, blocks or modules",
                     (int)c->recompute);
-    if (c->chunk_size < 0 || c->chunk_size > c->seq_len)
-        return fail(err, errlen,
-                    "--chunk-size: '%d' is not accepted with --seq-len %d: expected an integer "
-                    "in [1, %d]",
-                    c->chunk_size, c->seq_len, c->seq_len);
 
     /* Cross-field rules. */
     if (c->msa_dim % c->n_heads_msa != 0)

@@ -16,6 +16,7 @@
 
 #include "backend/backend.h"
 #include "model/model.h"
+#include "train/memplan.h"
 #include "prof/prof.h"
 #include "prof/profiler.h"
 #include "train/rng.h"
@@ -180,7 +181,10 @@ static void batch_free(tf_trainer *t, tf_batch *b) {
     b->tokens = NULL, b->pair = NULL, b->target = NULL;
 }
 
-tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, size_t errlen) {
+/* plan_bytes: when not NULL, only plan: the bytes the trainer would hold
+ * (what the memory check compares) are stored there and nothing is kept. */
+static tf_status trainer_create(tf_trainer **out, const tf_config *c, size_t *plan_bytes,
+                                char *err, size_t errlen) {
     *out = NULL;
     tf_status st = tf_config_validate(c, err, errlen);
     if (st != TF_OK) return st;
@@ -301,14 +305,21 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     size_t pbytes = t->nparams * sizeof(float);
     size_t batch_bytes = (size_t)B * S * N * 4 + (size_t)B * N * N * (65 + 3) * 4;
     size_t need = 4 * pbytes + arena_bytes + batch_bytes;
+    if (plan_bytes) {
+        *plan_bytes = need + (t->is_cuda ? 0 : batch_bytes); /* the host batch */
+        tf_trainer_destroy(t);
+        return TF_OK;
+    }
     if (!t->is_cuda) {
         size_t avail = mem_available_bytes();
         size_t host_batch = batch_bytes;
         if (avail && need + host_batch > avail / 10 * 9) {
+            char fits[160];
+            tf_memplan_suggest(c, (double)(avail / 10 * 9), fits, sizeof fits);
             snprintf(err, errlen,
                      "this problem needs %.2f GB of memory (activations %.2f GB) but only %.2f GB "
-                     "is available: reduce --batch-size, --seq-len, --num-seqs or --num-blocks",
-                     (need + host_batch) / 1e9, arena_bytes / 1e9, avail / 1e9);
+                     "is available: %s",
+                     (need + host_batch) / 1e9, arena_bytes / 1e9, avail / 1e9, fits);
             tf_trainer_destroy(t);
             return TF_ERR_NOMEM;
         }
@@ -322,10 +333,10 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
         balloc(t, (void **)&t->pred, (size_t)B * N * N * sizeof(float)) ||
         balloc(t, (void **)&t->loss, 4 * sizeof(float)) ||
         balloc(t, &t->arena_mem, arena_bytes)) {
-        snprintf(err, errlen,
-                 "not enough %s memory: this problem needs %.2f GB (activations %.2f GB); reduce "
-                 "--batch-size, --seq-len, --num-seqs or --num-blocks",
-                 t->is_cuda ? "device" : "host", need / 1e9, arena_bytes / 1e9);
+        char fits[160];
+        tf_memplan_suggest(c, (double)need - 1.0, fits, sizeof fits);
+        snprintf(err, errlen, "not enough %s memory: this problem needs %.2f GB (activations %.2f GB); %s",
+                 t->is_cuda ? "device" : "host", need / 1e9, arena_bytes / 1e9, fits);
         tf_trainer_destroy(t);
         return TF_ERR_NOMEM;
     }
@@ -379,6 +390,15 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     setup_model(t);
     *out = t;
     return TF_OK;
+}
+
+tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, size_t errlen) {
+    return trainer_create(out, c, NULL, err, errlen);
+}
+
+tf_status tf_trainer_plan(const tf_config *c, size_t *bytes, char *err, size_t errlen) {
+    tf_trainer *t = NULL;
+    return trainer_create(&t, c, bytes, err, errlen);
 }
 
 static void prefetch_join(tf_trainer *t) {
@@ -731,6 +751,7 @@ void tf_trainer_set_adam(tf_trainer *t, const float *m_host, const float *v_host
 }
 
 size_t tf_trainer_arena_bytes(const tf_trainer *t) { return t->arena.cap; }
+size_t tf_trainer_arena_peak(const tf_trainer *t) { return t->arena.peak; }
 size_t tf_trainer_graph_kernels(const tf_trainer *t) {
     return t->graphs_ready ? t->graph_kernels : 0;
 }
