@@ -57,6 +57,13 @@ static result run(const tf_config *c) {
     assert_int_equal(tf_trainer_grad(t, &b, &r.loss, r.pred), TF_OK);
     tf_trainer_get_grads(t, r.grad);
     r.arena = tf_trainer_arena_bytes(t);
+    /* the plan is exact: the steps reach the planned arena, not less */
+    if (tf_trainer_arena_peak(t) != r.arena)
+        fail_msg("recompute %d v%d: the steps' arena peak %zu, planned %zu", (int)c->recompute,
+                 (int)c->impl, tf_trainer_arena_peak(t), r.arena);
+    size_t planned = 0;
+    assert_int_equal(tf_trainer_plan(c, &planned, err, sizeof err), TF_OK);
+    assert_true(planned > r.arena);
     free(b.tokens), free(b.pair), free(b.target);
     tf_trainer_destroy(t);
     return r;
