@@ -72,18 +72,22 @@ int tf_cli_apply_memory_budget(tf_config *c, double budget) {
     char err[512];
     size_t bytes = 0;
     tf_status st = tf_memplan_choose(c, budget, &bytes, err, sizeof err);
+    char fb[32], fp[32];
+    tf_memplan_fmt(fb, sizeof fb, budget);
+    tf_memplan_fmt(fp, sizeof fp, (double)bytes);
     if (st == TF_ERR_NOMEM) {
-        tf_cli_error("--memory-budget: %.2f GB does not fit this problem: the least is %.2f GB "
+        tf_cli_error("--memory-budget: %s does not fit this problem: the least is %s "
                      "(--recompute %s); reduce --batch-size, --seq-len, --num-seqs or "
                      "--num-blocks",
-                     budget / 1e9, bytes / 1e9, names[c->recompute]);
+                     fb, fp, names[c->recompute]);
         return TF_EXIT_USAGE;
     }
     if (st != TF_OK) {
         tf_cli_error("%s", err);
         return tf_cli_exit_for(st);
     }
-    fprintf(stderr, "tinyfold: --memory-budget %.2f GB: --recompute %s (planned %.2f GB)\n",
-            budget / 1e9, names[c->recompute], bytes / 1e9);
+    /* the planned figure in MB always, so that a script can compare it */
+    fprintf(stderr, "tinyfold: --memory-budget %s: --recompute %s (planned %.1f MB)\n", fb,
+            names[c->recompute], bytes / 1e6);
     return TF_EXIT_OK;
 }

@@ -32,17 +32,27 @@ tf_status tf_memplan_choose(tf_config *c, double limit, size_t *bytes, char *err
     return TF_ERR_NOMEM;
 }
 
+const char *tf_memplan_fmt(char *buf, size_t n, double bytes) {
+    if (bytes >= 1e9)
+        snprintf(buf, n, "%.2f GB", bytes / 1e9);
+    else
+        snprintf(buf, n, "%.1f MB", bytes / 1e6);
+    return buf;
+}
+
 void tf_memplan_suggest(const tf_config *c, double limit, char *out, size_t n) {
     static const char *reduce = "reduce --batch-size, --seq-len, --num-seqs or --num-blocks";
     tf_config x = *c;
     char err[256];
     size_t b = 0;
+    char f[32];
     tf_status st = tf_memplan_choose(&x, limit, &b, err, sizeof err);
     if (st == TF_OK && x.recompute != c->recompute)
-        snprintf(out, n, "fits with --recompute %s: %.2f GB", mode_names[x.recompute], b / 1e9);
+        snprintf(out, n, "fits with --recompute %s: %s", mode_names[x.recompute],
+                 tf_memplan_fmt(f, sizeof f, (double)b));
     else if (st == TF_ERR_NOMEM && x.recompute != c->recompute)
-        snprintf(out, n, "the least is %.2f GB with --recompute %s; %s", b / 1e9,
-                 mode_names[x.recompute], reduce);
+        snprintf(out, n, "the least is %s with --recompute %s; %s",
+                 tf_memplan_fmt(f, sizeof f, (double)b), mode_names[x.recompute], reduce);
     else
         snprintf(out, n, "%s", reduce);
 }

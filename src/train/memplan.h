@@ -17,4 +17,7 @@ tf_status tf_memplan_choose(tf_config *c, double limit, size_t *bytes, char *err
  * least memory is and what else to reduce. */
 void tf_memplan_suggest(const tf_config *c, double limit, char *out, size_t n);
 
+/* "5.10 GB", or "12.3 MB" below 1 GB (powers of 1000) */
+const char *tf_memplan_fmt(char *buf, size_t n, double bytes);
+
 #endif
