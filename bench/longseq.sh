@@ -6,7 +6,9 @@
 # Environment: TINYFOLD (binary), BACKEND (cpu | cuda, default cpu), STEPS
 # (timed steps per run, default 3), ROUNDS (alternations, default 2),
 # LONG_N (default 768 on the CPU, 2048 on CUDA), BASE (a second binary: the
-# efficiency part then runs both, alternated, e.g. the revision before).
+# efficiency part then runs both, alternated, e.g. the revision before),
+# PROBE_STEP (the long part then tries N + PROBE_STEP, + 2 PROBE_STEP, ...
+# until one does not fit: the longest N that trains).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${TINYFOLD:-$here/../build/tinyfold}
@@ -85,8 +87,19 @@ efficiency)
     ;;
 long)
     echo
-    echo "== B1 N$long_n S16 with the cheapest --recompute that fits (bench --scaling $long_n)"
-    "$bin" bench --backend "$backend" "${extra[@]}" --no-progress --steps 2 --scaling "$long_n" --batch-size 1 --recompute modules
+    echo "== B1 N$long_n S16, --recompute modules: one warm-up and one timed step"
+    "$bin" bench --backend "$backend" "${extra[@]}" --no-progress --steps 1 --scaling "$long_n" --batch-size 1 --recompute modules
+    if [ -n "${PROBE_STEP:-}" ]; then
+        # the longest N that trains: N + PROBE_STEP, + 2 PROBE_STEP, ... until one does not fit
+        n=$long_n
+        while :; do
+            n=$((n + PROBE_STEP))
+            [ "$n" -le 4096 ] || break
+            out=$("$bin" bench --backend "$backend" "${extra[@]}" --no-progress --steps 1 --scaling "$n" --batch-size 1 --recompute modules)
+            echo "$out" | tail -n +4 | head -1
+            echo "$out" | grep -qE "^ *$n +[0-9]" || break
+        done
+    fi
     ;;
 *) echo "bench/longseq.sh: unknown part '$part' (expected recompute, efficiency, long)" >&2; exit 2 ;;
 esac
