@@ -33,7 +33,8 @@ run() {
     "$b" bench --backend "$backend" "${extra[@]}" --no-progress --steps "$steps" --json "$f" "$@" >/dev/null
     echo "$label $f" >>"$tmp/runs"
 }
-# medians per label: peak MB, step ms, GFLOP/s (every timed run's median)
+# per label: planned MB, the median over runs of step ms and GFLOP/s, and the
+# ratios to the first label
 report() {
     python3 - "$tmp/runs" "$1" <<'PY'
 import json, statistics, sys
@@ -44,17 +45,23 @@ for line in open(sys.argv[1]):
     if "step_ms" not in p:
         rows.setdefault(label, []).append(None); continue
     rows.setdefault(label, []).append((p["peak_bytes"], p["step_ms"], p["gflops"]))
+# time: the median over rounds of each round's ratio to the first label's
+# run of the same round (runs of one round ran back to back)
 ref = None
-print(f"{'':24} {'planned MB':>11} {'step ms':>10} {'GFLOP/s':>8} {'memory':>7} {'time':>6}")
+print(f"{'':24} {'planned MB':>11} {'step ms':>10} {'GFLOP/s':>8} {'memory':>7} {'time':>6}  per round")
 for label in sys.argv[2].split(","):
-    r = [x for x in rows.get(label, []) if x]
+    runs = rows.get(label, [])
+    r = [x for x in runs if x]
     if not r:
         print(f"{label:24} does not run"); continue
     mem = r[0][0] / 2**20
     ms = statistics.median(x[1] for x in r)
     gf = statistics.median(x[2] for x in r)
-    if ref is None: ref = (mem, ms, gf)
-    print(f"{label:24} {mem:11.1f} {ms:10.1f} {gf:8.1f} {mem/ref[0]:7.3f} {ms/ref[1]:6.3f}")
+    if ref is None: ref = (mem, runs)
+    ratios = [x[1] / y[1] for x, y in zip(runs, ref[1]) if x and y]
+    rt = statistics.median(ratios) if ratios else float("nan")
+    per = " ".join(f"{q:.3f}" for q in ratios)
+    print(f"{label:24} {mem:11.1f} {ms:10.1f} {gf:8.1f} {mem/ref[0]:7.3f} {rt:6.3f}  {per}")
 PY
     rm -f "$tmp/runs"
 }
