@@ -46,6 +46,18 @@ void tf_memplan_suggest(const tf_config *c, double limit, char *out, size_t n) {
     char err[256];
     size_t b = 0;
     char f[32];
+    if (limit < 0) { /* no limit known: the plans of the settings that keep less */
+        size_t at = 0;
+        out[0] = '\0';
+        for (int i = (int)c->recompute + 1; i < N_MODES && at < n; i++) {
+            x.recompute = order[i];
+            if (tf_trainer_plan(&x, &b, err, sizeof err) != TF_OK) break;
+            at += (size_t)snprintf(out + at, n - at, "--recompute %s needs %s; ", mode_names[i],
+                                   tf_memplan_fmt(f, sizeof f, (double)b));
+        }
+        if (at < n) snprintf(out + at, n - at, "%s", reduce);
+        return;
+    }
     tf_status st = tf_memplan_choose(&x, limit, &b, err, sizeof err);
     if (st == TF_OK && x.recompute != c->recompute)
         snprintf(out, n, "fits with --recompute %s: %s", mode_names[x.recompute],

@@ -14,7 +14,8 @@
 tf_status tf_memplan_choose(tf_config *c, double limit, size_t *bytes, char *err, size_t errlen);
 
 /* Advice for a refusal: "fits with --recompute blocks: 5.10 GB", or what the
- * least memory is and what else to reduce. */
+ * least memory is and what else to reduce. limit < 0 (not known): the plan
+ * of each setting that keeps less than c's. */
 void tf_memplan_suggest(const tf_config *c, double limit, char *out, size_t n);
 
 /* "5.10 GB", or "12.3 MB" below 1 GB (powers of 1000) */

@@ -314,13 +314,13 @@ static tf_status trainer_create(tf_trainer **out, const tf_config *c, size_t *pl
         size_t avail = mem_available_bytes();
         size_t host_batch = batch_bytes;
         if (avail && need + host_batch > avail / 10 * 9) {
-            char fits[160];
+            tf_trainer_destroy(t);
+            char fits[200];
             tf_memplan_suggest(c, (double)(avail / 10 * 9), fits, sizeof fits);
             snprintf(err, errlen,
                      "this problem needs %.2f GB of memory (activations %.2f GB) but only %.2f GB "
                      "is available: %s",
                      (need + host_batch) / 1e9, arena_bytes / 1e9, avail / 1e9, fits);
-            tf_trainer_destroy(t);
             return TF_ERR_NOMEM;
         }
     }
@@ -333,11 +333,13 @@ static tf_status trainer_create(tf_trainer **out, const tf_config *c, size_t *pl
         balloc(t, (void **)&t->pred, (size_t)B * N * N * sizeof(float)) ||
         balloc(t, (void **)&t->loss, 4 * sizeof(float)) ||
         balloc(t, &t->arena_mem, arena_bytes)) {
-        char fits[160];
-        tf_memplan_suggest(c, (double)need - 1.0, fits, sizeof fits);
-        snprintf(err, errlen, "not enough %s memory: this problem needs %.2f GB (activations %.2f GB); %s",
-                 t->is_cuda ? "device" : "host", need / 1e9, arena_bytes / 1e9, fits);
+        const int is_cuda = t->is_cuda;
         tf_trainer_destroy(t);
+        char fits[200]; /* the free memory is not known here: the plans of the others */
+        tf_memplan_suggest(c, -1.0, fits, sizeof fits);
+        snprintf(err, errlen,
+                 "not enough %s memory: this problem needs %.2f GB (activations %.2f GB); %s",
+                 is_cuda ? "device" : "host", need / 1e9, arena_bytes / 1e9, fits);
         return TF_ERR_NOMEM;
     }
     t->arena = (tf_arena){.base = t->arena_mem, .cap = arena_bytes};

@@ -16,6 +16,7 @@
 
 #include "model_testutil.h"
 #include "tinyfold.h"
+#include "train/memplan.h"
 
 typedef struct {
     float loss;
@@ -111,9 +112,43 @@ static void test_recompute_bits(void **s) {
     }
 }
 
+/* The advice of a refusal and --memory-budget's choice follow the plans. */
+static void test_memplan(void **s) {
+    (void)s;
+    tf_config c;
+    odd_config(&c, TF_IMPL_V3);
+    char err[256], msg[256];
+    size_t plan[3];
+    for (int m = 0; m < 3; m++) {
+        tf_config x = c;
+        x.recompute = (tf_recompute)m;
+        assert_int_equal(tf_trainer_plan(&x, &plan[m], err, sizeof err), TF_OK);
+    }
+    assert_true(plan[2] < plan[1] && plan[1] < plan[0]);
+    tf_memplan_suggest(&c, (double)plan[1], msg, sizeof msg);
+    assert_non_null(strstr(msg, "fits with --recompute blocks"));
+    tf_memplan_suggest(&c, (double)plan[1] - 1, msg, sizeof msg);
+    assert_non_null(strstr(msg, "fits with --recompute modules"));
+    tf_memplan_suggest(&c, (double)plan[2] - 1, msg, sizeof msg);
+    assert_non_null(strstr(msg, "the least is"));
+    tf_memplan_suggest(&c, -1.0, msg, sizeof msg);
+    assert_non_null(strstr(msg, "--recompute blocks needs"));
+    assert_non_null(strstr(msg, "--recompute modules needs"));
+    size_t b = 0;
+    tf_config x = c;
+    assert_int_equal(tf_memplan_choose(&x, (double)plan[0], &b, err, sizeof err), TF_OK);
+    assert_int_equal(x.recompute, TF_RECOMPUTE_NONE);
+    assert_int_equal(tf_memplan_choose(&x, (double)plan[0] - 1, &b, err, sizeof err), TF_OK);
+    assert_int_equal(x.recompute, TF_RECOMPUTE_BLOCKS);
+    assert_true(b == plan[1]);
+    assert_int_equal(tf_memplan_choose(&x, 1.0, &b, err, sizeof err), TF_ERR_NOMEM);
+    assert_int_equal(x.recompute, TF_RECOMPUTE_MODULES);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_recompute_bits),
+        cmocka_unit_test(test_memplan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
