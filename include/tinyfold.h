@@ -29,6 +29,15 @@ typedef enum {
 typedef enum { TF_IMPL_V1 = 1, TF_IMPL_V2 = 2, TF_IMPL_V3 = 3 } tf_impl;
 typedef enum { TF_BACKEND_CPU = 0, TF_BACKEND_CUDA = 1, TF_BACKEND_AUTO = 2 } tf_backend_kind;
 typedef enum { TF_PREC_FP32 = 0, TF_PREC_TF32 = 1 } tf_precision;
+/* What the forward keeps for the backward (--recompute): everything; each
+ * Evoformer block's inputs (the block's forward runs again inside its
+ * backward); or each module's input (each module's forward runs again inside
+ * its backward: the same extra forward, less memory). */
+typedef enum {
+    TF_RECOMPUTE_NONE = 0,
+    TF_RECOMPUTE_BLOCKS = 1,
+    TF_RECOMPUTE_MODULES = 2
+} tf_recompute;
 
 /* The reference's fusion switches (tiny_openfold_v2.py). v1 = all off,
  * v2 = all on, v3 = all on plus the custom-kernel level. */
@@ -58,6 +67,8 @@ typedef struct {
     tf_precision precision;
     int graph;            /* CUDA: capture the whole step as a graph after warm-up */
     char gpu_plan[96];    /* CUDA: --gpu-plan SPEC (src/backend/gpu_plan.h); "" = default */
+    /* memory (src/model/recompute.c) */
+    tf_recompute recompute;
 } tf_config;
 
 /* Defaults of docs/model.md section 1 (small problem, v-level = fastest). */
@@ -131,6 +142,13 @@ void tf_trainer_set_adam(tf_trainer *t, const float *m_host, const float *v_host
 /* Memory: bytes of the planned activation arena and the total the trainer holds
  * on its backend (params, grads, moments, arena, batch buffers, library workspaces). */
 size_t tf_trainer_arena_bytes(const tf_trainer *t);
+/* The arena's high-water mark in the steps run so far (equals
+ * tf_trainer_arena_bytes after a step: the plan is exact). */
+size_t tf_trainer_arena_peak(const tf_trainer *t);
+/* The dry run alone: the bytes a trainer for c would hold on its backend
+ * (parameters, gradients, moments, arena, batch; on the CPU the host batch
+ * too), without allocating them. */
+tf_status tf_trainer_plan(const tf_config *c, size_t *bytes, char *err, size_t errlen);
 size_t tf_trainer_backend_bytes(const tf_trainer *t);
 /* CUDA --graph: kernel nodes in the captured step (forward, backward and
  * optimizer graphs together; 0 before capture or without graphs). */

@@ -162,6 +162,8 @@ int tf_cli_bench(tf_cli_opts *o)
     if (rc != TF_EXIT_OK)
         return rc;
     int cpu = base.backend == TF_BACKEND_CPU;
+    if (o->scaling)
+        return tf_cli_bench_scaling(o, &base, cpu);
     const char *plist = o->problems ? o->problems : cpu ? "tiny,small" : "tiny,small,large";
     const char *ilist = o->impls ? o->impls : "v1,v2,v3";
     int live = !o->quiet && !o->no_progress && isatty(STDERR_FILENO);

@@ -60,6 +60,8 @@ typedef struct {
     /* bench */
     const char *problems, *impls;
     int bench_steps;
+    const char *scaling; /* bench --scaling: a list of N */
+    double memory_budget; /* --memory-budget in bytes; 0 = none */
     int help; /* --help was given: help printed, exit 0 */
 } tf_cli_opts;
 
@@ -116,6 +118,9 @@ enum {
     TF_OPT_PROBLEMS,
     TF_OPT_IMPLS,
     TF_OPT_BENCH_STEPS,
+    TF_OPT_RECOMPUTE,
+    TF_OPT_MEM_BUDGET,
+    TF_OPT_SCALING,
 };
 
 typedef struct {
@@ -168,6 +173,18 @@ int tf_cli_parse_int(int *out, const char *flag, const char *text, long lo, long
 int tf_cli_parse_u64(uint64_t *out, const char *flag, const char *text);
 int tf_cli_parse_lr(float *out, const char *flag, const char *text, double hi);
 /* text must be one of names[i]; *out = vals[i]. expected: "cpu, cuda or auto". */
+/* ---- memory_opts.c ---- */
+/* A byte count: digits with an optional fraction and unit (K M G T: 1000^k,
+ * KiB MiB GiB TiB: 1024^k, a trailing B allowed); > 0. */
+int tf_cli_parse_size(double *out, const char *flag, const char *text);
+/* bench --scaling: a comma-separated list of N in [1, TF_LIM_SEQ_LEN_MAX]. */
+int tf_cli_check_scaling(const char *flag, const char *text);
+/* --memory-budget: set c->recompute to the cheapest setting whose planned
+ * memory fits in budget bytes, or one line saying what the least is. */
+int tf_cli_apply_memory_budget(tf_config *c, double budget);
+/* bench --scaling (bench_scaling.c) */
+int tf_cli_bench_scaling(tf_cli_opts *o, const tf_config *base, int cpu);
+
 int tf_cli_parse_choice(int *out, const char *flag, const char *text, const char *const *names,
                         const int *vals, int n, const char *expected);
 /* 2653760 -> "2,653,760" */

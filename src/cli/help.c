@@ -56,6 +56,7 @@ static const char *section_of(int id)
     case TF_OPT_STEPS: return "Training";
     case TF_OPT_IMPL: return "Implementation level and fusions";
     case TF_OPT_BACKEND: return "Where it runs";
+    case TF_OPT_RECOMPUTE: return "Memory";
     case TF_OPT_DATA: return "Files";
     case TF_OPT_MEMPROF: return "Output";
     case TF_OPT_OUT: return "Profiling";

@@ -17,11 +17,11 @@ enum {
 
 const tf_cli_optdef tf_cli_optdefs[] = {
     /* problem and model */
-    {"batch-size", required_argument, TF_OPT_BATCH, T | G, "N",
+    {"batch-size", required_argument, TF_OPT_BATCH, T | G | B, "N",
      "samples per step (default 4; 1..256; grad: all samples of --data)"},
     {"seq-len", required_argument, TF_OPT_SEQ_LEN, T, "N", "residues N (default 64; 1..4096)"},
-    {"num-seqs", required_argument, TF_OPT_N_SEQS, T, "N", "MSA depth S (default 16; 1..4096)"},
-    {"num-blocks", required_argument, TF_OPT_BLOCKS, T, "N", "Evoformer blocks (default 4; 1..64)"},
+    {"num-seqs", required_argument, TF_OPT_N_SEQS, T | B, "N", "MSA depth S (default 16; 1..4096)"},
+    {"num-blocks", required_argument, TF_OPT_BLOCKS, T | B, "N", "Evoformer blocks (default 4; 1..64)"},
     {"msa-dim", required_argument, TF_OPT_MSA_DIM, T, "N",
      "MSA channels c_m (default 64; 4..4096, a multiple of the 4 MSA heads)"},
     {"pair-dim", required_argument, TF_OPT_PAIR_DIM, T, "N",
@@ -36,7 +36,7 @@ const tf_cli_optdef tf_cli_optdefs[] = {
     {"seed", required_argument, TF_OPT_SEED, T, "N",
      "seed of the weights and the synthetic data (default 42; 0..2^64-1)"},
     /* implementation */
-    {"impl", required_argument, TF_OPT_IMPL, T | V | G, "v1|v2|v3",
+    {"impl", required_argument, TF_OPT_IMPL, T | V | G | B, "v1|v2|v3",
      "v1 baseline (one op at a time, attention scores stored), v2 fused\n"
      "(QKV and triangle projections, flash attention), v3 v2 + custom kernels\n"
      "(default v3)"},
@@ -75,6 +75,16 @@ const tf_cli_optdef tf_cli_optdefs[] = {
      "gemm=auto|cublas|mma|wgmma, dw=auto|mma|lt (weight gradients' wide split),\n"
      "attn=auto|k1|k2|k3|k4|k5, lane=auto|on|off (weight-gradient lane),\n"
      "wgrad_delay_us=0..100000 (tests); e.g. gemm=cublas,attn=k4"},
+    /* memory */
+    {"recompute", required_argument, TF_OPT_RECOMPUTE, T | B | G, "none|blocks|modules",
+     "what the forward keeps for the backward: every activation (default none),\n"
+     "each Evoformer block's inputs (blocks: the block's forward runs again in\n"
+     "its backward), or each module's input (modules: each module's forward runs\n"
+     "again in its backward; the same extra forward, less memory). Gradients are\n"
+     "bit for bit those of none"},
+    {"memory-budget", required_argument, TF_OPT_MEM_BUDGET, TF_CMD_TRAIN | P, "SIZE",
+     "choose the cheapest --recompute whose planned memory fits in SIZE\n"
+     "(bytes, or with K, M, G, T: powers of 1000; KiB, MiB, GiB, TiB: of 1024)"},
     /* files */
     {"data", required_argument, TF_OPT_DATA, T | G, "FILE",
      "train on a data file instead of the synthetic data (its N and S apply)"},
@@ -125,6 +135,10 @@ const tf_cli_optdef tf_cli_optdefs[] = {
     {"impls", required_argument, TF_OPT_IMPLS, B, "LIST", "levels to run (default v1,v2,v3)"},
     {"steps", required_argument, TF_OPT_BENCH_STEPS, B, "K",
      "timed steps per run after 2 warm-up steps (default 5; 1..1000)"},
+    {"scaling", required_argument, TF_OPT_SCALING, B, "LIST",
+     "instead of --problems: one run per N in LIST (e.g. 64,128,256,512; 1..4096),\n"
+     "--batch-size, --num-seqs and --num-blocks as given: planned peak memory,\n"
+     "median step time, FLOPs, GFLOP/s, and the fitted exponents of memory and time in N"},
     {"help", no_argument, TF_OPT_HELP, T | V | B | G, NULL, "this help"},
 };
 

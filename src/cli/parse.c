@@ -20,6 +20,9 @@ static const int impl_vals[] = {TF_IMPL_V1, TF_IMPL_V2, TF_IMPL_V3};
 static const char *const backend_names[] = {"cpu", "cuda", "auto"};
 static const int backend_vals[] = {TF_BACKEND_CPU, TF_BACKEND_CUDA, TF_BACKEND_AUTO};
 static const char *const prec_names[] = {"fp32", "tf32"};
+static const char *const recompute_names[] = {"none", "blocks", "modules"};
+static const int recompute_vals[] = {TF_RECOMPUTE_NONE, TF_RECOMPUTE_BLOCKS,
+                                     TF_RECOMPUTE_MODULES};
 static const int prec_vals[] = {TF_PREC_FP32, TF_PREC_TF32};
 
 /* A comma-separated list whose items are all in names[]. */
@@ -175,6 +178,13 @@ static int apply(tf_cli_opts *o, int id, const char *flag, const char *arg)
         return check_list(flag, arg, impl_names, 3, "a comma-separated list of v1, v2, v3");
     case TF_OPT_BENCH_STEPS:
         return tf_cli_parse_int(&o->bench_steps, flag, arg, 1, TF_LIM_BENCH_STEPS_MAX);
+    case TF_OPT_RECOMPUTE:
+        rc = tf_cli_parse_choice(&v, flag, arg, recompute_names, recompute_vals, 3,
+                                 "none, blocks or modules");
+        c->recompute = (tf_recompute)v;
+        return rc;
+    case TF_OPT_MEM_BUDGET: return tf_cli_parse_size(&o->memory_budget, flag, arg);
+    case TF_OPT_SCALING: o->scaling = arg; return tf_cli_check_scaling(flag, arg);
     }
     tf_cli_error("internal error: option id %d has no handler", id);
     return TF_EXIT_FAIL;

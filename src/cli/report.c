@@ -101,6 +101,10 @@ void tf_cli_print_header(FILE *f, const tf_cli_opts *o, const tf_config *c,
     fprintf(f, "   Data: %s\n", data_line);
     fprintf(f, "   Backend: %s\n", backend_line);
     fprintf(f, "   Precision: %s\n", c->precision == TF_PREC_TF32 ? "tf32" : "fp32");
+    static const char *const recompute[] = {"none (every activation kept)",
+                                            "blocks (each block's inputs kept)",
+                                            "modules (each module's input kept)"};
+    fprintf(f, "   Recompute: %s\n", recompute[c->recompute]);
     char step_fl[32], fwd_fl[32];
     flops_str(step_fl, sizeof step_fl, 3.0 * fwd);
     flops_str(fwd_fl, sizeof fwd_fl, fwd);

@@ -93,6 +93,8 @@ static cJSON *config_json(const tf_config *c)
     cJSON_AddStringToObject(j, "precision", c->precision == TF_PREC_TF32 ? "tf32" : "fp32");
     cJSON_AddBoolToObject(j, "graph", c->graph);
     cJSON_AddStringToObject(j, "gpu_plan", c->gpu_plan[0] ? c->gpu_plan : "default");
+    static const char *const recompute[] = {"none", "blocks", "modules"};
+    cJSON_AddStringToObject(j, "recompute", recompute[c->recompute]);
     cJSON *f = cJSON_AddObjectToObject(j, "fusion");
     cJSON_AddBoolToObject(f, "qkv_msa", c->fusion.qkv_msa);
     cJSON_AddBoolToObject(f, "qkv_triangle", c->fusion.qkv_triangle);

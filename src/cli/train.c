@@ -297,6 +297,8 @@ static int setup(run_state *r, const tf_cli_opts *o)
         return rc;
     if ((rc = dist_setup(r, o)) != TF_EXIT_OK)
         return rc;
+    if (o->memory_budget > 0 && (rc = tf_cli_apply_memory_budget(&r->c, o->memory_budget)))
+        return rc;
 
     if (o->cmd == TF_CMD_PROFILE) {
 #ifdef TF_NO_PROF_HOOKS

@@ -43,6 +43,8 @@ typedef struct {
      * module after it, which reuses the slot, may have to wait for them.
      * bwd_slot_need: the largest module's temporaries, measured by the first
      * planning pass. */
+    /* tf_recompute (model.c block_fwd): what the forward keeps for the backward */
+    int recompute;
     size_t bwd_slot, bwd_slot_need, bwd_base, bwd_saved_peak;
     int bwd_module;
 } tf_exec;

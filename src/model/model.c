@@ -162,42 +162,98 @@ void tf_residual_linear(tf_exec *ex, float *x_out, const float *x_in, const floa
     tf_arena_release(ex->arena, mark);
 }
 
-static void block_fwd(tf_exec *ex, tf_model *M, int b, const float *m_in, const float *z_in,
-                      float **m_out, float **z_out) {
+/* The nine modules of a block in forward order; module k reads the stream
+ * values before it (in_m, in_z) and writes one stream (out). */
+enum { TF_N_MODULES = 9 };
+static float **module_out(tf_block_act *A, int k) {
+    float **outs[TF_N_MODULES] = {&A->m1, &A->m2, &A->m3, &A->z1, &A->z2,
+                                  &A->z3, &A->z4, &A->z5, &A->z6};
+    return outs[k];
+}
+static int module_is_msa(int k) { return k < 3; }
+
+static void module_fwd(tf_exec *ex, tf_model *M, int b, int k, float *out) {
     const tf_config *c = M->c;
     const tf_block_off *o = &M->off.blk[b];
     tf_block_act *A = &M->acts[b];
     const long mrows = (long)c->batch * c->n_seqs * c->seq_len;
     const long zrows = (long)c->batch * c->seq_len * c->seq_len;
-    const size_t mn = (size_t)mrows * c->msa_dim, zn = (size_t)zrows * c->pair_dim;
+    switch (k) {
+    case 0: tf_msa_row_attn_fwd(ex, M, o, &A->row, out, A->m_in, A->z_in); break;
+    case 1: tf_msa_col_attn_fwd(ex, M, o, &A->col, out, A->m1); break;
+    case 2:
+        tf_rpush(ex, "msa_transition");
+        tf_transition_fwd(ex, M, o->mt_w1, o->mt_w2, o->norm_trans, &A->mt, out, A->m2, mrows,
+                          c->msa_dim);
+        tf_rpop(ex);
+        break;
+    case 3: tf_opm_fwd(ex, M, o, &A->opm, out, A->z_in, A->m3); break;
+    case 4: tf_trimul_fwd(ex, M, o, 0, &A->tm[0], out, A->z1); break;
+    case 5: tf_trimul_fwd(ex, M, o, 1, &A->tm[1], out, A->z2); break;
+    case 6: tf_triattn_fwd(ex, M, o, 0, &A->ta[0], out, A->z3); break;
+    case 7: tf_triattn_fwd(ex, M, o, 1, &A->ta[1], out, A->z4); break;
+    default:
+        tf_rpush(ex, "pair_transition");
+        tf_transition_fwd(ex, M, o->pt_w1, o->pt_w2, o->pn_trans, &A->pt, out, A->z5, zrows,
+                          c->pair_dim);
+        tf_rpop(ex);
+        break;
+    }
+}
+
+/* A module's output buffer (one stream's size). */
+static float *alloc_stream(tf_exec *ex, const tf_config *c, int k) {
+    const size_t mn = (size_t)c->batch * c->n_seqs * c->seq_len * c->msa_dim;
+    const size_t zn = (size_t)c->batch * c->seq_len * c->seq_len * c->pair_dim;
+    return tf_alloc_act(ex, module_is_msa(k) ? mn : zn);
+}
+
+/* The block's forward. Without recomputation every activation stays for the
+ * backward. With --recompute blocks the block's outputs are allocated first
+ * and everything above them handed back at its end (the backward runs the
+ * block again, block_refwd); with --recompute modules each module's output
+ * stays and its internals are handed back (module_refwd). */
+static void block_fwd(tf_exec *ex, tf_model *M, int b, const float *m_in, const float *z_in,
+                      float **m_out, float **z_out) {
+    const tf_config *c = M->c;
+    tf_block_act *A = &M->acts[b];
     A->m_in = (float *)m_in;
     A->z_in = (float *)z_in;
-    A->m1 = tf_alloc_act(ex, mn);
-    tf_msa_row_attn_fwd(ex, M, o, &A->row, A->m1, m_in, z_in);
-    A->m2 = tf_alloc_act(ex, mn);
-    tf_msa_col_attn_fwd(ex, M, o, &A->col, A->m2, A->m1);
-    A->m3 = tf_alloc_act(ex, mn);
-    tf_rpush(ex, "msa_transition");
-    tf_transition_fwd(ex, M, o->mt_w1, o->mt_w2, o->norm_trans, &A->mt, A->m3, A->m2, mrows,
-                      c->msa_dim);
-    tf_rpop(ex);
-    A->z1 = tf_alloc_act(ex, zn);
-    tf_opm_fwd(ex, M, o, &A->opm, A->z1, z_in, A->m3);
-    A->z2 = tf_alloc_act(ex, zn);
-    tf_trimul_fwd(ex, M, o, 0, &A->tm[0], A->z2, A->z1);
-    A->z3 = tf_alloc_act(ex, zn);
-    tf_trimul_fwd(ex, M, o, 1, &A->tm[1], A->z3, A->z2);
-    A->z4 = tf_alloc_act(ex, zn);
-    tf_triattn_fwd(ex, M, o, 0, &A->ta[0], A->z4, A->z3);
-    A->z5 = tf_alloc_act(ex, zn);
-    tf_triattn_fwd(ex, M, o, 1, &A->ta[1], A->z5, A->z4);
-    A->z6 = tf_alloc_act(ex, zn);
-    tf_rpush(ex, "pair_transition");
-    tf_transition_fwd(ex, M, o->pt_w1, o->pt_w2, o->pn_trans, &A->pt, A->z6, A->z5, zrows,
-                      c->pair_dim);
-    tf_rpop(ex);
+    const int rc = ex->recompute;
+    if (rc == TF_RECOMPUTE_BLOCKS) {
+        A->m3 = alloc_stream(ex, c, 2);
+        A->z6 = alloc_stream(ex, c, 8);
+    }
+    const size_t block_mark = tf_arena_mark(ex->arena);
+    for (int k = 0; k < TF_N_MODULES; k++) {
+        float **out = module_out(A, k);
+        if (rc != TF_RECOMPUTE_BLOCKS || (k != 2 && k != 8)) *out = alloc_stream(ex, c, k);
+        const size_t mark = tf_arena_mark(ex->arena);
+        module_fwd(ex, M, b, k, *out);
+        if (rc == TF_RECOMPUTE_MODULES) tf_arena_release(ex->arena, mark);
+    }
+    if (rc == TF_RECOMPUTE_BLOCKS) tf_arena_release(ex->arena, block_mark);
     *m_out = A->m3;
     *z_out = A->z6;
+}
+
+/* --recompute blocks, inside the backward: the block's forward again, every
+ * activation kept, its outputs into fresh buffers (the kept ones may still be
+ * read by the weight-gradient lane: same bits, but never written under it). */
+static void block_refwd(tf_exec *ex, tf_model *M, int b) {
+    tf_block_act *A = &M->acts[b];
+    for (int k = 0; k < TF_N_MODULES; k++) {
+        float **out = module_out(A, k);
+        *out = alloc_stream(ex, M->c, k);
+        module_fwd(ex, M, b, k, *out);
+    }
+}
+
+/* --recompute modules, inside a module's backward: its forward again (the
+ * internals it keeps for the backward), its output into a scratch buffer. */
+static void module_refwd(tf_exec *ex, tf_model *M, int b, int k) {
+    float *scratch = alloc_stream(ex, M->c, k);
+    module_fwd(ex, M, b, k, scratch);
 }
 
 /* The two-slot backward (exec.h bwd_slot). Every module's backward starts at
@@ -223,34 +279,58 @@ static void module_end(tf_exec *ex) {
     }
     ex->bwd_module++;
 }
-#define TF_MODULE_BWD(ex, call) \
-    do {                        \
-        module_begin(ex);       \
-        call;                   \
-        module_end(ex);         \
-    } while (0)
-
-static void block_bwd(tf_exec *ex, tf_model *M, int b, float *dm, float *dz) {
+static void module_bwd(tf_exec *ex, tf_model *M, int b, int k, float *dm, float *dz) {
     const tf_config *c = M->c;
     const tf_block_off *o = &M->off.blk[b];
     const tf_block_act *A = &M->acts[b];
     const long mrows = (long)c->batch * c->n_seqs * c->seq_len;
     const long zrows = (long)c->batch * c->seq_len * c->seq_len;
-    tf_rpush(ex, "pair_transition");
-    TF_MODULE_BWD(ex, tf_transition_bwd(ex, M, o->pt_w1, o->pt_w2, o->pn_trans, &A->pt, dz,
-                                        A->z5, zrows, c->pair_dim));
-    tf_rpop(ex);
-    TF_MODULE_BWD(ex, tf_triattn_bwd(ex, M, o, 1, &A->ta[1], dz, A->z4));
-    TF_MODULE_BWD(ex, tf_triattn_bwd(ex, M, o, 0, &A->ta[0], dz, A->z3));
-    TF_MODULE_BWD(ex, tf_trimul_bwd(ex, M, o, 1, &A->tm[1], dz, A->z2));
-    TF_MODULE_BWD(ex, tf_trimul_bwd(ex, M, o, 0, &A->tm[0], dz, A->z1));
-    TF_MODULE_BWD(ex, tf_opm_bwd(ex, M, o, &A->opm, dm, dz, A->m3));
-    tf_rpush(ex, "msa_transition");
-    TF_MODULE_BWD(ex, tf_transition_bwd(ex, M, o->mt_w1, o->mt_w2, o->norm_trans, &A->mt, dm,
-                                        A->m2, mrows, c->msa_dim));
-    tf_rpop(ex);
-    TF_MODULE_BWD(ex, tf_msa_col_attn_bwd(ex, M, o, &A->col, dm, A->m1));
-    TF_MODULE_BWD(ex, tf_msa_row_attn_bwd(ex, M, o, &A->row, dm, dz, A->m_in, A->z_in));
+    switch (k) {
+    case 0: tf_msa_row_attn_bwd(ex, M, o, &A->row, dm, dz, A->m_in, A->z_in); break;
+    case 1: tf_msa_col_attn_bwd(ex, M, o, &A->col, dm, A->m1); break;
+    case 2:
+        tf_transition_bwd(ex, M, o->mt_w1, o->mt_w2, o->norm_trans, &A->mt, dm, A->m2, mrows,
+                          c->msa_dim);
+        break;
+    case 3: tf_opm_bwd(ex, M, o, &A->opm, dm, dz, A->m3); break;
+    case 4: tf_trimul_bwd(ex, M, o, 0, &A->tm[0], dz, A->z1); break;
+    case 5: tf_trimul_bwd(ex, M, o, 1, &A->tm[1], dz, A->z2); break;
+    case 6: tf_triattn_bwd(ex, M, o, 0, &A->ta[0], dz, A->z3); break;
+    case 7: tf_triattn_bwd(ex, M, o, 1, &A->ta[1], dz, A->z4); break;
+    default:
+        tf_transition_bwd(ex, M, o->pt_w1, o->pt_w2, o->pn_trans, &A->pt, dz, A->z5, zrows,
+                          c->pair_dim);
+        break;
+    }
+}
+
+static void block_bwd(tf_exec *ex, tf_model *M, int b, float *dm, float *dz) {
+    tf_block_act *A = &M->acts[b];
+    float *const m3 = A->m3, *const z6 = A->z6;
+    const size_t base = ex->bwd_base;
+    if (ex->recompute == TF_RECOMPUTE_BLOCKS) {
+        /* the arena above base held the next block's backward: the executor
+         * waits for the lane's GEMMs that still read it (lane.h) */
+        tf_arena_release(ex->arena, base);
+        block_refwd(ex, M, b);
+        ex->bwd_base = tf_arena_mark(ex->arena);
+    }
+    for (int k = TF_N_MODULES - 1; k >= 0; k--) {
+        const char *region = k == 8 ? "pair_transition" : k == 2 ? "msa_transition" : NULL;
+        if (region) tf_rpush(ex, region);
+        module_begin(ex);
+        if (ex->recompute == TF_RECOMPUTE_MODULES) {
+            module_refwd(ex, M, b, k);
+        }
+        module_bwd(ex, M, b, k, dm, dz);
+        module_end(ex);
+        if (region) tf_rpop(ex);
+    }
+    if (ex->recompute == TF_RECOMPUTE_BLOCKS) {
+        tf_arena_release(ex->arena, ex->bwd_base);
+        ex->bwd_base = base;
+        A->m3 = m3, A->z6 = z6; /* the kept outputs */
+    }
 }
 
 static const char *block_name(int b) {

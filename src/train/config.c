@@ -42,6 +42,7 @@ void tf_config_default(tf_config *c)
     c->threads = 0;
     c->precision = TF_PREC_FP32;
     c->graph = 0;
+    c->recompute = TF_RECOMPUTE_NONE;
 }
 
 tf_fusion tf_fusion_for_impl(tf_impl impl)
@@ -134,6 +135,12 @@ tf_status tf_config_validate(const tf_config *c, char *err, size_t errlen)
         bad_flag01("fusion.flash", c->fusion.flash, err, errlen) ||
         bad_flag01("fusion.triangle", c->fusion.triangle, err, errlen))
         return TF_ERR_USAGE;
+
+    if (c->recompute != TF_RECOMPUTE_NONE && c->recompute != TF_RECOMPUTE_BLOCKS &&
+        c->recompute != TF_RECOMPUTE_MODULES)
+        return fail(err, errlen,
+                    "--recompute: '%d' is not accepted: expected none, blocks or modules",
+                    (int)c->recompute);
 
     /* Cross-field rules. */
     if (c->msa_dim % c->n_heads_msa != 0)

@@ -18,6 +18,7 @@
 #include "dist/dist.h"
 #include "backend/gpu_plan.h"
 #include "model/model.h"
+#include "train/memplan.h"
 #include "prof/prof.h"
 #include "prof/profiler.h"
 #include "train/rng.h"
@@ -174,7 +175,14 @@ static void batch_free(tf_trainer *t, tf_batch *b) {
     b->tokens = NULL, b->pair = NULL, b->target = NULL;
 }
 
-tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, size_t errlen) {
+static tf_status create_on(tf_trainer **out, const tf_config *c, tf_backend *be,
+                           const tf_ops *ops, const tf_backend_caps *caps, size_t *plan_bytes,
+                           char *err, size_t errlen);
+
+/* plan_bytes: when not NULL, only plan: the bytes the trainer would hold
+ * (what the memory check compares) are stored there and nothing is kept. */
+static tf_status trainer_create(tf_trainer **out, const tf_config *c, size_t *plan_bytes,
+                                char *err, size_t errlen) {
     *out = NULL;
     tf_status st = tf_config_validate(c, err, errlen);
     if (st != TF_OK) return st;
@@ -188,7 +196,7 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     if (tf_backend_create(&kind, &bo, &be, &ops, &caps, err, errlen)) return TF_ERR_DEVICE;
     tf_config cb = *c;
     cb.backend = kind;
-    return tf_trainer_create_on(out, &cb, be, ops, &caps, err, errlen);
+    return create_on(out, &cb, be, ops, &caps, plan_bytes, err, errlen);
 }
 
 /* The model's composition on this backend (exec.h) from its preferences;
@@ -236,9 +244,9 @@ static size_t plan_arena(tf_trainer *t) {
     return t->arena.peak;
 }
 
-tf_status tf_trainer_create_on(tf_trainer **out, const tf_config *c, tf_backend *be,
-                               const tf_ops *ops, const tf_backend_caps *caps, char *err,
-                               size_t errlen) {
+static tf_status create_on(tf_trainer **out, const tf_config *c, tf_backend *be,
+                           const tf_ops *ops, const tf_backend_caps *caps, size_t *plan_bytes,
+                           char *err, size_t errlen) {
     *out = NULL;
     tf_trainer *t = calloc(1, sizeof *t);
     if (!t) {
@@ -277,6 +285,7 @@ tf_status tf_trainer_create_on(tf_trainer **out, const tf_config *c, tf_backend 
     t->ex.fu = c->fusion;
     t->ex.level = (int)c->impl;
     compose(t);
+    t->ex.recompute = (int)c->recompute;
     if (t->ex.wgrad_async && t->ops->wgrad_enable(t->be)) {
         snprintf(err, errlen,
                  "not enough device memory for the weight-gradient lane's workspaces (%.0f MiB)",
@@ -289,19 +298,25 @@ tf_status tf_trainer_create_on(tf_trainer **out, const tf_config *c, tf_backend 
     size_t pbytes = t->nparams * sizeof(float);
     size_t batch_bytes = (size_t)B * S * N * 4 + (size_t)B * N * N * (65 + 3) * 4;
     size_t need = 4 * pbytes + arena_bytes + batch_bytes;
+    if (plan_bytes) {
+        *plan_bytes = need + (t->caps.device_memory ? 0 : batch_bytes); /* the host batch */
+        tf_trainer_destroy(t);
+        return TF_OK;
+    }
     if (!t->caps.device_memory) {
         size_t avail = mem_available_bytes();
         size_t host_batch = batch_bytes;
         if (avail && need + host_batch > avail / 10 * 9) {
+            tf_trainer_destroy(t);
+            char fits[200];
+            tf_memplan_suggest(c, (double)(avail / 10 * 9), fits, sizeof fits);
             snprintf(err, errlen,
                      "this problem needs %.2f GB of memory (parameters, gradients and AdamW "
                      "moments %.2f GB, activations %.2f GB) and a run may use at most 90%% of the "
-                     "%.2f GB available: reduce %s",
+                     "%.2f GB available: %s",
                      (need + host_batch) / 1e9, 4 * pbytes / 1e9, arena_bytes / 1e9, avail / 1e9,
-                     4 * pbytes > arena_bytes ? "--msa-dim, --pair-dim or --num-blocks"
-                                              : "--batch-size, --seq-len, --num-seqs or "
-                                                "--num-blocks");
-            tf_trainer_destroy(t);
+                     4 * pbytes > arena_bytes ? "reduce --msa-dim, --pair-dim or --num-blocks"
+                                              : fits);
             return TF_ERR_NOMEM;
         }
     }
@@ -314,11 +329,13 @@ tf_status tf_trainer_create_on(tf_trainer **out, const tf_config *c, tf_backend 
         balloc(t, (void **)&t->pred, (size_t)B * N * N * sizeof(float)) ||
         balloc(t, (void **)&t->loss, 4 * sizeof(float)) ||
         balloc(t, &t->arena_mem, arena_bytes)) {
-        snprintf(err, errlen,
-                 "not enough %s memory: this problem needs %.2f GB (activations %.2f GB); reduce "
-                 "--batch-size, --seq-len, --num-seqs or --num-blocks",
-                 t->caps.device_memory ? "device" : "host", need / 1e9, arena_bytes / 1e9);
+        const int is_cuda = t->caps.device_memory;
         tf_trainer_destroy(t);
+        char fits[200]; /* the free memory is not known here: the plans of the others */
+        tf_memplan_suggest(c, -1.0, fits, sizeof fits);
+        snprintf(err, errlen,
+                 "not enough %s memory: this problem needs %.2f GB (activations %.2f GB); %s",
+                 is_cuda ? "device" : "host", need / 1e9, arena_bytes / 1e9, fits);
         return TF_ERR_NOMEM;
     }
     t->arena = (tf_arena){.base = t->arena_mem, .cap = arena_bytes};
@@ -368,6 +385,21 @@ tf_status tf_trainer_create_on(tf_trainer **out, const tf_config *c, tf_backend 
     t->gbatch = t->cfg.batch;
     *out = t;
     return TF_OK;
+}
+
+tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, size_t errlen) {
+    return trainer_create(out, c, NULL, err, errlen);
+}
+
+tf_status tf_trainer_create_on(tf_trainer **out, const tf_config *c, tf_backend *be,
+                               const tf_ops *ops, const tf_backend_caps *caps, char *err,
+                               size_t errlen) {
+    return create_on(out, c, be, ops, caps, NULL, err, errlen);
+}
+
+tf_status tf_trainer_plan(const tf_config *c, size_t *bytes, char *err, size_t errlen) {
+    tf_trainer *t = NULL;
+    return trainer_create(&t, c, bytes, err, errlen);
 }
 
 static void prefetch_join(tf_trainer *t) {
@@ -757,6 +789,7 @@ void tf_trainer_set_adam(tf_trainer *t, const float *m_host, const float *v_host
 }
 
 size_t tf_trainer_arena_bytes(const tf_trainer *t) { return t->arena.cap; }
+size_t tf_trainer_arena_peak(const tf_trainer *t) { return t->arena.peak; }
 size_t tf_trainer_graph_kernels(const tf_trainer *t) {
     return t->graphs_ready ? t->graph_kernels : 0;
 }

@@ -209,9 +209,12 @@ static void test_gemm(void **state) {
     /* relu epilogue (beta 0), both batch paths and the parallel relu path */
     gemm_case(0, 1, 33, 17, 20, 5, 2, 1.0f, 0.0f, 1, 7);
     gemm_case(1, 0, 300, 450, 16, 1, 0, 1.0f, 0.0f, 1, 8);
-    /* entries at the threshold take the one-threaded-call-per-entry path */
+    /* entries at the threshold: 2 threads, a batch of 2 runs one entry per
+     * thread, a batch of 3 (uneven, few) one threaded call per entry */
     gemm_case(0, 0, 128, 128, 128, 2, 1, 1.0f, 1.0f, 0, 9);
     gemm_case(1, 1, 128, 256, 96, 2, 0, 0.5f, 0.0f, 1, 10);
+    gemm_case(0, 1, 128, 128, 128, 3, 1, 1.0f, 1.0f, 0, 11);
+    gemm_case(1, 0, 128, 256, 96, 3, 0, 0.5f, 0.0f, 1, 12);
     /* strideC == 0: every entry accumulates into one C, in order (beta 1) */
     {
         const int M = 9, N = 11, K = 7, nb = 6;

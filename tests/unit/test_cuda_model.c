@@ -1,8 +1,9 @@
 /* The CUDA backend against the CPU backend on the whole model: loss and every
  * parameter gradient, every level, eager and graph-replayed, fp32 and tf32,
- * at an odd shape, at the small problem and at the large problem's N. Exits
- * 77 (ctest: skipped) without a device. `test_cuda_model --gpu-plan SPEC`
- * runs the CUDA side on that plan (gpu_plan.h; e.g. portable).
+ * at an odd shape, at the small problem and at the large problem's N; and
+ * --recompute against none on the device itself. Exits 77 (ctest: skipped)
+ * without a device. `test_cuda_model --gpu-plan SPEC` runs the CUDA side on
+ * that plan (gpu_plan.h; e.g. portable).
  *
  * Tolerance: both compute the same fp32 function with different summation
  * orders (cuBLAS vs OpenBLAS, different reductions): expected ~1e-6 relative
@@ -213,6 +214,51 @@ static void test_staged_upload(void **s) {
     free(pa), free(pb);
 }
 
+/* --recompute blocks and modules run the same ops on the same bits in the
+ * backward: every loss and the final parameters bit for bit those of none,
+ * every level, eager and --graph (the capture holds the recomputation), fp32
+ * and tf32; at v3 also with the weight-gradient lane held back 2 ms before
+ * each GEMM (TF_CUDA_WGRAD_DELAY_US=2000): a recomputed forward writing what
+ * the lane still reads would change them. */
+static void test_recompute(void **s) {
+    (void)s;
+    tf_config c;
+    tf_config_default(&c);
+    c.batch = 3, c.seq_len = 23, c.n_seqs = 5, c.n_blocks = 2, c.msa_dim = 12, c.pair_dim = 20;
+    c.warmup_steps = 1;
+    c.backend = TF_BACKEND_CUDA;
+    const size_t np = tf_param_count_floats(&c);
+    float *pa = malloc(sizeof(float) * np), *pb = malloc(sizeof(float) * np);
+    static const char *const names[] = {"none", "blocks", "modules"};
+    for (int impl = 1; impl <= 3; impl++)
+        for (int prec = 0; prec <= 1; prec++)
+            for (int graph = 0; graph <= 1; graph++)
+                for (int delay = 0; delay <= (impl == 3); delay++) {
+                    c.impl = (tf_impl)impl;
+                    c.fusion = tf_fusion_for_impl((tf_impl)impl);
+                    c.graph = graph;
+                    c.precision = prec ? TF_PREC_TF32 : TF_PREC_FP32;
+                    static const variant delayed = {"wgrad_delay_us=2000",
+                                                    "wgrad_delay_us=2000", 0, 0, 0};
+                    const variant *knob = delay ? &delayed : NULL;
+                    float la[5], lb[5];
+                    c.recompute = TF_RECOMPUTE_NONE;
+                    train_steps(&c, knob, la, pa);
+                    for (int m = 1; m <= 2; m++) {
+                        c.recompute = (tf_recompute)m;
+                        train_steps(&c, knob, lb, pb);
+                        const int same =
+                            !memcmp(la, lb, sizeof la) && !memcmp(pa, pb, sizeof(float) * np);
+                        printf("  --recompute %s v%d %s %s%s: losses %.6f .. %.6f, %s none\n",
+                               names[m], impl, prec ? "tf32" : "fp32", graph ? "graph" : "eager",
+                               delay ? " (lane delayed)" : "", lb[0], lb[4],
+                               same ? "bit-identical to" : "DIFFERENT from");
+                        assert_true(same);
+                    }
+                }
+    free(pa), free(pb);
+}
+
 static void test_odd(void **s) { (void)s; check_shape(3, 23, 5, 2, 12, 20, 0); }
 static void test_small(void **s) { (void)s; check_shape(4, 64, 16, 4, 64, 128, 0); }
 /* The large problem's sequence length (N 128: the attentions' L = 128
@@ -248,6 +294,7 @@ int main(int argc, char **argv) {
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_staged_upload),
+        cmocka_unit_test(test_recompute),
         cmocka_unit_test(test_odd),
         cmocka_unit_test(test_small),
         cmocka_unit_test(test_n128),

@@ -4,7 +4,12 @@
  * Batches of small matrices (the triangle products, v1 attention scores) run
  * one entry per OpenMP thread: OpenBLAS's OpenMP build runs single-threaded
  * inside a parallel region, and a 64x64x64 product is too small to split
- * across threads profitably. Large entries get one threaded cblas call each.
+ * across threads profitably. So do batches of large entries with at least as
+ * many entries as threads (evenly divided, or many): one threaded cblas call
+ * per entry synchronises the threads at every entry, and at the triangle
+ * products of N 256 (128 entries of 256x256x256, 2 threads) that ran at
+ * 0.8 GFLOP/s against 14 per entry per thread (bench/RESULTS.md). Other
+ * large entries get one threaded cblas call each.
  * A separate R (R != C) is copied into C first and the GEMM then runs with
  * beta on C: the simplest correct way here (the copy is one pass over C). */
 #include <cblas.h>
@@ -76,7 +81,9 @@ void tf_cpu_gemm(tf_backend *be, const tf_gemm_args *a, const char *name) {
      * strideC of 0 means "accumulate every entry into one C", in order). */
     const long cspan = (long)(a->M - 1) * a->ldc + a->N;
     const int disjoint = a->strideC >= cspan || -a->strideC >= cspan;
-    if (a->batch > 1 && mnk < GEMM_SMALL_MNK && be->threads > 1 && disjoint) {
+    const int even = a->batch >= be->threads &&
+                     (a->batch % be->threads == 0 || a->batch >= 4 * be->threads);
+    if (a->batch > 1 && (mnk < GEMM_SMALL_MNK || even) && be->threads > 1 && disjoint) {
 #pragma omp parallel for schedule(static) num_threads(be->threads)
         for (int p = 0; p < a->batch; p++) {
             gemm_one(a, p);

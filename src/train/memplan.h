@@ -1,0 +1,24 @@
+/* Memory settings from the dry-run plan (memplan.c): which --recompute fits. */
+#ifndef TF_TRAIN_MEMPLAN_H
+#define TF_TRAIN_MEMPLAN_H
+
+#include <stddef.h>
+
+#include "tinyfold.h"
+
+/* The cheapest setting, in step time, whose planned bytes are at most limit:
+ * none, then blocks, then modules (the same extra forward as blocks, less
+ * memory, more arena traffic). c->recompute is set to it and its bytes
+ * stored; TF_ERR_NOMEM when none fits (c->recompute is then the setting of
+ * least memory and bytes its plan). Other failures: err. */
+tf_status tf_memplan_choose(tf_config *c, double limit, size_t *bytes, char *err, size_t errlen);
+
+/* Advice for a refusal: "fits with --recompute blocks: 5.10 GB", or what the
+ * least memory is and what else to reduce. limit < 0 (not known): the plan
+ * of each setting that keeps less than c's. */
+void tf_memplan_suggest(const tf_config *c, double limit, char *out, size_t n);
+
+/* "5.10 GB", or "12.3 MB" below 1 GB (powers of 1000) */
+const char *tf_memplan_fmt(char *buf, size_t n, double bytes);
+
+#endif
