@@ -12,7 +12,8 @@
 # Environment: BACKEND=cuda (default) or cpu; IMPL=v3; GRAPH=--graph (cuda
 # only; empty for eager); PROBLEMS="small large"; PRECISIONS="fp32 tf32"
 # (cuda; the CPU runs fp32); OUT (default out/ab_rev); BUILD (this tree's
-# build dir, default build-ab) and JOBS; RUN_TIMEOUT (seconds a run may take,
+# build dir, default build-ab) and JOBS; BASE_BIN and CUR_BIN (two binaries
+# built already: no builds); RUN_TIMEOUT (seconds a run may take,
 # default 300: a hung run counts as failed instead of holding the machine).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -49,10 +50,15 @@ build() { # source dir, build dir, log name
   cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DTF_TESTS=OFF $CUDA_FLAGS > "$OUT/$3.cmake.log" 2>&1 &&
     cmake --build "$2" -j "$((JOBS / 2 > 0 ? JOBS / 2 : 1))" --target tinyfold > "$OUT/$3.build.log" 2>&1
 }
-build "$src" "$OUT/build-base" base & pb=$!
-build . "$BUILD" cur & pc=$!
-wait $pb || { echo "ab_rev: the base build failed ($OUT/base.build.log)"; exit 1; }
-wait $pc || { echo "ab_rev: this tree's build failed ($OUT/cur.build.log)"; exit 1; }
+BASE_T="$OUT/build-base/tinyfold" CUR_T="$BUILD/tinyfold"
+if [ -n "${BASE_BIN:-}" ] && [ -n "${CUR_BIN:-}" ]; then # binaries built already
+  BASE_T=$BASE_BIN CUR_T=$CUR_BIN
+else
+  build "$src" "$OUT/build-base" base & pb=$!
+  build . "$BUILD" cur & pc=$!
+  wait $pb || { echo "ab_rev: the base build failed ($OUT/base.build.log)"; exit 1; }
+  wait $pc || { echo "ab_rev: this tree's build failed ($OUT/cur.build.log)"; exit 1; }
+fi
 
 rm -f "$OUT"/run_*.json
 for r in $(seq "$ROUNDS"); do
@@ -60,7 +66,7 @@ for r in $(seq "$ROUNDS"); do
     if [ "$prob" = small ]; then N=64; S=16; else N=128; S=32; fi
     for p in $PRECISIONS; do
       for side in base cur; do
-        T="$OUT/build-base/tinyfold"; [ $side = cur ] && T="$BUILD/tinyfold"
+        T=$BASE_T; [ $side = cur ] && T=$CUR_T
         prec=""; [ "$BACKEND" = cuda ] && prec="--precision $p"
         timeout "${RUN_TIMEOUT:-300}" "$T" train --backend "$BACKEND" --impl "$IMPL" $GRAPH $prec --batch-size 4 \
           --seq-len $N --num-seqs $S --num-blocks 4 --num-steps "$STEPS" --quiet \
