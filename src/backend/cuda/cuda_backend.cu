@@ -43,6 +43,17 @@ extern "C" int tf_cuda_backend_available(char *why, size_t n)
 
 extern "C" int tf_built_with_cuda(void) { return 1; }
 
+/* Where the NVIDIA-only kernels (mma.sync, wgmma: TF_NV_KERNELS) are not in
+ * the build, the routing keeps to the portable kernels and library GEMMs. */
+static void tf_cu_portable_only(tf_backend *be)
+{
+    if (TF_NV_KERNELS) return;
+    be->gemm_mma = 0;
+    be->gemm_wg = 0;
+    be->gemm_dw = 0;
+    be->attn_bwd5 = 0;
+}
+
 /* TF_LAUNCH's programmatic dependent launch (cuda_common.h): set by
  * tf_cuda_backend_create from TF_CUDA_PDL and the device (sm_90+). One value
  * for the process: every backend of it reads the same environment. */
@@ -487,6 +498,7 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
         be->wg_stages = ks ? 2 : 4;
         be->mma_tile = km == 1 ? 64 : km == 2 ? 128 : 0;
     }
+    tf_cu_portable_only(be);
     TRY_CUDA(cudaSetDevice(dev));
     TRY_CUDA(cudaDeviceGetAttribute(&be->sm_count, cudaDevAttrMultiProcessorCount, dev));
     if (be->sm_count < 1) be->sm_count = 1;

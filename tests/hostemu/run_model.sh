@@ -3,21 +3,21 @@
 # CUDA backend compiled for the host emulation) and runs it at shapes that
 # reach every attention tile class of kernel2 (level 3) and the level-3
 # LayerNorm and permute kernels: one step's loss and gradients vs the CPU.
-#   src/backend/cuda/hostemu/run_model.sh [build dir]     (about 10 minutes)
+#   tests/hostemu/run_model.sh [build dir]     (about 10 minutes)
 set -euo pipefail
-top=$(cd "$(dirname "$0")/../../../.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-/tmp/tinyfold-hostemu-model}
 mkdir -p "$out"
 cd "$top"
-flags="-O1 -g -Wall -Wextra -Werror -Iinclude -Isrc"
+flags="-O1 -g -Wall -Wextra -Werror -Iinclude -Isrc -Itests/hostemu"
 pids=()
-for f in src/backend/cuda/*.cu src/backend/cuda/hostemu/emu.cpp; do
+for f in src/backend/cuda/*.cu tests/hostemu/emu.cpp; do
     g++ -x c++ -std=c++17 $flags -Wno-unknown-pragmas -DTF_CUDA_HOSTEMU -c "$f" \
         -o "$out/$(basename "$f").o" & pids+=($!)
 done
 # the profiler's GPU side is not emulated: its CPU-only stub (no TF_HAVE_CUDA)
 for f in src/model/*.c src/train/*.c src/backend/cpu/*.c src/prof/*.c src/io/*.c \
-         tests/unit/testutil.c src/backend/cuda/hostemu/model_check.c; do
+         tests/unit/testutil.c tests/hostemu/model_check.c; do
     def=-DTF_HAVE_CUDA=1
     case $f in src/prof/*) def= ;; esac
     gcc -std=c11 -D_POSIX_C_SOURCE=200809L $flags $def -fopenmp -Itests/unit \
