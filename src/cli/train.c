@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "io/checkpoint.h"
 #include "io/datafile.h"
+#include "prof/markers.h"
 #include "prof/profiler.h"
 
 #include <cJSON.h>
@@ -160,6 +161,10 @@ static int setup(run_state *r, const tf_cli_opts *o)
     int rc = tf_cli_resolve_backend(&r->c, r->note, sizeof r->note);
     if (rc != TF_EXIT_OK)
         return rc;
+    if (o->profile_regions && tf_marker_select(o->profile_regions, err, sizeof err)) {
+        tf_cli_error("%s", err);
+        return TF_EXIT_USAGE;
+    }
 
     if (o->cmd == TF_CMD_PROFILE) {
 #ifdef TF_NO_PROF_HOOKS
@@ -167,6 +172,12 @@ static int setup(run_state *r, const tf_cli_opts *o)
                      "(CMake TF_PROF_HOOKS=OFF, a benchmark-only build); rebuild with the default");
         return TF_EXIT_USAGE;
 #endif
+        if (r->c.backend == TF_BACKEND_HIP) {
+            /* host clocks would time the launches, not the kernels */
+            tf_cli_error("profile: the built-in profiler's GPU timings are CUPTI's (NVIDIA); "
+                         "on AMD GPUs profile with rocprofv3 (docs/amd.md), or use --backend cpu");
+            return TF_EXIT_USAGE;
+        }
         /* Before the trainer: CUPTI must see the first CUDA work. */
         tf_prof_opts po = {.out_dir = o->out_path,
                            .selected_regions = o->selected_regions,

@@ -194,9 +194,11 @@ tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, siz
     tf_backend_kind kind = c->backend;
     char why[256] = "";
     if (kind == TF_BACKEND_AUTO)
-        kind = tf_cuda_backend_available(why, sizeof why) ? TF_BACKEND_CUDA : TF_BACKEND_CPU;
+        kind = !tf_cuda_backend_available(why, sizeof why) ? TF_BACKEND_CPU
+               : tf_built_with_hip()                      ? TF_BACKEND_HIP
+                                                          : TF_BACKEND_CUDA;
     int rc;
-    if (kind == TF_BACKEND_CUDA) {
+    if (kind == TF_BACKEND_CUDA || kind == TF_BACKEND_HIP) { /* one GPU backend (tf_cuda_*) */
         /* the CUDA attention kernels keep a head's row in registers: d <= 64 */
         int dm = c->msa_dim / c->n_heads_msa, dz = c->pair_dim / c->n_heads_pair;
         if (dm > 64 || dz > 64) {

@@ -22,6 +22,38 @@ extern "C" void tf_cuda_fail(const char *call, const char *msg, const char *file
 }
 
 /* ---- availability ---------------------------------------------------------- */
+#if TF_GPU_HIP
+#include <unistd.h>
+extern "C" const char *tf_hip_blas_why(void); /* tf_hip_blas.cpp: "" when rocBLAS loads */
+
+/* HIP: the ROCm kernel driver's device node, then a device, then rocBLAS */
+extern "C" int tf_cuda_backend_available(char *why, size_t n)
+{
+    int count = 0;
+    if (access("/dev/kfd", R_OK | W_OK) != 0) {
+        if (why && n)
+            snprintf(why, n, "no ROCm runtime: /dev/kfd is missing or not accessible (the "
+                             "amdgpu kernel driver is not loaded, or this user is not in the "
+                             "render group)");
+        return 0;
+    }
+    hipError_t e = hipGetDeviceCount(&count);
+    if (e != hipSuccess || count <= 0) {
+        if (why && n)
+            snprintf(why, n, "no AMD GPU: hipGetDeviceCount %s (%s)",
+                     e != hipSuccess ? "failed" : "found 0 devices", hipGetErrorString(e));
+        (void)hipGetLastError();
+        return 0;
+    }
+    const char *blas = tf_hip_blas_why();
+    if (blas[0]) {
+        if (why && n) snprintf(why, n, "%d AMD GPU(s), but %s", count, blas);
+        return 0;
+    }
+    if (why && n) snprintf(why, n, "%d AMD GPU(s)", count);
+    return 1;
+}
+#else
 extern "C" int tf_cuda_backend_available(char *why, size_t n)
 {
     int count = 0;
@@ -40,8 +72,11 @@ extern "C" int tf_cuda_backend_available(char *why, size_t n)
     if (why && n) snprintf(why, n, "%d CUDA device(s)", count);
     return 1;
 }
+#endif
 
-extern "C" int tf_built_with_cuda(void) { return 1; }
+/* the GPU backend is built by nvcc (CUDA) or hipcc (HIP), never both */
+extern "C" int tf_built_with_cuda(void) { return !TF_GPU_HIP; }
+extern "C" int tf_built_with_hip(void) { return TF_GPU_HIP; }
 
 /* Where the NVIDIA-only kernels (mma.sync, wgmma: TF_NV_KERNELS) are not in
  * the build, the routing keeps to the portable kernels and library GEMMs. */
@@ -582,6 +617,23 @@ extern "C" void tf_cuda_backend_describe(const tf_backend *be, char *out, size_t
         snprintf(out, n, "CUDA backend not created");
         return;
     }
+#if TF_GPU_HIP
+    {
+        /* HIP: runtime, device, architecture and its wavefront (warp) width */
+        hipDeviceProp_t hp;
+        int hrt = 0;
+        memset(&hp, 0, sizeof hp);
+        TF_CUDA_CHECK(hipGetDeviceProperties(&hp, be->device));
+        TF_CUDA_CHECK(hipRuntimeGetVersion(&hrt));
+        snprintf(out, n,
+                 "device %d: %s (%s), warp width %d, %d CUs, %.1f GiB; HIP runtime %d.%d.%d; "
+                 "rocBLAS GEMMs (fp32 accumulation); portable kernels; kernel level %d",
+                 be->device, hp.name, hp.gcnArchName, hp.warpSize, hp.multiProcessorCount,
+                 (double)hp.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), hrt / 10000000,
+                 hrt / 100000 % 100, hrt % 100000, be->kernel_level);
+        return;
+    }
+#endif
     cudaDeviceProp prop;
     int rt = 0, drv = 0, blas = 0;
     memset(&prop, 0, sizeof prop);
