@@ -54,8 +54,9 @@ if [ -z "$tests" ]; then
     exec "$out/test_cuda_ops_hostemu"
 fi
 rc=0
+TIMEFORMAT="hostemu (warp $warp): %U s user CPU"
 for t in ${tests//,/ }; do
     echo "hostemu (warp $warp): $t"
-    TF_TEST_FILTER=$t "$out/test_cuda_ops_hostemu" || { echo "hostemu (warp $warp): $t FAILED"; rc=1; }
+    time { TF_TEST_FILTER=$t "$out/test_cuda_ops_hostemu" || { echo "hostemu (warp $warp): $t FAILED"; rc=1; }; }
 done
 exit $rc
