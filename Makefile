@@ -8,6 +8,10 @@
 #   make fuzz    the readers' libFuzzer targets (safetensors, data file, checkpoint
 #                metadata, compare's JSON), FUZZ_SECONDS (120) shared among them
 #   make report-check  `tinyfold report` rendered by headless Chromium, checked not blank
+#   make hip     the GPU backend compiled with hipcc for AMD GPUs in build-hip/
+#                (Debian's hipcc 5.2: gfx90a and gfx940; HIP_ARCHS overrides)
+#   make hostemu the portable GPU kernels' test_cuda_ops cases on the CPU emulator,
+#                at warp width 32 and 64
 #   make clean   remove both build directories
 #
 # WITH_MPI=1 also installs Open MPI (the two-rank tests need mpirun).
@@ -20,6 +24,8 @@ SHELL := /bin/bash
 MAKEFLAGS += --no-print-directory
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+HIP_BUILD ?= build-hip
+HIP_ARCHS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 120
 EXTRA_PKGS ?=
@@ -42,7 +48,7 @@ endif
 ASAN_FLAGS := -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g -fno-omit-frame-pointer" \
               -DTF_SANITIZE=ON $(CMAKE_ARGS) -DTF_CUDA=OFF -DTF_MPI=OFF $(filter -DTF_WERROR=ON,$(CMAKE_FLAGS))
 
-.PHONY: all deps build run test asan bench fuzz report-check clean
+.PHONY: all deps build run test asan bench fuzz report-check hip hostemu clean
 
 all: build
 
@@ -94,5 +100,21 @@ fuzz:
 	$(MAKE) deps EXTRA_PKGS="clang-14 libclang-rt-14-dev python3"
 	bash tests/fuzz/run.sh $$(( $(FUZZ_SECONDS) / 4 ))
 
+# The HIP build: the library and the CLI (tests need a device), warnings as
+# errors under CI. Compile-only here: Debian ships no AMD GPU runtime libraries
+# beyond libamdhip64, and tinyfold loads rocBLAS and ROCTx at run time.
+hip:
+	$(MAKE) deps EXTRA_PKGS="hipcc libamdhip64-dev"
+	cmake -S . -B $(HIP_BUILD) -DCMAKE_BUILD_TYPE=Release -DTF_HIP=ON -DTF_TESTS=OFF \
+	  $(if $(HIP_ARCHS),-DTF_HIP_ARCHS="$(HIP_ARCHS)") $(filter -DTF_WERROR=ON,$(CMAKE_FLAGS))
+	cmake --build $(HIP_BUILD) -j $(JOBS)
+
+# The portable kernels' cases of test_cuda_ops on hostemu at both warp widths
+# (the test names are the suite's; tests/hostemu/run_tests.sh --tests)
+HOSTEMU_TESTS ?= test_gemm,test_layernorm,test_layernorm2,test_softmax,test_attention,test_permute,test_opm_bwd,test_opm_outer,test_gate_cmajor,test_bcast_sum,test_elementwise,test_embed,test_mse_head,test_adamw,test_graph
+hostemu: deps
+	bash tests/hostemu/run_tests.sh --warp 32 --tests $(HOSTEMU_TESTS)
+	bash tests/hostemu/run_tests.sh --warp 64 --tests $(HOSTEMU_TESTS)
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(HIP_BUILD)

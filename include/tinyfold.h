@@ -27,7 +27,13 @@ typedef enum {
 } tf_status;
 
 typedef enum { TF_IMPL_V1 = 1, TF_IMPL_V2 = 2, TF_IMPL_V3 = 3 } tf_impl;
-typedef enum { TF_BACKEND_CPU = 0, TF_BACKEND_CUDA = 1, TF_BACKEND_AUTO = 2 } tf_backend_kind;
+/* HIP: the GPU backend built with hipcc for AMD GPUs (the same code as CUDA's) */
+typedef enum {
+    TF_BACKEND_CPU = 0,
+    TF_BACKEND_CUDA = 1,
+    TF_BACKEND_AUTO = 2,
+    TF_BACKEND_HIP = 3
+} tf_backend_kind;
 typedef enum { TF_PREC_FP32 = 0, TF_PREC_TF32 = 1 } tf_precision;
 /* What the forward keeps for the backward (--recompute): everything; each
  * Evoformer block's inputs (the block's forward runs again inside its

@@ -1,5 +1,6 @@
-/* Backend creation: picks the CPU or the CUDA backend for a kind and asks the
- * one created what it prefers (ops->caps). */
+/* Backend creation: picks the CPU or the GPU backend for a kind and asks the
+ * one created what it prefers (ops->caps). The GPU backend is one source
+ * built by nvcc (kind cuda) or by hipcc (kind hip): a build has one of them. */
 #include <stdio.h>
 #include <string.h>
 
@@ -11,13 +12,19 @@ int tf_backend_create(tf_backend_kind *kind, const tf_backend_opts *o, tf_backen
     *be = NULL;
     *ops = NULL;
     tf_backend_kind k = *kind;
-    if (k == TF_BACKEND_AUTO)
-        k = tf_cuda_backend_available(why, sizeof why) ? TF_BACKEND_CUDA : TF_BACKEND_CPU;
+    const tf_backend_kind gpu = tf_built_with_hip() ? TF_BACKEND_HIP : TF_BACKEND_CUDA;
+    if (k == TF_BACKEND_AUTO) k = tf_cuda_backend_available(why, sizeof why) ? gpu : TF_BACKEND_CPU;
     int rc;
-    if (k == TF_BACKEND_CUDA) {
+    if (k == TF_BACKEND_CUDA || k == TF_BACKEND_HIP) {
+        const char *name = k == TF_BACKEND_HIP ? "hip" : "cuda";
+        if (k != gpu) {
+            snprintf(err, errlen, "--backend %s: this build has no %s backend; use --backend cpu",
+                     name, k == TF_BACKEND_HIP ? "HIP" : "CUDA");
+            return 1;
+        }
         if (!tf_cuda_backend_available(why, sizeof why)) {
-            snprintf(err, errlen, "--backend cuda: no usable CUDA device (%s); use --backend cpu",
-                     why);
+            snprintf(err, errlen, "--backend %s: no usable %s device (%s); use --backend cpu",
+                     name, k == TF_BACKEND_HIP ? "AMD GPU" : "CUDA", why);
             return 1;
         }
         rc = tf_cuda_backend_create(be, ops, o, err, errlen);

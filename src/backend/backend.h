@@ -57,8 +57,10 @@ int tf_cuda_graph_launch(tf_backend *be, void *graph_exec);
 /* Kernel nodes in the graph the last tf_cuda_graph_capture built. */
 size_t tf_cuda_graph_captured_kernels(const tf_backend *be);
 void tf_cuda_graph_destroy(void *graph_exec);
-/* Is this build compiled with CUDA? */
+/* Is this build's GPU backend compiled with CUDA (nvcc), or with HIP (hipcc,
+ * AMD GPUs: the same entry points above, tf_cuda_*, serve it)? */
 int tf_built_with_cuda(void);
+int tf_built_with_hip(void);
 
 #ifdef __cplusplus
 }

@@ -67,3 +67,4 @@ int tf_cuda_graph_launch(tf_backend *be, void *graph_exec)
 void tf_cuda_graph_destroy(void *graph_exec) { (void)graph_exec; }
 
 int tf_built_with_cuda(void) { return 0; }
+int tf_built_with_hip(void) { return 0; }

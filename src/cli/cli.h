@@ -56,6 +56,7 @@ typedef struct {
     int dist_timeout, dist_check_every;
     /* profile (out_path is also grad's --out) */
     const char *out_path, *selected_regions, *counters;
+    const char *profile_regions; /* train / profile: an external profiler's regions */
     int include_warmup, trace_steps, top;
     /* bench */
     const char *problems, *impls;
@@ -111,6 +112,7 @@ enum {
     TF_OPT_DIST_CHECK,
     TF_OPT_OUT,
     TF_OPT_REGIONS,
+    TF_OPT_PROFILE_REGIONS,
     TF_OPT_INCLUDE_WARMUP,
     TF_OPT_TRACE_STEPS,
     TF_OPT_COUNTERS,

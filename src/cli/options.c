@@ -57,9 +57,9 @@ const tf_cli_optdef tf_cli_optdefs[] = {
      "triangle mult: projections in one GEMM, gates in one"},
     {"disable-triangle-fusion", no_argument, TF_OPT_TRI_OFF, T | V | G, NULL, NULL},
     /* where it runs */
-    {"backend", required_argument, TF_OPT_BACKEND, T | V | B | G, "cpu|cuda|auto",
-     "default auto: the GPU when built with CUDA and a device exists, else\n"
-     "the CPU (the choice is printed)"},
+    {"backend", required_argument, TF_OPT_BACKEND, T | V | B | G, "cpu|cuda|hip|auto",
+     "default auto: the GPU when built with CUDA (or HIP, for AMD GPUs) and a\n"
+     "device exists, else the CPU (the choice is printed)"},
     {"device", required_argument, TF_OPT_DEVICE, T | V | B | G, "N",
      "CUDA device ordinal (default 0; 0..255)"},
     {"threads", required_argument, TF_OPT_THREADS, T | V | B | G, "N",
@@ -119,6 +119,11 @@ const tf_cli_optdef tf_cli_optdefs[] = {
      "profile: the output directory (required); grad: the gradient file (required)"},
     {"selected-regions", required_argument, TF_OPT_REGIONS, P, "LIST",
      "collect only inside these regions, e.g. forward_pass,backward_pass"},
+    {"profile-regions", required_argument, TF_OPT_PROFILE_REGIONS, T, "LIST",
+     "an external profiler collects only inside these regions, e.g. "
+     "forward_pass,backward_pass (NVIDIA: cudaProfilerStart/Stop, for ncu "
+     "--profile-from-start off or nsys --capture-range=cudaProfilerApi; AMD: "
+     "roctxProfilerResume/Pause, for rocprofv3 --selected-regions)"},
     {"include-warmup", no_argument, TF_OPT_INCLUDE_WARMUP, P, NULL,
      "also collect the warm-up steps"},
     {"trace-steps", required_argument, TF_OPT_TRACE_STEPS, P, "K",

@@ -17,8 +17,9 @@
 
 static const char *const impl_names[] = {"v1", "v2", "v3"};
 static const int impl_vals[] = {TF_IMPL_V1, TF_IMPL_V2, TF_IMPL_V3};
-static const char *const backend_names[] = {"cpu", "cuda", "auto"};
-static const int backend_vals[] = {TF_BACKEND_CPU, TF_BACKEND_CUDA, TF_BACKEND_AUTO};
+static const char *const backend_names[] = {"cpu", "cuda", "hip", "auto"};
+static const int backend_vals[] = {TF_BACKEND_CPU, TF_BACKEND_CUDA, TF_BACKEND_HIP,
+                                   TF_BACKEND_AUTO};
 static const char *const prec_names[] = {"fp32", "tf32"};
 static const char *const recompute_names[] = {"none", "blocks", "modules"};
 static const int recompute_vals[] = {TF_RECOMPUTE_NONE, TF_RECOMPUTE_BLOCKS,
@@ -114,8 +115,8 @@ static int apply(tf_cli_opts *o, int id, const char *flag, const char *arg)
     case TF_OPT_TRI_ON: o->fusion_override[3] = 1; return TF_EXIT_OK;
     case TF_OPT_TRI_OFF: o->fusion_override[3] = 0; return TF_EXIT_OK;
     case TF_OPT_BACKEND:
-        rc = tf_cli_parse_choice(&v, flag, arg, backend_names, backend_vals, 3,
-                                 "cpu, cuda or auto");
+        rc = tf_cli_parse_choice(&v, flag, arg, backend_names, backend_vals, 4,
+                                 "cpu, cuda, hip or auto");
         c->backend = (tf_backend_kind)v;
         return rc;
     case TF_OPT_DEVICE:
@@ -162,6 +163,9 @@ static int apply(tf_cli_opts *o, int id, const char *flag, const char *arg)
     case TF_OPT_OUT: o->out_path = arg; return nonempty(flag, arg, "a path");
     case TF_OPT_REGIONS:
         o->selected_regions = arg;
+        return nonempty(flag, arg, "comma-separated region names");
+    case TF_OPT_PROFILE_REGIONS:
+        o->profile_regions = arg;
         return nonempty(flag, arg, "comma-separated region names");
     case TF_OPT_INCLUDE_WARMUP: o->include_warmup = 1; return TF_EXIT_OK;
     case TF_OPT_TRACE_STEPS:
@@ -356,16 +360,32 @@ int tf_cli_resolve_backend(tf_config *c, char *note, size_t notelen)
 {
     char why[256] = "";
     note[0] = '\0';
-    if (c->backend == TF_BACKEND_CUDA) {
+    /* one GPU backend per build: CUDA (nvcc) or HIP (hipcc) */
+    const int hip = tf_built_with_hip();
+    if (c->backend == TF_BACKEND_CUDA || c->backend == TF_BACKEND_HIP) {
+        const int want_hip = c->backend == TF_BACKEND_HIP;
+        if (want_hip != hip && (hip || tf_built_with_cuda())) {
+            tf_cli_error("--backend: '%s' is not available: this build's GPU backend is %s "
+                         "(use --backend %s, or a build configured with %s)",
+                         want_hip ? "hip" : "cuda", hip ? "HIP" : "CUDA", hip ? "hip" : "cuda",
+                         want_hip ? "cmake -DTF_HIP=ON" : "CUDA");
+            return TF_EXIT_USAGE;
+        }
+        if (want_hip && !hip) {
+            tf_cli_error("--backend: 'hip' is not available: this build has no HIP backend "
+                         "(configure with cmake -DTF_HIP=ON where hipcc is installed)");
+            return TF_EXIT_USAGE;
+        }
         if (!tf_cuda_backend_available(why, sizeof why)) {
-            tf_cli_error("--backend: 'cuda' is not available: %s",
-                         why[0] ? why : "no usable CUDA device");
+            tf_cli_error("--backend: '%s' is not available: %s", want_hip ? "hip" : "cuda",
+                         why[0] ? why : "no usable GPU");
             return TF_EXIT_USAGE;
         }
     } else if (c->backend == TF_BACKEND_AUTO) {
         if (tf_cuda_backend_available(why, sizeof why)) {
-            c->backend = TF_BACKEND_CUDA;
-            snprintf(note, notelen, "auto: a CUDA device is usable");
+            c->backend = hip ? TF_BACKEND_HIP : TF_BACKEND_CUDA;
+            snprintf(note, notelen, "auto: %s", hip ? "an AMD GPU is usable (HIP)"
+                                                    : "a CUDA device is usable");
         } else {
             c->backend = TF_BACKEND_CPU;
             /* A few words here; `tinyfold validate` prints the runtime's. */

@@ -86,8 +86,9 @@ void tf_cli_print_header(FILE *f, const tf_cli_opts *o, const tf_config *c,
     fprintf(f, "   Triangle QKV fusion: %s\n", onoff(c->fusion.qkv_triangle));
     fprintf(f, "   Flash attention: %s\n", onoff(c->fusion.flash));
     fprintf(f, "   Triangle gate/proj fusion: %s\n", onoff(c->fusion.triangle));
-    if (c->backend == TF_BACKEND_CUDA)
-        fprintf(f, "   CUDA graph: %s\n", onoff(c->graph));
+    if (c->backend == TF_BACKEND_CUDA || c->backend == TF_BACKEND_HIP)
+        fprintf(f, "   %s graph: %s\n", c->backend == TF_BACKEND_HIP ? "HIP" : "CUDA",
+                onoff(c->graph));
 
     fprintf(f, "\nTraining configuration:\n");
     if (start_step > 0)

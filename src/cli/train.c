@@ -6,6 +6,7 @@
 #include "dist/dist.h"
 #include "io/checkpoint.h"
 #include "io/datafile.h"
+#include "prof/markers.h"
 #include "prof/profiler.h"
 
 #include <cJSON.h>
@@ -295,6 +296,10 @@ static int setup(run_state *r, const tf_cli_opts *o)
     int rc = tf_cli_resolve_backend(&r->c, r->note, sizeof r->note);
     if (rc != TF_EXIT_OK)
         return rc;
+    if (o->profile_regions && tf_marker_select(o->profile_regions, err, sizeof err)) {
+        tf_cli_error("%s", err);
+        return TF_EXIT_USAGE;
+    }
     if ((rc = dist_setup(r, o)) != TF_EXIT_OK)
         return rc;
     if (o->memory_budget > 0 && (rc = tf_cli_apply_memory_budget(&r->c, o->memory_budget)))
@@ -306,6 +311,12 @@ static int setup(run_state *r, const tf_cli_opts *o)
                      "(CMake TF_PROF_HOOKS=OFF, a benchmark-only build); rebuild with the default");
         return TF_EXIT_USAGE;
 #endif
+        if (r->c.backend == TF_BACKEND_HIP) {
+            /* host clocks would time the launches, not the kernels */
+            tf_cli_error("profile: the built-in profiler's GPU timings are CUPTI's (NVIDIA); "
+                         "on AMD GPUs profile with rocprofv3 (docs/amd.md), or use --backend cpu");
+            return TF_EXIT_USAGE;
+        }
         /* Before the trainer: CUPTI must see the first CUDA work. */
         /* several ranks: each profiles itself; rank 0 merges the traces */
         if (o->out_path && r->dist->rank > 0)

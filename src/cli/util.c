@@ -194,6 +194,7 @@ const char *tf_cli_backend_str(tf_backend_kind b)
     case TF_BACKEND_CPU: return "cpu";
     case TF_BACKEND_CUDA: return "cuda";
     case TF_BACKEND_AUTO: return "auto";
+    case TF_BACKEND_HIP: return "hip";
     }
     return "?";
 }

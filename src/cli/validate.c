@@ -60,9 +60,10 @@ int tf_cli_validate(tf_cli_opts *o)
         return rc;
 
     printf("tinyfold %s validate\n", TF_VERSION);
-    printf("Build: backends cpu%s\n", tf_built_with_cuda() ? ", cuda" : "");
+    printf("Build: backends cpu%s\n", tf_built_with_cuda() ? ", cuda"
+                                       : tf_built_with_hip() ? ", hip" : "");
     int cuda_ok = tf_cuda_backend_available(why, sizeof why);
-    printf("CUDA: %s%s\n", cuda_ok ? "available" : "not available: ",
+    printf("%s: %s%s\n", tf_built_with_hip() ? "HIP" : "CUDA", cuda_ok ? "available" : "not available: ",
            cuda_ok ? "" : (why[0] ? why : "no usable device"));
 
     tf_backend_opts bo = {.threads = c.threads,
@@ -81,14 +82,15 @@ int tf_cli_validate(tf_cli_opts *o)
     tf_cpu_backend_describe(be, desc, sizeof desc);
     tf_cpu_backend_destroy(be);
     printf("CPU backend: %s\n", desc);
-    if (c.backend == TF_BACKEND_CUDA) {
+    if (c.backend == TF_BACKEND_CUDA || c.backend == TF_BACKEND_HIP) {
+        const char *gpu = c.backend == TF_BACKEND_HIP ? "HIP" : "CUDA";
         if (tf_cuda_backend_create(&be, &ops, &bo, err, sizeof err) != 0) {
-            tf_cli_error("validation failed: the CUDA backend does not start: %s", err);
+            tf_cli_error("validation failed: the %s backend does not start: %s", gpu, err);
             return TF_EXIT_USAGE;
         }
         tf_cuda_backend_describe(be, desc, sizeof desc);
         tf_cuda_backend_destroy(be);
-        printf("CUDA backend: %s\n", desc);
+        printf("%s backend: %s\n", gpu, desc);
     }
     printf("Runs use: %s%s%s%s\n", tf_cli_backend_str(c.backend), note[0] ? " (" : "", note,
            note[0] ? ")" : "");

@@ -48,7 +48,10 @@ static const char *impl_name(tf_impl i) {
     return i == TF_IMPL_V1 ? "v1" : i == TF_IMPL_V3 ? "v3" : "v2";
 }
 static const char *backend_name(tf_backend_kind b) {
-    return b == TF_BACKEND_CUDA ? "cuda" : b == TF_BACKEND_AUTO ? "auto" : "cpu";
+    return b == TF_BACKEND_CUDA  ? "cuda"
+           : b == TF_BACKEND_HIP ? "hip"
+           : b == TF_BACKEND_AUTO ? "auto"
+                                  : "cpu";
 }
 
 cJSON *tf_io_config_to_json(const tf_config *c) {
@@ -174,14 +177,14 @@ tf_status tf_io_config_from_json(tf_config *c, const cJSON *j, char *err, size_t
     if (c->n_heads_pair > 0 && c->pair_dim % c->n_heads_pair != 0)
         return bad(err, errlen, "pair_dim", "expected a multiple of n_heads_pair");
     static const char *const impls[] = {NULL, "v1", "v2", "v3"};
-    static const char *const backends[] = {"cpu", "cuda", "auto"};
+    static const char *const backends[] = {"cpu", "cuda", "auto", "hip"};
     static const char *const precs[] = {"fp32", "tf32"};
     int v = (int)c->impl;
     tf_status st = get_enum(j, "impl", impls, 4, &v, err, errlen);
     if (st) return st;
     c->impl = (tf_impl)v;
     v = (int)c->backend;
-    if ((st = get_enum(j, "backend", backends, 3, &v, err, errlen))) return st;
+    if ((st = get_enum(j, "backend", backends, 4, &v, err, errlen))) return st;
     c->backend = (tf_backend_kind)v;
     v = (int)c->precision;
     if ((st = get_enum(j, "precision", precs, 2, &v, err, errlen))) return st;

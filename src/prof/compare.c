@@ -1,11 +1,14 @@
 /* `tinyfold compare A B [C ...] [--format table|markdown|csv] [--force]`
  *
  * Reads profiler summaries (summary.json, the run JSON under "run"; a
- * profile directory stands for its summary.json) or run JSON files
- * (`train --json`) and prints them side by side, with ratios vs
- * the first run. Runs are only comparable at the same problem: a differing
- * knob (batch, seq_len, ...) is refused with exit 2 unless --force. Any
- * unreadable or malformed file is one line and exit 2. */
+ * profile directory stands for its summary.json), run JSON files
+ * (`train --json`) or rocprofv3's kernel summaries (`--stats`:
+ * *_kernel_stats.csv, the AMD external route) and prints them side by side,
+ * with ratios vs the first run. Runs are only comparable at the same problem:
+ * a differing knob (batch, seq_len, ...) is refused with exit 2 unless
+ * --force; a kernel_stats.csv carries no configuration and is not checked
+ * (its kernels are set beside the others'). Any unreadable or malformed file
+ * is one line and exit 2. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdarg.h>
@@ -29,6 +32,7 @@ typedef struct {
     cJSON *doc;
     const cJSON *run;     /* the run JSON: doc, or doc["run"] */
     const cJSON *profile; /* doc when it is a profiler summary, else NULL */
+    int external;         /* a rocprofv3 kernel_stats.csv: kernels only */
 } cmp_run;
 
 /* One line "tinyfold: compare: ..." on stderr (newlines from the input made
@@ -96,6 +100,81 @@ static char *read_file(const char *path, size_t *len, int *err) {
     return buf;
 }
 
+/* One field of a CSV line at *s (quotes and doubled quotes as RFC 4180);
+ * advances past its comma. 0 at the end of the line. */
+static int csv_field(const char **s, char *out, size_t n) {
+    const char *p = *s;
+    size_t k = 0;
+    if (!*p || *p == '\n' || *p == '\r') return 0;
+    if (*p == '"') {
+        for (++p; *p; ++p) {
+            if (*p == '"' && p[1] == '"') ++p;
+            else if (*p == '"') { ++p; break; }
+            if (k + 1 < n) out[k++] = *p;
+        }
+    } else {
+        for (; *p && *p != ',' && *p != '\n' && *p != '\r'; ++p)
+            if (k + 1 < n) out[k++] = *p;
+    }
+    out[k] = 0;
+    if (*p == ',') ++p;
+    else if (*p && *p != '\n' && *p != '\r') return -1; /* text after a closing quote */
+    *s = p;
+    return 1;
+}
+
+/* rocprofv3 --stats kernel summary: "Name","Calls","TotalDurationNs",... one
+ * row per kernel; as a profile with only "kernels" (name, calls, total_ns). */
+static int load_kernel_stats(const char *path, const char *text, cmp_run *r) {
+    char field[4096];
+    int col_name = -1, col_calls = -1, col_total = -1, ncol = 0, f;
+    const char *s = text;
+    while ((f = csv_field(&s, field, sizeof field)) == 1) {
+        if (!strcmp(field, "Name") || !strcmp(field, "KernelName")) col_name = ncol;
+        if (!strcmp(field, "Calls")) col_calls = ncol;
+        if (!strcmp(field, "TotalDurationNs")) col_total = ncol;
+        ncol++;
+    }
+    if (f < 0 || col_name < 0 || col_calls < 0 || col_total < 0)
+        return fail("'%s' is not a rocprofv3 kernel_stats.csv (expected the columns "
+                    "\"Name\",\"Calls\",\"TotalDurationNs\")", path);
+    r->doc = cJSON_CreateObject();
+    cJSON *ks = r->doc ? cJSON_AddArrayToObject(r->doc, "kernels") : NULL;
+    if (!ks) return fail("out of memory");
+    for (int line = 2;; line++) {
+        while (*s == '\r' || *s == '\n') s++;
+        if (!*s) break;
+        char name[4096] = "";
+        double calls = -1, total = -1;
+        for (int c = 0; (f = csv_field(&s, field, sizeof field)) == 1; c++) {
+            char *end = NULL;
+            if (c == col_name) snprintf(name, sizeof name, "%s", field);
+            if (c == col_calls || c == col_total) {
+                errno = 0;
+                const double v = strtod(field, &end);
+                if (end == field || *end || errno || v < 0)
+                    return fail("'%s' line %d: '%s' is not a count (expected a number >= 0)",
+                                path, line, field);
+                *(c == col_calls ? &calls : &total) = v;
+            }
+        }
+        if (f < 0 || !name[0] || calls < 0 || total < 0)
+            return fail("'%s' line %d: a row needs a name, calls and TotalDurationNs", path, line);
+        cJSON *k = cJSON_CreateObject();
+        if (!k || !cJSON_AddStringToObject(k, "name", name) ||
+            !cJSON_AddNumberToObject(k, "calls", calls) ||
+            !cJSON_AddNumberToObject(k, "total_ns", total)) {
+            cJSON_Delete(k);
+            return fail("out of memory");
+        }
+        cJSON_AddItemToArray(ks, k);
+    }
+    r->profile = r->doc;
+    r->run = NULL;
+    r->external = 1;
+    return 0;
+}
+
 /* Parses one input (text of len bytes, NUL-terminated) named path. */
 static int load_text(const char *path, const char *text, size_t len, cmp_run *r) {
     char qp[80];
@@ -134,7 +213,9 @@ static int load(const char *path, cmp_run *r) {
     char qp[80];
     char *text = read_file(path, &len, &e);
     if (!text) return fail("cannot read '%s': %s", q(qp, sizeof qp, path), strerror(e));
-    int rc = load_text(path, text, len, r);
+    int rc = text[0] == '"' || !strncmp(text, "Name,", 5) /* a CSV, not JSON */
+                 ? load_kernel_stats(path, text, r)
+                 : load_text(path, text, len, r);
     free(text);
     return rc;
 }
@@ -154,9 +235,12 @@ static void knob_text(const cJSON *v, char *buf, size_t n) {
 
 /* 0 if every knob agrees; else prints the refusal and returns 2. */
 static int check_knobs(cmp_run *r, int n, const char *const *paths) {
-    for (int i = 1; i < n; i++) {
+    int first = 0;
+    while (first < n && r[first].external) first++; /* kernel_stats.csv: no knobs */
+    for (int i = first + 1; i < n; i++) {
+        if (r[i].external) continue;
         for (size_t k = 0; k < sizeof knobs / sizeof knobs[0]; k++) {
-            const cJSON *a = get(r[0].run, "config", knobs[k]);
+            const cJSON *a = get(r[first].run, "config", knobs[k]);
             const cJSON *b = get(r[i].run, "config", knobs[k]);
             char ta[64], tb[64];
             knob_text(a, ta, sizeof ta);
@@ -165,7 +249,7 @@ static int check_knobs(cmp_run *r, int n, const char *const *paths) {
             if (strcmp(ta, tb) == 0) continue;
             char q0[80], qi[80];
             return fail("runs differ in %s: %s (%s) vs %s (%s); use --force to compare anyway",
-                        knobs[k], ta, q(q0, sizeof q0, paths[0]), tb, q(qi, sizeof qi, paths[i]));
+                        knobs[k], ta, q(q0, sizeof q0, paths[first]), tb, q(qi, sizeof qi, paths[i]));
         }
     }
     return 0;
@@ -436,6 +520,7 @@ static void make_label(const char *path, char *out, size_t n) {
     snprintf(out, n, "%s", base);
     size_t l = strlen(out);
     if (l > 5 && !strcmp(out + l - 5, ".json")) out[l - 5] = 0;
+    if (l > 4 && !strcmp(out + l - 4, ".csv")) out[l - 4] = 0;
 }
 
 #define USAGE "tinyfold compare A B [C ...] [--format table|markdown|csv] [--force]"
@@ -519,7 +604,7 @@ static int compare_runs(cmp_run *runs, const char *const *paths, int n, int forc
     int rc = t ? 0 : fail("out of memory");
     char qp[80];
     for (int i = 0; i < n && rc == 0 && !force; i++)
-        if (!runs[i].run)
+        if (!runs[i].run && !runs[i].external)
             rc = fail("'%s' holds no run configuration to check; use --force to compare anyway",
                       q(qp, sizeof qp, paths[i]));
     if (rc == 0 && !force) rc = check_knobs(runs, n, paths);

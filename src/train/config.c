@@ -123,8 +123,8 @@ tf_status tf_config_validate(const tf_config *c, char *err, size_t errlen)
         return fail(err, errlen, "--impl: '%d' is not accepted: expected v1, v2 or v3",
                     (int)c->impl);
     if (c->backend != TF_BACKEND_CPU && c->backend != TF_BACKEND_CUDA &&
-        c->backend != TF_BACKEND_AUTO)
-        return fail(err, errlen, "--backend: '%d' is not accepted: expected cpu, cuda or auto",
+        c->backend != TF_BACKEND_AUTO && c->backend != TF_BACKEND_HIP)
+        return fail(err, errlen, "--backend: '%d' is not accepted: expected cpu, cuda, hip or auto",
                     (int)c->backend);
     if (c->precision != TF_PREC_FP32 && c->precision != TF_PREC_TF32)
         return fail(err, errlen, "--precision: '%d' is not accepted: expected fp32 or tf32",

@@ -118,6 +118,12 @@ bad --graph --backend cpu --graph
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi >/dev/null 2>&1; then
     bad --backend --backend cuda
 fi
+# no AMD GPU here: without a HIP build, a ROCm runtime or a device, one line naming which
+if [ ! -e /dev/kfd ]; then
+    bad --backend --backend hip
+fi
+bad --profile-regions --profile-regions ""
+bad --profile-regions --profile-regions "forward_pass,,backward_pass"
 
 # Missing values, unknown and misspelt options, stray arguments.
 bad --seq-len --seq-len

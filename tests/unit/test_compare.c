@@ -261,6 +261,45 @@ static void test_refuse_mismatch(void **state) {
     free(err);
 }
 
+/* rocprofv3's --stats kernel summary beside a tinyfold profile: its kernels
+ * are rows, no configuration is checked; a malformed one is refused */
+static void test_rocprof_stats(void **state) {
+    (void)state;
+    paths();
+    char ks[400], bad[400], *out, *err;
+    path_of(ks, sizeof ks, "tinyfold_kernel_stats.csv");
+    assert_int_equal(tp_write(ks, "\"Name\",\"Calls\",\"TotalDurationNs\",\"AverageNs\","
+                                  "\"Percentage\",\"MinNs\",\"MaxNs\",\"StdDev\"\n"
+                                  "\"Cijk_Ailk_Bljk_S_MT64x64, \"\"x\"\"\",40,8000000,200000,"
+                                  "80.0,1000,300000,10.5\n"
+                                  "\"layernorm_fwd_kernel2\",20,2000000,100000,20.0,900,"
+                                  "110000,3.0\n"), 0);
+    int rc = compare(&out, &err, v2, ks, NULL);
+    if (rc) fprintf(stderr, "%s", err);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "tinyfold_kernel_stats = "));
+    assert_non_null(strstr(out, "Cijk_Ailk_Bljk_S_MT64x64, \"x\" ms"));
+    const char *row = strstr(out, "layernorm_fwd_kernel2 calls");
+    assert_non_null(row);
+    const char *eol = strchr(row, '\n'), *v = strstr(row, "20");
+    assert_true(v && v < eol);
+    assert_non_null(strstr(out, "sgemm_nt ms")); /* the profile's own kernels too */
+    free(out);
+    free(err);
+    path_of(bad, sizeof bad, "bad_kernel_stats.csv");
+    assert_int_equal(tp_write(bad, "\"Name\",\"Calls\",\"TotalDurationNs\"\n\"k\",x,5\n"), 0);
+    assert_int_equal(compare(&out, &err, v2, bad, NULL), 2);
+    assert_non_null(strstr(err, "not a count"));
+    assert_int_equal(count_lines(err), 1);
+    free(out);
+    free(err);
+    assert_int_equal(tp_write(bad, "\"Kernel\",\"Count\"\n\"k\",1\n"), 0);
+    assert_int_equal(compare(&out, &err, v2, bad, NULL), 2);
+    assert_non_null(strstr(err, "not a rocprofv3 kernel_stats.csv"));
+    free(out);
+    free(err);
+}
+
 static void test_bad_files(void **state) {
     (void)state;
     paths();
@@ -294,6 +333,7 @@ int main(void) {
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_csv_markdown),
         cmocka_unit_test(test_refuse_mismatch),
+        cmocka_unit_test(test_rocprof_stats),
         cmocka_unit_test(test_bad_files),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

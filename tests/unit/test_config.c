@@ -192,8 +192,8 @@ static void test_enums_and_switches(void **state)
     c.impl = (tf_impl)4;
     expect(&c, TF_ERR_USAGE, "--impl", "'4'", NULL);
     tf_config_default(&c);
-    c.backend = (tf_backend_kind)3;
-    expect(&c, TF_ERR_USAGE, "--backend", "cpu, cuda or auto", NULL);
+    c.backend = (tf_backend_kind)4;
+    expect(&c, TF_ERR_USAGE, "--backend", "cpu, cuda, hip or auto", NULL);
     c.backend = (tf_backend_kind)-1;
     expect(&c, TF_ERR_USAGE, "--backend", NULL, NULL);
     tf_config_default(&c);

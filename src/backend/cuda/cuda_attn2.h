@@ -171,14 +171,14 @@ template <int NX>
 __device__ __forceinline__ float tf_group_max(float v)
 {
 #pragma unroll
-    for (int m = NX / 2; m > 0; m >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, m));
+    for (int m = NX / 2; m > 0; m >>= 1) v = fmaxf(v, tf_shfl_xor(v, m));
     return v;
 }
 template <int NX>
 __device__ __forceinline__ float tf_group_sum(float v)
 {
 #pragma unroll
-    for (int m = NX / 2; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+    for (int m = NX / 2; m > 0; m >>= 1) v += tf_shfl_xor(v, m);
     return v;
 }
 

@@ -160,7 +160,7 @@ __device__ __forceinline__ void attn_bwd2_body(const tf_attn_args &a, const int 
     typedef tf_attn2_split<DM, BQ, BK, NT> S;
     constexpr int TJ = S::TJ, TCK = S::TCK, NC = S::NC;
     constexpr int TQM = S::TQM, TQC = S::TQC, NCQ = S::NCQ, NQ = S::NQ;
-    static_assert(NY * TM == BQ && NX * TN == BK && 32 % NX == 0 && NT % 32 == 0, "tile shape");
+    static_assert(NY * TM == BQ && NX * TN == BK && TF_GROUP % NX == 0 && NT % TF_GROUP == 0, "tile shape");
     __shared__ __align__(16) float qs[BQ][LD];
     __shared__ __align__(16) float dos[BQ][LD];
     __shared__ __align__(16) float ks[BK][LD];

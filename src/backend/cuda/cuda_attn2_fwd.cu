@@ -25,7 +25,7 @@ __device__ __forceinline__ void attn_fwd2_body(const tf_attn_args &a, const int 
 {
     constexpr int NY = BQ / TM, NX = BK / TN, NT = NX * NY;
     constexpr int LD = DM + 4, PL = BK + 4, TC = DM / NX;
-    static_assert(NY * TM == BQ && NX * TN == BK && 32 % NX == 0 && NT % 32 == 0, "tile shape");
+    static_assert(NY * TM == BQ && NX * TN == BK && TF_GROUP % NX == 0 && NT % TF_GROUP == 0, "tile shape");
     static_assert(TC * NX == DM && (TC == 1 || TC == 2 || TC % 4 == 0), "channels per thread");
     __shared__ __align__(16) float qs[BQ][LD];
     __shared__ __align__(16) float ks[BK][LD];

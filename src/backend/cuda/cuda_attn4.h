@@ -125,7 +125,7 @@ struct tf4_fwd {
     static constexpr int UNR = LC >= 64 ? DM / 4 : 2;
     static constexpr int MINB =
         LC == 128 ? (DM == 32 ? 2 : 3) : LC == 64 ? 4 : LC == 32 ? (DM == 32 ? 8 : 16) : 8;
-    static_assert(NY * NX == NT && NX <= 32 && NT % 32 == 0, "fwd score tiles");
+    static_assert(NY * NX == NT && NX <= TF_GROUP && NT % TF_GROUP == 0, "fwd score tiles");
     static_assert(MINB <= tf4_smem_blocks(SMEM) && MINB * NT <= 2048, "fwd MINB");
     static_assert(NRG * NCG * KS == NT && NCG >= 4 && TR % KS == 0 && LC % (4 * KS) == 0,
                   "fwd P V tiles");
@@ -218,17 +218,17 @@ __device__ __forceinline__ void tf4_txy(int t, int &tx, int &ty)
 template <int NX>
 __device__ __forceinline__ float tf4_row_max(float v)
 {
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+    v = fmaxf(v, tf_shfl_xor(v, 1));
 #pragma unroll
-    for (int m = 4; m <= NX; m <<= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, m));
+    for (int m = 4; m <= NX; m <<= 1) v = fmaxf(v, tf_shfl_xor(v, m));
     return v;
 }
 template <int NX>
 __device__ __forceinline__ float tf4_row_sum(float v)
 {
-    v += __shfl_xor_sync(0xffffffffu, v, 1);
+    v += tf_shfl_xor(v, 1);
 #pragma unroll
-    for (int m = 4; m <= NX; m <<= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+    for (int m = 4; m <= NX; m <<= 1) v += tf_shfl_xor(v, m);
     return v;
 }
 
@@ -310,7 +310,7 @@ __device__ __forceinline__ void tf4_reduce_scatter(float (&v)[NV], int ks)
 #pragma unroll
         for (int k = 0; k < half; ++k) {
             const float lo = v[k], hi = v[k + half];
-            const float r = __shfl_xor_sync(0xffffffffu, up ? lo : hi, 1 << (KPOS + S));
+            const float r = tf_shfl_xor(up ? lo : hi, 1 << (KPOS + S));
             v[k] = (up ? hi : lo) + r;
         }
         tf4_reduce_scatter<NV, KS, KPOS, S + 1>(v, ks);

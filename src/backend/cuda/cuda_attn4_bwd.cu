@@ -206,7 +206,7 @@ __device__ __forceinline__ void attn_bwd4_body(const tf_attn_args &a, const int 
 }
 
 #define TF_ATTN4_BWD(DM, LC)                                                                 \
-    extern "C" __global__ void __launch_bounds__(tf4_bwd<DM, LC>::NT, tf4_bwd<DM, LC>::MINB)    \
+    extern "C" __global__ void __launch_bounds__((tf4_bwd<DM, LC>::NT), (tf4_bwd<DM, LC>::MINB))\
         attn_bwd_kernel4_d##DM##_l##LC(tf_attn_args a, int vec, int vout)                   \
     {                                                                                      \
         attn_bwd4_body<DM, LC>(a, vec, vout);                                              \

@@ -128,7 +128,7 @@ __device__ __forceinline__ void attn_fwd4_body(const tf_attn_args &a, const int 
 }
 
 #define TF_ATTN4_FWD(DM, LC)                                                                 \
-    extern "C" __global__ void __launch_bounds__(tf4_fwd<DM, LC>::NT, tf4_fwd<DM, LC>::MINB)    \
+    extern "C" __global__ void __launch_bounds__((tf4_fwd<DM, LC>::NT), (tf4_fwd<DM, LC>::MINB))\
         attn_fwd_kernel4_d##DM##_l##LC(tf_attn_args a, int vec, int vout)                   \
     {                                                                                      \
         attn_fwd4_body<DM, LC>(a, vec, vout);                                              \

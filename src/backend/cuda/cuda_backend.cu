@@ -27,6 +27,38 @@ extern "C" void tf_cuda_fail(const char *call, const char *msg, const char *file
 }
 
 /* ---- availability ---------------------------------------------------------- */
+#if TF_GPU_HIP
+#include <unistd.h>
+extern "C" const char *tf_hip_blas_why(void); /* tf_hip_blas.cpp: "" when rocBLAS loads */
+
+/* HIP: the ROCm kernel driver's device node, then a device, then rocBLAS */
+extern "C" int tf_cuda_backend_available(char *why, size_t n)
+{
+    int count = 0;
+    if (access("/dev/kfd", R_OK | W_OK) != 0) {
+        if (why && n)
+            snprintf(why, n, "no ROCm runtime: /dev/kfd is missing or not accessible (the "
+                             "amdgpu kernel driver is not loaded, or this user is not in the "
+                             "render group)");
+        return 0;
+    }
+    hipError_t e = hipGetDeviceCount(&count);
+    if (e != hipSuccess || count <= 0) {
+        if (why && n)
+            snprintf(why, n, "no AMD GPU: hipGetDeviceCount %s (%s)",
+                     e != hipSuccess ? "failed" : "found 0 devices", hipGetErrorString(e));
+        (void)hipGetLastError();
+        return 0;
+    }
+    const char *blas = tf_hip_blas_why();
+    if (blas[0]) {
+        if (why && n) snprintf(why, n, "%d AMD GPU(s), but %s", count, blas);
+        return 0;
+    }
+    if (why && n) snprintf(why, n, "%d AMD GPU(s)", count);
+    return 1;
+}
+#else
 extern "C" int tf_cuda_backend_available(char *why, size_t n)
 {
     int count = 0;
@@ -45,6 +77,7 @@ extern "C" int tf_cuda_backend_available(char *why, size_t n)
     if (why && n) snprintf(why, n, "%d CUDA device(s)", count);
     return 1;
 }
+#endif
 
 extern "C" void tf_cuda_unavailable_brief(char *out, size_t n)
 {
@@ -63,7 +96,9 @@ extern "C" void tf_cuda_unavailable_brief(char *out, size_t n)
         snprintf(out, n, "%d GPU(s) usable", count);
 }
 
-extern "C" int tf_built_with_cuda(void) { return 1; }
+/* the GPU backend is built by nvcc (CUDA) or hipcc (HIP), never both */
+extern "C" int tf_built_with_cuda(void) { return !TF_GPU_HIP; }
+extern "C" int tf_built_with_hip(void) { return TF_GPU_HIP; }
 
 /* ---- allocation bookkeeping ------------------------------------------------ */
 static void track_add(tf_backend *be, void *p, size_t bytes)
@@ -348,7 +383,7 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
     TRY_CUDA(cudaDeviceGetAttribute(&be->caps.sm_count, cudaDevAttrMultiProcessorCount, dev));
     if (be->caps.sm_count < 1) be->caps.sm_count = 1;
     be->sm_count = be->caps.sm_count;
-    be->caps.vendor = TF_GPU_VENDOR_NVIDIA;
+    be->caps.vendor = TF_GPU_HIP ? TF_GPU_VENDOR_AMD : TF_GPU_VENDOR_NVIDIA;
 #ifdef TF_CUDA_HOSTEMU
     /* the emulator runs every kernel, wgmma's primitives included (probe below) */
     be->caps.cc_major = 9, be->caps.cc_minor = 0, be->caps.warp_size = 32;
@@ -357,7 +392,9 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
     TRY_CUDA(cudaDeviceGetAttribute(&be->caps.cc_minor, cudaDevAttrComputeCapabilityMinor, dev));
     TRY_CUDA(cudaDeviceGetAttribute(&be->caps.warp_size, cudaDevAttrWarpSize, dev));
 #endif
-    be->caps.has_mma_sync = be->caps.has_cp_async = be->caps.cc_major >= 8;
+    /* the NVIDIA-only kernels (mma.sync, cp.async, wgmma: TF_NV_KERNELS) are
+     * not in a HIP build: its default plan is then the portable one */
+    be->caps.has_mma_sync = be->caps.has_cp_async = TF_NV_KERNELS && be->caps.cc_major >= 8;
     {
         /* the main queue at the highest priority: the weight-gradient lane's
          * blocks (cuda_wgrad.cu) fill what it leaves idle */
@@ -429,6 +466,23 @@ extern "C" void tf_cuda_backend_describe(const tf_backend *be, char *out, size_t
         snprintf(out, n, "CUDA backend not created");
         return;
     }
+#if TF_GPU_HIP
+    {
+        /* HIP: runtime, device, architecture and its wavefront (warp) width */
+        hipDeviceProp_t hp;
+        int hrt = 0;
+        memset(&hp, 0, sizeof hp);
+        TF_CUDA_CHECK(hipGetDeviceProperties(&hp, be->device));
+        TF_CUDA_CHECK(hipRuntimeGetVersion(&hrt));
+        snprintf(out, n,
+                 "device %d: %s (%s), warp width %d, %d CUs, %.1f GiB; HIP runtime %d.%d.%d; "
+                 "rocBLAS GEMMs (fp32 accumulation); portable kernels; kernel level %d",
+                 be->device, hp.name, hp.gcnArchName, hp.warpSize, hp.multiProcessorCount,
+                 (double)hp.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), hrt / 10000000,
+                 hrt / 100000 % 100, hrt % 100000, be->kernel_level);
+        return;
+    }
+#endif
     cudaDeviceProp prop;
     int rt = 0, drv = 0, blas = 0;
     memset(&prop, 0, sizeof prop);

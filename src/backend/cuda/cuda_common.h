@@ -1,22 +1,18 @@
 /* Shared by every file of the CUDA backend: the backend context, the checking
  * macros, the launch helper and the internal op entry points (tf_cu_*).
  *
- * Built two ways:
+ * Built three ways (tf_gpu_port.h maps the names):
  *  - normally, by nvcc, against the CUDA runtime, cuBLAS and cuBLASLt;
- *  - with -DTF_CUDA_HOSTEMU, by g++ against hostemu/emu.h, which runs the same
- *    kernels on the CPU (one coroutine per CUDA thread) so that the kernels can
- *    be checked on a machine without a GPU (see hostemu/emu.h).
+ *  - with -DTF_HIP, by hipcc against the HIP runtime, rocBLAS loaded at run
+ *    time (tf_hip_blas.cpp), for AMD GPUs;
+ *  - with -DTF_CUDA_HOSTEMU, by g++ against tests/hostemu/emu.h, which runs the
+ *    same kernels on the CPU (one coroutine per GPU thread, warps of TF_WARP
+ *    lanes) so that the kernels can be checked on a machine without a GPU.
  */
 #ifndef TF_CUDA_COMMON_H
 #define TF_CUDA_COMMON_H
 
-#ifdef TF_CUDA_HOSTEMU
-#include "hostemu/emu.h"
-#else
-#include <cublasLt.h>
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-#endif
+#include "tf_gpu_port.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -235,28 +231,30 @@ __device__ __forceinline__ void tf_gate_bwd_one(float *da, float *dg, float dy, 
     *dg = dy * a * s * (1.f - s);
 }
 
-/* Butterfly sum: every lane ends with the same, bitwise identical value
- * (each step adds a pair in both orders, and float addition commutes). */
+/* Butterfly sum over the lane's group of TF_GROUP lanes: every lane ends
+ * with the same, bitwise identical value (each step adds a pair in both
+ * orders, and float addition commutes). */
 __device__ __forceinline__ float tf_warp_sum(float v)
 {
-    for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+    for (int m = TF_GROUP / 2; m > 0; m >>= 1) v += tf_shfl_xor(v, m);
     return v;
 }
 __device__ __forceinline__ float tf_warp_max(float v)
 {
-    for (int m = 16; m > 0; m >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, m));
+    for (int m = TF_GROUP / 2; m > 0; m >>= 1) v = fmaxf(v, tf_shfl_xor(v, m));
     return v;
 }
-/* Sum over the block (blockDim.x a multiple of 32, at most 1024); sh holds 32
- * floats. Warp partials are added in warp order, so the result is deterministic
- * and the same in every thread. Contains two __syncthreads. */
+/* Sum over the block (blockDim.x a multiple of TF_GROUP, at most 1024); sh
+ * holds 1024 / TF_GROUP floats. Group partials are added in group order, so
+ * the result is deterministic and the same in every thread. Contains two
+ * __syncthreads. */
 __device__ __forceinline__ float tf_block_sum(float v, float *sh)
 {
     v = tf_warp_sum(v);
-    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+    if (threadIdx.x % TF_GROUP == 0) sh[threadIdx.x / TF_GROUP] = v;
     __syncthreads();
     float t = 0.f;
-    const int nw = (int)(blockDim.x >> 5);
+    const int nw = (int)(blockDim.x / TF_GROUP);
     for (int w = 0; w < nw; ++w) t += sh[w];
     __syncthreads(); /* sh may be reused right after */
     return t;

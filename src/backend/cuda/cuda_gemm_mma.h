@@ -35,15 +35,15 @@ typedef struct {
                     split stores its raw products in part, none reads them back */
 } mma_args;
 
-/* ---- cp.async (and its emulation under hostemu) ----------------------------- */
-#ifdef TF_CUDA_HOSTEMU
-static inline void mma_cp(float *dst, const float *src, int bytes, bool ok)
+/* ---- cp.async (and, without PTX, a synchronous copy: hostemu, HIP) ---------- */
+#if !TF_HAVE_NV_PTX
+__device__ __forceinline__ void mma_cp(float *dst, const float *src, int bytes, bool ok)
 {
     if (ok) memcpy(dst, src, (size_t)bytes);
     else memset(dst, 0, (size_t)bytes);
 }
-static inline void mma_commit() {}
-template <int N> static inline void mma_wait() {}
+__device__ __forceinline__ void mma_commit() {}
+template <int N> __device__ __forceinline__ void mma_wait() {}
 #else
 /* global -> shared, `bytes` 4 or 16; zero-filled when !ok (src not read) */
 __device__ __forceinline__ void mma_cp(float *dst, const float *src, int bytes, bool ok)

@@ -31,7 +31,7 @@
 #define LN2_THREADS 256 /* 8 rows per block */
 #define LN2_CACHE 4     /* values per lane held in registers: C <= 128 */
 
-/* ---- a warp's row held in registers (kernel2, C <= 32 * LN2_CACHE): value k of
+/* ---- a warp's row held in registers (kernel2, C <= TF_GROUP * LN2_CACHE): value k of
  * lane l is column l + 32 k, 0 past C ---------------------------------------- */
 /* mean and 1/std of the row v (two-pass variance) */
 __device__ __forceinline__ void ln2_row_stats(const float (&v)[LN2_CACHE], int lane, int C,
@@ -45,7 +45,7 @@ __device__ __forceinline__ void ln2_row_stats(const float (&v)[LN2_CACHE], int l
 #pragma unroll
     for (int k = 0; k < LN2_CACHE; ++k) {
         const float d = v[k] - mu;
-        q += lane + 32 * k < C ? d * d : 0.f;
+        q += lane + TF_GROUP * k < C ? d * d : 0.f;
     }
     rs = 1.f / sqrtf(tf_warp_sum(q) / C + eps);
 }
@@ -64,7 +64,7 @@ __device__ __forceinline__ void ln2_row_dx(float *dxr, const float (&gv)[LN2_CAC
     const float mg = tf_warp_sum(sg) / C, mgx = tf_warp_sum(sgx) / C;
 #pragma unroll
     for (int k = 0; k < LN2_CACHE; ++k) {
-        const int c = lane + 32 * k;
+        const int c = lane + TF_GROUP * k;
         if (c < C) {
             const float v = rs * (gv[k] - mg - xh[k] * mgx);
             dxr[c] = accumulate ? dxr[c] + v : v;
@@ -103,36 +103,36 @@ extern "C" __global__ void __launch_bounds__(LN2_THREADS)
 layernorm_fwd_kernel2(float *out, float *mean, float *rstd, const float *x, const float *gamma,
                       const float *beta, long rows, int C, float eps)
 {
-    const int lane = threadIdx.x & 31;
-    const long r = (long)blockIdx.x * (LN2_THREADS / 32) + (threadIdx.x >> 5);
+    const int lane = threadIdx.x % TF_GROUP;
+    const long r = (long)blockIdx.x * (LN2_THREADS / TF_GROUP) + (threadIdx.x / TF_GROUP);
     if (r >= rows) return; /* whole warp leaves together; no block barrier below */
     const float *xr = x + r * C;
     float *orow = out + r * C;
     float mu, rs;
-    if (C <= 32 * LN2_CACHE) {
+    if (C <= TF_GROUP * LN2_CACHE) {
         float xv[LN2_CACHE];
 #pragma unroll
         for (int k = 0; k < LN2_CACHE; ++k) {
-            const int c = lane + 32 * k;
+            const int c = lane + TF_GROUP * k;
             xv[k] = c < C ? xr[c] : 0.f;
         }
         ln2_row_stats(xv, lane, C, eps, mu, rs);
 #pragma unroll
         for (int k = 0; k < LN2_CACHE; ++k) {
-            const int c = lane + 32 * k;
+            const int c = lane + TF_GROUP * k;
             if (c < C) orow[c] = (xv[k] - mu) * rs * gamma[c] + beta[c];
         }
     } else {
         float s = 0.f;
-        for (int c = lane; c < C; c += 32) s += xr[c];
+        for (int c = lane; c < C; c += TF_GROUP) s += xr[c];
         mu = tf_warp_sum(s) / C;
         float v = 0.f;
-        for (int c = lane; c < C; c += 32) {
+        for (int c = lane; c < C; c += TF_GROUP) {
             const float d = xr[c] - mu;
             v += d * d;
         }
         rs = 1.f / sqrtf(tf_warp_sum(v) / C + eps);
-        for (int c = lane; c < C; c += 32) orow[c] = (xr[c] - mu) * rs * gamma[c] + beta[c];
+        for (int c = lane; c < C; c += TF_GROUP) orow[c] = (xr[c] - mu) * rs * gamma[c] + beta[c];
     }
     if (lane == 0) {
         if (mean) mean[r] = mu;
@@ -172,30 +172,30 @@ extern "C" __global__ void __launch_bounds__(LN2_THREADS)
 layernorm_bwd_dx_kernel2(float *dx, const float *dout, const float *x, const float *mean,
                          const float *rstd, const float *gamma, long rows, int C, int accumulate)
 {
-    const int lane = threadIdx.x & 31;
-    const long r = (long)blockIdx.x * (LN2_THREADS / 32) + (threadIdx.x >> 5);
+    const int lane = threadIdx.x % TF_GROUP;
+    const long r = (long)blockIdx.x * (LN2_THREADS / TF_GROUP) + (threadIdx.x / TF_GROUP);
     if (r >= rows) return;
     const float mu = mean[r], rs = rstd[r];
     const float *xr = x + r * C, *dr = dout + r * C;
     float *dxr = dx + r * C;
-    if (C <= 32 * LN2_CACHE) {
+    if (C <= TF_GROUP * LN2_CACHE) {
         float gv[LN2_CACHE], xh[LN2_CACHE];
 #pragma unroll
         for (int k = 0; k < LN2_CACHE; ++k) {
-            const int c = lane + 32 * k;
+            const int c = lane + TF_GROUP * k;
             gv[k] = c < C ? dr[c] * gamma[c] : 0.f;
             xh[k] = c < C ? (xr[c] - mu) * rs : 0.f;
         }
         ln2_row_dx(dxr, gv, xh, lane, C, rs, accumulate);
     } else {
         float sg = 0.f, sgx = 0.f;
-        for (int c = lane; c < C; c += 32) {
+        for (int c = lane; c < C; c += TF_GROUP) {
             const float g = dr[c] * gamma[c];
             sg += g;
             sgx += g * ((xr[c] - mu) * rs);
         }
         const float mg = tf_warp_sum(sg) / C, mgx = tf_warp_sum(sgx) / C;
-        for (int c = lane; c < C; c += 32) {
+        for (int c = lane; c < C; c += TF_GROUP) {
             const float xhc = (xr[c] - mu) * rs;
             const float v = rs * (dr[c] * gamma[c] - mg - xhc * mgx);
             dxr[c] = accumulate ? dxr[c] + v : v;
@@ -334,23 +334,23 @@ __device__ void ln_tree_add(float *part, int *count, int W, const ln_roots &o)
  * this block's partial row of NQ * C floats (part[blockIdx.x * NQ * C], vector
  * q at q * C), and the tree adds the blocks' rows into o. */
 template <int NQ, int VW = 0> /* a[q][k]: column VW lane + k (k < VW), or lane + 32 k (VW 0) */
-__device__ __forceinline__ void ln2_block_finish(float (&sp)[NQ][LN2_THREADS / 32][32 * LN2_CACHE],
+__device__ __forceinline__ void ln2_block_finish(float (&sp)[NQ][LN2_THREADS / TF_GROUP][TF_GROUP * LN2_CACHE],
                                                  const float (&a)[NQ][LN2_CACHE], int C,
                                                  float *part, int *count, const ln_roots &o)
 {
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int lane = threadIdx.x % TF_GROUP, w = threadIdx.x / TF_GROUP;
 #pragma unroll
     for (int q = 0; q < NQ; ++q)
 #pragma unroll
         for (int k = 0; k < (VW ? VW : LN2_CACHE); ++k)
-            sp[q][w][VW ? VW * lane + k : lane + 32 * k] = a[q][k];
+            sp[q][w][VW ? VW * lane + k : lane + TF_GROUP * k] = a[q][k];
     __syncthreads();
     const int W = NQ * C;
     for (int c = threadIdx.x; c < W; c += LN2_THREADS) {
         const int q = c / C, cc = c - q * C;
         float t = 0.f;
 #pragma unroll
-        for (int k = 0; k < LN2_THREADS / 32; ++k) t += sp[q][k][cc]; /* warp order */
+        for (int k = 0; k < LN2_THREADS / TF_GROUP; ++k) t += sp[q][k][cc]; /* warp order */
         part[blockIdx.x * (long)W + c] = t;
     }
     ln_tree_add(part, count, W, o);
@@ -375,9 +375,9 @@ layernorm_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const floa
                       const float *x, const float *mean, const float *rstd, const float *gamma,
                       long rows, int C, int accumulate, long rpb)
 {
-    constexpr int NW = LN2_THREADS / 32;
-    __shared__ float sp[2][NW][32 * LN2_CACHE]; /* dgamma dbeta per warp */
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    constexpr int NW = LN2_THREADS / TF_GROUP;
+    __shared__ float sp[2][NW][TF_GROUP * LN2_CACHE]; /* dgamma dbeta per warp */
+    const int lane = threadIdx.x % TF_GROUP, w = threadIdx.x / TF_GROUP;
     const long r0 = (long)blockIdx.x * rpb;
     const long r1 = r0 + rpb < rows ? r0 + rpb : rows;
     float a[2][LN2_CACHE];
@@ -389,7 +389,7 @@ layernorm_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const floa
         float dv[LN2_CACHE], gv[LN2_CACHE], xh[LN2_CACHE];
 #pragma unroll
         for (int k = 0; k < LN2_CACHE; ++k) {
-            const int c = lane + 32 * k;
+            const int c = lane + TF_GROUP * k;
             dv[k] = c < C ? dr[c] : 0.f;
             gv[k] = c < C ? dv[k] * gamma[c] : 0.f;
             xh[k] = c < C ? (xr[c] - mu) * rs : 0.f;
@@ -413,27 +413,27 @@ extern "C" __global__ void __launch_bounds__(LN2_THREADS)
 layernorm2_fwd_kernel2(float *out, float *stats, const float *x, const float *g1, const float *b1,
                        const float *g2, const float *b2, long rows, int C, float eps)
 {
-    const int lane = threadIdx.x & 31;
-    const long r = (long)blockIdx.x * (LN2_THREADS / 32) + (threadIdx.x >> 5);
+    const int lane = threadIdx.x % TF_GROUP;
+    const long r = (long)blockIdx.x * (LN2_THREADS / TF_GROUP) + (threadIdx.x / TF_GROUP);
     if (r >= rows) return; /* whole warp leaves together; no block barrier below */
     const float *xr = x + r * C;
     float v[LN2_CACHE], mu1, rs1, mu2, rs2;
 #pragma unroll
     for (int k = 0; k < LN2_CACHE; ++k) {
-        const int c = lane + 32 * k;
+        const int c = lane + TF_GROUP * k;
         v[k] = c < C ? xr[c] : 0.f;
     }
     ln2_row_stats(v, lane, C, eps, mu1, rs1);
 #pragma unroll
     for (int k = 0; k < LN2_CACHE; ++k) {
-        const int c = lane + 32 * k;
+        const int c = lane + TF_GROUP * k;
         v[k] = c < C ? (v[k] - mu1) * rs1 * g1[c] + b1[c] : 0.f; /* y1 */
     }
     ln2_row_stats(v, lane, C, eps, mu2, rs2);
     float *orow = out + r * C;
 #pragma unroll
     for (int k = 0; k < LN2_CACHE; ++k) {
-        const int c = lane + 32 * k;
+        const int c = lane + TF_GROUP * k;
         if (c < C) orow[c] = (v[k] - mu2) * rs2 * g2[c] + b2[c];
     }
     if (lane == 0) {
@@ -449,9 +449,9 @@ layernorm2_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const flo
                        const float *x, const float *stats, const float *g1, const float *b1,
                        const float *g2, long rows, int C, int accumulate, long rpb)
 {
-    constexpr int NW = LN2_THREADS / 32;
-    __shared__ float sp[4][NW][32 * LN2_CACHE]; /* dg1 db1 dg2 db2 per warp */
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    constexpr int NW = LN2_THREADS / TF_GROUP;
+    __shared__ float sp[4][NW][TF_GROUP * LN2_CACHE]; /* dg1 db1 dg2 db2 per warp */
+    const int lane = threadIdx.x % TF_GROUP, w = threadIdx.x / TF_GROUP;
     const long r0 = (long)blockIdx.x * rpb;
     const long r1 = r0 + rpb < rows ? r0 + rpb : rows;
     float a[4][LN2_CACHE];
@@ -465,7 +465,7 @@ layernorm2_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const flo
         float t1 = 0.f, t2 = 0.f;
 #pragma unroll
         for (int k = 0; k < LN2_CACHE; ++k) {
-            const int c = lane + 32 * k;
+            const int c = lane + TF_GROUP * k;
             const bool in = c < C;
             dv[k] = in ? dr[c] : 0.f;
             xh1[k] = in ? (xr[c] - m1) * s1 : 0.f;
@@ -480,7 +480,7 @@ layernorm2_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const flo
         const float mg2 = tf_warp_sum(t1) / C, mgx2 = tf_warp_sum(t2) / C;
 #pragma unroll
         for (int k = 0; k < LN2_CACHE; ++k) { /* dy1 through the second norm, then g of the first */
-            const int c = lane + 32 * k;
+            const int c = lane + TF_GROUP * k;
             const float dy1 = c < C ? s2 * (gv[k] - mg2 - xh2[k] * mgx2) : 0.f;
             a[0][k] += dy1 * xh1[k];
             a[1][k] += dy1;
@@ -547,9 +547,9 @@ layernorm_bwd_kernel2_v(float *dx, ln_roots o, float *part, int *count, const fl
                         const float *x, const float *mean, const float *rstd, const float *gamma,
                         long rows, int accumulate, long rpb)
 {
-    constexpr int NW = LN2_THREADS / 32, C = 32 * VW;
-    __shared__ float sp[2][NW][32 * LN2_CACHE]; /* dgamma dbeta per warp */
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    constexpr int NW = LN2_THREADS / TF_GROUP, C = TF_GROUP * VW;
+    __shared__ float sp[2][NW][TF_GROUP * LN2_CACHE]; /* dgamma dbeta per warp */
+    const int lane = threadIdx.x % TF_GROUP, w = threadIdx.x / TF_GROUP;
     const long r0 = (long)blockIdx.x * rpb;
     const long r1 = r0 + rpb < rows ? r0 + rpb : rows;
     float gm[LN2_CACHE], a[2][LN2_CACHE], xv[LN2_CACHE], dv[LN2_CACHE];
@@ -594,9 +594,9 @@ layernorm2_bwd_kernel2_c128(float *dx, ln_roots o, float *part, int *count, cons
                             const float *x, const float *stats, const float *g1, const float *b1,
                             const float *g2, long rows, int accumulate, long rpb)
 {
-    constexpr int NW = LN2_THREADS / 32, C = 128;
-    __shared__ float sp[4][NW][32 * LN2_CACHE]; /* dg1 db1 dg2 db2 per warp */
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    constexpr int NW = LN2_THREADS / TF_GROUP, C = 128;
+    __shared__ float sp[4][NW][TF_GROUP * LN2_CACHE]; /* dg1 db1 dg2 db2 per warp */
+    const int lane = threadIdx.x % TF_GROUP, w = threadIdx.x / TF_GROUP;
     const long r0 = (long)blockIdx.x * rpb;
     const long r1 = r0 + rpb < rows ? r0 + rpb : rows;
     float g1v[4], b1v[4], g2v[4], a[4][LN2_CACHE], xv[4], dv[4];
@@ -650,7 +650,7 @@ template <int VW> /* mean and 1/std of the row (two-pass variance) */
 __device__ __forceinline__ void ln_vrow_stats(const float (&v)[LN2_CACHE], float eps, float &mu,
                                               float &rs)
 {
-    constexpr int C = 32 * VW;
+    constexpr int C = TF_GROUP * VW;
     float s = 0.f, q = 0.f;
 #pragma unroll
     for (int k = 0; k < VW; ++k) s += v[k];
@@ -668,9 +668,9 @@ __global__ void __launch_bounds__(LN2_THREADS)
 layernorm_fwd_kernel2_v(float *out, float *mean, float *rstd, const float *x, const float *gamma,
                         const float *beta, long rows, float eps)
 {
-    constexpr int C = 32 * VW;
-    const int lane = threadIdx.x & 31;
-    const long r = (long)blockIdx.x * (LN2_THREADS / 32) + (threadIdx.x >> 5);
+    constexpr int C = TF_GROUP * VW;
+    const int lane = threadIdx.x % TF_GROUP;
+    const long r = (long)blockIdx.x * (LN2_THREADS / TF_GROUP) + (threadIdx.x / TF_GROUP);
     if (r >= rows) return; /* whole warp leaves together; no block barrier below */
     float v[LN2_CACHE], g[LN2_CACHE], b[LN2_CACHE], mu, rs;
     ln_vld<VW>(x + r * C + VW * lane, v);
@@ -691,8 +691,8 @@ layernorm2_fwd_kernel2_c128(float *out, float *stats, const float *x, const floa
                             const float *b1, const float *g2, const float *b2, long rows,
                             float eps)
 {
-    const int lane = threadIdx.x & 31;
-    const long r = (long)blockIdx.x * (LN2_THREADS / 32) + (threadIdx.x >> 5);
+    const int lane = threadIdx.x % TF_GROUP;
+    const long r = (long)blockIdx.x * (LN2_THREADS / TF_GROUP) + (threadIdx.x / TF_GROUP);
     if (r >= rows) return;
     float v[4], p[4], q[4], mu1, rs1, mu2, rs2;
     ln_vld<4>(x + r * 128 + 4 * lane, v);
@@ -722,7 +722,7 @@ extern "C" void tf_cu_layernorm_fwd(tf_backend *be, float *out, float *mean, flo
 {
     if (rows <= 0 || C <= 0) return;
     if (be->kernel_level >= 3) {
-        const long nb = (rows + LN2_THREADS / 32 - 1) / (LN2_THREADS / 32);
+        const long nb = (rows + LN2_THREADS / TF_GROUP - 1) / (LN2_THREADS / TF_GROUP);
         const int vw = C == 128 ? 4 : C == 64 ? 2 : 0, al = 4 * vw; /* vector rows: bytes */
         const int vec = vw && tf_cu_aligned(out, al) && tf_cu_aligned(x, al) &&
                         tf_cu_aligned(gamma, al) && tf_cu_aligned(beta, al);
@@ -750,7 +750,7 @@ extern "C" void tf_cu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, fl
                                     int accumulate)
 {
     if (rows <= 0 || C <= 0) return;
-    if (be->kernel_level >= 3 && C <= 32 * LN2_CACHE && (dgamma || dbeta)) {
+    if (be->kernel_level >= 3 && C <= TF_GROUP * LN2_CACHE && (dgamma || dbeta)) {
         const long rpb = ln_rows_per_block(be, rows, 2 * C);
         const long nblk = (rows + rpb - 1) / rpb;
         const ln_roots o = {{dgamma, dbeta, NULL, NULL}, C};
@@ -792,7 +792,7 @@ extern "C" void tf_cu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, fl
     }
     if (!dx) return;
     if (be->kernel_level >= 3) {
-        const long nb = (rows + LN2_THREADS / 32 - 1) / (LN2_THREADS / 32);
+        const long nb = (rows + LN2_THREADS / TF_GROUP - 1) / (LN2_THREADS / TF_GROUP);
         TF_LAUNCH(layernorm_bwd_dx_kernel2, dim3((unsigned)nb), dim3(LN2_THREADS), be->stream, dx,
                   dout, x, mean, rstd, gamma, rows, C, accumulate);
     } else {
@@ -815,7 +815,7 @@ extern "C" void tf_cu_layernorm2_fwd(tf_backend *be, float *out, float *stats, c
 {
     if (rows <= 0 || C <= 0) return;
     if (C > TF_LN2_MAX_C) ln2_too_wide(C);
-    const long nb = (rows + LN2_THREADS / 32 - 1) / (LN2_THREADS / 32);
+    const long nb = (rows + LN2_THREADS / TF_GROUP - 1) / (LN2_THREADS / TF_GROUP);
     if (C == 128 && tf_cu_aligned(out, 16) && tf_cu_aligned(x, 16) && tf_cu_aligned(g1, 16) &&
         tf_cu_aligned(b1, 16) && tf_cu_aligned(g2, 16) && tf_cu_aligned(b2, 16))
         TF_LAUNCH(layernorm2_fwd_kernel2_c128, dim3((unsigned)nb), dim3(LN2_THREADS), be->stream,

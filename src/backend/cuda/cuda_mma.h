@@ -51,6 +51,15 @@ static inline void mma_16888(float *c, const uint32_t *a, const uint32_t *b)
         c[3] += a1 * b1;
     }
 }
+#elif !TF_HAVE_NV_PTX
+/* HIP: no mma.sync; the kernels built on it are not in that build
+ * (tf_hip_nv_only.cu), and the headers' other users never call these */
+__device__ __forceinline__ uint32_t mma_bits(float x) { return __float_as_uint(x); }
+__device__ __forceinline__ float mma_f(uint32_t b) { return __uint_as_float(b); }
+__device__ __forceinline__ void mma_16888(float *, const uint32_t *, const uint32_t *)
+{
+    __builtin_trap();
+}
 #else
 __device__ __forceinline__ uint32_t mma_bits(float x) { return __float_as_uint(x); }
 __device__ __forceinline__ float mma_f(uint32_t b) { return __uint_as_float(b); }

@@ -102,13 +102,13 @@ opm_bwd_kernel2(float *da, const float *dop, const float *a, int S, int N, int c
 #define O3_LD 36
 #define O3_WARPS 8
 template <int SPT>
-__global__ void __launch_bounds__(O3_WARPS * 32)
+__global__ void __launch_bounds__(O3_WARPS * TF_GROUP)
 opm_bwd_kernel3(float *__restrict__ da, const float *__restrict__ dop,
                 const float *__restrict__ a, int S, int N)
 {
     constexpr int RS = 4 * SPT; /* rows s per block */
     TF_SMEM(sm);
-    const int warp = (int)threadIdx.x >> 5, lane = (int)threadIdx.x & 31;
+    const int warp = (int)threadIdx.x / TF_GROUP, lane = (int)threadIdx.x % TF_GROUP;
     const int i = blockIdx.x, b = blockIdx.y, s0 = (int)blockIdx.z * RS;
     const int ns = min(RS, S - s0), st = lane & 3, pt = lane >> 2;
     float *E1 = sm + warp * (64 + RS) * O3_LD, *E2 = E1 + 32 * O3_LD, *As = E2 + 32 * O3_LD;
@@ -125,18 +125,18 @@ opm_bwd_kernel3(float *__restrict__ da, const float *__restrict__ dop,
         const float4 *t2 = (const float4 *)(d + ((long)j * N + i) * 1024);
 #pragma unroll
         for (int m = 0; m < 8; ++m) { /* 256 float4 a tile: row e / 8, float4 e % 8 */
-            const int e = lane + 32 * m, o = (e >> 3) * O3_LD + (e & 7) * 4;
+            const int e = lane + TF_GROUP * m, o = (e >> 3) * O3_LD + (e & 7) * 4;
             *(float4 *)(E1 + o) = t1[e];
             *(float4 *)(E2 + o) = t2[e];
         }
 #pragma unroll
         for (int m = 0; m < SPT; ++m) {
-            const int e = lane + 32 * m, r = e >> 3, c = (e & 7) * 4;
+            const int e = lane + TF_GROUP * m, r = e >> 3, c = (e & 7) * 4;
             float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
             if (r < ns) v = *(const float4 *)(ab + (long)r * NC + (long)j * 32 + c);
             *(float4 *)(As + r * O3_LD + c) = v;
         }
-        __syncwarp();
+        tf_syncwarp();
 #pragma unroll 2
         for (int q = 0; q < 32; q += 4) {
             float4 av[SPT], e1[4], e2[4];
@@ -163,7 +163,7 @@ opm_bwd_kernel3(float *__restrict__ da, const float *__restrict__ dop,
                 }
             }
         }
-        __syncwarp();
+        tf_syncwarp();
     }
     __syncthreads(); /* every warp is done with its tiles: the area takes the sums */
     float *red = sm; /* [warp][RS][32] */
@@ -173,7 +173,7 @@ opm_bwd_kernel3(float *__restrict__ da, const float *__restrict__ dop,
             make_float4(acc[k][0], acc[k][1], acc[k][2], acc[k][3]);
     __syncthreads();
     const float inv = 1.0f / (float)S;
-    for (int e = (int)threadIdx.x; e < ns * 32; e += O3_WARPS * 32) {
+    for (int e = (int)threadIdx.x; e < ns * 32; e += O3_WARPS * TF_GROUP) {
         float sum = 0.f;
 #pragma unroll
         for (int w = 0; w < O3_WARPS; ++w) sum += red[w * RS * 32 + e];
@@ -192,9 +192,9 @@ extern "C" void tf_cu_opm_bwd(tf_backend *be, float *da, const float *dop, const
         const size_t smem = sizeof(float) * O3_WARPS * (size_t)(64 + rs) * O3_LD;
         const dim3 grid((unsigned)N, (unsigned)B, (unsigned)((S + rs - 1) / rs));
         if (spt == 4)
-            TF_LAUNCH_SMEM(opm_bwd_kernel3<4>, grid, O3_WARPS * 32, smem, be, da, dop, a, S, N);
+            TF_LAUNCH_SMEM(opm_bwd_kernel3<4>, grid, O3_WARPS * TF_GROUP, smem, be, da, dop, a, S, N);
         else
-            TF_LAUNCH_SMEM(opm_bwd_kernel3<8>, grid, O3_WARPS * 32, smem, be, da, dop, a, S, N);
+            TF_LAUNCH_SMEM(opm_bwd_kernel3<8>, grid, O3_WARPS * TF_GROUP, smem, be, da, dop, a, S, N);
         return;
     }
     const int PC = co < OPM_PC ? co : OPM_PC;

@@ -35,6 +35,20 @@
 
 #include <functional>
 
+/* The warp width the kernels are built for: 32 (NVIDIA, RDNA) or 64 (CDNA),
+ * -DTF_WARP=64 to emulate an AMD Instinct wavefront. */
+#ifndef TF_WARP
+#define TF_WARP 32
+#endif
+#if TF_WARP != 32 && TF_WARP != 64
+#error "TF_WARP must be 32 or 64"
+#endif
+#if TF_WARP == 64
+#define EMU_FULL_MASK 0xffffffffffffffffull
+#else
+#define EMU_FULL_MASK 0xffffffffull
+#endif
+
 /* ---- language ---- */
 #define __global__
 #define __device__
@@ -72,17 +86,26 @@ extern uint3 threadIdx, blockIdx;
 extern dim3 blockDim, gridDim;
 
 void __syncthreads();
-void __syncwarp(unsigned mask = 0xffffffffu);
+/* CUDA's warp calls, CUDA's semantics on a warp of TF_WARP lanes: the mask
+ * must name every (active) lane of the warp, so a 32-lane mask on a 64-lane
+ * warp is reported */
+void __syncwarp(unsigned long long mask = EMU_FULL_MASK);
 /* the value exchange behind the shuffles: lane `src` of this thread's warp */
-uint64_t emu_shfl(unsigned mask, uint64_t bits, int src_lane);
-int emu_lane();
-/* every lane of the (whole) warp gives n <= EMU_XN words and gets all 32 x n,
+uint64_t emu_shfl(unsigned long long mask, uint64_t bits, int src_lane);
+int emu_lane(); /* 0 .. TF_WARP - 1 */
+/* tf_gpu_port.h's group shuffles: every lane of this lane's aligned group of
+ * w lanes (the 32-lane group when w <= 32, else the warp) takes part, and the
+ * value of lane src (a lane of the same group, else reported) is returned;
+ * emu_group_sync(w) is the group's barrier */
+uint64_t emu_shfl_bits_group(uint64_t bits, int src_lane, int w);
+void emu_group_sync(int w);
+/* every lane of the (whole) 32-lane warp gives n <= EMU_XN words and gets all 32 x n,
  * lane-major: what n shuffles per value would fetch, in two barriers */
 #define EMU_XN 8
 void emu_warp_exchange(const uint32_t *mine, int n, uint32_t *all);
 
 template <class T>
-static inline T emu_shfl_t(unsigned mask, T v, int src)
+static inline T emu_shfl_t(unsigned long long mask, T v, int src)
 {
     static_assert(sizeof(T) <= 8, "shuffle of a type wider than 8 bytes");
     uint64_t b = 0;
@@ -93,20 +116,31 @@ static inline T emu_shfl_t(unsigned mask, T v, int src)
     return r;
 }
 template <class T>
-static inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32)
+static inline T emu_shfl_group(T v, int src, int w)
+{
+    static_assert(sizeof(T) <= 8, "shuffle of a type wider than 8 bytes");
+    uint64_t b = 0;
+    memcpy(&b, &v, sizeof v);
+    b = emu_shfl_bits_group(b, src, w);
+    T r;
+    memcpy(&r, &b, sizeof r);
+    return r;
+}
+template <class T>
+static inline T __shfl_xor_sync(unsigned long long mask, T v, int lane_mask, int width = 32)
 {
     const int lane = emu_lane();
     const int src = (lane & ~(width - 1)) | ((lane ^ lane_mask) & (width - 1));
     return emu_shfl_t(mask, v, src);
 }
 template <class T>
-static inline T __shfl_sync(unsigned mask, T v, int src_lane, int width = 32)
+static inline T __shfl_sync(unsigned long long mask, T v, int src_lane, int width = 32)
 {
     const int lane = emu_lane();
     return emu_shfl_t(mask, v, (lane & ~(width - 1)) | (src_lane & (width - 1)));
 }
 template <class T>
-static inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32)
+static inline T __shfl_down_sync(unsigned long long mask, T v, unsigned delta, int width = 32)
 {
     const int lane = emu_lane();
     const int base = lane & ~(width - 1);
@@ -231,103 +265,7 @@ void emu_launch(const char *name, dim3 grid, dim3 block, cudaStream_t s,
 void emu_set_device_count(int n);
 void emu_set_mem_limit(size_t bytes);
 
-/* ---- cuBLAS ---- */
-typedef enum {
-    CUBLAS_STATUS_SUCCESS = 0,
-    CUBLAS_STATUS_NOT_INITIALIZED = 1,
-    CUBLAS_STATUS_INVALID_VALUE = 7,
-    CUBLAS_STATUS_NOT_SUPPORTED = 15
-} cublasStatus_t;
-typedef enum { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 } cublasOperation_t;
-typedef enum { CUDA_R_32F = 0 } cudaDataType;
-typedef cudaDataType cudaDataType_t;
-typedef enum { CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_32F_FAST_TF32 = 77 } cublasComputeType_t;
-typedef enum { CUBLAS_DEFAULT_MATH = 0, CUBLAS_TF32_TENSOR_OP_MATH = 3 } cublasMath_t;
-typedef enum { CUBLAS_GEMM_DEFAULT = -1 } cublasGemmAlgo_t;
-typedef struct emu_blas *cublasHandle_t;
-
-const char *cublasGetStatusString(cublasStatus_t s);
-cublasStatus_t cublasCreate(cublasHandle_t *h);
-cublasStatus_t cublasDestroy(cublasHandle_t h);
-cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s);
-cublasStatus_t cublasSetWorkspace(cublasHandle_t h, void *ws, size_t bytes);
-cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t m);
-cublasStatus_t cublasGetVersion(cublasHandle_t h, int *v);
-cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta,
-                                          cublasOperation_t tb, int m, int n, int k,
-                                          const void *alpha, const void *A, cudaDataType at,
-                                          int lda, long long sA, const void *B, cudaDataType bt,
-                                          int ldb, long long sB, const void *beta, void *C,
-                                          cudaDataType ct, int ldc, long long sC, int batch,
-                                          cublasComputeType_t comp, cublasGemmAlgo_t algo);
-
-/* ---- cuBLASLt ---- */
-typedef struct emu_lt *cublasLtHandle_t;
-typedef struct emu_lt_desc *cublasLtMatmulDesc_t;
-typedef struct emu_lt_layout *cublasLtMatrixLayout_t;
-typedef struct emu_lt_pref *cublasLtMatmulPreference_t;
-typedef struct {
-    uint64_t data[8];
-} cublasLtMatmulAlgo_t;
-typedef struct {
-    cublasLtMatmulAlgo_t algo;
-    size_t workspaceSize;
-    cublasStatus_t state;
-    float wavesCount;
-    int reserved[4];
-} cublasLtMatmulHeuristicResult_t;
-typedef enum {
-    CUBLASLT_MATMUL_DESC_TRANSA = 3,
-    CUBLASLT_MATMUL_DESC_TRANSB = 4,
-    CUBLASLT_MATMUL_DESC_EPILOGUE = 7,
-    CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET = 15
-} cublasLtMatmulDescAttributes_t;
-typedef enum { CUBLASLT_EPILOGUE_DEFAULT = 1, CUBLASLT_EPILOGUE_RELU = 2 } cublasLtEpilogue_t;
-typedef enum { CUBLASLT_REDUCTION_SCHEME_INPLACE = 1 } cublasLtReductionScheme_t;
-typedef enum {
-    CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = 5,
-    CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET = 6
-} cublasLtMatrixLayoutAttribute_t;
-typedef enum {
-    CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1,
-    CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK = 3,
-    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES = 5,
-    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES = 6,
-    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES = 7,
-    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES = 8
-} cublasLtMatmulPreferenceAttributes_t;
-
-const char *cublasLtGetStatusString(cublasStatus_t s);
-size_t cublasLtGetVersion(void);
-cublasStatus_t cublasLtCreate(cublasLtHandle_t *h);
-cublasStatus_t cublasLtDestroy(cublasLtHandle_t h);
-cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *d, cublasComputeType_t c,
-                                        cudaDataType_t scale);
-cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d);
-cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
-                                              cublasLtMatmulDescAttributes_t a, const void *buf,
-                                              size_t n);
-cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *l, cudaDataType t,
-                                          uint64_t rows, uint64_t cols, int64_t ld);
-cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l);
-cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l,
-                                                cublasLtMatrixLayoutAttribute_t a,
-                                                const void *buf, size_t n);
-cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *p);
-cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p);
-cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p,
-                                                    cublasLtMatmulPreferenceAttributes_t a,
-                                                    const void *buf, size_t n);
-cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmulDesc_t d,
-                                              cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
-                                              cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t dd,
-                                              cublasLtMatmulPreference_t p, int req,
-                                              cublasLtMatmulHeuristicResult_t *res, int *nres);
-cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const void *alpha,
-                              const void *A, cublasLtMatrixLayout_t ad, const void *B,
-                              cublasLtMatrixLayout_t bd, const void *beta, const void *C,
-                              cublasLtMatrixLayout_t cd, void *D, cublasLtMatrixLayout_t dd,
-                              const cublasLtMatmulAlgo_t *algo, void *ws, size_t wsbytes,
-                              cudaStream_t s);
+/* ---- cuBLAS, cuBLASLt: the declarations the HIP build shares ---- */
+#include "backend/cuda/tf_blas_api.h"
 
 #endif

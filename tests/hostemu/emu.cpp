@@ -50,11 +50,14 @@ const std::function<void()> *g_body = nullptr;
 const char *g_kernel = "";
 Bar g_block_bar;
 std::vector<Bar> g_warp_bar;
-std::vector<uint64_t> g_slot; /* 32 per warp */
+std::vector<Bar> g_group_bar; /* one per 32-lane group */
+std::vector<uint64_t> g_slot; /* TF_WARP per warp */
 std::vector<uint32_t> g_xslot; /* 32 x EMU_XN per warp (emu_warp_exchange) */
 
 int lin_tid() { return (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)); }
-int warp_size_of(int w) { return g_n - 32 * w < 32 ? g_n - 32 * w : 32; }
+int warp_size_of(int w) { return g_n - TF_WARP * w < TF_WARP ? g_n - TF_WARP * w : TF_WARP; }
+int group_size_of(int g) { return g_n - 32 * g < 32 ? g_n - 32 * g : 32; }
+unsigned long long full_mask(int ws) { return ws == 64 ? ~0ull : ((1ull << ws) - 1); }
 
 void yield_() { swapcontext(&g_thr[g_cur].ctx, &g_sched); }
 
@@ -81,9 +84,10 @@ void entry()
 void run_block()
 {
     g_block_bar = Bar();
-    const int nw = (g_n + 31) / 32;
+    const int nw = (g_n + TF_WARP - 1) / TF_WARP;
     g_warp_bar.assign(nw, Bar());
-    g_slot.assign((size_t)nw * 32, 0);
+    g_group_bar.assign((size_t)(g_n + 31) / 32, Bar());
+    g_slot.assign((size_t)nw * TF_WARP, 0);
     g_xslot.assign((size_t)nw * 32 * EMU_XN, 0);
     for (int t = 0; t < g_n; ++t) {
         Thr &th = g_thr[t];
@@ -189,34 +193,75 @@ void __syncthreads()
     bar_wait(g_block_bar, g_n);
 }
 
-int emu_lane() { return lin_tid() % 32; }
+int emu_lane() { return lin_tid() % TF_WARP; }
 
-void __syncwarp(unsigned mask)
+void __syncwarp(unsigned long long mask)
 {
-    const int w = lin_tid() / 32, ws = warp_size_of(w);
-    if (mask != (ws == 32 ? 0xffffffffu : ((1u << ws) - 1))) emu_die("__syncwarp: partial mask");
+    const int w = lin_tid() / TF_WARP, ws = warp_size_of(w);
+    if (mask != full_mask(ws)) emu_die("__syncwarp: the mask is not the whole (active) warp");
     bar_wait(g_warp_bar[w], ws);
 }
 
-uint64_t emu_shfl(unsigned mask, uint64_t bits, int src)
+uint64_t emu_shfl(unsigned long long mask, uint64_t bits, int src)
 {
     if (g_cur < 0) emu_die("shuffle outside a kernel");
-    const int t = lin_tid(), w = t / 32, lane = t % 32, ws = warp_size_of(w);
-    if (mask != (ws == 32 ? 0xffffffffu : ((1u << ws) - 1)))
-        emu_die("shuffle mask is not the whole (active) warp");
-    g_slot[(size_t)w * 32 + lane] = bits;
+    const int t = lin_tid(), w = t / TF_WARP, lane = t % TF_WARP, ws = warp_size_of(w);
+    if (mask != full_mask(ws)) emu_die("shuffle mask is not the whole (active) warp");
+    g_slot[(size_t)w * TF_WARP + lane] = bits;
     bar_wait(g_warp_bar[w], ws); /* everyone has written */
     if (src < 0 || src >= ws) emu_die("shuffle reads a lane that does not exist");
-    const uint64_t r = g_slot[(size_t)w * 32 + src];
+    const uint64_t r = g_slot[(size_t)w * TF_WARP + src];
     bar_wait(g_warp_bar[w], ws); /* everyone has read before slots are reused */
     return r;
+}
+
+/* the participants of a group operation of width w: [first, first + n) of
+ * the block's threads, and their barrier */
+static Bar &group_of(int w, int *first, int *n)
+{
+    if (w < 1 || w > TF_WARP || (w & (w - 1)))
+        emu_die("group shuffle width is not a power of two up to the warp width");
+    const int t = lin_tid();
+    if (w <= 32) {
+        *first = t / 32 * 32;
+        *n = group_size_of(t / 32);
+        return g_group_bar[(size_t)(t / 32)];
+    }
+    *first = t / TF_WARP * TF_WARP;
+    *n = warp_size_of(t / TF_WARP);
+    return g_warp_bar[(size_t)(t / TF_WARP)];
+}
+
+uint64_t emu_shfl_bits_group(uint64_t bits, int src, int w)
+{
+    if (g_cur < 0) emu_die("shuffle outside a kernel");
+    int first = 0, n = 0;
+    Bar &b = group_of(w, &first, &n);
+    const int t = lin_tid(), base = t / TF_WARP * TF_WARP;
+    g_slot[(size_t)t] = bits;
+    bar_wait(b, n); /* everyone has written */
+    const int s = base + src; /* src is a lane of the warp */
+    if (s < first || s >= first + n || (s - first) / w != (t - first) / w)
+        emu_die("shuffle reads a lane outside its group (or one that does not exist)");
+    const uint64_t r = g_slot[(size_t)s];
+    bar_wait(b, n); /* everyone has read before slots are reused */
+    return r;
+}
+
+void emu_group_sync(int w)
+{
+    if (g_cur < 0) emu_die("group barrier outside a kernel");
+    int first = 0, n = 0;
+    Bar &b = group_of(w, &first, &n);
+    bar_wait(b, n);
 }
 
 void emu_warp_exchange(const uint32_t *mine, int n, uint32_t *all)
 {
     if (g_cur < 0) emu_die("warp exchange outside a kernel");
-    const int t = lin_tid(), w = t / 32, lane = t % 32, ws = warp_size_of(w);
-    if (ws != 32 || n < 1 || n > EMU_XN) emu_die("warp exchange needs a whole warp, 1..8 words");
+    const int t = lin_tid(), w = t / 32, lane = t % 32, ws = warp_size_of(t / TF_WARP);
+    if (TF_WARP != 32 || ws != 32 || n < 1 || n > EMU_XN)
+        emu_die("warp exchange (mma.sync) needs a whole 32-lane warp, 1..8 words");
     uint32_t *x = &g_xslot[(size_t)w * 32 * EMU_XN];
     for (int i = 0; i < n; ++i) x[lane * EMU_XN + i] = mine[i];
     bar_wait(g_warp_bar[w], ws); /* everyone has written */

@@ -53,6 +53,7 @@ int main(int argc, char **argv)
     const float l0 = run(&c, w, &b, g0);
     tf_config g = c;
     g.backend = TF_BACKEND_CUDA;
+    if (argc > 4) snprintf(g.gpu_plan, sizeof g.gpu_plan, "%s", argv[4]); /* --gpu-plan */
     const float l1 = run(&g, w, &b, g1);
     tf_param_info *tab = calloc(nt, sizeof *tab);
     tf_param_table(&c, tab);
