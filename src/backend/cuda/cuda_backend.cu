@@ -86,9 +86,12 @@ extern "C" void tf_cuda_unavailable_brief(char *out, size_t n)
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     (void)cudaGetLastError();
+#ifdef CUDART_VERSION /* the CUDA runtime (not HIP, not the emulator) */
     if (e == cudaErrorInsufficientDriver)
         snprintf(out, n, "no usable GPU (driver too old for CUDA %d)", CUDART_VERSION / 1000);
-    else if (e == cudaErrorNoDevice || (e == cudaSuccess && count <= 0))
+    else
+#endif
+    if (e == cudaErrorNoDevice || (e == cudaSuccess && count <= 0))
         snprintf(out, n, "no GPU found");
     else if (e != cudaSuccess)
         snprintf(out, n, "no usable GPU (%s)", cudaGetErrorName(e));
