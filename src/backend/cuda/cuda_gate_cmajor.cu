@@ -47,8 +47,11 @@ gate_cmajor_fwd_kernel2(float *lr_t, const float *a, const float *g, long ld, lo
 {
     __shared__ float tile[GC_TILE][GC_TILE + 1]; /* [r][c] */
     const int s = blockIdx.z, tx = threadIdx.x, ty = threadIdx.y;
-    const int c0 = blockIdx.x * GC_TILE;
-    const long r0 = (long)blockIdx.y * GC_TILE;
+    /* one grid axis for both tile indices, c fastest (as an x, y grid
+     * would run them): rows / 64 tiles pass 65535 at B1 N2048 */
+    const int ntc = (C + GC_TILE - 1) / GC_TILE;
+    const int c0 = (int)(blockIdx.x % (unsigned)ntc) * GC_TILE;
+    const long r0 = (long)(blockIdx.x / (unsigned)ntc) * GC_TILE;
     if (r0 + GC_TILE <= rows && c0 + GC_TILE <= C) {
         float av[GC_KR], gv[GC_KR];
         gc_load_full(av, gv, a, g, (r0 + ty) * ld + (long)s * C + c0 + tx, ld);
@@ -81,8 +84,11 @@ gate_cmajor_bwd_kernel2(float *da, float *dg, const float *dlr_t, const float *a
 {
     __shared__ float tile[GC_TILE][GC_TILE + 1]; /* [c][r] */
     const int s = blockIdx.z, tx = threadIdx.x, ty = threadIdx.y;
-    const int c0 = blockIdx.x * GC_TILE;
-    const long r0 = (long)blockIdx.y * GC_TILE;
+    /* one grid axis for both tile indices, c fastest (as an x, y grid
+     * would run them): rows / 64 tiles pass 65535 at B1 N2048 */
+    const int ntc = (C + GC_TILE - 1) / GC_TILE;
+    const int c0 = (int)(blockIdx.x % (unsigned)ntc) * GC_TILE;
+    const long r0 = (long)(blockIdx.x / (unsigned)ntc) * GC_TILE;
     const bool full = r0 + GC_TILE <= rows && c0 + GC_TILE <= C;
     {
         const long r = r0 + tx;
@@ -119,8 +125,8 @@ gate_cmajor_bwd_kernel2(float *da, float *dg, const float *dlr_t, const float *a
 
 static dim3 gc_grid(long rows, int C)
 {
-    return dim3((unsigned)((C + GC_TILE - 1) / GC_TILE), (unsigned)((rows + GC_TILE - 1) / GC_TILE),
-                2);
+    return dim3((unsigned)((C + GC_TILE - 1) / GC_TILE) * (unsigned)((rows + GC_TILE - 1) / GC_TILE),
+                1, 2);
 }
 
 extern "C" void tf_cu_gate_cmajor_fwd(tf_backend *be, float *lr_t, const float *a, const float *g,
