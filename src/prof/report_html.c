@@ -535,7 +535,7 @@ static void timeline_one(FILE *f, const rp_run *r) {
             if (tr[k].pid == pid && tr[k].tid == tid)
                 snprintf(tr[k].name, sizeof tr[k].name, "%s", nm->valuestring);
     }
-    const int label_w = 120, w = 1120, plot = w - label_w - 10, band_h = 18, gap = 4;
+    const int label_w = 160, w = 1120, plot = w - label_w - 10, band_h = 18, gap = 4;
     const int nbands = 3, top = 16;
     int h = top + nbands * (band_h + 2) + gap + nt * (band_h + 6) + 24;
     double scale = plot / (t1 - t0);
