@@ -329,13 +329,13 @@ static tf_status create_on(tf_trainer **out, const tf_config *c, tf_backend *be,
         balloc(t, (void **)&t->pred, (size_t)B * N * N * sizeof(float)) ||
         balloc(t, (void **)&t->loss, 4 * sizeof(float)) ||
         balloc(t, &t->arena_mem, arena_bytes)) {
-        const int is_cuda = t->caps.device_memory;
+        const int on_device = t->caps.device_memory;
         tf_trainer_destroy(t);
         char fits[200]; /* the free memory is not known here: the plans of the others */
         tf_memplan_suggest(c, -1.0, fits, sizeof fits);
         snprintf(err, errlen,
                  "not enough %s memory: this problem needs %.2f GB (activations %.2f GB); %s",
-                 is_cuda ? "device" : "host", need / 1e9, arena_bytes / 1e9, fits);
+                 on_device ? "device" : "host", need / 1e9, arena_bytes / 1e9, fits);
         return TF_ERR_NOMEM;
     }
     t->arena = (tf_arena){.base = t->arena_mem, .cap = arena_bytes};
