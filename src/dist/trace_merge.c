@@ -13,28 +13,12 @@
 #include <unistd.h>
 
 #include "dist/dist.h"
+#include "io/io_util.h"
 
+/* the whole file, or NULL */
 static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *b = malloc(cap + 1);
-    while (b) {
-        size_t k = fread(b + n, 1, cap - n, f);
-        n += k;
-        if (n < cap) break;
-        char *nb = realloc(b, 2 * cap + 1);
-        if (!nb) {
-            free(b);
-            b = NULL;
-            break;
-        }
-        b = nb;
-        cap *= 2;
-    }
-    fclose(f);
-    if (b) b[n] = 0, *len = n;
-    return b;
+    int e = 0;
+    return tf_io_slurp(path, len, &e);
 }
 
 /* The events of a trace (between "traceEvents":[ and the closing ]}),

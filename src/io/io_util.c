@@ -118,3 +118,38 @@ int tf_io_read_file(const char *path, unsigned char **buf, size_t *len, size_t m
     *len = n;
     return 0;
 }
+
+/* A whole file (any kind: a pipe too) into memory, NUL-terminated. */
+char *tf_io_slurp(const char *path, size_t *len, int *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        *err = errno;
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) break;
+        if (n + 1 == cap) {
+            char *q = realloc(buf, cap * 2);
+            if (!q) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = q;
+            cap *= 2;
+        }
+    }
+    *err = ferror(f) ? EIO : buf ? 0 : ENOMEM;
+    fclose(f);
+    if (*err) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}

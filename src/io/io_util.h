@@ -20,4 +20,9 @@ void tf_io_remove_stale_tmp(const char *path);
 int tf_io_read_file(const char *path, unsigned char **buf, size_t *len, size_t max_len, char *err,
                     size_t errlen);
 
+/* Reads a whole file of any kind (a pipe too) into memory, NUL-terminated,
+ * *len excluding the NUL; NULL with errno's value in *err on failure. The
+ * caller frees it. */
+char *tf_io_slurp(const char *path, size_t *len, int *err);
+
 #endif

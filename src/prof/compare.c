@@ -18,6 +18,7 @@
 
 #include <cJSON.h>
 
+#include "io/io_util.h"
 #include "prof/compare.h"
 #include "prof/profiler.h"
 
@@ -63,40 +64,6 @@ static const char *q(char *buf, size_t n, const char *s) {
         buf[j++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
     }
     buf[j] = 0;
-    return buf;
-}
-
-static char *read_file(const char *path, size_t *len, int *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        *err = errno;
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0) break;
-        if (n + 1 == cap) {
-            char *q = realloc(buf, cap * 2);
-            if (!q) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = q;
-            cap *= 2;
-        }
-    }
-    *err = ferror(f) ? EIO : buf ? 0 : ENOMEM;
-    fclose(f);
-    if (*err) {
-        free(buf);
-        return NULL;
-    }
-    buf[n] = 0;
-    *len = n;
     return buf;
 }
 
@@ -211,7 +178,7 @@ static int load(const char *path, cmp_run *r) {
     int e = 0;
     size_t len = 0;
     char qp[80];
-    char *text = read_file(path, &len, &e);
+    char *text = tf_io_slurp(path, &len, &e);
     if (!text) return fail("cannot read '%s': %s", q(qp, sizeof qp, path), strerror(e));
     int rc = text[0] == '"' || !strncmp(text, "Name,", 5) /* a CSV, not JSON */
                  ? load_kernel_stats(path, text, r)

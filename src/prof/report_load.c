@@ -8,51 +8,18 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "io/io_util.h"
 #include "prof/report.h"
 
 static const char *const knobs[] = {"batch",     "seq_len",     "n_seqs",       "n_blocks",
                                     "msa_dim",   "pair_dim",    "n_heads_msa",  "n_heads_pair",
                                     "outer_dim", "precision",   "num_steps"};
 
-static char *slurp(const char *path, size_t *len, int *e) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        *e = errno;
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0) break;
-        if (n + 1 == cap) {
-            char *q = realloc(buf, cap * 2);
-            if (!q) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = q;
-            cap *= 2;
-        }
-    }
-    *e = ferror(f) ? EIO : buf ? 0 : ENOMEM;
-    fclose(f);
-    if (*e) {
-        free(buf);
-        return NULL;
-    }
-    buf[n] = 0;
-    *len = n;
-    return buf;
-}
-
 /* The whole file must be one JSON value (a truncated or padded file is not). */
 static cJSON *parse_json(const char *path, char *err, size_t errlen) {
     int e = 0;
     size_t len = 0;
-    char *text = slurp(path, &len, &e);
+    char *text = tf_io_slurp(path, &len, &e);
     if (!text) {
         snprintf(err, errlen, "cannot read '%s': %s", path, strerror(e));
         return NULL;
@@ -138,7 +105,7 @@ static const char csv_header[] =
 static int load_csv(const char *path, rp_run *r, char *err, size_t errlen) {
     int e = 0;
     size_t len = 0;
-    char *text = slurp(path, &len, &e);
+    char *text = tf_io_slurp(path, &len, &e);
     if (!text) {
         snprintf(err, errlen, "cannot read '%s': %s", path, strerror(e));
         return -1;
