@@ -79,7 +79,7 @@ run: build
 	$(BUILD)/tinyfold train --backend auto --num-steps 20
 
 test: build
-	ctest --test-dir $(BUILD) --output-on-failure
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 asan: deps
 	cmake -S . -B $(ASAN_BUILD) $(ASAN_FLAGS)

@@ -156,13 +156,6 @@ __global__ void __launch_bounds__(tf5_fwd<DM, LC>::NT) attn_fwd_kernel5(tf_attn_
     }
 }
 
-/* kernel5 takes L <= 128 with head size exactly 16 or 32 */
-extern "C" int tf_attn5_fits(const tf_attn_args *a)
-{
-    if (!TF_NV_KERNELS) return 0; /* mma.sync: 32-lane warps only */
-    return a->L >= 1 && a->L <= 128 && (a->d == 16 || a->d == 32);
-}
-
 extern "C" void tf_cu_attn_fwd5(tf_backend *be, const tf_attn_args *a)
 {
     if (!tf_attn_check(a)) return;

@@ -18,7 +18,7 @@
  * NVIDIA-only code (PTX: wgmma, mma.sync, cp.async, griddepcontrol,
  * %globaltimer) is compiled where TF_HAVE_NV_PTX is 1; elsewhere its files
  * build to entry points that say they do not run, and the portable routing
- * never calls them (tf_cu_portable_only). */
+ * never calls them (the caps of such a build route to the portable plan). */
 #ifndef TF_GPU_PORT_H
 #define TF_GPU_PORT_H
 
@@ -58,6 +58,7 @@
 #define cudaDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
 #define cudaDevAttrComputeCapabilityMajor hipDeviceAttributeComputeCapabilityMajor
 #define cudaDevAttrComputeCapabilityMinor hipDeviceAttributeComputeCapabilityMinor
+#define cudaDevAttrWarpSize hipDeviceAttributeWarpSize
 #define cudaDeviceProp hipDeviceProp_t
 #define cudaGetDeviceProperties hipGetDeviceProperties
 #define cudaRuntimeGetVersion hipRuntimeGetVersion

@@ -1,7 +1,8 @@
 /* The HIP build's entry points of the NVIDIA-only files (cuda_gemm_mma.cu,
  * cuda_gemm_wgmma.cu, cuda_attn5_*.cu: mma.sync, wgmma and cp.async PTX),
- * which CMake leaves out of it. Each says it does not run; the routing
- * (tf_cu_portable_only, tf_attn5_fits) never reaches the ones that would fail. */
+ * which CMake leaves out of it. Each says it does not run; the routing (the
+ * caps of a HIP build have no mma.sync, cp.async or wgmma: gpu_plan.h) never
+ * reaches the ones that would fail. */
 #include "backend/cuda/cuda_attn4.h"
 #include "backend/cuda/cuda_common.h"
 
@@ -10,20 +11,11 @@ extern "C" int tf_cu_wg_probe(tf_backend *be)
     (void)be;
     return 0;
 }
-extern "C" int tf_cu_gemm_mma(tf_backend *be, const tf_gemm_args *a)
+extern "C" void tf_cu_gemm_tc(tf_backend *be, const tf_gemm_args *a, const tf_gpu_gemm_route *r)
 {
-    (void)be, (void)a;
-    return 0;
-}
-extern "C" int tf_cu_gemm_wide(tf_backend *be, const tf_gemm_args *a, int run)
-{
-    (void)be, (void)a, (void)run;
-    return 0;
-}
-extern "C" int tf_attn5_fits(const tf_attn_args *a)
-{
-    (void)a;
-    return 0;
+    (void)be, (void)a, (void)r;
+    tf_cuda_fail("tf_cu_gemm_tc", "the tensor-core GEMM kernels (mma.sync, wgmma) are not in "
+                 "the HIP build", __FILE__, __LINE__);
 }
 extern "C" void tf_cu_attn_fwd5(tf_backend *be, const tf_attn_args *a)
 {
