@@ -8,6 +8,7 @@
 # e.g. bench/gpu_ab.sh --gpu-plan default gemm=cublas   (per-shape GEMMs vs the library)
 # Needs build-gpu/ (bench/gpu.sh STAGES=build); JSON of every run in $GPU_OUT/ab.
 # A run is killed after RUN_TIMEOUT seconds (default 300) and counts as failed.
+# IMPL (default v3) and GRAPH (default --graph; empty for eager) set the runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 VAR=${1:?variable}
@@ -17,6 +18,8 @@ STEPS=${4:-20}
 REPS=${5:-3}
 OUT=${GPU_OUT:-$PWD/out/gpu}/ab
 TF=${BUILD:-build-gpu}/tinyfold
+IMPL=${IMPL:-v3}
+GRAPH=${GRAPH---graph}
 mkdir -p "$OUT"
 for rep in $(seq "$REPS"); do
   for prob in small large; do
@@ -25,7 +28,7 @@ for rep in $(seq "$REPS"); do
       for side in A B; do
         val=$A; [ $side = B ] && val=$B
         if [ "${VAR#--}" != "$VAR" ]; then envs=(); opt=("$VAR" "$val"); else envs=("$VAR=$val"); opt=(); fi
-        timeout "${RUN_TIMEOUT:-300}" env "${envs[@]}" "$TF" train "${opt[@]}" --backend cuda --impl v3 --graph --precision $p --batch-size 4 \
+        timeout "${RUN_TIMEOUT:-300}" env "${envs[@]}" "$TF" train "${opt[@]}" --backend cuda --impl "$IMPL" $GRAPH --precision $p --batch-size 4 \
           --seq-len $N --num-seqs $S --num-blocks 4 --num-steps "$STEPS" --quiet \
           --json "$OUT/${prob}_${p}_${side}_$rep.json" > /dev/null 2>&1 || echo "run $prob $p $side failed"
       done
