@@ -22,3 +22,18 @@ st_data_offset() {
 st_put_bytes() {
     printf "$3" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
 }
+
+# cli_test_begin PATH_TO_TINYFOLD: BIN (absolute), a scratch directory TMP
+# (removed on exit) as the working directory, and fail(), which counts into
+# $fails what the test reports at its end.
+cli_test_begin() {
+    BIN=$(cd "$(dirname "${1:?usage: $0 path/to/tinyfold}")" && pwd)/$(basename "$1")
+    TMP=$(mktemp -d)
+    trap 'rm -rf "$TMP"' EXIT
+    cd "$TMP" || exit 1
+    fails=0
+}
+fail() {
+    echo "FAIL: $*"
+    fails=$((fails + 1))
+}

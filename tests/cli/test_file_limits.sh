@@ -7,17 +7,9 @@
 # trailing data with one line.
 # Usage: test_file_limits.sh path/to/tinyfold
 set -u
-BIN=$(cd "$(dirname "${1:?usage: $0 path/to/tinyfold}")" && pwd)/$(basename "$1")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/tests/cli/lib_st.sh"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-cd "$TMP" || exit 1
-fails=0
-fail() {
-    echo "FAIL: $*"
-    fails=$((fails + 1))
-}
+cli_test_begin "${1:-}"
 TINY=(--batch-size 1 --seq-len 8 --num-seqs 2 --num-blocks 1 --msa-dim 16 --pair-dim 32
       --backend cpu --threads 1 --quiet --warmup-steps 0 --num-steps 1)
 run() { timeout 120 "$BIN" "$@" >out 2>err </dev/null; }

@@ -6,17 +6,9 @@
 #    says so on stderr and exits non-zero (never killed by SIGPIPE).
 # Usage: test_live_input.sh path/to/tinyfold
 set -u
-BIN=$(cd "$(dirname "${1:?usage: $0 path/to/tinyfold}")" && pwd)/$(basename "$1")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/tests/cli/lib_st.sh"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-cd "$TMP" || exit 1
-fails=0
-fail() {
-    echo "FAIL: $*"
-    fails=$((fails + 1))
-}
+cli_test_begin "${1:-}"
 DRUN=(train --batch-size 1 --num-blocks 1 --msa-dim 16 --pair-dim 32 --backend cpu --threads 1
       --quiet --warmup-steps 0)
 

@@ -3,6 +3,7 @@
 #define TF_MODEL_TESTUTIL_H
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +42,55 @@ static inline double tf_test_rel_l2(const float *a, const float *b, size_t n) {
         den += (double)b[i] * b[i];
     }
     return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* One gradient of c's first batch (tf_data_batch(seed, 0)) from the weights
+ * tf_test_weights(c, 11), taken `steps` times on one trainer (a later step
+ * must not depend on what an earlier one left behind): the loss, the
+ * prediction, every parameter gradient, and the arena planned and reached.
+ * 0 ok, else -1 with err set; tf_test_grads_free releases it. */
+typedef struct {
+    float loss;
+    float *pred, *grad;
+    size_t arena, arena_peak;
+} tf_test_grads;
+
+static inline int tf_test_grads_run(const tf_config *c, int steps, tf_test_grads *r, char *err,
+                                    size_t errlen) {
+    memset(r, 0, sizeof *r);
+    tf_trainer *t;
+    if (tf_trainer_create(&t, c, err, errlen) != TF_OK) return -1;
+    size_t np = tf_param_count_floats(c);
+    long nz = (long)c->batch * c->seq_len * c->seq_len;
+    tf_batch b = {c->batch, c->n_seqs, c->seq_len,
+                  malloc(sizeof(int32_t) * c->batch * c->n_seqs * c->seq_len),
+                  malloc(sizeof(float) * nz * 65), malloc(sizeof(float) * nz)};
+    tf_data_batch(c->seed, 0, &b);
+    float *w = tf_test_weights(c, 11);
+    tf_trainer_set_params(t, w);
+    free(w);
+    r->pred = malloc(sizeof(float) * nz);
+    r->grad = malloc(sizeof(float) * np);
+    int rc = 0;
+    for (int s = 0; s < steps && !rc; s++)
+        if (tf_trainer_grad(t, &b, &r->loss, r->pred) != TF_OK) {
+            snprintf(err, errlen, "tf_trainer_grad failed at step %d", s + 1);
+            rc = -1;
+        }
+    if (!rc) {
+        tf_trainer_get_grads(t, r->grad);
+        r->arena = tf_trainer_arena_bytes(t);
+        r->arena_peak = tf_trainer_arena_peak(t);
+    }
+    free(b.tokens), free(b.pair), free(b.target);
+    tf_trainer_destroy(t);
+    return rc;
+}
+
+static inline void tf_test_grads_free(tf_test_grads *r) {
+    free(r->pred);
+    free(r->grad);
+    r->pred = r->grad = NULL;
 }
 
 #endif

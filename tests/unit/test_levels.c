@@ -23,10 +23,7 @@
 #include "model_testutil.h"
 #include "tinyfold.h"
 
-typedef struct {
-    float loss;
-    float *pred, *grad;
-} result;
+typedef tf_test_grads result;
 
 static void odd_config(tf_config *c) {
     tf_config_default(c);
@@ -42,22 +39,8 @@ static void odd_config(tf_config *c) {
 
 static result run(const tf_config *c) {
     char err[512];
-    tf_trainer *t;
-    tf_status st = tf_trainer_create(&t, c, err, sizeof err);
-    if (st != TF_OK) fail_msg("create: %s", err);
-    size_t np = tf_param_count_floats(c);
-    long nz = (long)c->batch * c->seq_len * c->seq_len;
-    tf_batch b = {c->batch, c->n_seqs, c->seq_len, malloc(sizeof(int32_t) * c->batch * c->n_seqs * c->seq_len),
-                  malloc(sizeof(float) * nz * 65), malloc(sizeof(float) * nz)};
-    tf_data_batch(c->seed, 0, &b);
-    float *w = tf_test_weights(c, 11);
-    tf_trainer_set_params(t, w);
-    free(w);
-    result r = {0, malloc(sizeof(float) * nz), malloc(sizeof(float) * np)};
-    assert_int_equal(tf_trainer_grad(t, &b, &r.loss, r.pred), TF_OK);
-    tf_trainer_get_grads(t, r.grad);
-    free(b.tokens), free(b.pair), free(b.target);
-    tf_trainer_destroy(t);
+    result r;
+    if (tf_test_grads_run(c, 1, &r, err, sizeof err)) fail_msg("%s", err);
     return r;
 }
 
@@ -106,10 +89,10 @@ static void test_levels_and_switches(void **s) {
         if (cases[i].flip >= 0) *f[cases[i].flip] ^= 1;
         result x = run(&c);
         compare(&c, &ref, &x, cases[i].name);
-        free(x.pred), free(x.grad);
+        tf_test_grads_free(&x);
     }
     printf("  largest per-tensor gradient difference from v1: %.2e\n", worst);
-    free(ref.pred), free(ref.grad);
+    tf_test_grads_free(&ref);
 }
 
 /* --disable-all-fusion at v2 is v1: the same arena, byte for byte. */

@@ -18,11 +18,7 @@
 #include "tinyfold.h"
 #include "train/memplan.h"
 
-typedef struct {
-    float loss;
-    float *pred, *grad;
-    size_t arena;
-} result;
+typedef tf_test_grads result;
 
 static void odd_config(tf_config *c, tf_impl impl) {
     tf_config_default(c);
@@ -40,39 +36,17 @@ static void odd_config(tf_config *c, tf_impl impl) {
 
 static result run(const tf_config *c) {
     char err[512];
-    tf_trainer *t;
-    tf_status st = tf_trainer_create(&t, c, err, sizeof err);
-    if (st != TF_OK) fail_msg("create: %s", err);
-    size_t np = tf_param_count_floats(c);
-    long nz = (long)c->batch * c->seq_len * c->seq_len;
-    tf_batch b = {c->batch, c->n_seqs, c->seq_len,
-                  malloc(sizeof(int32_t) * c->batch * c->n_seqs * c->seq_len),
-                  malloc(sizeof(float) * nz * 65), malloc(sizeof(float) * nz)};
-    tf_data_batch(c->seed, 0, &b);
-    float *w = tf_test_weights(c, 11);
-    tf_trainer_set_params(t, w);
-    free(w);
-    result r = {0, malloc(sizeof(float) * nz), malloc(sizeof(float) * np), 0};
+    result r;
     /* twice: the second step must not depend on what the first left behind */
-    assert_int_equal(tf_trainer_grad(t, &b, &r.loss, r.pred), TF_OK);
-    assert_int_equal(tf_trainer_grad(t, &b, &r.loss, r.pred), TF_OK);
-    tf_trainer_get_grads(t, r.grad);
-    r.arena = tf_trainer_arena_bytes(t);
+    if (tf_test_grads_run(c, 2, &r, err, sizeof err)) fail_msg("%s", err);
     /* the plan is exact: the steps reach the planned arena, not less */
-    if (tf_trainer_arena_peak(t) != r.arena)
+    if (r.arena_peak != r.arena)
         fail_msg("recompute %d v%d: the steps' arena peak %zu, planned %zu", (int)c->recompute,
-                 (int)c->impl, tf_trainer_arena_peak(t), r.arena);
+                 (int)c->impl, r.arena_peak, r.arena);
     size_t planned = 0;
     assert_int_equal(tf_trainer_plan(c, &planned, err, sizeof err), TF_OK);
     assert_true(planned > r.arena);
-    free(b.tokens), free(b.pair), free(b.target);
-    tf_trainer_destroy(t);
     return r;
-}
-
-static void result_free(result *r) {
-    free(r->pred);
-    free(r->grad);
 }
 
 static void assert_same_bits(const tf_config *c, const result *ref, const result *x,
@@ -106,9 +80,9 @@ static void test_recompute_bits(void **s) {
             if (!(x.arena < last))
                 fail_msg("%s v%d: arena %zu not below %zu", names[m], lv, x.arena, last);
             last = x.arena;
-            result_free(&x);
+            tf_test_grads_free(&x);
         }
-        result_free(&ref);
+        tf_test_grads_free(&ref);
     }
 }
 
