@@ -43,7 +43,7 @@ typedef struct {
      * collectives must match). next: the first bucket not yet issued. */
     double bucket_bytes;
     tf_dist_bucket *bk;
-    int nbk, next;
+    int nbk, next, ndone; /* ndone: of the issued ones, seen complete (MPI) */
     void *rq;                   /* dist_mpi.c: a request per bucket */
     void *nccl;                 /* dist_nccl.c's state, NULL without NCCL */
 } tf_dist;
@@ -91,7 +91,9 @@ int tf_dist_plan_buckets(tf_dist *d, const size_t *hi, int nstages, size_t n);
  * after an event of the backend's stream.
  * tf_dist_issue: the next bucket's all-reduce starts (the caller has made
  * its gradients final); tf_dist_progress: lets MPI move the ones in flight
- * (called at every stage end); tf_dist_reduce_grads, after the backward:
+ * (called after every op while some are: Open MPI has no progress thread,
+ * and a stage end is too rare for a collective of many rounds);
+ * tf_dist_reduce_grads, after the backward:
  * issues the buckets not yet issued, then waits for all of them (MPI; the
  * wait is the exposed time) or makes the backend's stream wait (NCCL; the
  * host waits with the deadline in tf_dist_wait_device) and divides by the

@@ -160,7 +160,7 @@ static int poll_buckets(tf_dist *d) {
 }
 
 void tf_dist_mpi_progress(tf_dist *d) {
-    if (d->next > 0) poll_buckets(d);
+    if (d->next > d->ndone) d->ndone = d->next - poll_buckets(d);
 }
 
 void tf_dist_mpi_finish(tf_dist *d, float *g, size_t n) {
@@ -195,7 +195,7 @@ void tf_dist_mpi_finish(tf_dist *d, float *g, size_t n) {
 #pragma omp parallel for schedule(static) if (n > 65536)
     for (size_t i = 0; i < n; i++) g[i] *= s;
     d->comm_bytes += (double)n * sizeof(float);
-    d->next = 0;
+    d->next = d->ndone = 0;
 }
 
 double tf_dist_mean_scalar(tf_dist *d, double v) {

@@ -18,6 +18,7 @@
             }                                                                         \
             (ex)->ops->call;                                                          \
             if (p_) tf_prof_op_end(p_);                                               \
+            if ((ex)->op_done) (ex)->op_done((ex)->stage_ctx);                        \
         }                                                                             \
     } while (0)
 

@@ -60,6 +60,9 @@ typedef struct {
     void *stage_ctx;
     size_t *grad_hi;
     int grad_stages; /* entries of grad_hi */
+    /* called after every op when set (not while planning): MPI's
+     * non-blocking all-reduces move only inside MPI calls */
+    void (*op_done)(void *ctx);
     const float *grad_base;
     size_t grad_n;
 } tf_exec;

@@ -479,6 +479,12 @@ static void stage_done(void *arg, int stage) {
     tf_dist_progress(d);
 }
 
+/* After an op on the CPU: MPI moves the buckets in flight. */
+static void op_done(void *arg) {
+    tf_trainer *t = arg;
+    tf_dist_progress(t->dist);
+}
+
 int tf_trainer_set_dist(tf_trainer *t, tf_dist *d) {
     t->dist = d;
     t->gbatch = t->cfg.batch * d->size;
@@ -494,6 +500,7 @@ int tf_trainer_set_dist(tf_trainer *t, tf_dist *d) {
     if (!graphs && d->nbk > 1) {
         t->ex.stage_end = stage_done;
         t->ex.stage_ctx = t;
+        if (!t->caps.device_memory) t->ex.op_done = op_done;
     }
     return bad;
 }
