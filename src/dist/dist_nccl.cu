@@ -136,6 +136,9 @@ extern "C" void tf_dist_nccl_destroy(tf_dist *d) {
     tf_nccl *c = (tf_nccl *)d->nccl;
     if (!c) return;
     cudaStreamSynchronize(c->stream);
+#if TF_NCCL_NONBLOCKING
+    settle(d, c, ncclCommFinalize(c->comm), "ending the communicator");
+#endif
     ncclCommDestroy(c->comm);
     cudaEventDestroy(c->ready);
     cudaEventDestroy(c->reduced);
