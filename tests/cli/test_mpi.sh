@@ -2,7 +2,8 @@
 # Data parallel over MPI: two ranks against one at the same global batch (the
 # loss of every step and the weights after 3 steps, within the bound derived
 # below), the gradients in buckets overlapping the backward against one
-# all-reduce after it (bit for bit, see below), the communication times in
+# all-reduce after it (bit for bit, see below; also with a late weight-gradient
+# lane, tests/mpi/dist_lane.c), the communication times in
 # the JSON and the trace, the start-up refusals, and a dead or stopped rank
 # ending the job.
 # Skipped (77) without mpirun or with a tinyfold built without MPI.
@@ -86,6 +87,11 @@ case "$w" in "max_abs_diff 0 "*) ;; *) fail "buckets and one all-reduce differ: 
 [ "$(losses "$TMP/p2.json")" = "$(losses "$TMP/p2one.json")" ] ||
     fail "buckets and one all-reduce: the losses differ"
 echo "buckets against one all-reduce: $w"
+# the same with a weight-gradient lane that runs as late as it may
+LANE=$(dirname "$BIN")/dist_lane
+[ -x "$LANE" ] || fail "no $LANE"
+run "${MPI[@]}" "$LANE" || fail "buckets against a late lane: $(cat "$TMP/out")"
+cat "$TMP/out"
 w=$("$DIFF" "$TMP/p1.st" "$TMP/p2.st") || fail "st_diff: $w"
 l1=$(losses "$TMP/p1.json"); l2=$(losses "$TMP/p2.json")
 [ "$(echo "$l2" | wc -l)" -eq $S ] || fail "two ranks: expected $S steps, got [$l2]"
