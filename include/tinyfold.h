@@ -111,6 +111,7 @@ typedef struct {
     float loss;
     double data_ms, forward_ms, backward_ms, optimizer_ms, step_ms;
     double comm_ms;     /* data parallel: in collectives (gradients, loss) */
+    double exposed_comm_ms; /* of comm_ms: waited for after the backward's compute ended */
     int counter_replay; /* CUDA --counters replayed this step's kernels: not a timed step */
 } tf_step_stats;
 

@@ -54,6 +54,7 @@ typedef struct {
     int quiet, log_every, no_progress, memprof, validate_setup;
     /* data parallel (mpirun): collective deadline, weights check every K steps (0: off) */
     int dist_timeout, dist_check_every;
+    int dist_bucket_kb; /* the gradients' buckets (0: one all-reduce after the backward) */
     /* profile (out_path is also grad's --out) */
     const char *out_path, *selected_regions, *counters;
     const char *profile_regions; /* train / profile: an external profiler's regions */
@@ -110,6 +111,7 @@ enum {
     TF_OPT_VALIDATE_SETUP,
     TF_OPT_DIST_TIMEOUT,
     TF_OPT_DIST_CHECK,
+    TF_OPT_DIST_BUCKET,
     TF_OPT_OUT,
     TF_OPT_REGIONS,
     TF_OPT_PROFILE_REGIONS,
@@ -241,6 +243,7 @@ typedef struct {
     float loss;
     double data_ms, forward_ms, backward_ms, optimizer_ms, step_ms, samples_per_sec;
     double comm_ms; /* data parallel: in collectives */
+    double exposed_comm_ms; /* of comm_ms: not hidden behind the backward */
 } tf_cli_steprec;
 
 typedef struct {
@@ -248,7 +251,8 @@ typedef struct {
     long total_samples;
     double samples_per_sec; /* mean of per-step samples/s over timed steps */
     double step_ms, data_ms, forward_ms, backward_ms, optimizer_ms;
-    double comm_ms; /* data parallel: in collectives (between backward and optimizer) */
+    double comm_ms; /* data parallel: in collectives (from issue to completion) */
+    double exposed_comm_ms; /* of comm_ms: waited for after the backward's compute */
     int ranks;      /* data parallel: processes (1: a plain run) */
     int comm;       /* the gradients went through a collective (comm_ms is reported) */
     double mean_loss, final_loss;

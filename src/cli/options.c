@@ -109,6 +109,10 @@ const tf_cli_optdef tf_cli_optdefs[] = {
     {"dist-timeout", required_argument, TF_OPT_DIST_TIMEOUT, T, "S",
      "mpirun: a rank waiting S seconds for the others in a collective ends\n"
      "the job (default 300; 1..86400)"},
+    {"dist-bucket-kb", required_argument, TF_OPT_DIST_BUCKET, T, "K",
+     "data parallel: all-reduce the gradients in buckets of K KiB, each\n"
+     "issued once final, overlapping the rest of the backward (default\n"
+     "2048; 0: one all-reduce after the backward; 0..1048576)"},
     {"dist-check-every", required_argument, TF_OPT_DIST_CHECK, T, "K",
      "mpirun: compare a checksum of the weights across ranks every K\n"
      "steps (a debugging aid; default off; 1..1000000)"},

@@ -160,6 +160,8 @@ static int apply(tf_cli_opts *o, int id, const char *flag, const char *arg)
         return tf_cli_parse_int(&o->dist_timeout, flag, arg, 1, TF_LIM_DIST_TIMEOUT_MAX);
     case TF_OPT_DIST_CHECK:
         return tf_cli_parse_int(&o->dist_check_every, flag, arg, 1, TF_LIM_STEPS_MAX);
+    case TF_OPT_DIST_BUCKET:
+        return tf_cli_parse_int(&o->dist_bucket_kb, flag, arg, 0, TF_LIM_DIST_BUCKET_KB_MAX);
     case TF_OPT_OUT: o->out_path = arg; return nonempty(flag, arg, "a path");
     case TF_OPT_REGIONS:
         o->selected_regions = arg;
@@ -256,6 +258,7 @@ int tf_cli_parse(tf_cli_opts *o, int cmd, int argc, char **argv)
         o->fusion_override[i] = -1;
     o->log_every = 10;
     o->dist_timeout = 300;
+    o->dist_bucket_kb = 2048;
     o->trace_steps = 5;
     o->top = 15;
     o->bench_steps = 5;

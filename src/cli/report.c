@@ -24,6 +24,7 @@ void tf_cli_summarize(tf_cli_summary *s, const tf_cli_steprec *r, int n, int bat
         s->backward_ms += r[i].backward_ms;
         s->optimizer_ms += r[i].optimizer_ms;
         s->comm_ms += r[i].comm_ms;
+        s->exposed_comm_ms += r[i].exposed_comm_ms;
         s->mean_loss += r[i].loss;
         s->final_loss = r[i].loss;
     }
@@ -36,6 +37,7 @@ void tf_cli_summarize(tf_cli_summary *s, const tf_cli_steprec *r, int n, int bat
         s->backward_ms *= k;
         s->optimizer_ms *= k;
         s->comm_ms *= k;
+        s->exposed_comm_ms *= k;
         s->mean_loss *= k;
     } else {
         /* no timed step (a run that failed or stopped in warm-up): no loss to
@@ -163,8 +165,9 @@ void tf_cli_print_summary(FILE *f, const tf_cli_summary *s, int memprof, size_t 
     fprintf(f, "   Average backward time: %.1f ms\n", s->backward_ms);
     fprintf(f, "   Average optimizer time: %.1f ms\n", s->optimizer_ms);
     if (s->comm)
-        fprintf(f, "   Average communication time: %.1f ms (%d ranks, gradient all-reduce)\n",
-                s->comm_ms, s->ranks);
+        fprintf(f, "   Average communication time: %.1f ms, %.1f ms of it exposed (%d ranks, "
+                   "gradient all-reduce)\n",
+                s->comm_ms, s->exposed_comm_ms, s->ranks);
     fprintf(f, "   Average step time: %.1f ms\n", s->step_ms);
     fprintf(f, "   Mean loss: %.4f\n", s->mean_loss);
     fprintf(f, "   Final loss: %.4f\n", s->final_loss);

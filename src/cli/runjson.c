@@ -123,6 +123,7 @@ cJSON *tf_cli_run_json(const char *command, const tf_config *c, size_t params,
     if (s->comm) {
         cJSON_AddNumberToObject(sj, "ranks", s->ranks);
         cJSON_AddNumberToObject(sj, "comm_ms", ms_json(s->comm_ms));
+        cJSON_AddNumberToObject(sj, "exposed_comm_ms", ms_json(s->exposed_comm_ms));
     }
     cJSON_AddNumberToObject(sj, "mean_loss", float_json((float)s->mean_loss));
     cJSON_AddNumberToObject(sj, "final_loss", float_json((float)s->final_loss));
@@ -146,8 +147,10 @@ cJSON *tf_cli_run_json(const char *command, const tf_config *c, size_t params,
         cJSON_AddNumberToObject(e, "forward_ms", ms_json(r[i].forward_ms));
         cJSON_AddNumberToObject(e, "backward_ms", ms_json(r[i].backward_ms));
         cJSON_AddNumberToObject(e, "optimizer_ms", ms_json(r[i].optimizer_ms));
-        if (s->comm)
+        if (s->comm) {
             cJSON_AddNumberToObject(e, "comm_ms", ms_json(r[i].comm_ms));
+            cJSON_AddNumberToObject(e, "exposed_comm_ms", ms_json(r[i].exposed_comm_ms));
+        }
         cJSON_AddNumberToObject(e, "samples_per_sec", ms_json(r[i].samples_per_sec));
         cJSON_AddItemToArray(steps, e);
     }

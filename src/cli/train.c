@@ -184,7 +184,8 @@ static uint64_t config_hash(const tf_config *c, const tf_cli_opts *o)
                            c->n_seqs, c->num_steps, c->warmup_steps, (long long)c->seed,
                            c->impl, c->fusion.qkv_msa, c->fusion.qkv_triangle, c->fusion.flash,
                            c->fusion.triangle, c->backend, c->precision, c->graph,
-                           o->save_every, o->dist_check_every, o->resume_path != NULL,
+                           o->save_every, o->dist_check_every, o->dist_bucket_kb,
+                           o->resume_path != NULL,
                            o->load_path != NULL, o->data_path != NULL, (long long)sizeof *c,
                            tf_built_with_cuda()};
     uint32_t lr;
@@ -352,8 +353,11 @@ static int setup(run_state *r, const tf_cli_opts *o)
         tf_cli_error("%s", err);
         return tf_cli_exit_for(s);
     }
-    if (r->dist->size > 1 || r->dist->nccl)
-        tf_trainer_set_dist(r->t, r->dist);
+    r->dist->bucket_bytes = (double)o->dist_bucket_kb * 1024;
+    if ((r->dist->size > 1 || r->dist->nccl) && tf_trainer_set_dist(r->t, r->dist)) {
+        tf_cli_error("out of host memory for the gradients' buckets");
+        return TF_EXIT_USAGE;
+    }
     rc = check_host_memory(&mem, o, &r->c, on_host ? tf_trainer_backend_bytes(r->t) : 0, 1);
     if (rc != TF_EXIT_OK)
         return rc;
@@ -539,7 +543,8 @@ static int train_run(tf_cli_opts *o, tf_dist *d)
                               .backward_ms = st.backward_ms,
                               .optimizer_ms = st.optimizer_ms,
                               .step_ms = st.step_ms + file_ms,
-                              .comm_ms = st.comm_ms};
+                              .comm_ms = st.comm_ms,
+                              .exposed_comm_ms = st.exposed_comm_ms};
         e->samples_per_sec = e->step_ms > 0 ? c->batch / (e->step_ms * 1e-3) : 0.0;
         if (s != TF_OK) {
             if (live)

@@ -17,6 +17,17 @@
 extern "C" {
 #endif
 
+/* One bucket of the step's gradient reduction (bucket.c): floats
+ * [lo, lo + n) of the gradient buffer, issued when backward stage `stage`
+ * ends (model/exec.h bwd_stage), its all-reduce timed from issue to
+ * completion (host ms; on the CPU the completion is seen at a poll). */
+typedef struct {
+    size_t lo, n;
+    int stage;
+    double t0, t1;
+    int done;
+} tf_dist_bucket;
+
 typedef struct {
     int rank, size;             /* in the job */
     int local_rank, local_size; /* on this node */
@@ -25,6 +36,15 @@ typedef struct {
     double timeout_s;           /* a collective waiting longer aborts the job */
     double comm_ms;             /* time in collectives since the last tf_dist_take_comm_ms */
     double comm_bytes;          /* bytes reduced since the last tf_dist_take_comm_ms */
+    double exposed_ms;          /* of comm_ms: waited for after the backward's compute */
+    /* The buckets (--dist-bucket-kb): once bucket_bytes of gradients are
+     * final, they are all-reduced while the backward goes on; 0: one
+     * all-reduce after the backward. The same plan on every rank (the
+     * collectives must match). next: the first bucket not yet issued. */
+    double bucket_bytes;
+    tf_dist_bucket *bk;
+    int nbk, next, ndone; /* ndone: of the issued ones, seen complete (MPI) */
+    void *rq;                   /* dist_mpi.c: a request per bucket */
     void *nccl;                 /* dist_nccl.c's state, NULL without NCCL */
 } tf_dist;
 
@@ -48,27 +68,62 @@ int tf_dist_max_int(tf_dist *d, int v);
 /* 1 when no two ranks of a node passed the same device ordinal. */
 int tf_dist_devices_distinct(tf_dist *d, int device);
 
-/* g[0..n) <- the mean over ranks of g, in place, host memory (MPI). */
-void tf_dist_mean_host(tf_dist *d, float *g, size_t n);
+/* The buckets over MPI, host memory (dist_mpi.c; no-ops without MPI): the
+ * next bucket issued; the ones in flight tested; all waited for with the
+ * deadline, then g[0..n) divided by the rank count. */
+void tf_dist_mpi_issue(tf_dist *d, float *g);
+void tf_dist_mpi_progress(tf_dist *d);
+void tf_dist_mpi_finish(tf_dist *d, float *g, size_t n);
 /* The mean over ranks of one value (the reported loss). */
 double tf_dist_mean_scalar(tf_dist *d, double v);
 
-/* The step's gradient reduction, between the backward and the optimizer:
- * be NULL: g is host memory (the CPU backend), averaged over MPI; else g is
- * on the device of the GPU backend be, averaged through NCCL on its own
- * stream, ordered after the backward and before the optimizer. */
+/* The buckets of a gradient buffer of n floats (bucket.c) from what each
+ * backward stage writes: hi[s], the highest float written by stage s plus
+ * one (exec.h grad_hi), for nstages stages. After stage s the floats from
+ * max(hi[s+1..]) up are final; a bucket is cut there once it holds
+ * bucket_bytes, and the rest goes after the last stage. 0, or 1 (no
+ * memory). */
+int tf_dist_plan_buckets(tf_dist *d, const size_t *hi, int nstages, size_t n);
+
+/* The step's gradient reduction, in the buckets' order. be NULL: g is host
+ * memory (the CPU backend), averaged over MPI; else g is on the device of
+ * the GPU backend be, averaged through NCCL on its own stream, each bucket
+ * after an event of the backend's stream.
+ * tf_dist_issue: the next bucket's all-reduce starts (the caller has made
+ * its gradients final); tf_dist_progress: lets MPI move the ones in flight
+ * (called after every op while some are: Open MPI has no progress thread,
+ * and a stage end is too rare for a collective of many rounds);
+ * tf_dist_reduce_grads, after the backward:
+ * issues the buckets not yet issued, then waits for all of them (MPI; the
+ * wait is the exposed time) or makes the backend's stream wait (NCCL; the
+ * host waits with the deadline in tf_dist_wait_device) and divides by the
+ * rank count. */
 struct tf_backend;
+void tf_dist_issue(tf_dist *d, float *g, struct tf_backend *be);
+void tf_dist_progress(tf_dist *d);
 void tf_dist_reduce_grads(tf_dist *d, float *g, size_t n, struct tf_backend *be);
+/* Before the host waits for the backend's stream: polls the reductions'
+ * completion within --dist-timeout (NCCL; a no-op elsewhere). */
+void tf_dist_wait_device(tf_dist *d);
 
 /* The trainer's side (trainer.c): a trainer created with this rank's share
  * of the batch (global / size) draws its slice of each step's global batch,
- * reduces its gradients every step and reports the global batch in
- * tf_trainer_config (so checkpoints and the JSON hold the global batch). */
+ * reduces its gradients every step in the buckets of d->bucket_bytes
+ * (issued from inside the backward; after it with --graph, whose captured
+ * backward holds no collective) and reports the global batch in
+ * tf_trainer_config (so checkpoints and the JSON hold the global batch).
+ * 0, or 1 when the buckets' host memory is missing. */
 struct tf_trainer;
-void tf_trainer_set_dist(struct tf_trainer *t, tf_dist *d);
+int tf_trainer_set_dist(struct tf_trainer *t, tf_dist *d);
 
-/* Milliseconds of communication and bytes reduced since the last call. */
-double tf_dist_take_comm_ms(tf_dist *d, double *bytes);
+/* Milliseconds of communication and bytes reduced since the last call;
+ * exposed (may be NULL): the part after the backward's compute ended. */
+double tf_dist_take_comm_ms(tf_dist *d, double *bytes, double *exposed);
+
+/* A step's all-reduce spans (host ms, CLOCK_MONOTONIC) for the profiler's
+ * trace; calls fn(arg, t0, t1, bytes) for each bucket of the last step with
+ * host times (the CPU; NCCL's run on the device, in CUPTI's records). */
+void tf_dist_each_span(const tf_dist *d, void (*fn)(void *, double, double, double), void *arg);
 
 /* tinyfold profile on several ranks: rank 0 merges DIR/rank<r>/trace.json
  * (r = 1..nranks-1) into DIR/trace.json, a process per rank (trace_merge.c).
@@ -83,8 +138,10 @@ int tf_dist_bcast(tf_dist *d, void *buf, size_t n);
  * its end, and the device time of the reductions since the last call. */
 int tf_dist_nccl_init(tf_dist *d, int device, char *err, size_t n);
 void tf_dist_nccl_destroy(tf_dist *d);
-void tf_dist_nccl_mean(tf_dist *d, float *g, size_t n, struct tf_backend *be);
-double tf_dist_nccl_take_ms(tf_dist *d, double *bytes);
+void tf_dist_nccl_issue(tf_dist *d, float *g, struct tf_backend *be);
+void tf_dist_nccl_finish(tf_dist *d, struct tf_backend *be);
+void tf_dist_nccl_wait(tf_dist *d);
+double tf_dist_nccl_take_ms(tf_dist *d, double *bytes, double *exposed);
 
 #ifdef __cplusplus
 }

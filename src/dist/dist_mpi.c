@@ -42,6 +42,7 @@ int tf_dist_init(tf_dist *d, double timeout_s, char *err, size_t n) {
 }
 
 void tf_dist_finalize(tf_dist *d) {
+    tf_dist_plan_buckets(d, NULL, 0, 0);
     if (!d->mpi) return;
     if (local_comm != MPI_COMM_NULL) MPI_Comm_free(&local_comm);
     MPI_Finalize();
@@ -78,7 +79,9 @@ static void wait_deadline(tf_dist *d, MPI_Request *rq, const char *what) {
         }
         if (el > 1.0) nanosleep(&(struct timespec){0, 20000}, NULL);
     }
-    d->comm_ms += now_ms() - t0;
+    const double ms = now_ms() - t0;
+    d->comm_ms += ms;
+    d->exposed_ms += ms; /* a blocking collective hides nothing */
 }
 
 static void allreduce(tf_dist *d, void *buf, int count, MPI_Datatype ty, MPI_Op op,
@@ -116,18 +119,83 @@ int tf_dist_devices_distinct(tf_dist *d, int device) {
     return !tf_dist_max_int(d, bad);
 }
 
-void tf_dist_mean_host(tf_dist *d, float *g, size_t n) {
-    if (!d->mpi || d->size == 1) return;
-    for (size_t off = 0; off < n; off += (size_t)INT_MAX / 2) {
-        size_t k = n - off < (size_t)INT_MAX / 2 ? n - off : (size_t)INT_MAX / 2;
-        allreduce(d, g + off, (int)k, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
-                  "all-reduce of the gradients");
+/* The buckets over MPI: each an MPI_Iallreduce issued as its gradients are
+ * final (no progress thread: Open MPI moves a non-blocking collective inside
+ * MPI calls, so tf_dist_mpi_progress tests them at every stage end). */
+static MPI_Request *requests(tf_dist *d) {
+    if (!d->rq) { /* a request and an index a bucket */
+        d->rq = malloc((size_t)(d->nbk > 0 ? d->nbk : 1) * (sizeof(MPI_Request) + sizeof(int)));
+        if (!d->rq) {
+            fprintf(stderr, "tinyfold: rank %d of %d: out of host memory for the all-reduce "
+                            "requests\n", d->rank, d->size);
+            tf_dist_abort(d, 1);
+        }
     }
+    return d->rq;
+}
+
+void tf_dist_mpi_issue(tf_dist *d, float *g) {
+    MPI_Request *rq = requests(d);
+    tf_dist_bucket *b = &d->bk[d->next];
+    b->done = 0;
+    b->t0 = now_ms();
+    MPI_Iallreduce(MPI_IN_PLACE, g + b->lo, (int)b->n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                   &rq[d->next]);
+    d->next++;
+}
+
+/* Marks the issued buckets that completed (one MPI_Testsome). */
+static int poll_buckets(tf_dist *d) {
+    MPI_Request *rq = requests(d);
+    int *idx = (int *)(rq + (d->nbk > 0 ? d->nbk : 1)), k = 0;
+    MPI_Testsome(d->next, rq, &k, idx, MPI_STATUSES_IGNORE);
+    const double t = now_ms();
+    for (int i = 0; i < k && k != MPI_UNDEFINED; i++) {
+        d->bk[idx[i]].t1 = t;
+        d->bk[idx[i]].done = 1;
+    }
+    int open = 0;
+    for (int i = 0; i < d->next; i++) open += !d->bk[i].done;
+    return open;
+}
+
+void tf_dist_mpi_progress(tf_dist *d) {
+    if (d->next > d->ndone) d->ndone = d->next - poll_buckets(d);
+}
+
+void tf_dist_mpi_finish(tf_dist *d, float *g, size_t n) {
+    const double t0 = now_ms();
+    while (poll_buckets(d)) {
+        double el = now_ms() - t0;
+        if (d->timeout_s > 0 && el > d->timeout_s * 1e3) {
+            fprintf(stderr,
+                    "tinyfold: rank %d of %d: all-reduce of the gradients: no answer from the "
+                    "other ranks within %g s (--dist-timeout): a rank died or hangs; ending "
+                    "every rank\n",
+                    d->rank, d->size, d->timeout_s);
+            fflush(stderr);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        if (el > 1.0) nanosleep(&(struct timespec){0, 20000}, NULL);
+    }
+    const double t1 = now_ms();
+    d->exposed_ms += t1 - t0;
+    /* the time in communication: the union of the buckets' spans (issued
+     * in order; a later one may finish first) */
+    double end = -1e300, sum = 0;
+    for (int i = 0; i < d->nbk; i++) {
+        const tf_dist_bucket *b = &d->bk[i];
+        double lo = b->t0 > end ? b->t0 : end;
+        if (b->t1 > lo) sum += b->t1 - lo;
+        if (b->t1 > end) end = b->t1;
+    }
+    d->comm_ms += sum;
     /* sum, then one rounding by 1/P (exact when P is a power of two) */
     const float s = 1.0f / (float)d->size;
 #pragma omp parallel for schedule(static) if (n > 65536)
     for (size_t i = 0; i < n; i++) g[i] *= s;
     d->comm_bytes += (double)n * sizeof(float);
+    d->next = d->ndone = 0;
 }
 
 double tf_dist_mean_scalar(tf_dist *d, double v) {

@@ -18,6 +18,7 @@
             }                                                                         \
             (ex)->ops->call;                                                          \
             if (p_) tf_prof_op_end(p_);                                               \
+            if ((ex)->op_done) (ex)->op_done((ex)->stage_ctx);                        \
         }                                                                             \
     } while (0)
 
@@ -55,18 +56,41 @@ static void main_op(tf_exec *ex, const tf_span *w, int nw, const tf_span *r, int
     }
 }
 
+/* While recording (exec.h grad_hi): the gradient floats the writes w touch. */
+static void grad_note(tf_exec *ex, const tf_span *w, int nw) {
+    const uintptr_t lo = (uintptr_t)ex->grad_base, hi = lo + ex->grad_n * sizeof(float);
+    if (ex->bwd_stage < 0 || ex->bwd_stage >= ex->grad_stages) return;
+    size_t *top = &ex->grad_hi[ex->bwd_stage];
+    for (int k = 0; k < nw; k++)
+        if (w[k].lo < hi && lo < w[k].hi) {
+            size_t end = ((w[k].hi < hi ? w[k].hi : hi) - lo + sizeof(float) - 1) / sizeof(float);
+            if (end > *top) *top = end;
+        }
+}
+
 #define TF_SPANS(...) \
     ((const tf_span[]){__VA_ARGS__}), (int)(sizeof((const tf_span[]){__VA_ARGS__}) / sizeof(tf_span))
 /* An op about to be issued on the main queue: its writes W and reads R
  * (TF_SPANS lists). One branch while nothing is on the lane. */
-#define TF_ACCESS(ex, W, R)                                  \
-    do {                                                     \
+#define TF_ACCESS(ex, W, R)                                       \
+    do {                                                          \
+        if ((ex)->grad_hi) grad_note((ex), W);                    \
         if ((ex)->lane.n && !(ex)->planning) main_op((ex), W, R); \
     } while (0)
 #define F(p, n) tf_span_f((p), (size_t)(n))
 
 void tf_x_lane_join(tf_exec *ex) {
     if (ex->lane.n && !ex->planning) lane_wait(ex, ex->lane.n);
+}
+
+void tf_x_stage_end(tf_exec *ex) {
+    if (!ex->planning && ex->stage_end) ex->stage_end(ex->stage_ctx, ex->bwd_stage);
+    ex->bwd_stage++;
+}
+
+void tf_x_grads_final(tf_exec *ex, const float *p, size_t n) {
+    tf_span s = F(p, n);
+    if (ex->lane.n && !ex->planning) main_op(ex, &s, 1, &s, 1);
 }
 
 /* a [rows, cols] matrix with leading dimension ld, batch of them stride apart */
@@ -97,9 +121,13 @@ static const char *gemm_kname(const tf_gemm_args *a) {
 }
 
 void tf_gemm(tf_exec *ex, const tf_gemm_args *a, const char *name) {
+    tf_span r[4], w;
+    if (ex->grad_hi) {
+        gemm_spans(a, r, &w);
+        grad_note(ex, &w, 1);
+    }
     if (ex->planning) return;
     const int lane = a->wgrad && ex->wgrad_async;
-    tf_span r[4], w;
     if (lane || ex->lane.n) gemm_spans(a, r, &w);
     if (!lane && ex->lane.n) main_op(ex, &w, 1, r, 4);
     TF_EXEC_OPC(ex, gemm_kname(a), tf_cost_gemm(a), gemm(ex->be, a, name));

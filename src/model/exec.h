@@ -47,7 +47,35 @@ typedef struct {
     int recompute;
     size_t bwd_slot, bwd_slot_need, bwd_base, bwd_saved_peak;
     int bwd_module;
+    /* The backward's stages, for data parallel reduction in buckets: the
+     * loss head (stage 0), each module in backward order, the embeddings
+     * (the last, after the lane is joined). tf_x_stage_end ends one and
+     * calls stage_end(stage_ctx, stage) when set (not while planning).
+     * grad_hi, when set: every op's writes into the gradient buffer
+     * [grad_base, grad_base + grad_n) are recorded, grad_hi[s] the highest
+     * float written by stage s, plus one (set by a planning pass: what the
+     * buckets are built from, derived like the lane's waits). */
+    int bwd_stage;
+    void (*stage_end)(void *ctx, int stage);
+    void *stage_ctx;
+    size_t *grad_hi;
+    int grad_stages; /* entries of grad_hi */
+    /* called after every op when set (not while planning): MPI's
+     * non-blocking all-reduces move only inside MPI calls */
+    void (*op_done)(void *ctx);
+    const float *grad_base;
+    size_t grad_n;
 } tf_exec;
+
+#define TF_BLOCK_MODULES 9 /* an Evoformer block's modules (model.c) */
+/* Stages of the backward of a model of n_blocks (bwd_stage). */
+static inline int tf_bwd_stages(int n_blocks) { return 2 + TF_BLOCK_MODULES * n_blocks; }
+/* Ends the current backward stage (see bwd_stage). */
+void tf_x_stage_end(tf_exec *ex);
+/* Before something off the main queue reads or writes p[0..n) (an
+ * all-reduce of gradients): the main queue waits for the lane's GEMMs that
+ * write it. */
+void tf_x_grads_final(tf_exec *ex, const float *p, size_t n);
 
 /* The main queue waits for every weight gradient still on the lane (the end
  * of the backward: a step, and a graph capture, ends joined). */

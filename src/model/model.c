@@ -164,7 +164,7 @@ void tf_residual_linear(tf_exec *ex, float *x_out, const float *x_in, const floa
 
 /* The nine modules of a block in forward order; module k reads the stream
  * values before it (in_m, in_z) and writes one stream (out). */
-enum { TF_N_MODULES = 9 };
+enum { TF_N_MODULES = TF_BLOCK_MODULES };
 static float **module_out(tf_block_act *A, int k) {
     float **outs[TF_N_MODULES] = {&A->m1, &A->m2, &A->m3, &A->z1, &A->z2,
                                   &A->z3, &A->z4, &A->z5, &A->z6};
@@ -278,6 +278,7 @@ static void module_end(tf_exec *ex) {
         if (ex->bwd_saved_peak > a->peak) a->peak = ex->bwd_saved_peak;
     }
     ex->bwd_module++;
+    tf_x_stage_end(ex);
 }
 static void module_bwd(tf_exec *ex, tf_model *M, int b, int k, float *dm, float *dz) {
     const tf_config *c = M->c;
@@ -373,6 +374,7 @@ void tf_model_backward(tf_exec *ex, tf_model *M) {
     const int B = c->batch, S = c->n_seqs, N = c->seq_len;
     const long mrows = (long)B * S * N, zrows = (long)B * N * N;
     size_t mark = tf_arena_mark(ex->arena);
+    ex->bwd_stage = 0;
     tf_x_zero(ex, M->grads, tf_param_count_floats(c));
     float *dm = tf_alloc_act(ex, (size_t)mrows * c->msa_dim);
     float *dz = tf_alloc_act(ex, (size_t)zrows * c->pair_dim);
@@ -386,6 +388,7 @@ void tf_model_backward(tf_exec *ex, tf_model *M) {
     tf_linear_bwd(ex, dz, tf_G(M, M->off.dist), dlogit, z_last, tf_P(M, M->off.dist), zrows,
                   c->pair_dim, 1, 0);
     tf_rpop(ex);
+    tf_x_stage_end(ex);
     tf_x_zero(ex, dm, (size_t)mrows * c->msa_dim); /* the last m feeds nothing but its OPM */
     ex->bwd_base = tf_arena_mark(ex->arena);
     ex->bwd_module = 0;
@@ -401,5 +404,6 @@ void tf_model_backward(tf_exec *ex, tf_model *M) {
                   c->pair_input_dim, c->pair_dim, 0);
     tf_rpop(ex);
     tf_x_lane_join(ex); /* the step ends joined */
+    tf_x_stage_end(ex);
     tf_arena_release(ex->arena, mark);
 }

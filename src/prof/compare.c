@@ -603,6 +603,8 @@ static int compare_runs(cmp_run *runs, const char *const *paths, int n, int forc
         metric_row(perf, runs, n, "forward ms", "forward_ms", 1, 3);
         metric_row(perf, runs, n, "backward ms", "backward_ms", 1, 3);
         metric_row(perf, runs, n, "optimizer ms", "optimizer_ms", 1, 3);
+        metric_row(perf, runs, n, "comm ms", "comm_ms", 1, 3);
+        metric_row(perf, runs, n, "exposed comm ms", "exposed_comm_ms", 1, 3);
         metric_row(perf, runs, n, "launches/step", "launches_per_step", 1, 1);
         metric_row(perf, runs, n, "peak memory MiB", "peak_memory_bytes", 1.0 / 1048576, 1);
         metric_row(perf, runs, n, "host peak RSS MiB", "host_peak_rss_bytes", 1.0 / 1048576, 1);

@@ -103,6 +103,13 @@ typedef struct {
     size_t backend, host;
 } prof_mem;
 
+/* One all-reduce of a traced step (tf_prof_comm). */
+typedef struct {
+    int64_t start, end;
+    double bytes;
+    uint32_t step;
+} prof_comm;
+
 typedef struct prof_cpuc prof_cpuc; /* counters_cpu.c */
 
 /* One op of the model at one region path (opcost.c): its analytic cost over
@@ -168,6 +175,8 @@ struct tf_prof {
     size_t nrev, cap_rev;
     prof_mem *mem;
     size_t nmem, cap_mem;
+    prof_comm *comm;
+    size_t ncomm, cap_comm;
     uint64_t mem_samples;
     size_t peak_backend, peak_host;
 

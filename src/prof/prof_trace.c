@@ -2,7 +2,9 @@
  * (Chrome trace format, ts/dur in microseconds with ns precision).
  *
  * Tracks: pid 1 "tinyfold host" holds the region stack (tid 1, nested X
- * events), the steps (tid 2), the CPU ops (tid 3) and the memory counter;
+ * events), the steps (tid 2), the CPU ops (tid 3), the all-reduces of data
+ * parallel runs (tid 4, their bytes in args; they overlap the ops they are
+ * hidden behind) and the memory counter;
  * pid 2 "GPU" holds one track per CUDA stream, and one "CUDA graph" track
  * for replayed graphs (PROF_STREAM_GRAPH). X events on one tid must nest,
  * so launches that overlap on one track (a graph's weight-gradient branch,
@@ -19,6 +21,9 @@
 #define TID_REGIONS 1
 #define TID_STEPS 2
 #define TID_CPU_OPS 3
+#define TID_COMM 4   /* and TID_COMM_OVERLAP + k for the k-th overlapping one */
+#define TID_COMM_OVERLAP 90
+#define COMM_LANES 8
 #define TID_LANE0 100
 
 typedef struct {
@@ -171,6 +176,27 @@ int prof_write_trace_json(const tf_prof *p, const char *path, char *err, size_t 
                     l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
                     l->regs, l->smem);
         fputs("}}", f);
+    }
+
+    /* X events on one track must nest: an all-reduce issued while the last
+     * is in flight goes to an overlap track */
+    int64_t comm_end[COMM_LANES];
+    int comm_named[COMM_LANES] = {0};
+    for (size_t i = 0; i < p->ncomm; i++) {
+        const prof_comm *c = &p->comm[i];
+        int k = 0;
+        while (k < COMM_LANES - 1 && comm_named[k] && comm_end[k] > c->start) k++;
+        int tid = k ? TID_COMM_OVERLAP + k : TID_COMM;
+        if (!comm_named[k]) {
+            char tname[48];
+            if (k) snprintf(tname, sizeof tname, "allreduce (overlap %d)", k);
+            else snprintf(tname, sizeof tname, "allreduce");
+            meta(f, &first, "thread_name", PID_HOST, tid, tname);
+            comm_named[k] = 1;
+        }
+        comm_end[k] = c->end;
+        x_begin(f, &first, "allreduce", PID_HOST, tid, c->start - p->t0, c->end - c->start);
+        fprintf(f, ",\"args\":{\"bytes\":%.0f,\"step\":%ld}}", c->bytes, p->steps[c->step].step);
     }
 
     for (size_t i = 0; i < p->nmem; i++) {

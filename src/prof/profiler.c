@@ -197,6 +197,16 @@ void tf_prof_memory(tf_prof *p, size_t backend_bytes, size_t host_bytes) {
     }
 }
 
+void tf_prof_comm(tf_prof *p, int64_t start_ns, int64_t end_ns, double bytes) {
+    if (!p || !p->in_step || !p->steps[p->cur_step].traced) return;
+    if (p->ncomm == p->cap_comm &&
+        prof_reserve((void **)&p->comm, &p->cap_comm, p->ncomm + 1, sizeof *p->comm)) {
+        p->oom = 1;
+        return;
+    }
+    p->comm[p->ncomm++] = (prof_comm){start_ns, end_ns, bytes, (uint32_t)p->cur_step};
+}
+
 int prof_name_matches(tf_prof *p, uint32_t name) {
     if (!p->counters) return 0;
     if (name >= p->name_match_cap) {
@@ -315,6 +325,7 @@ void tf_prof_destroy(tf_prof *p) {
     free(p->launches);
     free(p->rev);
     free(p->mem);
+    free(p->comm);
     free(p->name_match);
     free(p->out_dir);
     free(p->selected);

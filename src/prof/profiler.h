@@ -40,6 +40,10 @@ tf_prof *tf_prof_create(const tf_prof_opts *o, char *err, size_t errlen);
 /* A memory sample (the trainer calls it at phase boundaries). host_bytes == 0
  * means "read this process's resident set size now". */
 void tf_prof_memory(tf_prof *p, size_t backend_bytes, size_t host_bytes);
+/* One all-reduce of the current step (data parallel): its span on the
+ * host's CLOCK_MONOTONIC in ns, from issue to completion, and its bytes;
+ * traced steps show it on a track of its own. */
+void tf_prof_comm(tf_prof *p, int64_t start_ns, int64_t end_ns, double bytes);
 /* The model's activation arena fill level (bytes in use), read at region
  * boundaries and ops of one step to give each region's share of it. */
 void tf_prof_watch_arena(tf_prof *p, const size_t *top);

@@ -22,6 +22,7 @@
 #define TF_LIM_LR_MAX 1.0       /* learning rate in (0, 1] */
 #define TF_LIM_DEVICE_MAX 255
 #define TF_LIM_DIST_TIMEOUT_MAX 86400 /* --dist-timeout, seconds */
+#define TF_LIM_DIST_BUCKET_KB_MAX 1048576 /* --dist-bucket-kb: 1 GiB */
 #define TF_LIM_THREADS_MAX 1024
 #define TF_LIM_LOG_EVERY_MAX 1000000
 #define TF_LIM_TRACE_STEPS_MAX 1000

@@ -33,6 +33,10 @@ struct tf_trainer {
      * [boff, boff + cfg.batch) of the global batch of gbatch */
     tf_dist *dist;
     int gbatch, boff;
+    /* what each backward stage writes into the gradients (exec.h grad_hi,
+     * recorded while planning): the buckets follow from it */
+    size_t *grad_hi;
+    int nstages;
     const tf_ops *ops;
     tf_backend *be;
     tf_backend_caps caps; /* what the backend prefers and provides */
@@ -231,6 +235,13 @@ static tf_status check_heads(const tf_trainer *t, char *err, size_t errlen) {
 static size_t plan_arena(tf_trainer *t) {
     t->ex.planning = 1;
     setup_model(t);
+    /* the gradients' writes are recorded against a fake address, far above
+     * the arena's fake ones (never dereferenced) */
+    t->M.grads = (float *)((uintptr_t)1 << (sizeof(uintptr_t) * 8 - 2));
+    t->ex.grad_base = t->M.grads;
+    t->ex.grad_n = t->nparams;
+    t->ex.grad_hi = t->grad_hi;
+    t->ex.grad_stages = t->grad_hi ? t->nstages : 0;
     tf_model_forward(&t->ex, &t->M);
     tf_model_backward(&t->ex, &t->M);
     if (t->ex.wgrad_async && t->ex.bwd_slot_need) {
@@ -241,6 +252,8 @@ static size_t plan_arena(tf_trainer *t) {
         tf_model_backward(&t->ex, &t->M);
     }
     t->ex.planning = 0;
+    t->ex.grad_hi = NULL;
+    t->M.grads = t->grads;
     return t->arena.peak;
 }
 
@@ -277,6 +290,8 @@ static tf_status create_on(tf_trainer **out, const tf_config *c, tf_backend *be,
     tf_param_table(c, t->table);
     tf_model_offsets(c, t->table, &t->M.off);
     build_ranges(t);
+    t->nstages = tf_bwd_stages(c->n_blocks);
+    t->grad_hi = calloc((size_t)t->nstages, sizeof *t->grad_hi); /* NULL: one bucket */
 
     const int B = c->batch, S = c->n_seqs, N = c->seq_len;
     t->ex.ops = t->ops;
@@ -442,6 +457,7 @@ void tf_trainer_destroy(tf_trainer *t) {
     }
     free(t->table);
     free(t->ranges);
+    free(t->grad_hi);
     free(t->M.off.blk);
     free(t->M.acts);
     free(t);
@@ -449,11 +465,44 @@ void tf_trainer_destroy(tf_trainer *t) {
 
 const tf_config *tf_trainer_config(const tf_trainer *t) { return &t->pub; }
 
-void tf_trainer_set_dist(tf_trainer *t, tf_dist *d) {
+/* The end of a backward stage: the buckets whose gradients it made final
+ * go (after the lane's GEMMs that write them), and MPI moves the others. */
+static void stage_done(void *arg, int stage) {
+    tf_trainer *t = arg;
+    tf_dist *d = t->dist;
+    void *be = t->caps.device_memory ? t->be : NULL;
+    while (d->next < d->nbk && d->bk[d->next].stage == stage) {
+        const tf_dist_bucket *b = &d->bk[d->next];
+        tf_x_grads_final(&t->ex, t->grads + b->lo, b->n);
+        tf_dist_issue(d, t->grads, be);
+    }
+    tf_dist_progress(d);
+}
+
+/* After an op on the CPU: MPI moves the buckets in flight. */
+static void op_done(void *arg) {
+    tf_trainer *t = arg;
+    tf_dist_progress(t->dist);
+}
+
+int tf_trainer_set_dist(tf_trainer *t, tf_dist *d) {
     t->dist = d;
     t->gbatch = t->cfg.batch * d->size;
     t->boff = t->cfg.batch * d->rank;
     t->pub.batch = t->gbatch;
+    /* a captured backward replays without the host: no collective in it */
+    const int graphs = t->cfg.graph && t->caps.graphs;
+    const double keep = d->bucket_bytes;
+    if (graphs || !t->grad_hi) d->bucket_bytes = 0;
+    int bad = tf_dist_plan_buckets(d, t->grad_hi ? t->grad_hi : &t->nparams,
+                                   t->grad_hi ? t->nstages : 1, t->nparams);
+    d->bucket_bytes = keep;
+    if (!graphs && d->nbk > 1) {
+        t->ex.stage_end = stage_done;
+        t->ex.stage_ctx = t;
+        if (!t->caps.device_memory) t->ex.op_done = op_done;
+    }
+    return bad;
 }
 
 /* This rank's slice of step's global batch. */
@@ -461,13 +510,27 @@ static void draw_batch(const tf_trainer *t, long step, tf_batch *b) {
     tf_data_batch_slice(t->cfg.seed, step, t->gbatch, t->boff, b);
 }
 
+static int back_to_back(const tf_trainer *t);
+
 /* Between the backward and the optimizer: the gradients averaged over the
  * ranks, so that AdamW makes the same update everywhere. */
 static void reduce_grads(tf_trainer *t) {
     if (!t->dist || (t->dist->size == 1 && !t->dist->nccl)) return;
     tf_region_push(t->prof, "allreduce");
     tf_dist_reduce_grads(t->dist, t->grads, t->nparams, t->caps.device_memory ? t->be : NULL);
+    if (!back_to_back(t)) tf_dist_wait_device(t->dist); /* the phase's wait follows */
     tf_region_pop(t->prof);
+}
+
+/* The step's all-reduce spans to the profiler's trace. */
+static void comm_span(void *arg, double t0, double t1, double bytes) {
+    tf_prof_comm(arg, (int64_t)(t0 * 1e6), (int64_t)(t1 * 1e6), bytes);
+}
+static void comm_stats(tf_trainer *t, tf_step_stats *st) {
+    st->comm_ms = st->exposed_comm_ms = 0;
+    if (!t->dist) return;
+    if (t->prof) tf_dist_each_span(t->dist, comm_span, t->prof);
+    st->comm_ms = tf_dist_take_comm_ms(t->dist, NULL, &st->exposed_comm_ms);
 }
 
 /* The loss every rank reports, and so the same stop decision everywhere. */
@@ -591,6 +654,7 @@ static tf_status pipelined_phases(tf_trainer *t, tf_step_stats *st, double t0, d
     t->adam_step++;
     set_hyper(t);
     issue_marked(t, 2, issue_optimizer);
+    if (t->dist) tf_dist_wait_device(t->dist); /* NCCL, with the deadline */
     o->sync(t->be);
     double t4 = now_ms();
     float loss = t->step_host[0];
@@ -602,11 +666,12 @@ static tf_status pipelined_phases(tf_trainer *t, tf_step_stats *st, double t0, d
         st->backward_ms = o->mark_ms(t->be, 1, 2);
         st->optimizer_ms = o->mark_ms(t->be, 2, 3);
         st->step_ms = t4 - t0;
-        st->comm_ms = t->dist ? tf_dist_take_comm_ms(t->dist, NULL) : 0;
-        /* mark 2 precedes the all-reduce the optimizer waits for: its time
-         * (on the communication stream, from the same point) is not the
-         * optimizer's */
-        if (st->comm_ms > 0) st->optimizer_ms = fmax(0.0, st->optimizer_ms - st->comm_ms);
+        comm_stats(t, st);
+        /* mark 2 precedes the wait for the all-reduces that the backward
+         * did not hide (the exposed part, timed from the same point on the
+         * device): that time is not the optimizer's */
+        if (st->exposed_comm_ms > 0)
+            st->optimizer_ms = fmax(0.0, st->optimizer_ms - st->exposed_comm_ms);
         st->counter_replay = 0;
     }
     tf_prof_step_end(t->prof, t->cur_step);
@@ -676,10 +741,7 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
         st->forward_ms = t2 - t1;
         st->backward_ms = t3 - t2;
         st->optimizer_ms = t4 - t3c;
-        st->comm_ms = t->dist ? tf_dist_take_comm_ms(t->dist, NULL) : 0;
-        /* NCCL: the optimizer's phase waited for the all-reduce on the device */
-        if (t->dist && t->dist->nccl)
-            st->optimizer_ms = fmax(0.0, st->optimizer_ms - st->comm_ms);
+        comm_stats(t, st); /* reduce_grads waited for the reductions (t3 .. t3c) */
         st->step_ms = t4 - t0;
         st->counter_replay = tf_prof_counter_step(t->prof);
     }

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Data parallel over MPI: two ranks against one at the same global batch (the
 # loss of every step and the weights after 3 steps, within the bound derived
-# below), the start-up refusals, and a dead or stopped rank ending the job.
+# below), the gradients in buckets overlapping the backward against one
+# all-reduce after it (bit for bit, see below; also with a late weight-gradient
+# lane, tests/mpi/dist_lane.c), the communication times in
+# the JSON and the trace, the start-up refusals, and a dead or stopped rank
+# ending the job.
 # Skipped (77) without mpirun or with a tinyfold built without MPI.
 # Usage: test_mpi.sh path/to/tinyfold   (st_diff is built next to it)
 #
@@ -24,6 +28,14 @@
 #   |dL_t| <= 2 gamma_n L_t + (tau_w / lr) max_k |L_k - L_{k-1}|.
 # A run that reduced nothing (each rank its own half) is ~1e-3 apart in the
 # weights after 3 steps, ~100 tau_w.
+#
+# Buckets against one all-reduce: each gradient element is reduced once
+# either way, and with two ranks its sum is a + b whichever algorithm MPI
+# picks for the message's size (IEEE addition is commutative, the halving
+# exact), so the weights must agree bit for bit. A bucket issued one stage
+# before its gradients were final measured 9.5e-4 apart. (With P > 2 the order
+# of the P terms may change with the message size: within 2 gamma_(P-1)
+# sum_r |g_r| per element, not tested here.)
 set -u
 BIN=${1:?usage: $0 path/to/tinyfold}
 DIFF=$(dirname "$BIN")/st_diff
@@ -55,10 +67,31 @@ losses() { # FILE -> "step loss" lines
 run "$BIN" train "${TINY[@]}" --num-steps $S --json "$TMP/p1.json" --save "$TMP/p1.st" ||
     fail "one process"
 run "${MPI[@]}" "$BIN" train "${TINY[@]}" --num-steps $S --json "$TMP/p2.json" \
-    --save "$TMP/p2.st" --dist-check-every 1 || fail "two ranks (the ranks' weights are compared each step)"
+    --save "$TMP/p2.st" --dist-check-every 1 --dist-bucket-kb 1 ||
+    fail "two ranks (the ranks' weights are compared each step)"
 [ "$(grep -c 'Performance summary' "$TMP/out")" -eq 1 ] || fail "the summary should be printed once (rank 0)"
 tr -d ' \t\n' <"$TMP/p2.json" | grep -q '"ranks":2' || fail "the JSON should say ranks 2"
 tr -d ' \t\n' <"$TMP/p2.json" | grep -q '"batch":4' || fail "the JSON should hold the global batch"
+# every step has its communication time and the exposed part of it, <= it
+comm=$(tr -d ' \t\n' <"$TMP/p2.json" | grep -o '"comm_ms":[^,]*,"exposed_comm_ms":[^,}]*' |
+       sed 's/"comm_ms":\([^,]*\),"exposed_comm_ms":\(.*\)/\1 \2/')
+[ "$(echo "$comm" | grep -c .)" -eq $((S + 1)) ] ||
+    fail "expected comm_ms and exposed_comm_ms in the summary and in each of the $S steps: [$comm]"
+echo "$comm" | awk '{ if (!($1 > 0 && $2 >= 0 && $2 <= $1 + 1e-3)) exit 1 }' ||
+    fail "comm_ms > 0 and 0 <= exposed_comm_ms <= comm_ms expected: [$comm]"
+# the same run with one all-reduce after the backward: the same bits
+run "${MPI[@]}" "$BIN" train "${TINY[@]}" --num-steps $S --json "$TMP/p2one.json" \
+    --save "$TMP/p2one.st" --dist-bucket-kb 0 || fail "two ranks, one all-reduce"
+w=$("$DIFF" "$TMP/p2.st" "$TMP/p2one.st") || fail "st_diff: $w"
+case "$w" in "max_abs_diff 0 "*) ;; *) fail "buckets and one all-reduce differ: $w (expected 0)" ;; esac
+[ "$(losses "$TMP/p2.json")" = "$(losses "$TMP/p2one.json")" ] ||
+    fail "buckets and one all-reduce: the losses differ"
+echo "buckets against one all-reduce: $w"
+# the same with a weight-gradient lane that runs as late as it may
+LANE=$(dirname "$BIN")/dist_lane
+[ -x "$LANE" ] || fail "no $LANE"
+run "${MPI[@]}" "$LANE" || fail "buckets against a late lane: $(cat "$TMP/out")"
+cat "$TMP/out"
 w=$("$DIFF" "$TMP/p1.st" "$TMP/p2.st") || fail "st_diff: $w"
 l1=$(losses "$TMP/p1.json"); l2=$(losses "$TMP/p2.json")
 [ "$(echo "$l2" | wc -l)" -eq $S ] || fail "two ranks: expected $S steps, got [$l2]"
@@ -89,10 +122,17 @@ awk -v w="$w" -v lr=$LR 'BEGIN { split(w, f, " "); exit !(f[2] <= 2e-5) }' ||
     fail "resumed on two ranks: $w (expected within the bound above)"
 
 # ---- profile on two ranks: one trace, a process per rank
-run "${MPI[@]}" "$BIN" profile "${TINY[@]}" --num-steps 2 --out "$TMP/prof" || fail "profile on two ranks"
+run "${MPI[@]}" "$BIN" profile "${TINY[@]}" --num-steps 2 --out "$TMP/prof" --dist-bucket-kb 1 ||
+    fail "profile on two ranks"
 grep -q '"name":"rank 1 host"' "$TMP/prof/trace.json" || fail "the trace has no process for rank 1"
 grep -q '"pid":101,' "$TMP/prof/trace.json" || fail "rank 1's events are not in the merged trace"
 grep -q '"name":"allreduce"' "$TMP/prof/trace.json" || fail "no allreduce region in the trace"
+grep -q '"thread_name","ph":"M","pid":101,"tid":4,"args":{"name":"allreduce"}' "$TMP/prof/trace.json" ||
+    fail "no all-reduce track for rank 1 in the trace"
+grep -q '"name":"allreduce","ph":"X","pid":1,"tid":4,.*"args":{"bytes":[1-9]' "$TMP/prof/trace.json" ||
+    fail "no all-reduce span with its bytes on rank 0's track"
+tr -d ' \t\n' <"$TMP/prof/summary.json" | grep -q '"exposed_comm_ms":' ||
+    fail "the profile's summary.json has no exposed_comm_ms"
 tail -c 4 "$TMP/prof/trace.json" | grep -q ']}' || fail "the merged trace is not closed"
 
 # ---- refusals at start-up, one line on rank 0, exit 2

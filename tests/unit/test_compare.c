@@ -51,6 +51,12 @@ static int setup(void **state) {
     cJSON *d = tp_run_json(4, 64, 50.0, 80.0);
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(d, "config"), "precision", cJSON_CreateString("tf32"));
     write_json("d.json", d);
+    /* a data parallel run: its communication and the exposed part */
+    cJSON *e = tp_run_json(4, 64, 90.0, 44.0);
+    cJSON_AddNumberToObject(cJSON_GetObjectItem(e, "summary"), "comm_ms", 12.5);
+    cJSON_AddNumberToObject(cJSON_GetObjectItem(e, "summary"), "exposed_comm_ms", 3.25);
+    write_json("e.json", e);
+    cJSON_Delete(e);
     cJSON_Delete(a);
     cJSON_Delete(b);
     cJSON_Delete(c);
@@ -75,6 +81,7 @@ static int teardown(void **state) {
                                         "v2/summary.json",     "v2/trace.json",
                                         "a.json",              "b.json",
                                         "c.json",              "d.json",
+                                        "e.json",
                                         "trunc.json",          "array.json",
                                         "noconfig.json",       "empty.json",
                                         "out.txt",             "err.txt"};
@@ -184,6 +191,31 @@ static void test_table(void **state) {
     assert_int_equal(compare(&out, &err, d1, d2, NULL), 0);
     assert_non_null(strstr(out, "v2 = "));
     assert_non_null(strstr(out, "sgemm_nt calls"));
+    free(out);
+    free(err);
+}
+
+/* comm rows only where a run has them, "-" for the runs that do not */
+static void test_comm_rows(void **state) {
+    (void)state;
+    paths();
+    char fe[400], *out, *err;
+    path_of(fe, sizeof fe, "e.json");
+    assert_int_equal(compare(&out, &err, fa, fb, NULL), 0);
+    assert_null(strstr(out, "comm ms"));
+    free(out);
+    free(err);
+    assert_int_equal(compare(&out, &err, fa, fe, NULL), 0);
+    const char *row = strstr(out, "\ncomm ms");
+    assert_non_null(row);
+    const char *eol = strchr(row + 1, '\n');
+    const char *v = strstr(row, "12.500");
+    assert_true(v && v < eol);
+    row = strstr(out, "exposed comm ms");
+    assert_non_null(row);
+    eol = strchr(row, '\n');
+    v = strstr(row, "3.250");
+    assert_true(v && v < eol);
     free(out);
     free(err);
 }
@@ -331,6 +363,7 @@ static void test_bad_files(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),
+        cmocka_unit_test(test_comm_rows),
         cmocka_unit_test(test_csv_markdown),
         cmocka_unit_test(test_refuse_mismatch),
         cmocka_unit_test(test_rocprof_stats),
