@@ -52,8 +52,8 @@ int prof_gpu_ceilings(prof_ceilings *c) {
 #endif
 
 /* CPU-only builds: no GPU queues to record events on (gpu/gpu_events.cu is
- * the CUDA and HIP builds'). */
-#if !defined(TF_HAVE_CUDA) && !defined(TF_HAVE_HIP)
+ * the CUDA and HIP builds', and hostemu's: TF_HAVE_GPU_EVENTS). */
+#ifndef TF_HAVE_GPU_EVENTS
 int prof_gpu_events_built(void) { return 0; }
 int prof_gpu_events_open(prof_gpu_clock *clk, void *be, char *err, size_t errlen) {
     (void)clk, (void)be;

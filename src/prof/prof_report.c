@@ -51,7 +51,7 @@ static void print_kernels(const tf_prof *p, FILE *out) {
         shown += s->total_ns;
     }
     if (top < n)
-        fprintf(out, "(%zu more kernels: %.3f ms, %.2f%% of time)\n", n - top,
+        fprintf(out, "(%zu more %s: %.3f ms, %.2f%% of time)\n", n - top, ops ? "ops" : "kernels",
                 (double)(p->kernel_total_ns - shown) / 1e6,
                 tot > 0 ? 100.0 * (double)(p->kernel_total_ns - shown) / tot : 0.0);
     free(ids);
@@ -158,7 +158,8 @@ void prof_print_report(const tf_prof *p, FILE *out) {
                 if (first < 0) first = p->steps[i].step;
                 last = p->steps[i].step;
             }
-        fprintf(out, "Trace: steps %ld..%ld (%zu launches)", first, last, p->nlaunch);
+        fprintf(out, "Trace: steps %ld..%ld (%zu %s)", first, last, p->nlaunch,
+                p->evt ? "ops" : "launches");
         if (p->trace_cap_hit)
             fprintf(out, "; cap of %d steps reached: the %zu later steps are in the statistics "
                          "but not in the trace",
