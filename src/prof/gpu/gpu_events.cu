@@ -24,7 +24,10 @@ static int ec_record(void *ctx, int lane)
     /* the lane's queue is be->wstream outside a lane GEMM (cuda_wgrad.cu) */
     cudaStream_t s = lane ? c->be->wstream : c->be->stream;
     if ((lane && !s) || c->nev >= PROF_EVT_MAX_EVENTS) return -1;
-    if (c->nev == c->cap) {
+    /* grown one event early: the pool grows before an op's begin event (index
+     * odd, the step's own being 0), not between its two, where the host's
+     * time creating events would count as the op's (the queue idles) */
+    if (c->nev + 1 >= c->cap && c->cap < PROF_EVT_MAX_EVENTS) {
         int nc = c->cap ? 2 * c->cap : 1024;
         if (nc > PROF_EVT_MAX_EVENTS) nc = PROF_EVT_MAX_EVENTS;
         cudaEvent_t *q = (cudaEvent_t *)realloc(c->ev, (size_t)nc * sizeof *q);
@@ -35,7 +38,7 @@ static int ec_record(void *ctx, int lane)
                 (void)cudaGetLastError();
                 break;
             }
-        if (c->nev == c->cap) return -1;
+        if (c->nev >= c->cap) return -1;
     }
     if (cudaEventRecord(c->ev[c->nev], s) != cudaSuccess) {
         (void)cudaGetLastError();
