@@ -11,7 +11,7 @@
 #   make hip     the GPU backend compiled with hipcc for AMD GPUs in build-hip/
 #                (Debian's hipcc 5.2: gfx90a and gfx940; HIP_ARCHS overrides)
 #   make hostemu the portable GPU kernels' test_cuda_ops cases on the CPU emulator,
-#                at warp width 32 and 64
+#                at warp width 32 and 64, and the profiler's GPU event timer on it
 #   make clean   remove both build directories
 #
 # WITH_MPI=1 also installs Open MPI (the two-rank tests need mpirun).
@@ -115,6 +115,7 @@ HOSTEMU_TESTS ?= test_gemm,test_layernorm,test_layernorm2,test_softmax,test_atte
 hostemu: deps
 	bash tests/hostemu/run_tests.sh --warp 32 --tests $(HOSTEMU_TESTS)
 	bash tests/hostemu/run_tests.sh --warp 64 --tests $(HOSTEMU_TESTS)
+	bash tests/hostemu/run_prof.sh
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(HIP_BUILD)

@@ -59,6 +59,7 @@ typedef struct {
     const char *out_path, *selected_regions, *counters;
     const char *profile_regions; /* train / profile: an external profiler's regions */
     int include_warmup, trace_steps, top;
+    int gpu_timer; /* --gpu-timer: tf_prof_gpu_timer (0: the backend's default) */
     /* bench */
     const char *problems, *impls;
     int bench_steps;
@@ -119,6 +120,7 @@ enum {
     TF_OPT_TRACE_STEPS,
     TF_OPT_COUNTERS,
     TF_OPT_TOP,
+    TF_OPT_GPU_TIMER,
     TF_OPT_PROBLEMS,
     TF_OPT_IMPLS,
     TF_OPT_BENCH_STEPS,

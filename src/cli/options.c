@@ -137,6 +137,10 @@ const tf_cli_optdef tf_cli_optdefs[] = {
      "replay of up to 64 matching ops in one extra step, left out of the timings)"},
     {"top", required_argument, TF_OPT_TOP, P, "K",
      "kernels in the printed table (default 15; 1..10000)"},
+    {"gpu-timer", required_argument, TF_OPT_GPU_TIMER, P, "cupti|events",
+     "what times a GPU run's ops: cupti, CUPTI's record of every kernel (CUDA's\n"
+     "default), or events, a pair of GPU events around each op (a row per op;\n"
+     "the only timer on hip; on CUDA where CUPTI is unavailable)"},
     /* bench */
     {"problems", required_argument, TF_OPT_PROBLEMS, B, "LIST",
      "of tiny (B2 N32 S8, 2 blocks), small (B4 N64 S16), large (B4 N128 S32)\n"

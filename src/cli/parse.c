@@ -9,6 +9,7 @@
 #include "train/limits.h"
 #include "backend/backend.h"
 #include "backend/gpu_plan.h"
+#include "prof/profiler.h"
 
 #include <getopt.h>
 #include <omp.h>
@@ -25,6 +26,8 @@ static const char *const recompute_names[] = {"none", "blocks", "modules"};
 static const int recompute_vals[] = {TF_RECOMPUTE_NONE, TF_RECOMPUTE_BLOCKS,
                                      TF_RECOMPUTE_MODULES};
 static const int prec_vals[] = {TF_PREC_FP32, TF_PREC_TF32};
+static const char *const timer_names[] = {"cupti", "events"};
+static const int timer_vals[] = {TF_PROF_GPU_TIMER_CUPTI, TF_PROF_GPU_TIMER_EVENTS};
 
 /* A comma-separated list whose items are all in names[]. */
 static int check_list(const char *flag, const char *text, const char *const *names, int n,
@@ -174,6 +177,9 @@ static int apply(tf_cli_opts *o, int id, const char *flag, const char *arg)
         return tf_cli_parse_int(&o->trace_steps, flag, arg, 1, TF_LIM_TRACE_STEPS_MAX);
     case TF_OPT_COUNTERS: o->counters = arg; return nonempty(flag, arg, "a kernel-name pattern");
     case TF_OPT_TOP: return tf_cli_parse_int(&o->top, flag, arg, 1, TF_LIM_TOP_MAX);
+    case TF_OPT_GPU_TIMER:
+        return tf_cli_parse_choice(&o->gpu_timer, flag, arg, timer_names, timer_vals, 2,
+                                   "cupti or events");
     case TF_OPT_PROBLEMS: {
         static const char *const p[] = {"tiny", "small", "large"};
         o->problems = arg;
@@ -350,6 +356,27 @@ int tf_cli_parse(tf_cli_opts *o, int cmd, int argc, char **argv)
     if (o->resume_path && o->load_path) {
         tf_cli_error("--load: not accepted with --resume: the checkpoint to resume holds the "
                      "weights already");
+        return TF_EXIT_USAGE;
+    }
+    /* the profiler's timers (also checked where --backend auto resolves) */
+    const int be = o->cfg.backend;
+    if (o->gpu_timer && be == TF_BACKEND_CPU) {
+        tf_cli_error("--gpu-timer: not accepted with --backend cpu: the CPU's ops are timed by "
+                     "the host clock");
+        return TF_EXIT_USAGE;
+    }
+    if (o->gpu_timer == TF_PROF_GPU_TIMER_CUPTI && be == TF_BACKEND_HIP) {
+        tf_cli_error("--gpu-timer: 'cupti' is NVIDIA's; on --backend hip the ops are timed by "
+                     "hipEvents (events, the default)");
+        return TF_EXIT_USAGE;
+    }
+    if (o->counters && (be == TF_BACKEND_HIP || o->gpu_timer == TF_PROF_GPU_TIMER_EVENTS)) {
+        tf_cli_error(be == TF_BACKEND_HIP
+                         ? "--counters: not accepted with --backend hip: the counters are "
+                           "CUPTI's (NVIDIA); on AMD GPUs use rocprofv3 --pmc or rocprof-compute "
+                           "(docs/amd.md)"
+                         : "--counters: not accepted with --gpu-timer events: the counters "
+                           "are CUPTI's (the default timer)");
         return TF_EXIT_USAGE;
     }
     if (o->save_every && !o->save_path) {

@@ -312,22 +312,25 @@ static int setup(run_state *r, const tf_cli_opts *o)
                      "(CMake TF_PROF_HOOKS=OFF, a benchmark-only build); rebuild with the default");
         return TF_EXIT_USAGE;
 #endif
-        if (r->c.backend == TF_BACKEND_HIP) {
-            /* host clocks would time the launches, not the kernels */
-            tf_cli_error("profile: the built-in profiler's GPU timings are CUPTI's (NVIDIA); "
-                         "on AMD GPUs profile with rocprofv3 (docs/amd.md), or use --backend cpu");
-            return TF_EXIT_USAGE;
-        }
         /* Before the trainer: CUPTI must see the first CUDA work. */
         /* several ranks: each profiles itself; rank 0 merges the traces */
         if (o->out_path && r->dist->rank > 0)
             snprintf(r->rank_out, sizeof r->rank_out, "%s/rank%d", o->out_path, r->dist->rank);
+        const int gpu = r->c.backend == TF_BACKEND_CUDA || r->c.backend == TF_BACKEND_HIP;
+        if (!gpu && o->gpu_timer) { /* --backend auto found no GPU */
+            size_t len = strlen(r->note);
+            snprintf(r->note + len, sizeof r->note - len, "%s--gpu-timer ignored on the CPU",
+                     len ? "; " : "");
+        }
         tf_prof_opts po = {.out_dir = r->rank_out[0] ? r->rank_out : o->out_path,
                            .selected_regions = o->selected_regions,
                            .include_warmup = o->include_warmup,
                            .trace_max_steps = o->trace_steps,
                            .counters = o->counters,
                            .cuda = r->c.backend == TF_BACKEND_CUDA,
+                           .hip = r->c.backend == TF_BACKEND_HIP,
+                           .gpu_timer = gpu ? (tf_prof_gpu_timer)o->gpu_timer
+                                            : TF_PROF_GPU_TIMER_DEFAULT,
                            .top = o->top};
         r->prof = tf_prof_create(&po, err, sizeof err);
         if (!r->prof) {

@@ -247,7 +247,11 @@ static void metric_row(cmp_section *s, const cmp_run *r, int n, const char *labe
         const cJSON *v = get(r[i].run, "summary", key);
         if (!cJSON_IsNumber(v) && r[i].profile) {
             /* a profiler summary carries some figures itself */
-            if (!strcmp(key, "launches_per_step")) v = get(r[i].profile, "launches_per_step", NULL);
+            /* the GPU event timer counts ops (one or more kernels each): not kernel launches */
+            const cJSON *unit = get(r[i].profile, "launch_unit", NULL);
+            if (!strcmp(key, "launches_per_step") &&
+                !(cJSON_IsString(unit) && !strcmp(unit->valuestring, "op")))
+                v = get(r[i].profile, "launches_per_step", NULL);
             if (!strcmp(key, "peak_memory_bytes")) v = get(r[i].profile, "memory", "peak_backend_bytes");
             if (!strcmp(key, "host_peak_rss_bytes"))
                 v = get(r[i].profile, "memory", "peak_host_rss_bytes");

@@ -3,8 +3,10 @@
  * With p == NULL every hook is one branch (plus the NVTX/ROCTx marker of a
  * region on GPU builds, so external tools see names even without the
  * built-in profiler). On the CPU an op's duration is the host time between
- * op_begin and op_end; on CUDA the hooks only keep the encoded host context
- * current (p->ctx) so the CUPTI callbacks can tag each launch with it. */
+ * op_begin and op_end; under CUPTI the hooks only keep the encoded host
+ * context current (p->ctx) so the CUPTI callbacks can tag each launch with
+ * it; under the GPU event timer they record an event pair around the op
+ * (gpu_timer.c), read after the step. */
 #include <string.h>
 
 #include "prof/markers.h"
@@ -118,6 +120,10 @@ void tf_prof_op_begin(tf_prof *p, const char *name) {
         if (tf_prof_counter_step(p)) p->ops[n].counted = prof_gpu_counters_op_begin(p);
         return;
     }
+    if (p->evt) {
+        prof_evt_op_begin(p, n);
+        return;
+    }
     /* CPU: counters around matching ops, read before the clock starts */
     if (p->cpuc && prof_name_matches(p, id)) {
         prof_cpuc_begin(p->cpuc);
@@ -143,6 +149,10 @@ void tf_prof_op_end(tf_prof *p) {
         return;
     }
     if (p->ops[n].name == PROF_NONE) return; /* was not collected at begin */
+    if (p->evt) {
+        if (collecting(p, top_path(p))) prof_evt_op_end(p, n, p->ops[n].name, top_path(p));
+        return;
+    }
     int64_t end = prof_now_ns();
     if (p->ops[n].counted) prof_cpuc_end(p->cpuc, p->ops[n].name);
     uint32_t path = top_path(p);
@@ -160,8 +170,9 @@ void tf_prof_op_end(tf_prof *p) {
 }
 #endif /* TF_NO_PROF_HOOKS */
 
+/* The event timer times the ops the host issues: a replayed graph issues none. */
 int tf_prof_wants_eager(const tf_prof *p) {
-    return p && prof_gpu_counters_pending(p);
+    return p && (p->evt || prof_gpu_counters_pending(p));
 }
 
 int tf_prof_counter_step(const tf_prof *p) {
@@ -171,7 +182,7 @@ int tf_prof_counter_step(const tf_prof *p) {
 void tf_prof_step_begin(tf_prof *p, long step, int warmup) {
     if (!p) return;
     if (p->in_step) tf_prof_step_end(p, p->steps[p->cur_step].step); /* missing end */
-    if (p->gpu && p->out_dir && !p->ceil_measured) {
+    if (prof_device_timed(p) && p->out_dir && !p->ceil_measured) {
         /* the roofline's ceilings on the run's device, before its first step
          * (outside every step, so CUPTI's records of them are not collected) */
         p->ceil_measured = 1;
@@ -211,6 +222,7 @@ void tf_prof_step_begin(tf_prof *p, long step, int warmup) {
         if (s->counter_step) prof_gpu_counters_step_begin(p);
     }
     s->start = prof_now_ns();
+    if (p->evt) prof_evt_step_begin(p);
 }
 
 void tf_prof_step_end(tf_prof *p, long step) {
@@ -218,6 +230,7 @@ void tf_prof_step_end(tf_prof *p, long step) {
     if (!p || !p->in_step) return;
     prof_step *s = &p->steps[p->cur_step];
     s->end = prof_now_ns();
+    if (p->evt) prof_evt_step_end(p); /* records into this step */
     p->in_step = 0;
     if (p->gpu) {
         if (s->counter_step) {

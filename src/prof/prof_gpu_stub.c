@@ -1,4 +1,4 @@
-/* CPU-only builds: the CUDA side of the profiler (src/prof/cuda/) is not
+/* Builds without CUDA (CPU-only, HIP): CUPTI's side of the profiler (src/prof/cuda/) is not
  * compiled, and asking for it is a usage error. */
 #ifndef TF_HAVE_CUDA
 #include <stdio.h>
@@ -47,6 +47,17 @@ typedef int tf_prof_gpu_stub_unused; /* CUDA build: src/prof/cuda/ provides thes
 #ifndef TF_HAVE_CUDA
 int prof_gpu_ceilings(prof_ceilings *c) {
     (void)c;
+    return -1;
+}
+#endif
+
+/* CPU-only builds: no GPU queues to record events on (gpu/gpu_events.cu is
+ * the CUDA and HIP builds', and hostemu's: TF_HAVE_GPU_EVENTS). */
+#ifndef TF_HAVE_GPU_EVENTS
+int prof_gpu_events_built(void) { return 0; }
+int prof_gpu_events_open(prof_gpu_clock *clk, void *be, char *err, size_t errlen) {
+    (void)clk, (void)be;
+    if (err && errlen) snprintf(err, errlen, "GPU event timing: this build has no GPU backend");
     return -1;
 }
 #endif

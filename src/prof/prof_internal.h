@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "prof/gpu_timer.h"
 #include "prof/prof.h"
 #include "prof/profiler.h"
 
@@ -133,10 +134,15 @@ typedef struct {
     char gemm_what[96], copy_what[96];
 } prof_ceilings;
 
+/* What timed the collected ops. */
+typedef enum { PROF_TIMER_HOST = 0, PROF_TIMER_CUPTI = 1, PROF_TIMER_EVENTS = 2 } prof_timer;
+
 struct tf_prof {
     /* options (strings owned) */
     char *out_dir, *selected, *counters;
-    int include_warmup, trace_max_steps, cuda, top;
+    int include_warmup, trace_max_steps, top;
+    prof_timer timer;
+    const char *backend; /* "cpu", "cuda", "hip" */
     int64_t t0;
 
     prof_intern names;
@@ -192,7 +198,8 @@ struct tf_prof {
     prof_ceilings ceil;
     int ceil_measured;  /* CUDA: measured at the first step's begin */
 
-    void *gpu;          /* CUDA activity state (src/prof/cuda), NULL on the CPU */
+    void *gpu;          /* CUPTI activity state (src/prof/cuda), NULL otherwise */
+    prof_evt *evt;      /* the GPU event timer (gpu_timer.h), NULL otherwise */
     void *gpu_counters; /* CUDA range-profiler state for --counters */
     uint64_t ctx;       /* CUDA: encoded (step, path, op) of the current host position */
     int oom;            /* some record was dropped for lack of memory */
@@ -218,6 +225,9 @@ static inline uint32_t prof_ctx_op(uint64_t c) {
 }
 /* op field value meaning "no op" */
 #define PROF_CTX_NO_OP ((1u << PROF_CTX_OP_BITS) - 1)
+
+/* The ops' times are the device's (CUPTI or events), not the host's. */
+static inline int prof_device_timed(const tf_prof *p) { return p->timer != PROF_TIMER_HOST; }
 
 /* ---- helpers (profiler.c) ---- */
 int64_t prof_now_ns(void);

@@ -195,9 +195,15 @@ static cJSON *summary_json(const tf_prof *p, const cJSON *run) {
     prof_compute_totals(p, &t);
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "tinyfold_version", TF_VERSION);
-    cJSON_AddStringToObject(root, "backend", p->gpu ? "cuda" : "cpu");
+    static const char *const timers[3] = {"host", "cupti", "events"};
+    cJSON_AddStringToObject(root, "backend", p->backend);
+    cJSON_AddStringToObject(root, "timer", timers[p->timer]);
     cJSON_AddStringToObject(root, "kernel_time_source",
-                            p->gpu ? "CUPTI activity (device)" : "host timer around each op");
+                            p->timer == PROF_TIMER_CUPTI    ? "CUPTI activity (device)"
+                            : p->timer == PROF_TIMER_EVENTS ? "GPU events around each op (device)"
+                                                            : "host timer around each op");
+    /* under the event timer a row of "kernels" is an op (one or more kernels) */
+    cJSON_AddStringToObject(root, "launch_unit", p->evt ? "op" : "kernel");
     if (run) cJSON_AddItemToObject(root, "run", cJSON_Duplicate(run, 1));
     else cJSON_AddNullToObject(root, "run");
     if (p->nsel) {
@@ -275,7 +281,8 @@ static cJSON *summary_json(const tf_prof *p, const cJSON *run) {
         cJSON_AddItemToArray(mj, o);
     }
     free(mods);
-    cJSON_AddStringToObject(root, "module_time_source", p->gpu ? "kernel" : "host");
+    cJSON_AddStringToObject(root, "module_time_source",
+                            p->evt ? "op" : p->gpu ? "kernel" : "host");
 
     cJSON *mem = cJSON_AddObjectToObject(root, "memory");
     size_t rss = prof_host_peak_rss();
@@ -317,6 +324,8 @@ static cJSON *summary_json(const tf_prof *p, const cJSON *run) {
         cJSON_AddItemToArray(warn, cJSON_CreateString("unbalanced region/op pops were ignored"));
     const char *gw = p->gpu ? prof_gpu_warning(p) : NULL;
     if (gw) cJSON_AddItemToArray(warn, cJSON_CreateString(gw));
+    const char *ew = p->evt && p->steps_collected ? prof_evt_warning(p->evt) : NULL;
+    if (ew) cJSON_AddItemToArray(warn, cJSON_CreateString(ew));
     return root;
 }
 

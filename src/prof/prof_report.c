@@ -27,9 +27,17 @@ static void print_kernels(const tf_prof *p, FILE *out) {
         return;
     }
     size_t top = (size_t)p->top < n ? (size_t)p->top : n;
-    fprintf(out, "Top %zu of %zu kernels by total time (%s):\n", top, n,
-            p->gpu ? "device time, CUPTI" : "host time around each op");
-    put_name(out, "Kernel", NAME_W);
+    const int ops = p->timer == PROF_TIMER_EVENTS; /* a row per op, not per kernel */
+    fprintf(out, "Top %zu of %zu %s by total time (%s):\n", top, n, ops ? "ops" : "kernels",
+            p->timer == PROF_TIMER_CUPTI ? "device time, CUPTI"
+            : ops ? "device time, GPU events around each op"
+                  : "host time around each op");
+    if (ops)
+        fprintf(out, "(kernel records: %s)\n",
+                strcmp(p->backend, "hip") == 0
+                    ? "rocprofv3 --kernel-trace --stats, then tinyfold compare RUN/ KERNEL_STATS.csv"
+                    : "profile with the default --gpu-timer cupti");
+    put_name(out, ops ? "Op" : "Kernel", NAME_W);
     fprintf(out, " | %9s | %11s | %9s\n", "Calls", "Total ms", "% of time");
     for (int i = 0; i < NAME_W; i++) fputc('-', out);
     fprintf(out, "-|-----------|-------------|----------\n");
@@ -43,7 +51,7 @@ static void print_kernels(const tf_prof *p, FILE *out) {
         shown += s->total_ns;
     }
     if (top < n)
-        fprintf(out, "(%zu more kernels: %.3f ms, %.2f%% of time)\n", n - top,
+        fprintf(out, "(%zu more %s: %.3f ms, %.2f%% of time)\n", n - top, ops ? "ops" : "kernels",
                 (double)(p->kernel_total_ns - shown) / 1e6,
                 tot > 0 ? 100.0 * (double)(p->kernel_total_ns - shown) / tot : 0.0);
     free(ids);
@@ -71,7 +79,7 @@ static void print_phases(const tf_prof *p, const prof_totals *t, FILE *out) {
     fputc('\n', out);
     int gpu_any = 0;
     for (int k = 0; k < 4; k++) gpu_any |= t->phase_seen[k];
-    if (p->gpu && gpu_any && t->busy_steps) {
+    if (prof_device_timed(p) && gpu_any && t->busy_steps) {
         /* the union of the kernels' spans: kernels beside each other count once */
         fprintf(out, "GPU busy per step (%zu traced step%s):", t->busy_steps,
                 t->busy_steps == 1 ? "" : "s");
@@ -81,8 +89,9 @@ static void print_phases(const tf_prof *p, const prof_totals *t, FILE *out) {
                         (double)t->phase_busy_ns[k] / 1e6 / (double)t->busy_steps);
         fputc('\n', out);
     }
-    if (p->gpu && gpu_any) {
-        fprintf(out, "Kernel time per step (summed; kernels beside each other add up):");
+    if (prof_device_timed(p) && gpu_any) {
+        fprintf(out, "%s time per step (summed; %s beside each other add up):",
+                p->evt ? "Op" : "Kernel", p->evt ? "ops" : "kernels");
         for (int k = 0, c = 0; k < 4; k++)
             if (t->phase_seen[k])
                 fprintf(out, "%s %s %.3f ms", c++ ? "," : "", prof_phase_names[k],
@@ -97,7 +106,7 @@ static void print_modules(const tf_prof *p, const prof_totals *t, FILE *out) {
     if (!m) return;
     if (n) {
         fprintf(out, "Time per module, all blocks, %s time over %zu steps:\n",
-                p->gpu ? "kernel" : "host", p->steps_collected);
+                p->evt ? "op (GPU events)" : p->gpu ? "kernel" : "host", p->steps_collected);
         fprintf(out, "%-28s | %11s | %11s | %11s | %9s\n", "Region", "Forward ms", "Backward ms",
                 "Total ms", "% of step");
         fprintf(out, "-----------------------------|-------------|-------------|-------------|"
@@ -122,12 +131,18 @@ void prof_print_report(const tf_prof *p, FILE *out) {
     prof_totals t;
     prof_compute_totals(p, &t);
     fprintf(out, "== tinyfold profile: %s, %zu step%s collected (warm-up %s), regions: %s ==\n",
-            p->gpu ? "cuda" : "cpu", p->steps_collected, p->steps_collected == 1 ? "" : "s",
+            p->backend, p->steps_collected, p->steps_collected == 1 ? "" : "s",
             p->include_warmup ? "included" : "excluded", p->selected ? p->selected : "all");
     print_kernels(p, out);
-    fprintf(out, "Kernel launches per step: %.1f (%llu launches over %zu step%s)\n",
-            t.launches_per_step, (unsigned long long)p->launches_total, p->steps_collected,
-            p->steps_collected == 1 ? "" : "s");
+    if (p->evt) /* an op is one or more kernel launches */
+        fprintf(out, "Ops per step: %.1f (%llu timed ops over %zu step%s; each launches one or "
+                     "more kernels)\n",
+                t.launches_per_step, (unsigned long long)p->launches_total, p->steps_collected,
+                p->steps_collected == 1 ? "" : "s");
+    else
+        fprintf(out, "Kernel launches per step: %.1f (%llu launches over %zu step%s)\n",
+                t.launches_per_step, (unsigned long long)p->launches_total, p->steps_collected,
+                p->steps_collected == 1 ? "" : "s");
     print_phases(p, &t, out);
     print_modules(p, &t, out);
     char b1[32], b2[32];
@@ -143,7 +158,8 @@ void prof_print_report(const tf_prof *p, FILE *out) {
                 if (first < 0) first = p->steps[i].step;
                 last = p->steps[i].step;
             }
-        fprintf(out, "Trace: steps %ld..%ld (%zu launches)", first, last, p->nlaunch);
+        fprintf(out, "Trace: steps %ld..%ld (%zu %s)", first, last, p->nlaunch,
+                p->evt ? "ops" : "launches");
         if (p->trace_cap_hit)
             fprintf(out, "; cap of %d steps reached: the %zu later steps are in the statistics "
                          "but not in the trace",
@@ -156,4 +172,6 @@ void prof_print_report(const tf_prof *p, FILE *out) {
     if (p->unbalanced) fprintf(out, "warning: %ld unbalanced region/op pops ignored\n", p->unbalanced);
     const char *gw = p->gpu ? prof_gpu_warning(p) : NULL;
     if (gw) fprintf(out, "warning: %s\n", gw);
+    const char *ew = p->evt && p->steps_collected ? prof_evt_warning(p->evt) : NULL;
+    if (ew) fprintf(out, "warning: %s\n", ew);
 }

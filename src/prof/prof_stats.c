@@ -81,7 +81,7 @@ static void busy_totals(const tf_prof *p, prof_totals *t) {
 
 void prof_compute_totals(const tf_prof *p, prof_totals *t) {
     memset(t, 0, sizeof *t);
-    if (p->gpu) busy_totals(p, t);
+    if (prof_device_timed(p)) busy_totals(p, t);
     for (size_t i = 0; i < p->nsteps; i++)
         if (p->steps[i].collected && p->steps[i].end > p->steps[i].start)
             t->step_ns += p->steps[i].end - p->steps[i].start;
@@ -147,7 +147,7 @@ prof_module *prof_modules(const tf_prof *p, size_t *n) {
             m[j].name = name;
             (*n)++;
         }
-        int64_t v = p->gpu ? q->kernel_ns : q->host_ns;
+        int64_t v = prof_device_timed(p) ? q->kernel_ns : q->host_ns;
         if (phase == 0) m[j].fwd_ns += v;
         else if (phase == 1) m[j].bwd_ns += v;
         else m[j].other_ns += v;

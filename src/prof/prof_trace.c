@@ -112,7 +112,7 @@ int prof_write_trace_json(const tf_prof *p, const char *path, char *err, size_t 
     meta(f, &first, "process_name", PID_HOST, 0, "tinyfold host");
     meta(f, &first, "thread_name", PID_HOST, TID_REGIONS, "regions");
     meta(f, &first, "thread_name", PID_HOST, TID_STEPS, "steps");
-    if (p->gpu) meta(f, &first, "process_name", PID_GPU, 0, "GPU");
+    if (prof_device_timed(p)) meta(f, &first, "process_name", PID_GPU, 0, "GPU");
 
     for (size_t i = 0; i < p->nsteps; i++) {
         const prof_step *s = &p->steps[i];
@@ -135,26 +135,29 @@ int prof_write_trace_json(const tf_prof *p, const char *path, char *err, size_t 
         fprintf(f, ",\"step\":%ld}}", p->steps[rev[i].step].step);
     }
 
+    const int gpu = prof_device_timed(p);
     for (size_t i = 0; i < p->nlaunch; i++) {
         const prof_launch *l = &p->launches[order[i]];
         int is_new, lane;
-        int tid = lane_tid(&lanes, &nlanes, &cap_lanes, p->gpu ? l->stream : 0, l->start, l->end,
+        int tid = lane_tid(&lanes, &nlanes, &cap_lanes, gpu ? l->stream : 0, l->start, l->end,
                            &is_new, &lane);
         if (tid < 0) {
             snprintf(err, errlen, "profiler: out of memory writing trace.json");
             goto done;
         }
-        int pid = p->gpu ? PID_GPU : PID_HOST;
-        if (!p->gpu) tid = lane ? tid : TID_CPU_OPS; /* lane 0 of the CPU is "cpu ops" */
+        int pid = gpu ? PID_GPU : PID_HOST;
+        if (!gpu) tid = lane ? tid : TID_CPU_OPS; /* lane 0 of the CPU is "cpu ops" */
         if (is_new) {
             char tname[64], sname[32];
             if (l->stream == PROF_STREAM_GRAPH)
                 snprintf(sname, sizeof sname, "CUDA graph");
+            else if (p->evt) /* the event timer's queues (gpu_timer.h) */
+                snprintf(sname, sizeof sname, "%s", l->stream ? "wgrad lane" : "main queue");
             else
                 snprintf(sname, sizeof sname, "stream %u", l->stream);
-            if (p->gpu && lane)
+            if (gpu && lane)
                 snprintf(tname, sizeof tname, "%s (overlap %d)", sname, lane);
-            else if (p->gpu)
+            else if (gpu)
                 snprintf(tname, sizeof tname, "%s", sname);
             else if (lane)
                 snprintf(tname, sizeof tname, "cpu ops (nested %d)", lane);

@@ -89,6 +89,58 @@ static int parse_selected(tf_prof *p, const char *list, char *err, size_t errlen
     return 0;
 }
 
+/* The timer of the run's backend (profiler.h, tf_prof_gpu_timer), refusing
+ * what it cannot do: one line each. */
+static int choose_timer(tf_prof *p, const tf_prof_opts *o, char *err, size_t errlen) {
+    p->backend = o->hip ? "hip" : o->cuda ? "cuda" : "cpu";
+    p->timer = PROF_TIMER_HOST;
+    if (o->cuda && o->hip) {
+        set_err(err, errlen, "profiler: a run has one GPU backend, not both cuda and hip");
+        return -1;
+    }
+    if ((int)o->gpu_timer < 0 || (int)o->gpu_timer > (int)TF_PROF_GPU_TIMER_EVENTS) {
+        set_err(err, errlen, "gpu timer: unknown timer %d (accepted: cupti, events)",
+                (int)o->gpu_timer);
+        return -1;
+    }
+    if (!o->cuda && !o->hip) {
+        if (o->gpu_timer == TF_PROF_GPU_TIMER_DEFAULT) return 0;
+        set_err(err, errlen, "gpu timer: the cpu backend's ops are timed by the host clock "
+                             "(a GPU timer applies to the cuda and hip backends)");
+        return -1;
+    }
+    if (o->hip && o->gpu_timer == TF_PROF_GPU_TIMER_CUPTI) {
+        set_err(err, errlen, "gpu timer: 'cupti' is NVIDIA's; on hip the ops are timed by "
+                             "hipEvents ('events')");
+        return -1;
+    }
+    p->timer = o->cuda && o->gpu_timer != TF_PROF_GPU_TIMER_EVENTS ? PROF_TIMER_CUPTI
+                                                                   : PROF_TIMER_EVENTS;
+    if (p->timer == PROF_TIMER_EVENTS && p->counters) {
+        set_err(err, errlen, o->hip ? "counters: hardware counters are CUPTI's (NVIDIA); on AMD "
+                                      "GPUs collect them with rocprofv3 --pmc or rocprof-compute "
+                                      "(docs/amd.md)"
+                                    : "counters: hardware counters need the CUPTI timer (not "
+                                      "--gpu-timer events)");
+        return -1;
+    }
+    if (p->timer == PROF_TIMER_EVENTS && !prof_gpu_events_built()) {
+        set_err(err, errlen, "GPU event timing: this build has no GPU backend");
+        return -1;
+    }
+    return 0;
+}
+
+void tf_prof_attach_gpu(tf_prof *p, struct tf_backend *be) {
+    if (!p || !p->evt || p->evt->have_clk || !be) return;
+    char err[128];
+    if (prof_gpu_events_open(&p->evt->clk, be, err, sizeof err) != 0) {
+        p->oom = 1;
+        return;
+    }
+    p->evt->have_clk = 1;
+}
+
 tf_prof *tf_prof_create(const tf_prof_opts *o, char *err, size_t errlen) {
     tf_prof_opts d;
     memset(&d, 0, sizeof d);
@@ -102,7 +154,6 @@ tf_prof *tf_prof_create(const tf_prof_opts *o, char *err, size_t errlen) {
     p->include_warmup = o->include_warmup != 0;
     p->trace_max_steps = o->trace_max_steps > 0 ? o->trace_max_steps : 5;
     p->top = o->top > 0 ? o->top : 15;
-    p->cuda = o->cuda != 0;
     p->t0 = prof_now_ns();
     p->cost_step = -1;
     if ((o->out_dir && !(p->out_dir = strdup(o->out_dir))) ||
@@ -115,6 +166,7 @@ tf_prof *tf_prof_create(const tf_prof_opts *o, char *err, size_t errlen) {
         set_err(err, errlen, "counters: empty kernel-name pattern");
         goto fail;
     }
+    if (choose_timer(p, o, err, errlen) != 0) goto fail;
     if (p->selected && parse_selected(p, p->selected, err, errlen) != 0) {
         if (err && errlen && !err[0]) set_err(err, errlen, "profiler: out of memory");
         goto fail;
@@ -144,8 +196,14 @@ tf_prof *tf_prof_create(const tf_prof_opts *o, char *err, size_t errlen) {
                 strerror(errno));
         goto fail;
     }
-    if (p->cuda) {
+    if (p->timer == PROF_TIMER_CUPTI) {
         if (prof_gpu_start(p, err, errlen) != 0) goto fail;
+    } else if (p->timer == PROF_TIMER_EVENTS) {
+        if (!(p->evt = calloc(1, sizeof *p->evt))) {
+            set_err(err, errlen, "profiler: out of memory");
+            goto fail;
+        }
+        p->evt->ev_step = -1;
     } else if (p->counters) {
         p->cpuc = prof_cpuc_open();
         if (!p->cpuc) {
@@ -155,7 +213,7 @@ tf_prof *tf_prof_create(const tf_prof_opts *o, char *err, size_t errlen) {
     }
     /* the roofline's ceilings, before any step; on CUDA at the first step's
      * begin instead (hooks.c), once the run has chosen its device */
-    if (p->out_dir && !p->cuda) prof_ceilings_measure_cpu(&p->ceil);
+    if (p->out_dir && !prof_device_timed(p)) prof_ceilings_measure_cpu(&p->ceil);
     return p;
 fail:
     tf_prof_destroy(p);
@@ -313,6 +371,7 @@ int tf_prof_finish(tf_prof *p, const struct cJSON *run, FILE *out, char *err, si
 void tf_prof_destroy(tf_prof *p) {
     if (!p) return;
     if (p->gpu) prof_gpu_free(p);
+    prof_evt_free(p->evt);
     if (p->cpuc) prof_cpuc_close(p->cpuc);
     for (uint32_t i = 0; i < p->npaths; i++) free(p->paths[i].path);
     free(p->paths);

@@ -9,6 +9,7 @@
  *    of the selected names (exact match of one path component);
  *  - kernel statistics over every collected step; per-launch trace rows (and
  *    trace.json) for the first trace_max_steps collected steps only.
+ * On GPUs the ops are timed on the device (CUPTI or events, tf_prof_gpu_timer).
  * On CUDA a step used for hardware counters (--counters) runs every kernel
  * several times (kernel replay): it is not counted in the timing statistics. */
 #ifndef TF_PROF_PROFILER_H
@@ -23,6 +24,17 @@ extern "C" {
 #endif
 
 struct cJSON;
+struct tf_backend;
+
+/* What times the ops of a GPU run: CUPTI's activity records (CUDA's default:
+ * every kernel, memcpy and memset), or a pair of GPU events around each op
+ * (HIP's only timer; on CUDA where CUPTI is unavailable, or to check one
+ * against the other). The CPU backend's ops are timed by the host clock. */
+typedef enum {
+    TF_PROF_GPU_TIMER_DEFAULT = 0, /* CUDA: cupti, HIP: events */
+    TF_PROF_GPU_TIMER_CUPTI = 1,
+    TF_PROF_GPU_TIMER_EVENTS = 2
+} tf_prof_gpu_timer;
 
 typedef struct {
     const char *out_dir;          /* files go here; NULL = no files */
@@ -31,12 +43,17 @@ typedef struct {
     int trace_max_steps;          /* Perfetto trace cap in steps (<= 0 means the default, 5) */
     const char *counters;         /* kernel-name substring for hardware counters, or NULL */
     int cuda;                     /* the run uses the CUDA backend */
+    int hip;                      /* the run uses the HIP backend */
+    tf_prof_gpu_timer gpu_timer;  /* GPU runs only */
     int top;                      /* kernels in the printed table (<= 0 means 15) */
 } tf_prof_opts;
 
 /* NULL + one line in err on failure. On CUDA create it BEFORE the trainer
  * (CUPTI must see the first CUDA work). */
 tf_prof *tf_prof_create(const tf_prof_opts *o, char *err, size_t errlen);
+/* The GPU backend whose queues the event timer records on (the trainer
+ * calls it from tf_trainer_set_prof); nothing without the event timer. */
+void tf_prof_attach_gpu(tf_prof *p, struct tf_backend *be);
 /* A memory sample (the trainer calls it at phase boundaries). host_bytes == 0
  * means "read this process's resident set size now". */
 void tf_prof_memory(tf_prof *p, size_t backend_bytes, size_t host_bytes);

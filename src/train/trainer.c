@@ -543,6 +543,8 @@ void tf_trainer_set_prof(tf_trainer *t, tf_prof *p) {
     t->prof = p;
     t->ex.prof = p;
     tf_prof_watch_arena(p, &t->arena.top);
+    /* the GPU event timer records on this backend's queues */
+    if (t->caps.device_memory) tf_prof_attach_gpu(p, t->be);
 }
 
 static void upload_batch(tf_trainer *t, const tf_batch *b) {

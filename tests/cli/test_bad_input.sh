@@ -150,6 +150,12 @@ bad --load grad --data "$TMP/d" --out "$TMP/g"
 bad --data grad --load "$TMP/w" --out "$TMP/g"
 bad --out grad --load "$TMP/w" --data "$TMP/d"
 bad --save-every --save-every 5
+# the profiler's GPU timers: CUPTI is NVIDIA's, the CPU has the host clock
+bad "cupti or events" profile --out "$TMP/p" --gpu-timer cuda
+bad --gpu-timer profile --out "$TMP/p" --backend cpu --gpu-timer events
+bad --gpu-timer profile --out "$TMP/p" --backend hip --gpu-timer cupti
+bad "rocprofv3" profile --out "$TMP/p" --backend hip --counters layernorm
+bad --counters profile --out "$TMP/p" --backend cuda --gpu-timer events --counters layernorm
 bad --load --resume "$TMP/ck" --load "$TMP/ck"
 bad --resume --resume "$TMP/does-not-exist"
 bad --load --load "$TMP/does-not-exist"

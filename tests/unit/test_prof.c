@@ -378,14 +378,14 @@ static void test_busy_union(void **state) {
     p.paths = paths, p.npaths = 4;
     p.steps = steps, p.nsteps = 2;
     p.launches = all, p.nlaunch = 8;
-    p.gpu = &p; /* any non-NULL: the CUDA path */
+    p.timer = PROF_TIMER_CUPTI; /* a device timer (CUPTI or events) */
     prof_totals t;
     prof_compute_totals(&p, &t);
     assert_int_equal(t.busy_steps, 2);
     assert_int_equal(t.phase_busy_ns[1], 30 + 8);
     assert_int_equal(t.phase_busy_ns[2], 10);
     assert_int_equal(t.phase_busy_ns[0], 0);
-    p.gpu = NULL; /* the CPU: no busy time */
+    p.timer = PROF_TIMER_HOST; /* the CPU: no busy time */
     prof_compute_totals(&p, &t);
     assert_int_equal(t.busy_steps, 0);
 }
