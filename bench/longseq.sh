@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Long sequences: what --recompute costs and saves, how the step's efficiency
-# holds up as N grows, and the longest problems that train. Prints figures
-# (medians of every timed step over alternated runs); it is not a test.
-#   bench/longseq.sh [parts...]      parts: recompute efficiency long (default all)
+# Long sequences: what --recompute and --chunk-size cost and save, how the
+# step's efficiency holds up as N grows, and the longest problems that train.
+# Prints figures (medians of every timed step over alternated runs); it is
+# not a test.
+#   bench/longseq.sh [parts...]      parts: recompute chunk efficiency long (default all)
 # Environment: TINYFOLD (binary), BACKEND (cpu | cuda, default cpu), STEPS
 # (timed steps per run, default 3), ROUNDS (alternations, default 2),
 # LONG_N (default 768 on the CPU, 2048 on CUDA), BASE (a second binary: the
 # efficiency part then runs both, alternated, e.g. the revision before),
 # PROBE_STEP (the long part then tries N + PROBE_STEP, + 2 PROBE_STEP, ...
-# until one does not fit: the longest N that trains).
+# until one does not fit: the longest N that trains), CHUNK (the long part's
+# --chunk-size, default off).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${TINYFOLD:-$here/../build/tinyfold}
@@ -16,7 +18,9 @@ backend=${BACKEND:-cpu}
 steps=${STEPS:-3}
 rounds=${ROUNDS:-2}
 if [ "$backend" = cpu ]; then long_n=${LONG_N:-768}; else long_n=${LONG_N:-2048}; fi
-parts=${*:-recompute efficiency long}
+parts=${*:-recompute chunk efficiency long}
+chunk=()
+if [ -n "${CHUNK:-}" ]; then chunk=(--chunk-size "$CHUNK"); fi
 if [ ! -x "$bin" ]; then
     echo "bench/longseq.sh: no tinyfold binary at $bin (run make, or set TINYFOLD)" >&2
     exit 2
@@ -77,6 +81,16 @@ recompute)
     done
     report recompute_none,recompute_blocks,recompute_modules
     ;;
+chunk)
+    echo
+    echo "== B1 N256 S16, --recompute modules: --chunk-size off / 64 / 16 (ratios to off)"
+    for r in $(seq "$rounds"); do
+        run chunk_off "$bin" --scaling 256 --batch-size 1 --recompute modules
+        run chunk_64 "$bin" --scaling 256 --batch-size 1 --recompute modules --chunk-size 64
+        run chunk_16 "$bin" --scaling 256 --batch-size 1 --recompute modules --chunk-size 16
+    done
+    report chunk_off,chunk_64,chunk_16
+    ;;
 efficiency)
     echo
     echo "== efficiency: B4 N64 S16 against B1 N256 S16 (GFLOP/s ratio is the last row's to the first)"
@@ -94,20 +108,20 @@ efficiency)
     ;;
 long)
     echo
-    echo "== B1 N$long_n S16, --recompute modules: one warm-up and one timed step"
-    "$bin" bench --backend "$backend" "${extra[@]}" --no-progress --steps 1 --scaling "$long_n" --batch-size 1 --recompute modules
+    echo "== B1 N$long_n S16, --recompute modules ${chunk[*]}: one warm-up and one timed step"
+    "$bin" bench --backend "$backend" "${extra[@]}" --no-progress --steps 1 --scaling "$long_n" --batch-size 1 --recompute modules "${chunk[@]}"
     if [ -n "${PROBE_STEP:-}" ]; then
         # the longest N that trains: N + PROBE_STEP, + 2 PROBE_STEP, ... until one does not fit
         n=$long_n
         while :; do
             n=$((n + PROBE_STEP))
             [ "$n" -le 4096 ] || break
-            out=$("$bin" bench --backend "$backend" "${extra[@]}" --no-progress --steps 1 --scaling "$n" --batch-size 1 --recompute modules)
+            out=$("$bin" bench --backend "$backend" "${extra[@]}" --no-progress --steps 1 --scaling "$n" --batch-size 1 --recompute modules "${chunk[@]}")
             echo "$out" | tail -n +4 | head -1
             echo "$out" | grep -qE "^ *$n +[0-9]" || break
         done
     fi
     ;;
-*) echo "bench/longseq.sh: unknown part '$part' (expected recompute, efficiency, long)" >&2; exit 2 ;;
+*) echo "bench/longseq.sh: unknown part '$part' (expected recompute, chunk, efficiency, long)" >&2; exit 2 ;;
 esac
 done

@@ -93,6 +93,10 @@ recipe() {
     readme_errors)
         show ./build/tinyfold --seq-len 0
         show ./build/tinyfold --batch-size 64 --seq-len 4096 ;;
+    cli_longseq)
+        show tinyfold train --backend cpu --batch-size 1 --seq-len 1024 --num-seqs 16
+        show tinyfold train --backend cpu --batch-size 1 --seq-len 1024 --num-seqs 16 --memory-budget 8G
+        show tinyfold train --backend cpu --seq-len 64 --chunk-size 65 ;;
     readme_train_gpu)
         gpu_log train_v1 ./build/tinyfold '^Warm-up 1/' '^Warm-up 2/' '^Step  *30/' '$' ;;
     readme_compare_gpu)

@@ -73,8 +73,9 @@ typedef struct {
     tf_precision precision;
     int graph;            /* CUDA: capture the whole step as a graph after warm-up */
     char gpu_plan[96];    /* CUDA: --gpu-plan SPEC (src/backend/gpu_plan.h); "" = default */
-    /* memory (src/model/recompute.c) */
+    /* memory (src/model/model.c block_fwd, src/model/chunk.c) */
     tf_recompute recompute;
+    int chunk_size;       /* --chunk-size K: the pair modules K rows at a time; 0 = off */
 } tf_config;
 
 /* Defaults of docs/model.md section 1 (small problem, v-level = fastest). */

@@ -102,10 +102,13 @@ int tf_cli_bench_scaling(tf_cli_opts *o, const tf_config *base, int cpu) {
         p++;
     }
     int live = !o->quiet && !o->no_progress && isatty(STDERR_FILENO);
-    printf("tinyfold %s bench --scaling | backend %s | B%d S%d, %d blocks, %s, --recompute %s | "
-           "%d timed steps after 1 warm-up, median\n\n",
+    char chunk[16] = "off";
+    if (base->chunk_size) snprintf(chunk, sizeof chunk, "%d", base->chunk_size);
+    printf("tinyfold %s bench --scaling | backend %s | B%d S%d, %d blocks, %s, --recompute %s, "
+           "--chunk-size %s | %d timed steps after 1 warm-up, median\n\n",
            TF_VERSION, tf_cli_backend_str(base->backend), base->batch, base->n_seqs,
-           base->n_blocks, tf_cli_impl_name(base->impl), rnames[base->recompute], o->bench_steps);
+           base->n_blocks, tf_cli_impl_name(base->impl), rnames[base->recompute], chunk,
+           o->bench_steps);
     printf("%6s %14s %12s %14s %9s\n", "N", "peak MB", "step ms", "GFLOP/step", "GFLOP/s");
     fflush(stdout);
     int failures = 0;
@@ -138,6 +141,7 @@ int tf_cli_bench_scaling(tf_cli_opts *o, const tf_config *base, int cpu) {
         cJSON_AddStringToObject(j, "impl", tf_cli_impl_name(base->impl));
         cJSON_AddStringToObject(j, "precision", base->precision == TF_PREC_TF32 ? "tf32" : "fp32");
         cJSON_AddStringToObject(j, "recompute", rnames[base->recompute]);
+        cJSON_AddNumberToObject(j, "chunk_size", base->chunk_size);
         (void)cpu;
         cJSON *arr = cJSON_AddArrayToObject(j, "points");
         for (int i = 0; i < n; i++) {

@@ -68,18 +68,17 @@ int tf_cli_check_scaling(const char *flag, const char *text) {
 }
 
 int tf_cli_apply_memory_budget(tf_config *c, double budget) {
-    static const char *const names[] = {"none", "blocks", "modules"};
-    char err[512];
+    char err[512], set[64];
     size_t bytes = 0;
     tf_status st = tf_memplan_choose(c, budget, &bytes, err, sizeof err);
     char fb[32], fp[32];
     tf_memplan_fmt(fb, sizeof fb, budget);
     tf_memplan_fmt(fp, sizeof fp, (double)bytes);
+    tf_memplan_setting(set, sizeof set, c);
     if (st == TF_ERR_NOMEM) {
         tf_cli_error("--memory-budget: %s does not fit this problem: the least is %s "
-                     "(--recompute %s); reduce --batch-size, --seq-len, --num-seqs or "
-                     "--num-blocks",
-                     fb, fp, names[c->recompute]);
+                     "(%s); reduce --batch-size, --seq-len, --num-seqs or --num-blocks",
+                     fb, fp, set);
         return TF_EXIT_USAGE;
     }
     if (st != TF_OK) {
@@ -87,7 +86,6 @@ int tf_cli_apply_memory_budget(tf_config *c, double budget) {
         return tf_cli_exit_for(st);
     }
     /* the planned figure in MB always, so that a script can compare it */
-    fprintf(stderr, "tinyfold: --memory-budget %s: --recompute %s (planned %.1f MB)\n", fb,
-            names[c->recompute], bytes / 1e6);
+    fprintf(stderr, "tinyfold: --memory-budget %s: %s (planned %.1f MB)\n", fb, set, bytes / 1e6);
     return TF_EXIT_OK;
 }

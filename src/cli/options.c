@@ -82,8 +82,14 @@ const tf_cli_optdef tf_cli_optdefs[] = {
      "its backward), or each module's input (modules: each module's forward runs\n"
      "again in its backward; the same extra forward, less memory). Gradients are\n"
      "bit for bit those of none"},
+    {"chunk-size", required_argument, TF_OPT_CHUNK_SIZE, T | B | G, "K",
+     "the pair modules (triangle multiplication and attention, pair transition)\n"
+     "K rows of the pair at a time (1..--seq-len; default: all): their\n"
+     "activations are one chunk's, run again in the backward. Loss and gradients\n"
+     "within fp32 rounding of unchunked"},
     {"memory-budget", required_argument, TF_OPT_MEM_BUDGET, TF_CMD_TRAIN | P, "SIZE",
-     "choose the cheapest --recompute whose planned memory fits in SIZE\n"
+     "choose the cheapest --recompute (and --chunk-size, unless given) whose\n"
+     "planned memory fits in SIZE\n"
      "(bytes, or with K, M, G, T: powers of 1000; KiB, MiB, GiB, TiB: of 1024)"},
     /* files */
     {"data", required_argument, TF_OPT_DATA, T | G, "FILE",

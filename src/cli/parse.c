@@ -195,6 +195,8 @@ static int apply(tf_cli_opts *o, int id, const char *flag, const char *arg)
                                  "none, blocks or modules");
         c->recompute = (tf_recompute)v;
         return rc;
+    case TF_OPT_CHUNK_SIZE: /* at most --seq-len: tf_config_validate */
+        return tf_cli_parse_int(&c->chunk_size, flag, arg, 1, TF_LIM_SEQ_LEN_MAX);
     case TF_OPT_MEM_BUDGET: return tf_cli_parse_size(&o->memory_budget, flag, arg);
     case TF_OPT_SCALING: o->scaling = arg; return tf_cli_check_scaling(flag, arg);
     }

@@ -108,6 +108,10 @@ void tf_cli_print_header(FILE *f, const tf_cli_opts *o, const tf_config *c,
                                             "blocks (each block's inputs kept)",
                                             "modules (each module's input kept)"};
     fprintf(f, "   Recompute: %s\n", recompute[c->recompute]);
+    if (c->chunk_size)
+        fprintf(f, "   Chunk size: %d pair rows at a time\n", c->chunk_size);
+    else
+        fprintf(f, "   Chunk size: off (the whole pair at a time)\n");
     char step_fl[32], fwd_fl[32];
     flops_str(step_fl, sizeof step_fl, 3.0 * fwd);
     flops_str(fwd_fl, sizeof fwd_fl, fwd);

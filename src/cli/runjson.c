@@ -95,6 +95,7 @@ static cJSON *config_json(const tf_config *c)
     cJSON_AddStringToObject(j, "gpu_plan", c->gpu_plan[0] ? c->gpu_plan : "default");
     static const char *const recompute[] = {"none", "blocks", "modules"};
     cJSON_AddStringToObject(j, "recompute", recompute[c->recompute]);
+    cJSON_AddNumberToObject(j, "chunk_size", c->chunk_size); /* 0: off */
     cJSON *f = cJSON_AddObjectToObject(j, "fusion");
     cJSON_AddBoolToObject(f, "qkv_msa", c->fusion.qkv_msa);
     cJSON_AddBoolToObject(f, "qkv_triangle", c->fusion.qkv_triangle);

@@ -45,6 +45,8 @@ typedef struct {
      * planning pass. */
     /* tf_recompute (model.c block_fwd): what the forward keeps for the backward */
     int recompute;
+    /* --chunk-size (chunk.c): the pair modules' rows per chunk; 0 = whole */
+    int chunk;
     size_t bwd_slot, bwd_slot_need, bwd_base, bwd_saved_peak;
     int bwd_module;
     /* The backward's stages, for data parallel reduction in buckets: the

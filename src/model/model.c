@@ -171,6 +171,14 @@ static float **module_out(tf_block_act *A, int k) {
     return outs[k];
 }
 static int module_is_msa(int k) { return k < 3; }
+/* the triangle attentions and the pair transition chunk by chunk (chunk.c):
+ * they keep nothing but their input */
+static int module_chunked(const tf_exec *ex, int k) { return ex->chunk && k >= 6; }
+static const float *module_in(const tf_block_act *A, int k) {
+    const float *ins[TF_N_MODULES] = {A->m_in, A->m1, A->m2, A->z_in, A->z1,
+                                      A->z2,   A->z3, A->z4, A->z5};
+    return ins[k];
+}
 
 static void module_fwd(tf_exec *ex, tf_model *M, int b, int k, float *out) {
     const tf_config *c = M->c;
@@ -178,6 +186,12 @@ static void module_fwd(tf_exec *ex, tf_model *M, int b, int k, float *out) {
     tf_block_act *A = &M->acts[b];
     const long mrows = (long)c->batch * c->n_seqs * c->seq_len;
     const long zrows = (long)c->batch * c->seq_len * c->seq_len;
+    if (module_chunked(ex, k)) {
+        if (k == 8) tf_rpush(ex, "pair_transition"); /* the attentions push theirs */
+        tf_chunked_pair_fwd(ex, M, o, k - 6, out, module_in(A, k));
+        if (k == 8) tf_rpop(ex);
+        return;
+    }
     switch (k) {
     case 0: tf_msa_row_attn_fwd(ex, M, o, &A->row, out, A->m_in, A->z_in); break;
     case 1: tf_msa_col_attn_fwd(ex, M, o, &A->col, out, A->m1); break;
@@ -252,6 +266,11 @@ static void block_refwd(tf_exec *ex, tf_model *M, int b) {
 /* --recompute modules, inside a module's backward: its forward again (the
  * internals it keeps for the backward), its output into a scratch buffer. */
 static void module_refwd(tf_exec *ex, tf_model *M, int b, int k) {
+    if (module_chunked(ex, k)) return; /* its backward runs each chunk's forward */
+    if (ex->chunk && (k == 4 || k == 5)) { /* what the backward reads, not the output */
+        module_fwd(ex, M, b, k, NULL);
+        return;
+    }
     float *scratch = alloc_stream(ex, M->c, k);
     module_fwd(ex, M, b, k, scratch);
 }
@@ -286,6 +305,10 @@ static void module_bwd(tf_exec *ex, tf_model *M, int b, int k, float *dm, float 
     const tf_block_act *A = &M->acts[b];
     const long mrows = (long)c->batch * c->n_seqs * c->seq_len;
     const long zrows = (long)c->batch * c->seq_len * c->seq_len;
+    if (module_chunked(ex, k)) {
+        tf_chunked_pair_bwd(ex, M, o, k - 6, dz, module_in(A, k));
+        return;
+    }
     switch (k) {
     case 0: tf_msa_row_attn_bwd(ex, M, o, &A->row, dm, dz, A->m_in, A->z_in); break;
     case 1: tf_msa_col_attn_bwd(ex, M, o, &A->col, dm, A->m1); break;

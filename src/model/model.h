@@ -80,6 +80,8 @@ typedef struct {
 } tf_opm_act;
 
 typedef struct {
+    int chunked;            /* --chunk-size (triangle_mult_chunk.c): only lr_t and u_p kept */
+    int fused, gate_kernel; /* the composition (chunked: proj and og_sig are not kept) */
     tf_ln_act bln, ln;      /* block norm, module norm */
     float *proj, *gate;     /* fused: [rows, 2C] each (left|right); else NULL; merged:
                                proj [rows, 4C] (L R | gate L, gate R), gate = proj + 2C */
@@ -150,16 +152,48 @@ void tf_opm_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, tf_opm_ac
                 float *z_out, const float *z_in, const float *m);
 void tf_opm_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, const tf_opm_act *a,
                 float *dm, const float *dz, const float *m);
-/* which: 0 outgoing, 1 incoming */
+/* which: 0 outgoing, 1 incoming. With ex->chunk the rows' parts run chunk by
+ * chunk (triangle_mult_chunk.c). */
 void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                    tf_trimul_act *a, float *z_out, const float *z_in);
 void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                    const tf_trimul_act *a, float *dz, const float *z_in);
+/* The batched N x N x N products of the triangle multiplication over (b, c),
+ * each operand [B*C, N, N] contiguous (triangle_mult.c) */
+void tf_trimul_product(tf_exec *ex, int tA, int tB, const float *A, const float *Bm, float *Cm,
+                       int B, int C, int N, const char *name);
+void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                           tf_trimul_act *a, float *z_out, const float *z_in);
+void tf_trimul_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                           const tf_trimul_act *a, float *dz, const float *z_in);
+
+/* A pair tensor as a module sees it: nb samples of nx x ny positions (the
+ * whole pair: B x N x N; a chunk of rows: 1 x K x N). transposed: the input
+ * is the transposed pair (the ending node then attends along its rows). */
+typedef struct { int nb, nx, ny, transposed; } tf_pair_shape;
 /* which: 0 starting, 1 ending */
+void tf_triattn_fwd_shape(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                          tf_triattn_act *a, float *z_out, const float *z_in, tf_pair_shape s);
+void tf_triattn_bwd_shape(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                          const tf_triattn_act *a, float *dz, const float *z_in, tf_pair_shape s);
 void tf_triattn_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                     tf_triattn_act *a, float *z_out, const float *z_in);
 void tf_triattn_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                     const tf_triattn_act *a, float *dz, const float *z_in);
+
+/* --chunk-size (chunk.c): the pair tensor's rows (b, i) in chunks of K = ex->chunk,
+ * per sample; chunk q is sample b's rows i0 .. i0 + ni */
+typedef struct { int b, i0, ni; } tf_chunk;
+int tf_chunk_count(const tf_exec *ex, const tf_config *c);
+tf_chunk tf_chunk_at(const tf_exec *ex, const tf_config *c, int q);
+/* The triangle attentions (which 0, 1) and the pair transition (which 2),
+ * chunk by chunk: the forward keeps nothing of the module but its output;
+ * the backward runs each chunk's forward again, then its backward. Chunks of
+ * rows; the ending node's of the transposed pair (its columns). */
+void tf_chunked_pair_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                         float *z_out, const float *z_in);
+void tf_chunked_pair_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                         float *dz, const float *z_in);
 
 /* Whole model (model.c). forward leaves loss and pred on the backend. */
 void tf_model_forward(tf_exec *ex, tf_model *M);

@@ -13,9 +13,16 @@ static const int swap_ij[4] = {0, 2, 1, 3}; /* [B,N,N,C]: swap the two residue a
 void tf_triattn_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                     tf_triattn_act *a, float *z_out, const float *z_in) {
     const tf_config *c = M->c;
-    const int B = c->batch, N = c->seq_len, C = c->pair_dim, H = c->n_heads_pair;
-    const long rows = (long)B * N * N;
-    const int transpose = which == 1 && !ex->fu.flash;
+    tf_triattn_fwd_shape(ex, M, o, which, a, z_out, z_in,
+                         (tf_pair_shape){c->batch, c->seq_len, c->seq_len, 0});
+}
+
+void tf_triattn_fwd_shape(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                          tf_triattn_act *a, float *z_out, const float *z_in, tf_pair_shape s) {
+    const tf_config *c = M->c;
+    const int B = s.nb, X = s.nx, Y = s.ny, C = c->pair_dim, H = c->n_heads_pair;
+    const long rows = (long)B * X * Y;
+    const int transpose = which == 1 && !ex->fu.flash && !s.transposed;
     tf_rpush(ex, which ? "triangle_attn_ending" : "triangle_attn_starting");
     tf_ln2_fwd(ex, M, which ? o->pn_attn_end : o->pn_attn_start, o->ta[which].ln, &a->bln,
                &a->ln, z_in, rows, C);
@@ -23,7 +30,7 @@ void tf_triattn_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int w
     a->yt = NULL;
     if (transpose) {
         a->yt = tf_alloc_act(ex, (size_t)rows * C);
-        int dims[4] = {B, N, N, C};
+        int dims[4] = {B, X, Y, C};
         tf_x_permute(ex, a->yt, a->ln.y, 4, dims, swap_ij, 0);
         x = a->yt;
     }
@@ -33,15 +40,17 @@ void tf_triattn_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int w
                &a->v, &ld);
     tf_rpop(ex);
     tf_rpush(ex, "attention");
-    a->core = (tf_attn_core){.B = B, .X = N, .Y = N, .H = H, .d = C / H,
-                             .colwise = which == 1 && !transpose, .ld = ld,
+    /* transposed: [B, Y, X] attended row-wise */
+    a->core = (tf_attn_core){.B = B, .X = transpose ? Y : X, .Y = transpose ? X : Y, .H = H,
+                             .d = C / H,
+                             .colwise = which == 1 && !transpose && !s.transposed, .ld = ld,
                              .q = a->q, .k = a->k, .v = a->v, .bias = NULL};
     tf_attn_core_fwd(ex, &a->core);
     const float *out_in = a->core.o;
     a->o_t = NULL;
     if (transpose) {
         a->o_t = tf_alloc_act(ex, (size_t)rows * C);
-        int dims[4] = {B, N, N, C};
+        int dims[4] = {B, Y, X, C};
         tf_x_permute(ex, a->o_t, a->core.o, 4, dims, swap_ij, 0);
         out_in = a->o_t;
     }
@@ -55,10 +64,18 @@ void tf_triattn_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int w
 void tf_triattn_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                     const tf_triattn_act *a, float *dz, const float *z_in) {
     const tf_config *c = M->c;
-    const int B = c->batch, N = c->seq_len, C = c->pair_dim;
-    const long rows = (long)B * N * N;
+    tf_triattn_bwd_shape(ex, M, o, which, a, dz, z_in,
+                         (tf_pair_shape){c->batch, c->seq_len, c->seq_len, 0});
+}
+
+void tf_triattn_bwd_shape(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                          const tf_triattn_act *a, float *dz, const float *z_in, tf_pair_shape s) {
+    const tf_config *c = M->c;
+    const int B = s.nb, X = s.nx, Y = s.ny, C = c->pair_dim;
+    const long rows = (long)B * X * Y;
     const int transpose = a->yt != NULL;
-    int dims[4] = {B, N, N, C};
+    /* dims of the module's layout and of the transposed one */
+    int dims[4] = {B, X, Y, C}, dims_t[4] = {B, Y, X, C};
     size_t mark = tf_arena_mark(ex->arena);
     tf_rpush(ex, which ? "triangle_attn_ending" : "triangle_attn_starting");
     tf_rpush(ex, "output_proj");
@@ -87,7 +104,7 @@ void tf_triattn_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int w
     float *dy = dx;
     if (transpose) {
         dy = dO; /* free again */
-        tf_x_permute(ex, dy, dx, 4, dims, swap_ij, 0);
+        tf_x_permute(ex, dy, dx, 4, dims_t, swap_ij, 0);
     }
     tf_ln2_bwd(ex, M, which ? o->pn_attn_end : o->pn_attn_start, o->ta[which].ln, &a->bln, &a->ln,
                dz, dqkv /* free again */, dy,

@@ -32,10 +32,9 @@ static const int lr_to_chan_last[5] = {1, 3, 4, 0, 2};
  * the fusion, gate_cmajor_fwd/_bwd move the data) */
 static const int to_cmajor[4] = {3, 0, 1, 2};
 
-/* The batched N x N x N products over (b, c): each operand [B, C, N, N]
- * contiguous, one call */
-static void product(tf_exec *ex, int tA, int tB, const float *A, const float *Bm, float *Cm,
-                    int B, int C, int N, const char *name) {
+/* The batched N x N x N products over (b, c): one call */
+void tf_trimul_product(tf_exec *ex, int tA, int tB, const float *A, const float *Bm, float *Cm,
+                       int B, int C, int N, const char *name) {
     tf_gemm_args g = {0};
     g.transA = tA;
     g.transB = tB;
@@ -56,6 +55,11 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     const int fused = ex->fu.triangle, gate_kernel = ex->level >= 3;
     const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out;
     const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
+    if (ex->chunk) {
+        tf_trimul_fwd_chunked(ex, M, o, which, a, z_out, z_in);
+        return;
+    }
+    a->chunked = 0;
     tf_rpush(ex, which ? "triangle_mult_incoming" : "triangle_mult_outgoing");
     tf_ln2_fwd(ex, M, bn, o->tm[which].ln, &a->bln, &a->ln, z_in, rows, C);
 
@@ -136,9 +140,9 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     /* the product's batch is (b, c) or, channel-major, (c, b): one stride either way */
     float *u = a->cmajor ? a->u_p : tf_alloc_act(ex, (size_t)nc);
     if (which == 0)
-        product(ex, 0, 1, a->l_t, a->r_t, u, B, C, N, "trimul_out");
+        tf_trimul_product(ex, 0, 1, a->l_t, a->r_t, u, B, C, N, "trimul_out");
     else
-        product(ex, 1, 0, a->l_t, a->r_t, u, B, C, N, "trimul_in");
+        tf_trimul_product(ex, 1, 0, a->l_t, a->r_t, u, B, C, N, "trimul_in");
     if (!a->cmajor) {
         int dims[4] = {B, C, N, N};
         tf_x_permute(ex, a->u_p, u, 4, dims, to_chan_last, 0);
@@ -190,6 +194,10 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     const int fused = a->proj != NULL, gate_kernel = a->og_sig == NULL;
     const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out;
     const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
+    if (a->chunked) {
+        tf_trimul_bwd_chunked(ex, M, o, which, a, dz, z_in);
+        return;
+    }
     size_t mark0 = tf_arena_mark(ex->arena);
     tf_rpush(ex, which ? "triangle_mult_incoming" : "triangle_mult_outgoing");
 
@@ -232,11 +240,11 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     float *dlr_t = tf_alloc_act(ex, (size_t)2 * nc);
     float *dl_t = dlr_t, *dr_t = dlr_t + nc; /* [2, B, C, N, N] (or [2, C, B, N, N]) as L|R */
     if (which == 0) { /* u = L R^T: dL = dU R, dR = dU^T L */
-        product(ex, 0, 0, du, a->r_t, dl_t, B, C, N, "trimul_out_dl");
-        product(ex, 1, 0, du, a->l_t, dr_t, B, C, N, "trimul_out_dr");
+        tf_trimul_product(ex, 0, 0, du, a->r_t, dl_t, B, C, N, "trimul_out_dl");
+        tf_trimul_product(ex, 1, 0, du, a->l_t, dr_t, B, C, N, "trimul_out_dr");
     } else { /* u = L^T R: dL = R dU^T, dR = L dU */
-        product(ex, 0, 1, a->r_t, du, dl_t, B, C, N, "trimul_in_dl");
-        product(ex, 0, 0, a->l_t, du, dr_t, B, C, N, "trimul_in_dr");
+        tf_trimul_product(ex, 0, 1, a->r_t, du, dl_t, B, C, N, "trimul_in_dl");
+        tf_trimul_product(ex, 0, 0, a->l_t, du, dr_t, B, C, N, "trimul_in_dr");
     }
     tf_rpop(ex);
 

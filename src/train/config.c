@@ -43,6 +43,7 @@ void tf_config_default(tf_config *c)
     c->precision = TF_PREC_FP32;
     c->graph = 0;
     c->recompute = TF_RECOMPUTE_NONE;
+    c->chunk_size = 0;
 }
 
 tf_fusion tf_fusion_for_impl(tf_impl impl)
@@ -143,6 +144,10 @@ tf_status tf_config_validate(const tf_config *c, char *err, size_t errlen)
                     (int)c->recompute);
 
     /* Cross-field rules. */
+    if (c->chunk_size < 0 || c->chunk_size > c->seq_len)
+        return fail(err, errlen,
+                    "--chunk-size: '%d' is not accepted: expected 1..%d (at most --seq-len)",
+                    c->chunk_size, c->seq_len);
     if (c->msa_dim % c->n_heads_msa != 0)
         return fail(err, errlen,
                     "--msa-dim: '%d' is not accepted: expected a multiple of the MSA head count "

@@ -301,6 +301,7 @@ static tf_status create_on(tf_trainer **out, const tf_config *c, tf_backend *be,
     t->ex.level = (int)c->impl;
     compose(t);
     t->ex.recompute = (int)c->recompute;
+    t->ex.chunk = c->chunk_size;
     if (t->ex.wgrad_async && t->ops->wgrad_enable(t->be)) {
         snprintf(err, errlen,
                  "not enough device memory for the weight-gradient lane's workspaces (%.0f MiB)",

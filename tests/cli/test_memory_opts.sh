@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The memory options: --recompute, --memory-budget and bench --scaling.
-# Bad values exit 2 with one stderr line naming the flag; a budget picks the
-# cheapest --recompute that the plan says fits, or says what the least is;
+# The memory options: --recompute, --chunk-size, --memory-budget and bench
+# --scaling. Bad values exit 2 with one stderr line naming the flag; a budget
+# picks the cheapest --recompute (and --chunk-size) that the plan says fits,
+# or says what the least is;
 # bench --scaling writes the JSON another tool reads (points, fit).
 # Usage: test_memory_opts.sh path/to/tinyfold
 set -u
@@ -37,8 +38,16 @@ bad --scaling bench --scaling 0
 bad --scaling bench --scaling 64,,128
 bad --scaling bench --scaling 64,5000
 bad --scaling bench --scaling x
+bad --chunk-size train --chunk-size 0
+bad --chunk-size train --chunk-size -4
+bad --chunk-size train --chunk-size 4x
+bad --chunk-size train --chunk-size
+bad "--chunk-size: '13' is not accepted: expected 1..12" train "${TINY[@]}" --chunk-size 13
+bad "--chunk-size: '65' is not accepted: expected 1..64" bench --backend cpu --chunk-size 65 --problems small
 # a budget below the least plan: one line with the least and its setting
-bad "(--recompute modules)" train "${TINY[@]}" --memory-budget 1K
+bad "the least is" train "${TINY[@]}" --memory-budget 1K
+# a given chunk size stays
+bad "--chunk-size 5); reduce" train "${TINY[@]}" --chunk-size 5 --memory-budget 1K
 
 # a budget that fits everything: none; then one just below none's plan: another
 cases=$((cases + 1))
@@ -58,7 +67,17 @@ fi
 for m in none blocks modules; do
     cases=$((cases + 1))
     "$BIN" train "${TINY[@]}" --recompute "$m" >/dev/null 2>"$TMP/err" || fail "--recompute $m: $(cat "$TMP/err")"
+    cases=$((cases + 1))
+    "$BIN" train "${TINY[@]}" --recompute "$m" --chunk-size 5 >/dev/null 2>"$TMP/err" ||
+        fail "--recompute $m --chunk-size 5: $(cat "$TMP/err")"
 done
+# the run's header and JSON carry the chunk size
+cases=$((cases + 1))
+if ! "$BIN" train "${TINY[@]/--quiet/--no-progress}" --chunk-size 5 --json "$TMP/r.json" >"$TMP/out" 2>"$TMP/err" ||
+    ! grep -q "Chunk size: 5 pair rows at a time" "$TMP/out" ||
+    ! python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["config"]["chunk_size"] == 5' "$TMP/r.json"; then
+    fail "--chunk-size 5 not in the header or the JSON: $(head -c 300 "$TMP/err")"
+fi
 cases=$((cases + 1))
 if ! "$BIN" bench --backend cpu --threads 1 --batch-size 1 --num-seqs 3 --num-blocks 1 \
     --steps 1 --no-progress --scaling 8,12 --recompute modules --json "$TMP/s.json" >"$TMP/out" 2>"$TMP/err"; then

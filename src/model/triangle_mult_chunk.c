@@ -1,0 +1,363 @@
+/* The triangle multiplicative update K rows at a time (--chunk-size; the
+ * math of triangle_mult.c, the same ops in the same composition per row).
+ *
+ * The product contracts over whole rows or columns of L and R, so L|R (lr_t)
+ * and the product u stay whole: they are all the module keeps. Everything
+ * else is per position and runs chunk by chunk: the norms, the projections
+ * and gates (their gated chunk written into lr_t, channel-first, one copy per
+ * channel), and the output projection, gate and residual. The backward
+ * computes u's gradient du (whole) chunk by chunk, then per chunk: the
+ * chunk's rows of the product's backward GEMMs (dL|dR of the chunk, from du
+ * and the whole L and R), its norms, projections, gates and output gate
+ * again, and their backward. Its temporaries: lr_t, u, du and one chunk's.
+ * With the output not wanted (the forward run again by --recompute modules:
+ * z_out NULL) the output projection is skipped.
+ *
+ * Bits: a position's values are computed by the same ops from the same
+ * inputs as unchunked, with GEMMs of fewer rows (whether a row's bits depend
+ * on the row count is the BLAS's choice); the weight and norm gradients are
+ * summed chunk by chunk (beta = 1), a different order. Both: within fp32
+ * rounding (tests/unit/test_recompute.c). */
+#include "model/model.h"
+
+/* One chunk's row-local values: norms, then the projections and gates of
+ * the composition of triangle_mult.c (merged, fused or four GEMMs) */
+typedef struct {
+    tf_ln_act bln, ln;
+    float *proj, *gate; /* merged: proj [rows, 4C], gate = proj + 2C; fused: [rows, 2C] each */
+    float *lp, *rp, *lg, *rg; /* separate: [rows, C] each */
+    long ld;            /* row stride of proj and gate */
+} chunk_rows;
+
+static void rows_norm(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                      chunk_rows *r, const float *x, long rows) {
+    const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out;
+    tf_ln2_fwd(ex, M, bn, o->tm[which].ln, &r->bln, &r->ln, x, rows, M->c->pair_dim);
+}
+
+static void rows_proj(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                      const tf_trimul_act *a, chunk_rows *r, long rows) {
+    const int C = M->c->pair_dim;
+    const long n = rows * C;
+    const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
+    if (a->merged) {
+        r->proj = tf_alloc_act(ex, (size_t)4 * n);
+        r->gate = r->proj + 2 * C;
+        r->ld = 4 * C;
+        tf_linear_fwd(ex, r->proj, r->ln.y, tf_P(M, lp), rows, C, 4 * C, 0.0f, TF_EPI_NONE);
+    } else if (a->fused) {
+        r->proj = tf_alloc_act(ex, (size_t)2 * n);
+        r->gate = tf_alloc_act(ex, (size_t)2 * n);
+        r->ld = 2 * C;
+        tf_linear_fwd(ex, r->proj, r->ln.y, tf_P(M, lp), rows, C, 2 * C, 0.0f, TF_EPI_NONE);
+        tf_linear_fwd(ex, r->gate, r->ln.y, tf_P(M, lg), rows, C, 2 * C, 0.0f, TF_EPI_NONE);
+    } else {
+        float *buf = tf_alloc_act(ex, (size_t)4 * n);
+        r->lp = buf, r->rp = buf + n, r->lg = buf + 2 * n, r->rg = buf + 3 * n;
+        tf_linear_fwd(ex, r->lp, r->ln.y, tf_P(M, lp), rows, C, C, 0.0f, TF_EPI_NONE);
+        tf_linear_fwd(ex, r->rp, r->ln.y, tf_P(M, o->tm[which].rp), rows, C, C, 0.0f,
+                      TF_EPI_NONE);
+        tf_linear_fwd(ex, r->lg, r->ln.y, tf_P(M, lg), rows, C, C, 0.0f, TF_EPI_NONE);
+        tf_linear_fwd(ex, r->rg, r->ln.y, tf_P(M, o->tm[which].rg), rows, C, C, 0.0f,
+                      TF_EPI_NONE);
+    }
+    if (!a->gate_kernel) { /* levels 1-2: the gates' sigmoid in place, as unchunked */
+        if (a->fused) {
+            tf_x_act_fwd(ex, TF_ACT_SIGMOID, r->gate, r->gate, 2 * n);
+        } else {
+            tf_x_act_fwd(ex, TF_ACT_SIGMOID, r->lg, r->lg, n);
+            tf_x_act_fwd(ex, TF_ACT_SIGMOID, r->rg, r->rg, n);
+        }
+    }
+}
+
+/* Where channel c of side s (0 L, 1 R) of chunk k's rows lies in a
+ * channel-first [2, B, C, N, N] or channel-major [2, C, B*N*N] tensor: Kr
+ * consecutive floats */
+static long seg(const tf_config *c, int cmajor, tf_chunk k, int s, int ch) {
+    const long N = c->seq_len, nn = N * N, rows = (long)c->batch * nn;
+    const long nc = rows * c->pair_dim;
+    const long base = cmajor ? (long)ch * rows + k.b * nn : ((long)k.b * c->pair_dim + ch) * nn;
+    return s * nc + base + (long)k.i0 * N;
+}
+
+/* t [S, C, Kr] (the chunk's channels, S sides) into its segments of the
+ * whole tensor w */
+static void segs_scatter(tf_exec *ex, const tf_config *c, int cmajor, tf_chunk k, int S,
+                         float *w, const float *t) {
+    const int C = c->pair_dim;
+    const long Kr = (long)k.ni * c->seq_len;
+    for (int s = 0; s < S; s++)
+        for (int ch = 0; ch < C; ch++)
+            tf_x_copy(ex, w + seg(c, cmajor, k, s, ch), t + ((long)s * C + ch) * Kr, (size_t)Kr);
+}
+
+/* One chunk's output projection and output gate logits (and its norms, in r) */
+static void rows_out(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                     const tf_trimul_act *a, chunk_rows *r, float **out, float **og,
+                     const float *x, long r0, long Kr) {
+    const int C = M->c->pair_dim;
+    const long rows = (long)M->c->batch * M->c->seq_len * M->c->seq_len;
+    rows_norm(ex, M, o, which, r, x, Kr);
+    *out = tf_alloc_act(ex, (size_t)Kr * C);
+    *og = tf_alloc_act(ex, (size_t)Kr * C);
+    if (a->cmajor) { /* u stored [C, rows]: the chunk's columns */
+        tf_gemm_args g = tf_gemm_make(1, 1, (int)Kr, C, C, 1.0f, 0.0f, a->u_p + r0, rows, 0,
+                                      tf_P(M, o->tm[which].op), C, 0, *out, C, 0, 1);
+        tf_gemm(ex, &g, "linear_fwd");
+    } else {
+        tf_linear_fwd(ex, *out, a->u_p + r0 * C, tf_P(M, o->tm[which].op), Kr, C, C, 0.0f,
+                      TF_EPI_NONE);
+    }
+    tf_linear_fwd(ex, *og, r->ln.y, tf_P(M, o->tm[which].og), Kr, C, C, 0.0f, TF_EPI_NONE);
+}
+
+/* The gradients of the output projection's input and of the output gate's
+ * logits, from the chunk's dz rows (as unchunked) */
+static void rows_out_bwd(tf_exec *ex, const tf_trimul_act *a, float *dout, float *dog,
+                         const float *dzq, const float *out, float *og, long n) {
+    if (a->gate_kernel) {
+        tf_x_gate_bwd(ex, dout, dog, dzq, out, og, n);
+    } else {
+        tf_x_act_fwd(ex, TF_ACT_SIGMOID, og, og, n);
+        tf_x_mul(ex, dout, dzq, og, n);
+        tf_x_mul(ex, dog, dzq, out, n);
+        tf_x_act_bwd(ex, TF_ACT_SIGMOID, dog, dog, og, n);
+    }
+}
+
+/* The chunk's dL|dR, [2, C, Kr], from du and the whole L and R: the rows of
+ * the product's backward GEMMs that fall in the chunk */
+static void product_bwd_rows(tf_exec *ex, const tf_config *c, const tf_trimul_act *a, int which,
+                             tf_chunk k, const float *du, float *t) {
+    const int N = c->seq_len, C = c->pair_dim, ni = k.ni;
+    const long nn = (long)N * N, rows = (long)c->batch * nn, Kr = (long)ni * N;
+    const long off = a->cmajor ? k.b * nn : (long)k.b * C * nn, sc = a->cmajor ? rows : nn;
+    const long i0 = k.i0, i0N = i0 * N;
+    const float *L = a->l_t + off, *R = a->r_t + off, *U = du + off;
+    float *dL = t, *dR = t + (long)C * Kr;
+    tf_gemm_args g1, g2;
+    if (which == 0) { /* dL = dU R; dR = dU^T L */
+        g1 = tf_gemm_make(0, 0, ni, N, N, 1.0f, 0.0f, U + i0N, N, sc, R, N, sc, dL, N, Kr, C);
+        g2 = tf_gemm_make(1, 0, ni, N, N, 1.0f, 0.0f, U + i0, N, sc, L, N, sc, dR, N, Kr, C);
+    } else { /* dL = R dU^T; dR = L dU */
+        g1 = tf_gemm_make(0, 1, ni, N, N, 1.0f, 0.0f, R + i0N, N, sc, U, N, sc, dL, N, Kr, C);
+        g2 = tf_gemm_make(0, 0, ni, N, N, 1.0f, 0.0f, L + i0N, N, sc, U, N, sc, dR, N, Kr, C);
+    }
+    tf_gemm(ex, &g1, which ? "trimul_in_dl" : "trimul_out_dl");
+    tf_gemm(ex, &g2, which ? "trimul_in_dr" : "trimul_out_dr");
+}
+
+void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                           tf_trimul_act *a, float *z_out, const float *z_in) {
+    const tf_config *c = M->c;
+    const int B = c->batch, N = c->seq_len, C = c->pair_dim;
+    const long rows = (long)B * N * N, nc = rows * C;
+    const int nk = tf_chunk_count(ex, c);
+    *a = (tf_trimul_act){0};
+    a->chunked = 1;
+    a->fused = ex->fu.triangle;
+    a->gate_kernel = ex->level >= 3;
+    a->cmajor = ex->level >= 3;
+    a->merged = a->fused && a->gate_kernel && ex->trimul_merged &&
+                o->tm[which].rp == o->tm[which].lp + (size_t)C * C &&
+                o->tm[which].lg == o->tm[which].lp + (size_t)2 * C * C &&
+                o->tm[which].rg == o->tm[which].lp + (size_t)3 * C * C;
+    tf_rpush(ex, which ? "triangle_mult_incoming" : "triangle_mult_outgoing");
+    a->lr_t = tf_alloc_act(ex, (size_t)2 * nc);
+    a->l_t = a->lr_t;
+    a->r_t = a->lr_t + nc;
+
+    tf_rpush(ex, "projections");
+    for (int q = 0; q < nk; q++) {
+        const tf_chunk k = tf_chunk_at(ex, c, q);
+        const long r0 = ((long)k.b * N + k.i0) * N, Kr = (long)k.ni * N, n = Kr * C;
+        const size_t mark = tf_arena_mark(ex->arena);
+        chunk_rows r;
+        rows_norm(ex, M, o, which, &r, z_in + r0 * C, Kr);
+        rows_proj(ex, M, o, which, a, &r, Kr);
+        float *t = tf_alloc_act(ex, (size_t)2 * n); /* gated L|R of the chunk, [2, C, Kr] */
+        if (a->gate_kernel && a->fused) {
+            tf_x_gate_cmajor_fwd(ex, t, r.proj, r.gate, r.ld, Kr, Kr, C);
+        } else {
+            float *g_lr = tf_alloc_act(ex, (size_t)2 * n);
+            if (a->fused) { /* [Kr, 2, C] -> [2, C, Kr] */
+                static const int perm[3] = {1, 2, 0};
+                int dims[3] = {(int)Kr, 2, C};
+                tf_x_mul(ex, g_lr, r.proj, r.gate, 2 * n);
+                tf_x_permute(ex, t, g_lr, 3, dims, perm, 0);
+            } else { /* [Kr, C] -> [C, Kr] per side */
+                static const int perm[2] = {1, 0};
+                int dims[2] = {(int)Kr, C};
+                for (int s = 0; s < 2; s++) {
+                    const float *p = s ? r.rp : r.lp, *gt = s ? r.rg : r.lg;
+                    if (a->gate_kernel)
+                        tf_x_gate_fwd(ex, g_lr + s * n, p, gt, n);
+                    else
+                        tf_x_mul(ex, g_lr + s * n, p, gt, n);
+                    tf_x_permute(ex, t + s * n, g_lr + s * n, 2, dims, perm, 0);
+                }
+            }
+        }
+        segs_scatter(ex, c, a->cmajor, k, 2, a->lr_t, t);
+        tf_arena_release(ex->arena, mark);
+    }
+    tf_rpop(ex);
+
+    tf_rpush(ex, "triangle_product");
+    a->u_p = tf_alloc_act(ex, (size_t)nc);
+    size_t mark = tf_arena_mark(ex->arena);
+    float *u = a->cmajor ? a->u_p : tf_alloc_act(ex, (size_t)nc);
+    if (which == 0)
+        tf_trimul_product(ex, 0, 1, a->l_t, a->r_t, u, B, C, N, "trimul_out");
+    else
+        tf_trimul_product(ex, 1, 0, a->l_t, a->r_t, u, B, C, N, "trimul_in");
+    if (!a->cmajor) {
+        static const int to_chan_last[4] = {0, 2, 3, 1};
+        int dims[4] = {B, C, N, N};
+        tf_x_permute(ex, a->u_p, u, 4, dims, to_chan_last, 0);
+    }
+    tf_arena_release(ex->arena, mark);
+    tf_rpop(ex);
+
+    tf_rpush(ex, "output_proj");
+    for (int q = 0; z_out && q < nk; q++) {
+        const tf_chunk k = tf_chunk_at(ex, c, q);
+        const long r0 = ((long)k.b * N + k.i0) * N, Kr = (long)k.ni * N, n = Kr * C;
+        const size_t m = tf_arena_mark(ex->arena);
+        chunk_rows r;
+        float *out, *og;
+        rows_out(ex, M, o, which, a, &r, &out, &og, z_in + r0 * C, r0, Kr);
+        if (a->gate_kernel) {
+            tf_x_gate_residual_fwd(ex, z_out + r0 * C, z_in + r0 * C, out, og, n);
+        } else {
+            float *res = tf_alloc_act(ex, (size_t)n);
+            tf_x_act_fwd(ex, TF_ACT_SIGMOID, og, og, n);
+            tf_x_mul(ex, res, out, og, n);
+            tf_x_add(ex, z_out + r0 * C, z_in + r0 * C, res, n);
+        }
+        tf_arena_release(ex->arena, m);
+    }
+    tf_rpop(ex);
+    tf_rpop(ex);
+}
+
+void tf_trimul_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                           const tf_trimul_act *a, float *dz, const float *z_in) {
+    const tf_config *c = M->c;
+    const int B = c->batch, N = c->seq_len, C = c->pair_dim;
+    const long rows = (long)B * N * N, nc = rows * C;
+    const int nk = tf_chunk_count(ex, c);
+    const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out;
+    const size_t lp = o->tm[which].lp, lg = o->tm[which].lg, wo = o->tm[which].op,
+                 wog = o->tm[which].og;
+    const size_t mark0 = tf_arena_mark(ex->arena);
+    tf_rpush(ex, which ? "triangle_mult_incoming" : "triangle_mult_outgoing");
+
+    /* du, channel-first (or -major) as the product's backward reads it, and
+     * the output projection's weight gradient, chunk by chunk */
+    tf_rpush(ex, "output_proj");
+    float *du = tf_alloc_act(ex, (size_t)nc);
+    for (int q = 0; q < nk; q++) {
+        const tf_chunk k = tf_chunk_at(ex, c, q);
+        const long r0 = ((long)k.b * N + k.i0) * N, Kr = (long)k.ni * N, n = Kr * C;
+        const size_t m = tf_arena_mark(ex->arena);
+        chunk_rows r;
+        float *out, *og;
+        rows_out(ex, M, o, which, a, &r, &out, &og, z_in + r0 * C, r0, Kr);
+        float *dout = tf_alloc_act(ex, (size_t)n), *dog = tf_alloc_act(ex, (size_t)n);
+        rows_out_bwd(ex, a, dout, dog, dz + r0 * C, out, og, n);
+        if (a->cmajor) { /* dWo += dout^T u-chunk^T; du[:, chunk] = Wo^T dout^T */
+            tf_gemm_args g = tf_gemm_make(1, 1, C, C, (int)Kr, 1.0f, 1.0f, dout, C, 0,
+                                          a->u_p + r0, rows, 0, tf_G(M, wo), C, 0, 1);
+            g.wgrad = ex->wgrad_async;
+            tf_gemm(ex, &g, "linear_bwd_weight");
+            g = tf_gemm_make(1, 1, C, (int)Kr, C, 1.0f, 0.0f, tf_P(M, wo), C, 0, dout, C, 0,
+                             du + r0, rows, 0, 1);
+            tf_gemm(ex, &g, "linear_bwd_data");
+        } else { /* du_p [Kr, C] -> [C, Kr] -> its segments of du [B, C, N, N] */
+            static const int perm[2] = {1, 0};
+            int dims[2] = {(int)Kr, C};
+            float *du_p = tf_alloc_act(ex, (size_t)n), *t = tf_alloc_act(ex, (size_t)n);
+            tf_linear_bwd(ex, du_p, tf_G(M, wo), dout, a->u_p + r0 * C, tf_P(M, wo), Kr, C, C,
+                          0);
+            tf_x_permute(ex, t, du_p, 2, dims, perm, 0);
+            segs_scatter(ex, c, 0, k, 1, du, t);
+        }
+        tf_arena_release(ex->arena, m);
+    }
+    tf_rpop(ex);
+
+    /* the gating, projections and norms per chunk */
+    tf_rpush(ex, "gating");
+    for (int q = 0; q < nk; q++) {
+        const tf_chunk k = tf_chunk_at(ex, c, q);
+        const long r0 = ((long)k.b * N + k.i0) * N, Kr = (long)k.ni * N, n = Kr * C;
+        const size_t m = tf_arena_mark(ex->arena);
+        /* the output gate's part of dy (and its weight gradient) again */
+        chunk_rows r;
+        float *out, *og;
+        rows_out(ex, M, o, which, a, &r, &out, &og, z_in + r0 * C, r0, Kr);
+        float *dout = tf_alloc_act(ex, (size_t)n), *dog = tf_alloc_act(ex, (size_t)n);
+        rows_out_bwd(ex, a, dout, dog, dz + r0 * C, out, og, n);
+        float *dyq = tf_alloc_act(ex, (size_t)n);
+        tf_linear_bwd(ex, dyq, tf_G(M, wog), dog, r.ln.y, tf_P(M, wog), Kr, C, C, 0);
+        rows_proj(ex, M, o, which, a, &r, Kr);
+        tf_rpush(ex, "triangle_product");
+        float *t = tf_alloc_act(ex, (size_t)2 * n); /* the chunk's dL|dR, [2, C, Kr] */
+        product_bwd_rows(ex, c, a, which, k, du, t);
+        tf_rpop(ex);
+        float *dproj, *dgate;
+        if (a->gate_kernel && a->fused) {
+            dproj = tf_alloc_act(ex, (size_t)4 * n);
+            dgate = a->merged ? dproj + 2 * C : dproj + 2 * n;
+            tf_x_gate_cmajor_bwd(ex, dproj, dgate, t, r.proj, r.gate, r.ld, Kr, Kr, C);
+        } else {
+            float *dlr = tf_alloc_act(ex, (size_t)2 * n);
+            if (a->fused) { /* [2, C, Kr] -> [Kr, 2, C] */
+                static const int perm[3] = {2, 0, 1};
+                int dims[3] = {2, C, (int)Kr};
+                tf_x_permute(ex, dlr, t, 3, dims, perm, 0);
+            } else { /* [2, C, Kr] -> [2, Kr, C] */
+                static const int perm[3] = {0, 2, 1};
+                int dims[3] = {2, C, (int)Kr};
+                tf_x_permute(ex, dlr, t, 3, dims, perm, 0);
+            }
+            dproj = dlr, dgate = t; /* t is free again */
+            if (a->fused) { /* r.gate holds sigmoid(gate) */
+                tf_x_mul(ex, dgate, dlr, r.proj, 2 * n);
+                tf_x_act_bwd(ex, TF_ACT_SIGMOID, dgate, dgate, r.gate, 2 * n);
+                tf_x_mul(ex, dproj, dlr, r.gate, 2 * n);
+            } else {
+                for (int s = 0; s < 2; s++) {
+                    const float *p = s ? r.rp : r.lp, *gt = s ? r.rg : r.lg;
+                    float *dp = dproj + s * n, *dg = dgate + s * n;
+                    if (a->gate_kernel) {
+                        tf_x_gate_bwd(ex, dp, dg, dp, p, gt, n);
+                    } else {
+                        tf_x_mul(ex, dg, dp, p, n);
+                        tf_x_act_bwd(ex, TF_ACT_SIGMOID, dg, dg, gt, n);
+                        tf_x_mul(ex, dp, dp, gt, n);
+                    }
+                }
+            }
+        }
+        if (a->merged) {
+            tf_linear_bwd(ex, dyq, tf_G(M, lp), dproj, r.ln.y, tf_P(M, lp), Kr, C, 4 * C, 1);
+        } else if (a->fused) {
+            tf_linear_bwd(ex, dyq, tf_G(M, lp), dproj, r.ln.y, tf_P(M, lp), Kr, C, 2 * C, 1);
+            tf_linear_bwd(ex, dyq, tf_G(M, lg), dgate, r.ln.y, tf_P(M, lg), Kr, C, 2 * C, 1);
+        } else {
+            const size_t w[4] = {lp, o->tm[which].rp, lg, o->tm[which].rg};
+            const float *dd[4] = {dproj, dproj + n, dgate, dgate + n};
+            for (int i = 0; i < 4; i++)
+                tf_linear_bwd(ex, dyq, tf_G(M, w[i]), dd[i], r.ln.y, tf_P(M, w[i]), Kr, C, C, 1);
+        }
+        tf_ln2_bwd(ex, M, bn, o->tm[which].ln, &r.bln, &r.ln, dz + r0 * C, dout, dyq,
+                   z_in + r0 * C, Kr, C, 1);
+        tf_arena_release(ex->arena, m);
+    }
+    tf_rpop(ex);
+    tf_rpop(ex);
+    tf_arena_release(ex->arena, mark0);
+}
