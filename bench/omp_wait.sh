@@ -78,13 +78,15 @@ one() {
     if [ "$problem" = micro ]; then
         out=$(env "${env[@]}" "${nice_cmd[@]}" "$b" train --backend cpu --threads "$threads" "${opt[@]}" \
               --batch-size 1 --seq-len 8 --num-seqs 4 --num-blocks 1 --msa-dim 16 --pair-dim 32 \
-              --warmup-steps 2 --num-steps "$steps" --quiet)
-        awk '/Average step time:/ { print $4 }' <<<"$out"
+              --warmup-steps 2 --num-steps "$steps" --no-progress --log-every 1000000)
+        awk '/Average step time:/ { printf "%s", $4 }' <<<"$out"
     else
         out=$(env "${env[@]}" "${nice_cmd[@]}" "$b" bench --backend cpu --threads "$threads" "${opt[@]}" \
               --problems "$problem" --impls v3 --steps "$steps")
-        awk -v p="$problem" '$1 == p && $2 == "v3" { print $3 }' <<<"$out"
+        awk -v p="$problem" '$1 == p && $2 == "v3" { printf "%s", $3 }' <<<"$out"
     fi
+    # what the binary says of its wait policy (an earlier build says nothing)
+    printf '|%s\n' "$(sed -n 's/.*OpenMP wait: \([^|]*\).*/\1/p' <<<"$out" | head -1)"
 }
 
 echo "tinyfold $problem problem, 2 threads, $steps steps per run, $rounds rounds; loaded: $loaders busy loops"
@@ -100,9 +102,11 @@ for r in $(seq "$rounds"); do
             done
         fi
         for p in $policies; do
-            ms=$(one "$p")
+            res=$(one "$p")
+            ms=${res%%|*} wait=${res#*|}
             echo "$ms" >>"$tmp/$cond.$p"
-            printf 'round %d %-6s %-12s %9s ms  (load %s)\n' "$r" "$cond" "$p" "$ms" "$(cut -d' ' -f1 /proc/loadavg)"
+            printf 'round %d %-6s %-12s %9s ms  (load %s)%s\n' "$r" "$cond" "$p" "$ms" \
+                "$(cut -d' ' -f1 /proc/loadavg)" "${wait:+  $wait}"
         done
         stop_loaders
     done
