@@ -4,7 +4,8 @@
  * spins GOMP_SPINCOUNT times before it sleeps: 300000 by default, ~16 ms
  * where the pause instruction takes ~50 ns. While other processes hold the
  * cores, a spinning thread keeps the core its partner needs and is not
- * favoured by the scheduler as a woken one is: a 1 ms step took ~800 ms.
+ * favoured by the scheduler as a woken one is: a step of a few ms took
+ * hundreds of times longer (bench/RESULTS.md).
  * Even a short spin loses there: a thread that spins through the gaps
  * between regions looks busy to the scheduler, is preempted like a busy
  * process and waits for its turn, where a sleeping one is run as soon as it
@@ -26,11 +27,10 @@
  * The policy is tinyfold's --omp-wait: auto (the default) keeps the user's
  * OMP_WAIT_POLICY or GOMP_SPINCOUNT when either is set, else chooses as
  * above (GOMP_SPINCOUNT 0 or TF_OMP_WAIT_AUTO_SPIN); active and passive set
- * OMP_WAIT_POLICY and
- * override the environment's. The loader passes the command line to the
- * constructor: this reads --omp-wait there, in full spelling as the option
- * parser accepts it; the parser reads it again, refuses a bad value, and
- * checks that it names what was applied. */
+ * OMP_WAIT_POLICY and override the environment's. The loader passes the
+ * command line to the constructor: this reads --omp-wait there, in full
+ * spelling as the option parser accepts it; the parser reads it again,
+ * refuses a bad value, and checks that it names what was applied. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT; setenv, nanosleep */
 #include "tf_omp_wait.h"
 
