@@ -49,8 +49,8 @@ if ! "$py" -c 'import torch' 2>/dev/null; then
 fi
 mkdir -p "$out"
 # The OpenMP runtimes (tinyfold's OpenBLAS and libgomp, PyTorch's) read
-# OMP_NUM_THREADS. Each side keeps its own OpenMP wait policy (tinyfold
-# bounds the spin at barriers, PyTorch's libgomp spins as it does by default).
+# OMP_NUM_THREADS. Each side keeps its own OpenMP wait policy (tinyfold's
+# --omp-wait auto, PyTorch's libgomp as it is by default).
 export OMP_NUM_THREADS=2
 
 declare -A dims=([tiny]="2 32 8 2" [small]="4 64 16 4") # B N S blocks, as src/cli/bench.c

@@ -178,6 +178,7 @@ int tf_cli_bench(tf_cli_opts *o)
         sg_big = sgemm_gflops(1024, 1024, 1024);
         sg_skinny = sgemm_gflops(16384, 128, 128);
         printf("BLAS: %s\n", tf_cli_blas_info());
+        printf("OpenMP wait: %s\n", tf_cli_omp_wait_info());
         printf("Machine sgemm (cblas, %d threads, median of 5): 1024x1024x1024 %.1f GFLOP/s | "
                "16384x128x128 %.1f GFLOP/s\n",
                base.threads, sg_big, sg_skinny);

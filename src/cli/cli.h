@@ -65,6 +65,7 @@ typedef struct {
     int bench_steps;
     const char *scaling; /* bench --scaling: a list of N */
     double memory_budget; /* --memory-budget in bytes; 0 = none */
+    int omp_wait; /* --omp-wait: tf_omp_wait, applied before main (ompwait/tf_omp_wait.h) */
     int help; /* --help was given: help printed, exit 0 */
 } tf_cli_opts;
 
@@ -96,6 +97,7 @@ enum {
     TF_OPT_BACKEND,
     TF_OPT_DEVICE,
     TF_OPT_THREADS,
+    TF_OPT_OMP_WAIT,
     TF_OPT_PRECISION,
     TF_OPT_GRAPH,
     TF_OPT_GPU_PLAN,
@@ -160,6 +162,8 @@ int tf_cli_blas_max_threads(void);
 /* Caps *threads at the BLAS limit and the processors available; returns 1
  * and says so in note ("1024 threads capped at 64, ...") when it lowered it. */
 int tf_cli_cap_threads(int *threads, char *note, size_t n);
+/* The OpenMP wait policy in effect, for headers ("auto: spin 1000 times, then sleep ..."). */
+const char *tf_cli_omp_wait_info(void);
 
 /* ---- help.c ---- */
 void tf_cli_help_main(FILE *f);

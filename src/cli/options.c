@@ -64,6 +64,11 @@ const tf_cli_optdef tf_cli_optdefs[] = {
      "CUDA device ordinal (default 0; 0..255)"},
     {"threads", required_argument, TF_OPT_THREADS, T | V | B | G, "N",
      "CPU threads (default 0 = all cores, or OMP_NUM_THREADS when set; 0..1024)"},
+    {"omp-wait", required_argument, TF_OPT_OMP_WAIT, T | V | B | G, "active|passive|auto",
+     "how an idle CPU thread waits for work: auto (default) sleeps at once when\n"
+     "other tasks hold the processors at start, else spins briefly first, and\n"
+     "keeps OMP_WAIT_POLICY or GOMP_SPINCOUNT when set; active spins (cores of\n"
+     "its own); passive sleeps at once (a machine other jobs keep busy)"},
     {"precision", required_argument, TF_OPT_PRECISION, T | V | B | G, "fp32|tf32",
      "TF32 lets CUDA GEMMs use tensor cores (default fp32)"},
     {"graph", no_argument, TF_OPT_GRAPH, T | B, NULL,

@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "backend/gpu_plan.h"
 #include "prof/profiler.h"
+#include "ompwait/tf_omp_wait.h"
 
 #include <getopt.h>
 #include <omp.h>
@@ -28,6 +29,8 @@ static const int recompute_vals[] = {TF_RECOMPUTE_NONE, TF_RECOMPUTE_BLOCKS,
 static const int prec_vals[] = {TF_PREC_FP32, TF_PREC_TF32};
 static const char *const timer_names[] = {"cupti", "events"};
 static const int timer_vals[] = {TF_PROF_GPU_TIMER_CUPTI, TF_PROF_GPU_TIMER_EVENTS};
+static const char *const omp_wait_names[] = {"active", "passive", "auto"};
+static const int omp_wait_vals[] = {TF_OMP_WAIT_ACTIVE, TF_OMP_WAIT_PASSIVE, TF_OMP_WAIT_AUTO};
 
 /* A comma-separated list whose items are all in names[]. */
 static int check_list(const char *flag, const char *text, const char *const *names, int n,
@@ -126,6 +129,11 @@ static int apply(tf_cli_opts *o, int id, const char *flag, const char *arg)
         o->set |= TF_SET_DEVICE;
         return tf_cli_parse_int(&c->device, flag, arg, 0, TF_LIM_DEVICE_MAX);
     case TF_OPT_THREADS: return tf_cli_parse_int(&c->threads, flag, arg, 0, TF_LIM_THREADS_MAX);
+    case TF_OPT_OMP_WAIT:
+        rc = tf_cli_parse_choice(&v, flag, arg, omp_wait_names, omp_wait_vals, 3,
+                                 "active, passive or auto");
+        o->omp_wait = v;
+        return rc;
     case TF_OPT_PRECISION:
         rc = tf_cli_parse_choice(&v, flag, arg, prec_names, prec_vals, 2, "fp32 or tf32");
         c->precision = (tf_precision)v;
@@ -329,6 +337,15 @@ int tf_cli_parse(tf_cli_opts *o, int cmd, int argc, char **argv)
         tf_cli_error("unexpected argument '%s' for '%s' (options start with --; see tinyfold "
                      "help %s)",
                      q, tf_cli_cmd_name(cmd), tf_cli_cmd_name(cmd));
+        return TF_EXIT_USAGE;
+    }
+    /* The wait policy was read from the same words before the OpenMP runtime
+     * started; they agree unless --omp-wait was spelt in a way the early
+     * reader does not know. */
+    int applied;
+    if (tf_omp_wait_requested(&applied) != (tf_omp_wait)o->omp_wait && applied) {
+        tf_cli_error("--omp-wait: write it as '--omp-wait VALUE' or '--omp-wait=VALUE' (it is "
+                     "applied before the other options are read)");
         return TF_EXIT_USAGE;
     }
 

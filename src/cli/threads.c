@@ -4,6 +4,7 @@
  * run on (more threads than processors only queue behind one another: a
  * 1024-thread run on 2 cores took 50-100x longer than a 2-thread one). */
 #include "cli.h"
+#include "ompwait/tf_omp_wait.h"
 
 #include <cblas.h>
 #include <omp.h>
@@ -40,4 +41,12 @@ int tf_cli_cap_threads(int *threads, char *note, size_t n)
     if (n)
         snprintf(note, n, "%d threads capped at %d, %s", want, cap, why);
     return 1;
+}
+
+const char *tf_cli_omp_wait_info(void)
+{
+    static char info[192];
+    if (!info[0])
+        tf_omp_wait_describe(info, sizeof info);
+    return info;
 }

@@ -407,8 +407,9 @@ static void describe_run(const run_state *r, const tf_cli_opts *o, char *backend
     const tf_config *c = &r->c;
     int len;
     if (c->backend == TF_BACKEND_CPU)
-        len = snprintf(backend, bn, "%s | %s | %d threads", tf_trainer_backend_name(r->t),
-                       tf_cli_blas_info(), c->threads);
+        len = snprintf(backend, bn, "%s | %s | %d threads | OpenMP wait: %s",
+                       tf_trainer_backend_name(r->t), tf_cli_blas_info(), c->threads,
+                       tf_cli_omp_wait_info());
     else
         len = snprintf(backend, bn, "%s (device %d)", tf_trainer_backend_name(r->t), c->device);
     if (r->dist->size > 1 && len >= 0 && (size_t)len < bn)

@@ -82,6 +82,7 @@ int tf_cli_validate(tf_cli_opts *o)
     tf_cpu_backend_describe(be, desc, sizeof desc);
     tf_cpu_backend_destroy(be);
     printf("CPU backend: %s\n", desc);
+    printf("OpenMP wait: %s\n", tf_cli_omp_wait_info());
     if (c.backend == TF_BACKEND_CUDA || c.backend == TF_BACKEND_HIP) {
         const char *gpu = c.backend == TF_BACKEND_HIP ? "HIP" : "CUDA";
         if (tf_cuda_backend_create(&be, &ops, &bo, err, sizeof err) != 0) {
