@@ -105,10 +105,10 @@ int tf_cli_bench_scaling(tf_cli_opts *o, const tf_config *base, int cpu) {
     char chunk[16] = "off";
     if (base->chunk_size) snprintf(chunk, sizeof chunk, "%d", base->chunk_size);
     printf("tinyfold %s bench --scaling | backend %s | B%d S%d, %d blocks, %s, --recompute %s, "
-           "--chunk-size %s | %d timed steps after 1 warm-up, median\n\n",
+           "--chunk-size %s | %d timed step%s after 1 warm-up, median\n\n",
            TF_VERSION, tf_cli_backend_str(base->backend), base->batch, base->n_seqs,
            base->n_blocks, tf_cli_impl_name(base->impl), rnames[base->recompute], chunk,
-           o->bench_steps);
+           o->bench_steps, o->bench_steps == 1 ? "" : "s");
     printf("%6s %14s %12s %14s %9s\n", "N", "peak MB", "step ms", "GFLOP/step", "GFLOP/s");
     fflush(stdout);
     int failures = 0;
@@ -125,7 +125,10 @@ int tf_cli_bench_scaling(tf_cli_opts *o, const tf_config *base, int cpu) {
         fflush(stdout);
     }
     double em = fit_exponent(pts, n, 0), et = fit_exponent(pts, n, 1);
-    printf("\nfitted exponents in N (least squares on logs): memory %.2f, time %.2f\n", em, et);
+    if (isfinite(em) && isfinite(et))
+        printf("\nfitted exponents in N (least squares on logs): memory %.2f, time %.2f\n", em, et);
+    else
+        printf("\nfitted exponents in N: none (they need two N that train)\n");
     int rc = failures ? TF_EXIT_FAIL : TF_EXIT_OK;
     if (o->json_path) {
         cJSON *j = cJSON_CreateObject();
