@@ -161,7 +161,7 @@ static void chunk_cases(tf_config *c, const int *ks, int nks, int must_shrink) {
                 c->chunk_size = ks[i];
                 result x = run(c);
                 assert_chunked_close(c, &ref, &x);
-                if (must_shrink && lv == TF_IMPL_V3 && !(x.arena < ref.arena))
+                if (must_shrink && lv == TF_IMPL_V3 && m == 0 && !(x.arena < ref.arena))
                     fail_msg("chunk %d recompute %d v%d: arena %zu not below %zu", ks[i], m, lv,
                              x.arena, ref.arena);
                 result_free(&x);
@@ -183,9 +183,10 @@ static void test_chunk_odd(void **s) {
     chunk_cases(&c, ks, 3, 0);
 }
 
-/* the small problem (one block); at level 3 (the outer product mean
- * composed weight-first on the CPU: a pair module is the peak) the arena
- * shrinks */
+/* the small problem (one block); at level 3 with --recompute none the arena
+ * shrinks (the chunked modules keep nothing). With modules it need not: at
+ * S16 N64 the outer product mean's weight-first T ([B, S, co, N, C], eight
+ * pair-sized buffers) is the peak, and it is not chunked. */
 static void test_chunk_small(void **s) {
     (void)s;
     tf_config c;
