@@ -166,6 +166,10 @@ typedef struct tf_ops {
     void (*upload)(tf_backend *be, void *dst, const void *host_src, size_t bytes);
     void (*download)(tf_backend *be, void *host_dst, const void *src, size_t bytes);
     void (*copy)(tf_backend *be, void *dst, const void *src, size_t bytes); /* backend to backend */
+    /* rows rows of cols floats: dst[r*dst_ld + j] = src[r*src_ld + j] (a block
+     * of rows into or out of a wider tensor in one call; no overlap) */
+    void (*copy_rows)(tf_backend *be, float *dst, long dst_ld, const float *src, long src_ld,
+                      long cols, long rows);
     void (*zero)(tf_backend *be, void *p, size_t bytes);
     void (*sync)(tf_backend *be);
     /* host memory for data uploaded every step (the batch): page-locked on

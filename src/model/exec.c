@@ -299,6 +299,15 @@ void tf_x_copy(tf_exec *ex, float *dst, const float *src, size_t n) {
     TF_ACCESS(ex, TF_SPANS(F(dst, n)), TF_SPANS(F(src, n)));
     TF_EXEC_OPC(ex, "copy", tf_cost_elementwise((long)n, 1, 1, 0.0), copy(ex->be, dst, src, n * sizeof(float)));
 }
+void tf_x_copy_rows(tf_exec *ex, float *dst, long dst_ld, const float *src, long src_ld, long cols,
+                    long rows) {
+    /* the spans from the first row's start to the last row's end */
+    const size_t nd = rows ? (size_t)((rows - 1) * dst_ld + cols) : 0;
+    const size_t ns = rows ? (size_t)((rows - 1) * src_ld + cols) : 0;
+    TF_ACCESS(ex, TF_SPANS(F(dst, nd)), TF_SPANS(F(src, ns)));
+    TF_EXEC_OPC(ex, "copy_rows", tf_cost_elementwise(rows * cols, 1, 1, 0.0),
+                copy_rows(ex->be, dst, dst_ld, src, src_ld, cols, rows));
+}
 void tf_x_zero(tf_exec *ex, float *p, size_t n) {
     TF_ACCESS(ex, TF_SPANS(F(p, n)), TF_SPANS(F(NULL, 0)));
     TF_EXEC_OPC(ex, "zero", tf_cost_elementwise((long)n, 0, 1, 0.0), zero(ex->be, p, n * sizeof(float)));

@@ -124,6 +124,8 @@ void tf_x_layernorm2_bwd(tf_exec *ex, float *dx, float *dg1, float *db1, float *
 void tf_x_permute(tf_exec *ex, float *out, const float *in, int rank, const int *dims,
                   const int *perm, int accumulate);
 void tf_x_copy(tf_exec *ex, float *dst, const float *src, size_t n);
+void tf_x_copy_rows(tf_exec *ex, float *dst, long dst_ld, const float *src, long src_ld, long cols,
+                    long rows);
 void tf_x_zero(tf_exec *ex, float *p, size_t n);
 void tf_x_add(tf_exec *ex, float *y, const float *a, const float *b, long n);
 void tf_x_mul(tf_exec *ex, float *y, const float *a, const float *b, long n);

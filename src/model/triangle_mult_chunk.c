@@ -87,9 +87,9 @@ static void segs_scatter(tf_exec *ex, const tf_config *c, int cmajor, tf_chunk k
                          float *w, const float *t) {
     const int C = c->pair_dim;
     const long Kr = (long)k.ni * c->seq_len;
+    const long ld = seg(c, cmajor, k, 0, 1) - seg(c, cmajor, k, 0, 0); /* channel to channel */
     for (int s = 0; s < S; s++)
-        for (int ch = 0; ch < C; ch++)
-            tf_x_copy(ex, w + seg(c, cmajor, k, s, ch), t + ((long)s * C + ch) * Kr, (size_t)Kr);
+        tf_x_copy_rows(ex, w + seg(c, cmajor, k, s, 0), ld, t + (long)s * C * Kr, Kr, Kr, C);
 }
 
 /* One chunk's output projection and output gate logits (and its norms, in r) */

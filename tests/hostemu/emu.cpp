@@ -444,6 +444,19 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
     submit(s, [=]() { memmove(dst, src, bytes); }, cudaGraphNodeTypeMemcpy);
     return cudaSuccess;
 }
+cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                              size_t width, size_t height, cudaMemcpyKind k, cudaStream_t s)
+{
+    if (k != cudaMemcpyDeviceToDevice) return fail(cudaErrorInvalidValue); /* the backend's only use */
+    if (!height || !width) return cudaSuccess;
+    check_dev(src, (height - 1) * spitch + width, "cudaMemcpy2DAsync source");
+    check_dev(dst, (height - 1) * dpitch + width, "cudaMemcpy2DAsync destination");
+    submit(s, [=]() {
+        for (size_t r = 0; r < height; r++)
+            memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+    }, cudaGraphNodeTypeMemcpy);
+    return cudaSuccess;
+}
 cudaError_t cudaMemsetAsync(void *p, int v, size_t bytes, cudaStream_t s)
 {
     check_dev(p, bytes, "cudaMemsetAsync");

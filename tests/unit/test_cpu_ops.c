@@ -99,6 +99,27 @@ static void test_memory(void **state) {
     assert_string_equal(g_ops->name, "cpu");
 }
 
+/* copy_rows: a block of rows into a wider tensor (small and threaded sizes);
+ * what lies between the rows stays as it was */
+static void test_copy_rows(void **state) {
+    (void)state;
+    static const long cases[][4] = {{3, 7, 5, 11}, {1, 1, 1, 1}, {300, 1024, 900, 2048}};
+    for (size_t q = 0; q < sizeof cases / sizeof cases[0]; q++) {
+        const long rows = cases[q][0], cols = cases[q][1], sld = cases[q][2] + cols,
+                   dld = cases[q][3] + cols;
+        const size_t ns = (size_t)(rows * sld), nd = (size_t)(rows * dld);
+        float *src = malloc(ns * sizeof *src), *dst = malloc(nd * sizeof *dst),
+              *want = malloc(nd * sizeof *want);
+        for (size_t i = 0; i < ns; i++) src[i] = (float)i + 0.5f;
+        for (size_t i = 0; i < nd; i++) dst[i] = want[i] = -(float)i;
+        for (long r = 0; r < rows; r++)
+            for (long j = 0; j < cols; j++) want[r * dld + j] = src[r * sld + j];
+        g_ops->copy_rows(g_be, dst, dld, src, sld, cols, rows);
+        assert_true(tf_test_bits_equal(dst, want, nd));
+        free(src), free(dst), free(want);
+    }
+}
+
 /* -------------------------------------------------------------------- gemm */
 
 /* One GEMM case; checks every element with 8 sqrt(K) u (|alpha| sum_k |a b| + |beta r|)
@@ -1326,6 +1347,7 @@ static void test_adamw(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_memory),
+        cmocka_unit_test(test_copy_rows),
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_layernorm_determinism),

@@ -100,6 +100,35 @@ static void test_permute(void **state)
 }
 
 /* ---- broadcast add (one add: exact) and sum over the middle axis ---- */
+/* ---- copy_rows: a block of rows into a wider tensor, the gaps untouched
+ * (bit-exact) ---- */
+static void test_copy_rows(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    static const long c[][4] = {{3, 7, 5, 11}, {128, 1024, 0, 4096 - 1024}, {1, 1, 0, 0}};
+    for (size_t q = 0; q < sizeof c / sizeof c[0]; q++) {
+        const long rows = c[q][0], cols = c[q][1], sld = c[q][2] + cols, dld = c[q][3] + cols;
+        const size_t ns = (size_t)(rows * sld), nd = (size_t)(rows * dld);
+        float *hs = rnd(ns, 1.f, 61), *hd = rnd(nd, 1.f, 62), *res[2];
+        for (int r = 0; r < 2; ++r) {
+            const bk b = r == 0 ? g_cpu : g_cu3;
+            float *s = b_nan(b, ns), *d = b_nan(b, nd);
+            b.ops->upload(b.be, s, hs, ns * sizeof(float));
+            b.ops->upload(b.be, d, hd, nd * sizeof(float));
+            b.ops->copy_rows(b.be, d, dld, s, sld, cols, rows);
+            res[r] = tf_test_falloc(nd);
+            b_get(b, res[r], d, nd);
+            b_free(b, s), b_free(b, d);
+        }
+        char shape[96];
+        snprintf(shape, sizeof shape, "rows=%ld cols=%ld src_ld=%ld dst_ld=%ld", rows, cols, sld, dld);
+        check("copy_rows", shape, res[1], res[0], nd, 0.0);
+        free(res[0]), free(res[1]), free(hs), free(hd);
+    }
+    assert_int_equal(g_fail, 0);
+}
+
 static void test_bcast_sum(void **state)
 {
     (void)state;
@@ -356,6 +385,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_permute),
+        cmocka_unit_test(test_copy_rows),
         cmocka_unit_test(test_bcast_sum),
         cmocka_unit_test(test_elementwise),
         cmocka_unit_test(test_gate_cmajor),

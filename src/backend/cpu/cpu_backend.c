@@ -64,6 +64,13 @@ static void cpu_upload(tf_backend *be, void *dst, const void *src, size_t bytes)
         memcpy(dst, src, bytes);
 }
 
+static void cpu_copy_rows(tf_backend *be, float *dst, long dst_ld, const float *src, long src_ld,
+                          long cols, long rows) {
+    (void)be;
+#pragma omp parallel for if (rows * cols > (1L << 16)) schedule(static)
+    for (long r = 0; r < rows; r++)
+        memcpy(dst + r * dst_ld, src + r * src_ld, sizeof(float) * (size_t)cols);
+}
 static void cpu_copy(tf_backend *be, void *dst, const void *src, size_t bytes) {
     (void)be;
     if (bytes && dst != src)
@@ -117,6 +124,7 @@ static const tf_ops cpu_ops = {
     .upload = cpu_upload,
     .download = cpu_upload,
     .copy = cpu_copy,
+    .copy_rows = cpu_copy_rows,
     .zero = cpu_zero,
     .sync = cpu_sync,
     .host_alloc = cpu_host_alloc,

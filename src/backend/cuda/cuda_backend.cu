@@ -218,6 +218,15 @@ static void op_copy(tf_backend *be, void *dst, const void *src, size_t bytes)
     if (!bytes || dst == src) return;
     TF_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, be->stream));
 }
+static void op_copy_rows(tf_backend *be, float *dst, long dst_ld, const float *src, long src_ld,
+                         long cols, long rows)
+{
+    if (!rows || !cols) return;
+    const size_t f = sizeof(float);
+    TF_CUDA_CHECK(cudaMemcpy2DAsync(dst, (size_t)dst_ld * f, src, (size_t)src_ld * f,
+                                    (size_t)cols * f, (size_t)rows, cudaMemcpyDeviceToDevice,
+                                    be->stream));
+}
 static void op_zero(tf_backend *be, void *p, size_t bytes)
 {
     if (!bytes) return;
@@ -285,6 +294,7 @@ static tf_ops make_ops(void)
     o.upload = op_upload;
     o.download = op_download;
     o.copy = op_copy;
+    o.copy_rows = op_copy_rows;
     o.zero = op_zero;
     o.sync = op_sync;
     o.host_alloc = op_host_alloc;

@@ -68,6 +68,7 @@
 #define cudaMallocHost(p, n) hipHostMalloc((p), (n), 0)
 #define cudaFreeHost hipHostFree
 #define cudaMemcpyAsync hipMemcpyAsync
+#define cudaMemcpy2DAsync hipMemcpy2DAsync
 #define cudaMemsetAsync hipMemsetAsync
 #define cudaMemcpyHostToDevice hipMemcpyHostToDevice
 #define cudaMemcpyDeviceToHost hipMemcpyDeviceToHost
