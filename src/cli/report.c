@@ -131,9 +131,10 @@ void tf_cli_print_warmup(FILE *f, int k, int n, const tf_cli_steprec *r)
 
 void tf_cli_print_step(FILE *f, int k, int n, const tf_cli_steprec *r, size_t backend_bytes)
 {
-    fprintf(f, "Step %3d/%d | Loss: %.4f | Speed: %5.1f samples/sec | Step: %6.1f ms | "
+    const int prec = r->samples_per_sec > 0 && r->samples_per_sec < 0.1 ? 4 : 1;
+    fprintf(f, "Step %3d/%d | Loss: %.4f | Speed: %5.*f samples/sec | Step: %6.1f ms | "
                "Memory: %6.1f MB\n",
-            k, n, (double)r->loss, r->samples_per_sec, r->step_ms, MB(backend_bytes));
+            k, n, (double)r->loss, prec, r->samples_per_sec, r->step_ms, MB(backend_bytes));
     if (r->counter_replay)
         fprintf(f, "           (step %d replayed its matching kernels for --counters: not in the means)\n", k);
 }
@@ -163,7 +164,9 @@ void tf_cli_print_summary(FILE *f, const tf_cli_summary *s, int memprof, size_t 
     fprintf(f, "\nPerformance summary (%d timed step%s, warm-up excluded):\n", s->n_timed,
             s->n_timed == 1 ? "" : "s");
     fprintf(f, "   Total samples processed: %s\n", total);
-    fprintf(f, "   Average training speed: %.1f samples/sec\n", s->samples_per_sec);
+    /* a step of minutes (long sequences on a CPU) still shows its rate */
+    fprintf(f, "   Average training speed: %.*f samples/sec\n",
+            s->samples_per_sec > 0 && s->samples_per_sec < 0.1 ? 4 : 1, s->samples_per_sec);
     fprintf(f, "   Average batch (data) time: %.1f ms\n", s->data_ms);
     fprintf(f, "   Average forward time: %.1f ms\n", s->forward_ms);
     fprintf(f, "   Average backward time: %.1f ms\n", s->backward_ms);

@@ -407,15 +407,15 @@ static void describe_run(const run_state *r, const tf_cli_opts *o, char *backend
     const tf_config *c = &r->c;
     int len;
     if (c->backend == TF_BACKEND_CPU)
-        len = snprintf(backend, bn, "%s | %s | %d threads | OpenMP wait: %s",
+        len = snprintf(backend, bn, "%s | %s | %d thread%s | OpenMP wait: %s",
                        tf_trainer_backend_name(r->t), tf_cli_blas_info(), c->threads,
-                       tf_cli_omp_wait_info());
+                       c->threads == 1 ? "" : "s", tf_cli_omp_wait_info());
     else
         len = snprintf(backend, bn, "%s (device %d)", tf_trainer_backend_name(r->t), c->device);
     if (r->dist->size > 1 && len >= 0 && (size_t)len < bn)
-        len += snprintf(backend + len, bn - (size_t)len, " | %d ranks (%s), %d samples each",
+        len += snprintf(backend + len, bn - (size_t)len, " | %d ranks (%s), %d sample%s each",
                         r->dist->size, c->backend == TF_BACKEND_CPU ? "MPI" : "NCCL",
-                        c->batch / r->dist->size);
+                        c->batch / r->dist->size, c->batch / r->dist->size == 1 ? "" : "s");
     if (r->note[0] && len >= 0 && (size_t)len < bn)
         snprintf(backend + len, bn - (size_t)len, " (%s)", r->note);
     if (r->df)

@@ -252,8 +252,8 @@ void tf_cpu_backend_describe(const tf_backend *be, char *out, size_t n) {
     default: break;
     }
     const char *core = openblas_get_corename();
-    snprintf(out, n, "%s (%s, %s kernels%s), %d threads, cores: %d", ver, par,
-             core ? core : "unknown", tf_cpu_blas_kernels_note(),
-             be ? be->threads : omp_get_max_threads(),
+    const int threads = be ? be->threads : omp_get_max_threads();
+    snprintf(out, n, "%s (%s, %s kernels%s), %d thread%s, cores: %d", ver, par,
+             core ? core : "unknown", tf_cpu_blas_kernels_note(), threads, threads == 1 ? "" : "s",
              omp_get_num_procs());
 }
