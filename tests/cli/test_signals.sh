@@ -6,15 +6,8 @@
 # stale "<out>.tmp.<pid>" of a dead process is removed at the next save.
 # Usage: test_signals.sh path/to/tinyfold
 set -u
-BIN=$(cd "$(dirname "${1:?usage: $0 path/to/tinyfold}")" && pwd)/$(basename "$1")
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-cd "$TMP" || exit 1
-fails=0
-fail() {
-    echo "FAIL: $*"
-    fails=$((fails + 1))
-}
+. "$(cd "$(dirname "$0")" && pwd)/lib_st.sh"
+cli_test_begin "${1:-}"
 # Steps long enough that the signal lands mid-run, short enough for CI.
 RUN=(train --batch-size 1 --seq-len 16 --num-seqs 4 --num-blocks 1 --msa-dim 16 --pair-dim 32
      --backend cpu --threads 1 --quiet --warmup-steps 1 --num-steps 100000)
