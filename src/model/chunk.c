@@ -52,6 +52,14 @@ static void chunk_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int
         tf_triattn_bwd_shape(ex, M, o, which, ta, dz, in, s);
 }
 
+/* A copy of the pair x [B, N, N, C] with i and j swapped (the ending node's
+ * rows are the starting node's columns) */
+static float *swapped_copy(tf_exec *ex, const float *x, const int *dims, long nc) {
+    float *t = tf_alloc_act(ex, (size_t)nc);
+    tf_x_permute(ex, t, x, 4, dims, swap_ij, 0);
+    return t;
+}
+
 void tf_chunked_pair_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                          float *z_out, const float *z_in) {
     const tf_config *c = M->c;
@@ -62,9 +70,7 @@ void tf_chunked_pair_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, 
     const float *in = z_in;
     float *out = z_out;
     if (which == 1) { /* the ending node: the starting node's chunks of the transposed pair */
-        float *t = tf_alloc_act(ex, (size_t)nc);
-        tf_x_permute(ex, t, z_in, 4, dims, swap_ij, 0);
-        in = t;
+        in = swapped_copy(ex, z_in, dims, nc);
         out = tf_alloc_act(ex, (size_t)nc);
     }
     for (int q = 0; q < nk; q++) {
@@ -91,11 +97,8 @@ void tf_chunked_pair_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, 
     const float *in = z_in;
     float *d = dz;
     if (which == 1) {
-        float *t = tf_alloc_act(ex, (size_t)nc);
-        tf_x_permute(ex, t, z_in, 4, dims, swap_ij, 0);
-        in = t;
-        d = tf_alloc_act(ex, (size_t)nc);
-        tf_x_permute(ex, d, dz, 4, dims, swap_ij, 0);
+        in = swapped_copy(ex, z_in, dims, nc);
+        d = swapped_copy(ex, dz, dims, nc);
     }
     for (int q = 0; q < nk; q++) {
         const tf_chunk k = tf_chunk_at(ex, c, q);

@@ -126,6 +126,19 @@ static void rows_out_bwd(tf_exec *ex, const tf_trimul_act *a, float *dout, float
     }
 }
 
+/* A chunk's output projection and gate again, and the gradients dout, dog
+ * of their outputs from dz (the norms in r) */
+static void rows_out_grads(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                           const tf_trimul_act *a, chunk_rows *r, float **dout, float **dog,
+                           const float *x, const float *dz, long r0, long Kr) {
+    const long n = Kr * M->c->pair_dim;
+    float *out, *og;
+    rows_out(ex, M, o, which, a, r, &out, &og, x, r0, Kr);
+    *dout = tf_alloc_act(ex, (size_t)n);
+    *dog = tf_alloc_act(ex, (size_t)n);
+    rows_out_bwd(ex, a, *dout, *dog, dz, out, og, n);
+}
+
 /* The chunk's dL|dR, [2, C, Kr], from du and the whole L and R: the rows of
  * the product's backward GEMMs that fall in the chunk */
 static void product_bwd_rows(tf_exec *ex, const tf_config *c, const tf_trimul_act *a, int which,
@@ -263,10 +276,8 @@ void tf_trimul_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
         const long r0 = ((long)k.b * N + k.i0) * N, Kr = (long)k.ni * N, n = Kr * C;
         const size_t m = tf_arena_mark(ex->arena);
         chunk_rows r;
-        float *out, *og;
-        rows_out(ex, M, o, which, a, &r, &out, &og, z_in + r0 * C, r0, Kr);
-        float *dout = tf_alloc_act(ex, (size_t)n), *dog = tf_alloc_act(ex, (size_t)n);
-        rows_out_bwd(ex, a, dout, dog, dz + r0 * C, out, og, n);
+        float *dout, *dog;
+        rows_out_grads(ex, M, o, which, a, &r, &dout, &dog, z_in + r0 * C, dz + r0 * C, r0, Kr);
         if (a->cmajor) { /* dWo += dout^T u-chunk^T; du[:, chunk] = Wo^T dout^T */
             tf_gemm_args g = tf_gemm_make(1, 1, C, C, (int)Kr, 1.0f, 1.0f, dout, C, 0,
                                           a->u_p + r0, rows, 0, tf_G(M, wo), C, 0, 1);
@@ -296,10 +307,8 @@ void tf_trimul_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
         const size_t m = tf_arena_mark(ex->arena);
         /* the output gate's part of dy (and its weight gradient) again */
         chunk_rows r;
-        float *out, *og;
-        rows_out(ex, M, o, which, a, &r, &out, &og, z_in + r0 * C, r0, Kr);
-        float *dout = tf_alloc_act(ex, (size_t)n), *dog = tf_alloc_act(ex, (size_t)n);
-        rows_out_bwd(ex, a, dout, dog, dz + r0 * C, out, og, n);
+        float *dout, *dog;
+        rows_out_grads(ex, M, o, which, a, &r, &dout, &dog, z_in + r0 * C, dz + r0 * C, r0, Kr);
         float *dyq = tf_alloc_act(ex, (size_t)n);
         tf_linear_bwd(ex, dyq, tf_G(M, wog), dog, r.ln.y, tf_P(M, wog), Kr, C, C, 0);
         rows_proj(ex, M, o, which, a, &r, Kr);

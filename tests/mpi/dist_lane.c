@@ -2,10 +2,10 @@
  * (tests/cli/test_mpi.sh runs `mpirun -np 2 dist_lane`).
  *
  * The CPU backend is wrapped with a lane that runs each weight-gradient GEMM
- * as late as the contract allows, only when a wait covers it (as in
- * tests/unit/test_lane.c). A bucket all-reduced before the lane's GEMMs that
- * write it have run misses their part on its rank, or has it added under the
- * reduction, so 3 steps in 1 KiB buckets must give the weights of 3 steps
+ * as late as the contract allows, only when a wait covers it
+ * (tests/unit/late_lane.h, as in test_lane). A bucket all-reduced before the
+ * lane's GEMMs that write it have run misses their part on its rank, or has
+ * it added under the reduction, so 3 steps in 1 KiB buckets must give the weights of 3 steps
  * with one all-reduce after the backward, bit for bit (two ranks: each sum is
  * a + b either way, bucket.c). With the lane's waits before each bucket
  * (tf_x_grads_final) left out, they were 1.8e-3 apart.
@@ -18,55 +18,7 @@
 #include "dist/dist.h"
 #include "tinyfold.h"
 #include "train/trainer.h"
-
-/* ---- the late lane ---- */
-typedef struct {
-    tf_gemm_args a;
-    const char *name;
-} lane_gemm;
-
-static struct {
-    const tf_ops *cpu;
-    tf_ops ops;
-    lane_gemm *q;
-    long nq, cap, done, left_at_sync;
-} L;
-
-static void lane_run(tf_backend *be, long upto) {
-    for (; L.done < upto; L.done++) L.cpu->gemm(be, &L.q[L.done].a, L.q[L.done].name);
-}
-static void lane_gemm_op(tf_backend *be, const tf_gemm_args *a, const char *name) {
-    if (!a->wgrad) {
-        L.cpu->gemm(be, a, name);
-        return;
-    }
-    if (L.nq == L.cap) {
-        L.cap = L.cap ? 2 * L.cap : 256;
-        L.q = realloc(L.q, (size_t)L.cap * sizeof *L.q);
-        if (!L.q) {
-            fprintf(stderr, "dist_lane: out of memory\n");
-            exit(1);
-        }
-    }
-    L.q[L.nq++] = (lane_gemm){*a, name};
-}
-static int lane_enable(tf_backend *be) {
-    (void)be;
-    return 0;
-}
-static long lane_mark(tf_backend *be) {
-    (void)be;
-    return L.nq;
-}
-static void lane_wait(tf_backend *be, long upto) {
-    if (upto < 0 || upto > L.nq) upto = L.nq;
-    lane_run(be, upto);
-}
-static void lane_sync(tf_backend *be) {
-    L.left_at_sync += L.nq - L.done;
-    lane_run(be, L.nq);
-    L.cpu->sync(be);
-}
+#include "../unit/late_lane.h"
 
 /* 3 steps on this rank's half of a batch of 2, buckets of `kb` KiB; the
  * weights after them into w. Returns the buckets a step. */
@@ -92,16 +44,9 @@ static int train(tf_dist *d, int kb, float *w, long *lane_gemms) {
         fprintf(stderr, "dist_lane: %s\n", err);
         exit(1);
     }
-    L.cpu = ops;
-    L.ops = *ops;
-    L.ops.gemm = lane_gemm_op;
-    L.ops.wgrad_enable = lane_enable;
-    L.ops.wgrad_mark = lane_mark;
-    L.ops.wgrad_wait = lane_wait;
-    L.ops.sync = lane_sync;
-    caps.wgrad_lane = 1;
+    ops = late_lane_wrap(ops, &caps);
     tf_trainer *t;
-    if (tf_trainer_create_on(&t, &c, be, &L.ops, &caps, err, sizeof err) != TF_OK) {
+    if (tf_trainer_create_on(&t, &c, be, ops, &caps, err, sizeof err) != TF_OK) {
         fprintf(stderr, "dist_lane: %s\n", err);
         exit(1);
     }
@@ -110,7 +55,7 @@ static int train(tf_dist *d, int kb, float *w, long *lane_gemms) {
         fprintf(stderr, "dist_lane: no memory for the buckets\n");
         exit(1);
     }
-    L.nq = L.done = L.left_at_sync = 0;
+    late_lane_reset(-1);
     for (long s = 0; s < 3; s++) {
         tf_step_stats st;
         if (tf_trainer_step(t, s, &st) != TF_OK) {

@@ -22,69 +22,10 @@
 #include <cmocka.h>
 
 #include "backend/backend.h"
+#include "late_lane.h"
 #include "model_testutil.h"
 #include "tinyfold.h"
 #include "train/trainer.h"
-
-/* ---- the late lane ---- */
-typedef struct {
-    tf_gemm_args a;
-    const char *name;
-} lane_gemm;
-
-static struct {
-    const tf_ops *cpu;
-    tf_ops ops;
-    int on;
-    lane_gemm *q;
-    long nq, cap, done;
-    long waits;     /* waits that covered queued GEMMs */
-    long drop;      /* the wait (by its index among those) to ignore; -1 none */
-    long left_at_sync; /* GEMMs still queued at a sync */
-} L;
-
-static void lane_run(tf_backend *be, long upto) {
-    for (; L.done < upto; L.done++) L.cpu->gemm(be, &L.q[L.done].a, L.q[L.done].name);
-}
-
-static void lane_gemm_op(tf_backend *be, const tf_gemm_args *a, const char *name) {
-    if (!L.on || !a->wgrad) {
-        L.cpu->gemm(be, a, name);
-        return;
-    }
-    if (L.nq == L.cap) {
-        L.cap = L.cap ? 2 * L.cap : 256;
-        L.q = realloc(L.q, (size_t)L.cap * sizeof *L.q);
-        assert_non_null(L.q);
-    }
-    L.q[L.nq++] = (lane_gemm){*a, name};
-}
-
-static int lane_enable(tf_backend *be) {
-    (void)be;
-    L.on = 1;
-    return 0;
-}
-static long lane_mark(tf_backend *be) {
-    (void)be;
-    return L.nq;
-}
-static void lane_wait(tf_backend *be, long upto) {
-    if (upto < 0 || upto > L.nq) upto = L.nq;
-    if (upto <= L.done) return; /* covered already: no wait on a device either */
-    if (L.waits++ == L.drop) return;
-    lane_run(be, upto);
-}
-static void lane_sync(tf_backend *be) {
-    L.left_at_sync += L.nq - L.done;
-    lane_run(be, L.nq);
-    L.cpu->sync(be);
-}
-
-static void lane_reset(long drop) {
-    L.nq = L.done = L.waits = L.left_at_sync = 0;
-    L.drop = drop;
-}
 
 /* ---- runs ---- */
 static void lane_config(tf_config *c) {
@@ -112,17 +53,7 @@ static tf_trainer *make(const tf_config *c, int lane) {
     tf_backend_caps caps;
     char err[512];
     if (tf_backend_create(&kind, &bo, &be, &ops, &caps, err, sizeof err)) fail_msg("%s", err);
-    if (lane) {
-        L.cpu = ops;
-        L.ops = *ops;
-        L.ops.gemm = lane_gemm_op;
-        L.ops.wgrad_enable = lane_enable;
-        L.ops.wgrad_mark = lane_mark;
-        L.ops.wgrad_wait = lane_wait;
-        L.ops.sync = lane_sync;
-        ops = &L.ops;
-        caps.wgrad_lane = 1;
-    }
+    if (lane) ops = late_lane_wrap(ops, &caps);
     tf_trainer *t;
     if (tf_trainer_create_on(&t, c, be, ops, &caps, err, sizeof err) != TF_OK)
         fail_msg("create: %s", err);
@@ -162,7 +93,7 @@ static void check_waits(tf_config *c, const char *label) {
     tf_trainer_destroy(t0);
 
     tf_trainer *t = make(c, 1);
-    lane_reset(-1);
+    late_lane_reset(-1);
     result r = run(t, c);
     const long waits = L.waits, gemms = L.nq;
     printf("  %-22s %ld weight gradients on the lane, %ld waits\n", label, gemms, waits);
@@ -173,7 +104,7 @@ static void check_waits(tf_config *c, const char *label) {
     /* each wait is needed: without it a later op overwrites what a queued
      * GEMM reads, or GEMMs are left queued at the step's end */
     for (long k = 0; k < waits; k++) {
-        lane_reset(k);
+        late_lane_reset(k);
         result x = run(t, c);
         const int caught = L.left_at_sync > 0 || !same(c, &x, &ref);
         if (!caught) printf("  %s: dropping wait %ld of %ld goes unnoticed\n", label, k, waits);
