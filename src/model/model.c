@@ -151,6 +151,7 @@ void tf_ln2_bwd(tf_exec *ex, const tf_model *M, tf_ln_off bn, tf_ln_off ln, cons
 
 void tf_residual_linear(tf_exec *ex, float *x_out, const float *x_in, const float *inp,
                         const float *W, long rows, int in, int out) {
+    if (!x_out) return; /* a recomputed forward: the output is not wanted */
     if (ex->level >= 3) {
         tf_linear_fwd_res(ex, x_out, inp, W, rows, in, out, 1.0f, TF_EPI_NONE, x_in);
         return;
@@ -263,16 +264,13 @@ static void block_refwd(tf_exec *ex, tf_model *M, int b) {
     }
 }
 
-/* --recompute modules, inside a module's backward: its forward again (the
- * internals it keeps for the backward), its output into a scratch buffer. */
+/* --recompute modules, inside a module's backward: its forward again, for
+ * the internals it keeps for the backward; its output is not wanted (out
+ * NULL: the modules skip the work that only produces it, the output
+ * projection, gating and residual add). */
 static void module_refwd(tf_exec *ex, tf_model *M, int b, int k) {
     if (module_chunked(ex, k)) return; /* its backward runs each chunk's forward */
-    if (ex->chunk && (k == 4 || k == 5)) { /* what the backward reads, not the output */
-        module_fwd(ex, M, b, k, NULL);
-        return;
-    }
-    float *scratch = alloc_stream(ex, M->c, k);
-    module_fwd(ex, M, b, k, scratch);
+    module_fwd(ex, M, b, k, NULL);
 }
 
 /* The two-slot backward (exec.h bwd_slot). Every module's backward starts at

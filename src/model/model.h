@@ -218,7 +218,9 @@ void tf_ln2_bwd(tf_exec *ex, const tf_model *M, tf_ln_off bn, tf_ln_off ln, cons
                 const tf_ln_act *a, float *dx, float *tmp, const float *dy, const float *x,
                 long rows, int C, int accumulate);
 /* x_out = x_in + inp W^T. Levels 1-2: GEMM into a temporary, then an add (as
- * eager PyTorch); level 3: one GEMM with x_in as its residual input. */
+ * eager PyTorch); level 3: one GEMM with x_in as its residual input. x_out
+ * NULL: nothing (a module's forward run again by --recompute modules, whose
+ * output is not wanted). */
 void tf_residual_linear(tf_exec *ex, float *x_out, const float *x_in, const float *inp,
                         const float *W, long rows, int in, int out);
 /* Q/K/V projections (msa.c), shared with triangle attention. */

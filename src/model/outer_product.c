@@ -153,7 +153,7 @@ static void opm_wf_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, tf
                                (long)N * S * co, a->t, (long)N * cz, (long)S * co * N * cz, z_out,
                                (long)N * cz, (long)N * N * cz, B);
     g.R = z_in; /* z_out = z_in + ..., no copy first */
-    tf_gemm(ex, &g, "opm_wf_out");
+    if (z_out) tf_gemm(ex, &g, "opm_wf_out"); /* NULL: a recomputed forward */
     tf_rpop(ex);
 }
 

@@ -164,10 +164,12 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     tf_linear_fwd(ex, a->og, a->ln.y, tf_P(M, o->tm[which].og), rows, C, C, 0.0f, TF_EPI_NONE);
     if (gate_kernel) {
         a->og_sig = NULL;
-        tf_x_gate_residual_fwd(ex, z_out, z_in, a->out, a->og, nc);
+        if (z_out) tf_x_gate_residual_fwd(ex, z_out, z_in, a->out, a->og, nc);
     } else {
         a->og_sig = a->og;
         tf_x_act_fwd(ex, TF_ACT_SIGMOID, a->og_sig, a->og, nc);
+    }
+    if (!gate_kernel && z_out) { /* z_out NULL: the forward run again, its output not wanted */
         mark = tf_arena_mark(ex->arena);
         float *res = tf_alloc_act(ex, (size_t)nc);
         tf_x_mul(ex, res, a->out, a->og_sig, nc);

@@ -204,7 +204,11 @@ static tf_status trainer_create(tf_trainer **out, const tf_config *c, size_t *pl
 }
 
 /* The model's composition on this backend (exec.h) from its preferences;
- * levels 1-2 stay the reference composition. */
+ * levels 1-2 stay the reference composition. --recompute asks for memory
+ * before time, so it runs without the weight-gradient lane: the lane's
+ * workspaces (caps.wgrad_lane_bytes) and the second slot of backward
+ * temporaries (exec.h bwd_slot, the largest module's recomputed forward and
+ * backward) would hold more than the recomputation saves at small N. */
 static void compose(tf_trainer *t) {
     const tf_backend_caps *k = &t->caps;
     const int v3 = t->cfg.impl >= TF_IMPL_V3;
@@ -212,7 +216,8 @@ static void compose(tf_trainer *t) {
     t->ex.opm_bwd_op = v3 && k->opm_bwd_op;
     t->ex.opm_outer_op = v3 && k->opm_outer_op;
     t->ex.trimul_merged = v3 && k->trimul_merged;
-    t->ex.wgrad_async = v3 && k->wgrad_lane && t->ops->wgrad_enable != NULL;
+    t->ex.wgrad_async = v3 && k->wgrad_lane && t->ops->wgrad_enable != NULL &&
+                        t->cfg.recompute == TF_RECOMPUTE_NONE;
 }
 
 /* The widest attention head of the problem against the backend's kernels. */

@@ -217,9 +217,9 @@ static void test_staged_upload(void **s) {
 /* --recompute blocks and modules run the same ops on the same bits in the
  * backward: every loss and the final parameters bit for bit those of none,
  * every level, eager and --graph (the capture holds the recomputation), fp32
- * and tf32; at v3 also with the weight-gradient lane held back 2 ms before
- * each GEMM (TF_CUDA_WGRAD_DELAY_US=2000): a recomputed forward writing what
- * the lane still reads would change them. */
+ * and tf32. --recompute runs without the weight-gradient lane (trainer.c
+ * compose), so at v3 this also sets the lane's bits against none's, the lane
+ * held back 2 ms before each GEMM (--gpu-plan wgrad_delay_us=2000) too. */
 static void test_recompute(void **s) {
     (void)s;
     tf_config c;
