@@ -38,15 +38,20 @@ done
 python3 - "$OUT" "$VAR" "$A" "$B" <<'PY'
 import glob, json, statistics as st, sys
 O, var, a, b = sys.argv[1:5]
-print(f"{'problem':8} {'prec':5} {var}={a:>3} ms  {var}={b:>3} ms  B/A    samples/s A -> B")
+print(f"{'problem':8} {'prec':5} {var}={a:>3} ms  {var}={b:>3} ms  B/A    samples/s A -> B"
+      f"    peak MiB A -> B (B/A)")
 for prob in ("small", "large"):
     for p in ("fp32", "tf32"):
-        med = {}
+        med, peak = {}, {}
         for side in ("A", "B"):
-            xs = []
+            xs, pk = [], []
             for f in glob.glob(f"{O}/{prob}_{p}_{side}_*.json"):
-                xs += [s["step_ms"] for s in json.load(open(f))["steps"] if not s["warmup"]]
+                j = json.load(open(f))
+                xs += [s["step_ms"] for s in j["steps"] if not s["warmup"]]
+                pk.append(j.get("summary", {}).get("peak_memory_bytes", float("nan")) / 2**20)
             med[side] = st.median(xs) if xs else float("nan")
+            peak[side] = max(pk) if pk else float("nan")
         print(f"{prob:8} {p:5} {med['A']:12.3f} {med['B']:12.3f}  {med['B']/med['A']:.3f}  "
-              f"{4e3/med['A']:.1f} -> {4e3/med['B']:.1f}")
+              f"{4e3/med['A']:.1f} -> {4e3/med['B']:.1f}    "
+              f"{peak['A']:.1f} -> {peak['B']:.1f} ({peak['B']/peak['A']:.3f})")
 PY
