@@ -212,6 +212,15 @@ typedef struct tf_ops {
     int (*wgrad_enable)(tf_backend *be);
     long (*wgrad_mark)(tf_backend *be);
     void (*wgrad_wait)(tf_backend *be, long upto);
+    /* Optional (NULL on the CPU, which has no queue of another's): the same
+     * wait for a queue outside the backend instead of the main one. Work
+     * issued later on `queue` (the backend's native queue handle: a
+     * cudaStream_t of the same device, e.g. the all-reduces' stream) waits
+     * for the first `upto` lane GEMMs (upto < 1: none); the main queue does
+     * not wait, so those GEMMs still need a wgrad_wait before the main queue
+     * touches their memory, and before the step ends. Under graph capture
+     * `queue` joins the capture through the lane's branch. */
+    void (*wgrad_wait_queue)(tf_backend *be, void *queue, long upto);
 
     /* ---- layer norm over the last axis (C), eps given; saves mean/rstd [rows] ----
      * fwd: out = (x-mean)*rstd*gamma + beta (out may not alias x)

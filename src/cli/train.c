@@ -387,12 +387,14 @@ static int setup(run_state *r, const tf_cli_opts *o)
 
 static void teardown(run_state *r)
 {
+    /* the trainer's graphs first: with --graph they hold NCCL's captured
+     * work, whose resources the communicator reclaims when they go */
+    if (r->t)
+        tf_trainer_destroy(r->t);
 #ifdef TF_HAVE_NCCL
     if (r->dist->nccl)
         tf_dist_nccl_destroy(r->dist);
 #endif
-    if (r->t)
-        tf_trainer_destroy(r->t);
     if (r->prof)
         tf_prof_destroy(r->prof);
     if (r->df)

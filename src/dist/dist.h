@@ -105,12 +105,21 @@ void tf_dist_reduce_grads(tf_dist *d, float *g, size_t n, struct tf_backend *be)
 /* Before the host waits for the backend's stream: polls the reductions'
  * completion within --dist-timeout (NCCL; a no-op elsewhere). */
 void tf_dist_wait_device(tf_dist *d);
+/* The device queue the buckets' all-reduces run on (NCCL's stream, for
+ * ops.h wgrad_wait_queue), NULL when they run on the host (MPI). */
+void *tf_dist_queue(tf_dist *d);
+/* A graph holding a step's reduction (tf_dist_reduce_grads issued under
+ * capture: the all-reduces, their timing and the join are its nodes) was
+ * launched: what it reduces is counted and timed, and tf_dist_wait_device
+ * waits for it, as after an eager step (NCCL; a no-op elsewhere). */
+void tf_dist_replayed(tf_dist *d);
 
 /* The trainer's side (trainer.c): a trainer created with this rank's share
  * of the batch (global / size) draws its slice of each step's global batch,
  * reduces its gradients every step in the buckets of d->bucket_bytes
- * (issued from inside the backward; after it with --graph, whose captured
- * backward holds no collective) and reports the global batch in
+ * (issued from inside the backward; with --graph and NCCL, captured into the
+ * backward's graph, which replays them as the eager backward issues them)
+ * and reports the global batch in
  * tf_trainer_config (so checkpoints and the JSON hold the global batch).
  * 0, or 1 when the buckets' host memory is missing. */
 struct tf_trainer;
@@ -140,6 +149,8 @@ int tf_dist_nccl_init(tf_dist *d, int device, char *err, size_t n);
 void tf_dist_nccl_destroy(tf_dist *d);
 void tf_dist_nccl_issue(tf_dist *d, float *g, struct tf_backend *be);
 void tf_dist_nccl_finish(tf_dist *d, struct tf_backend *be);
+void *tf_dist_nccl_queue(tf_dist *d);
+void tf_dist_nccl_replayed(tf_dist *d);
 void tf_dist_nccl_wait(tf_dist *d);
 double tf_dist_nccl_take_ms(tf_dist *d, double *bytes, double *exposed);
 

@@ -12,7 +12,18 @@
  * every call's completion and the reductions' end are polled against
  * --dist-timeout, and past it the communicator is aborted and every rank
  * ended, with one line (a rank that died or hangs leaves the others in a
- * collective that never ends). */
+ * collective that never ends).
+ *
+ * Under whole-phase graph capture (--graph) the same calls are captured into
+ * the backward's graph: the communication stream joins the capture by
+ * waiting for the capturing stream's event (a fork), each all-reduce becomes
+ * NCCL's graph nodes (NCCL >= 2.9; the non-blocking communicator's enqueue
+ * is settled within the capture, as outside it), and the backend's stream
+ * waits for the last one before the capture ends (the join). The timing
+ * events are recorded as event-record nodes (cudaEventRecordExternal), which
+ * every replay records again, so a replayed step is timed as an eager one;
+ * the host waits for a replayed step on such an event too, with the
+ * deadline (tf_dist_nccl_replayed, tf_dist_nccl_wait). */
 #include <cuda_runtime.h>
 #if defined(TF_HAVE_HIP)
 #include <rccl/rccl.h>
@@ -37,12 +48,32 @@ typedef struct {
     cudaStream_t stream;
     cudaEvent_t ready;   /* recorded on the backend's stream for each bucket */
     cudaEvent_t reduced; /* after the last bucket: the backend's stream waits for it */
+    cudaEvent_t done;    /* the same point for the host, recorded by a captured graph */
+    cudaEvent_t poll;    /* what the host waits for: reduced, or done after a capture */
     cudaEvent_t bwd_end; /* the backend's stream at the end of the backward */
     cudaEvent_t *t0, *t1; /* a pair a bucket: its all-reduce on the stream */
     int nev;             /* pairs created */
     int timed;           /* buckets of the last step to read */
     double bytes;
+    double step_bytes;   /* issued since the last finish */
+    int graph_nbk;       /* what the captured graph reduces each replay */
+    double graph_bytes;
 } tf_nccl;
+
+static int capturing(cudaStream_t s) {
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    return cudaStreamIsCapturing(s, &st) == cudaSuccess && st == cudaStreamCaptureStatusActive;
+}
+
+/* An event on `s` that the host reads later (a wait or a time): during a
+ * capture an event-record node, which each replay records; otherwise a
+ * plain record (the eager step is unchanged). */
+static void record_for_host(cudaEvent_t e, cudaStream_t s) {
+    if (capturing(s))
+        cudaEventRecordWithFlags(e, s, cudaEventRecordExternal);
+    else
+        cudaEventRecord(e, s);
+}
 
 static double now_s(void) {
     struct timespec ts;
@@ -122,12 +153,14 @@ extern "C" int tf_dist_nccl_init(tf_dist *d, int device, char *err, size_t n) {
     if (cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) != cudaSuccess ||
         cudaEventCreateWithFlags(&c->ready, cudaEventDisableTiming) != cudaSuccess ||
         cudaEventCreateWithFlags(&c->reduced, cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventCreateWithFlags(&c->done, cudaEventDisableTiming) != cudaSuccess ||
         cudaEventCreate(&c->bwd_end) != cudaSuccess) {
         snprintf(err, n, "NCCL: could not create the communication stream and its events");
         ncclCommDestroy(c->comm);
         free(c);
         return 1;
     }
+    c->poll = c->reduced;
     d->nccl = c;
     return 0;
 }
@@ -142,6 +175,7 @@ extern "C" void tf_dist_nccl_destroy(tf_dist *d) {
     ncclCommDestroy(c->comm);
     cudaEventDestroy(c->ready);
     cudaEventDestroy(c->reduced);
+    cudaEventDestroy(c->done);
     cudaEventDestroy(c->bwd_end);
     for (int i = 0; i < c->nev; i++) {
         cudaEventDestroy(c->t0[i]);
@@ -173,23 +207,48 @@ extern "C" void tf_dist_nccl_issue(tf_dist *d, float *g, struct tf_backend *be) 
     events_for(d, c);
     const int i = d->next;
     const tf_dist_bucket *b = &d->bk[i];
+    /* the fork: under capture this joins the stream to it */
     cudaEventRecord(c->ready, be->stream);
     cudaStreamWaitEvent(c->stream, c->ready, 0);
-    cudaEventRecord(c->t0[i], c->stream);
+    record_for_host(c->t0[i], c->stream);
     settle(d, c, ncclAllReduce(g + b->lo, g + b->lo, b->n, ncclFloat, ncclAvg, c->comm, c->stream),
            "all-reduce of the gradients");
-    cudaEventRecord(c->t1[i], c->stream);
-    c->bytes += (double)b->n * sizeof(float);
+    record_for_host(c->t1[i], c->stream);
+    c->step_bytes += (double)b->n * sizeof(float);
     d->next++;
 }
 
+extern "C" void *tf_dist_nccl_queue(tf_dist *d) { return ((tf_nccl *)d->nccl)->stream; }
+
 extern "C" void tf_dist_nccl_finish(tf_dist *d, struct tf_backend *be) {
     tf_nccl *c = (tf_nccl *)d->nccl;
-    cudaEventRecord(c->bwd_end, be->stream);
+    const int graph = capturing(be->stream);
+    record_for_host(c->bwd_end, be->stream);
+    /* before the join: the stream's last captured work is what the
+     * backend's stream waits for (else the capture ends unjoined) */
+    if (graph) record_for_host(c->done, c->stream);
+    /* the join: under capture the stream leaves it here */
     cudaEventRecord(c->reduced, c->stream);
     cudaStreamWaitEvent(be->stream, c->reduced, 0);
-    c->timed = d->next;
+    if (graph) { /* nothing ran: each replay does (tf_dist_nccl_replayed) */
+        c->graph_nbk = d->next;
+        c->graph_bytes = c->step_bytes;
+        c->poll = c->done;
+        c->timed = 0;
+    } else {
+        c->bytes += c->step_bytes;
+        c->poll = c->reduced;
+        c->timed = d->next;
+    }
+    c->step_bytes = 0;
     d->next = 0;
+}
+
+extern "C" void tf_dist_nccl_replayed(tf_dist *d) {
+    tf_nccl *c = (tf_nccl *)d->nccl;
+    c->bytes += c->graph_bytes;
+    c->poll = c->done;
+    c->timed = c->graph_nbk;
 }
 
 extern "C" void tf_dist_nccl_wait(tf_dist *d) {
@@ -197,7 +256,7 @@ extern "C" void tf_dist_nccl_wait(tf_dist *d) {
     if (!c->timed) return;
     const double t0 = now_s();
     for (;;) {
-        cudaError_t e = cudaEventQuery(c->reduced);
+        cudaError_t e = cudaEventQuery(c->poll);
         if (e == cudaSuccess) break;
         if (e != cudaErrorNotReady) fail(d, c, "all-reduce of the gradients", cudaGetErrorString(e));
         ncclResult_t r = ncclSuccess;

@@ -64,6 +64,23 @@ void tf_dist_wait_device(tf_dist *d) {
 #endif
 }
 
+void *tf_dist_queue(tf_dist *d) {
+#ifdef TF_HAVE_NCCL
+    if (d->nccl) return tf_dist_nccl_queue(d);
+#else
+    (void)d;
+#endif
+    return NULL;
+}
+
+void tf_dist_replayed(tf_dist *d) {
+#ifdef TF_HAVE_NCCL
+    if (d->nccl) tf_dist_nccl_replayed(d);
+#else
+    (void)d;
+#endif
+}
+
 double tf_dist_take_comm_ms(tf_dist *d, double *bytes, double *exposed) {
     double ms = d->comm_ms, b = d->comm_bytes, x = d->exposed_ms;
 #ifdef TF_HAVE_NCCL

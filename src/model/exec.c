@@ -34,11 +34,11 @@ static void lane_wait(tf_exec *ex, int k) {
     l->n -= k;
 }
 
-/* Before a main-queue op writing w[0..nw) and reading r[0..nr): wait up to
- * the newest pending GEMM it conflicts with (write vs its reads or writes,
- * read vs its writes). */
-static void main_op(tf_exec *ex, const tf_span *w, int nw, const tf_span *r, int nr) {
-    tf_lane *l = &ex->lane;
+/* The newest pending GEMM that work writing w[0..nw) and reading r[0..nr)
+ * conflicts with (write vs its reads or writes, read vs its writes), -1 when
+ * none. */
+static int lane_conflict(const tf_exec *ex, const tf_span *w, int nw, const tf_span *r, int nr) {
+    const tf_lane *l = &ex->lane;
     for (int i = l->n - 1; i >= 0; i--) {
         const tf_lane_gemm *g = &l->q[i];
         int hit = 0;
@@ -47,13 +47,21 @@ static void main_op(tf_exec *ex, const tf_span *w, int nw, const tf_span *r, int
             for (int j = 0; j < 4 && !hit; j++) hit = overlap(w[k], g->r[j]);
         }
         for (int k = 0; k < nr && !hit; k++) hit = overlap(r[k], g->w);
-        if (hit) {
-            int k = i + 1; /* the rest of an ended module's GEMMs with it */
-            while (g->module != ex->bwd_module && k < l->n && l->q[k].module == g->module) k++;
-            lane_wait(ex, k);
-            return;
-        }
+        if (hit) return i;
     }
+    return -1;
+}
+
+/* Before a main-queue op writing w[0..nw) and reading r[0..nr): wait up to
+ * the newest pending GEMM it conflicts with. */
+static void main_op(tf_exec *ex, const tf_span *w, int nw, const tf_span *r, int nr) {
+    const tf_lane *l = &ex->lane;
+    const int i = lane_conflict(ex, w, nw, r, nr);
+    if (i < 0) return;
+    const tf_lane_gemm *g = &l->q[i];
+    int k = i + 1; /* the rest of an ended module's GEMMs with it */
+    while (g->module != ex->bwd_module && k < l->n && l->q[k].module == g->module) k++;
+    lane_wait(ex, k);
 }
 
 /* While recording (exec.h grad_hi): the gradient floats the writes w touch. */
@@ -91,6 +99,13 @@ void tf_x_stage_end(tf_exec *ex) {
 void tf_x_grads_final(tf_exec *ex, const float *p, size_t n) {
     tf_span s = F(p, n);
     if (ex->lane.n && !ex->planning) main_op(ex, &s, 1, &s, 1);
+}
+
+long tf_x_lane_ticket(const tf_exec *ex, const float *p, size_t n) {
+    if (!ex->lane.n || ex->planning) return 0;
+    tf_span s = F(p, n);
+    const int i = lane_conflict(ex, &s, 1, &s, 1);
+    return i < 0 ? 0 : ex->lane.q[i].ticket;
 }
 
 /* a [rows, cols] matrix with leading dimension ld, batch of them stride apart */

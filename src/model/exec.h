@@ -75,9 +75,15 @@ static inline int tf_bwd_stages(int n_blocks) { return 2 + TF_BLOCK_MODULES * n_
 /* Ends the current backward stage (see bwd_stage). */
 void tf_x_stage_end(tf_exec *ex);
 /* Before something off the main queue reads or writes p[0..n) (an
- * all-reduce of gradients): the main queue waits for the lane's GEMMs that
- * write it. */
+ * all-reduce of gradients on the host): the main queue waits for the lane's
+ * GEMMs that write it. */
 void tf_x_grads_final(tf_exec *ex, const float *p, size_t n);
+/* The same hazard for work on a queue of its own (a device all-reduce): the
+ * lane ticket (ops.h wgrad_mark) that queue must wait for before it reads or
+ * writes p[0..n) (ops.h wgrad_wait_queue), 0 when no pending lane GEMM
+ * touches it. Nothing is waited for here: the GEMMs stay pending for the
+ * main queue's own hazards, and the main queue goes on. */
+long tf_x_lane_ticket(const tf_exec *ex, const float *p, size_t n);
 
 /* The main queue waits for every weight gradient still on the lane (the end
  * of the backward: a step, and a graph capture, ends joined). */

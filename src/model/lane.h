@@ -10,7 +10,12 @@
  * GEMM (the lane runs in order), and, where that GEMM's module has ended,
  * up to the module's last GEMM: one wait where a module's temporaries are
  * reused instead of one per GEMM. Arena reuse is such a write, so it needs
- * no rule of its own; the modules state no waits. */
+ * no rule of its own; the modules state no waits.
+ *
+ * Work on a queue other than the main one (a bucket's all-reduce on the
+ * communication stream) is checked against the same pending GEMMs
+ * (tf_x_lane_ticket): that queue waits for the lane itself, up to the last
+ * conflicting GEMM, and the main queue does not wait. */
 #ifndef TF_MODEL_LANE_H
 #define TF_MODEL_LANE_H
 

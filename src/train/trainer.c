@@ -33,6 +33,10 @@ struct tf_trainer {
      * [boff, boff + cfg.batch) of the global batch of gbatch */
     tf_dist *dist;
     int gbatch, boff;
+    /* --graph with NCCL: the step's reduction is issued by the backward
+     * phase itself (issue_backward_step), so that the captured backward
+     * holds the buckets' all-reduces and their join */
+    int reduce_in_bwd;
     /* what each backward stage writes into the gradients (exec.h grad_hi,
      * recorded while planning): the buckets follow from it */
     size_t *grad_hi;
@@ -472,14 +476,23 @@ void tf_trainer_destroy(tf_trainer *t) {
 const tf_config *tf_trainer_config(const tf_trainer *t) { return &t->pub; }
 
 /* The end of a backward stage: the buckets whose gradients it made final
- * go (after the lane's GEMMs that write them), and MPI moves the others. */
+ * go, after the lane's GEMMs that write them: on a device queue of their own
+ * that queue waits for the lane and the main queue goes on; on the host
+ * (MPI) the main queue waits. MPI moves the others. */
 static void stage_done(void *arg, int stage) {
     tf_trainer *t = arg;
     tf_dist *d = t->dist;
     void *be = t->caps.device_memory ? t->be : NULL;
+    void *q = be ? tf_dist_queue(d) : NULL;
     while (d->next < d->nbk && d->bk[d->next].stage == stage) {
         const tf_dist_bucket *b = &d->bk[d->next];
-        tf_x_grads_final(&t->ex, t->grads + b->lo, b->n);
+        const long upto = q && t->ops->wgrad_wait_queue
+                              ? tf_x_lane_ticket(&t->ex, t->grads + b->lo, b->n)
+                              : 0;
+        if (upto > 0)
+            t->ops->wgrad_wait_queue(t->be, q, upto);
+        else if (!q || !t->ops->wgrad_wait_queue)
+            tf_x_grads_final(&t->ex, t->grads + b->lo, b->n);
         tf_dist_issue(d, t->grads, be);
     }
     tf_dist_progress(d);
@@ -496,14 +509,17 @@ int tf_trainer_set_dist(tf_trainer *t, tf_dist *d) {
     t->gbatch = t->cfg.batch * d->size;
     t->boff = t->cfg.batch * d->rank;
     t->pub.batch = t->gbatch;
-    /* a captured backward replays without the host: no collective in it */
+    /* --graph: the backend's graphs capture NCCL's collectives, so the
+     * buckets are the eager ones, issued by the backward phase (captured
+     * once, replayed every step) */
     const int graphs = t->cfg.graph && t->caps.graphs;
+    t->reduce_in_bwd = graphs && d->nccl && t->caps.device_memory;
     const double keep = d->bucket_bytes;
-    if (graphs || !t->grad_hi) d->bucket_bytes = 0;
+    if ((graphs && !t->reduce_in_bwd) || !t->grad_hi) d->bucket_bytes = 0;
     int bad = tf_dist_plan_buckets(d, t->grad_hi ? t->grad_hi : &t->nparams,
                                    t->grad_hi ? t->nstages : 1, t->nparams);
     d->bucket_bytes = keep;
-    if (!graphs && d->nbk > 1) {
+    if ((!graphs || t->reduce_in_bwd) && d->nbk > 1) {
         t->ex.stage_end = stage_done;
         t->ex.stage_ctx = t;
         if (!t->caps.device_memory) t->ex.op_done = op_done;
@@ -519,13 +535,24 @@ static void draw_batch(const tf_trainer *t, long step, tf_batch *b) {
 static int back_to_back(const tf_trainer *t);
 
 /* Between the backward and the optimizer: the gradients averaged over the
- * ranks, so that AdamW makes the same update everywhere. */
+ * ranks, so that AdamW makes the same update everywhere. With
+ * reduce_in_bwd the backward phase issued them (reduced_in_bwd). */
 static void reduce_grads(tf_trainer *t) {
-    if (!t->dist || (t->dist->size == 1 && !t->dist->nccl)) return;
+    if (!t->dist || (t->dist->size == 1 && !t->dist->nccl) || t->reduce_in_bwd) return;
     tf_region_push(t->prof, "allreduce");
     tf_dist_reduce_grads(t->dist, t->grads, t->nparams, t->caps.device_memory ? t->be : NULL);
     if (!back_to_back(t)) tf_dist_wait_device(t->dist); /* the phase's wait follows */
     tf_region_pop(t->prof);
+}
+
+/* reduce_in_bwd, after the backward phase is issued: a replayed graph's
+ * reduction is noted (counted, timed), and, where the phase is waited for,
+ * the host first polls it with the deadline (a collective that never ends
+ * would hold the backend's wait). */
+static void reduced_in_bwd(tf_trainer *t) {
+    if (!t->reduce_in_bwd) return;
+    if (t->graphs_ready) tf_dist_replayed(t->dist);
+    if (!back_to_back(t)) tf_dist_wait_device(t->dist);
 }
 
 /* The step's all-reduce spans to the profiler's trace. */
@@ -571,6 +598,18 @@ static void issue_forward(void *arg) {
 static void issue_backward(void *arg) {
     tf_trainer *t = arg;
     tf_model_backward(&t->ex, &t->M);
+}
+/* A training step's backward: with reduce_in_bwd the reduction too (the
+ * buckets not yet issued, then the join), inside the phase and so inside
+ * its graph. */
+static void issue_backward_step(void *arg) {
+    tf_trainer *t = arg;
+    tf_model_backward(&t->ex, &t->M);
+    if (t->reduce_in_bwd) {
+        tf_region_push(t->prof, "allreduce");
+        tf_dist_reduce_grads(t->dist, t->grads, t->nparams, t->be);
+        tf_region_pop(t->prof);
+    }
 }
 static void issue_optimizer(void *arg) {
     tf_trainer *t = arg;
@@ -637,6 +676,12 @@ static void stage_next(tf_trainer *t) {
     t->staged_step = t->pf_step;
 }
 
+/* During a backward phase that holds the reduction (reduce_in_bwd) */
+static void stage_reduced(tf_trainer *t) {
+    reduced_in_bwd(t);
+    stage_next(t);
+}
+
 static void sample_memory(tf_trainer *t) {
     if (t->prof) tf_prof_memory(t->prof, tf_trainer_backend_bytes(t), 0);
 }
@@ -656,7 +701,8 @@ static tf_status pipelined_phases(tf_trainer *t, tf_step_stats *st, double t0, d
     o->mark(t->be, 0);
     issue_marked(t, 0, issue_forward);
     o->download_async(t->be, t->step_host, t->loss, sizeof(float));
-    issue_marked(t, 1, issue_backward);
+    issue_marked(t, 1, issue_backward_step);
+    reduced_in_bwd(t);
     stage_next(t);
     reduce_grads(t);
     t->adam_step++;
@@ -677,8 +723,11 @@ static tf_status pipelined_phases(tf_trainer *t, tf_step_stats *st, double t0, d
         comm_stats(t, st);
         /* mark 2 precedes the wait for the all-reduces that the backward
          * did not hide (the exposed part, timed from the same point on the
-         * device): that time is not the optimizer's */
-        if (st->exposed_comm_ms > 0)
+         * device): that time is not the optimizer's. With reduce_in_bwd the
+         * wait ends the backward phase, before mark 2: not the backward's. */
+        if (st->exposed_comm_ms > 0 && t->reduce_in_bwd)
+            st->backward_ms = fmax(0.0, st->backward_ms - st->exposed_comm_ms);
+        else if (st->exposed_comm_ms > 0)
             st->optimizer_ms = fmax(0.0, st->optimizer_ms - st->exposed_comm_ms);
         st->counter_replay = 0;
     }
@@ -716,7 +765,7 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
     const int capture_now = !warmup || step == t->cfg.warmup_steps - 1;
     if (t->cfg.graph && t->caps.graphs && capture_now && !t->graphs_ready &&
         !tf_prof_wants_eager(t->prof)) {
-        void (*fns[3])(void *) = {issue_forward, issue_backward, issue_optimizer};
+        void (*fns[3])(void *) = {issue_forward, issue_backward_step, issue_optimizer};
         for (int i = 0; i < 3; i++) {
             tf_region_push(t->prof, phase_name[i]);
             int bad = t->ops->graph_capture(t->be, fns[i], t, &t->graph[i]);
@@ -733,7 +782,7 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
     float loss = 0;
     t->ops->download(t->be, &loss, t->loss, sizeof loss);
     if (!isfinite(loss)) rc = TF_ERR_NONFINITE;
-    run_phase(t, 1, issue_backward, stage_next);
+    run_phase(t, 1, issue_backward_step, t->reduce_in_bwd ? stage_reduced : stage_next);
     sample_memory(t);
     double t3 = now_ms();
     reduce_grads(t);
@@ -750,6 +799,8 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
         st->backward_ms = t3 - t2;
         st->optimizer_ms = t4 - t3c;
         comm_stats(t, st); /* reduce_grads waited for the reductions (t3 .. t3c) */
+        if (t->reduce_in_bwd) /* or the backward phase did: not its compute */
+            st->backward_ms = fmax(0.0, st->backward_ms - st->exposed_comm_ms);
         st->step_ms = t4 - t0;
         st->counter_replay = tf_prof_counter_step(t->prof);
     }

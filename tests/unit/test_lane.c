@@ -9,7 +9,10 @@
  *    without it, bit for bit, and no GEMM is queued at a sync;
  *  - dropping any one of the waits the model issues (a planted missing
  *    wait) is caught: the gradients differ or GEMMs are left queued;
- *  - the waits issued are counted (each costs an event wait on the GPU).
+ *  - the waits issued are counted (each costs an event wait on the GPU);
+ *  - a queue of its own (a bucket's all-reduce) gets the ticket of the
+ *    newest pending GEMM that writes, or reads, what it touches
+ *    (tf_x_lane_ticket), and nothing is waited for on the main queue.
  * Also the op-table entries and caps of the CPU backend (ops.h). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +26,7 @@
 
 #include "backend/backend.h"
 #include "late_lane.h"
+#include "model/exec.h"
 #include "model_testutil.h"
 #include "tinyfold.h"
 #include "train/trainer.h"
@@ -130,10 +134,63 @@ static void test_lane_waits_v3_unfused(void **state) {
     check_waits(&c, "v3, fusions off");
 }
 
+/* Three weight-gradient GEMMs on the late lane, C = dy^T x into three
+ * gradient ranges; the second reads the first's C as its x. The ticket of a
+ * span is the newest GEMM whose C it overlaps, or whose operand it would
+ * overwrite; the GEMMs stay queued (no wait) and the main queue's own wait
+ * (tf_x_grads_final) still runs them. */
+static void test_lane_ticket_for_another_queue(void **state) {
+    (void)state;
+    tf_backend_opts bo = {1, 0, (int)TF_IMPL_V3, 0, NULL};
+    tf_backend_kind kind = TF_BACKEND_CPU;
+    tf_backend *be;
+    const tf_ops *cpu;
+    tf_backend_caps caps;
+    char err[256];
+    assert_int_equal(tf_backend_create(&kind, &bo, &be, &cpu, &caps, err, sizeof err), 0);
+    assert_null(cpu->wgrad_wait_queue); /* the CPU has no queue of another's */
+    const tf_ops *ops = late_lane_wrap(cpu, &caps);
+    late_lane_reset(-1);
+    enum { R = 4, K = 3 };
+    float grads[3 * K * K + 8] = {0}, dy[R * K], x[R * K];
+    for (int i = 0; i < R * K; i++) dy[i] = (float)(i % 5) - 2.0f, x[i] = (float)(i % 3);
+    tf_exec ex;
+    memset(&ex, 0, sizeof ex);
+    ex.ops = ops;
+    ex.be = be;
+    ex.wgrad_async = 1;
+    assert_int_equal(ops->wgrad_enable(be), 0);
+    float *C[3] = {grads, grads + K * K, grads + 2 * K * K};
+    for (int g = 0; g < 3; g++) {
+        tf_gemm_args a = tf_gemm_make(1, 0, K, K, R, 1.0f, 1.0f, dy, K, 0,
+                                      g == 1 ? C[0] : x, K, 0, C[g], K, 0, 1);
+        a.wgrad = 1;
+        tf_gemm(&ex, &a, "wgrad");
+    }
+    assert_int_equal(ex.lane.n, 3);
+    assert_int_equal(L.nq, 3);
+    assert_int_equal(tf_x_lane_ticket(&ex, C[2], K * K), 3);
+    assert_int_equal(tf_x_lane_ticket(&ex, C[1] + 1, 2), 2);
+    assert_int_equal(tf_x_lane_ticket(&ex, C[0], K * K), 2); /* GEMM 2 reads it */
+    assert_int_equal(tf_x_lane_ticket(&ex, grads + 3 * K * K, 8), 0);
+    assert_int_equal(L.done, 0); /* nothing ran: no wait was issued */
+    assert_int_equal(ex.lane.n, 3);
+    ex.planning = 1;
+    assert_int_equal(tf_x_lane_ticket(&ex, C[2], K * K), 0);
+    ex.planning = 0;
+    tf_x_grads_final(&ex, C[1], K * K); /* the main queue's wait runs 1 and 2 */
+    assert_int_equal(L.done, 2);
+    assert_int_equal(ex.lane.n, 1);
+    tf_x_lane_join(&ex);
+    assert_int_equal(L.done, 3);
+    cpu->destroy(be);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lane_waits_v3),
         cmocka_unit_test(test_lane_waits_v3_unfused),
+        cmocka_unit_test(test_lane_ticket_for_another_queue),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     free(L.q);

@@ -305,6 +305,7 @@ static tf_ops make_ops(void)
     o.wgrad_enable = tf_cu_wgrad_enable;
     o.wgrad_mark = tf_cu_wgrad_mark;
     o.wgrad_wait = tf_cu_wgrad_wait;
+    o.wgrad_wait_queue = tf_cu_wgrad_wait_queue;
     o.upload_async = op_upload_async;
     o.download_async = op_download_async;
     o.mark = op_mark;

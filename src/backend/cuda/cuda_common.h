@@ -280,6 +280,7 @@ cublasStatus_t tf_cu_blas_bind(const tf_backend *be, cublasHandle_t h, cudaStrea
 int tf_cu_wgrad_enable(tf_backend *be);
 long tf_cu_wgrad_mark(tf_backend *be);
 void tf_cu_wgrad_wait(tf_backend *be, long upto);
+void tf_cu_wgrad_wait_queue(tf_backend *be, void *queue, long upto);
 void tf_cu_wgrad_enter(tf_backend *be);
 void tf_cu_wgrad_leave(tf_backend *be);
 void tf_cu_wgrad_destroy(tf_backend *be);

@@ -68,6 +68,16 @@ extern "C" void tf_cu_wgrad_wait(tf_backend *be, long upto)
     be->wgrad_waited = upto;
 }
 
+/* The same slot as tf_cu_wgrad_wait's, waited for by another queue; the
+ * main queue's own waits (wgrad_waited) are not affected. */
+extern "C" void tf_cu_wgrad_wait_queue(tf_backend *be, void *queue, long upto)
+{
+    if (!be->wstream || upto < 1) return;
+    if (upto > be->wgrad_n) upto = be->wgrad_n;
+    TF_CUDA_CHECK(cudaStreamWaitEvent((cudaStream_t)queue,
+                                      be->wdone[(upto - 1) % TF_CU_WGRAD_EVENTS], 0));
+}
+
 extern "C" void tf_cu_wgrad_enter(tf_backend *be)
 {
     TF_CUDA_CHECK(cudaEventRecord(be->wfork, be->stream));
