@@ -94,6 +94,12 @@ tf_status tf_config_validate(const tf_config *c, char *err, size_t errlen)
     if (c->gpu_plan[0]) {
         tf_gpu_plan gp;
         if (tf_gpu_plan_parse(c->gpu_plan, &gp, err, errlen)) return TF_ERR_USAGE;
+        if (gp.lane == TF_GPU_LANE_ON && c->recompute != TF_RECOMPUTE_NONE)
+            return fail(err, errlen,
+                        "--gpu-plan: 'lane=on' is not accepted with --recompute %s: a "
+                        "recomputing run does without the weight-gradient lane (expected "
+                        "lane=auto or lane=off)",
+                        c->recompute == TF_RECOMPUTE_BLOCKS ? "blocks" : "modules");
     }
     if (bad_int("--batch-size", c->batch, 1, TF_LIM_BATCH_MAX, err, errlen) ||
         bad_int("--seq-len", c->seq_len, 1, TF_LIM_SEQ_LEN_MAX, err, errlen) ||

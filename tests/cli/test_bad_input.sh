@@ -102,6 +102,7 @@ for v in fast gemm=tensor attn=k6,gemm=auto "lane=" tile=64 wgrad_delay_us=-5 ""
 done
 bad --gpu-plan bench --gpu-plan gemm=fast
 bad --gpu-plan validate --gpu-plan portable,dw=wg
+bad --gpu-plan train --gpu-plan lane=on --recompute modules
 bad --problems bench --problems huge
 bad --problems bench --problems tiny,,small
 bad --problems bench --problems ""
