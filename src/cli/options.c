@@ -88,7 +88,8 @@ const tf_cli_optdef tf_cli_optdefs[] = {
      "again in its backward; the same extra forward, less memory). Gradients are\n"
      "bit for bit those of none"},
     {"chunk-size", required_argument, TF_OPT_CHUNK_SIZE, T | B | G, "K",
-     "the pair modules (triangle multiplication and attention, pair transition)\n"
+     "the pair modules (triangle multiplication and attention, pair transition,\n"
+     "the outer product mean's product where it is formed whole)\n"
      "K rows of the pair at a time (1..--seq-len; default: all): their\n"
      "activations are one chunk's, run again in the backward. Loss and gradients\n"
      "within fp32 rounding of unchunked"},

@@ -77,6 +77,7 @@ typedef struct {
     /* weight-first composition (level 3, outer_product.c): */
     float *a_t;             /* a permuted to [B, N, S, co] */
     float *t;               /* T[b,s,p,j,c] = sum_q a[b,s,j,q] Wpair[c, p*co+q] */
+    int chunked;            /* --chunk-size (outer_product_chunk.c): only ln and a kept */
 } tf_opm_act;
 
 typedef struct {
@@ -152,6 +153,12 @@ void tf_opm_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, tf_opm_ac
                 float *z_out, const float *z_in, const float *m);
 void tf_opm_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, const tf_opm_act *a,
                 float *dm, const float *dz, const float *m);
+/* The outer product mean's product and output chunk by chunk (--chunk-size,
+ * outer_product_chunk.c): z_out NULL computes nothing; da assigned. */
+void tf_opm_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o,
+                        const tf_opm_act *a, float *z_out, const float *z_in);
+void tf_opm_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o,
+                        const tf_opm_act *a, float *da, const float *dz);
 /* which: 0 outgoing, 1 incoming. With ex->chunk the rows' parts run chunk by
  * chunk (triangle_mult_chunk.c). */
 void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,

@@ -17,7 +17,12 @@
  * instead of the GEMM and the permute, and, in fp32, the backward from the
  * permuted gradient to da (ops.h opm_bwd, exec.h opm_bwd_op) instead of a
  * permute and two skinny GEMMs that each read the [B, N, N, co*co]
- * gradient. */
+ * gradient.
+ *
+ * With --chunk-size the reference composition runs the product and
+ * everything after it K rows of the pair at a time (outer_product_chunk.c).
+ * The weight-first one is left whole: its temporaries, [B, S, co, N, cz],
+ * grow as N, not N^2, and are no larger than a chunk's at long N. */
 #include "model/model.h"
 
 static void opm_wf_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, tf_opm_act *a,
@@ -39,6 +44,12 @@ void tf_opm_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, tf_opm_ac
     tf_linear_fwd(ex, a->a, a->ln.y, tf_P(M, o->opm_outer), rows, cm, co, 0.0f, TF_EPI_NONE);
     tf_rpop(ex);
     a->a_t = a->t = a->outer_p = NULL;
+    a->chunked = ex->chunk > 0 && !ex->opm_weight_first; /* weight-first forms no N^2 co^2 */
+    if (a->chunked) {
+        tf_opm_fwd_chunked(ex, M, o, a, z_out, z_in);
+        tf_rpop(ex);
+        return;
+    }
     if (ex->opm_weight_first) {
         opm_wf_fwd(ex, M, o, a, z_out, z_in);
         tf_rpop(ex);
@@ -111,7 +122,9 @@ void tf_opm_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, const tf_
     size_t mark = tf_arena_mark(ex->arena);
     tf_rpush(ex, "outer_product_mean");
     float *da = tf_alloc_act(ex, (size_t)rows * co);
-    if (a->t)
+    if (a->chunked)
+        tf_opm_bwd_chunked(ex, M, o, a, da, dz);
+    else if (a->t)
         opm_wf_bwd(ex, M, o, a, da, dz);
     else
         opm_ref_bwd(ex, M, o, a, da, dz);
