@@ -58,7 +58,9 @@ __global__ void __launch_bounds__(mma_cfg<BM, BN, WM, WN, TA, TB>::NT)
     const int g = lane >> 2, t = lane & 3;
     const int wm = (warp % (BM / WM)) * WM, wn = (warp / (BM / WM)) * WN;
     const int bz = (int)blockIdx.z, bi = bz / p.splits, sp = bz % p.splits;
-    const int m0 = (int)blockIdx.y * BM, n0 = (int)blockIdx.x * BN;
+    /* the tiles on x, N fastest (y allows only 65535 rows of M tiles) */
+    const int ntn = (p.N + BN - 1) / BN;
+    const int m0 = (int)(blockIdx.x / ntn) * BM, n0 = (int)(blockIdx.x % ntn) * BN;
     const float *A = p.A + (long)bi * p.sA, *B = p.B + (long)bi * p.sB;
     const int kb = sp * p.kchunk, ke = min(p.K, kb + p.kchunk);
     const int nk = ke > kb ? (ke - kb + MMA_BK - 1) / MMA_BK : 0;
@@ -162,7 +164,7 @@ template <int BM, int BN, int WM, int WN, bool TA, bool TB, int VEC, bool X3>
 static void mma_launch(tf_backend *be, const mma_args &p, int batch)
 {
     typedef mma_cfg<BM, BN, WM, WN, TA, TB> CF;
-    const dim3 grid((unsigned)((p.N + BN - 1) / BN), (unsigned)((p.M + BM - 1) / BM),
+    const dim3 grid((unsigned)((p.N + BN - 1) / BN) * (unsigned)((p.M + BM - 1) / BM), 1,
                     (unsigned)(batch * p.splits));
     TF_LAUNCH_SMEM((gemm_mma_kernel<BM, BN, WM, WN, TA, TB, VEC, X3>), grid, CF::NT,
                    sizeof(float) * CF::SMEM, be, p);

@@ -310,7 +310,9 @@ __global__ void __launch_bounds__(WG_NT, MINB) gemm_wg_kernel(mma_args p)
     const int tid = (int)threadIdx.x, warp = tid >> 5;
     const int wm = (warp >> 2) * 64 + (warp & 3) * 16; /* this warp's 16 rows */
     const int bz = (int)blockIdx.z, bi = bz / p.splits, sp = bz % p.splits;
-    const int m0 = (int)blockIdx.y * WG_BM, n0 = (int)blockIdx.x * WG_BN;
+    /* the tiles on x, N fastest (y allows only 65535 rows of M tiles) */
+    const int ntn = (p.N + WG_BN - 1) / WG_BN;
+    const int m0 = (int)(blockIdx.x / ntn) * WG_BM, n0 = (int)(blockIdx.x % ntn) * WG_BN;
     const float *A = p.A + (long)bi * p.sA, *B = p.B + (long)bi * p.sB;
     const int kb = sp * p.kchunk, ke = min(p.K, kb + p.kchunk);
     const int nk = ke > kb ? (ke - kb + MMA_BK - 1) / MMA_BK : 0;
@@ -414,8 +416,8 @@ __global__ void wg_probe_kernel(int *flag) { *flag = TF_WG_CODE; }
 template <bool TA, bool TB, int VEC, int MODE, int ST, bool X3, int MINB = 1>
 static void wg_launch(tf_backend *be, const mma_args &p, int batch)
 {
-    const dim3 grid((unsigned)((p.N + WG_BN - 1) / WG_BN), (unsigned)((p.M + WG_BM - 1) / WG_BM),
-                    (unsigned)(batch * p.splits));
+    const dim3 grid((unsigned)((p.N + WG_BN - 1) / WG_BN) * (unsigned)((p.M + WG_BM - 1) / WG_BM),
+                    1, (unsigned)(batch * p.splits));
     const size_t smem = sizeof(float) * wg_cfg<TA, TB, MODE, ST>::SMEM;
     TF_LAUNCH_SMEM((gemm_wg_kernel<TA, TB, VEC, MODE, ST, X3, MINB>), grid, WG_NT, smem, be, p);
 }
