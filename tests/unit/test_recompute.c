@@ -97,7 +97,11 @@ static void test_recompute_bits(void **s) {
  * 2 gamma_n sum|t| (gamma_n = n u / (1 - n u), u = 2^-24); with n the pair
  * rows, the longest sum of the step, and sum|t| ~ |g| (no cancellation to
  * speak of at these weights), each tensor's relative L2 difference is at
- * most 2 gamma_n. A missed, doubled or misplaced chunk is off by O(1). */
+ * most 2 gamma_n. The chunked outer product mean's other reordered sum,
+ * da = A (dOuter^T + dOuter) / S taken chunk by chunk, has 2 N co terms per
+ * element: no longer than the pair rows while 2 co <= B N (both tests
+ * below: 1472 <= 1587, 4096 <= 16384). A missed, doubled or misplaced chunk
+ * is off by O(1). */
 static void assert_chunked_close(const tf_config *c, const result *ref, const result *x) {
     const long nz = (long)c->batch * c->seq_len * c->seq_len;
     const double u = 1.0 / (1 << 24), bound = 2 * (double)nz * u / (1.0 - (double)nz * u);
