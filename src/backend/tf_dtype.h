@@ -38,8 +38,9 @@ typedef enum { TF_F32 = 0, TF_BF16 = 1, TF_F16 = 2 } tf_dtype;
 #define TF_DTYPE_COUNT 3
 
 /* Functions callable from host and device code (CUDA and HIP both spell the
- * qualifiers __host__ __device__; plain C and the host emulator need none). */
-#if defined(__CUDACC__) || defined(__HIPCC__)
+ * qualifiers __host__ __device__, which nvcc and clang's HIP mode define
+ * before any header; plain C and the host emulator need none). */
+#if defined(__CUDACC__) || defined(__HIP__) || defined(__HIPCC__)
 #define TF_DTYPE_FN __host__ __device__ static inline
 #else
 #define TF_DTYPE_FN static inline
