@@ -311,7 +311,7 @@ static int bench_gemm_time(const char *name, int ta, int tb, int M, int N, int K
     float *A = drand((size_t)ar * ac * batch, 1.f, 1), *B = drand((size_t)br * bc * batch, 1.f, 2);
     float *C = drand((size_t)M * N * batch, 1.f, 3);
     tf_gemm_args a = {ta, tb, M, N, K, 1.f, beta, A, ac, ar * ac, B, bc, br * bc,
-                      C, N, (long)M * N, batch, TF_EPI_NONE, NULL, NULL};
+                      C, N, (long)M * N, batch, TF_EPI_NONE, NULL, NULL, 0, TF_F32, TF_F32};
     *fl = 2.0 * M * N * K * batch;
     for (int k = 0; k < n; ++k)
         us[k] = time_be(g_gemm_be[be_k[k]], [&](tf_backend *be) { g_ops->gemm(be, &a, "bench"); });

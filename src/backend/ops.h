@@ -6,8 +6,11 @@
  * decision: prefer composing existing ops in the model.
  *
  * Conventions (all ops):
- *  - float32, row-major; pointers are backend memory (host memory on the CPU,
- *    device memory on CUDA); counts are element counts unless named bytes.
+ *  - Row-major; pointers are backend memory (host memory on the CPU, device
+ *    memory on CUDA); counts are element counts unless named bytes.
+ *  - Element types (tf_dtype.h) are part of an op's contract where the op
+ *    states them: gemm takes ab_type and c_type (tf_gemm_args); every other
+ *    op is fp32 so far.
  *  - Ops are asynchronous on devices: they are ordered on the backend's main
  *    queue (the weight-gradient lane's GEMMs and side_upload's copies run on
  *    queues of their own, ordered by the wgrad_* and *_wait_* ops); `sync`
@@ -23,6 +26,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "backend/tf_dtype.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,9 +46,17 @@ typedef enum {
  *   for p in [0, batch): C_p = alpha * op(A_p) * op(B_p) + beta * C_p, then epilogue
  *   op(A_p) is [M,K]: A stored [M,K] (lda >= K) or, when transA, stored [K,M] (lda >= M)
  *   op(B_p) is [K,N]: B stored [K,N] (ldb >= N) or, when transB, stored [N,K] (ldb >= K)
- *   C_p [M,N], ldc >= N. X_p = X + p * strideX.
+ *   C_p [M,N], ldc >= N. X_p = X + p * strideX (in elements of X's type).
  * beta == 0 means C is not read (may hold NaN). The epilogue RELU is only used
  * with beta == 0. `name` is a stable label for traces ("msa_q_proj", ...), may be NULL.
+ * Element types: A and B are ab_type, C, R and aux are c_type (zero: fp32).
+ * Products are accumulated in fp32 whatever the types; alpha and beta are
+ * fp32 and applied in fp32 to the fp32 sum and to R (or C) read as fp32; the
+ * epilogue runs on that fp32 value, and the result is rounded to c_type once,
+ * at the store (as a tensor-core GEMM with a half output does). With
+ * strideC == 0 each entry stores, and the next reads, a c_type C.
+ * Backends: the CPU takes every type; the CUDA backend fp32 only so far (any
+ * other type is an internal error there).
  * Optional fields (zero-initialised = unused):
  *   R:   the residual input: when non-NULL, beta scales R instead of C,
  *        C_p = alpha op(A_p) op(B_p) + beta R_p (R has C's ldc and strideC; R may
@@ -57,14 +70,16 @@ typedef struct {
     int transA, transB;
     int M, N, K;
     float alpha, beta;
-    const float *A; long lda; long strideA;
-    const float *B; long ldb; long strideB;
-    float *C; long ldc; long strideC;
+    const void *A; long lda; long strideA;
+    const void *B; long ldb; long strideB;
+    void *C; long ldc; long strideC;
     int batch;
     tf_epilogue epilogue;
-    const float *R;
-    const float *aux;
+    const void *R;
+    const void *aux;
     int wgrad;
+    tf_dtype ab_type; /* A, B */
+    tf_dtype c_type;  /* C, R, aux */
 } tf_gemm_args;
 
 /* A strided view of a [nb, no, L, H, d] attention operand:

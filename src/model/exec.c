@@ -108,24 +108,28 @@ long tf_x_lane_ticket(const tf_exec *ex, const float *p, size_t n) {
     return i < 0 ? 0 : ex->lane.q[i].ticket;
 }
 
-/* a [rows, cols] matrix with leading dimension ld, batch of them stride apart */
-static tf_span mat(const float *p, long rows, long cols, long ld, int batch, long stride) {
+/* a [rows, cols] matrix of es-byte elements with leading dimension ld, batch
+ * of them stride apart */
+static tf_span mat(const void *p, size_t es, long rows, long cols, long ld, int batch,
+                   long stride) {
     if (!p || rows <= 0 || cols <= 0) return (tf_span){0, 0};
     long n = (rows - 1) * ld + cols + (batch > 1 ? (long)(batch - 1) * stride : 0);
-    return F(p, n);
+    const uintptr_t lo = (uintptr_t)p;
+    return (tf_span){lo, lo + (size_t)n * es};
 }
 
 /* r: A, B, R (or C where beta reads it), aux; w: C */
 static void gemm_spans(const tf_gemm_args *a, tf_span r[4], tf_span *w) {
-    r[0] = mat(a->A, a->transA ? a->K : a->M, a->transA ? a->M : a->K, a->lda, a->batch,
+    const size_t eab = tf_dtype_size(a->ab_type), ec = tf_dtype_size(a->c_type);
+    r[0] = mat(a->A, eab, a->transA ? a->K : a->M, a->transA ? a->M : a->K, a->lda, a->batch,
                a->strideA);
-    r[1] = mat(a->B, a->transB ? a->N : a->K, a->transB ? a->K : a->N, a->ldb, a->batch,
+    r[1] = mat(a->B, eab, a->transB ? a->N : a->K, a->transB ? a->K : a->N, a->ldb, a->batch,
                a->strideB);
-    *w = mat(a->C, a->M, a->N, a->ldc, a->batch, a->strideC);
-    r[2] = a->R ? mat(a->R, a->M, a->N, a->ldc, a->batch, a->strideC)
+    *w = mat(a->C, ec, a->M, a->N, a->ldc, a->batch, a->strideC);
+    r[2] = a->R ? mat(a->R, ec, a->M, a->N, a->ldc, a->batch, a->strideC)
            : a->beta != 0.0f ? *w
                              : (tf_span){0, 0};
-    r[3] = mat(a->aux, a->M, a->N, a->ldc, a->batch, a->strideC);
+    r[3] = mat(a->aux, ec, a->M, a->N, a->ldc, a->batch, a->strideC);
 }
 
 static const char *gemm_kname(const tf_gemm_args *a) {
@@ -178,6 +182,8 @@ tf_gemm_args tf_gemm_make(int tA, int tB, int M, int N, int K, float alpha, floa
     g.ldc = ldc;
     g.strideC = sC;
     g.batch = batch;
+    g.ab_type = TF_F32; /* the model's tensors are fp32 so far */
+    g.c_type = TF_F32;
     return g;
 }
 

@@ -17,11 +17,14 @@ tf_op_cost tf_cost_gemm(const tf_gemm_args *a) {
     int batch = a->batch > 0 ? a->batch : 1;
     double M = a->M, N = a->N, K = a->K;
     double fl = 2.0 * M * N * K * batch;
-    double c = over_batch(M * N, a->strideC, batch);
-    double x = over_batch(M * K, a->strideA, batch) + over_batch(K * N, a->strideB, batch) + c;
+    /* bytes: A and B in ab_type, C (and R, aux) in c_type */
+    const double eab = (double)tf_dtype_size(a->ab_type), ec = (double)tf_dtype_size(a->c_type);
+    double c = over_batch(M * N, a->strideC, batch) * ec;
+    double x = (over_batch(M * K, a->strideA, batch) + over_batch(K * N, a->strideB, batch)) * eab + c;
     if (a->beta != 0.0f) x += c; /* C or R read */
     if (a->aux) x += c;
-    return cost(fl, x);
+    tf_op_cost r = {fl, x};
+    return r;
 }
 
 /* T heads of L x L scores: S = scale q k^T (+ bias), softmax, P v.

@@ -1,5 +1,6 @@
 /* The analytic cost of one op from its shapes: FLOPs and the minimum bytes it
- * must move (every operand read once, every result written once, fp32).
+ * must move (every operand read once, every result written once, in bytes of
+ * its element type: the GEMM's ab_type and c_type, fp32 for the other ops).
  *
  * Conventions (the unit tests count by hand against them):
  *  - a multiply-add is 2 FLOPs; exp, sqrt, a division are 1 FLOP each;

@@ -6,7 +6,9 @@
  * over up to ~1e5 checked elements the maximum sits within ~4.5 standard
  * deviations, and a few more roundings (alpha/beta, scale, one exp/log) come on
  * top, so checks use 8 * sqrt(K) * u times the magnitude of the summed terms,
- * plus the extra terms each op's comment names. Where an op does no arithmetic
+ * plus the extra terms each op's comment names. GEMMs with bf16/fp16 operands
+ * or results are checked against a reference built from the rounded inputs,
+ * with one more rounding to the output type on top (gemm_typed_case). Where an op does no arithmetic
  * (permute, copies, embedding forward) or the same float operations as the
  * reference (add, mul, scale), the check is bit-exact. */
 #include <setjmp.h>
@@ -20,7 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cblas.h>
+#undef I /* OpenBLAS's cblas.h brings <complex.h>'s I; the tests name variables I */
+
 #include "backend/backend.h"
+#include "backend/tf_dtype.h"
 #include "testutil.h"
 
 #define U TF_TEST_U
@@ -287,6 +293,229 @@ static void test_gemm(void **state) {
     gemm_case_x(1, 0, 300, 450, 16, 1, 0, 1.0f, 1.0f, TF_EPI_DRELU, 1, 32); /* parallel rows */
     gemm_case_x(0, 0, 128, 128, 128, 2, 1, 1.0f, 1.0f, TF_EPI_DRELU, 1, 33); /* threaded calls */
     gemm_case_x(1, 1, 40, 30, 20, 3, 2, 0.5f, 0.0f, TF_EPI_DRELU, 1, 34); /* beta 0: R unread */
+}
+
+/* ------------------------------------------------------ gemm, element types */
+
+/* element i of a buffer of type t, as fp32, and stored rounded to t */
+static float tget(const void *p, tf_dtype t, long i) {
+    if (t == TF_F32) return ((const float *)p)[i];
+    const uint16_t h = ((const uint16_t *)p)[i];
+    return t == TF_BF16 ? tf_bf16_to_f32(h) : tf_f16_to_f32(h);
+}
+
+static void tset(void *p, tf_dtype t, long i, float v) {
+    if (t == TF_F32) ((float *)p)[i] = v;
+    else ((uint16_t *)p)[i] = t == TF_BF16 ? tf_f32_to_bf16(v) : tf_f32_to_f16(v);
+}
+
+static void *talloc(long n, tf_dtype t) {
+    void *p = malloc((size_t)n * tf_dtype_size(t));
+    assert_non_null(p);
+    return p;
+}
+
+/* bits of element i (a sentinel check that needs no float compare) */
+static uint32_t tbits(const void *p, tf_dtype t, long i) {
+    return t == TF_F32 ? tf_f32_bits(((const float *)p)[i]) : ((const uint16_t *)p)[i];
+}
+
+/* One GEMM with A, B of type ab and C, R, aux of type ct (ops.h: fp32
+ * accumulation, one rounding to ct at the store). The inputs are drawn in
+ * fp32 and stored rounded to their types; the reference is computed in double
+ * FROM THOSE ROUNDED VALUES, so the conversions in are exact and what remains
+ * is the fp32 GEMM's error e1 = 8 sqrt(K+2) u (|alpha| sum|ab| + |beta r|)
+ * (the header's bound), then, for a half C, one rounding of the fp32 result y
+ * to ct: |round(y) - y| <= u_c |y| + s_c, u_c the unit roundoff of ct (half an
+ * ulp relative to the bottom of y's binade: 2^-p for p significant bits, bf16
+ * p = 8: 2^-8, fp16 p = 11: 2^-11; fp32's own u is in e1) and s_c half the
+ * smallest subnormal spacing (fp16 2^-25; bf16 2^-134, below anything here).
+ * With |y| <= |ref| + e1: tol = e1 + u_c (|ref| + e1) + s_c. A conversion
+ * that truncated instead (error up to 2 u_c |y|) fails it on about half the
+ * elements, as does a C stored unrounded or in the wrong type. rmode as in
+ * gemm_case_x; shared: B with batch stride 0 (one shared weight). */
+static void gemm_typed_case(tf_dtype ab, tf_dtype ct, int tA, int tB, int M, int N, int K,
+                            int batch, int pad, float alpha, float beta, tf_epilogue epi,
+                            int rmode, int shared, uint64_t seed) {
+    const long rowsA = tA ? K : M, colsA = tA ? M : K, rowsB = tB ? N : K, colsB = tB ? K : N;
+    const long lda = colsA + pad, ldb = colsB + pad, ldc = N + pad;
+    const long sA = rowsA * lda + 3, sB = shared ? 0 : rowsB * ldb + 5, sC = (long)M * ldc + 7;
+    const long nA = sA * batch, nB = shared ? rowsB * ldb : sB * batch, nC = sC * batch;
+    void *A = talloc(nA, ab), *B = talloc(nB, ab), *C = talloc(nC, ct), *C0 = talloc(nC, ct);
+    void *Rs = talloc(nC, ct), *X = talloc(nC, ct);
+    float *tmp = tf_test_falloc((size_t)(nA > nB ? (nA > nC ? nA : nC) : (nB > nC ? nB : nC)));
+#define FILL(buf, n, t, s)                                                                     \
+    do {                                                                                       \
+        tf_test_fill_uniform(tmp, (size_t)(n), -1, 1, (s));                                    \
+        for (long i_ = 0; i_ < (n); i_++) tset((buf), (t), i_, tmp[i_]);                       \
+    } while (0)
+    FILL(A, nA, ab, seed);
+    FILL(B, nB, ab, seed + 1);
+    FILL(C, nC, ct, seed + 2);
+    FILL(Rs, nC, ct, seed + 3);
+    FILL(X, nC, ct, seed + 4);
+#undef FILL
+    for (long i = 0; i < nC; i += 7) tset(X, ct, i, 0.0f); /* relu output exactly 0: masked */
+    const float sentinel = 1234.5f; /* exact in every type */
+    for (long p = 0; p < batch; p++)
+        for (long i = 0; i < M; i++) {
+            for (long j = N; j < ldc; j++) tset(C, ct, p * sC + i * ldc + j, sentinel);
+            for (long j = 0; j < N; j++) {
+                if (beta == 0.0f || rmode == 1) tset(C, ct, p * sC + i * ldc + j, NAN);
+                if (beta == 0.0f) tset(Rs, ct, p * sC + i * ldc + j, NAN);
+            }
+        }
+    const size_t cbytes = (size_t)nC * tf_dtype_size(ct);
+    memcpy(C0, C, cbytes);
+    void *R0 = talloc(nC, ct);
+    memcpy(R0, Rs, cbytes);
+    const void *in = rmode == 1 ? R0 : C0; /* what beta scales */
+    tf_gemm_args g = {.transA = tA, .transB = tB, .M = M, .N = N, .K = K, .alpha = alpha,
+                      .beta = beta, .A = A, .lda = lda, .strideA = sA, .B = B, .ldb = ldb,
+                      .strideB = sB, .C = C, .ldc = ldc, .strideC = sC, .batch = batch,
+                      .epilogue = epi, .R = rmode == 1 ? Rs : rmode == 2 ? C : NULL,
+                      .aux = epi == TF_EPI_DRELU ? X : NULL, .ab_type = ab, .c_type = ct};
+    g_ops->gemm(g_be, &g, "test_gemm_typed");
+    const double uc = ct == TF_BF16 ? 0x1p-8 : ct == TF_F16 ? 0x1p-11 : 0.0;
+    const double sc = ct == TF_F16 ? 0x1p-25 : 0.0;
+    size_t bad = 0;
+    double worst = 0; /* max err / tol */
+    for (long p = 0; p < batch; p++)
+        for (long i = 0; i < M; i++) {
+            for (long j = 0; j < N; j++) {
+                double s = 0, mag = 0;
+                for (long k = 0; k < K; k++) {
+                    const long ia = p * sA + (tA ? k * lda + i : i * lda + k);
+                    const long ib = p * sB + (tB ? j * ldb + k : k * ldb + j);
+                    const double a = tget(A, ab, ia), b = tget(B, ab, ib);
+                    s += a * b;
+                    mag += fabs(a * b);
+                }
+                const long ic = p * sC + i * ldc + j;
+                double ref = alpha * s, cmag = fabs(alpha) * mag;
+                if (beta != 0.0f) {
+                    ref += beta * (double)tget(in, ct, ic);
+                    cmag += fabs(beta * (double)tget(in, ct, ic));
+                }
+                if (epi == TF_EPI_RELU && ref < 0) ref = 0;
+                if (epi == TF_EPI_DRELU && !(tget(X, ct, ic) > 0.0f)) ref = 0;
+                const double e1 = 8.0 * sqrt((double)K + 2) * U * cmag + 1e-30;
+                const double tol = e1 + uc * (fabs(ref) + e1) + sc;
+                const double got = tget(C, ct, ic), err = fabs(got - ref);
+                if (err / tol > worst) worst = err / tol;
+                if (!(err <= tol) && bad++ < 3)
+                    fprintf(stderr, "gemm %s/%s tA%d tB%d %dx%dx%d b%d epi%d r%d: C[%ld,%ld,%ld] "
+                            "%.9g vs %.9g (tol %.3g)\n", tf_dtype_name(ab), tf_dtype_name(ct), tA,
+                            tB, M, N, K, batch, (int)epi, rmode, p, i, j, got, ref, tol);
+            }
+            for (long j = N; j < ldc; j++)
+                bad += tbits(C, ct, p * sC + i * ldc + j) != tbits(C0, ct, p * sC + i * ldc + j);
+        }
+    if (rmode == 1 && memcmp(Rs, R0, cbytes)) {
+        fprintf(stderr, "gemm typed: R was written\n");
+        bad++;
+    }
+    if (getenv("TF_TEST_VERBOSE"))
+        fprintf(stderr, "gemm %s/%s %dx%dx%d b%d: max err/tol %.3f\n", tf_dtype_name(ab),
+                tf_dtype_name(ct), M, N, K, batch, worst);
+    assert_int_equal(bad, 0);
+    free(A), free(B), free(C), free(C0), free(Rs), free(R0), free(X), free(tmp);
+}
+
+static void test_gemm_types(void **state) {
+    (void)state;
+    static const tf_dtype abs[3] = {TF_BF16, TF_F16, TF_F32};
+    static const tf_dtype cts[3] = {TF_F32, TF_BF16, TF_F16};
+    static const int shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 64}, {130, 70, 33}};
+    uint64_t seed = 500;
+    for (int ai = 0; ai < 3; ai++)
+        for (int ci = 0; ci < 3; ci++) {
+            const tf_dtype ab = abs[ai], ct = cts[ci];
+            if (ab == TF_F32 && ct == TF_F32) continue; /* test_gemm */
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+                for (int t = 0; t < 4; t++)
+                    for (int batch = 1; batch <= 3; batch += 2)
+                        gemm_typed_case(ab, ct, t & 1, t >> 1, shapes[s][0], shapes[s][1],
+                                        shapes[s][2], batch, (int)(s + t) % 3,
+                                        batch > 1 ? 0.75f : 1.25f, 0.0f, TF_EPI_NONE, 0, 0,
+                                        seed++);
+            /* beta on C, a separate R, R == C; the epilogues; a shared B; K == 0 */
+            for (int rmode = 0; rmode <= 2; rmode++)
+                for (int epi = 0; epi <= 2; epi += 2)
+                    gemm_typed_case(ab, ct, rmode & 1, epi > 0, 33, 17, 20, 3, 1, 0.75f,
+                                    rmode == 1 ? -0.5f : 1.0f, (tf_epilogue)epi, rmode, 0, seed++);
+            gemm_typed_case(ab, ct, 0, 1, 33, 17, 20, 5, 2, 1.0f, 0.0f, TF_EPI_RELU, 0, 0, seed++);
+            gemm_typed_case(ab, ct, 1, 0, 300, 450, 16, 1, 0, 1.0f, 1.0f, TF_EPI_DRELU, 1, 0,
+                            seed++); /* parallel conversions and epilogue rows */
+            gemm_typed_case(ab, ct, 0, 1, 64, 48, 40, 4, 1, 1.0f, 0.5f, TF_EPI_NONE, 1, 1, seed++);
+            gemm_typed_case(ab, ct, 0, 0, 5, 6, 0, 2, 1, 1.0f, 0.5f, TF_EPI_NONE, 1, 0, seed++);
+            gemm_typed_case(ab, ct, 1, 1, 128, 128, 128, 2, 1, 1.0f, 1.0f, TF_EPI_NONE, 2, 0,
+                            seed++); /* one entry per thread */
+        }
+}
+
+/* strideC == 0 with a half C: each entry stores C in its type and the next
+ * reads it back (ops.h), so the batch equals its entries issued one by one */
+static void test_gemm_types_shared_c(void **state) {
+    (void)state;
+    const int M = 9, N = 11, K = 7, nb = 6;
+    for (int ci = 0; ci < 2; ci++) {
+        const tf_dtype ct = ci ? TF_F16 : TF_BF16;
+        uint16_t *A = talloc(M * K * nb, TF_BF16), *B = talloc(K * N * nb, TF_BF16);
+        uint16_t *C = talloc(M * N, ct), *C1 = talloc(M * N, ct);
+        float *tmp = tf_test_falloc(M * K * nb + K * N * nb + M * N);
+        tf_test_fill_uniform(tmp, M * K * nb + K * N * nb + M * N, -1, 1, 40 + (uint64_t)ci);
+        for (int i = 0; i < M * K * nb; i++) tset(A, TF_BF16, i, tmp[i]);
+        for (int i = 0; i < K * N * nb; i++) tset(B, TF_BF16, i, tmp[M * K * nb + i]);
+        for (int i = 0; i < M * N; i++) tset(C, ct, i, tmp[M * K * nb + K * N * nb + i]);
+        memcpy(C1, C, sizeof(uint16_t) * M * N);
+        tf_gemm_args g = {.M = M, .N = N, .K = K, .alpha = 1, .beta = 1, .A = A, .lda = K,
+                          .strideA = M * K, .B = B, .ldb = N, .strideB = K * N, .C = C,
+                          .ldc = N, .strideC = 0, .batch = nb, .ab_type = TF_BF16, .c_type = ct};
+        g_ops->gemm(g_be, &g, NULL);
+        for (int p = 0; p < nb; p++) {
+            tf_gemm_args e = g;
+            e.batch = 1, e.A = A + p * M * K, e.B = B + p * K * N, e.C = C1;
+            g_ops->gemm(g_be, &e, NULL);
+        }
+        assert_memory_equal(C, C1, sizeof(uint16_t) * M * N);
+        free(A), free(B), free(C), free(C1), free(tmp);
+    }
+}
+
+/* fp32 types, zero-initialised or named, run the fp32 code path unchanged:
+ * a batch-1 GEMM gives the bits of cblas_sgemm itself */
+static void test_gemm_f32_bits(void **state) {
+    (void)state;
+    static const int shapes[][3] = {{7, 5, 3}, {33, 17, 64}, {130, 70, 33}, {256, 256, 256}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 4; t++)
+            for (int beta = 0; beta <= 1; beta++) {
+                const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], tA = t & 1,
+                          tB = t >> 1;
+                const int lda = (tA ? M : K) + 1, ldb = (tB ? K : N) + 2, ldc = N + 3;
+                const long nA = (long)(tA ? K : M) * lda, nB = (long)(tB ? N : K) * ldb,
+                           nC = (long)M * ldc;
+                float *A = tf_test_falloc(nA), *B = tf_test_falloc(nB), *C = tf_test_falloc(nC);
+                float *C1 = tf_test_falloc(nC), *C2 = tf_test_falloc(nC);
+                tf_test_fill_uniform(A, nA, -1, 1, 60 + s);
+                tf_test_fill_uniform(B, nB, -1, 1, 70 + s);
+                tf_test_fill_uniform(C, nC, -1, 1, 80 + s);
+                memcpy(C1, C, sizeof(float) * nC);
+                memcpy(C2, C, sizeof(float) * nC);
+                tf_gemm_args g = {.transA = tA, .transB = tB, .M = M, .N = N, .K = K,
+                                  .alpha = 0.75f, .beta = (float)beta, .A = A, .lda = lda,
+                                  .B = B, .ldb = ldb, .C = C, .ldc = ldc, .batch = 1};
+                g_ops->gemm(g_be, &g, NULL);
+                g.C = C1, g.ab_type = TF_F32, g.c_type = TF_F32;
+                g_ops->gemm(g_be, &g, NULL);
+                cblas_sgemm(CblasRowMajor, tA ? CblasTrans : CblasNoTrans,
+                            tB ? CblasTrans : CblasNoTrans, M, N, K, 0.75f, A, lda, B, ldb,
+                            (float)beta, C2, ldc);
+                assert_true(tf_test_bits_equal(C, C2, (size_t)nC));
+                assert_true(tf_test_bits_equal(C1, C2, (size_t)nC));
+                free(A), free(B), free(C), free(C1), free(C2);
+            }
 }
 
 /* --------------------------------------------------------------- layernorm */
@@ -1349,6 +1578,9 @@ int main(void) {
         cmocka_unit_test(test_memory),
         cmocka_unit_test(test_copy_rows),
         cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_gemm_types),
+        cmocka_unit_test(test_gemm_types_shared_c),
+        cmocka_unit_test(test_gemm_f32_bits),
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_layernorm_determinism),
         cmocka_unit_test(test_layernorm2),

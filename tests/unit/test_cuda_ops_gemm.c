@@ -23,7 +23,7 @@ static void run_gemm(bk b, const gshape *s, const float *hA, const float *hB, co
     float *A = b_put(b, hA, nA), *B = b_put(b, hB, nB);
     float *C = s->beta != 0.f ? b_put(b, hC, nC) : b_nan(b, nC);
     tf_gemm_args a = {s->ta, s->tb, s->M, s->N, s->K, s->alpha, s->beta, A, s->lda, s->sA,
-                      B, s->ldb, s->sB, C, s->ldc, s->sC, s->batch, s->epi, NULL, NULL, 0};
+                      B, s->ldb, s->sB, C, s->ldc, s->sC, s->batch, s->epi, NULL, NULL, 0, TF_F32, TF_F32};
     b.ops->gemm(b.be, &a, "test_gemm");
     b_get(b, out, C, nC);
     b_free(b, A);
@@ -158,7 +158,7 @@ static void run_gemm_r(bk b, const rcase *c, float *out)
     float *R = c->rmode == 1 ? b_put(b, c->hR, c->nC) : c->rmode == 2 ? C : NULL;
     float *X = s->epi == TF_EPI_DRELU ? b_put(b, c->hX, c->nC) : NULL;
     tf_gemm_args a = {s->ta, s->tb, s->M, s->N, s->K, s->alpha, s->beta, A, s->lda, s->sA,
-                      B, s->ldb, s->sB, C, s->ldc, s->sC, s->batch, s->epi, R, X, 0};
+                      B, s->ldb, s->sB, C, s->ldc, s->sC, s->batch, s->epi, R, X, 0, TF_F32, TF_F32};
     b.ops->gemm(b.be, &a, "test_gemm_r");
     b_get(b, out, C, c->nC);
     if (c->rmode == 1) { /* R is only read */
@@ -395,7 +395,8 @@ static void plans_pass(bk b, const float *A, const float *B, float *C)
 {
     for (int M = 1; M <= PL_KEYS; ++M) { /* C at offset 3 M (M-1) / 2: alignments vary too */
         tf_gemm_args a = {0, 1, M, PL_N, PL_K, 1.f, 0.f, A, PL_K, 0, B, PL_K, 0,
-                          C + (size_t)M * (M - 1) / 2 * PL_N, PL_N, 0, 1, TF_EPI_NONE, NULL, NULL, 0};
+                          C + (size_t)M * (M - 1) / 2 * PL_N, PL_N, 0, 1, TF_EPI_NONE, NULL, NULL, 0,
+                          TF_F32, TF_F32};
         b.ops->gemm(b.be, &a, "test_gemm_plans");
     }
 }

@@ -208,7 +208,7 @@ static void graph_step(void *arg)
     s->b.ops->adamw(s->b.be, s->p, s->g, s->m, s->v, GN, s->hyper);
     s->b.ops->layernorm_fwd(s->b.be, s->ln, s->mu, s->rs, s->x, s->gam, s->bet, GR, GC, 1e-5f);
     tf_gemm_args a = {0, 1, GR, GC, GC, 1.f, 1.f, s->ln, GC, 0, s->w, GC, 0, s->y, GC, 0, 1, TF_EPI_NONE,
-                      NULL, NULL, 0};
+                      NULL, NULL, 0, TF_F32, TF_F32};
     s->b.ops->gemm(s->b.be, &a, "graph_gemm"); /* y += ln(x) w^T: changes every replay */
     tf_gemm_args r = a;
     r.beta = 0.f, r.epilogue = TF_EPI_RELU, r.A = s->y, r.C = s->x;

@@ -98,11 +98,11 @@ static void lane_step(void *arg)
     lstate *s = arg;
     const tf_ops *o = s->b.ops;
     tf_gemm_args g = {1, 0, LMN, LMN, LK, 1.f, 1.f, s->dy, LMN, 0, s->x, LMN, 0, s->w2, LMN, 0, 1,
-                      TF_EPI_NONE, NULL, NULL, s->wgrad};
+                      TF_EPI_NONE, NULL, NULL, s->wgrad, TF_F32, TF_F32};
     o->gemm(s->b.be, &g, "lane_dw");
     const long t = o->wgrad_mark(s->b.be);
     tf_gemm_args h = {0, 1, LK, LMN, LMN, 1.f, 0.f, s->x, LMN, 0, s->w1, LMN, 0, s->y, LMN, 0, 1,
-                      TF_EPI_NONE, NULL, NULL, 0};
+                      TF_EPI_NONE, NULL, NULL, 0, TF_F32, TF_F32};
     o->gemm(s->b.be, &h, "lane_main");
     if (s->wait) o->wgrad_wait(s->b.be, t);
     o->scale(s->b.be, s->dy, s->dy, 0.5f, (long)LK * LMN);

@@ -34,6 +34,13 @@ static void gemm_counts(void **s) {
     c = tf_cost_gemm(&h);
     assert_true(c.flops == 240.0);
     assert_true(c.bytes == 4.0 * (5 * 8 + 12 + 5 * 6));
+    /* element types: A, B 2 bytes (bf16), C, R, aux in c_type */
+    g.ab_type = TF_BF16; /* beta 1, aux set (above) */
+    c = tf_cost_gemm(&g);
+    assert_true(c.bytes == 2.0 * (8 + 12) + 4.0 * 18);
+    g.c_type = TF_F16;
+    c = tf_cost_gemm(&g);
+    assert_true(c.flops == 48.0 && c.bytes == 2.0 * (8 + 12 + 18));
 }
 
 static void attention_counts(void **s) {

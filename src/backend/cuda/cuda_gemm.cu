@@ -234,6 +234,12 @@ extern "C" tf_gpu_gemm_shape tf_cu_gemm_shape(const tf_gemm_args *a)
 extern "C" void tf_cu_gemm(tf_backend *be, const tf_gemm_args *a, const char *name)
 {
     (void)name; /* kernel names come from cuBLAS; the model's region says which GEMM */
+    if (a->ab_type != TF_F32 || a->c_type != TF_F32) { /* fp32 only so far (ops.h) */
+        fprintf(stderr, "tinyfold: internal error: GEMM with %s operands and a %s result: the "
+                "CUDA backend's GEMMs take fp32 only\n", tf_dtype_name(a->ab_type),
+                tf_dtype_name(a->c_type));
+        abort();
+    }
     if (a->M <= 0 || a->N <= 0 || a->batch <= 0) return;
     if (a->epilogue == TF_EPI_DRELU && !a->aux) {
         fprintf(stderr, "tinyfold: internal error: GEMM with the DRELU epilogue and no aux\n");
@@ -260,7 +266,8 @@ static void r_into_c(tf_backend *be, tf_gemm_args *a)
                                                       (size_t)a->batch,
                                       cudaMemcpyDeviceToDevice, be->stream));
     else
-        tf_cu_copy_strided(be, a->C, a->R, a->M, a->N, a->ldc, a->strideC, a->batch);
+        tf_cu_copy_strided(be, (float *)a->C, (const float *)a->R, a->M, a->N, a->ldc,
+                           a->strideC, a->batch);
     a->R = NULL;
 }
 
@@ -268,9 +275,11 @@ static void r_into_c(tf_backend *be, tf_gemm_args *a)
  * apply them in theirs) */
 static void epilogue_after(tf_backend *be, const tf_gemm_args *a, int relu)
 {
-    if (relu) tf_cu_relu_strided(be, a->C, a->M, a->N, a->ldc, a->strideC, a->batch);
+    float *C = (float *)a->C; /* fp32: tf_cu_gemm checked the types */
+    if (relu) tf_cu_relu_strided(be, C, a->M, a->N, a->ldc, a->strideC, a->batch);
     if (a->epilogue == TF_EPI_DRELU)
-        tf_cu_drelu_strided(be, a->C, a->aux, a->M, a->N, a->ldc, a->strideC, a->batch);
+        tf_cu_drelu_strided(be, C, (const float *)a->aux, a->M, a->N, a->ldc, a->strideC,
+                            a->batch);
 }
 
 static void gemm_route(tf_backend *be, tf_gemm_args a)
@@ -280,7 +289,8 @@ static void gemm_route(tf_backend *be, tf_gemm_args a)
     /* swapped operands: X = B (m = N rows of op), Y = A (n = M) */
     const cm_gemm g = {a.transB ? CUBLAS_OP_T : CUBLAS_OP_N,
                        a.transA ? CUBLAS_OP_T : CUBLAS_OP_N,
-                       a.N, a.M, a.K, a.batch, a.B, a.A, a.C, a.R, a.ldb, a.lda, a.ldc,
+                       a.N, a.M, a.K, a.batch, (const float *)a.B, (const float *)a.A,
+                       (float *)a.C, (const float *)a.R, a.ldb, a.lda, a.ldc,
                        a.strideB, a.strideA, a.strideC, a.alpha, a.beta};
     const int relu = s.relu;
     switch (r.engine) {

@@ -269,12 +269,13 @@ static int mma_setup(const tf_gemm_args *a, mma_args *p)
     if ((long)a->batch > 65535) return 0;
     memset(p, 0, sizeof *p);
     p->M = a->M, p->N = a->N, p->K = a->K;
-    p->A = a->A, p->lda = a->lda, p->sA = a->strideA;
-    p->B = a->B, p->ldb = a->ldb, p->sB = a->strideB;
-    p->C = a->C, p->ldc = a->ldc, p->sC = a->strideC;
+    /* fp32 operands: tf_cu_gemm checked the types */
+    p->A = (const float *)a->A, p->lda = a->lda, p->sA = a->strideA;
+    p->B = (const float *)a->B, p->ldb = a->ldb, p->sB = a->strideB;
+    p->C = (float *)a->C, p->ldc = a->ldc, p->sC = a->strideC;
     p->alpha = a->alpha, p->beta = a->beta, p->relu = a->epilogue == TF_EPI_RELU;
-    p->R = a->R;
-    p->aux = a->epilogue == TF_EPI_DRELU ? a->aux : NULL;
+    p->R = (const float *)a->R;
+    p->aux = a->epilogue == TF_EPI_DRELU ? (const float *)a->aux : NULL;
     /* R and the mask share C's layout: pairs (quads) need each base 8 (16)
      * bytes aligned */
     const uintptr_t bases = (uintptr_t)a->C | (uintptr_t)p->R | (uintptr_t)p->aux;
