@@ -168,13 +168,13 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     } else {
         a->og_sig = a->og;
         tf_x_act_fwd(ex, TF_ACT_SIGMOID, a->og_sig, a->og, nc);
-    }
-    if (!gate_kernel && z_out) { /* z_out NULL: the forward run again, its output not wanted */
-        mark = tf_arena_mark(ex->arena);
-        float *res = tf_alloc_act(ex, (size_t)nc);
-        tf_x_mul(ex, res, a->out, a->og_sig, nc);
-        tf_x_add(ex, z_out, z_in, res, nc);
-        tf_arena_release(ex->arena, mark);
+        if (z_out) { /* NULL: the forward run again, its output not wanted */
+            mark = tf_arena_mark(ex->arena);
+            float *res = tf_alloc_act(ex, (size_t)nc);
+            tf_x_mul(ex, res, a->out, a->og_sig, nc);
+            tf_x_add(ex, z_out, z_in, res, nc);
+            tf_arena_release(ex->arena, mark);
+        }
     }
     tf_rpop(ex);
     tf_rpop(ex);

@@ -212,7 +212,7 @@ static tf_status trainer_create(tf_trainer **out, const tf_config *c, size_t *pl
  * before time, so it runs without the weight-gradient lane: the lane's
  * workspaces (caps.wgrad_lane_bytes) and the second slot of backward
  * temporaries (exec.h bwd_slot, the largest module's recomputed forward and
- * backward) would hold more than the recomputation saves at small N. */
+ * backward) were a third of what the recomputed small step kept. */
 static void compose(tf_trainer *t) {
     const tf_backend_caps *k = &t->caps;
     const int v3 = t->cfg.impl >= TF_IMPL_V3;
@@ -486,13 +486,12 @@ static void stage_done(void *arg, int stage) {
     void *q = be ? tf_dist_queue(d) : NULL;
     while (d->next < d->nbk && d->bk[d->next].stage == stage) {
         const tf_dist_bucket *b = &d->bk[d->next];
-        const long upto = q && t->ops->wgrad_wait_queue
-                              ? tf_x_lane_ticket(&t->ex, t->grads + b->lo, b->n)
-                              : 0;
-        if (upto > 0)
-            t->ops->wgrad_wait_queue(t->be, q, upto);
-        else if (!q || !t->ops->wgrad_wait_queue)
+        if (q && t->ops->wgrad_wait_queue) {
+            const long upto = tf_x_lane_ticket(&t->ex, t->grads + b->lo, b->n);
+            if (upto > 0) t->ops->wgrad_wait_queue(t->be, q, upto);
+        } else {
             tf_x_grads_final(&t->ex, t->grads + b->lo, b->n);
+        }
         tf_dist_issue(d, t->grads, be);
     }
     tf_dist_progress(d);
