@@ -34,7 +34,22 @@ typedef enum {
     TF_BACKEND_AUTO = 2,
     TF_BACKEND_HIP = 3
 } tf_backend_kind;
-typedef enum { TF_PREC_FP32 = 0, TF_PREC_TF32 = 1 } tf_precision;
+/* fp32: fp32 everywhere. tf32: fp32 tensors, GEMMs on TF32 tensor cores (CUDA).
+ * bf16, fp16: mixed precision. Parameters, their gradients and the AdamW
+ * moments stay fp32 (master weights, with a half copy of the weights for the
+ * GEMMs); activations are stored in the half type; the residual streams, the
+ * statistics and the loss stay fp32; every op computes and accumulates in
+ * fp32. fp16 scales the loss dynamically (PyTorch GradScaler's defaults,
+ * src/train/loss_scale.h): what the reference's --use-amp does. */
+typedef enum {
+    TF_PREC_FP32 = 0,
+    TF_PREC_TF32 = 1,
+    TF_PREC_BF16 = 2,
+    TF_PREC_FP16 = 3
+} tf_precision;
+#define TF_PREC_COUNT 4
+/* "fp32", "tf32", "bf16", "fp16" */
+const char *tf_precision_name(tf_precision p);
 /* What the forward keeps for the backward (--recompute): everything; each
  * Evoformer block's inputs (the block's forward runs again inside its
  * backward); or each module's input (each module's forward runs again inside
@@ -114,6 +129,10 @@ typedef struct {
     double comm_ms;     /* data parallel: in collectives (gradients, loss) */
     double exposed_comm_ms; /* of comm_ms: waited for after the backward's compute ended */
     int counter_replay; /* CUDA --counters replayed this step's kernels: not a timed step */
+    /* fp16: the gradients overflowed at this step's loss scale, so the
+     * optimizer skipped the step (parameters and moments unchanged) */
+    int skipped;
+    float loss_scale; /* the scale this step's loss was multiplied by (1 unless fp16) */
 } tf_step_stats;
 
 /* A batch on the host: tokens [B,S,N] int32, pair [B,N,N,65], target [B,N,N]. */
@@ -146,6 +165,13 @@ void tf_trainer_set_params(tf_trainer *t, const float *host);
 void tf_trainer_get_grads(tf_trainer *t, float *host);
 void tf_trainer_get_adam(tf_trainer *t, float *m_host, float *v_host, long *step);
 void tf_trainer_set_adam(tf_trainer *t, const float *m_host, const float *v_host, long step);
+/* fp16's dynamic loss scale (src/train/loss_scale.h): the scale, the clean
+ * steps since it last changed, and the steps skipped so far; what a
+ * checkpoint keeps so that a resumed run scales as the straight run would.
+ * Other precisions: scale 1, nothing skipped. */
+void tf_trainer_get_loss_scale(const tf_trainer *t, float *scale, long *clean_steps,
+                               long *skipped);
+void tf_trainer_set_loss_scale(tf_trainer *t, float scale, long clean_steps, long skipped);
 
 /* Memory: bytes of the planned activation arena and the total the trainer holds
  * on its backend (params, grads, moments, arena, batch buffers, library workspaces). */

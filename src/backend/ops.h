@@ -8,9 +8,19 @@
  * Conventions (all ops):
  *  - Row-major; pointers are backend memory (host memory on the CPU, device
  *    memory on CUDA); counts are element counts unless named bytes.
- *  - Element types (tf_dtype.h) are part of an op's contract where the op
- *    states them: gemm takes ab_type and c_type (tf_gemm_args); every other
- *    op is fp32 so far.
+ *  - Element types (tf_dtype.h) are part of every op's contract. A `float *`
+ *    argument is always fp32 (parameters, their gradients, the AdamW
+ *    moments, LayerNorm statistics, lse, the loss and the residual streams
+ *    where an op says so). A `void *` argument is an activation of the type
+ *    the call names: gemm's ab_type / c_type (tf_gemm_args), the attention's
+ *    and the permute's `t` in their argument structs, the trailing
+ *    tf_dtype parameters of every other op. Strides and offsets count
+ *    elements of that type. Whatever the storage type, ops compute in fp32:
+ *    a half input is widened exactly, the result is rounded once to the
+ *    output's type at the store (tf_dtype.h, round to nearest even), and
+ *    sums (LayerNorm's, softmax's, the attention's, sum_mid's) accumulate in
+ *    fp32.
+ *  - caps.act_types says which activation types a backend's ops take.
  *  - Ops are asynchronous on devices: they are ordered on the backend's main
  *    queue (the weight-gradient lane's GEMMs and side_upload's copies run on
  *    queues of their own, ordered by the wgrad_* and *_wait_* ops); `sync`
@@ -55,8 +65,7 @@ typedef enum {
  * epilogue runs on that fp32 value, and the result is rounded to c_type once,
  * at the store (as a tensor-core GEMM with a half output does). With
  * strideC == 0 each entry stores, and the next reads, a c_type C.
- * Backends: the CPU takes every type; the CUDA backend fp32 only so far (any
- * other type is an internal error there).
+ * Backends take the types of caps.act_types (fp32 always).
  * Optional fields (zero-initialised = unused):
  *   R:   the residual input: when non-NULL, beta scales R instead of C,
  *        C_p = alpha op(A_p) op(B_p) + beta R_p (R has C's ldc and strideC; R may
@@ -86,7 +95,7 @@ typedef struct {
  *   element (b, o, l, h, c) lives at p[b*sb + o*so + l*sl + h*d + c]
  * (heads are always packed: head h occupies channels h*d .. h*d+d-1). */
 typedef struct {
-    float *p;
+    void *p; /* of the attention's type t */
     long sb, so, sl;
 } tf_attn_view;
 
@@ -99,17 +108,20 @@ typedef struct {
  * Backward (same args plus gradients) assigns dq, dk, dv (views, may be views into
  * one fused [.., 3C] buffer) and, if dbias != NULL, ASSIGNS dbias(b,h,i,j) =
  * sum_o dS (same strides as bias). work: nb*no*nh*L floats of scratch (bwd only).
- * The sum over o must be deterministic (no float atomics). */
+ * The sum over o must be deterministic (no float atomics).
+ * Types: q, k, v, out, bias and their gradients are of type t; lse and work
+ * fp32; scores, softmax and the sums over j are fp32. */
 typedef struct {
     int nb, no, nh, L, d;
     float scale;
     tf_attn_view q, k, v, out;
-    const float *bias; long bias_sb, bias_sh, bias_si, bias_sj;
+    const void *bias; long bias_sb, bias_sh, bias_si, bias_sj;
     float *lse;
     /* backward only */
     tf_attn_view dq, dk, dv, dout;
-    float *dbias;
+    void *dbias;
     float *work;
+    tf_dtype t;
 } tf_attn_args;
 
 /* Generic permute of a contiguous tensor of rank <= 6:
@@ -121,6 +133,7 @@ typedef struct {
     int dims[6];   /* dims of `in` */
     int perm[6];
     int accumulate;
+    tf_dtype t; /* in and out */
 } tf_permute_args;
 
 typedef enum {
@@ -153,7 +166,20 @@ typedef struct {
     int pipelined_phases; /* issue a step's phases back to back, timed by ops->mark */
     int graphs;           /* whole-phase graph capture (ops graph_*) */
     int max_head_dim;     /* widest attention head its kernels take (0: any) */
+    unsigned act_types;   /* activation types its ops take: bit (1u << tf_dtype) */
 } tf_backend_caps;
+
+/* AdamW's hyper-parameters in backend memory (ops adamw, mse_head_bwd,
+ * check_finite): the trainer writes [0..8] before each optimizer phase;
+ * [9] is written by check_finite and zeroed by the trainer each step. */
+enum {
+    TF_HYPER_LR = 0, TF_HYPER_B1, TF_HYPER_B2, TF_HYPER_EPS, TF_HYPER_WD,
+    TF_HYPER_BC1, TF_HYPER_BC2,
+    TF_HYPER_LOSS_SCALE, /* the loss's gradient is seeded with this (1: none) */
+    TF_HYPER_GRAD_MUL,   /* AdamW reads g * this (1 / loss scale) */
+    TF_HYPER_NONFINITE,  /* non-zero: AdamW changes nothing (a skipped step) */
+    TF_HYPER_COUNT
+};
 
 typedef struct tf_ops {
     const char *name; /* "cpu", "cuda" */
@@ -183,8 +209,15 @@ typedef struct tf_ops {
     void (*copy)(tf_backend *be, void *dst, const void *src, size_t bytes); /* backend to backend */
     /* rows rows of cols floats: dst[r*dst_ld + j] = src[r*src_ld + j] (a block
      * of rows into or out of a wider tensor in one call; no overlap) */
-    void (*copy_rows)(tf_backend *be, float *dst, long dst_ld, const float *src, long src_ld,
-                      long cols, long rows);
+    void (*copy_rows)(tf_backend *be, void *dst, long dst_ld, const void *src, long src_ld,
+                      long cols, long rows, tf_dtype t);
+    /* dst[i] = src[i] converted (i < n): widening is exact, narrowing rounds
+     * to nearest even (tf_dtype.h); st == dt copies. No overlap. */
+    void (*convert)(tf_backend *be, void *dst, tf_dtype dt, const void *src, tf_dtype st, long n);
+    /* flag[0] = 1 when some x[i] (i < n) is inf or NaN; otherwise flag is
+     * left as it is (so calls over several ranges OR together). flag is
+     * backend memory (hyper + TF_HYPER_NONFINITE). */
+    void (*check_finite)(tf_backend *be, float *flag, const float *x, long n);
     void (*zero)(tf_backend *be, void *p, size_t bytes);
     void (*sync)(tf_backend *be);
     /* host memory for data uploaded every step (the batch): page-locked on
@@ -239,14 +272,16 @@ typedef struct tf_ops {
 
     /* ---- layer norm over the last axis (C), eps given; saves mean/rstd [rows] ----
      * fwd: out = (x-mean)*rstd*gamma + beta (out may not alias x)
-     * bwd: dx = (accumulate ? dx + : ) LN'(dout); dgamma += sum dout*xhat; dbeta += sum dout */
-    void (*layernorm_fwd)(tf_backend *be, float *out, float *mean, float *rstd,
-                          const float *x, const float *gamma, const float *beta,
-                          long rows, int C, float eps);
-    void (*layernorm_bwd)(tf_backend *be, float *dx, float *dgamma, float *dbeta,
-                          const float *dout, const float *x, const float *mean,
+     * bwd: dx = (accumulate ? dx + : ) LN'(dout); dgamma += sum dout*xhat; dbeta += sum dout
+     * x and dx are of type xt, out and dout of type yt (a residual stream is
+     * normalised into a half activation); the rest is fp32. */
+    void (*layernorm_fwd)(tf_backend *be, void *out, float *mean, float *rstd,
+                          const void *x, const float *gamma, const float *beta,
+                          long rows, int C, float eps, tf_dtype xt, tf_dtype yt);
+    void (*layernorm_bwd)(tf_backend *be, void *dx, float *dgamma, float *dbeta,
+                          const void *dout, const void *x, const float *mean,
                           const float *rstd, const float *gamma, long rows, int C,
-                          int accumulate);
+                          int accumulate, tf_dtype xt, tf_dtype yt);
 
     /* ---- two LayerNorms in a row over the same C (v3: a module's block norm,
      * then its own norm): y1 = LN(x; g1, b1), out = LN(y1; g2, b2), eps given.
@@ -255,47 +290,52 @@ typedef struct tf_ops {
      * bwd: dx (= or += when accumulate) is the gradient through both from dout;
      * dg1, db1, dg2, db2 accumulate. One pass each way instead of two, and one
      * [rows, C] tensor less to keep. C <= TF_LN2_MAX_C (the model composes two
-     * layernorm ops for wider rows). ---- */
-    void (*layernorm2_fwd)(tf_backend *be, float *out, float *stats, const float *x,
+     * layernorm ops for wider rows). Types as layernorm's (xt: x, dx; yt:
+     * out, dout); y1 is fp32 in registers, not rounded to yt. ---- */
+    void (*layernorm2_fwd)(tf_backend *be, void *out, float *stats, const void *x,
                            const float *g1, const float *b1, const float *g2, const float *b2,
-                           long rows, int C, float eps);
-    void (*layernorm2_bwd)(tf_backend *be, float *dx, float *dg1, float *db1, float *dg2,
-                           float *db2, const float *dout, const float *x, const float *stats,
+                           long rows, int C, float eps, tf_dtype xt, tf_dtype yt);
+    void (*layernorm2_bwd)(tf_backend *be, void *dx, float *dg1, float *db1, float *dg2,
+                           float *db2, const void *dout, const void *x, const float *stats,
                            const float *g1, const float *b1, const float *g2, long rows, int C,
-                           int accumulate);
+                           int accumulate, tf_dtype xt, tf_dtype yt);
 
     /* ---- softmax over the last axis (materialised scores path, v1) ----
      * fwd: y = softmax(x) (y may alias x); bwd: dx = y * (dy - sum(dy*y)) (dx may alias dy) */
-    void (*softmax_fwd)(tf_backend *be, float *y, const float *x, long rows, int cols);
-    void (*softmax_bwd)(tf_backend *be, float *dx, const float *dy, const float *y,
-                        long rows, int cols);
+    void (*softmax_fwd)(tf_backend *be, void *y, const void *x, long rows, int cols,
+                        tf_dtype t);
+    void (*softmax_bwd)(tf_backend *be, void *dx, const void *dy, const void *y,
+                        long rows, int cols, tf_dtype t);
 
     /* ---- fused attention (v2/v3) ---- */
     void (*attn_fwd)(tf_backend *be, const tf_attn_args *a);
     void (*attn_bwd)(tf_backend *be, const tf_attn_args *a);
 
     /* ---- data movement ---- */
-    void (*permute)(tf_backend *be, float *out, const float *in, const tf_permute_args *a);
+    void (*permute)(tf_backend *be, void *out, const void *in, const tf_permute_args *a);
     /* y[o, m, i] += x[o, i] for m < mid (broadcast add over the middle axis) */
-    void (*add_bcast_mid)(tf_backend *be, float *y, const float *x, long outer, long mid,
-                          long inner);
-    /* y[o, i] (= or +=) sum_m x[o, m, i] */
-    void (*sum_mid)(tf_backend *be, float *y, const float *x, long outer, long mid,
-                    long inner, int accumulate);
+    void (*add_bcast_mid)(tf_backend *be, void *y, const void *x, long outer, long mid,
+                          long inner, tf_dtype t);
+    /* y[o, i] (= or +=) sum_m x[o, m, i] (summed in fp32, rounded once) */
+    void (*sum_mid)(tf_backend *be, void *y, const void *x, long outer, long mid,
+                    long inner, int accumulate, tf_dtype t);
 
-    /* ---- elementwise, contiguous n (all may alias in place) ---- */
-    void (*add)(tf_backend *be, float *y, const float *a, const float *b, long n); /* y = a + b */
-    void (*mul)(tf_backend *be, float *y, const float *a, const float *b, long n); /* y = a * b */
-    void (*scale)(tf_backend *be, float *y, const float *x, float alpha, long n);  /* y = alpha x */
-    void (*act_fwd)(tf_backend *be, tf_act act, float *y, const float *x, long n);
+    /* ---- elementwise, contiguous n (all may alias in place), every tensor of type t ---- */
+    void (*add)(tf_backend *be, void *y, const void *a, const void *b, long n,
+                tf_dtype t); /* y = a + b */
+    void (*mul)(tf_backend *be, void *y, const void *a, const void *b, long n,
+                tf_dtype t); /* y = a * b */
+    void (*scale)(tf_backend *be, void *y, const void *x, float alpha, long n,
+                  tf_dtype t); /* y = alpha x */
+    void (*act_fwd)(tf_backend *be, tf_act act, void *y, const void *x, long n, tf_dtype t);
     /* dx = dy * act'(.) written in terms of the activation OUTPUT y */
-    void (*act_bwd)(tf_backend *be, tf_act act, float *dx, const float *dy, const float *y,
-                    long n);
+    void (*act_bwd)(tf_backend *be, tf_act act, void *dx, const void *dy, const void *y,
+                    long n, tf_dtype t);
     /* fused gating (v3): y = a * sigmoid(g); gate_bwd: da = dy*sigmoid(g),
      * dg = dy*a*s*(1-s) (both assigned) */
-    void (*gate_fwd)(tf_backend *be, float *y, const float *a, const float *g, long n);
-    void (*gate_bwd)(tf_backend *be, float *da, float *dg, const float *dy, const float *a,
-                     const float *g, long n);
+    void (*gate_fwd)(tf_backend *be, void *y, const void *a, const void *g, long n, tf_dtype t);
+    void (*gate_bwd)(tf_backend *be, void *da, void *dg, const void *dy, const void *a,
+                     const void *g, long n, tf_dtype t);
     /* gated L|R to channel-major (v3: the triangle multiplication's gating and
      * the transpose before its product, in one pass each way), s in {0, 1},
      * rows r = b*inner + p (inner divides rows, B = rows / inner):
@@ -304,29 +344,32 @@ typedef struct tf_ops {
      *        dg[r*ld + s*C + c] = dy*a*sig*(1-sig)   (assigned)
      * lr_t, dlr_t [2, B, C, inner] (inner = rows: [2, C, rows]); the
      * arithmetic of gate_fwd/_bwd, so the results are those of gate_* then a
-     * permute. Outputs alias no input. */
-    void (*gate_cmajor_fwd)(tf_backend *be, float *lr_t, const float *a, const float *g, long ld,
-                            long rows, long inner, int C);
-    void (*gate_cmajor_bwd)(tf_backend *be, float *da, float *dg, const float *dlr_t,
-                            const float *a, const float *g, long ld, long rows, long inner, int C);
-    /* fused gate + residual (v3): out = res + a * sigmoid(g) (out may be res) */
-    void (*gate_residual_fwd)(tf_backend *be, float *out, const float *res, const float *a,
-                              const float *g, long n);
+     * permute. Outputs alias no input. Every tensor of type t. */
+    void (*gate_cmajor_fwd)(tf_backend *be, void *lr_t, const void *a, const void *g, long ld,
+                            long rows, long inner, int C, tf_dtype t);
+    void (*gate_cmajor_bwd)(tf_backend *be, void *da, void *dg, const void *dlr_t,
+                            const void *a, const void *g, long ld, long rows, long inner, int C,
+                            tf_dtype t);
+    /* fused gate + residual (v3): out = res + a * sigmoid(g) (out may be res);
+     * out and res are fp32 (a residual stream), a and g of type t */
+    void (*gate_residual_fwd)(tf_backend *be, float *out, const float *res, const void *a,
+                              const void *g, long n, tf_dtype t);
 
     /* ---- outer product mean backward (v3 on CUDA): the gradient of a through
      * outer[b,(i,p),(j,q)] = (1/S) sum_s a[b,s,i,p] a[b,s,j,q], read straight from
      * the gradient dop [B, N, N, co, co] of its permuted form (dop[b,i,j,p,q]):
      *   da[b,s,i,p] = (1/S) sum_{j,q} a[b,s,j,q] (dop[b,i,j,p,q] + dop[b,j,i,q,p])
      * a, da [B, S, N, co]; da assigned. One pass instead of a permute of dop
-     * and two GEMMs that each read it. ---- */
-    void (*opm_bwd)(tf_backend *be, float *da, const float *dop, const float *a, int B, int S,
-                    int N, int co);
+     * and two GEMMs that each read it. Every tensor of type t. ---- */
+    void (*opm_bwd)(tf_backend *be, void *da, const void *dop, const void *a, int B, int S,
+                    int N, int co, tf_dtype t);
     /* ---- outer product mean's product, in its permuted form (v3 on CUDA):
      *   outer_p[b,i,j,p,q] = (1/S) sum_s a[b,s,i,p] a[b,s,j,q]
      * a [B, S, N, co], outer_p [B, N, N, co, co] assigned: the GEMM
      * A_b^T A_b / S and the permute of its [B, N, co, N, co] result in one
-     * pass that writes outer_p once. ---- */
-    void (*opm_outer)(tf_backend *be, float *outer_p, const float *a, int B, int S, int N, int co);
+     * pass that writes outer_p once. Every tensor of type t. ---- */
+    void (*opm_outer)(tf_backend *be, void *outer_p, const void *a, int B, int S, int N, int co,
+                      tf_dtype t);
 
     /* ---- embedding: out[t, :] = table[tok[t], :] (zeros for a token outside [0, vocab));
      * bwd: dtable[v,:] += sum over t with tok[t]==v (deterministic) ---- */
@@ -338,17 +381,21 @@ typedef struct tf_ops {
     /* ---- distance head + MSE loss ----
      * fwd: pred[i] = dmax * sigmoid(logit[i]); loss[0] = mean_i (pred[i]-target[i])^2
      *      (loss is backend memory, one float; deterministic reduction)
-     * bwd: dlogit[i] = 2/n * (pred[i]-target[i]) * pred[i] * (1 - pred[i]/dmax) */
+     * bwd: dlogit[i] = seed * 2/n * (pred[i]-target[i]) * pred[i] * (1 - pred[i]/dmax),
+     *      seed = *loss_scale (backend memory, hyper + TF_HYPER_LOSS_SCALE; NULL: 1)
+     * All fp32. */
     void (*mse_head_fwd)(tf_backend *be, float *pred, float *loss, const float *logit,
                          const float *target, long n, float dmax);
     void (*mse_head_bwd)(tf_backend *be, float *dlogit, const float *pred, const float *target,
-                         long n, float dmax);
+                         long n, float dmax, const float *loss_scale);
 
     /* ---- AdamW (PyTorch semantics) over one contiguous range ----
-     * p *= 1 - lr*wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
-     * p -= (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps), bc_i = 1 - b_i^step
+     * g = grad * hyper[TF_HYPER_GRAD_MUL] (the loss scale undone; 1 multiplies
+     * exactly), then p *= 1 - lr*wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+     * p -= (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps), bc_i = 1 - b_i^step.
+     * When hyper[TF_HYPER_NONFINITE] != 0, p, m and v are left as they are.
      * The hyper-parameters are read from BACKEND memory at run time (so a captured
-     * CUDA graph sees the current step): hyper = {lr, b1, b2, eps, wd, bc1, bc2}. */
+     * CUDA graph sees the current step): hyper[TF_HYPER_COUNT], the enum above. */
     void (*adamw)(tf_backend *be, float *p, const float *g, float *m, float *v, long n,
                   const float *hyper);
 } tf_ops;

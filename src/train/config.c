@@ -133,8 +133,9 @@ tf_status tf_config_validate(const tf_config *c, char *err, size_t errlen)
         c->backend != TF_BACKEND_AUTO && c->backend != TF_BACKEND_HIP)
         return fail(err, errlen, "--backend: '%d' is not accepted: expected cpu, cuda, hip or auto",
                     (int)c->backend);
-    if (c->precision != TF_PREC_FP32 && c->precision != TF_PREC_TF32)
-        return fail(err, errlen, "--precision: '%d' is not accepted: expected fp32 or tf32",
+    if ((unsigned)c->precision >= TF_PREC_COUNT)
+        return fail(err, errlen,
+                    "--precision: '%d' is not accepted: expected fp32, tf32, bf16 or fp16",
                     (int)c->precision);
     if (bad_flag01("--graph", c->graph, err, errlen) ||
         bad_flag01("fusion.qkv_msa", c->fusion.qkv_msa, err, errlen) ||
@@ -183,9 +184,14 @@ tf_status tf_config_validate(const tf_config *c, char *err, size_t errlen)
     if (c->backend == TF_BACKEND_CPU && c->precision == TF_PREC_TF32)
         return fail(err, errlen,
                     "--precision: 'tf32' is not accepted with --backend cpu: TF32 is a CUDA "
-                    "tensor-core mode (expected fp32)");
+                    "tensor-core mode (expected fp32, bf16 or fp16)");
     if (c->backend == TF_BACKEND_CPU && c->graph)
         return fail(err, errlen,
                     "--graph: not accepted with --backend cpu: graph capture is a CUDA feature");
     return TF_OK;
+}
+
+const char *tf_precision_name(tf_precision p) {
+    static const char *names[TF_PREC_COUNT] = {"fp32", "tf32", "bf16", "fp16"};
+    return (unsigned)p < TF_PREC_COUNT ? names[p] : "?";
 }
