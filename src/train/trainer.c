@@ -308,7 +308,7 @@ static tf_status create_on(tf_trainer **out, const tf_config *c, tf_backend *be,
         return st;
     }
     t->at = act_type(c->precision);
-    if (!(t->caps.act_types & (1u << t->at))) {
+    if (t->at != TF_F32 && !(t->caps.act_types & (1u << t->at))) { /* fp32: every backend */
         snprintf(err, errlen,
                  "--precision: '%s' is not accepted with --backend %s: its ops do not take %s "
                  "activations on this build and device (expected fp32%s)",
