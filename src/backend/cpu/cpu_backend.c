@@ -88,18 +88,35 @@ static void cpu_sync(tf_backend *be) {
 }
 
 void *tf_cpu_scratch(tf_backend *be, size_t bytes) {
-    if (bytes <= be->scratch_bytes)
-        return be->scratch;
+    if (be->scratch_top >= TF_CPU_SCRATCH_DEPTH) {
+        fprintf(stderr, "tinyfold: internal error: cpu backend: scratch stack deeper than %d\n",
+                TF_CPU_SCRATCH_DEPTH);
+        abort();
+    }
+    void **p = &be->scratch[be->scratch_top].p;
+    size_t *have = &be->scratch[be->scratch_top].bytes;
+    if (bytes <= *have)
+        return *p;
     size_t n = round_up(bytes + bytes / 4, TF_CPU_ALIGN); /* some headroom */
     void *s = aligned_alloc(TF_CPU_ALIGN, n);
     if (!s) {
         fprintf(stderr, "tinyfold: cpu backend: out of host memory for %zu bytes of scratch\n", n);
         abort();
     }
-    free(be->scratch);
-    be->scratch = s;
-    be->scratch_bytes = n;
+    free(*p);
+    *p = s;
+    *have = n;
     return s;
+}
+
+void *tf_cpu_scratch_push(tf_backend *be, size_t bytes) {
+    void *s = tf_cpu_scratch(be, bytes);
+    be->scratch_top++;
+    return s;
+}
+
+void tf_cpu_scratch_pop(tf_backend *be) {
+    be->scratch_top--;
 }
 
 /* The CPU's level 3: the outer product mean weight-first (fewer FLOPs, no
@@ -192,7 +209,8 @@ int tf_cpu_backend_create(tf_backend **be, const tf_ops **ops, const tf_backend_
 void tf_cpu_backend_destroy(tf_backend *be) {
     if (!be)
         return;
-    free(be->scratch);
+    for (int k = 0; k < TF_CPU_SCRATCH_DEPTH; k++)
+        free(be->scratch[k].p);
     free(be);
 }
 

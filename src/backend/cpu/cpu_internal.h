@@ -14,20 +14,34 @@
  * (one cache line, one AVX-512 vector). */
 #define TF_CPU_ALIGN 64
 
+/* Scratch buffers an op and the ops it calls may hold at once. */
+#define TF_CPU_SCRATCH_DEPTH 4
+
 struct tf_backend {
     int threads;       /* OpenMP threads used by every parallel region */
     int kernel_level;  /* 1..3: the composition cpu_caps prefers (the ops ignore it) */
     size_t cur_bytes;  /* bytes currently allocated through ops->alloc */
     size_t peak_bytes; /* high-water mark of cur_bytes */
-    void *scratch;     /* host scratch owned by the backend (see tf_cpu_scratch) */
-    size_t scratch_bytes;
+    /* host scratch owned by the backend, a stack of buffers (see tf_cpu_scratch) */
+    struct {
+        void *p;
+        size_t bytes;
+    } scratch[TF_CPU_SCRATCH_DEPTH];
+    int scratch_top; /* buffers held by tf_cpu_scratch_push */
 };
 
-/* Backend-owned host scratch of at least `bytes`, 64-byte aligned. It grows on
- * demand (the first step grows it, later steps reuse it) and is shared by all
- * ops, which run one at a time on the calling thread. The op table has no way
- * to report an error, so running out of host memory here aborts with a message. */
+/* Backend-owned host scratch of at least `bytes`, 64-byte aligned: the buffer
+ * on top of the scratch stack, valid until the op returns. Each buffer grows
+ * on demand (the first step grows it, later steps reuse it); ops run one at a
+ * time on the calling thread. The op table has no way to report an error, so
+ * running out of host memory here aborts with a message.
+ * An op that calls another (a bf16/fp16 op widening its operands into fp32
+ * scratch, then running the fp32 op on them) holds its buffer with
+ * tf_cpu_scratch_push, so that tf_cpu_scratch in the op it calls gets the
+ * next buffer, and gives it back with tf_cpu_scratch_pop. */
 void *tf_cpu_scratch(tf_backend *be, size_t bytes);
+void *tf_cpu_scratch_push(tf_backend *be, size_t bytes);
+void tf_cpu_scratch_pop(tf_backend *be);
 
 /* Round n up to a multiple of TF_CPU_ALIGN / sizeof(float) floats, so that
  * per-thread slices of a scratch buffer stay aligned. */
@@ -101,8 +115,59 @@ static inline void tf_cpu_attn_dbias_row(const tf_attn_args *a, int b, int h, in
  * costs a few microseconds). */
 #define TF_CPU_PAR_MIN 32768
 
+/* ---- element types (cpu_convert.c) ----
+ * Element i of a tensor of type t (strides and offsets count elements). */
+static inline void *tf_cpu_at(void *p, tf_dtype t, long i) {
+    return (char *)p + i * (long)tf_dtype_size(t);
+}
+static inline const void *tf_cpu_cat(const void *p, tf_dtype t, long i) {
+    return (const char *)p + i * (long)tf_dtype_size(t);
+}
+
+/* aborts with a message for a type outside tf_dtype (the op table has no
+ * error path) */
+void tf_cpu_dtype_check(tf_dtype t, const char *op);
+
+/* n elements of type t widened into fp32 and fp32 rounded to t; rows of
+ * cols elements ld apart to and from packed fp32 [rows, cols]; OpenMP over
+ * blocks or rows when large */
+void tf_cpu_widen(tf_backend *be, float *dst, const void *src, tf_dtype t, long n);
+void tf_cpu_narrow(tf_backend *be, void *dst, tf_dtype t, const float *src, long n);
+void tf_cpu_widen_rows(tf_backend *be, float *dst, const void *src, tf_dtype t, long ld,
+                       long rows, long cols);
+void tf_cpu_narrow_rows(tf_backend *be, void *dst, tf_dtype t, long ld, const float *src,
+                        long rows, long cols);
+
+/* Rows as fp32 inside an op's row loop: tf_cpu_row_in gives the n elements
+ * at element `off` of p as fp32, p itself when t is fp32, else widened into
+ * buf; tf_cpu_row_out gives where to compute the output row (p itself, or
+ * buf, holding the old values widened when `load`: an accumulating output),
+ * and tf_cpu_row_store rounds buf into p (nothing for fp32). So an fp32 op
+ * reads and writes its tensors in place and a half one the same arithmetic
+ * on exact copies. */
+static inline const float *tf_cpu_row_in(float *buf, const void *p, tf_dtype t, long off,
+                                         long n) {
+    if (t == TF_F32)
+        return (const float *)p + off;
+    tf_dtype_to_f32(buf, tf_cpu_cat(p, t, off), t, (size_t)n);
+    return buf;
+}
+static inline float *tf_cpu_row_out(float *buf, void *p, tf_dtype t, long off, long n, int load) {
+    if (t == TF_F32)
+        return (float *)p + off;
+    if (load)
+        tf_dtype_to_f32(buf, tf_cpu_cat(p, t, off), t, (size_t)n);
+    return buf;
+}
+static inline void tf_cpu_row_store(void *p, tf_dtype t, long off, const float *row, long n) {
+    if (t != TF_F32)
+        tf_dtype_from_f32(tf_cpu_at(p, t, off), t, row, (size_t)n);
+}
+
 /* ---- op implementations (signatures as in tf_ops) ---- */
 void tf_cpu_gemm(tf_backend *be, const tf_gemm_args *a, const char *name);
+void tf_cpu_convert(tf_backend *be, void *dst, tf_dtype dt, const void *src, tf_dtype st, long n);
+void tf_cpu_check_finite(tf_backend *be, float *flag, const float *x, long n);
 
 void tf_cpu_layernorm_fwd(tf_backend *be, float *out, float *mean, float *rstd, const float *x,
                           const float *gamma, const float *beta, long rows, int C, float eps);
