@@ -9,7 +9,11 @@
 #define TF_ARENA_FAKE_BASE ((uintptr_t)1 << 20)
 
 float *tf_arena_alloc(tf_arena *a, size_t n_floats) {
-    size_t bytes = (n_floats * sizeof(float) + TF_ARENA_ALIGN - 1) & ~(size_t)(TF_ARENA_ALIGN - 1);
+    return tf_arena_alloc_bytes(a, n_floats * sizeof(float));
+}
+
+void *tf_arena_alloc_bytes(tf_arena *a, size_t n) {
+    size_t bytes = (n + TF_ARENA_ALIGN - 1) & ~(size_t)(TF_ARENA_ALIGN - 1);
     if (bytes == 0) bytes = TF_ARENA_ALIGN;
     size_t at = a->top;
     if (a->base && at + bytes > a->cap) {
@@ -19,5 +23,5 @@ float *tf_arena_alloc(tf_arena *a, size_t n_floats) {
     a->top += bytes;
     if (a->top > a->peak) a->peak = a->top;
     uintptr_t base = a->base ? (uintptr_t)a->base : TF_ARENA_FAKE_BASE;
-    return (float *)(base + at);
+    return (void *)(base + at);
 }

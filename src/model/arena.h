@@ -20,6 +20,7 @@ typedef struct {
 } tf_arena;
 
 float *tf_arena_alloc(tf_arena *a, size_t n_floats);
+void *tf_arena_alloc_bytes(tf_arena *a, size_t bytes);
 static inline size_t tf_arena_mark(const tf_arena *a) { return a->top; }
 static inline void tf_arena_release(tf_arena *a, size_t mark) { a->top = mark; }
 static inline void tf_arena_reset(tf_arena *a) { a->top = 0; }

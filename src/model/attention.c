@@ -22,9 +22,9 @@ static void geometry(const tf_attn_core *a, int *L, int *O) {
     *O = a->colwise ? a->Y : a->X;
 }
 
-static tf_attn_view view(const tf_attn_core *a, const float *p, long ld) {
+static tf_attn_view view(const tf_attn_core *a, const void *p, long ld) {
     tf_attn_view v;
-    v.p = (float *)p;
+    v.p = (void *)p;
     v.sb = (long)a->X * a->Y * ld;
     if (a->colwise) {
         v.so = ld;
@@ -36,10 +36,11 @@ static tf_attn_view view(const tf_attn_core *a, const float *p, long ld) {
     return v;
 }
 
-static void flash_args(const tf_attn_core *a, tf_attn_args *g) {
+static void flash_args(const tf_exec *ex, const tf_attn_core *a, tf_attn_args *g) {
     int L, O;
     geometry(a, &L, &O);
     *g = (tf_attn_args){0};
+    g->t = ex->at;
     g->nb = a->B;
     g->no = O;
     g->nh = a->H;
@@ -70,7 +71,7 @@ static const int perm3_col[6] = {3, 0, 2, 4, 1, 5};
 static const int perm3_row_inv[6] = {1, 2, 4, 0, 3, 5};
 static const int perm3_col_inv[6] = {1, 4, 2, 0, 3, 5};
 
-static void to_heads(tf_exec *ex, const tf_attn_core *a, float *qp, float *kp, float *vp) {
+static void to_heads(tf_exec *ex, const tf_attn_core *a, void *qp, void *kp, void *vp) {
     int C = a->H * a->d;
     long n = (long)a->B * a->X * a->Y * C;
     if (a->ld == 3L * C) { /* one permute moves q, k and v: qp, kp, vp are consecutive */
@@ -88,11 +89,11 @@ static void to_heads(tf_exec *ex, const tf_attn_core *a, float *qp, float *kp, f
     }
 }
 
-static void batched(tf_exec *ex, int tA, int tB, int M, int N, int K, float beta, const float *A,
-                    long lda, long sA, const float *Bm, long ldb, long sB, float *C, long ldc,
+static void batched(tf_exec *ex, int tA, int tB, int M, int N, int K, float beta, const void *A,
+                    long lda, long sA, const void *Bm, long ldb, long sB, void *C, long ldc,
                     long sC, int batch, const char *name) {
-    tf_gemm_args g = tf_gemm_make(tA, tB, M, N, K, 1.0f, beta, A, lda, sA, Bm, ldb, sB, C, ldc, sC,
-                                  batch);
+    tf_gemm_args g = tf_gemm_make(ex, tA, tB, M, N, K, 1.0f, beta, A, lda, sA, Bm, ldb, sB, C, ldc,
+                                  sC, batch);
     tf_gemm(ex, &g, name);
 }
 
@@ -101,27 +102,27 @@ void tf_attn_core_fwd(tf_exec *ex, tf_attn_core *a) {
     geometry(a, &L, &O);
     const int H = a->H, d = a->d, C = H * d;
     const long T = (long)a->B * O * H;
-    a->o = tf_alloc_act(ex, (size_t)a->B * a->X * a->Y * C);
+    a->o = tf_alloc_at(ex, (size_t)a->B * a->X * a->Y * C);
     a->lse = NULL;
     a->qp = a->kp = a->vp = a->probs = NULL;
     if (ex->fu.flash) {
         a->lse = tf_alloc_act(ex, (size_t)T * L);
         tf_attn_args g;
-        flash_args(a, &g);
+        flash_args(ex, a, &g);
         tf_x_attn_fwd(ex, &g);
         return;
     }
-    a->qp = tf_alloc_act(ex, (size_t)3 * T * L * d);
-    a->kp = a->qp + T * L * d;
-    a->vp = a->kp + T * L * d;
-    a->probs = tf_alloc_act(ex, (size_t)T * L * L);
+    a->qp = tf_alloc_at(ex, (size_t)3 * T * L * d);
+    a->kp = tf_at(ex, a->qp, T * L * d);
+    a->vp = tf_at(ex, a->kp, T * L * d);
+    a->probs = tf_alloc_at(ex, (size_t)T * L * L);
     to_heads(ex, a, a->qp, a->kp, a->vp);
     batched(ex, 0, 1, L, L, d, 0.0f, a->qp, d, (long)L * d, a->kp, d, (long)L * d, a->probs, L,
             (long)L * L, (int)T, "attn_scores");
     tf_x_scale(ex, a->probs, a->probs, 1.0f / sqrtf((float)d), T * L * L);
     if (a->bias) {
         size_t mark = tf_arena_mark(ex->arena);
-        float *bp = tf_alloc_act(ex, (size_t)a->B * H * L * L);
+        void *bp = tf_alloc_at(ex, (size_t)a->B * H * L * L);
         int dims[4] = {a->B, L, L, H}, perm[4] = {0, 3, 1, 2};
         tf_x_permute(ex, bp, a->bias, 4, dims, perm, 0);
         tf_x_add_bcast_mid(ex, a->probs, bp, a->B, O, (long)H * L * L);
@@ -129,7 +130,7 @@ void tf_attn_core_fwd(tf_exec *ex, tf_attn_core *a) {
     }
     tf_x_softmax_fwd(ex, a->probs, a->probs, T * L, L);
     size_t mark = tf_arena_mark(ex->arena);
-    float *op = tf_alloc_act(ex, (size_t)T * L * d);
+    void *op = tf_alloc_at(ex, (size_t)T * L * d);
     batched(ex, 0, 0, L, d, L, 0.0f, a->probs, L, (long)L * L, a->vp, d, (long)L * d, op, d,
             (long)L * d, (int)T, "attn_pv");
     int dims[5] = {a->B, O, H, L, d};
@@ -137,8 +138,8 @@ void tf_attn_core_fwd(tf_exec *ex, tf_attn_core *a) {
     tf_arena_release(ex->arena, mark);
 }
 
-void tf_attn_core_bwd(tf_exec *ex, const tf_attn_core *a, float *dq, float *dk, float *dv,
-                      float *dbias, const float *dout) {
+void tf_attn_core_bwd(tf_exec *ex, const tf_attn_core *a, void *dq, void *dk, void *dv,
+                      void *dbias, const void *dout) {
     int L, O;
     geometry(a, &L, &O);
     const int H = a->H, d = a->d, C = H * d;
@@ -146,7 +147,7 @@ void tf_attn_core_bwd(tf_exec *ex, const tf_attn_core *a, float *dq, float *dk, 
     size_t mark = tf_arena_mark(ex->arena);
     if (ex->fu.flash) {
         tf_attn_args g;
-        flash_args(a, &g);
+        flash_args(ex, a, &g);
         g.dq = view(a, dq, a->ld);
         g.dk = view(a, dk, a->ld);
         g.dv = view(a, dv, a->ld);
@@ -157,12 +158,12 @@ void tf_attn_core_bwd(tf_exec *ex, const tf_attn_core *a, float *dq, float *dk, 
         tf_arena_release(ex->arena, mark);
         return;
     }
-    float *dop = tf_alloc_act(ex, (size_t)T * L * d);
+    void *dop = tf_alloc_at(ex, (size_t)T * L * d);
     int dims5[5] = {a->B, a->X, a->Y, H, d};
     tf_x_permute(ex, dop, dout, 5, dims5, a->colwise ? perm_col : perm_row, 0);
-    float *dS = tf_alloc_act(ex, (size_t)T * L * L);
-    float *dqkv = tf_alloc_act(ex, (size_t)3 * T * L * d);
-    float *dqp = dqkv, *dkp = dqkv + T * L * d, *dvp = dqkv + 2 * T * L * d;
+    void *dS = tf_alloc_at(ex, (size_t)T * L * L);
+    void *dqkv = tf_alloc_at(ex, (size_t)3 * T * L * d);
+    void *dqp = dqkv, *dkp = tf_at(ex, dqkv, T * L * d), *dvp = tf_at(ex, dqkv, 2 * T * L * d);
     /* dP = dO V^T ; dV = P^T dO */
     batched(ex, 0, 1, L, L, d, 0.0f, dop, d, (long)L * d, a->vp, d, (long)L * d, dS, L,
             (long)L * L, (int)T, "attn_dprobs");
@@ -170,8 +171,8 @@ void tf_attn_core_bwd(tf_exec *ex, const tf_attn_core *a, float *dq, float *dk, 
             (long)L * d, (int)T, "attn_dv");
     tf_x_softmax_bwd(ex, dS, dS, a->probs, T * L, L);
     if (dbias) {
-        float *dbp = tf_alloc_act(ex, (size_t)a->B * H * L * L);
-        tf_x_sum_mid(ex, dbp, dS, a->B, O, (long)H * L * L, 0);
+        void *dbp = tf_alloc_at(ex, (size_t)a->B * H * L * L);
+        tf_x_sum_mid(ex, dbp, dS, a->B, O, (long)H * L * L, 0, ex->at);
         int dims[4] = {a->B, H, L, L}, perm[4] = {0, 2, 3, 1};
         tf_x_permute(ex, dbias, dbp, 4, dims, perm, 0);
     }

@@ -52,11 +52,18 @@ static void chunk_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int
         tf_triattn_bwd_shape(ex, M, o, which, ta, dz, in, s);
 }
 
+/* out = the stream x [B, N, N, C] (fp32) with i and j swapped */
+static void stream_swap(tf_exec *ex, float *out, const float *x, const int *dims) {
+    tf_dtype at = tf_exec_fp32_begin(ex);
+    tf_x_permute(ex, out, x, 4, dims, swap_ij, 0);
+    tf_exec_fp32_end(ex, at);
+}
+
 /* A copy of the pair x [B, N, N, C] with i and j swapped (the ending node's
  * rows are the starting node's columns) */
 static float *swapped_copy(tf_exec *ex, const float *x, const int *dims, long nc) {
     float *t = tf_alloc_act(ex, (size_t)nc);
-    tf_x_permute(ex, t, x, 4, dims, swap_ij, 0);
+    stream_swap(ex, t, x, dims);
     return t;
 }
 
@@ -83,7 +90,7 @@ void tf_chunked_pair_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, 
                   (tf_pair_shape){1, k.ni, (int)N, which == 1});
         tf_arena_release(ex->arena, mark);
     }
-    if (which == 1) tf_x_permute(ex, z_out, out, 4, dims, swap_ij, 0);
+    if (which == 1) stream_swap(ex, z_out, out, dims);
     tf_arena_release(ex->arena, mark0);
 }
 
@@ -112,6 +119,6 @@ void tf_chunked_pair_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, 
         chunk_bwd(ex, M, o, which, &ta, &tr, d + off, in + off, s);
         tf_arena_release(ex->arena, mark);
     }
-    if (which == 1) tf_x_permute(ex, dz, d, 4, dims, swap_ij, 0); /* d holds dz's all */
+    if (which == 1) stream_swap(ex, dz, d, dims); /* d holds dz's all */
     tf_arena_release(ex->arena, mark0);
 }

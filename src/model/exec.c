@@ -86,6 +86,14 @@ static void grad_note(tf_exec *ex, const tf_span *w, int nw) {
         if ((ex)->lane.n && !(ex)->planning) main_op((ex), W, R); \
     } while (0)
 #define F(p, n) tf_span_f((p), (size_t)(n))
+/* n elements of type t, or of the activation type */
+#define T(p, n, t) tf_span_b((p), (size_t)(n) * tf_dtype_size(t))
+#define A(p, n) T((p), (n), (ex)->at)
+/* an op's analytic cost with its bytes in elements of the activation type */
+static tf_op_cost at_bytes(const tf_exec *ex, tf_op_cost c) {
+    c.bytes *= (double)tf_dtype_size(ex->at) / sizeof(float);
+    return c;
+}
 
 void tf_x_lane_join(tf_exec *ex) {
     if (ex->lane.n && !ex->planning) lane_wait(ex, ex->lane.n);
@@ -161,9 +169,9 @@ void tf_gemm(tf_exec *ex, const tf_gemm_args *a, const char *name) {
     }
 }
 
-tf_gemm_args tf_gemm_make(int tA, int tB, int M, int N, int K, float alpha, float beta,
-                          const float *A, long lda, long sA, const float *B, long ldb, long sB,
-                          float *C, long ldc, long sC, int batch) {
+tf_gemm_args tf_gemm_make(const tf_exec *ex, int tA, int tB, int M, int N, int K, float alpha,
+                          float beta, const void *A, long lda, long sA, const void *B, long ldb,
+                          long sB, void *C, long ldc, long sC, int batch) {
     tf_gemm_args g = {0};
     g.transA = tA;
     g.transB = tB;
@@ -182,18 +190,18 @@ tf_gemm_args tf_gemm_make(int tA, int tB, int M, int N, int K, float alpha, floa
     g.ldc = ldc;
     g.strideC = sC;
     g.batch = batch;
-    g.ab_type = TF_F32; /* the model's tensors are fp32 so far */
-    g.c_type = TF_F32;
+    g.ab_type = ex->at;
+    g.c_type = ex->at;
     return g;
 }
 
-void tf_linear_fwd(tf_exec *ex, float *y, const float *x, const float *W, long rows, int in,
-                   int out, float beta, tf_epilogue epi) {
-    tf_linear_fwd_res(ex, y, x, W, rows, in, out, beta, epi, NULL);
+const void *tf_x_w(const tf_exec *ex, const float *W) {
+    if (!W || ex->at == TF_F32) return W;
+    return (const char *)ex->wh + (W - ex->w_base) * (long)tf_dtype_size(ex->at);
 }
 
-void tf_linear_fwd_res(tf_exec *ex, float *y, const float *x, const float *W, long rows, int in,
-                       int out, float beta, tf_epilogue epi, const float *res) {
+static void linear_fwd(tf_exec *ex, void *y, tf_dtype yt, const void *x, const float *W,
+                       long rows, int in, int out, float beta, tf_epilogue epi, const float *res) {
     tf_gemm_args g = {0};
     g.transA = 0;
     g.transB = 1;
@@ -204,24 +212,36 @@ void tf_linear_fwd_res(tf_exec *ex, float *y, const float *x, const float *W, lo
     g.beta = beta;
     g.A = x;
     g.lda = in;
-    g.B = W;
+    g.B = tf_x_w(ex, W);
     g.ldb = in;
     g.C = y;
     g.ldc = out;
     g.batch = 1;
     g.epilogue = epi;
     g.R = res;
+    g.ab_type = ex->at;
+    g.c_type = yt;
     tf_gemm(ex, &g, "linear_fwd");
 }
 
-void tf_linear_bwd(tf_exec *ex, float *dx, float *dW, const float *dy, const float *x,
+void tf_linear_fwd(tf_exec *ex, void *y, const void *x, const float *W, long rows, int in,
+                   int out, float beta, tf_epilogue epi) {
+    linear_fwd(ex, y, ex->at, x, W, rows, in, out, beta, epi, NULL);
+}
+
+void tf_linear_fwd_res(tf_exec *ex, float *y, const void *x, const float *W, long rows, int in,
+                       int out, float beta, tf_epilogue epi, const float *res) {
+    linear_fwd(ex, y, TF_F32, x, W, rows, in, out, beta, epi, res);
+}
+
+void tf_linear_bwd(tf_exec *ex, void *dx, float *dW, const void *dy, const void *x,
                    const float *W, long rows, int in, int out, int accumulate) {
     tf_linear_bwd_epi(ex, dx, dW, dy, x, W, rows, in, out, accumulate, TF_EPI_NONE, NULL);
 }
 
-void tf_linear_bwd_epi(tf_exec *ex, float *dx, float *dW, const float *dy, const float *x,
+void tf_linear_bwd_epi(tf_exec *ex, void *dx, float *dW, const void *dy, const void *x,
                        const float *W, long rows, int in, int out, int accumulate,
-                       tf_epilogue epi, const float *aux) {
+                       tf_epilogue epi, const void *aux) {
     if (dx) { /* dx[rows,in] = dy[rows,out] W[out,in] */
         tf_gemm_args g = {0};
         g.M = (int)rows;
@@ -231,13 +251,15 @@ void tf_linear_bwd_epi(tf_exec *ex, float *dx, float *dW, const float *dy, const
         g.beta = accumulate ? 1.0f : 0.0f;
         g.A = dy;
         g.lda = out;
-        g.B = W;
+        g.B = tf_x_w(ex, W);
         g.ldb = in;
         g.C = dx;
         g.ldc = in;
         g.batch = 1;
         g.epilogue = epi;
         g.aux = aux;
+        g.ab_type = ex->at;
+        g.c_type = ex->at;
         tf_gemm(ex, &g, "linear_bwd_data");
     }
     /* dW[out,in] += dy^T[out,rows] x[rows,in] */
@@ -256,43 +278,48 @@ void tf_linear_bwd_epi(tf_exec *ex, float *dx, float *dW, const float *dy, const
     g.ldc = in;
     g.batch = 1;
     g.wgrad = ex->wgrad_async;
+    g.ab_type = ex->at;
+    g.c_type = TF_F32;
     tf_gemm(ex, &g, "linear_bwd_weight");
 }
 
-void tf_x_layernorm_fwd(tf_exec *ex, float *out, float *mean, float *rstd, const float *x,
-                        const float *g, const float *b, long rows, int C) {
-    TF_ACCESS(ex, TF_SPANS(F(out, rows * C), F(mean, rows), F(rstd, rows)),
-              TF_SPANS(F(x, rows * C), F(g, C), F(b, C)));
-    TF_EXEC_OPC(ex, "layernorm_fwd", tf_cost_layernorm_fwd(rows, C), layernorm_fwd(ex->be, out, mean, rstd, x, g, b, rows, C, 1e-5f));
+void tf_x_layernorm_fwd(tf_exec *ex, void *out, float *mean, float *rstd, const void *x,
+                        tf_dtype xt, const float *g, const float *b, long rows, int C) {
+    TF_ACCESS(ex, TF_SPANS(A(out, rows * C), F(mean, rows), F(rstd, rows)),
+              TF_SPANS(T(x, rows * C, xt), F(g, C), F(b, C)));
+    TF_EXEC_OPC(ex, "layernorm_fwd", tf_cost_layernorm_fwd(rows, C),
+                layernorm_fwd(ex->be, out, mean, rstd, x, g, b, rows, C, 1e-5f, xt, ex->at));
 }
 
-void tf_x_layernorm_bwd(tf_exec *ex, float *dx, float *dg, float *db, const float *dout,
-                        const float *x, const float *mean, const float *rstd, const float *g,
-                        long rows, int C, int accumulate) {
-    TF_ACCESS(ex, TF_SPANS(F(dx, rows * C), F(dg, C), F(db, C)),
-              TF_SPANS(F(dout, rows * C), F(x, rows * C), F(mean, rows), F(rstd, rows), F(g, C),
-                       F(accumulate ? dx : NULL, rows * C), F(dg, C), F(db, C)));
+void tf_x_layernorm_bwd(tf_exec *ex, void *dx, tf_dtype xt, float *dg, float *db,
+                        const void *dout, const void *x, const float *mean, const float *rstd,
+                        const float *g, long rows, int C, int accumulate) {
+    TF_ACCESS(ex, TF_SPANS(T(dx, rows * C, xt), F(dg, C), F(db, C)),
+              TF_SPANS(A(dout, rows * C), T(x, rows * C, xt), F(mean, rows), F(rstd, rows),
+                       F(g, C), T(accumulate ? dx : NULL, rows * C, xt), F(dg, C), F(db, C)));
     TF_EXEC_OPC(ex, "layernorm_bwd", tf_cost_layernorm_bwd(rows, C, accumulate),
-               layernorm_bwd(ex->be, dx, dg, db, dout, x, mean, rstd, g, rows, C, accumulate));
+                layernorm_bwd(ex->be, dx, dg, db, dout, x, mean, rstd, g, rows, C, accumulate, xt,
+                              ex->at));
 }
 
-void tf_x_layernorm2_fwd(tf_exec *ex, float *out, float *stats, const float *x, const float *g1,
+void tf_x_layernorm2_fwd(tf_exec *ex, void *out, float *stats, const float *x, const float *g1,
                          const float *b1, const float *g2, const float *b2, long rows, int C) {
-    TF_ACCESS(ex, TF_SPANS(F(out, rows * C), F(stats, 4 * rows)),
+    TF_ACCESS(ex, TF_SPANS(A(out, rows * C), F(stats, 4 * rows)),
               TF_SPANS(F(x, rows * C), F(g1, C), F(b1, C), F(g2, C), F(b2, C)));
     TF_EXEC_OPC(ex, "layernorm2_fwd", tf_cost_layernorm2_fwd(rows, C),
-               layernorm2_fwd(ex->be, out, stats, x, g1, b1, g2, b2, rows, C, 1e-5f));
+                layernorm2_fwd(ex->be, out, stats, x, g1, b1, g2, b2, rows, C, 1e-5f, TF_F32,
+                               ex->at));
 }
 
 void tf_x_layernorm2_bwd(tf_exec *ex, float *dx, float *dg1, float *db1, float *dg2, float *db2,
-                         const float *dout, const float *x, const float *stats, const float *g1,
+                         const void *dout, const float *x, const float *stats, const float *g1,
                          const float *b1, const float *g2, long rows, int C, int accumulate) {
     TF_ACCESS(ex, TF_SPANS(F(dx, rows * C), F(dg1, C), F(db1, C), F(dg2, C), F(db2, C)),
-              TF_SPANS(F(dout, rows * C), F(x, rows * C), F(stats, 4 * rows), F(g1, C), F(b1, C),
+              TF_SPANS(A(dout, rows * C), F(x, rows * C), F(stats, 4 * rows), F(g1, C), F(b1, C),
                        F(g2, C), F(accumulate ? dx : NULL, rows * C)));
     TF_EXEC_OPC(ex, "layernorm2_bwd", tf_cost_layernorm2_bwd(rows, C, accumulate),
-               layernorm2_bwd(ex->be, dx, dg1, db1, dg2, db2, dout, x, stats, g1, b1, g2, rows, C,
-                              accumulate));
+                layernorm2_bwd(ex->be, dx, dg1, db1, dg2, db2, dout, x, stats, g1, b1, g2, rows, C,
+                               accumulate, TF_F32, ex->at));
 }
 
 static long perm_count(const tf_permute_args *a) {
@@ -301,7 +328,7 @@ static long perm_count(const tf_permute_args *a) {
     return n;
 }
 
-void tf_x_permute(tf_exec *ex, float *out, const float *in, int rank, const int *dims,
+void tf_x_permute(tf_exec *ex, void *out, const void *in, int rank, const int *dims,
                   const int *perm, int accumulate) {
     tf_permute_args a = {0};
     long n = 1;
@@ -312,121 +339,163 @@ void tf_x_permute(tf_exec *ex, float *out, const float *in, int rank, const int 
         n *= dims[i];
     }
     a.accumulate = accumulate;
-    TF_ACCESS(ex, TF_SPANS(F(out, n)), TF_SPANS(F(in, n), F(accumulate ? out : NULL, n)));
-    TF_EXEC_OPC(ex, "permute", tf_cost_permute(perm_count(&a), accumulate), permute(ex->be, out, in, &a));
+    a.t = ex->at;
+    TF_ACCESS(ex, TF_SPANS(A(out, n)), TF_SPANS(A(in, n), A(accumulate ? out : NULL, n)));
+    TF_EXEC_OPC(ex, "permute", at_bytes(ex, tf_cost_permute(perm_count(&a), accumulate)),
+                permute(ex->be, out, in, &a));
 }
 
 void tf_x_copy(tf_exec *ex, float *dst, const float *src, size_t n) {
     TF_ACCESS(ex, TF_SPANS(F(dst, n)), TF_SPANS(F(src, n)));
     TF_EXEC_OPC(ex, "copy", tf_cost_elementwise((long)n, 1, 1, 0.0), copy(ex->be, dst, src, n * sizeof(float)));
 }
-void tf_x_copy_rows(tf_exec *ex, float *dst, long dst_ld, const float *src, long src_ld, long cols,
+void tf_x_copy_rows(tf_exec *ex, void *dst, long dst_ld, const void *src, long src_ld, long cols,
                     long rows) {
     /* the spans from the first row's start to the last row's end */
     const size_t nd = rows ? (size_t)((rows - 1) * dst_ld + cols) : 0;
     const size_t ns = rows ? (size_t)((rows - 1) * src_ld + cols) : 0;
-    TF_ACCESS(ex, TF_SPANS(F(dst, nd)), TF_SPANS(F(src, ns)));
-    TF_EXEC_OPC(ex, "copy_rows", tf_cost_elementwise(rows * cols, 1, 1, 0.0),
-                copy_rows(ex->be, dst, dst_ld, src, src_ld, cols, rows));
+    TF_ACCESS(ex, TF_SPANS(A(dst, nd)), TF_SPANS(A(src, ns)));
+    TF_EXEC_OPC(ex, "copy_rows", at_bytes(ex, tf_cost_elementwise(rows * cols, 1, 1, 0.0)),
+                copy_rows(ex->be, dst, dst_ld, src, src_ld, cols, rows, ex->at));
+}
+void tf_x_convert(tf_exec *ex, void *dst, tf_dtype dt, const void *src, tf_dtype st, long n) {
+    TF_ACCESS(ex, TF_SPANS(T(dst, n, dt)), TF_SPANS(T(src, n, st)));
+    tf_op_cost c = tf_cost_elementwise(n, 1, 1, 0.0);
+    c.bytes = (double)n * (double)(tf_dtype_size(dt) + tf_dtype_size(st));
+    TF_EXEC_OPC(ex, "convert", c, convert(ex->be, dst, dt, src, st, n));
+}
+const void *tf_x_stream_grad(tf_exec *ex, const float *dz, long n) {
+    if (ex->at == TF_F32) return dz;
+    void *h = tf_alloc_at(ex, (size_t)n);
+    tf_x_convert(ex, h, ex->at, dz, TF_F32, n);
+    return h;
+}
+void tf_x_check_finite(tf_exec *ex, float *flag, const float *x, long n) {
+    TF_ACCESS(ex, TF_SPANS(F(flag, 1)), TF_SPANS(F(x, n), F(flag, 1)));
+    TF_EXEC_OPC(ex, "check_finite", tf_cost_elementwise(n, 1, 0, 1.0),
+                check_finite(ex->be, flag, x, n));
 }
 void tf_x_zero(tf_exec *ex, float *p, size_t n) {
     TF_ACCESS(ex, TF_SPANS(F(p, n)), TF_SPANS(F(NULL, 0)));
     TF_EXEC_OPC(ex, "zero", tf_cost_elementwise((long)n, 0, 1, 0.0), zero(ex->be, p, n * sizeof(float)));
 }
+void tf_x_zero_at(tf_exec *ex, void *p, size_t n) {
+    TF_ACCESS(ex, TF_SPANS(A(p, n)), TF_SPANS(F(NULL, 0)));
+    TF_EXEC_OPC(ex, "zero", at_bytes(ex, tf_cost_elementwise((long)n, 0, 1, 0.0)),
+                zero(ex->be, p, n * tf_dtype_size(ex->at)));
+}
 void tf_x_add(tf_exec *ex, float *y, const float *a, const float *b, long n) {
     TF_ACCESS(ex, TF_SPANS(F(y, n)), TF_SPANS(F(a, n), F(b, n)));
-    TF_EXEC_OPC(ex, "add", tf_cost_elementwise(n, 2, 1, 1.0), add(ex->be, y, a, b, n));
+    TF_EXEC_OPC(ex, "add", tf_cost_elementwise(n, 2, 1, 1.0), add(ex->be, y, a, b, n, TF_F32));
 }
-void tf_x_mul(tf_exec *ex, float *y, const float *a, const float *b, long n) {
-    TF_ACCESS(ex, TF_SPANS(F(y, n)), TF_SPANS(F(a, n), F(b, n)));
-    TF_EXEC_OPC(ex, "mul", tf_cost_elementwise(n, 2, 1, 1.0), mul(ex->be, y, a, b, n));
+void tf_x_mul(tf_exec *ex, void *y, const void *a, const void *b, long n) {
+    TF_ACCESS(ex, TF_SPANS(A(y, n)), TF_SPANS(A(a, n), A(b, n)));
+    TF_EXEC_OPC(ex, "mul", at_bytes(ex, tf_cost_elementwise(n, 2, 1, 1.0)),
+                mul(ex->be, y, a, b, n, ex->at));
 }
-void tf_x_scale(tf_exec *ex, float *y, const float *x, float alpha, long n) {
-    TF_ACCESS(ex, TF_SPANS(F(y, n)), TF_SPANS(F(x, n)));
-    TF_EXEC_OPC(ex, "scale", tf_cost_elementwise(n, 1, 1, 1.0), scale(ex->be, y, x, alpha, n));
+void tf_x_scale(tf_exec *ex, void *y, const void *x, float alpha, long n) {
+    TF_ACCESS(ex, TF_SPANS(A(y, n)), TF_SPANS(A(x, n)));
+    TF_EXEC_OPC(ex, "scale", at_bytes(ex, tf_cost_elementwise(n, 1, 1, 1.0)),
+                scale(ex->be, y, x, alpha, n, ex->at));
 }
-void tf_x_act_fwd(tf_exec *ex, tf_act act, float *y, const float *x, long n) {
-    TF_ACCESS(ex, TF_SPANS(F(y, n)), TF_SPANS(F(x, n)));
-    TF_EXEC_OPC(ex, act == TF_ACT_RELU ? "relu_fwd" : "sigmoid_fwd", tf_cost_elementwise(n, 1, 1, act == TF_ACT_RELU ? 1.0 : TF_FLOPS_SIGMOID), act_fwd(ex->be, act, y, x, n));
+void tf_x_act_fwd(tf_exec *ex, tf_act act, void *y, const void *x, long n) {
+    TF_ACCESS(ex, TF_SPANS(A(y, n)), TF_SPANS(A(x, n)));
+    TF_EXEC_OPC(ex, act == TF_ACT_RELU ? "relu_fwd" : "sigmoid_fwd",
+                at_bytes(ex, tf_cost_elementwise(n, 1, 1,
+                                                 act == TF_ACT_RELU ? 1.0 : TF_FLOPS_SIGMOID)),
+                act_fwd(ex->be, act, y, x, n, ex->at));
 }
-void tf_x_act_bwd(tf_exec *ex, tf_act act, float *dx, const float *dy, const float *y, long n) {
-    TF_ACCESS(ex, TF_SPANS(F(dx, n)), TF_SPANS(F(dy, n), F(y, n)));
-    TF_EXEC_OPC(ex, act == TF_ACT_RELU ? "relu_bwd" : "sigmoid_bwd", tf_cost_elementwise(n, 2, 1, act == TF_ACT_RELU ? 1.0 : 3.0),
-               act_bwd(ex->be, act, dx, dy, y, n));
+void tf_x_act_bwd(tf_exec *ex, tf_act act, void *dx, const void *dy, const void *y, long n) {
+    TF_ACCESS(ex, TF_SPANS(A(dx, n)), TF_SPANS(A(dy, n), A(y, n)));
+    TF_EXEC_OPC(ex, act == TF_ACT_RELU ? "relu_bwd" : "sigmoid_bwd",
+                at_bytes(ex, tf_cost_elementwise(n, 2, 1, act == TF_ACT_RELU ? 1.0 : 3.0)),
+                act_bwd(ex->be, act, dx, dy, y, n, ex->at));
 }
-void tf_x_softmax_fwd(tf_exec *ex, float *y, const float *x, long rows, int cols) {
-    TF_ACCESS(ex, TF_SPANS(F(y, rows * cols)), TF_SPANS(F(x, rows * cols)));
-    TF_EXEC_OPC(ex, "softmax_fwd", tf_cost_softmax_fwd(rows, cols), softmax_fwd(ex->be, y, x, rows, cols));
+void tf_x_softmax_fwd(tf_exec *ex, void *y, const void *x, long rows, int cols) {
+    TF_ACCESS(ex, TF_SPANS(A(y, rows * cols)), TF_SPANS(A(x, rows * cols)));
+    TF_EXEC_OPC(ex, "softmax_fwd", at_bytes(ex, tf_cost_softmax_fwd(rows, cols)),
+                softmax_fwd(ex->be, y, x, rows, cols, ex->at));
 }
-void tf_x_softmax_bwd(tf_exec *ex, float *dx, const float *dy, const float *y, long rows,
-                      int cols) {
-    TF_ACCESS(ex, TF_SPANS(F(dx, rows * cols)), TF_SPANS(F(dy, rows * cols), F(y, rows * cols)));
-    TF_EXEC_OPC(ex, "softmax_bwd", tf_cost_softmax_bwd(rows, cols), softmax_bwd(ex->be, dx, dy, y, rows, cols));
+void tf_x_softmax_bwd(tf_exec *ex, void *dx, const void *dy, const void *y, long rows, int cols) {
+    TF_ACCESS(ex, TF_SPANS(A(dx, rows * cols)), TF_SPANS(A(dy, rows * cols), A(y, rows * cols)));
+    TF_EXEC_OPC(ex, "softmax_bwd", at_bytes(ex, tf_cost_softmax_bwd(rows, cols)),
+                softmax_bwd(ex->be, dx, dy, y, rows, cols, ex->at));
 }
-void tf_x_gate_fwd(tf_exec *ex, float *y, const float *a, const float *g, long n) {
-    TF_ACCESS(ex, TF_SPANS(F(y, n)), TF_SPANS(F(a, n), F(g, n)));
-    TF_EXEC_OPC(ex, "gate_fwd", tf_cost_elementwise(n, 2, 1, TF_FLOPS_GATE_FWD), gate_fwd(ex->be, y, a, g, n));
+void tf_x_gate_fwd(tf_exec *ex, void *y, const void *a, const void *g, long n) {
+    TF_ACCESS(ex, TF_SPANS(A(y, n)), TF_SPANS(A(a, n), A(g, n)));
+    TF_EXEC_OPC(ex, "gate_fwd", at_bytes(ex, tf_cost_elementwise(n, 2, 1, TF_FLOPS_GATE_FWD)),
+                gate_fwd(ex->be, y, a, g, n, ex->at));
 }
-void tf_x_gate_bwd(tf_exec *ex, float *da, float *dg, const float *dy, const float *a,
-                   const float *g, long n) {
-    TF_ACCESS(ex, TF_SPANS(F(da, n), F(dg, n)), TF_SPANS(F(dy, n), F(a, n), F(g, n)));
-    TF_EXEC_OPC(ex, "gate_bwd", tf_cost_elementwise(n, 3, 2, TF_FLOPS_GATE_BWD), gate_bwd(ex->be, da, dg, dy, a, g, n));
+void tf_x_gate_bwd(tf_exec *ex, void *da, void *dg, const void *dy, const void *a, const void *g,
+                   long n) {
+    TF_ACCESS(ex, TF_SPANS(A(da, n), A(dg, n)), TF_SPANS(A(dy, n), A(a, n), A(g, n)));
+    TF_EXEC_OPC(ex, "gate_bwd", at_bytes(ex, tf_cost_elementwise(n, 3, 2, TF_FLOPS_GATE_BWD)),
+                gate_bwd(ex->be, da, dg, dy, a, g, n, ex->at));
 }
-void tf_x_gate_residual_fwd(tf_exec *ex, float *out, const float *res, const float *a,
-                            const float *g, long n) {
-    TF_ACCESS(ex, TF_SPANS(F(out, n)), TF_SPANS(F(res, n), F(a, n), F(g, n)));
-    TF_EXEC_OPC(ex, "gate_residual_fwd", tf_cost_elementwise(n, 3, 1, TF_FLOPS_GATE_RES), gate_residual_fwd(ex->be, out, res, a, g, n));
+void tf_x_gate_residual_fwd(tf_exec *ex, float *out, const float *res, const void *a,
+                            const void *g, long n) {
+    TF_ACCESS(ex, TF_SPANS(F(out, n)), TF_SPANS(F(res, n), A(a, n), A(g, n)));
+    TF_EXEC_OPC(ex, "gate_residual_fwd", tf_cost_elementwise(n, 3, 1, TF_FLOPS_GATE_RES),
+                gate_residual_fwd(ex->be, out, res, a, g, n, ex->at));
 }
 /* the rows of a, g (and da, dg) are ld apart, 2C wide */
-void tf_x_gate_cmajor_fwd(tf_exec *ex, float *lr_t, const float *a, const float *g, long ld,
+void tf_x_gate_cmajor_fwd(tf_exec *ex, void *lr_t, const void *a, const void *g, long ld,
                           long rows, long inner, int C) {
     const long n = (rows - 1) * ld + 2 * C;
-    TF_ACCESS(ex, TF_SPANS(F(lr_t, 2 * rows * C)), TF_SPANS(F(a, n), F(g, n)));
-    TF_EXEC_OPC(ex, "gate_cmajor_fwd", tf_cost_elementwise(2 * rows * C, 2, 1, TF_FLOPS_GATE_FWD), gate_cmajor_fwd(ex->be, lr_t, a, g, ld, rows, inner, C));
+    TF_ACCESS(ex, TF_SPANS(A(lr_t, 2 * rows * C)), TF_SPANS(A(a, n), A(g, n)));
+    TF_EXEC_OPC(ex, "gate_cmajor_fwd",
+                at_bytes(ex, tf_cost_elementwise(2 * rows * C, 2, 1, TF_FLOPS_GATE_FWD)),
+                gate_cmajor_fwd(ex->be, lr_t, a, g, ld, rows, inner, C, ex->at));
 }
-void tf_x_gate_cmajor_bwd(tf_exec *ex, float *da, float *dg, const float *dlr_t, const float *a,
-                          const float *g, long ld, long rows, long inner, int C) {
+void tf_x_gate_cmajor_bwd(tf_exec *ex, void *da, void *dg, const void *dlr_t, const void *a,
+                          const void *g, long ld, long rows, long inner, int C) {
     const long n = (rows - 1) * ld + 2 * C;
-    TF_ACCESS(ex, TF_SPANS(F(da, n), F(dg, n)),
-              TF_SPANS(F(dlr_t, 2 * rows * C), F(a, n), F(g, n)));
-    TF_EXEC_OPC(ex, "gate_cmajor_bwd", tf_cost_elementwise(2 * rows * C, 3, 2, TF_FLOPS_GATE_BWD),
-               gate_cmajor_bwd(ex->be, da, dg, dlr_t, a, g, ld, rows, inner, C));
+    TF_ACCESS(ex, TF_SPANS(A(da, n), A(dg, n)),
+              TF_SPANS(A(dlr_t, 2 * rows * C), A(a, n), A(g, n)));
+    TF_EXEC_OPC(ex, "gate_cmajor_bwd",
+                at_bytes(ex, tf_cost_elementwise(2 * rows * C, 3, 2, TF_FLOPS_GATE_BWD)),
+                gate_cmajor_bwd(ex->be, da, dg, dlr_t, a, g, ld, rows, inner, C, ex->at));
 }
-void tf_x_opm_outer(tf_exec *ex, float *outer_p, const float *a, int B, int S, int N, int co) {
-    TF_ACCESS(ex, TF_SPANS(F(outer_p, (long)B * N * N * co * co)),
-              TF_SPANS(F(a, (long)B * S * N * co)));
-    TF_EXEC_OPC(ex, "opm_outer", tf_cost_opm_outer(B, S, N, co), opm_outer(ex->be, outer_p, a, B, S, N, co));
+void tf_x_opm_outer(tf_exec *ex, void *outer_p, const void *a, int B, int S, int N, int co) {
+    TF_ACCESS(ex, TF_SPANS(A(outer_p, (long)B * N * N * co * co)),
+              TF_SPANS(A(a, (long)B * S * N * co)));
+    TF_EXEC_OPC(ex, "opm_outer", at_bytes(ex, tf_cost_opm_outer(B, S, N, co)),
+                opm_outer(ex->be, outer_p, a, B, S, N, co, ex->at));
 }
-void tf_x_opm_bwd(tf_exec *ex, float *da, const float *dop, const float *a, int B, int S, int N,
+void tf_x_opm_bwd(tf_exec *ex, void *da, const void *dop, const void *a, int B, int S, int N,
                   int co) {
-    TF_ACCESS(ex, TF_SPANS(F(da, (long)B * S * N * co)),
-              TF_SPANS(F(dop, (long)B * N * N * co * co), F(a, (long)B * S * N * co)));
-    TF_EXEC_OPC(ex, "opm_bwd", tf_cost_opm_bwd(B, S, N, co), opm_bwd(ex->be, da, dop, a, B, S, N, co));
+    TF_ACCESS(ex, TF_SPANS(A(da, (long)B * S * N * co)),
+              TF_SPANS(A(dop, (long)B * N * N * co * co), A(a, (long)B * S * N * co)));
+    TF_EXEC_OPC(ex, "opm_bwd", at_bytes(ex, tf_cost_opm_bwd(B, S, N, co)),
+                opm_bwd(ex->be, da, dop, a, B, S, N, co, ex->at));
 }
-void tf_x_add_bcast_mid(tf_exec *ex, float *y, const float *x, long outer, long mid, long inner) {
-    TF_ACCESS(ex, TF_SPANS(F(y, outer * mid * inner)),
-              TF_SPANS(F(y, outer * mid * inner), F(x, outer * inner)));
-    TF_EXEC_OPC(ex, "add_bcast", tf_cost_add_bcast_mid(outer, mid, inner), add_bcast_mid(ex->be, y, x, outer, mid, inner));
+void tf_x_add_bcast_mid(tf_exec *ex, void *y, const void *x, long outer, long mid, long inner) {
+    TF_ACCESS(ex, TF_SPANS(A(y, outer * mid * inner)),
+              TF_SPANS(A(y, outer * mid * inner), A(x, outer * inner)));
+    TF_EXEC_OPC(ex, "add_bcast", at_bytes(ex, tf_cost_add_bcast_mid(outer, mid, inner)),
+                add_bcast_mid(ex->be, y, x, outer, mid, inner, ex->at));
 }
-void tf_x_sum_mid(tf_exec *ex, float *y, const float *x, long outer, long mid, long inner,
-                  int accumulate) {
-    TF_ACCESS(ex, TF_SPANS(F(y, outer * inner)),
-              TF_SPANS(F(x, outer * mid * inner), F(accumulate ? y : NULL, outer * inner)));
-    TF_EXEC_OPC(ex, "sum_reduce", tf_cost_sum_mid(outer, mid, inner, accumulate), sum_mid(ex->be, y, x, outer, mid, inner, accumulate));
+void tf_x_sum_mid(tf_exec *ex, void *y, const void *x, long outer, long mid, long inner,
+                  int accumulate, tf_dtype t) {
+    TF_ACCESS(ex, TF_SPANS(T(y, outer * inner, t)),
+              TF_SPANS(T(x, outer * mid * inner, t), T(accumulate ? y : NULL, outer * inner, t)));
+    tf_op_cost c = tf_cost_sum_mid(outer, mid, inner, accumulate);
+    c.bytes *= (double)tf_dtype_size(t) / sizeof(float);
+    TF_EXEC_OPC(ex, "sum_reduce", c, sum_mid(ex->be, y, x, outer, mid, inner, accumulate, t));
 }
 
-/* an attention operand view (ops.h tf_attn_view) */
+/* an attention operand view (ops.h tf_attn_view), elements of type a->t */
 static tf_span view_span(const tf_attn_view *v, const tf_attn_args *a) {
     if (!v->p) return (tf_span){0, 0};
     long n = (long)(a->nb - 1) * v->sb + (long)(a->no - 1) * v->so + (long)(a->L - 1) * v->sl +
              (long)a->nh * a->d;
-    return F(v->p, n);
+    return T(v->p, n, a->t);
 }
-static tf_span bias_span(const float *p, const tf_attn_args *a) {
+static tf_span bias_span(const void *p, const tf_attn_args *a) {
     if (!p) return (tf_span){0, 0};
     long n = (long)(a->nb - 1) * a->bias_sb + (long)(a->nh - 1) * a->bias_sh +
              (long)(a->L - 1) * (a->bias_si + a->bias_sj) + 1;
-    return F(p, n);
+    return T(p, n, a->t);
 }
 void tf_x_attn_fwd(tf_exec *ex, const tf_attn_args *a) {
     const long nl = (long)a->nb * a->no * a->nh * a->L;
@@ -465,13 +534,14 @@ void tf_x_mse_head_fwd(tf_exec *ex, float *pred, float *loss, const float *logit
     TF_EXEC_OPC(ex, "mse_head_fwd", tf_cost_mse_head_fwd(n), mse_head_fwd(ex->be, pred, loss, logit, target, n, dmax));
 }
 void tf_x_mse_head_bwd(tf_exec *ex, float *dlogit, const float *pred, const float *target, long n,
-                       float dmax) {
-    TF_ACCESS(ex, TF_SPANS(F(dlogit, n)), TF_SPANS(F(pred, n), F(target, n)));
-    TF_EXEC_OPC(ex, "mse_head_bwd", tf_cost_mse_head_bwd(n), mse_head_bwd(ex->be, dlogit, pred, target, n, dmax));
+                       float dmax, const float *loss_scale) {
+    TF_ACCESS(ex, TF_SPANS(F(dlogit, n)), TF_SPANS(F(pred, n), F(target, n), F(loss_scale, 1)));
+    TF_EXEC_OPC(ex, "mse_head_bwd", tf_cost_mse_head_bwd(n),
+                mse_head_bwd(ex->be, dlogit, pred, target, n, dmax, loss_scale));
 }
 void tf_x_adamw(tf_exec *ex, float *p, const float *g, float *m, float *v, long n,
                 const float *hyper) {
     TF_ACCESS(ex, TF_SPANS(F(p, n), F(m, n), F(v, n)),
-              TF_SPANS(F(p, n), F(m, n), F(v, n), F(g, n), F(hyper, 7)));
+              TF_SPANS(F(p, n), F(m, n), F(v, n), F(g, n), F(hyper, TF_HYPER_COUNT)));
     TF_EXEC_OPC(ex, "adamw", tf_cost_adamw(n), adamw(ex->be, p, g, m, v, n, hyper));
 }

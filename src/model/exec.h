@@ -20,6 +20,15 @@ typedef struct {
     tf_prof *prof;
     tf_arena *arena;
     int planning;   /* plan the arena: ops are not executed */
+    /* The activations' element type (tinyfold.h tf_precision: fp32 for fp32
+     * and tf32, else the half type). Residual streams, statistics, the loss
+     * and everything of the parameters stay fp32; the GEMMs read the
+     * weights from a copy in this type (wh, the parameters' copy; exec.c
+     * tf_x_w). tf_exec_fp32 runs a part of the model (the embeddings, the
+     * distance head) with fp32 activations and the fp32 weights. */
+    tf_dtype at;
+    const float *w_base; /* the fp32 parameters */
+    const void *wh;      /* their copy in type at (== w_base when at is fp32) */
     tf_fusion fu;   /* which fusions are on */
     int level;      /* 1..3 (v3 uses the fused elementwise kernels) */
     /* The level-3 composition, from the backend's preferences (ops.h
@@ -95,67 +104,104 @@ static inline void tf_rpush(tf_exec *ex, const char *name) {
 static inline void tf_rpop(tf_exec *ex) {
     if (!ex->planning) tf_region_pop(ex->prof);
 }
+/* n fp32 elements (streams, statistics) */
 static inline float *tf_alloc_act(tf_exec *ex, size_t n) { return tf_arena_alloc(ex->arena, n); }
+/* n activations of type ex->at */
+static inline void *tf_alloc_at(tf_exec *ex, size_t n) {
+    return tf_arena_alloc_bytes(ex->arena, n * tf_dtype_size(ex->at));
+}
+/* p + n elements of the activation type */
+static inline void *tf_at(const tf_exec *ex, const void *p, long n) {
+    return p ? (char *)p + n * (long)tf_dtype_size(ex->at) : NULL;
+}
+/* Runs the calls up to tf_exec_fp32_end in fp32 (activations and weights);
+ * returns the type to restore. */
+static inline tf_dtype tf_exec_fp32_begin(tf_exec *ex) {
+    tf_dtype t = ex->at;
+    ex->at = TF_F32;
+    return t;
+}
+static inline void tf_exec_fp32_end(tf_exec *ex, tf_dtype t) { ex->at = t; }
+/* The weight the GEMMs read for W (a pointer into the fp32 parameters): W
+ * itself in fp32, else its element in the copy of type at. */
+const void *tf_x_w(const tf_exec *ex, const float *W);
+/* A residual stream's gradient (fp32) as the module's activations' type: dz
+ * itself in fp32, else a converted copy from the arena (PyTorch's autocast
+ * casts the gradient of a half branch the same way). */
+const void *tf_x_stream_grad(tf_exec *ex, const float *dz, long n);
+/* dst (type dt) = src (type st), n elements */
+void tf_x_convert(tf_exec *ex, void *dst, tf_dtype dt, const void *src, tf_dtype st, long n);
+void tf_x_check_finite(tf_exec *ex, float *flag, const float *x, long n);
 
-/* ---- linear layers (no bias; W is [out, in], y = x W^T) ---- */
-void tf_linear_fwd(tf_exec *ex, float *y, const float *x, const float *W, long rows, int in,
+/* ---- linear layers (no bias; W is [out, in] in the fp32 parameters, y = x W^T) ----
+ * x, y, dy, dx are activations (type at); the GEMMs read W's copy (tf_x_w). */
+void tf_linear_fwd(tf_exec *ex, void *y, const void *x, const float *W, long rows, int in,
                    int out, float beta, tf_epilogue epi);
-/* y = x W^T + beta res (ops.h tf_gemm_args.R: no copy of res into y first) */
-void tf_linear_fwd_res(tf_exec *ex, float *y, const float *x, const float *W, long rows, int in,
+/* y = x W^T + beta res, y and res fp32 (a residual stream; ops.h
+ * tf_gemm_args.R: no copy of res into y first) */
+void tf_linear_fwd_res(tf_exec *ex, float *y, const void *x, const float *W, long rows, int in,
                        int out, float beta, tf_epilogue epi, const float *res);
-/* dx (= or += when accumulate) dy W ; dW += dy^T x. dx may be NULL. */
-void tf_linear_bwd(tf_exec *ex, float *dx, float *dW, const float *dy, const float *x,
+/* dx (= or += when accumulate) dy W ; dW += dy^T x (fp32). dx may be NULL. */
+void tf_linear_bwd(tf_exec *ex, void *dx, float *dW, const void *dy, const void *x,
                    const float *W, long rows, int in, int out, int accumulate);
 /* the same with an epilogue on dx (TF_EPI_DRELU with aux: through a ReLU) */
-void tf_linear_bwd_epi(tf_exec *ex, float *dx, float *dW, const float *dy, const float *x,
+void tf_linear_bwd_epi(tf_exec *ex, void *dx, float *dW, const void *dy, const void *x,
                        const float *W, long rows, int in, int out, int accumulate,
-                       tf_epilogue epi, const float *aux);
+                       tf_epilogue epi, const void *aux);
 void tf_gemm(tf_exec *ex, const tf_gemm_args *a, const char *name);
-/* A strided-batched GEMM description (ops.h semantics), no epilogue. */
-tf_gemm_args tf_gemm_make(int tA, int tB, int M, int N, int K, float alpha, float beta,
-                          const float *A, long lda, long sA, const float *B, long ldb, long sB,
-                          float *C, long ldc, long sC, int batch);
+/* A strided-batched GEMM description (ops.h semantics), no epilogue, every
+ * operand an activation (type at). */
+tf_gemm_args tf_gemm_make(const tf_exec *ex, int tA, int tB, int M, int N, int K, float alpha,
+                          float beta, const void *A, long lda, long sA, const void *B, long ldb,
+                          long sB, void *C, long ldc, long sC, int batch);
 
-/* ---- other op wrappers ---- */
-void tf_x_layernorm_fwd(tf_exec *ex, float *out, float *mean, float *rstd, const float *x,
-                        const float *g, const float *b, long rows, int C);
-void tf_x_layernorm_bwd(tf_exec *ex, float *dx, float *dg, float *db, const float *dout,
-                        const float *x, const float *mean, const float *rstd, const float *g,
-                        long rows, int C, int accumulate);
-void tf_x_layernorm2_fwd(tf_exec *ex, float *out, float *stats, const float *x, const float *g1,
+/* ---- other op wrappers: `void *` tensors are activations (type at) ----
+ * LayerNorm: x and dx are of type xt (a residual stream: fp32; an
+ * activation: at), out and dout activations. */
+void tf_x_layernorm_fwd(tf_exec *ex, void *out, float *mean, float *rstd, const void *x,
+                        tf_dtype xt, const float *g, const float *b, long rows, int C);
+void tf_x_layernorm_bwd(tf_exec *ex, void *dx, tf_dtype xt, float *dg, float *db,
+                        const void *dout, const void *x, const float *mean, const float *rstd,
+                        const float *g, long rows, int C, int accumulate);
+/* layernorm2: x, dx fp32 (a residual stream) */
+void tf_x_layernorm2_fwd(tf_exec *ex, void *out, float *stats, const float *x, const float *g1,
                          const float *b1, const float *g2, const float *b2, long rows, int C);
 void tf_x_layernorm2_bwd(tf_exec *ex, float *dx, float *dg1, float *db1, float *dg2, float *db2,
-                         const float *dout, const float *x, const float *stats, const float *g1,
+                         const void *dout, const float *x, const float *stats, const float *g1,
                          const float *b1, const float *g2, long rows, int C, int accumulate);
-void tf_x_permute(tf_exec *ex, float *out, const float *in, int rank, const int *dims,
+void tf_x_permute(tf_exec *ex, void *out, const void *in, int rank, const int *dims,
                   const int *perm, int accumulate);
+/* copy, zero: fp32 (streams, gradients); copy_rows: activations */
 void tf_x_copy(tf_exec *ex, float *dst, const float *src, size_t n);
-void tf_x_copy_rows(tf_exec *ex, float *dst, long dst_ld, const float *src, long src_ld, long cols,
+void tf_x_copy_rows(tf_exec *ex, void *dst, long dst_ld, const void *src, long src_ld, long cols,
                     long rows);
 void tf_x_zero(tf_exec *ex, float *p, size_t n);
+void tf_x_zero_at(tf_exec *ex, void *p, size_t n); /* n activations */
+/* add: fp32 (the residual streams at levels 1-2) */
 void tf_x_add(tf_exec *ex, float *y, const float *a, const float *b, long n);
-void tf_x_mul(tf_exec *ex, float *y, const float *a, const float *b, long n);
-void tf_x_scale(tf_exec *ex, float *y, const float *x, float alpha, long n);
-void tf_x_act_fwd(tf_exec *ex, tf_act act, float *y, const float *x, long n);
-void tf_x_act_bwd(tf_exec *ex, tf_act act, float *dx, const float *dy, const float *y, long n);
-void tf_x_softmax_fwd(tf_exec *ex, float *y, const float *x, long rows, int cols);
-void tf_x_softmax_bwd(tf_exec *ex, float *dx, const float *dy, const float *y, long rows,
-                      int cols);
-void tf_x_gate_fwd(tf_exec *ex, float *y, const float *a, const float *g, long n);
-void tf_x_gate_bwd(tf_exec *ex, float *da, float *dg, const float *dy, const float *a,
-                   const float *g, long n);
-void tf_x_gate_residual_fwd(tf_exec *ex, float *out, const float *res, const float *a,
-                            const float *g, long n);
-void tf_x_gate_cmajor_fwd(tf_exec *ex, float *lr_t, const float *a, const float *g, long ld,
+void tf_x_mul(tf_exec *ex, void *y, const void *a, const void *b, long n);
+void tf_x_scale(tf_exec *ex, void *y, const void *x, float alpha, long n);
+void tf_x_act_fwd(tf_exec *ex, tf_act act, void *y, const void *x, long n);
+void tf_x_act_bwd(tf_exec *ex, tf_act act, void *dx, const void *dy, const void *y, long n);
+void tf_x_softmax_fwd(tf_exec *ex, void *y, const void *x, long rows, int cols);
+void tf_x_softmax_bwd(tf_exec *ex, void *dx, const void *dy, const void *y, long rows, int cols);
+void tf_x_gate_fwd(tf_exec *ex, void *y, const void *a, const void *g, long n);
+void tf_x_gate_bwd(tf_exec *ex, void *da, void *dg, const void *dy, const void *a, const void *g,
+                   long n);
+/* out, res fp32 (a residual stream) */
+void tf_x_gate_residual_fwd(tf_exec *ex, float *out, const float *res, const void *a,
+                            const void *g, long n);
+void tf_x_gate_cmajor_fwd(tf_exec *ex, void *lr_t, const void *a, const void *g, long ld,
                           long rows, long inner, int C);
-void tf_x_gate_cmajor_bwd(tf_exec *ex, float *da, float *dg, const float *dlr_t, const float *a,
-                          const float *g, long ld, long rows, long inner, int C);
-void tf_x_opm_outer(tf_exec *ex, float *outer_p, const float *a, int B, int S, int N, int co);
-void tf_x_opm_bwd(tf_exec *ex, float *da, const float *dop, const float *a, int B, int S, int N,
+void tf_x_gate_cmajor_bwd(tf_exec *ex, void *da, void *dg, const void *dlr_t, const void *a,
+                          const void *g, long ld, long rows, long inner, int C);
+void tf_x_opm_outer(tf_exec *ex, void *outer_p, const void *a, int B, int S, int N, int co);
+void tf_x_opm_bwd(tf_exec *ex, void *da, const void *dop, const void *a, int B, int S, int N,
                   int co);
-void tf_x_add_bcast_mid(tf_exec *ex, float *y, const float *x, long outer, long mid, long inner);
-void tf_x_sum_mid(tf_exec *ex, float *y, const float *x, long outer, long mid, long inner,
-                  int accumulate);
+void tf_x_add_bcast_mid(tf_exec *ex, void *y, const void *x, long outer, long mid, long inner);
+/* x and y of type t (fp32 for weight-gradient partials) */
+void tf_x_sum_mid(tf_exec *ex, void *y, const void *x, long outer, long mid, long inner,
+                  int accumulate, tf_dtype t);
 void tf_x_attn_fwd(tf_exec *ex, const tf_attn_args *a);
 void tf_x_attn_bwd(tf_exec *ex, const tf_attn_args *a);
 void tf_x_embed_fwd(tf_exec *ex, float *out, const float *table, const int32_t *tok, long n,
@@ -165,7 +211,7 @@ void tf_x_embed_bwd(tf_exec *ex, float *dtable, const float *dout, const int32_t
 void tf_x_mse_head_fwd(tf_exec *ex, float *pred, float *loss, const float *logit,
                        const float *target, long n, float dmax);
 void tf_x_mse_head_bwd(tf_exec *ex, float *dlogit, const float *pred, const float *target, long n,
-                       float dmax);
+                       float dmax, const float *loss_scale);
 void tf_x_adamw(tf_exec *ex, float *p, const float *g, float *m, float *v, long n,
                 const float *hyper);
 

@@ -42,6 +42,11 @@ typedef struct {
     long waits;  /* waits issued so far */
 } tf_lane;
 
+/* n bytes at p (NULL: none) */
+static inline tf_span tf_span_b(const void *p, size_t n) {
+    uintptr_t lo = (uintptr_t)p;
+    return (tf_span){lo, p ? lo + n : lo};
+}
 /* n floats at p (NULL: none) */
 static inline tf_span tf_span_f(const void *p, size_t n) {
     uintptr_t lo = (uintptr_t)p;

@@ -98,20 +98,20 @@ void tf_model_offsets(const tf_config *c, const tf_param_info *t, tf_model_off *
 #undef LNOFF
 }
 
-void tf_ln_fwd(tf_exec *ex, const tf_model *M, tf_ln_off ln, tf_ln_act *a, const float *x,
-               long rows, int C) {
-    a->y = tf_alloc_act(ex, (size_t)rows * C);
+void tf_ln_fwd(tf_exec *ex, const tf_model *M, tf_ln_off ln, tf_ln_act *a, const void *x,
+               tf_dtype xt, long rows, int C) {
+    a->y = tf_alloc_at(ex, (size_t)rows * C);
     a->mean = tf_alloc_act(ex, (size_t)rows);
     a->rstd = tf_alloc_act(ex, (size_t)rows);
     tf_rpush(ex, "layer_norm");
-    tf_x_layernorm_fwd(ex, a->y, a->mean, a->rstd, x, tf_P(M, ln.w), tf_P(M, ln.b), rows, C);
+    tf_x_layernorm_fwd(ex, a->y, a->mean, a->rstd, x, xt, tf_P(M, ln.w), tf_P(M, ln.b), rows, C);
     tf_rpop(ex);
 }
 
-void tf_ln_bwd(tf_exec *ex, const tf_model *M, tf_ln_off ln, const tf_ln_act *a, float *dx,
-               const float *dy, const float *x, long rows, int C, int accumulate) {
+void tf_ln_bwd(tf_exec *ex, const tf_model *M, tf_ln_off ln, const tf_ln_act *a, void *dx,
+               tf_dtype xt, const void *dy, const void *x, long rows, int C, int accumulate) {
     tf_rpush(ex, "layer_norm");
-    tf_x_layernorm_bwd(ex, dx, tf_G(M, ln.w), tf_G(M, ln.b), dy, x, a->mean, a->rstd,
+    tf_x_layernorm_bwd(ex, dx, xt, tf_G(M, ln.w), tf_G(M, ln.b), dy, x, a->mean, a->rstd,
                        tf_P(M, ln.w), rows, C, accumulate);
     tf_rpop(ex);
 }
@@ -119,12 +119,12 @@ void tf_ln_bwd(tf_exec *ex, const tf_model *M, tf_ln_off ln, const tf_ln_act *a,
 void tf_ln2_fwd(tf_exec *ex, const tf_model *M, tf_ln_off bn, tf_ln_off ln, tf_ln_act *b,
                 tf_ln_act *a, const float *x, long rows, int C) {
     if (ex->level < 3 || C > TF_LN2_MAX_C || !ex->ops->layernorm2_fwd) {
-        tf_ln_fwd(ex, M, bn, b, x, rows, C);
-        tf_ln_fwd(ex, M, ln, a, b->y, rows, C);
+        tf_ln_fwd(ex, M, bn, b, x, TF_F32, rows, C);
+        tf_ln_fwd(ex, M, ln, a, b->y, ex->at, rows, C);
         return;
     }
     float *stats = tf_alloc_act(ex, (size_t)4 * rows);
-    a->y = tf_alloc_act(ex, (size_t)rows * C);
+    a->y = tf_alloc_at(ex, (size_t)rows * C);
     b->y = NULL;
     b->mean = stats, b->rstd = stats + rows;
     a->mean = stats + 2 * rows, a->rstd = stats + 3 * rows;
@@ -135,11 +135,11 @@ void tf_ln2_fwd(tf_exec *ex, const tf_model *M, tf_ln_off bn, tf_ln_off ln, tf_l
 }
 
 void tf_ln2_bwd(tf_exec *ex, const tf_model *M, tf_ln_off bn, tf_ln_off ln, const tf_ln_act *b,
-                const tf_ln_act *a, float *dx, float *tmp, const float *dy, const float *x,
+                const tf_ln_act *a, float *dx, void *tmp, const void *dy, const float *x,
                 long rows, int C, int accumulate) {
     if (b->y) {
-        tf_ln_bwd(ex, M, ln, a, tmp, dy, b->y, rows, C, 0);
-        tf_ln_bwd(ex, M, bn, b, dx, tmp, x, rows, C, accumulate);
+        tf_ln_bwd(ex, M, ln, a, tmp, ex->at, dy, b->y, rows, C, 0);
+        tf_ln_bwd(ex, M, bn, b, dx, TF_F32, tmp, x, rows, C, accumulate);
         return;
     }
     tf_rpush(ex, "layer_norm");
@@ -149,7 +149,7 @@ void tf_ln2_bwd(tf_exec *ex, const tf_model *M, tf_ln_off bn, tf_ln_off ln, cons
     tf_rpop(ex);
 }
 
-void tf_residual_linear(tf_exec *ex, float *x_out, const float *x_in, const float *inp,
+void tf_residual_linear(tf_exec *ex, float *x_out, const float *x_in, const void *inp,
                         const float *W, long rows, int in, int out) {
     if (!x_out) return; /* a recomputed forward: the output is not wanted */
     if (ex->level >= 3) {
@@ -157,8 +157,8 @@ void tf_residual_linear(tf_exec *ex, float *x_out, const float *x_in, const floa
         return;
     }
     size_t mark = tf_arena_mark(ex->arena);
-    float *tmp = tf_alloc_act(ex, (size_t)rows * out);
-    tf_linear_fwd(ex, tmp, inp, W, rows, in, out, 0.0f, TF_EPI_NONE);
+    float *tmp = tf_alloc_act(ex, (size_t)rows * out); /* fp32, as the stream */
+    tf_linear_fwd_res(ex, tmp, inp, W, rows, in, out, 0.0f, TF_EPI_NONE, NULL);
     tf_x_add(ex, x_out, x_in, tmp, rows * out);
     tf_arena_release(ex->arena, mark);
 }
@@ -367,6 +367,9 @@ void tf_model_forward(tf_exec *ex, tf_model *M) {
     const int B = c->batch, S = c->n_seqs, N = c->seq_len;
     const long mrows = (long)B * S * N, zrows = (long)B * N * N;
     tf_arena_reset(ex->arena);
+    /* the embeddings and the distance head run in fp32 (the streams' type;
+     * fp32 inputs and output, K = 65 and N = 1: no tensor-core work) */
+    tf_dtype at = tf_exec_fp32_begin(ex);
     tf_rpush(ex, "embedding");
     M->m0 = tf_alloc_act(ex, (size_t)mrows * c->msa_dim);
     M->z0 = tf_alloc_act(ex, (size_t)zrows * c->pair_dim);
@@ -374,12 +377,14 @@ void tf_model_forward(tf_exec *ex, tf_model *M) {
     tf_linear_fwd(ex, M->z0, M->pair, tf_P(M, M->off.pair_emb), zrows, c->pair_input_dim,
                   c->pair_dim, 0.0f, TF_EPI_NONE);
     tf_rpop(ex);
+    tf_exec_fp32_end(ex, at);
     float *m = M->m0, *z = M->z0;
     for (int b = 0; b < c->n_blocks; b++) {
         tf_rpush(ex, block_name(b));
         block_fwd(ex, M, b, m, z, &m, &z);
         tf_rpop(ex);
     }
+    at = tf_exec_fp32_begin(ex);
     tf_rpush(ex, "structure_module");
     M->logits = tf_alloc_act(ex, (size_t)zrows);
     tf_linear_fwd(ex, M->logits, z, tf_P(M, M->off.dist), zrows, c->pair_dim, 1, 0.0f,
@@ -388,6 +393,7 @@ void tf_model_forward(tf_exec *ex, tf_model *M) {
     tf_rpush(ex, "loss");
     tf_x_mse_head_fwd(ex, M->pred, M->loss, M->logits, M->target, zrows, TF_DMAX);
     tf_rpop(ex);
+    tf_exec_fp32_end(ex, at);
 }
 
 void tf_model_backward(tf_exec *ex, tf_model *M) {
@@ -401,14 +407,16 @@ void tf_model_backward(tf_exec *ex, tf_model *M) {
     float *dz = tf_alloc_act(ex, (size_t)zrows * c->pair_dim);
     float *dlogit = tf_alloc_act(ex, (size_t)zrows);
     const float *z_last = c->n_blocks > 0 ? M->acts[c->n_blocks - 1].z6 : M->z0;
+    tf_dtype at = tf_exec_fp32_begin(ex);
     tf_rpush(ex, "loss");
-    tf_x_mse_head_bwd(ex, dlogit, M->pred, M->target, zrows, TF_DMAX);
+    tf_x_mse_head_bwd(ex, dlogit, M->pred, M->target, zrows, TF_DMAX, M->loss_scale);
     tf_rpop(ex);
     tf_rpush(ex, "structure_module");
     /* dz = dlogit x distance_pred (initialises the pair gradient); dW += dlogit^T z */
     tf_linear_bwd(ex, dz, tf_G(M, M->off.dist), dlogit, z_last, tf_P(M, M->off.dist), zrows,
                   c->pair_dim, 1, 0);
     tf_rpop(ex);
+    tf_exec_fp32_end(ex, at);
     tf_x_stage_end(ex);
     tf_x_zero(ex, dm, (size_t)mrows * c->msa_dim); /* the last m feeds nothing but its OPM */
     ex->bwd_base = tf_arena_mark(ex->arena);
@@ -419,11 +427,13 @@ void tf_model_backward(tf_exec *ex, tf_model *M) {
         tf_rpop(ex);
     }
     tf_arena_release(ex->arena, ex->bwd_base);
+    at = tf_exec_fp32_begin(ex);
     tf_rpush(ex, "embedding");
     tf_x_embed_bwd(ex, tf_G(M, M->off.msa_emb), dm, M->tokens, mrows, c->msa_dim, c->vocab);
     tf_linear_bwd(ex, NULL, tf_G(M, M->off.pair_emb), dz, M->pair, NULL, zrows,
                   c->pair_input_dim, c->pair_dim, 0);
     tf_rpop(ex);
+    tf_exec_fp32_end(ex, at);
     tf_x_lane_join(ex); /* the step ends joined */
     tf_x_stage_end(ex);
     tf_arena_release(ex->arena, mark);

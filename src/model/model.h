@@ -9,7 +9,11 @@
  *   model.c           embeddings, blocks, distance head + loss, whole forward/backward
  * Conventions (llm.c style): outputs first, activation gradients assigned except
  * on the residual streams (dm, dz), which accumulate; parameter gradients
- * accumulate. Activations come from the arena (exec.h). */
+ * accumulate. Activations come from the arena (exec.h).
+ * Types: the residual streams (m, z and every module's output), their
+ * gradients (dm, dz), LayerNorm statistics and the distance head are fp32
+ * (`float *`); every other activation (`void *`) is of the run's activation
+ * type ex->at, and pointer arithmetic on them goes through tf_at. */
 #ifndef TF_MODEL_H
 #define TF_MODEL_H
 
@@ -41,42 +45,42 @@ typedef struct {
     int B, X, Y, H, d;
     int colwise;            /* attend along X (outer Y) instead of along Y (outer X) */
     long ld;                /* row stride of q/k/v: C, or 3C for a fused buffer */
-    const float *q, *k, *v;
-    const float *bias;      /* [B, L, L, H] or NULL */
+    const void *q, *k, *v;
+    const void *bias;       /* [B, L, L, H] or NULL */
     /* saved for backward */
-    float *o;               /* [B, X, Y, C] */
+    void *o;                /* [B, X, Y, C] */
     float *lse;             /* flash */
-    float *qp, *kp, *vp, *probs; /* eager: per-head copies and softmax probabilities */
+    void *qp, *kp, *vp, *probs; /* eager: per-head copies and softmax probabilities */
 } tf_attn_core;
 void tf_attn_core_fwd(tf_exec *ex, tf_attn_core *a);
 /* dq/dk/dv: buffers with the same layout (ld) as q/k/v, assigned; dbias [B,L,L,H] assigned */
-void tf_attn_core_bwd(tf_exec *ex, const tf_attn_core *a, float *dq, float *dk, float *dv,
-                      float *dbias, const float *dout);
+void tf_attn_core_bwd(tf_exec *ex, const tf_attn_core *a, void *dq, void *dk, void *dv,
+                      void *dbias, const void *dout);
 
 /* ---- saved activations ---- */
-typedef struct { float *y, *mean, *rstd; } tf_ln_act; /* LN output and statistics */
+typedef struct { void *y; float *mean, *rstd; } tf_ln_act; /* LN output and statistics */
 
 typedef struct {            /* MSA row or column attention */
     tf_ln_act ln;           /* block norm (msa_norm_row / msa_norm_col) */
-    float *qkv;             /* fused [rows, 3C] or NULL */
-    float *q, *k, *v;       /* separate [rows, C] (or views into qkv) */
-    float *bias;            /* row only: [B, N, N, H] */
+    void *qkv;              /* fused [rows, 3C] or NULL */
+    void *q, *k, *v;        /* separate [rows, C] (or views into qkv) */
+    void *bias;             /* row only: [B, N, N, H] */
     tf_attn_core core;
 } tf_msa_attn_act;
 
 typedef struct {            /* MSA or pair transition */
     tf_ln_act ln;
-    float *h;               /* relu(x W1^T) [rows, 4C] */
+    void *h;                /* relu(x W1^T) [rows, 4C] */
 } tf_transition_act;
 
 typedef struct {
     tf_ln_act ln;           /* module layer_norm of m */
-    float *a;               /* [B, S, N, co] */
-    float *outer;           /* [B, N*co, N*co] before the permute (temporary, NULL after) */
-    float *outer_p;         /* [B, N, N, co*co] */
+    void *a;                /* [B, S, N, co] */
+    void *outer;            /* [B, N*co, N*co] before the permute (temporary, NULL after) */
+    void *outer_p;          /* [B, N, N, co*co] */
     /* weight-first composition (level 3, outer_product.c): */
-    float *a_t;             /* a permuted to [B, N, S, co] */
-    float *t;               /* T[b,s,p,j,c] = sum_q a[b,s,j,q] Wpair[c, p*co+q] */
+    void *a_t;              /* a permuted to [B, N, S, co] */
+    void *t;                /* T[b,s,p,j,c] = sum_q a[b,s,j,q] Wpair[c, p*co+q] */
     int chunked;            /* --chunk-size (outer_product_chunk.c): only ln and a kept */
 } tf_opm_act;
 
@@ -84,25 +88,25 @@ typedef struct {
     int chunked;            /* --chunk-size (triangle_mult_chunk.c): only lr_t and u_p kept */
     int fused, gate_kernel; /* the composition (chunked: proj and og_sig are not kept) */
     tf_ln_act bln, ln;      /* block norm, module norm */
-    float *proj, *gate;     /* fused: [rows, 2C] each (left|right); else NULL; merged:
+    void *proj, *gate;      /* fused: [rows, 2C] each (left|right); else NULL; merged:
                                proj [rows, 4C] (L R | gate L, gate R), gate = proj + 2C */
     int merged;             /* level 3: projections and gates from one GEMM */
-    float *lp, *rp, *lg, *rg; /* separate [rows, C] (views into proj/gate when fused) */
-    float *sig;             /* sigmoid of the gates (v1/v2): [rows, 2C] */
-    float *lr_t;            /* [2, B, C, N, N]: L_t [B,C,N,N] then R_t; cmajor: [2, C, B, N, N] */
-    float *l_t, *r_t;
+    void *lp, *rp, *lg, *rg; /* separate [rows, C] (views into proj/gate when fused) */
+    void *sig;              /* sigmoid of the gates (v1/v2): [rows, 2C] */
+    void *lr_t;             /* [2, B, C, N, N]: L_t [B,C,N,N] then R_t; cmajor: [2, C, B, N, N] */
+    void *l_t, *r_t;
     int cmajor;             /* level 3: channel-major product, no permute of u (triangle_mult.c) */
-    float *u_p;             /* [B, N, N, C] the triangle product, channels last; cmajor:
+    void *u_p;              /* [B, N, N, C] the triangle product, channels last; cmajor:
                                [C, B, N, N], i.e. u^T as a [C, rows] matrix */
-    float *out, *og, *og_sig; /* output projection, output gate logits, sigmoid (v1/v2) */
+    void *out, *og, *og_sig; /* output projection, output gate logits, sigmoid (v1/v2) */
 } tf_trimul_act;
 
 typedef struct {
     tf_ln_act bln, ln;
-    float *qkv, *q, *k, *v;
-    float *yt;              /* eager ending: the transposed normalised pair */
+    void *qkv, *q, *k, *v;
+    void *yt;               /* eager ending: the transposed normalised pair */
     tf_attn_core core;
-    float *o_t;             /* eager ending: core output transposed back [B,N,N,C] */
+    void *o_t;              /* eager ending: core output transposed back [B,N,N,C] */
 } tf_triattn_act;
 
 typedef struct {
@@ -127,6 +131,7 @@ typedef struct {
     const float *target;    /* [B,N,N] */
     float *loss;            /* backend scalar */
     float *pred;            /* [B,N,N] backend */
+    const float *loss_scale; /* backend scalar the loss's gradient is seeded with (NULL: 1) */
     /* activations of the current step */
     float *m0, *z0, *logits;
     tf_block_act *acts;
@@ -158,7 +163,7 @@ void tf_opm_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, const tf_
 void tf_opm_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o,
                         const tf_opm_act *a, float *z_out, const float *z_in);
 void tf_opm_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o,
-                        const tf_opm_act *a, float *da, const float *dz);
+                        const tf_opm_act *a, void *da, const float *dz);
 /* which: 0 outgoing, 1 incoming. With ex->chunk the rows' parts run chunk by
  * chunk (triangle_mult_chunk.c). */
 void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
@@ -167,7 +172,7 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
                    const tf_trimul_act *a, float *dz, const float *z_in);
 /* The batched N x N x N products of the triangle multiplication over (b, c),
  * each operand [B*C, N, N] contiguous (triangle_mult.c) */
-void tf_trimul_product(tf_exec *ex, int tA, int tB, const float *A, const float *Bm, float *Cm,
+void tf_trimul_product(tf_exec *ex, int tA, int tB, const void *A, const void *Bm, void *Cm,
                        int B, int C, int N, const char *name);
 void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                            tf_trimul_act *a, float *z_out, const float *z_in);
@@ -210,10 +215,11 @@ void tf_model_backward(tf_exec *ex, tf_model *M);
 /* Shared helpers (model.c) */
 static inline const float *tf_P(const tf_model *M, size_t off) { return M->params + off; }
 static inline float *tf_G(const tf_model *M, size_t off) { return M->grads + off; }
-void tf_ln_fwd(tf_exec *ex, const tf_model *M, tf_ln_off ln, tf_ln_act *a, const float *x,
-               long rows, int C);
-void tf_ln_bwd(tf_exec *ex, const tf_model *M, tf_ln_off ln, const tf_ln_act *a, float *dx,
-               const float *dy, const float *x, long rows, int C, int accumulate);
+/* x and dx of type xt (fp32: a residual stream) */
+void tf_ln_fwd(tf_exec *ex, const tf_model *M, tf_ln_off ln, tf_ln_act *a, const void *x,
+               tf_dtype xt, long rows, int C);
+void tf_ln_bwd(tf_exec *ex, const tf_model *M, tf_ln_off ln, const tf_ln_act *a, void *dx,
+               tf_dtype xt, const void *dy, const void *x, long rows, int C, int accumulate);
 /* A module's block norm then its own norm: b->y = LN(x; bn), a->y = LN(b->y; ln).
  * Level 3 (C <= TF_LN2_MAX_C): one layernorm2 op each way; b->y is then NULL
  * (not stored) and the four statistics rows are one allocation. */
@@ -222,18 +228,18 @@ void tf_ln2_fwd(tf_exec *ex, const tf_model *M, tf_ln_off bn, tf_ln_off ln, tf_l
 /* dx (+= when accumulate) from dy, the gradient of a->y; tmp: [rows, C] scratch
  * for the composed path (the gradient of b->y) */
 void tf_ln2_bwd(tf_exec *ex, const tf_model *M, tf_ln_off bn, tf_ln_off ln, const tf_ln_act *b,
-                const tf_ln_act *a, float *dx, float *tmp, const float *dy, const float *x,
+                const tf_ln_act *a, float *dx, void *tmp, const void *dy, const float *x,
                 long rows, int C, int accumulate);
 /* x_out = x_in + inp W^T. Levels 1-2: GEMM into a temporary, then an add (as
  * eager PyTorch); level 3: one GEMM with x_in as its residual input. x_out
  * NULL: nothing (a module's forward run again by --recompute modules, whose
  * output is not wanted). */
-void tf_residual_linear(tf_exec *ex, float *x_out, const float *x_in, const float *inp,
+void tf_residual_linear(tf_exec *ex, float *x_out, const float *x_in, const void *inp,
                         const float *W, long rows, int in, int out);
 /* Q/K/V projections (msa.c), shared with triangle attention. */
-void tf_qkv_fwd(tf_exec *ex, const tf_model *M, int fused, size_t wq, const float *x, long rows,
-                int C, float **qkv, float **q, float **k, float **v, long *ld);
-void tf_qkv_bwd(tf_exec *ex, const tf_model *M, int fused, size_t wq, const float *x, long rows,
-                int C, const float *dqkv, float *dx);
+void tf_qkv_fwd(tf_exec *ex, const tf_model *M, int fused, size_t wq, const void *x, long rows,
+                int C, void **qkv, void **q, void **k, void **v, long *ld);
+void tf_qkv_bwd(tf_exec *ex, const tf_model *M, int fused, size_t wq, const void *x, long rows,
+                int C, const void *dqkv, void *dx);
 
 #endif

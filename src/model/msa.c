@@ -8,20 +8,20 @@
 
 /* Q, K, V projections of x [rows, C]: one GEMM over the three contiguous weights
  * when fused (qkv_msa / qkv_triangle), else three. */
-void tf_qkv_fwd(tf_exec *ex, const tf_model *M, int fused, size_t wq, const float *x,
-                    long rows, int C, float **qkv, float **q, float **k, float **v, long *ld) {
+void tf_qkv_fwd(tf_exec *ex, const tf_model *M, int fused, size_t wq, const void *x,
+                    long rows, int C, void **qkv, void **q, void **k, void **v, long *ld) {
     if (fused) {
-        *qkv = tf_alloc_act(ex, (size_t)rows * 3 * C);
+        *qkv = tf_alloc_at(ex, (size_t)rows * 3 * C);
         tf_linear_fwd(ex, *qkv, x, tf_P(M, wq), rows, C, 3 * C, 0.0f, TF_EPI_NONE);
         *q = *qkv;
-        *k = *qkv + C;
-        *v = *qkv + 2 * C;
+        *k = tf_at(ex, *qkv, C);
+        *v = tf_at(ex, *qkv, 2 * C);
         *ld = 3L * C;
     } else {
         *qkv = NULL;
-        *q = tf_alloc_act(ex, (size_t)rows * C);
-        *k = tf_alloc_act(ex, (size_t)rows * C);
-        *v = tf_alloc_act(ex, (size_t)rows * C);
+        *q = tf_alloc_at(ex, (size_t)rows * C);
+        *k = tf_alloc_at(ex, (size_t)rows * C);
+        *v = tf_alloc_at(ex, (size_t)rows * C);
         tf_linear_fwd(ex, *q, x, tf_P(M, wq), rows, C, C, 0.0f, TF_EPI_NONE);
         tf_linear_fwd(ex, *k, x, tf_P(M, wq + (size_t)C * C), rows, C, C, 0.0f, TF_EPI_NONE);
         tf_linear_fwd(ex, *v, x, tf_P(M, wq + 2 * (size_t)C * C), rows, C, C, 0.0f, TF_EPI_NONE);
@@ -30,17 +30,53 @@ void tf_qkv_fwd(tf_exec *ex, const tf_model *M, int fused, size_t wq, const floa
 }
 
 /* Backward of the projections: dx (assigned) from dq/dk/dv laid out like the forward. */
-void tf_qkv_bwd(tf_exec *ex, const tf_model *M, int fused, size_t wq, const float *x,
-                    long rows, int C, const float *dqkv, float *dx) {
+void tf_qkv_bwd(tf_exec *ex, const tf_model *M, int fused, size_t wq, const void *x,
+                    long rows, int C, const void *dqkv, void *dx) {
     if (fused) {
         tf_linear_bwd(ex, dx, tf_G(M, wq), dqkv, x, tf_P(M, wq), rows, C, 3 * C, 0);
     } else {
         for (int i = 0; i < 3; i++) {
             size_t w = wq + (size_t)i * C * C;
-            tf_linear_bwd(ex, dx, tf_G(M, w), dqkv + (size_t)i * rows * C, x, tf_P(M, w), rows,
-                          C, C, i > 0);
+            tf_linear_bwd(ex, dx, tf_G(M, w), tf_at(ex, dqkv, (long)i * rows * C), x,
+                          tf_P(M, w), rows, C, C, i > 0);
         }
     }
+}
+
+/* The pair bias of the row attention, [rows, H] = z Wpb^T from the fp32 pair
+ * stream, in fp32 (a narrow GEMM that reads z once), stored in the
+ * activations' type. */
+static void *pair_bias_fwd(tf_exec *ex, const tf_model *M, size_t wpb, const float *z, long rows,
+                           int C, int H) {
+    void *bias = tf_alloc_at(ex, (size_t)rows * H);
+    if (ex->at == TF_F32) {
+        tf_linear_fwd(ex, bias, z, tf_P(M, wpb), rows, C, H, 0.0f, TF_EPI_NONE);
+        return bias;
+    }
+    size_t mark = tf_arena_mark(ex->arena);
+    float *b32 = tf_alloc_act(ex, (size_t)rows * H);
+    tf_dtype at = tf_exec_fp32_begin(ex);
+    tf_linear_fwd(ex, b32, z, tf_P(M, wpb), rows, C, H, 0.0f, TF_EPI_NONE);
+    tf_exec_fp32_end(ex, at);
+    tf_x_convert(ex, bias, at, b32, TF_F32, rows * H);
+    tf_arena_release(ex->arena, mark);
+    return bias;
+}
+
+/* dz += dbias Wpb; dWpb += dbias^T z (in fp32, as the forward) */
+static void pair_bias_bwd(tf_exec *ex, const tf_model *M, size_t wpb, float *dz, const void *dbias,
+                          const float *z, long rows, int C, int H) {
+    if (ex->at == TF_F32) {
+        tf_linear_bwd(ex, dz, tf_G(M, wpb), dbias, z, tf_P(M, wpb), rows, C, H, 1);
+        return;
+    }
+    size_t mark = tf_arena_mark(ex->arena);
+    float *db32 = tf_alloc_act(ex, (size_t)rows * H);
+    tf_x_convert(ex, db32, TF_F32, dbias, ex->at, rows * H);
+    tf_dtype at = tf_exec_fp32_begin(ex);
+    tf_linear_bwd(ex, dz, tf_G(M, wpb), db32, z, tf_P(M, wpb), rows, C, H, 1);
+    tf_exec_fp32_end(ex, at);
+    tf_arena_release(ex->arena, mark);
 }
 
 static void msa_attn_fwd(tf_exec *ex, const tf_model *M, int colwise, size_t wq, size_t wo,
@@ -49,7 +85,7 @@ static void msa_attn_fwd(tf_exec *ex, const tf_model *M, int colwise, size_t wq,
     const tf_config *c = M->c;
     const int B = c->batch, S = c->n_seqs, N = c->seq_len, C = c->msa_dim, H = c->n_heads_msa;
     const long rows = (long)B * S * N;
-    tf_ln_fwd(ex, M, norm, &a->ln, m_in, rows, C);
+    tf_ln_fwd(ex, M, norm, &a->ln, m_in, TF_F32, rows, C);
     tf_rpush(ex, "msa_qkv");
     long ld;
     tf_qkv_fwd(ex, M, ex->fu.qkv_msa, wq, a->ln.y, rows, C, &a->qkv, &a->q, &a->k, &a->v, &ld);
@@ -57,9 +93,7 @@ static void msa_attn_fwd(tf_exec *ex, const tf_model *M, int colwise, size_t wq,
     a->bias = NULL;
     if (z) {
         tf_rpush(ex, "pair_bias");
-        a->bias = tf_alloc_act(ex, (size_t)B * N * N * H);
-        tf_linear_fwd(ex, a->bias, z, tf_P(M, wpb), (long)B * N * N, c->pair_dim, H, 0.0f,
-                      TF_EPI_NONE);
+        a->bias = pair_bias_fwd(ex, M, wpb, z, (long)B * N * N, c->pair_dim, H);
         tf_rpop(ex);
     }
     tf_rpush(ex, "attention");
@@ -80,28 +114,28 @@ static void msa_attn_bwd(tf_exec *ex, const tf_model *M, size_t wq, size_t wo, t
     const long rows = (long)B * S * N;
     size_t mark = tf_arena_mark(ex->arena);
     tf_rpush(ex, "output_proj");
-    float *dO = tf_alloc_act(ex, (size_t)rows * C);
-    tf_linear_bwd(ex, dO, tf_G(M, wo), dm, a->core.o, tf_P(M, wo), rows, C, C, 0);
+    const void *dy = tf_x_stream_grad(ex, dm, rows * C);
+    void *dO = tf_alloc_at(ex, (size_t)rows * C);
+    tf_linear_bwd(ex, dO, tf_G(M, wo), dy, a->core.o, tf_P(M, wo), rows, C, C, 0);
     tf_rpop(ex);
     tf_rpush(ex, "attention");
-    float *dqkv = tf_alloc_act(ex, (size_t)rows * 3 * C);
+    void *dqkv = tf_alloc_at(ex, (size_t)rows * 3 * C);
     long ld = a->core.ld;
-    float *dq = dqkv, *dk = ld == C ? dqkv + rows * C : dqkv + C;
-    float *dv = ld == C ? dqkv + 2 * rows * C : dqkv + 2 * C;
-    float *dbias = z ? tf_alloc_act(ex, (size_t)B * N * N * H) : NULL;
+    void *dq = dqkv, *dk = tf_at(ex, dqkv, ld == C ? rows * C : C);
+    void *dv = tf_at(ex, dqkv, ld == C ? 2 * rows * C : 2 * C);
+    void *dbias = z ? tf_alloc_at(ex, (size_t)B * N * N * H) : NULL;
     tf_attn_core_bwd(ex, &a->core, dq, dk, dv, dbias, dO);
     tf_rpop(ex);
     if (z) {
         tf_rpush(ex, "pair_bias");
-        tf_linear_bwd(ex, dz, tf_G(M, wpb), dbias, z, tf_P(M, wpb), (long)B * N * N,
-                      c->pair_dim, H, 1);
+        pair_bias_bwd(ex, M, wpb, dz, dbias, z, (long)B * N * N, c->pair_dim, H);
         tf_rpop(ex);
     }
     tf_rpush(ex, "msa_qkv");
-    float *dx = tf_alloc_act(ex, (size_t)rows * C);
+    void *dx = tf_alloc_at(ex, (size_t)rows * C);
     tf_qkv_bwd(ex, M, a->qkv != NULL, wq, a->ln.y, rows, C, dqkv, dx);
     tf_rpop(ex);
-    tf_ln_bwd(ex, M, norm, &a->ln, dm, dx, m_in, rows, C, 1);
+    tf_ln_bwd(ex, M, norm, &a->ln, dm, TF_F32, dx, m_in, rows, C, 1);
     tf_arena_release(ex->arena, mark);
 }
 

@@ -27,16 +27,17 @@
 static const int opm_perm[4] = {0, 2, 1, 3}; /* [ni,co,N,co] <-> [ni,N,co,co], self-inverse */
 
 /* outer_p [ni, N, co, co] of chunk k: the GEMM into a temporary, then the permute */
-static void chunk_product(tf_exec *ex, const tf_config *c, const float *a, tf_chunk k,
-                          float *outer_p) {
+static void chunk_product(tf_exec *ex, const tf_config *c, const void *a, tf_chunk k,
+                          void *outer_p) {
     const int S = c->n_seqs, N = c->seq_len, co = c->outer_dim;
     const long NC = (long)N * co;
-    const float *ab = a + (long)k.b * S * NC; /* sample b: [S, N*co] */
+    const void *ab = tf_at(ex, a, (long)k.b * S * NC); /* sample b: [S, N*co] */
     const size_t mark = tf_arena_mark(ex->arena);
-    float *outer = tf_alloc_act(ex, (size_t)k.ni * co * NC);
+    void *outer = tf_alloc_at(ex, (size_t)k.ni * co * NC);
     /* [ni*co, N*co] = (1/S) ab[:, i0*co ..]^T ab */
-    tf_gemm_args g = tf_gemm_make(1, 0, k.ni * co, (int)NC, S, 1.0f / (float)S, 0.0f,
-                                  ab + (long)k.i0 * co, NC, 0, ab, NC, 0, outer, NC, 0, 1);
+    tf_gemm_args g = tf_gemm_make(ex, 1, 0, k.ni * co, (int)NC, S, 1.0f / (float)S, 0.0f,
+                                  tf_at(ex, ab, (long)k.i0 * co), NC, 0, ab, NC, 0, outer, NC, 0,
+                                  1);
     tf_gemm(ex, &g, "opm_outer");
     int dims[4] = {k.ni, co, N, co};
     tf_x_permute(ex, outer_p, outer, 4, dims, opm_perm, 0);
@@ -53,7 +54,7 @@ void tf_opm_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o,
         const tf_chunk k = tf_chunk_at(ex, c, q);
         const long off = ((long)k.b * N + k.i0) * N * cz, rows = (long)k.ni * N;
         const size_t mark = tf_arena_mark(ex->arena);
-        float *outer_p = tf_alloc_act(ex, (size_t)rows * co * co);
+        void *outer_p = tf_alloc_at(ex, (size_t)rows * co * co);
         tf_rpush(ex, "outer_product");
         chunk_product(ex, c, a->a, k, outer_p);
         tf_rpop(ex);
@@ -66,41 +67,43 @@ void tf_opm_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o,
 }
 
 void tf_opm_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o,
-                        const tf_opm_act *a, float *da, const float *dz) {
+                        const tf_opm_act *a, void *da, const float *dz) {
     const tf_config *c = M->c;
     const int S = c->n_seqs, N = c->seq_len, co = c->outer_dim, cz = c->pair_dim;
     const long NC = (long)N * co;
-    tf_x_zero(ex, da, (size_t)c->batch * S * NC);
+    tf_x_zero_at(ex, da, (size_t)c->batch * S * NC);
     const int nk = tf_chunk_count(ex, c);
     for (int q = 0; q < nk; q++) {
         const tf_chunk k = tf_chunk_at(ex, c, q);
         const long rows = (long)k.ni * N, off = ((long)k.b * N + k.i0) * N * cz;
         const size_t mark = tf_arena_mark(ex->arena);
-        float *outer_p = tf_alloc_act(ex, (size_t)rows * co * co);
-        float *douter = tf_alloc_act(ex, (size_t)rows * co * co);
+        void *outer_p = tf_alloc_at(ex, (size_t)rows * co * co);
+        void *douter = tf_alloc_at(ex, (size_t)rows * co * co);
         tf_rpush(ex, "outer_product");
         chunk_product(ex, c, a->a, k, outer_p);
         tf_rpop(ex);
         tf_rpush(ex, "output_proj");
         const size_t mark_dop = tf_arena_mark(ex->arena);
-        float *dop = tf_alloc_act(ex, (size_t)rows * co * co);
-        tf_linear_bwd(ex, dop, tf_G(M, o->opm_pair), dz + off, outer_p, tf_P(M, o->opm_pair),
+        const void *dzq = tf_x_stream_grad(ex, dz + off, rows * cz);
+        void *dop = tf_alloc_at(ex, (size_t)rows * co * co);
+        tf_linear_bwd(ex, dop, tf_G(M, o->opm_pair), dzq, outer_p, tf_P(M, o->opm_pair),
                       rows, co * co, cz, 0);
         int dims[4] = {k.ni, N, co, co};
         tf_x_permute(ex, douter, dop, 4, dims, opm_perm, 0);
         tf_arena_release(ex->arena, mark_dop);
         tf_rpop(ex);
         tf_rpush(ex, "outer_product");
-        const float *ab = a->a + (long)k.b * S * NC;
-        float *dab = da + (long)k.b * S * NC;
+        const void *ab = tf_at(ex, a->a, (long)k.b * S * NC);
+        void *dab = tf_at(ex, da, (long)k.b * S * NC);
         const float inv = 1.0f / (float)S;
         /* da_b[S, N*co] += (1/S) ab[:, chunk] [S, ni*co] . douter [ni*co, N*co] */
-        tf_gemm_args g = tf_gemm_make(0, 0, S, (int)NC, k.ni * co, inv, 1.0f,
-                                      ab + (long)k.i0 * co, NC, 0, douter, NC, 0, dab, NC, 0, 1);
+        tf_gemm_args g = tf_gemm_make(ex, 0, 0, S, (int)NC, k.ni * co, inv, 1.0f,
+                                      tf_at(ex, ab, (long)k.i0 * co), NC, 0, douter, NC, 0, dab,
+                                      NC, 0, 1);
         tf_gemm(ex, &g, "opm_douter");
         /* da_b[:, chunk] [S, ni*co] += (1/S) ab [S, N*co] . douter^T */
-        g = tf_gemm_make(0, 1, S, k.ni * co, (int)NC, inv, 1.0f, ab, NC, 0, douter, NC, 0,
-                         dab + (long)k.i0 * co, NC, 0, 1);
+        g = tf_gemm_make(ex, 0, 1, S, k.ni * co, (int)NC, inv, 1.0f, ab, NC, 0, douter, NC, 0,
+                         tf_at(ex, dab, (long)k.i0 * co), NC, 0, 1);
         tf_gemm(ex, &g, "opm_douter_t");
         tf_rpop(ex);
         tf_arena_release(ex->arena, mark);

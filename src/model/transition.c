@@ -6,8 +6,8 @@
 
 void tf_transition_fwd(tf_exec *ex, const tf_model *M, size_t w1, size_t w2, tf_ln_off ln,
                        tf_transition_act *a, float *x_out, const float *x_in, long rows, int C) {
-    tf_ln_fwd(ex, M, ln, &a->ln, x_in, rows, C);
-    a->h = tf_alloc_act(ex, (size_t)rows * 4 * C);
+    tf_ln_fwd(ex, M, ln, &a->ln, x_in, TF_F32, rows, C);
+    a->h = tf_alloc_at(ex, (size_t)rows * 4 * C);
     tf_rpush(ex, "linear1");
     if (ex->level >= 3) {
         tf_linear_fwd(ex, a->h, a->ln.y, tf_P(M, w1), rows, C, 4 * C, 0.0f, TF_EPI_RELU);
@@ -25,18 +25,19 @@ void tf_transition_bwd(tf_exec *ex, const tf_model *M, size_t w1, size_t w2, tf_
                        const tf_transition_act *a, float *dx, const float *x_in, long rows,
                        int C) {
     size_t mark = tf_arena_mark(ex->arena);
-    float *dh = tf_alloc_act(ex, (size_t)rows * 4 * C);
+    const void *dy = tf_x_stream_grad(ex, dx, rows * C);
+    void *dh = tf_alloc_at(ex, (size_t)rows * 4 * C);
     tf_rpush(ex, "linear2");
     /* level 3: the ReLU's gradient as the GEMM's epilogue (h > 0 where it passed) */
     const int fused_mask = ex->level >= 3;
-    tf_linear_bwd_epi(ex, dh, tf_G(M, w2), dx, a->h, tf_P(M, w2), rows, 4 * C, C, 0,
+    tf_linear_bwd_epi(ex, dh, tf_G(M, w2), dy, a->h, tf_P(M, w2), rows, 4 * C, C, 0,
                       fused_mask ? TF_EPI_DRELU : TF_EPI_NONE, a->h);
     tf_rpop(ex);
     tf_rpush(ex, "linear1");
     if (!fused_mask) tf_x_act_bwd(ex, TF_ACT_RELU, dh, dh, a->h, rows * 4 * C);
-    float *dxn = tf_alloc_act(ex, (size_t)rows * C);
+    void *dxn = tf_alloc_at(ex, (size_t)rows * C);
     tf_linear_bwd(ex, dxn, tf_G(M, w1), dh, a->ln.y, tf_P(M, w1), rows, C, 4 * C, 0);
     tf_rpop(ex);
-    tf_ln_bwd(ex, M, ln, &a->ln, dx, dxn, x_in, rows, C, 1);
+    tf_ln_bwd(ex, M, ln, &a->ln, dx, TF_F32, dxn, x_in, rows, C, 1);
     tf_arena_release(ex->arena, mark);
 }

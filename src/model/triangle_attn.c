@@ -26,10 +26,10 @@ void tf_triattn_fwd_shape(tf_exec *ex, const tf_model *M, const tf_block_off *o,
     tf_rpush(ex, which ? "triangle_attn_ending" : "triangle_attn_starting");
     tf_ln2_fwd(ex, M, which ? o->pn_attn_end : o->pn_attn_start, o->ta[which].ln, &a->bln,
                &a->ln, z_in, rows, C);
-    const float *x = a->ln.y;
+    const void *x = a->ln.y;
     a->yt = NULL;
     if (transpose) {
-        a->yt = tf_alloc_act(ex, (size_t)rows * C);
+        a->yt = tf_alloc_at(ex, (size_t)rows * C);
         int dims[4] = {B, X, Y, C};
         tf_x_permute(ex, a->yt, a->ln.y, 4, dims, swap_ij, 0);
         x = a->yt;
@@ -46,10 +46,10 @@ void tf_triattn_fwd_shape(tf_exec *ex, const tf_model *M, const tf_block_off *o,
                              .colwise = which == 1 && !transpose && !s.transposed, .ld = ld,
                              .q = a->q, .k = a->k, .v = a->v, .bias = NULL};
     tf_attn_core_fwd(ex, &a->core);
-    const float *out_in = a->core.o;
+    const void *out_in = a->core.o;
     a->o_t = NULL;
     if (transpose) {
-        a->o_t = tf_alloc_act(ex, (size_t)rows * C);
+        a->o_t = tf_alloc_at(ex, (size_t)rows * C);
         int dims[4] = {B, Y, X, C};
         tf_x_permute(ex, a->o_t, a->core.o, 4, dims, swap_ij, 0);
         out_in = a->o_t;
@@ -79,29 +79,30 @@ void tf_triattn_bwd_shape(tf_exec *ex, const tf_model *M, const tf_block_off *o,
     size_t mark = tf_arena_mark(ex->arena);
     tf_rpush(ex, which ? "triangle_attn_ending" : "triangle_attn_starting");
     tf_rpush(ex, "output_proj");
-    float *dO = tf_alloc_act(ex, (size_t)rows * C);
-    const float *o_final = transpose ? a->o_t : a->core.o;
-    tf_linear_bwd(ex, dO, tf_G(M, o->ta[which].o), dz, o_final, tf_P(M, o->ta[which].o), rows, C,
+    const void *dzh = tf_x_stream_grad(ex, dz, rows * C);
+    void *dO = tf_alloc_at(ex, (size_t)rows * C);
+    const void *o_final = transpose ? a->o_t : a->core.o;
+    tf_linear_bwd(ex, dO, tf_G(M, o->ta[which].o), dzh, o_final, tf_P(M, o->ta[which].o), rows, C,
                   C, 0);
     tf_rpop(ex);
     tf_rpush(ex, "attention");
-    float *dcore = dO;
+    void *dcore = dO;
     if (transpose) {
-        dcore = tf_alloc_act(ex, (size_t)rows * C);
+        dcore = tf_alloc_at(ex, (size_t)rows * C);
         tf_x_permute(ex, dcore, dO, 4, dims, swap_ij, 0);
     }
-    float *dqkv = tf_alloc_act(ex, (size_t)rows * 3 * C);
+    void *dqkv = tf_alloc_at(ex, (size_t)rows * 3 * C);
     long ld = a->core.ld;
-    float *dq = dqkv, *dk = ld == C ? dqkv + rows * C : dqkv + C;
-    float *dv = ld == C ? dqkv + 2 * rows * C : dqkv + 2 * C;
+    void *dq = dqkv, *dk = tf_at(ex, dqkv, ld == C ? rows * C : C);
+    void *dv = tf_at(ex, dqkv, ld == C ? 2 * rows * C : 2 * C);
     tf_attn_core_bwd(ex, &a->core, dq, dk, dv, NULL, dcore);
     tf_rpop(ex);
     tf_rpush(ex, "qkv");
-    float *dx = tf_alloc_act(ex, (size_t)rows * C);
+    void *dx = tf_alloc_at(ex, (size_t)rows * C);
     tf_qkv_bwd(ex, M, a->qkv != NULL, o->ta[which].q, transpose ? a->yt : a->ln.y, rows, C, dqkv,
                dx);
     tf_rpop(ex);
-    float *dy = dx;
+    void *dy = dx;
     if (transpose) {
         dy = dO; /* free again */
         tf_x_permute(ex, dy, dx, 4, dims_t, swap_ij, 0);

@@ -33,7 +33,7 @@ static const int lr_to_chan_last[5] = {1, 3, 4, 0, 2};
 static const int to_cmajor[4] = {3, 0, 1, 2};
 
 /* The batched N x N x N products over (b, c): one call */
-void tf_trimul_product(tf_exec *ex, int tA, int tB, const float *A, const float *Bm, float *Cm,
+void tf_trimul_product(tf_exec *ex, int tA, int tB, const void *A, const void *Bm, void *Cm,
                        int B, int C, int N, const char *name) {
     tf_gemm_args g = {0};
     g.transA = tA;
@@ -44,6 +44,7 @@ void tf_trimul_product(tf_exec *ex, int tA, int tB, const float *A, const float 
     g.strideA = g.strideB = g.strideC = (long)N * N;
     g.batch = B * C;
     g.A = A, g.B = Bm, g.C = Cm;
+    g.ab_type = g.c_type = ex->at;
     tf_gemm(ex, &g, name);
 }
 
@@ -70,23 +71,23 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
                 o->tm[which].rp == lp + (size_t)C * C && lg == lp + (size_t)2 * C * C &&
                 o->tm[which].rg == lp + (size_t)3 * C * C;
     if (a->merged) {
-        a->proj = tf_alloc_act(ex, (size_t)4 * nc);
-        a->gate = a->proj + 2 * C; /* row r's gates at proj + r * 4C + 2C */
+        a->proj = tf_alloc_at(ex, (size_t)4 * nc);
+        a->gate = tf_at(ex, a->proj, 2 * C); /* row r's gates at proj + r * 4C + 2C */
         tf_linear_fwd(ex, a->proj, a->ln.y, tf_P(M, lp), rows, C, 4 * C, 0.0f, TF_EPI_NONE);
         a->lp = a->rp = a->lg = a->rg = NULL;
     } else if (fused) {
-        a->proj = tf_alloc_act(ex, (size_t)2 * nc);
-        a->gate = tf_alloc_act(ex, (size_t)2 * nc);
+        a->proj = tf_alloc_at(ex, (size_t)2 * nc);
+        a->gate = tf_alloc_at(ex, (size_t)2 * nc);
         tf_linear_fwd(ex, a->proj, a->ln.y, tf_P(M, lp), rows, C, 2 * C, 0.0f, TF_EPI_NONE);
         tf_linear_fwd(ex, a->gate, a->ln.y, tf_P(M, lg), rows, C, 2 * C, 0.0f, TF_EPI_NONE);
         a->lp = a->rp = a->lg = a->rg = NULL;
     } else {
         a->proj = a->gate = NULL;
-        float *buf = tf_alloc_act(ex, (size_t)4 * nc);
+        void *buf = tf_alloc_at(ex, (size_t)4 * nc);
         a->lp = buf;
-        a->rp = buf + nc;
-        a->lg = buf + 2 * nc;
-        a->rg = buf + 3 * nc;
+        a->rp = tf_at(ex, buf, nc);
+        a->lg = tf_at(ex, buf, 2 * nc);
+        a->rg = tf_at(ex, buf, 3 * nc);
         tf_linear_fwd(ex, a->lp, a->ln.y, tf_P(M, lp), rows, C, C, 0.0f, TF_EPI_NONE);
         tf_linear_fwd(ex, a->rp, a->ln.y, tf_P(M, o->tm[which].rp), rows, C, C, 0.0f, TF_EPI_NONE);
         tf_linear_fwd(ex, a->lg, a->ln.y, tf_P(M, lg), rows, C, C, 0.0f, TF_EPI_NONE);
@@ -96,18 +97,18 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
 
     tf_rpush(ex, "gating");
     /* gated L|R, then channel-first (or -major) copies kept for backward */
-    a->lr_t = tf_alloc_act(ex, (size_t)2 * nc);
+    a->lr_t = tf_alloc_at(ex, (size_t)2 * nc);
     a->l_t = a->lr_t;
-    a->r_t = a->lr_t + nc;
+    a->r_t = tf_at(ex, a->lr_t, nc);
     a->cmajor = ex->level >= 3;
     a->sig = NULL;
     if (gate_kernel && fused) { /* gating and transpose to [2, C, rows] in one pass (ops.h
                                    gate_cmajor_fwd; level 3: channel-major) */
-        tf_x_gate_cmajor_fwd(ex, a->lr_t, a->proj, a->merged ? a->proj + 2 * C : a->gate,
+        tf_x_gate_cmajor_fwd(ex, a->lr_t, a->proj, a->merged ? tf_at(ex, a->proj, 2 * C) : a->gate,
                              a->merged ? 4 * C : 2 * C, rows, rows, C);
     } else {
         mark = tf_arena_mark(ex->arena);
-        float *g_lr = tf_alloc_act(ex, (size_t)2 * nc);
+        void *g_lr = tf_alloc_at(ex, (size_t)2 * nc);
         if (fused) {
             a->sig = a->gate; /* sigmoid in place: the logits are not needed again */
             tf_x_act_fwd(ex, TF_ACT_SIGMOID, a->sig, a->gate, 2 * nc);
@@ -116,29 +117,29 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
             tf_x_permute(ex, a->lr_t, g_lr, 5, dims, lr_to_chan_first, 0);
         } else {
             for (int s = 0; s < 2; s++) {
-                float *p = s ? a->rp : a->lp, *gt = s ? a->rg : a->lg;
+                void *p = s ? a->rp : a->lp, *gt = s ? a->rg : a->lg;
                 if (gate_kernel) {
-                    tf_x_gate_fwd(ex, g_lr + s * nc, p, gt, nc);
+                    tf_x_gate_fwd(ex, tf_at(ex, g_lr, s * nc), p, gt, nc);
                 } else {
                     tf_x_act_fwd(ex, TF_ACT_SIGMOID, gt, gt, nc);
-                    tf_x_mul(ex, g_lr + s * nc, p, gt, nc);
+                    tf_x_mul(ex, tf_at(ex, g_lr, s * nc), p, gt, nc);
                 }
             }
             if (!gate_kernel) a->sig = a->lg; /* lg, rg now hold the sigmoids */
             int dims[4] = {B, N, N, C};
             const int *perm = a->cmajor ? to_cmajor : to_chan_first;
             tf_x_permute(ex, a->l_t, g_lr, 4, dims, perm, 0);
-            tf_x_permute(ex, a->r_t, g_lr + nc, 4, dims, perm, 0);
+            tf_x_permute(ex, a->r_t, tf_at(ex, g_lr, nc), 4, dims, perm, 0);
         }
         tf_arena_release(ex->arena, mark);
     }
     tf_rpop(ex);
 
     tf_rpush(ex, "triangle_product");
-    a->u_p = tf_alloc_act(ex, (size_t)nc);
+    a->u_p = tf_alloc_at(ex, (size_t)nc);
     mark = tf_arena_mark(ex->arena);
     /* the product's batch is (b, c) or, channel-major, (c, b): one stride either way */
-    float *u = a->cmajor ? a->u_p : tf_alloc_act(ex, (size_t)nc);
+    void *u = a->cmajor ? a->u_p : tf_alloc_at(ex, (size_t)nc);
     if (which == 0)
         tf_trimul_product(ex, 0, 1, a->l_t, a->r_t, u, B, C, N, "trimul_out");
     else
@@ -151,11 +152,12 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     tf_rpop(ex);
 
     tf_rpush(ex, "output_proj");
-    a->out = tf_alloc_act(ex, (size_t)nc);
-    a->og = tf_alloc_act(ex, (size_t)nc);
+    a->out = tf_alloc_at(ex, (size_t)nc);
+    a->og = tf_alloc_at(ex, (size_t)nc);
     if (a->cmajor) { /* out [rows, C] = (u^T) Wo^T, u stored [C, rows] */
-        tf_gemm_args g = tf_gemm_make(1, 1, (int)rows, C, C, 1.0f, 0.0f, a->u_p, rows, 0,
-                                      tf_P(M, o->tm[which].op), C, 0, a->out, C, 0, 1);
+        tf_gemm_args g = tf_gemm_make(ex, 1, 1, (int)rows, C, C, 1.0f, 0.0f, a->u_p, rows, 0,
+                                      tf_x_w(ex, tf_P(M, o->tm[which].op)), C, 0, a->out, C, 0,
+                                      1);
         tf_gemm(ex, &g, "linear_fwd");
     } else {
         tf_linear_fwd(ex, a->out, a->u_p, tf_P(M, o->tm[which].op), rows, C, C, 0.0f,
@@ -170,9 +172,14 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
         tf_x_act_fwd(ex, TF_ACT_SIGMOID, a->og_sig, a->og, nc);
         if (z_out) { /* NULL: the forward run again, its output not wanted */
             mark = tf_arena_mark(ex->arena);
-            float *res = tf_alloc_act(ex, (size_t)nc);
+            void *res = tf_alloc_at(ex, (size_t)nc);
             tf_x_mul(ex, res, a->out, a->og_sig, nc);
-            tf_x_add(ex, z_out, z_in, res, nc);
+            float *res32 = res;
+            if (ex->at != TF_F32) { /* the residual add in the stream's type */
+                res32 = tf_alloc_act(ex, (size_t)nc);
+                tf_x_convert(ex, res32, TF_F32, res, ex->at, nc);
+            }
+            tf_x_add(ex, z_out, z_in, res32, nc);
             tf_arena_release(ex->arena, mark);
         }
     }
@@ -184,8 +191,8 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
  * reads), or with the lane (exec.h wgrad_async) in fresh memory: a weight
  * gradient there reads `consumed`, and writing it would make the main queue
  * wait for that (lane.h) */
-static float *reuse_unless_lane(tf_exec *ex, float *consumed, size_t n) {
-    return ex->wgrad_async ? tf_alloc_act(ex, n) : consumed;
+static void *reuse_unless_lane(tf_exec *ex, void *consumed, size_t n) {
+    return ex->wgrad_async ? tf_alloc_at(ex, n) : consumed;
 }
 
 void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
@@ -204,33 +211,35 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     tf_rpush(ex, which ? "triangle_mult_incoming" : "triangle_mult_outgoing");
 
     tf_rpush(ex, "output_proj");
-    float *dout = tf_alloc_act(ex, (size_t)nc), *dog = tf_alloc_act(ex, (size_t)nc);
+    const void *dzh = tf_x_stream_grad(ex, dz, nc);
+    void *dout = tf_alloc_at(ex, (size_t)nc), *dog = tf_alloc_at(ex, (size_t)nc);
     if (gate_kernel) {
-        tf_x_gate_bwd(ex, dout, dog, dz, a->out, a->og, nc);
+        tf_x_gate_bwd(ex, dout, dog, dzh, a->out, a->og, nc);
     } else {
-        tf_x_mul(ex, dout, dz, a->og_sig, nc);
-        tf_x_mul(ex, dog, dz, a->out, nc);
+        tf_x_mul(ex, dout, dzh, a->og_sig, nc);
+        tf_x_mul(ex, dog, dzh, a->out, nc);
         tf_x_act_bwd(ex, TF_ACT_SIGMOID, dog, dog, a->og_sig, nc);
     }
-    float *dy = tf_alloc_act(ex, (size_t)nc);
+    void *dy = tf_alloc_at(ex, (size_t)nc);
     tf_linear_bwd(ex, dy, tf_G(M, o->tm[which].og), dog, a->ln.y, tf_P(M, o->tm[which].og), rows,
                   C, C, 0);
-    float *du;
+    void *du;
     if (a->cmajor) {
         /* dWo += dout^T (u^T)^T = dout^T u-as-stored^T; du [C, rows] = Wo^T dout^T,
          * into dog's memory where it may (reuse_unless_lane) */
-        tf_gemm_args g = tf_gemm_make(1, 1, C, C, (int)rows, 1.0f, 1.0f, dout, C, 0, a->u_p, rows,
-                                      0, tf_G(M, o->tm[which].op), C, 0, 1);
+        tf_gemm_args g = tf_gemm_make(ex, 1, 1, C, C, (int)rows, 1.0f, 1.0f, dout, C, 0, a->u_p,
+                                      rows, 0, tf_G(M, o->tm[which].op), C, 0, 1);
+        g.c_type = TF_F32; /* the parameter gradient */
         g.wgrad = ex->wgrad_async;
         tf_gemm(ex, &g, "linear_bwd_weight");
         du = reuse_unless_lane(ex, dog, (size_t)nc); /* Wog's gradient reads dog */
-        g = tf_gemm_make(1, 1, C, (int)rows, C, 1.0f, 0.0f, tf_P(M, o->tm[which].op), C, 0, dout,
-                         C, 0, du, rows, 0, 1);
+        g = tf_gemm_make(ex, 1, 1, C, (int)rows, C, 1.0f, 0.0f, tf_x_w(ex, tf_P(M, o->tm[which].op)),
+                         C, 0, dout, C, 0, du, rows, 0, 1);
         tf_gemm(ex, &g, "linear_bwd_data");
         tf_rpop(ex);
         tf_rpush(ex, "triangle_product");
     } else {
-        float *du_p = reuse_unless_lane(ex, dog, (size_t)nc); /* Wog's gradient reads dog */
+        void *du_p = reuse_unless_lane(ex, dog, (size_t)nc); /* Wog's gradient reads dog */
         tf_linear_bwd(ex, du_p, tf_G(M, o->tm[which].op), dout, a->u_p, tf_P(M, o->tm[which].op),
                       rows, C, C, 0);
         tf_rpop(ex);
@@ -239,8 +248,8 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
         int dims[4] = {B, N, N, C};
         tf_x_permute(ex, du, du_p, 4, dims, to_chan_first, 0);
     }
-    float *dlr_t = tf_alloc_act(ex, (size_t)2 * nc);
-    float *dl_t = dlr_t, *dr_t = dlr_t + nc; /* [2, B, C, N, N] (or [2, C, B, N, N]) as L|R */
+    void *dlr_t = tf_alloc_at(ex, (size_t)2 * nc);
+    void *dl_t = dlr_t, *dr_t = tf_at(ex, dlr_t, nc); /* [2, B, C, N, N] (or [2, C, B, N, N]) as L|R */
     if (which == 0) { /* u = L R^T: dL = dU R, dR = dU^T L */
         tf_trimul_product(ex, 0, 0, du, a->r_t, dl_t, B, C, N, "trimul_out_dl");
         tf_trimul_product(ex, 1, 0, du, a->l_t, dr_t, B, C, N, "trimul_out_dr");
@@ -252,15 +261,15 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
 
     tf_rpush(ex, "gating");
     /* d(projection) and d(gate logits); merged: one [rows, 4C] gradient */
-    float *dproj, *dgate;
+    void *dproj, *dgate;
     if (gate_kernel && fused) { /* from the channel-first gradient in one pass */
-        dproj = tf_alloc_act(ex, (size_t)4 * nc);
-        dgate = a->merged ? dproj + 2 * C : dproj + 2 * nc;
+        dproj = tf_alloc_at(ex, (size_t)4 * nc);
+        dgate = tf_at(ex, dproj, a->merged ? 2 * C : 2 * nc);
         tf_x_gate_cmajor_bwd(ex, dproj, dgate, dlr_t, a->proj,
-                             a->merged ? a->proj + 2 * C : a->gate, a->merged ? 4 * C : 2 * C,
+                             a->merged ? tf_at(ex, a->proj, 2 * C) : a->gate, a->merged ? 4 * C : 2 * C,
                              rows, rows, C);
     } else {
-        float *dlr = tf_alloc_act(ex, (size_t)2 * nc); /* gated L|R gradient, channels last */
+        void *dlr = tf_alloc_at(ex, (size_t)2 * nc); /* gated L|R gradient, channels last */
         if (fused) {
             int d2[5] = {2, B, C, N, N};
             tf_x_permute(ex, dlr, dlr_t, 5, d2, lr_to_chan_last, 0);
@@ -270,7 +279,7 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
             static const int cm_back[4] = {1, 0, 2, 3};
             const int *pm = a->cmajor ? cm_back : to_chan_last;
             tf_x_permute(ex, dlr, dl_t, 4, a->cmajor ? dc : d1, pm, 0);
-            tf_x_permute(ex, dlr + nc, dr_t, 4, a->cmajor ? dc : d1, pm, 0);
+            tf_x_permute(ex, tf_at(ex, dlr, nc), dr_t, 4, a->cmajor ? dc : d1, pm, 0);
         }
         dproj = dlr, dgate = dlr_t; /* dlr_t's memory is free again */
         if (fused) { /* a->sig holds sigmoid(gate) */
@@ -279,8 +288,8 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
             tf_x_mul(ex, dproj, dlr, a->sig, 2 * nc);
         } else {
             for (int s = 0; s < 2; s++) {
-                const float *p = s ? a->rp : a->lp, *gt = s ? a->rg : a->lg;
-                float *dp = dproj + s * nc, *dg = dgate + s * nc;
+                const void *p = s ? a->rp : a->lp, *gt = s ? a->rg : a->lg;
+                void *dp = tf_at(ex, dproj, s * nc), *dg = tf_at(ex, dgate, s * nc);
                 if (gate_kernel) {
                     tf_x_gate_bwd(ex, dp, dg, dp, p, gt, nc);
                 } else { /* gt holds sigmoid(gate) */
@@ -301,7 +310,7 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
         tf_linear_bwd(ex, dy, tf_G(M, lg), dgate, a->ln.y, tf_P(M, lg), rows, C, 2 * C, 1);
     } else {
         const size_t w[4] = {lp, o->tm[which].rp, lg, o->tm[which].rg};
-        const float *dd[4] = {dproj, dproj + nc, dgate, dgate + nc};
+        const void *dd[4] = {dproj, tf_at(ex, dproj, nc), dgate, tf_at(ex, dgate, nc)};
         for (int i = 0; i < 4; i++)
             tf_linear_bwd(ex, dy, tf_G(M, w[i]), dd[i], a->ln.y, tf_P(M, w[i]), rows, C, C, 1);
     }

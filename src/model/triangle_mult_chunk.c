@@ -24,8 +24,8 @@
  * the composition of triangle_mult.c (merged, fused or four GEMMs) */
 typedef struct {
     tf_ln_act bln, ln;
-    float *proj, *gate; /* merged: proj [rows, 4C], gate = proj + 2C; fused: [rows, 2C] each */
-    float *lp, *rp, *lg, *rg; /* separate: [rows, C] each */
+    void *proj, *gate; /* merged: proj [rows, 4C], gate = proj + 2C; fused: [rows, 2C] each */
+    void *lp, *rp, *lg, *rg; /* separate: [rows, C] each */
     long ld;            /* row stride of proj and gate */
 } chunk_rows;
 
@@ -41,19 +41,20 @@ static void rows_proj(tf_exec *ex, const tf_model *M, const tf_block_off *o, int
     const long n = rows * C;
     const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
     if (a->merged) {
-        r->proj = tf_alloc_act(ex, (size_t)4 * n);
-        r->gate = r->proj + 2 * C;
+        r->proj = tf_alloc_at(ex, (size_t)4 * n);
+        r->gate = tf_at(ex, r->proj, 2 * C);
         r->ld = 4 * C;
         tf_linear_fwd(ex, r->proj, r->ln.y, tf_P(M, lp), rows, C, 4 * C, 0.0f, TF_EPI_NONE);
     } else if (a->fused) {
-        r->proj = tf_alloc_act(ex, (size_t)2 * n);
-        r->gate = tf_alloc_act(ex, (size_t)2 * n);
+        r->proj = tf_alloc_at(ex, (size_t)2 * n);
+        r->gate = tf_alloc_at(ex, (size_t)2 * n);
         r->ld = 2 * C;
         tf_linear_fwd(ex, r->proj, r->ln.y, tf_P(M, lp), rows, C, 2 * C, 0.0f, TF_EPI_NONE);
         tf_linear_fwd(ex, r->gate, r->ln.y, tf_P(M, lg), rows, C, 2 * C, 0.0f, TF_EPI_NONE);
     } else {
-        float *buf = tf_alloc_act(ex, (size_t)4 * n);
-        r->lp = buf, r->rp = buf + n, r->lg = buf + 2 * n, r->rg = buf + 3 * n;
+        void *buf = tf_alloc_at(ex, (size_t)4 * n);
+        r->lp = buf, r->rp = tf_at(ex, buf, n), r->lg = tf_at(ex, buf, 2 * n);
+        r->rg = tf_at(ex, buf, 3 * n);
         tf_linear_fwd(ex, r->lp, r->ln.y, tf_P(M, lp), rows, C, C, 0.0f, TF_EPI_NONE);
         tf_linear_fwd(ex, r->rp, r->ln.y, tf_P(M, o->tm[which].rp), rows, C, C, 0.0f,
                       TF_EPI_NONE);
@@ -73,7 +74,7 @@ static void rows_proj(tf_exec *ex, const tf_model *M, const tf_block_off *o, int
 
 /* Where channel c of side s (0 L, 1 R) of chunk k's rows lies in a
  * channel-first [2, B, C, N, N] or channel-major [2, C, B*N*N] tensor: Kr
- * consecutive floats */
+ * consecutive elements */
 static long seg(const tf_config *c, int cmajor, tf_chunk k, int s, int ch) {
     const long N = c->seq_len, nn = N * N, rows = (long)c->batch * nn;
     const long nc = rows * c->pair_dim;
@@ -84,29 +85,31 @@ static long seg(const tf_config *c, int cmajor, tf_chunk k, int s, int ch) {
 /* t [S, C, Kr] (the chunk's channels, S sides) into its segments of the
  * whole tensor w */
 static void segs_scatter(tf_exec *ex, const tf_config *c, int cmajor, tf_chunk k, int S,
-                         float *w, const float *t) {
+                         void *w, const void *t) {
     const int C = c->pair_dim;
     const long Kr = (long)k.ni * c->seq_len;
     const long ld = seg(c, cmajor, k, 0, 1) - seg(c, cmajor, k, 0, 0); /* channel to channel */
     for (int s = 0; s < S; s++)
-        tf_x_copy_rows(ex, w + seg(c, cmajor, k, s, 0), ld, t + (long)s * C * Kr, Kr, Kr, C);
+        tf_x_copy_rows(ex, tf_at(ex, w, seg(c, cmajor, k, s, 0)), ld,
+                       tf_at(ex, t, (long)s * C * Kr), Kr, Kr, C);
 }
 
 /* One chunk's output projection and output gate logits (and its norms, in r) */
 static void rows_out(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
-                     const tf_trimul_act *a, chunk_rows *r, float **out, float **og,
+                     const tf_trimul_act *a, chunk_rows *r, void **out, void **og,
                      const float *x, long r0, long Kr) {
     const int C = M->c->pair_dim;
     const long rows = (long)M->c->batch * M->c->seq_len * M->c->seq_len;
     rows_norm(ex, M, o, which, r, x, Kr);
-    *out = tf_alloc_act(ex, (size_t)Kr * C);
-    *og = tf_alloc_act(ex, (size_t)Kr * C);
+    *out = tf_alloc_at(ex, (size_t)Kr * C);
+    *og = tf_alloc_at(ex, (size_t)Kr * C);
     if (a->cmajor) { /* u stored [C, rows]: the chunk's columns */
-        tf_gemm_args g = tf_gemm_make(1, 1, (int)Kr, C, C, 1.0f, 0.0f, a->u_p + r0, rows, 0,
-                                      tf_P(M, o->tm[which].op), C, 0, *out, C, 0, 1);
+        tf_gemm_args g = tf_gemm_make(ex, 1, 1, (int)Kr, C, C, 1.0f, 0.0f, tf_at(ex, a->u_p, r0),
+                                      rows, 0, tf_x_w(ex, tf_P(M, o->tm[which].op)), C, 0, *out, C,
+                                      0, 1);
         tf_gemm(ex, &g, "linear_fwd");
     } else {
-        tf_linear_fwd(ex, *out, a->u_p + r0 * C, tf_P(M, o->tm[which].op), Kr, C, C, 0.0f,
+        tf_linear_fwd(ex, *out, tf_at(ex, a->u_p, r0 * C), tf_P(M, o->tm[which].op), Kr, C, C, 0.0f,
                       TF_EPI_NONE);
     }
     tf_linear_fwd(ex, *og, r->ln.y, tf_P(M, o->tm[which].og), Kr, C, C, 0.0f, TF_EPI_NONE);
@@ -114,8 +117,8 @@ static void rows_out(tf_exec *ex, const tf_model *M, const tf_block_off *o, int 
 
 /* The gradients of the output projection's input and of the output gate's
  * logits, from the chunk's dz rows (as unchunked) */
-static void rows_out_bwd(tf_exec *ex, const tf_trimul_act *a, float *dout, float *dog,
-                         const float *dzq, const float *out, float *og, long n) {
+static void rows_out_bwd(tf_exec *ex, const tf_trimul_act *a, void *dout, void *dog,
+                         const void *dzq, const void *out, void *og, long n) {
     if (a->gate_kernel) {
         tf_x_gate_bwd(ex, dout, dog, dzq, out, og, n);
     } else {
@@ -129,33 +132,38 @@ static void rows_out_bwd(tf_exec *ex, const tf_trimul_act *a, float *dout, float
 /* A chunk's output projection and gate again, and the gradients dout, dog
  * of their outputs from dz (the norms in r) */
 static void rows_out_grads(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
-                           const tf_trimul_act *a, chunk_rows *r, float **dout, float **dog,
+                           const tf_trimul_act *a, chunk_rows *r, void **dout, void **dog,
                            const float *x, const float *dz, long r0, long Kr) {
     const long n = Kr * M->c->pair_dim;
-    float *out, *og;
+    void *out, *og;
+    const void *dzq = tf_x_stream_grad(ex, dz, n);
     rows_out(ex, M, o, which, a, r, &out, &og, x, r0, Kr);
-    *dout = tf_alloc_act(ex, (size_t)n);
-    *dog = tf_alloc_act(ex, (size_t)n);
-    rows_out_bwd(ex, a, *dout, *dog, dz, out, og, n);
+    *dout = tf_alloc_at(ex, (size_t)n);
+    *dog = tf_alloc_at(ex, (size_t)n);
+    rows_out_bwd(ex, a, *dout, *dog, dzq, out, og, n);
 }
 
 /* The chunk's dL|dR, [2, C, Kr], from du and the whole L and R: the rows of
  * the product's backward GEMMs that fall in the chunk */
 static void product_bwd_rows(tf_exec *ex, const tf_config *c, const tf_trimul_act *a, int which,
-                             tf_chunk k, const float *du, float *t) {
+                             tf_chunk k, const void *du, void *t) {
     const int N = c->seq_len, C = c->pair_dim, ni = k.ni;
     const long nn = (long)N * N, rows = (long)c->batch * nn, Kr = (long)ni * N;
     const long off = a->cmajor ? k.b * nn : (long)k.b * C * nn, sc = a->cmajor ? rows : nn;
     const long i0 = k.i0, i0N = i0 * N;
-    const float *L = a->l_t + off, *R = a->r_t + off, *U = du + off;
-    float *dL = t, *dR = t + (long)C * Kr;
+    const void *L = tf_at(ex, a->l_t, off), *R = tf_at(ex, a->r_t, off), *U = tf_at(ex, du, off);
+    void *dL = t, *dR = tf_at(ex, t, (long)C * Kr);
     tf_gemm_args g1, g2;
     if (which == 0) { /* dL = dU R; dR = dU^T L */
-        g1 = tf_gemm_make(0, 0, ni, N, N, 1.0f, 0.0f, U + i0N, N, sc, R, N, sc, dL, N, Kr, C);
-        g2 = tf_gemm_make(1, 0, ni, N, N, 1.0f, 0.0f, U + i0, N, sc, L, N, sc, dR, N, Kr, C);
+        g1 = tf_gemm_make(ex, 0, 0, ni, N, N, 1.0f, 0.0f, tf_at(ex, U, i0N), N, sc, R, N, sc, dL,
+                          N, Kr, C);
+        g2 = tf_gemm_make(ex, 1, 0, ni, N, N, 1.0f, 0.0f, tf_at(ex, U, i0), N, sc, L, N, sc, dR,
+                          N, Kr, C);
     } else { /* dL = R dU^T; dR = L dU */
-        g1 = tf_gemm_make(0, 1, ni, N, N, 1.0f, 0.0f, R + i0N, N, sc, U, N, sc, dL, N, Kr, C);
-        g2 = tf_gemm_make(0, 0, ni, N, N, 1.0f, 0.0f, L + i0N, N, sc, U, N, sc, dR, N, Kr, C);
+        g1 = tf_gemm_make(ex, 0, 1, ni, N, N, 1.0f, 0.0f, tf_at(ex, R, i0N), N, sc, U, N, sc, dL,
+                          N, Kr, C);
+        g2 = tf_gemm_make(ex, 0, 0, ni, N, N, 1.0f, 0.0f, tf_at(ex, L, i0N), N, sc, U, N, sc, dR,
+                          N, Kr, C);
     }
     tf_gemm(ex, &g1, which ? "trimul_in_dl" : "trimul_out_dl");
     tf_gemm(ex, &g2, which ? "trimul_in_dr" : "trimul_out_dr");
@@ -177,9 +185,9 @@ void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
                 o->tm[which].lg == o->tm[which].lp + (size_t)2 * C * C &&
                 o->tm[which].rg == o->tm[which].lp + (size_t)3 * C * C;
     tf_rpush(ex, which ? "triangle_mult_incoming" : "triangle_mult_outgoing");
-    a->lr_t = tf_alloc_act(ex, (size_t)2 * nc);
+    a->lr_t = tf_alloc_at(ex, (size_t)2 * nc);
     a->l_t = a->lr_t;
-    a->r_t = a->lr_t + nc;
+    a->r_t = tf_at(ex, a->lr_t, nc);
 
     tf_rpush(ex, "projections");
     for (int q = 0; q < nk; q++) {
@@ -189,11 +197,11 @@ void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
         chunk_rows r;
         rows_norm(ex, M, o, which, &r, z_in + r0 * C, Kr);
         rows_proj(ex, M, o, which, a, &r, Kr);
-        float *t = tf_alloc_act(ex, (size_t)2 * n); /* gated L|R of the chunk, [2, C, Kr] */
+        void *t = tf_alloc_at(ex, (size_t)2 * n); /* gated L|R of the chunk, [2, C, Kr] */
         if (a->gate_kernel && a->fused) {
             tf_x_gate_cmajor_fwd(ex, t, r.proj, r.gate, r.ld, Kr, Kr, C);
         } else {
-            float *g_lr = tf_alloc_act(ex, (size_t)2 * n);
+            void *g_lr = tf_alloc_at(ex, (size_t)2 * n);
             if (a->fused) { /* [Kr, 2, C] -> [2, C, Kr] */
                 static const int perm[3] = {1, 2, 0};
                 int dims[3] = {(int)Kr, 2, C};
@@ -203,12 +211,13 @@ void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
                 static const int perm[2] = {1, 0};
                 int dims[2] = {(int)Kr, C};
                 for (int s = 0; s < 2; s++) {
-                    const float *p = s ? r.rp : r.lp, *gt = s ? r.rg : r.lg;
+                    const void *p = s ? r.rp : r.lp, *gt = s ? r.rg : r.lg;
+                    void *gs = tf_at(ex, g_lr, s * n);
                     if (a->gate_kernel)
-                        tf_x_gate_fwd(ex, g_lr + s * n, p, gt, n);
+                        tf_x_gate_fwd(ex, gs, p, gt, n);
                     else
-                        tf_x_mul(ex, g_lr + s * n, p, gt, n);
-                    tf_x_permute(ex, t + s * n, g_lr + s * n, 2, dims, perm, 0);
+                        tf_x_mul(ex, gs, p, gt, n);
+                    tf_x_permute(ex, tf_at(ex, t, s * n), gs, 2, dims, perm, 0);
                 }
             }
         }
@@ -218,9 +227,9 @@ void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
     tf_rpop(ex);
 
     tf_rpush(ex, "triangle_product");
-    a->u_p = tf_alloc_act(ex, (size_t)nc);
+    a->u_p = tf_alloc_at(ex, (size_t)nc);
     size_t mark = tf_arena_mark(ex->arena);
-    float *u = a->cmajor ? a->u_p : tf_alloc_act(ex, (size_t)nc);
+    void *u = a->cmajor ? a->u_p : tf_alloc_at(ex, (size_t)nc);
     if (which == 0)
         tf_trimul_product(ex, 0, 1, a->l_t, a->r_t, u, B, C, N, "trimul_out");
     else
@@ -239,15 +248,20 @@ void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
         const long r0 = ((long)k.b * N + k.i0) * N, Kr = (long)k.ni * N, n = Kr * C;
         const size_t m = tf_arena_mark(ex->arena);
         chunk_rows r;
-        float *out, *og;
+        void *out, *og;
         rows_out(ex, M, o, which, a, &r, &out, &og, z_in + r0 * C, r0, Kr);
         if (a->gate_kernel) {
             tf_x_gate_residual_fwd(ex, z_out + r0 * C, z_in + r0 * C, out, og, n);
         } else {
-            float *res = tf_alloc_act(ex, (size_t)n);
+            void *res = tf_alloc_at(ex, (size_t)n);
             tf_x_act_fwd(ex, TF_ACT_SIGMOID, og, og, n);
             tf_x_mul(ex, res, out, og, n);
-            tf_x_add(ex, z_out + r0 * C, z_in + r0 * C, res, n);
+            float *res32 = res;
+            if (ex->at != TF_F32) { /* the residual add in the stream's type */
+                res32 = tf_alloc_act(ex, (size_t)n);
+                tf_x_convert(ex, res32, TF_F32, res, ex->at, n);
+            }
+            tf_x_add(ex, z_out + r0 * C, z_in + r0 * C, res32, n);
         }
         tf_arena_release(ex->arena, m);
     }
@@ -270,28 +284,29 @@ void tf_trimul_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
     /* du, channel-first (or -major) as the product's backward reads it, and
      * the output projection's weight gradient, chunk by chunk */
     tf_rpush(ex, "output_proj");
-    float *du = tf_alloc_act(ex, (size_t)nc);
+    void *du = tf_alloc_at(ex, (size_t)nc);
     for (int q = 0; q < nk; q++) {
         const tf_chunk k = tf_chunk_at(ex, c, q);
         const long r0 = ((long)k.b * N + k.i0) * N, Kr = (long)k.ni * N, n = Kr * C;
         const size_t m = tf_arena_mark(ex->arena);
         chunk_rows r;
-        float *dout, *dog;
+        void *dout, *dog;
         rows_out_grads(ex, M, o, which, a, &r, &dout, &dog, z_in + r0 * C, dz + r0 * C, r0, Kr);
         if (a->cmajor) { /* dWo += dout^T u-chunk^T; du[:, chunk] = Wo^T dout^T */
-            tf_gemm_args g = tf_gemm_make(1, 1, C, C, (int)Kr, 1.0f, 1.0f, dout, C, 0,
-                                          a->u_p + r0, rows, 0, tf_G(M, wo), C, 0, 1);
+            tf_gemm_args g = tf_gemm_make(ex, 1, 1, C, C, (int)Kr, 1.0f, 1.0f, dout, C, 0,
+                                          tf_at(ex, a->u_p, r0), rows, 0, tf_G(M, wo), C, 0, 1);
+            g.c_type = TF_F32; /* the parameter gradient */
             g.wgrad = ex->wgrad_async;
             tf_gemm(ex, &g, "linear_bwd_weight");
-            g = tf_gemm_make(1, 1, C, (int)Kr, C, 1.0f, 0.0f, tf_P(M, wo), C, 0, dout, C, 0,
-                             du + r0, rows, 0, 1);
+            g = tf_gemm_make(ex, 1, 1, C, (int)Kr, C, 1.0f, 0.0f, tf_x_w(ex, tf_P(M, wo)), C, 0,
+                             dout, C, 0, tf_at(ex, du, r0), rows, 0, 1);
             tf_gemm(ex, &g, "linear_bwd_data");
         } else { /* du_p [Kr, C] -> [C, Kr] -> its segments of du [B, C, N, N] */
             static const int perm[2] = {1, 0};
             int dims[2] = {(int)Kr, C};
-            float *du_p = tf_alloc_act(ex, (size_t)n), *t = tf_alloc_act(ex, (size_t)n);
-            tf_linear_bwd(ex, du_p, tf_G(M, wo), dout, a->u_p + r0 * C, tf_P(M, wo), Kr, C, C,
-                          0);
+            void *du_p = tf_alloc_at(ex, (size_t)n), *t = tf_alloc_at(ex, (size_t)n);
+            tf_linear_bwd(ex, du_p, tf_G(M, wo), dout, tf_at(ex, a->u_p, r0 * C), tf_P(M, wo), Kr,
+                          C, C, 0);
             tf_x_permute(ex, t, du_p, 2, dims, perm, 0);
             segs_scatter(ex, c, 0, k, 1, du, t);
         }
@@ -307,22 +322,22 @@ void tf_trimul_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
         const size_t m = tf_arena_mark(ex->arena);
         /* the output gate's part of dy (and its weight gradient) again */
         chunk_rows r;
-        float *dout, *dog;
+        void *dout, *dog;
         rows_out_grads(ex, M, o, which, a, &r, &dout, &dog, z_in + r0 * C, dz + r0 * C, r0, Kr);
-        float *dyq = tf_alloc_act(ex, (size_t)n);
+        void *dyq = tf_alloc_at(ex, (size_t)n);
         tf_linear_bwd(ex, dyq, tf_G(M, wog), dog, r.ln.y, tf_P(M, wog), Kr, C, C, 0);
         rows_proj(ex, M, o, which, a, &r, Kr);
         tf_rpush(ex, "triangle_product");
-        float *t = tf_alloc_act(ex, (size_t)2 * n); /* the chunk's dL|dR, [2, C, Kr] */
+        void *t = tf_alloc_at(ex, (size_t)2 * n); /* the chunk's dL|dR, [2, C, Kr] */
         product_bwd_rows(ex, c, a, which, k, du, t);
         tf_rpop(ex);
-        float *dproj, *dgate;
+        void *dproj, *dgate;
         if (a->gate_kernel && a->fused) {
-            dproj = tf_alloc_act(ex, (size_t)4 * n);
-            dgate = a->merged ? dproj + 2 * C : dproj + 2 * n;
+            dproj = tf_alloc_at(ex, (size_t)4 * n);
+            dgate = tf_at(ex, dproj, a->merged ? 2 * C : 2 * n);
             tf_x_gate_cmajor_bwd(ex, dproj, dgate, t, r.proj, r.gate, r.ld, Kr, Kr, C);
         } else {
-            float *dlr = tf_alloc_act(ex, (size_t)2 * n);
+            void *dlr = tf_alloc_at(ex, (size_t)2 * n);
             if (a->fused) { /* [2, C, Kr] -> [Kr, 2, C] */
                 static const int perm[3] = {2, 0, 1};
                 int dims[3] = {2, C, (int)Kr};
@@ -339,8 +354,8 @@ void tf_trimul_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
                 tf_x_mul(ex, dproj, dlr, r.gate, 2 * n);
             } else {
                 for (int s = 0; s < 2; s++) {
-                    const float *p = s ? r.rp : r.lp, *gt = s ? r.rg : r.lg;
-                    float *dp = dproj + s * n, *dg = dgate + s * n;
+                    const void *p = s ? r.rp : r.lp, *gt = s ? r.rg : r.lg;
+                    void *dp = tf_at(ex, dproj, s * n), *dg = tf_at(ex, dgate, s * n);
                     if (a->gate_kernel) {
                         tf_x_gate_bwd(ex, dp, dg, dp, p, gt, n);
                     } else {
@@ -358,7 +373,7 @@ void tf_trimul_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
             tf_linear_bwd(ex, dyq, tf_G(M, lg), dgate, r.ln.y, tf_P(M, lg), Kr, C, 2 * C, 1);
         } else {
             const size_t w[4] = {lp, o->tm[which].rp, lg, o->tm[which].rg};
-            const float *dd[4] = {dproj, dproj + n, dgate, dgate + n};
+            const void *dd[4] = {dproj, tf_at(ex, dproj, n), dgate, tf_at(ex, dgate, n)};
             for (int i = 0; i < 4; i++)
                 tf_linear_bwd(ex, dyq, tf_G(M, w[i]), dd[i], r.ln.y, tf_P(M, w[i]), Kr, C, C, 1);
         }

@@ -21,6 +21,7 @@
 #include "train/memplan.h"
 #include "prof/prof.h"
 #include "prof/profiler.h"
+#include "train/loss_scale.h"
 #include "train/rng.h"
 #include "train/trainer.h"
 
@@ -47,7 +48,13 @@ struct tf_trainer {
     tf_param_info *table;
     size_t ntensors, nparams;
     float *params, *grads, *adam_m, *adam_v, *hyper;
-    long adam_step;
+    /* mixed precision (tinyfold.h tf_precision): the activations' type, the
+     * weights' copy in it that the GEMMs read (written after every update;
+     * NULL in fp32), and fp16's loss scale */
+    tf_dtype at;
+    void *wh;
+    tf_loss_scaler scaler;
+    long adam_step; /* updates made: a step skipped by the loss scaler makes none */
     tf_range *ranges; /* trainable contiguous ranges for AdamW */
     int nranges;
     tf_arena arena;
@@ -71,7 +78,9 @@ struct tf_trainer {
     /* caps.pipelined_phases, without the profiler: the step's phases are
      * issued back to back and timed by marks on the device */
     int pipelined;
-    float *step_host; /* page-locked: [0] the loss, [8..15] the AdamW hyper-parameters */
+    /* page-locked: [0] the loss, [1] the gradients' non-finite flag, [2] the
+     * loss scale, [16..] the AdamW hyper-parameters (ops.h TF_HYPER_*) */
+    float *step_host;
     /* caps.stage_batches: hb_next is uploaded on the side queue into these
      * during the current step's backward; the next step copies them into the
      * inputs device to device */
@@ -153,6 +162,19 @@ static void setup_model(tf_trainer *t) {
     M->target = t->target;
     M->loss = t->loss;
     M->pred = t->pred;
+    M->loss_scale = t->hyper ? t->hyper + TF_HYPER_LOSS_SCALE : NULL;
+    t->ex.at = t->at;
+    t->ex.w_base = t->params;
+    t->ex.wh = t->wh ? t->wh : t->params;
+}
+
+static tf_dtype act_type(tf_precision p) {
+    return p == TF_PREC_BF16 ? TF_BF16 : p == TF_PREC_FP16 ? TF_F16 : TF_F32;
+}
+
+/* The GEMMs' copy of the weights, after the fp32 parameters changed */
+static void refresh_weights(tf_trainer *t) {
+    if (t->wh) tf_x_convert(&t->ex, t->wh, t->at, t->params, TF_F32, (long)t->nparams);
 }
 
 /* Bytes of a batch's three arrays: tokens, pair features, target distances
@@ -285,6 +307,17 @@ static tf_status create_on(tf_trainer **out, const tf_config *c, tf_backend *be,
         tf_trainer_destroy(t);
         return st;
     }
+    t->at = act_type(c->precision);
+    if (!(t->caps.act_types & (1u << t->at))) {
+        snprintf(err, errlen,
+                 "--precision: '%s' is not accepted with --backend %s: its ops do not take %s "
+                 "activations on this build and device (expected fp32%s)",
+                 tf_precision_name(c->precision), t->caps.name, tf_dtype_name(t->at),
+                 t->caps.device_memory ? " or tf32" : "");
+        tf_trainer_destroy(t);
+        return TF_ERR_USAGE;
+    }
+    tf_loss_scaler_init(&t->scaler, c->precision == TF_PREC_FP16);
 
     t->ntensors = tf_param_count_tensors(c);
     t->nparams = tf_param_count_floats(c);
@@ -321,8 +354,9 @@ static tf_status create_on(tf_trainer **out, const tf_config *c, tf_backend *be,
     size_t arena_bytes = plan_arena(t);
 
     size_t pbytes = t->nparams * sizeof(float);
+    size_t whbytes = t->at == TF_F32 ? 0 : t->nparams * tf_dtype_size(t->at);
     size_t batch_bytes = (size_t)B * S * N * 4 + (size_t)B * N * N * (65 + 3) * 4;
-    size_t need = 4 * pbytes + arena_bytes + batch_bytes;
+    size_t need = 4 * pbytes + whbytes + arena_bytes + batch_bytes;
     if (plan_bytes) {
         *plan_bytes = need + (t->caps.device_memory ? 0 : batch_bytes); /* the host batch */
         tf_trainer_destroy(t);
@@ -347,7 +381,8 @@ static tf_status create_on(tf_trainer **out, const tf_config *c, tf_backend *be,
     }
     if (balloc(t, (void **)&t->params, pbytes) || balloc(t, (void **)&t->grads, pbytes) ||
         balloc(t, (void **)&t->adam_m, pbytes) || balloc(t, (void **)&t->adam_v, pbytes) ||
-        balloc(t, (void **)&t->hyper, 8 * sizeof(float)) ||
+        balloc(t, (void **)&t->hyper, TF_HYPER_COUNT * sizeof(float)) ||
+        (whbytes && balloc(t, &t->wh, whbytes)) ||
         balloc(t, (void **)&t->tokens, (size_t)B * S * N * sizeof(int32_t)) ||
         balloc(t, (void **)&t->pair, (size_t)B * N * N * 65 * sizeof(float)) ||
         balloc(t, (void **)&t->target, (size_t)B * N * N * sizeof(float)) ||
@@ -397,15 +432,19 @@ static tf_status create_on(tf_trainer **out, const tf_config *c, tf_backend *be,
     /* issuing the phases back to back is a speed-up only: without the
      * page-locked bytes, wait at each phase boundary */
     t->pipelined = t->caps.pipelined_phases && t->ops->mark &&
-                   !t->ops->host_alloc(t->be, (void **)&t->step_host, 16 * sizeof(float));
+                   !t->ops->host_alloc(t->be, (void **)&t->step_host,
+                                       (16 + TF_HYPER_COUNT) * sizeof(float));
     init_params(t, host);
     t->ops->upload(t->be, t->params, host, pbytes);
     free(host);
+    const float h0[TF_HYPER_COUNT] = {[TF_HYPER_LOSS_SCALE] = 1.0f, [TF_HYPER_GRAD_MUL] = 1.0f};
+    t->ops->upload(t->be, t->hyper, h0, sizeof h0);
     t->ops->zero(t->be, t->grads, pbytes);
     t->ops->zero(t->be, t->adam_m, pbytes);
     t->ops->zero(t->be, t->adam_v, pbytes);
-    t->ops->sync(t->be);
     setup_model(t);
+    refresh_weights(t);
+    t->ops->sync(t->be);
     t->pub = t->cfg;
     t->gbatch = t->cfg.batch;
     *out = t;
@@ -458,9 +497,9 @@ void tf_trainer_destroy(tf_trainer *t) {
         if (t->step_host) t->ops->host_free(t->be, t->step_host);
         for (int i = 0; i < 3; i++)
             if (t->graph[i]) t->ops->graph_destroy(t->be, t->graph[i]);
-        void *bufs[] = {t->params, t->grads, t->adam_m,    t->adam_v,   t->hyper,
-                        t->tokens, t->pair,  t->target,    t->pred,     t->loss,
-                        t->arena_mem, t->st_tokens, t->st_pair, t->st_target};
+        void *bufs[] = {t->params,    t->grads,     t->adam_m,   t->adam_v,    t->hyper,
+                        t->tokens,    t->pair,      t->target,   t->pred,      t->loss,
+                        t->arena_mem, t->st_tokens, t->st_pair,  t->st_target, t->wh};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) t->ops->free(t->be, bufs[i]);
         t->ops->destroy(t->be);
@@ -612,11 +651,16 @@ static void issue_backward_step(void *arg) {
 }
 static void issue_optimizer(void *arg) {
     tf_trainer *t = arg;
+    /* fp16: a step whose gradients overflowed is skipped (the flag, zeroed
+     * by set_hyper, is read by AdamW and by the host after the step) */
+    if (t->scaler.enabled)
+        tf_x_check_finite(&t->ex, t->hyper + TF_HYPER_NONFINITE, t->grads, (long)t->nparams);
     for (int i = 0; i < t->nranges; i++) {
         const tf_range *r = &t->ranges[i];
         tf_x_adamw(&t->ex, t->params + r->off, t->grads + r->off, t->adam_m + r->off,
                    t->adam_v + r->off, (long)r->n, t->hyper);
     }
+    refresh_weights(t);
 }
 
 /* this step's phases go to the device back to back (the profiler, set after
@@ -626,13 +670,42 @@ static int back_to_back(const tf_trainer *t) { return t->pipelined && !t->prof; 
 static void set_hyper(tf_trainer *t) {
     const double b1 = 0.9, b2 = 0.999;
     long s = t->adam_step;
-    float h[8] = {t->cfg.learning_rate, (float)b1, (float)b2, 1e-8f, 0.01f,
-                  (float)(1.0 - pow(b1, (double)s)), (float)(1.0 - pow(b2, (double)s)), 0.0f};
+    const float scale = t->scaler.scale;
+    float h[TF_HYPER_COUNT] = {t->cfg.learning_rate, (float)b1, (float)b2, 1e-8f, 0.01f,
+                               (float)(1.0 - pow(b1, (double)s)),
+                               (float)(1.0 - pow(b2, (double)s))};
+    h[TF_HYPER_LOSS_SCALE] = scale;
+    h[TF_HYPER_GRAD_MUL] = 1.0f / scale; /* exact: the scale is a power of two */
+    h[TF_HYPER_NONFINITE] = 0.0f;
     if (back_to_back(t)) {
-        memcpy(t->step_host + 8, h, sizeof h); /* read by the device: set once a step */
-        t->ops->upload_async(t->be, t->hyper, t->step_host + 8, sizeof h);
+        memcpy(t->step_host + 16, h, sizeof h); /* read by the device: set once a step */
+        t->ops->upload_async(t->be, t->hyper, t->step_host + 16, sizeof h);
     } else {
         t->ops->upload(t->be, t->hyper, h, sizeof h);
+    }
+}
+
+/* fp16: the loss scale the step's backward seeds with, before the step */
+static void set_loss_scale(tf_trainer *t) {
+    if (!t->scaler.enabled) return;
+    if (back_to_back(t)) {
+        t->step_host[2] = t->scaler.scale;
+        t->ops->upload_async(t->be, t->hyper + TF_HYPER_LOSS_SCALE, t->step_host + 2,
+                             sizeof(float));
+    } else {
+        t->ops->upload(t->be, t->hyper + TF_HYPER_LOSS_SCALE, &t->scaler.scale, sizeof(float));
+    }
+}
+
+/* After the step: fp16's verdict on its gradients (nonfinite, read back from
+ * the device) updates the scale; a skipped step made no update. */
+static void end_scaled_step(tf_trainer *t, float nonfinite, tf_step_stats *st) {
+    const float scale = t->scaler.scale;
+    const int skipped = tf_loss_scaler_update(&t->scaler, nonfinite != 0.0f);
+    if (skipped) t->adam_step--;
+    if (st) {
+        st->skipped = skipped;
+        st->loss_scale = scale;
     }
 }
 
@@ -698,6 +771,7 @@ static void issue_marked(tf_trainer *t, int i, void (*fn)(void *)) {
 static tf_status pipelined_phases(tf_trainer *t, tf_step_stats *st, double t0, double t1) {
     const tf_ops *o = t->ops;
     o->mark(t->be, 0);
+    set_loss_scale(t);
     issue_marked(t, 0, issue_forward);
     o->download_async(t->be, t->step_host, t->loss, sizeof(float));
     issue_marked(t, 1, issue_backward_step);
@@ -707,9 +781,12 @@ static tf_status pipelined_phases(tf_trainer *t, tf_step_stats *st, double t0, d
     t->adam_step++;
     set_hyper(t);
     issue_marked(t, 2, issue_optimizer);
+    if (t->scaler.enabled)
+        o->download_async(t->be, t->step_host + 1, t->hyper + TF_HYPER_NONFINITE, sizeof(float));
     if (t->dist) tf_dist_wait_device(t->dist); /* NCCL, with the deadline */
     o->sync(t->be);
     double t4 = now_ms();
+    end_scaled_step(t, t->scaler.enabled ? t->step_host[1] : 0.0f, st);
     float loss = t->step_host[0];
     tf_status rc = mean_loss(t, &loss);
     if (st) {
@@ -775,6 +852,7 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
         t->graphs_ready = 1;
     }
     if (pipelined) return pipelined_phases(t, st, t0, t1);
+    set_loss_scale(t);
     run_phase(t, 0, issue_forward, NULL);
     sample_memory(t);
     double t2 = now_ms();
@@ -790,6 +868,10 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
     set_hyper(t);
     run_phase(t, 2, issue_optimizer, NULL);
     double t4 = now_ms();
+    float nonfinite = 0.0f;
+    if (t->scaler.enabled)
+        t->ops->download(t->be, &nonfinite, t->hyper + TF_HYPER_NONFINITE, sizeof nonfinite);
+    end_scaled_step(t, nonfinite, st);
     if (t->dist && t->dist->size > 1) rc = mean_loss(t, &loss);
     if (st) {
         st->loss = loss;
@@ -873,6 +955,8 @@ tf_status tf_trainer_step_batch(tf_trainer *t, const tf_batch *b, tf_step_stats 
 }
 
 tf_status tf_trainer_grad(tf_trainer *t, const tf_batch *b, float *loss, float *pred) {
+    const float one = 1.0f; /* the gradients as they are, unscaled */
+    t->ops->upload(t->be, t->hyper + TF_HYPER_LOSS_SCALE, &one, sizeof one);
     upload_batch(t, b);
     run_phase(t, 0, issue_forward, NULL);
     run_phase(t, 1, issue_backward, NULL);
@@ -889,6 +973,7 @@ void tf_trainer_get_params(tf_trainer *t, float *host) {
 }
 void tf_trainer_set_params(tf_trainer *t, const float *host) {
     t->ops->upload(t->be, t->params, host, t->nparams * sizeof(float));
+    refresh_weights(t);
     t->ops->sync(t->be);
 }
 void tf_trainer_get_grads(tf_trainer *t, float *host) {
@@ -906,6 +991,19 @@ void tf_trainer_set_adam(tf_trainer *t, const float *m_host, const float *v_host
     if (v_host) t->ops->upload(t->be, t->adam_v, v_host, t->nparams * sizeof(float));
     t->adam_step = step;
     t->ops->sync(t->be);
+}
+
+void tf_trainer_get_loss_scale(const tf_trainer *t, float *scale, long *clean_steps,
+                               long *skipped) {
+    if (scale) *scale = t->scaler.scale;
+    if (clean_steps) *clean_steps = t->scaler.clean_steps;
+    if (skipped) *skipped = t->scaler.skipped;
+}
+void tf_trainer_set_loss_scale(tf_trainer *t, float scale, long clean_steps, long skipped) {
+    if (!t->scaler.enabled) return;
+    t->scaler.scale = scale;
+    t->scaler.clean_steps = clean_steps;
+    t->scaler.skipped = skipped;
 }
 
 size_t tf_trainer_arena_bytes(const tf_trainer *t) { return t->arena.cap; }

@@ -69,7 +69,7 @@ static void attn_fwd_slice(const tf_attn_args *a, int b, int o, int h, float *bu
         for (int c = 0; c < d; c++)
             qs[c] = a->scale * qr[c];
         const float *brow =
-            a->bias ? a->bias + (long)b * a->bias_sb + (long)h * a->bias_sh + (long)i * a->bias_si
+            a->bias ? (const float *)a->bias + (long)b * a->bias_sb + (long)h * a->bias_sh + (long)i * a->bias_si
                     : NULL;
         score_row(s, qs, Kt, brow, a->bias_sj, L, Lp, d);
         float mx = -INFINITY;
@@ -170,7 +170,7 @@ static void attn_bwd_slice(const tf_attn_args *a, int b, int o, int h, float *bu
     for (int i = 0; i < L; i++) {
         const float *qi = Qs + (long)i * d, *gi = dO + (long)i * d;
         const float *brow =
-            a->bias ? a->bias + (long)b * a->bias_sb + (long)h * a->bias_sh + (long)i * a->bias_si
+            a->bias ? (const float *)a->bias + (long)b * a->bias_sb + (long)h * a->bias_sh + (long)i * a->bias_si
                     : NULL;
         score_row(p, qi, Kt, brow, a->bias_sj, L, Lp, d);
         score_row(ds, gi, Vt, NULL, 0, L, Lp, d); /* dP_ij = dO_i . v_j */

@@ -166,7 +166,7 @@ static ALWAYS_INLINE void add_bias_row(float *s, const tf_attn_args *a, int b, i
                                        int L) {
     if (!a->bias)
         return;
-    const float *br = a->bias + (long)b * a->bias_sb + (long)h * a->bias_sh + (long)i * a->bias_si;
+    const float *br = (const float *)a->bias + (long)b * a->bias_sb + (long)h * a->bias_sh + (long)i * a->bias_si;
     for (int j = 0; j < L; j++)
         s[j] += br[(long)j * a->bias_sj];
 }

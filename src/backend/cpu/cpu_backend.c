@@ -64,12 +64,14 @@ static void cpu_upload(tf_backend *be, void *dst, const void *src, size_t bytes)
         memcpy(dst, src, bytes);
 }
 
-static void cpu_copy_rows(tf_backend *be, float *dst, long dst_ld, const float *src, long src_ld,
-                          long cols, long rows) {
+static void cpu_copy_rows(tf_backend *be, void *dst, long dst_ld, const void *src, long src_ld,
+                          long cols, long rows, tf_dtype t) {
     (void)be;
+    const size_t es = tf_dtype_size(t);
 #pragma omp parallel for if (rows * cols > (1L << 16)) schedule(static)
     for (long r = 0; r < rows; r++)
-        memcpy(dst + r * dst_ld, src + r * src_ld, sizeof(float) * (size_t)cols);
+        memcpy((char *)dst + r * dst_ld * es, (const char *)src + r * src_ld * es,
+               es * (size_t)cols);
 }
 static void cpu_copy(tf_backend *be, void *dst, const void *src, size_t bytes) {
     (void)be;
@@ -128,6 +130,7 @@ static void cpu_caps(const tf_backend *be, tf_backend_caps *c) {
     c->name = "cpu";
     c->opm_weight_first = v3;
     c->trimul_merged = v3;
+    c->act_types = 1u << TF_F32;
 }
 
 static const tf_ops cpu_ops = {
@@ -150,34 +153,36 @@ static const tf_ops cpu_ops = {
     .main_wait_side = cpu_no_wait,
     .side_wait_main = cpu_no_wait,
     .gemm = tf_cpu_gemm,
-    .layernorm_fwd = tf_cpu_layernorm_fwd,
-    .layernorm_bwd = tf_cpu_layernorm_bwd,
-    .layernorm2_fwd = tf_cpu_layernorm2_fwd,
-    .layernorm2_bwd = tf_cpu_layernorm2_bwd,
-    .softmax_fwd = tf_cpu_softmax_fwd,
-    .softmax_bwd = tf_cpu_softmax_bwd,
-    .attn_fwd = tf_cpu_attn_fwd,
-    .attn_bwd = tf_cpu_attn_bwd,
-    .permute = tf_cpu_permute,
-    .add_bcast_mid = tf_cpu_add_bcast_mid,
-    .sum_mid = tf_cpu_sum_mid,
-    .add = tf_cpu_add,
-    .mul = tf_cpu_mul,
-    .scale = tf_cpu_scale,
-    .act_fwd = tf_cpu_act_fwd,
-    .act_bwd = tf_cpu_act_bwd,
-    .gate_fwd = tf_cpu_gate_fwd,
-    .gate_bwd = tf_cpu_gate_bwd,
-    .gate_residual_fwd = tf_cpu_gate_residual_fwd,
-    .gate_cmajor_fwd = tf_cpu_gate_cmajor_fwd,
-    .gate_cmajor_bwd = tf_cpu_gate_cmajor_bwd,
-    .opm_bwd = tf_cpu_opm_bwd,
-    .opm_outer = tf_cpu_opm_outer,
+    .layernorm_fwd = tf_cpu_t_layernorm_fwd,
+    .layernorm_bwd = tf_cpu_t_layernorm_bwd,
+    .layernorm2_fwd = tf_cpu_t_layernorm2_fwd,
+    .layernorm2_bwd = tf_cpu_t_layernorm2_bwd,
+    .softmax_fwd = tf_cpu_t_softmax_fwd,
+    .softmax_bwd = tf_cpu_t_softmax_bwd,
+    .attn_fwd = tf_cpu_t_attn_fwd,
+    .attn_bwd = tf_cpu_t_attn_bwd,
+    .permute = tf_cpu_t_permute,
+    .add_bcast_mid = tf_cpu_t_add_bcast_mid,
+    .sum_mid = tf_cpu_t_sum_mid,
+    .add = tf_cpu_t_add,
+    .mul = tf_cpu_t_mul,
+    .scale = tf_cpu_t_scale,
+    .act_fwd = tf_cpu_t_act_fwd,
+    .act_bwd = tf_cpu_t_act_bwd,
+    .gate_fwd = tf_cpu_t_gate_fwd,
+    .gate_bwd = tf_cpu_t_gate_bwd,
+    .gate_residual_fwd = tf_cpu_t_gate_residual_fwd,
+    .gate_cmajor_fwd = tf_cpu_t_gate_cmajor_fwd,
+    .gate_cmajor_bwd = tf_cpu_t_gate_cmajor_bwd,
+    .opm_bwd = tf_cpu_t_opm_bwd,
+    .opm_outer = tf_cpu_t_opm_outer,
     .embed_fwd = tf_cpu_embed_fwd,
     .embed_bwd = tf_cpu_embed_bwd,
     .mse_head_fwd = tf_cpu_mse_head_fwd,
     .mse_head_bwd = tf_cpu_mse_head_bwd,
     .adamw = tf_cpu_adamw,
+    .convert = tf_cpu_convert,
+    .check_finite = tf_cpu_check_finite,
 };
 
 int tf_cpu_backend_create(tf_backend **be, const tf_ops **ops, const tf_backend_opts *o, char *err,

@@ -205,24 +205,26 @@ void tf_cpu_mse_head_fwd(tf_backend *be, float *pred, float *loss, const float *
 }
 
 void tf_cpu_mse_head_bwd(tf_backend *be, float *dlogit, const float *pred, const float *target,
-                         long n, float dmax) {
-    const float k2 = 2.0f / (float)n, inv = 1.0f / dmax;
+                         long n, float dmax, const float *loss_scale) {
+    /* the seed folded into 2/n: a scale of 1 leaves the bits as they were */
+    const float k2 = 2.0f / (float)n * (loss_scale ? *loss_scale : 1.0f), inv = 1.0f / dmax;
     PAR_FOR
     for (long i = 0; i < n; i++)
         dlogit[i] = k2 * (pred[i] - target[i]) * pred[i] * (1.0f - pred[i] * inv);
 }
 
-/* ---- AdamW, PyTorch's formula, hyper = {lr, b1, b2, eps, wd, bc1, bc2} ---- */
+/* ---- AdamW, PyTorch's formula, hyper: ops.h TF_HYPER_* ---- */
 
 void tf_cpu_adamw(tf_backend *be, float *p, const float *g, float *m, float *v, long n,
                   const float *hyper) {
+    if (hyper[TF_HYPER_NONFINITE] != 0.0f) return; /* a skipped step */
     const float lr = hyper[0], b1 = hyper[1], b2 = hyper[2], eps = hyper[3], wd = hyper[4];
-    const float bc1 = hyper[5], bc2 = hyper[6];
+    const float bc1 = hyper[5], bc2 = hyper[6], gmul = hyper[TF_HYPER_GRAD_MUL];
     const float decay = 1.0f - lr * wd, step = lr / bc1, sbc2 = sqrtf(bc2);
     const float omb1 = 1.0f - b1, omb2 = 1.0f - b2;
     PAR_FOR
     for (long i = 0; i < n; i++) {
-        const float gi = g[i];
+        const float gi = g[i] * gmul;
         const float mi = b1 * m[i] + omb1 * gi;
         const float vi = b2 * v[i] + omb2 * gi * gi;
         m[i] = mi;
