@@ -124,6 +124,14 @@ static inline const void *tf_cpu_cat(const void *p, tf_dtype t, long i) {
     return (const char *)p + i * (long)tf_dtype_size(t);
 }
 
+/* one bf16/fp16 element (t is TF_BF16 or TF_F16) to fp32 and back */
+static inline float tf_cpu_half_to_f32(uint16_t h, tf_dtype t) {
+    return t == TF_BF16 ? tf_bf16_to_f32(h) : tf_f16_to_f32(h);
+}
+static inline uint16_t tf_cpu_f32_to_half(float f, tf_dtype t) {
+    return t == TF_BF16 ? tf_f32_to_bf16(f) : tf_f32_to_f16(f);
+}
+
 /* aborts with a message for a type outside tf_dtype (the op table has no
  * error path) */
 void tf_cpu_dtype_check(tf_dtype t, const char *op);
@@ -169,56 +177,60 @@ void tf_cpu_gemm(tf_backend *be, const tf_gemm_args *a, const char *name);
 void tf_cpu_convert(tf_backend *be, void *dst, tf_dtype dt, const void *src, tf_dtype st, long n);
 void tf_cpu_check_finite(tf_backend *be, float *flag, const float *x, long n);
 
-void tf_cpu_layernorm_fwd(tf_backend *be, float *out, float *mean, float *rstd, const float *x,
-                          const float *gamma, const float *beta, long rows, int C, float eps);
-void tf_cpu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta, const float *dout,
-                          const float *x, const float *mean, const float *rstd, const float *gamma,
-                          long rows, int C, int accumulate);
-void tf_cpu_layernorm2_fwd(tf_backend *be, float *out, float *stats, const float *x,
+void tf_cpu_layernorm_fwd(tf_backend *be, void *out, float *mean, float *rstd, const void *x,
+                          const float *gamma, const float *beta, long rows, int C, float eps,
+                          tf_dtype xt, tf_dtype yt);
+void tf_cpu_layernorm_bwd(tf_backend *be, void *dx, float *dgamma, float *dbeta, const void *dout,
+                          const void *x, const float *mean, const float *rstd, const float *gamma,
+                          long rows, int C, int accumulate, tf_dtype xt, tf_dtype yt);
+void tf_cpu_layernorm2_fwd(tf_backend *be, void *out, float *stats, const void *x,
                            const float *g1, const float *b1, const float *g2, const float *b2,
-                           long rows, int C, float eps);
-void tf_cpu_layernorm2_bwd(tf_backend *be, float *dx, float *dg1, float *db1, float *dg2,
-                           float *db2, const float *dout, const float *x, const float *stats,
+                           long rows, int C, float eps, tf_dtype xt, tf_dtype yt);
+void tf_cpu_layernorm2_bwd(tf_backend *be, void *dx, float *dg1, float *db1, float *dg2,
+                           float *db2, const void *dout, const void *x, const float *stats,
                            const float *g1, const float *b1, const float *g2, long rows, int C,
-                           int accumulate);
-void tf_cpu_softmax_fwd(tf_backend *be, float *y, const float *x, long rows, int cols);
-void tf_cpu_softmax_bwd(tf_backend *be, float *dx, const float *dy, const float *y, long rows,
-                        int cols);
+                           int accumulate, tf_dtype xt, tf_dtype yt);
+void tf_cpu_softmax_fwd(tf_backend *be, void *y, const void *x, long rows, int cols, tf_dtype t);
+void tf_cpu_softmax_bwd(tf_backend *be, void *dx, const void *dy, const void *y, long rows,
+                        int cols, tf_dtype t);
 
 void tf_cpu_attn_fwd(tf_backend *be, const tf_attn_args *a);
 void tf_cpu_attn_bwd(tf_backend *be, const tf_attn_args *a);
 /* Register-blocked slices (cpu_attn_simd.c) for the head sizes where
- * tf_cpu_attn_simd_ok(d); buf holds tf_cpu_attn_simd_floats(L, d) floats. */
+ * tf_cpu_attn_simd_ok(d); buf holds tf_cpu_attn_simd_floats(L, d) floats.
+ * The slices (these and cpu_attn.c's) take fp32 views only. */
 int tf_cpu_attn_simd_ok(int d);
 size_t tf_cpu_attn_simd_floats(int L, int d);
 void tf_cpu_attn_fwd_slice_simd(const tf_attn_args *a, int b, int o, int h, float *buf);
 void tf_cpu_attn_bwd_slice_simd(const tf_attn_args *a, int b, int o, int h, float *buf,
                                 int first_o);
 
-void tf_cpu_permute(tf_backend *be, float *out, const float *in, const tf_permute_args *a);
-void tf_cpu_add_bcast_mid(tf_backend *be, float *y, const float *x, long outer, long mid,
-                          long inner);
-void tf_cpu_sum_mid(tf_backend *be, float *y, const float *x, long outer, long mid, long inner,
-                    int accumulate);
+void tf_cpu_permute(tf_backend *be, void *out, const void *in, const tf_permute_args *a);
+void tf_cpu_add_bcast_mid(tf_backend *be, void *y, const void *x, long outer, long mid,
+                          long inner, tf_dtype t);
+void tf_cpu_sum_mid(tf_backend *be, void *y, const void *x, long outer, long mid, long inner,
+                    int accumulate, tf_dtype t);
 
-void tf_cpu_add(tf_backend *be, float *y, const float *a, const float *b, long n);
-void tf_cpu_mul(tf_backend *be, float *y, const float *a, const float *b, long n);
-void tf_cpu_scale(tf_backend *be, float *y, const float *x, float alpha, long n);
-void tf_cpu_act_fwd(tf_backend *be, tf_act act, float *y, const float *x, long n);
-void tf_cpu_act_bwd(tf_backend *be, tf_act act, float *dx, const float *dy, const float *y, long n);
-void tf_cpu_gate_fwd(tf_backend *be, float *y, const float *a, const float *g, long n);
-void tf_cpu_gate_bwd(tf_backend *be, float *da, float *dg, const float *dy, const float *a,
-                     const float *g, long n);
-void tf_cpu_gate_cmajor_fwd(tf_backend *be, float *lr_t, const float *a, const float *g, long ld,
-                            long rows, long inner, int C);
-void tf_cpu_gate_cmajor_bwd(tf_backend *be, float *da, float *dg, const float *dlr_t,
-                            const float *a, const float *g, long ld, long rows, long inner, int C);
-void tf_cpu_gate_residual_fwd(tf_backend *be, float *out, const float *res, const float *a,
-                              const float *g, long n);
-void tf_cpu_opm_bwd(tf_backend *be, float *da, const float *dop, const float *a, int B, int S,
-                    int N, int co);
-void tf_cpu_opm_outer(tf_backend *be, float *outer_p, const float *a, int B, int S, int N,
-                      int co);
+void tf_cpu_add(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t);
+void tf_cpu_mul(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t);
+void tf_cpu_scale(tf_backend *be, void *y, const void *x, float alpha, long n, tf_dtype t);
+void tf_cpu_act_fwd(tf_backend *be, tf_act act, void *y, const void *x, long n, tf_dtype t);
+void tf_cpu_act_bwd(tf_backend *be, tf_act act, void *dx, const void *dy, const void *y, long n,
+                    tf_dtype t);
+void tf_cpu_gate_fwd(tf_backend *be, void *y, const void *a, const void *g, long n, tf_dtype t);
+void tf_cpu_gate_bwd(tf_backend *be, void *da, void *dg, const void *dy, const void *a,
+                     const void *g, long n, tf_dtype t);
+void tf_cpu_gate_cmajor_fwd(tf_backend *be, void *lr_t, const void *a, const void *g, long ld,
+                            long rows, long inner, int C, tf_dtype t);
+void tf_cpu_gate_cmajor_bwd(tf_backend *be, void *da, void *dg, const void *dlr_t,
+                            const void *a, const void *g, long ld, long rows, long inner, int C,
+                            tf_dtype t);
+void tf_cpu_gate_residual_fwd(tf_backend *be, float *out, const float *res, const void *a,
+                              const void *g, long n, tf_dtype t);
+void tf_cpu_opm_bwd(tf_backend *be, void *da, const void *dop, const void *a, int B, int S,
+                    int N, int co, tf_dtype t);
+void tf_cpu_opm_outer(tf_backend *be, void *outer_p, const void *a, int B, int S, int N, int co,
+                      tf_dtype t);
 
 void tf_cpu_embed_fwd(tf_backend *be, float *out, const float *table, const int32_t *tok, long n,
                       int C, int vocab);
@@ -230,55 +242,5 @@ void tf_cpu_mse_head_bwd(tf_backend *be, float *dlogit, const float *pred, const
                          long n, float dmax, const float *loss_scale);
 void tf_cpu_adamw(tf_backend *be, float *p, const float *g, float *m, float *v, long n,
                   const float *hyper);
-
-/* the op table's typed entry points (cpu_fp32_ops.c) */
-void tf_cpu_t_layernorm_fwd(tf_backend *be, void *out, float *mean, float *rstd, const void *x,
-                            const float *g, const float *b, long rows, int C, float eps,
-                            tf_dtype xt, tf_dtype yt);
-void tf_cpu_t_layernorm_bwd(tf_backend *be, void *dx, float *dg, float *db, const void *dout,
-                            const void *x, const float *mean, const float *rstd, const float *g,
-                            long rows, int C, int acc, tf_dtype xt, tf_dtype yt);
-void tf_cpu_t_layernorm2_fwd(tf_backend *be, void *out, float *stats, const void *x,
-                             const float *g1, const float *b1, const float *g2, const float *b2,
-                             long rows, int C, float eps, tf_dtype xt, tf_dtype yt);
-void tf_cpu_t_layernorm2_bwd(tf_backend *be, void *dx, float *dg1, float *db1, float *dg2,
-                             float *db2, const void *dout, const void *x, const float *stats,
-                             const float *g1, const float *b1, const float *g2, long rows, int C,
-                             int acc, tf_dtype xt, tf_dtype yt);
-void tf_cpu_t_softmax_fwd(tf_backend *be, void *y, const void *x, long rows, int cols,
-                          tf_dtype t);
-void tf_cpu_t_softmax_bwd(tf_backend *be, void *dx, const void *dy, const void *y, long rows,
-                          int cols, tf_dtype t);
-void tf_cpu_t_attn_fwd(tf_backend *be, const tf_attn_args *a);
-void tf_cpu_t_attn_bwd(tf_backend *be, const tf_attn_args *a);
-void tf_cpu_t_permute(tf_backend *be, void *out, const void *in, const tf_permute_args *a);
-void tf_cpu_t_add_bcast_mid(tf_backend *be, void *y, const void *x, long outer, long mid,
-                            long inner, tf_dtype t);
-void tf_cpu_t_sum_mid(tf_backend *be, void *y, const void *x, long outer, long mid, long inner,
-                      int acc, tf_dtype t);
-void tf_cpu_t_add(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t);
-void tf_cpu_t_mul(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t);
-void tf_cpu_t_scale(tf_backend *be, void *y, const void *x, float alpha, long n, tf_dtype t);
-void tf_cpu_t_act_fwd(tf_backend *be, tf_act act, void *y, const void *x, long n, tf_dtype t);
-void tf_cpu_t_act_bwd(tf_backend *be, tf_act act, void *dx, const void *dy, const void *y, long n,
-                      tf_dtype t);
-void tf_cpu_t_gate_fwd(tf_backend *be, void *y, const void *a, const void *g, long n,
-                       tf_dtype t);
-void tf_cpu_t_gate_bwd(tf_backend *be, void *da, void *dg, const void *dy, const void *a,
-                       const void *g, long n, tf_dtype t);
-void tf_cpu_t_gate_residual_fwd(tf_backend *be, float *out, const float *res, const void *a,
-                                const void *g, long n, tf_dtype t);
-void tf_cpu_t_gate_cmajor_fwd(tf_backend *be, void *lr_t, const void *a, const void *g, long ld,
-                              long rows, long inner, int C, tf_dtype t);
-void tf_cpu_t_gate_cmajor_bwd(tf_backend *be, void *da, void *dg, const void *dlr_t,
-                              const void *a, const void *g, long ld, long rows, long inner, int C,
-                              tf_dtype t);
-void tf_cpu_t_opm_bwd(tf_backend *be, void *da, const void *dop, const void *a, int B, int S,
-                      int N, int co, tf_dtype t);
-void tf_cpu_t_opm_outer(tf_backend *be, void *outer_p, const void *a, int B, int S, int N, int co,
-                        tf_dtype t);
-void tf_cpu_convert(tf_backend *be, void *dst, tf_dtype dt, const void *src, tf_dtype st,
-                    long n);
-void tf_cpu_check_finite(tf_backend *be, float *flag, const float *x, long n);
 
 #endif
