@@ -197,8 +197,8 @@ static void test_enums_and_switches(void **state)
     c.backend = (tf_backend_kind)-1;
     expect(&c, TF_ERR_USAGE, "--backend", NULL, NULL);
     tf_config_default(&c);
-    c.precision = (tf_precision)2;
-    expect(&c, TF_ERR_USAGE, "--precision", "fp32 or tf32", NULL);
+    c.precision = (tf_precision)TF_PREC_COUNT;
+    expect(&c, TF_ERR_USAGE, "--precision", "fp32, tf32, bf16 or fp16", NULL);
     tf_config_default(&c);
     c.graph = 2;
     expect(&c, TF_ERR_USAGE, "--graph", "'2'", NULL);

@@ -79,7 +79,7 @@ static void one_add_step(tf_prof *p, tf_backend *be, const tf_ops *ops, long ste
     tf_prof_step_begin(p, step, warmup);
     tf_region_push(p, "copy_test");
     tf_prof_op_begin(p, "add");
-    ops->add(be, y, a, b, n);
+    ops->add(be, y, a, b, n, TF_F32);
     tf_prof_op_end(p);
     tf_region_pop(p);
     ops->sync(be);

@@ -162,8 +162,9 @@ static void test_lane_ticket_for_another_queue(void **state) {
     assert_int_equal(ops->wgrad_enable(be), 0);
     float *C[3] = {grads, grads + K * K, grads + 2 * K * K};
     for (int g = 0; g < 3; g++) {
-        tf_gemm_args a = tf_gemm_make(1, 0, K, K, R, 1.0f, 1.0f, dy, K, 0,
+        tf_gemm_args a = tf_gemm_make(&ex, 1, 0, K, K, R, 1.0f, 1.0f, dy, K, 0,
                                       g == 1 ? C[0] : x, K, 0, C[g], K, 0, 1);
+        a.c_type = TF_F32;
         a.wgrad = 1;
         tf_gemm(&ex, &a, "wgrad");
     }
