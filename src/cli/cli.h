@@ -40,7 +40,8 @@ enum {
     TF_SET_WARMUP = 1u << 8,
     TF_SET_STEPS = 1u << 9,
     TF_SET_IMPL = 1u << 10,
-    TF_SET_DEVICE = 1u << 11
+    TF_SET_DEVICE = 1u << 11,
+    TF_SET_PRECISION = 1u << 12
 };
 
 typedef struct {
@@ -66,6 +67,7 @@ typedef struct {
     const char *scaling; /* bench --scaling: a list of N */
     double memory_budget; /* --memory-budget in bytes; 0 = none */
     int omp_wait; /* --omp-wait: tf_omp_wait, applied before main (ompwait/tf_omp_wait.h) */
+    int use_amp; /* --use-amp: --precision fp16 (the reference's knob) */
     int help; /* --help was given: help printed, exit 0 */
 } tf_cli_opts;
 
@@ -99,6 +101,7 @@ enum {
     TF_OPT_THREADS,
     TF_OPT_OMP_WAIT,
     TF_OPT_PRECISION,
+    TF_OPT_USE_AMP,
     TF_OPT_GRAPH,
     TF_OPT_GPU_PLAN,
     TF_OPT_DATA,

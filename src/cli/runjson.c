@@ -91,7 +91,7 @@ static cJSON *config_json(const tf_config *c)
     cJSON_AddNumberToObject(j, "device", c->device);
     cJSON_AddNumberToObject(j, "threads", c->threads);
     cJSON_AddStringToObject(j, "omp_wait", tf_cli_omp_wait_info());
-    cJSON_AddStringToObject(j, "precision", c->precision == TF_PREC_TF32 ? "tf32" : "fp32");
+    cJSON_AddStringToObject(j, "precision", tf_precision_name(c->precision));
     cJSON_AddBoolToObject(j, "graph", c->graph);
     cJSON_AddStringToObject(j, "gpu_plan", c->gpu_plan[0] ? c->gpu_plan : "default");
     static const char *const recompute[] = {"none", "blocks", "modules"};
