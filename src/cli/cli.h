@@ -254,6 +254,9 @@ typedef struct {
     double data_ms, forward_ms, backward_ms, optimizer_ms, step_ms, samples_per_sec;
     double comm_ms; /* data parallel: in collectives */
     double exposed_comm_ms; /* of comm_ms: not hidden behind the backward */
+    int loss_scaled; /* fp16: the loss was scaled dynamically (the step line shows how) */
+    int skipped;     /* fp16: the gradients overflowed, the update was skipped */
+    float loss_scale; /* what this step's loss was multiplied by (1 unless fp16) */
 } tf_cli_steprec;
 
 typedef struct {
@@ -269,6 +272,10 @@ typedef struct {
     size_t peak_bytes, arena_bytes, rss_bytes;
     size_t graph_kernels; /* CUDA --graph: kernel nodes in the captured step, else 0 */
     double gflops; /* 3 * forward FLOPs / mean step time */
+    int loss_scaled;    /* fp16: the loss was scaled dynamically */
+    int steps;          /* steps run, warm-up included */
+    long skipped_steps; /* of them: skipped by the loss scaler (warm-up included) */
+    float loss_scale;   /* the scale after the last step (what the next would use) */
 } tf_cli_summary;
 
 void tf_cli_summarize(tf_cli_summary *s, const tf_cli_steprec *r, int n, int batch,
@@ -284,6 +291,8 @@ void tf_cli_print_warmup(FILE *f, int k, int n, const tf_cli_steprec *r);
 void tf_cli_progress(int warm, int k, int n, const tf_cli_steprec *prev, double eta_s);
 void tf_cli_progress_clear(void);
 void tf_cli_print_summary(FILE *f, const tf_cli_summary *s, int memprof, size_t param_floats);
+/* What --precision P stores and computes, for the header ("bf16 activations, ..."). */
+const char *tf_cli_precision_desc(tf_precision p);
 
 /* ---- runjson.c ---- */
 /* The run JSON (docs/cli.md). Caller deletes. */
