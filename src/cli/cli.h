@@ -282,7 +282,7 @@ void tf_cli_summarize(tf_cli_summary *s, const tf_cli_steprec *r, int n, int bat
                       double flops_step);
 void tf_cli_print_header(FILE *f, const tf_cli_opts *o, const tf_config *c,
                          const char *backend_line, const char *data_line, long start_step,
-                         size_t backend_bytes, size_t arena_bytes);
+                         size_t backend_bytes, size_t arena_bytes, float loss_scale);
 void tf_cli_print_step(FILE *f, int k, int n, const tf_cli_steprec *r, size_t backend_bytes);
 void tf_cli_print_warmup(FILE *f, int k, int n, const tf_cli_steprec *r);
 /* Live progress line on stderr while step k of n runs: the last step's loss

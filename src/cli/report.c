@@ -69,7 +69,7 @@ static const char *onoff(int v) { return v ? "enabled" : "disabled"; }
 
 void tf_cli_print_header(FILE *f, const tf_cli_opts *o, const tf_config *c,
                          const char *backend_line, const char *data_line, long start_step,
-                         size_t backend_bytes, size_t arena_bytes)
+                         size_t backend_bytes, size_t arena_bytes, float loss_scale)
 {
     char params[32];
     size_t nparam = tf_param_count_floats(c);
@@ -113,7 +113,8 @@ void tf_cli_print_header(FILE *f, const tf_cli_opts *o, const tf_config *c,
     if (c->precision == TF_PREC_FP16)
         fprintf(f, "   Loss scaled dynamically: from %g, halved and the step skipped on an "
                    "inf/NaN gradient, doubled after %d clean steps\n",
-                (double)TF_LOSS_SCALE_INIT, TF_LOSS_SCALE_INTERVAL);
+                (double)loss_scale,
+                TF_LOSS_SCALE_INTERVAL);
     static const char *const recompute[] = {"none (every activation kept)",
                                             "blocks (each block's inputs kept)",
                                             "modules (each module's input kept)"};

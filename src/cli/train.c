@@ -503,8 +503,10 @@ static int train_run(tf_cli_opts *o, tf_dist *d)
     if (verbose) {
         char bline[768], dline[512];
         describe_run(&r, o, bline, sizeof bline, dline, sizeof dline);
+        float scale = 1.0f;
+        tf_trainer_get_loss_scale(r.t, &scale, NULL, NULL);
         tf_cli_print_header(out, o, c, bline, dline, r.start, backend_bytes,
-                            tf_trainer_arena_bytes(r.t));
+                            tf_trainer_arena_bytes(r.t), scale);
         fflush(out);
     }
 
