@@ -168,9 +168,11 @@ int tf_cli_bench(tf_cli_opts *o)
     const char *ilist = o->impls ? o->impls : "v1,v2,v3";
     int live = !o->quiet && !o->no_progress && isatty(STDERR_FILENO);
 
-    printf("tinyfold %s bench | backend %s%s%s%s | %d timed step%s after 2 warm-up, median\n",
+    printf("tinyfold %s bench | backend %s%s%s%s | precision %s | %d timed step%s after 2 "
+           "warm-up, median\n",
            TF_VERSION, tf_cli_backend_str(base.backend), note[0] ? " (" : "", note,
-           note[0] ? ")" : "", o->bench_steps, o->bench_steps == 1 ? "" : "s");
+           note[0] ? ")" : "", tf_precision_name(base.precision), o->bench_steps,
+           o->bench_steps == 1 ? "" : "s");
     double sg_big = 0, sg_skinny = 0;
     if (cpu) {
         omp_set_num_threads(base.threads);
@@ -222,6 +224,7 @@ int tf_cli_bench(tf_cli_opts *o)
         cJSON_AddItemToObject(j, "build", tf_cli_build_json());
         cJSON_AddStringToObject(j, "backend", tf_cli_backend_str(base.backend));
         cJSON_AddNumberToObject(j, "threads", base.threads);
+        cJSON_AddStringToObject(j, "precision", tf_precision_name(base.precision));
         cJSON_AddNumberToObject(j, "steps", o->bench_steps);
         if (cpu) {
             cJSON *s = cJSON_AddObjectToObject(j, "sgemm_gflops");

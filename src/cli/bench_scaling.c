@@ -142,7 +142,7 @@ int tf_cli_bench_scaling(tf_cli_opts *o, const tf_config *base, int cpu) {
         cJSON_AddNumberToObject(j, "num_seqs", base->n_seqs);
         cJSON_AddNumberToObject(j, "num_blocks", base->n_blocks);
         cJSON_AddStringToObject(j, "impl", tf_cli_impl_name(base->impl));
-        cJSON_AddStringToObject(j, "precision", base->precision == TF_PREC_TF32 ? "tf32" : "fp32");
+        cJSON_AddStringToObject(j, "precision", tf_precision_name(base->precision));
         cJSON_AddStringToObject(j, "recompute", rnames[base->recompute]);
         cJSON_AddNumberToObject(j, "chunk_size", base->chunk_size);
         (void)cpu;

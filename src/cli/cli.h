@@ -40,7 +40,8 @@ enum {
     TF_SET_WARMUP = 1u << 8,
     TF_SET_STEPS = 1u << 9,
     TF_SET_IMPL = 1u << 10,
-    TF_SET_DEVICE = 1u << 11
+    TF_SET_DEVICE = 1u << 11,
+    TF_SET_PRECISION = 1u << 12
 };
 
 typedef struct {
@@ -66,6 +67,7 @@ typedef struct {
     const char *scaling; /* bench --scaling: a list of N */
     double memory_budget; /* --memory-budget in bytes; 0 = none */
     int omp_wait; /* --omp-wait: tf_omp_wait, applied before main (ompwait/tf_omp_wait.h) */
+    int use_amp; /* --use-amp: --precision fp16 (the reference's knob) */
     int help; /* --help was given: help printed, exit 0 */
 } tf_cli_opts;
 
@@ -99,6 +101,7 @@ enum {
     TF_OPT_THREADS,
     TF_OPT_OMP_WAIT,
     TF_OPT_PRECISION,
+    TF_OPT_USE_AMP,
     TF_OPT_GRAPH,
     TF_OPT_GPU_PLAN,
     TF_OPT_DATA,
@@ -251,6 +254,9 @@ typedef struct {
     double data_ms, forward_ms, backward_ms, optimizer_ms, step_ms, samples_per_sec;
     double comm_ms; /* data parallel: in collectives */
     double exposed_comm_ms; /* of comm_ms: not hidden behind the backward */
+    int loss_scaled; /* fp16: the loss was scaled dynamically (the step line shows how) */
+    int skipped;     /* fp16: the gradients overflowed, the update was skipped */
+    float loss_scale; /* what this step's loss was multiplied by (1 unless fp16) */
 } tf_cli_steprec;
 
 typedef struct {
@@ -266,13 +272,17 @@ typedef struct {
     size_t peak_bytes, arena_bytes, rss_bytes;
     size_t graph_kernels; /* CUDA --graph: kernel nodes in the captured step, else 0 */
     double gflops; /* 3 * forward FLOPs / mean step time */
+    int loss_scaled;    /* fp16: the loss was scaled dynamically */
+    int steps;          /* steps run, warm-up included */
+    long skipped_steps; /* of them: skipped by the loss scaler (warm-up included) */
+    float loss_scale;   /* the scale after the last step (what the next would use) */
 } tf_cli_summary;
 
 void tf_cli_summarize(tf_cli_summary *s, const tf_cli_steprec *r, int n, int batch,
                       double flops_step);
 void tf_cli_print_header(FILE *f, const tf_cli_opts *o, const tf_config *c,
                          const char *backend_line, const char *data_line, long start_step,
-                         size_t backend_bytes, size_t arena_bytes);
+                         size_t backend_bytes, size_t arena_bytes, float loss_scale);
 void tf_cli_print_step(FILE *f, int k, int n, const tf_cli_steprec *r, size_t backend_bytes);
 void tf_cli_print_warmup(FILE *f, int k, int n, const tf_cli_steprec *r);
 /* Live progress line on stderr while step k of n runs: the last step's loss
@@ -281,6 +291,8 @@ void tf_cli_print_warmup(FILE *f, int k, int n, const tf_cli_steprec *r);
 void tf_cli_progress(int warm, int k, int n, const tf_cli_steprec *prev, double eta_s);
 void tf_cli_progress_clear(void);
 void tf_cli_print_summary(FILE *f, const tf_cli_summary *s, int memprof, size_t param_floats);
+/* What --precision P stores and computes, for the header ("bf16 activations, ..."). */
+const char *tf_cli_precision_desc(tf_precision p);
 
 /* ---- runjson.c ---- */
 /* The run JSON (docs/cli.md). Caller deletes. */

@@ -69,8 +69,18 @@ const tf_cli_optdef tf_cli_optdefs[] = {
      "other tasks hold the processors at start, else spins briefly first, and\n"
      "keeps OMP_WAIT_POLICY or GOMP_SPINCOUNT when set; active spins (cores of\n"
      "its own); passive sleeps at once (a machine other jobs keep busy)"},
-    {"precision", required_argument, TF_OPT_PRECISION, T | V | B | G, "fp32|tf32",
-     "TF32 lets CUDA GEMMs use tensor cores (default fp32)"},
+    {"precision", required_argument, TF_OPT_PRECISION, T | V | B | G, "fp32|tf32|bf16|fp16",
+     "what tensors are stored in and how GEMMs compute (default fp32): fp32\n"
+     "everywhere; tf32: fp32 tensors, CUDA GEMMs on TF32 tensor cores (dropped\n"
+     "on the CPU); bf16, fp16: mixed precision, activations stored in the half\n"
+     "type, parameters, gradients and AdamW moments fp32 (master weights; a half\n"
+     "copy of the weights feeds the GEMMs), residual streams, statistics and the\n"
+     "loss fp32, every op computing and accumulating in fp32. fp16 also scales\n"
+     "the loss dynamically (PyTorch GradScaler's defaults: 65536, halved and the\n"
+     "step skipped on an inf/NaN gradient, doubled after 2000 clean steps)"},
+    {"use-amp", no_argument, TF_OPT_USE_AMP, T | V | B | G, NULL,
+     "the reference's automatic mixed precision: the same as --precision fp16\n"
+     "(fp16 autocast, dynamic loss scaling); not accepted with another --precision"},
     {"graph", no_argument, TF_OPT_GRAPH, T | B, NULL,
      "CUDA: capture the whole step as a CUDA graph (at the last warm-up step) and replay it"},
     {"gpu-plan", required_argument, TF_OPT_GPU_PLAN, T | V | B | G, "SPEC",

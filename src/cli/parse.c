@@ -22,11 +22,9 @@ static const int impl_vals[] = {TF_IMPL_V1, TF_IMPL_V2, TF_IMPL_V3};
 static const char *const backend_names[] = {"cpu", "cuda", "hip", "auto"};
 static const int backend_vals[] = {TF_BACKEND_CPU, TF_BACKEND_CUDA, TF_BACKEND_HIP,
                                    TF_BACKEND_AUTO};
-static const char *const prec_names[] = {"fp32", "tf32"};
 static const char *const recompute_names[] = {"none", "blocks", "modules"};
 static const int recompute_vals[] = {TF_RECOMPUTE_NONE, TF_RECOMPUTE_BLOCKS,
                                      TF_RECOMPUTE_MODULES};
-static const int prec_vals[] = {TF_PREC_FP32, TF_PREC_TF32};
 static const char *const timer_names[] = {"cupti", "events"};
 static const int timer_vals[] = {TF_PROF_GPU_TIMER_CUPTI, TF_PROF_GPU_TIMER_EVENTS};
 static const char *const omp_wait_names[] = {"active", "passive", "auto"};
@@ -134,10 +132,20 @@ static int apply(tf_cli_opts *o, int id, const char *flag, const char *arg)
                                  "active, passive or auto");
         o->omp_wait = v;
         return rc;
-    case TF_OPT_PRECISION:
-        rc = tf_cli_parse_choice(&v, flag, arg, prec_names, prec_vals, 2, "fp32 or tf32");
+    case TF_OPT_PRECISION: {
+        const char *names[TF_PREC_COUNT];
+        int vals[TF_PREC_COUNT];
+        for (int i = 0; i < TF_PREC_COUNT; i++) {
+            names[i] = tf_precision_name((tf_precision)i);
+            vals[i] = i;
+        }
+        o->set |= TF_SET_PRECISION;
+        rc = tf_cli_parse_choice(&v, flag, arg, names, vals, TF_PREC_COUNT,
+                                 "fp32, tf32, bf16 or fp16");
         c->precision = (tf_precision)v;
         return rc;
+    }
+    case TF_OPT_USE_AMP: o->use_amp = 1; return TF_EXIT_OK;
     case TF_OPT_GRAPH: c->graph = 1; return TF_EXIT_OK;
     case TF_OPT_GPU_PLAN: {
         tf_gpu_plan p;
@@ -359,6 +367,15 @@ int tf_cli_parse(tf_cli_opts *o, int cmd, int argc, char **argv)
             *f[i] = o->fusion_override[i];
 
     /* Rules between options. */
+    if (o->use_amp) {
+        if ((o->set & TF_SET_PRECISION) && c->precision != TF_PREC_FP16) {
+            tf_cli_error("--use-amp: not accepted with --precision %s: --use-amp is --precision "
+                         "fp16 (fp16 autocast with dynamic loss scaling)",
+                         tf_precision_name(c->precision));
+            return TF_EXIT_USAGE;
+        }
+        c->precision = TF_PREC_FP16;
+    }
     if (cmd == TF_CMD_PROFILE && !o->out_path) {
         tf_cli_error("--out: missing: profile needs an output directory (--out DIR)");
         return TF_EXIT_USAGE;

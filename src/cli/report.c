@@ -2,6 +2,7 @@
  * header, a step line every --log-every steps, a summary. Averages are over
  * timed steps only (warm-up and --counters replay steps excluded). */
 #include "cli.h"
+#include "train/loss_scale.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -13,7 +14,11 @@ void tf_cli_summarize(tf_cli_summary *s, const tf_cli_steprec *r, int n, int bat
                       double flops_step)
 {
     memset(s, 0, sizeof *s);
+    s->loss_scale = 1.0f;
+    s->steps = n;
     for (int i = 0; i < n; i++) {
+        s->skipped_steps += r[i].skipped != 0;
+        s->loss_scaled |= r[i].loss_scaled;
         if (r[i].warmup || r[i].counter_replay)
             continue;
         s->n_timed++;
@@ -64,7 +69,7 @@ static const char *onoff(int v) { return v ? "enabled" : "disabled"; }
 
 void tf_cli_print_header(FILE *f, const tf_cli_opts *o, const tf_config *c,
                          const char *backend_line, const char *data_line, long start_step,
-                         size_t backend_bytes, size_t arena_bytes)
+                         size_t backend_bytes, size_t arena_bytes, float loss_scale)
 {
     char params[32];
     size_t nparam = tf_param_count_floats(c);
@@ -103,7 +108,13 @@ void tf_cli_print_header(FILE *f, const tf_cli_opts *o, const tf_config *c,
     fprintf(f, "   Seed: %llu\n", (unsigned long long)c->seed);
     fprintf(f, "   Data: %s\n", data_line);
     fprintf(f, "   Backend: %s\n", backend_line);
-    fprintf(f, "   Precision: %s\n", c->precision == TF_PREC_TF32 ? "tf32" : "fp32");
+    fprintf(f, "   Precision: %s%s (%s)\n", tf_precision_name(c->precision),
+            o->use_amp ? ", from --use-amp" : "", tf_cli_precision_desc(c->precision));
+    if (c->precision == TF_PREC_FP16)
+        fprintf(f, "   Loss scaled dynamically: from %g, halved and the step skipped on an "
+                   "inf/NaN gradient, doubled after %d clean steps\n",
+                (double)loss_scale,
+                TF_LOSS_SCALE_INTERVAL);
     static const char *const recompute[] = {"none (every activation kept)",
                                             "blocks (each block's inputs kept)",
                                             "modules (each module's input kept)"};
@@ -123,18 +134,45 @@ void tf_cli_print_header(FILE *f, const tf_cli_opts *o, const tf_config *c,
     fprintf(f, "%s\n", rule);
 }
 
+const char *tf_cli_precision_desc(tf_precision p)
+{
+    switch (p) {
+    case TF_PREC_TF32: return "fp32 tensors, GEMMs on TF32 tensor cores";
+    case TF_PREC_BF16:
+    case TF_PREC_FP16:
+        return p == TF_PREC_BF16 ? "bf16 activations; fp32 weights, gradients, optimizer, loss; "
+                                   "fp32 arithmetic"
+                                 : "fp16 activations; fp32 weights, gradients, optimizer, loss; "
+                                   "fp32 arithmetic";
+    default: return "fp32 everywhere";
+    }
+}
+
+/* fp16: " | Scale: 65536", and what a skipped step did. */
+static void print_scale(FILE *f, const tf_cli_steprec *r)
+{
+    if (!r->loss_scaled)
+        return;
+    fprintf(f, " | Scale: %g", (double)r->loss_scale);
+    if (r->skipped)
+        fputs(" | skipped (inf/NaN gradient: no update, scale halved)", f);
+}
+
 void tf_cli_print_warmup(FILE *f, int k, int n, const tf_cli_steprec *r)
 {
-    fprintf(f, "Warm-up %d/%d | Loss: %.4f | Step: %6.1f ms\n", k, n, (double)r->loss,
-            r->step_ms);
+    fprintf(f, "Warm-up %d/%d | Loss: %.4f | Step: %6.1f ms", k, n, (double)r->loss, r->step_ms);
+    print_scale(f, r);
+    fputc('\n', f);
 }
 
 void tf_cli_print_step(FILE *f, int k, int n, const tf_cli_steprec *r, size_t backend_bytes)
 {
     const int prec = r->samples_per_sec > 0 && r->samples_per_sec < 0.1 ? 4 : 1;
     fprintf(f, "Step %3d/%d | Loss: %.4f | Speed: %5.*f samples/sec | Step: %6.1f ms | "
-               "Memory: %6.1f MB\n",
+               "Memory: %6.1f MB",
             k, n, (double)r->loss, prec, r->samples_per_sec, r->step_ms, MB(backend_bytes));
+    print_scale(f, r);
+    fputc('\n', f);
     if (r->counter_replay)
         fprintf(f, "           (step %d replayed its matching kernels for --counters: not in the means)\n", k);
 }
@@ -178,6 +216,10 @@ void tf_cli_print_summary(FILE *f, const tf_cli_summary *s, int memprof, size_t 
     fprintf(f, "   Average step time: %.1f ms\n", s->step_ms);
     fprintf(f, "   Mean loss: %.4f\n", s->mean_loss);
     fprintf(f, "   Final loss: %.4f\n", s->final_loss);
+    if (s->loss_scaled)
+        fprintf(f, "   Skipped steps: %ld of %d (inf/NaN gradients; warm-up included), loss "
+                   "scale now %g\n",
+                s->skipped_steps, s->steps, (double)s->loss_scale);
     fprintf(f, "   Peak memory usage: %.1f MB (backend)\n", MB(s->peak_bytes));
     fprintf(f, "   Host peak RSS: %.1f MB\n", MB(s->rss_bytes));
     fprintf(f, "   Achieved: %.1f GFLOP/s (3 x forward FLOPs / mean step time)\n", s->gflops);

@@ -91,7 +91,7 @@ static cJSON *config_json(const tf_config *c)
     cJSON_AddNumberToObject(j, "device", c->device);
     cJSON_AddNumberToObject(j, "threads", c->threads);
     cJSON_AddStringToObject(j, "omp_wait", tf_cli_omp_wait_info());
-    cJSON_AddStringToObject(j, "precision", c->precision == TF_PREC_TF32 ? "tf32" : "fp32");
+    cJSON_AddStringToObject(j, "precision", tf_precision_name(c->precision));
     cJSON_AddBoolToObject(j, "graph", c->graph);
     cJSON_AddStringToObject(j, "gpu_plan", c->gpu_plan[0] ? c->gpu_plan : "default");
     static const char *const recompute[] = {"none", "blocks", "modules"};
@@ -129,6 +129,9 @@ cJSON *tf_cli_run_json(const char *command, const tf_config *c, size_t params,
     }
     cJSON_AddNumberToObject(sj, "mean_loss", float_json((float)s->mean_loss));
     cJSON_AddNumberToObject(sj, "final_loss", float_json((float)s->final_loss));
+    /* fp16's loss scaler: steps it skipped (warm-up included), the scale it ended at */
+    cJSON_AddNumberToObject(sj, "skipped_steps", (double)s->skipped_steps);
+    cJSON_AddNumberToObject(sj, "loss_scale", float_json(s->loss_scale));
     cJSON_AddNumberToObject(sj, "peak_memory_bytes", (double)s->peak_bytes);
     cJSON_AddNumberToObject(sj, "arena_bytes", (double)s->arena_bytes);
     cJSON_AddNumberToObject(sj, "host_peak_rss_bytes", (double)s->rss_bytes);
@@ -144,6 +147,8 @@ cJSON *tf_cli_run_json(const char *command, const tf_config *c, size_t params,
         if (r[i].counter_replay)
             cJSON_AddBoolToObject(e, "counter_replay", 1);
         cJSON_AddNumberToObject(e, "loss", float_json(r[i].loss));
+        cJSON_AddBoolToObject(e, "skipped", r[i].skipped);
+        cJSON_AddNumberToObject(e, "loss_scale", float_json(r[i].loss_scale));
         cJSON_AddNumberToObject(e, "step_ms", ms_json(r[i].step_ms));
         cJSON_AddNumberToObject(e, "data_ms", ms_json(r[i].data_ms));
         cJSON_AddNumberToObject(e, "forward_ms", ms_json(r[i].forward_ms));

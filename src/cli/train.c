@@ -503,8 +503,10 @@ static int train_run(tf_cli_opts *o, tf_dist *d)
     if (verbose) {
         char bline[768], dline[512];
         describe_run(&r, o, bline, sizeof bline, dline, sizeof dline);
+        float scale = 1.0f;
+        tf_trainer_get_loss_scale(r.t, &scale, NULL, NULL);
         tf_cli_print_header(out, o, c, bline, dline, r.start, backend_bytes,
-                            tf_trainer_arena_bytes(r.t));
+                            tf_trainer_arena_bytes(r.t), scale);
         fflush(out);
     }
 
@@ -550,7 +552,10 @@ static int train_run(tf_cli_opts *o, tf_dist *d)
                               .optimizer_ms = st.optimizer_ms,
                               .step_ms = st.step_ms + file_ms,
                               .comm_ms = st.comm_ms,
-                              .exposed_comm_ms = st.exposed_comm_ms};
+                              .exposed_comm_ms = st.exposed_comm_ms,
+                              .loss_scaled = c->precision == TF_PREC_FP16,
+                              .skipped = st.skipped,
+                              .loss_scale = st.loss_scale};
         e->samples_per_sec = e->step_ms > 0 ? c->batch / (e->step_ms * 1e-3) : 0.0;
         if (s != TF_OK) {
             if (live)
@@ -577,7 +582,8 @@ static int train_run(tf_cli_opts *o, tf_dist *d)
         }
         if (!warm)
             timed_ms += e->step_ms;
-        if (verbose && (warm || k == 1 || k % o->log_every == 0 || k == N || e->counter_replay)) {
+        if (verbose && (warm || k == 1 || k % o->log_every == 0 || k == N || e->counter_replay ||
+                        e->skipped)) {
             if (live)
                 tf_cli_progress_clear();
             if (warm)
@@ -613,6 +619,8 @@ static int train_run(tf_cli_opts *o, tf_dist *d)
     sum.graph_kernels = tf_trainer_graph_kernels(r.t);
     sum.ranks = d->size;
     sum.comm = d->size > 1 || d->nccl;
+    sum.loss_scaled = c->precision == TF_PREC_FP16;
+    tf_trainer_get_loss_scale(r.t, &sum.loss_scale, NULL, NULL);
     if (!failed && !stop && d->rank == 0) {
         if (verbose)
             fprintf(out, "%s\n", "==============================================================="

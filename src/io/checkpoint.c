@@ -67,12 +67,20 @@ tf_status tf_checkpoint_save(tf_trainer *t, const char *path, long global_step, 
             o->data = src[k] + tab[i].offset;
         }
     }
-    char gs[32], as[32];
+    char gs[32], as[32], ls[32], lc[32], lk[32];
+    float scale = 1.0f;
+    long clean = 0, skipped = 0;
+    tf_trainer_get_loss_scale(t, &scale, &clean, &skipped);
     snprintf(gs, sizeof gs, "%ld", global_step);
     snprintf(as, sizeof as, "%ld", adam_step);
+    snprintf(ls, sizeof ls, "%.9g", (double)scale); /* 9 digits: reads back bit for bit */
+    snprintf(lc, sizeof lc, "%ld", clean);
+    snprintf(lk, sizeof lk, "%ld", skipped);
     const char *meta[] = {"format",           CKPT_FORMAT, "version",         CKPT_VERSION,
                           "tinyfold_version", TF_VERSION,  "tinyfold_config", cfg,
-                          "global_step",      gs,          "adam_step",       as};
+                          "global_step",      gs,          "adam_step",       as,
+                          META_LOSS_SCALE,    ls,          META_LOSS_CLEAN,   lc,
+                          META_LOSS_SKIPPED,  lk};
     st = tf_st_write(path, out, 3 * nt, meta, sizeof meta / sizeof meta[0] / 2, err, errlen);
 done:
     free(cfg);
@@ -231,6 +239,12 @@ tf_status tf_checkpoint_load(tf_trainer *t, const char *path, int with_optimizer
             goto done;
         }
     }
+    float scale = 1.0f;
+    long clean = 0, skipped = 0;
+    int has_scale = 0;
+    if (with_optimizer &&
+        (st = tf_ckpt_loss_scale(f, &scale, &clean, &skipped, &has_scale, err, errlen)))
+        goto done;
     if ((st = check_unexpected(f, tab, nt, with_optimizer, tc, err, errlen))) goto done;
     for (size_t i = 0; i < nt && st == TF_OK; i++) {
         st = take(f, tab[i].name, &tab[i], 0, buf, err, errlen);
@@ -247,6 +261,10 @@ tf_status tf_checkpoint_load(tf_trainer *t, const char *path, int with_optimizer
     /* everything checked: now the trainer changes */
     tf_trainer_set_params(t, buf);
     if (with_optimizer) tf_trainer_set_adam(t, buf + nf, buf + 2 * nf, adam_step);
+    /* fp16's loss scale continues where it was; a run of another precision
+     * than the file's starts its own scaler (another type, another range) */
+    if (has_scale && fc.precision == TF_PREC_FP16 && tc->precision == TF_PREC_FP16)
+        tf_trainer_set_loss_scale(t, scale, clean, skipped);
     if (global_step) *global_step = gs;
 done:
     free(name);

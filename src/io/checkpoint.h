@@ -4,7 +4,11 @@
  * pair_norm_outer included, so the layout is uniform), and in "__metadata__":
  * "format": "tinyfold-checkpoint", "version": "1", "tinyfold_version",
  * "tinyfold_config" (JSON of the config), "global_step" (optimizer steps taken,
- * warm-up included) and "adam_step" (the AdamW step count).
+ * warm-up included), "adam_step" (the AdamW step count) and the loss
+ * scaler's state: "loss_scale", "loss_scale_clean_steps", "loss_scale_skipped"
+ * (fp16's dynamic loss scale; 1, 0, 0 for other precisions). The precision is
+ * tinyfold_config's "precision". Loading with the optimizer restores the
+ * scaler when both the file and the trainer are fp16.
  *
  * A PyTorch state_dict saved with safetensors.torch.save_file (parameters
  * only, no tinyfold metadata) loads with with_optimizer = 0; its config is

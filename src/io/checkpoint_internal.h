@@ -10,6 +10,11 @@
 #define CKPT_VERSION "1"
 #define OPT_M "optimizer.exp_avg."
 #define OPT_V "optimizer.exp_avg_sq."
+/* fp16's loss scaler (tf_trainer_get_loss_scale): the scale, the clean steps
+ * since it last changed, the steps skipped so far */
+#define META_LOSS_SCALE "loss_scale"
+#define META_LOSS_CLEAN "loss_scale_clean_steps"
+#define META_LOSS_SKIPPED "loss_scale_skipped"
 #define NAME_MAX_LEN (sizeof(((tf_param_info *)0)->name) + 32)
 
 /* Step counters stored in a file are at most 2^53: exact in a double (the run
@@ -26,5 +31,10 @@ int tf_ckpt_parse_step(const char *s, long *v);
  * checkpoint (not a foreign state_dict). */
 tf_status tf_ckpt_file_config(const tf_st_file *f, tf_config *c, long *gs, int *ours, char *err,
                               size_t errlen);
+
+/* The loss scaler's state in f's metadata, range-checked: *present = 0 (and
+ * nothing else set) for a file without it (all three keys or none). */
+tf_status tf_ckpt_loss_scale(const tf_st_file *f, float *scale, long *clean_steps, long *skipped,
+                             int *present, char *err, size_t errlen);
 
 #endif

@@ -6,6 +6,7 @@
 #include "io/checkpoint.h"
 
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,4 +193,43 @@ tf_status tf_checkpoint_peek_config_buffer(const void *buf, size_t len, const ch
     if (st == TF_OK && global_step) *global_step = gs;
     tf_st_close(f);
     return st;
+}
+
+tf_status tf_ckpt_loss_scale(const tf_st_file *f, float *scale, long *clean_steps, long *skipped,
+                             int *present, char *err, size_t errlen) {
+    const char *path = tf_st_label(f);
+    const char *ls = tf_st_meta_get(f, META_LOSS_SCALE);
+    const char *lc = tf_st_meta_get(f, META_LOSS_CLEAN);
+    const char *lk = tf_st_meta_get(f, META_LOSS_SKIPPED);
+    *present = 0;
+    if (!ls && !lc && !lk) return TF_OK; /* a file written before fp16 */
+    if (!ls || !lc || !lk)
+        return tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path,
+                             "metadata '%s' is missing (the loss scale is stored as "
+                             META_LOSS_SCALE ", " META_LOSS_CLEAN " and " META_LOSS_SKIPPED ")",
+                             !ls ? META_LOSS_SCALE : !lc ? META_LOSS_CLEAN : META_LOSS_SKIPPED,
+                             NULL);
+    /* a positive finite float, written with %.9g: no sign, no spaces */
+    errno = 0;
+    char *end = NULL;
+    double v = (ls[0] >= '0' && ls[0] <= '9') ? strtod(ls, &end) : -1.0;
+    if (errno || !end || *end != '\0' || !(v > 0) || v > FLT_MAX || (float)v <= 0.0f)
+        return tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path,
+                             "metadata '" META_LOSS_SCALE "' is '%s', expected a positive finite "
+                             "number",
+                             ls, NULL);
+    long c = 0, k = 0;
+    if (!tf_ckpt_parse_step(lc, &c))
+        return tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path,
+                             "metadata '" META_LOSS_CLEAN "' is '%s', expected " STEP_EXPECTED, lc,
+                             NULL);
+    if (!tf_ckpt_parse_step(lk, &k))
+        return tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path,
+                             "metadata '" META_LOSS_SKIPPED "' is '%s', expected " STEP_EXPECTED,
+                             lk, NULL);
+    *scale = (float)v;
+    *clean_steps = c;
+    *skipped = k;
+    *present = 1;
+    return TF_OK;
 }

@@ -71,7 +71,7 @@ cJSON *tf_io_config_to_json(const tf_config *c) {
     }
     ok &= cJSON_AddStringToObject(j, "impl", impl_name(c->impl)) != NULL;
     ok &= cJSON_AddStringToObject(j, "backend", backend_name(c->backend)) != NULL;
-    ok &= cJSON_AddStringToObject(j, "precision", c->precision == TF_PREC_TF32 ? "tf32" : "fp32") !=
+    ok &= cJSON_AddStringToObject(j, "precision", tf_precision_name(c->precision)) !=
           NULL;
     ok &= cJSON_AddBoolToObject(j, "graph", c->graph != 0) != NULL;
     cJSON *f = cJSON_AddObjectToObject(j, "fusion");
@@ -178,7 +178,9 @@ tf_status tf_io_config_from_json(tf_config *c, const cJSON *j, char *err, size_t
         return bad(err, errlen, "pair_dim", "expected a multiple of n_heads_pair");
     static const char *const impls[] = {NULL, "v1", "v2", "v3"};
     static const char *const backends[] = {"cpu", "cuda", "auto", "hip"};
-    static const char *const precs[] = {"fp32", "tf32"};
+    const char *precs[TF_PREC_COUNT];
+    for (int i = 0; i < TF_PREC_COUNT; i++)
+        precs[i] = tf_precision_name((tf_precision)i);
     int v = (int)c->impl;
     tf_status st = get_enum(j, "impl", impls, 4, &v, err, errlen);
     if (st) return st;
@@ -187,7 +189,7 @@ tf_status tf_io_config_from_json(tf_config *c, const cJSON *j, char *err, size_t
     if ((st = get_enum(j, "backend", backends, 4, &v, err, errlen))) return st;
     c->backend = (tf_backend_kind)v;
     v = (int)c->precision;
-    if ((st = get_enum(j, "precision", precs, 2, &v, err, errlen))) return st;
+    if ((st = get_enum(j, "precision", precs, TF_PREC_COUNT, &v, err, errlen))) return st;
     c->precision = (tf_precision)v;
     if ((st = get_bool(j, "graph", &c->graph, err, errlen))) return st;
     c->fusion = tf_fusion_for_impl(c->impl);

@@ -955,11 +955,17 @@ tf_status tf_trainer_step_batch(tf_trainer *t, const tf_batch *b, tf_step_stats 
 }
 
 tf_status tf_trainer_grad(tf_trainer *t, const tf_batch *b, float *loss, float *pred) {
-    const float one = 1.0f; /* the gradients as they are, unscaled */
-    t->ops->upload(t->be, t->hyper + TF_HYPER_LOSS_SCALE, &one, sizeof one);
+    /* fp16 seeds with the loss scale (its gradients would underflow
+     * without) and divides it out after: exact, the scale is a power of two */
+    const float scale = t->scaler.scale;
+    t->ops->upload(t->be, t->hyper + TF_HYPER_LOSS_SCALE, &scale, sizeof scale);
     upload_batch(t, b);
     run_phase(t, 0, issue_forward, NULL);
     run_phase(t, 1, issue_backward, NULL);
+    if (scale != 1.0f) {
+        t->ops->scale(t->be, t->grads, t->grads, 1.0f / scale, (long)t->nparams, TF_F32);
+        t->ops->sync(t->be);
+    }
     t->ops->download(t->be, loss, t->loss, sizeof *loss);
     if (pred)
         t->ops->download(t->be, pred, t->pred,

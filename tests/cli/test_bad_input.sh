@@ -96,7 +96,12 @@ done
 # Enumerations.
 for v in gpu CPU "" rocm 1; do bad --backend --backend "$v"; done
 for v in v4 v0 3 V1 ""; do bad --impl --impl "$v"; done
-for v in fp16 bf16 FP32 ""; do bad --precision --precision "$v"; done
+for v in fp8 FP32 BF16 half fp16x ""; do bad --precision --precision "$v"; done
+# --use-amp is --precision fp16: any other explicit precision is refused
+for v in fp32 tf32 bf16; do bad --use-amp --use-amp --precision "$v"; done
+bad --use-amp --precision bf16 --use-amp
+bad --use-amp --use-amp=1
+bad --use-amp bench --use-amp --precision fp32
 for v in fast gemm=tensor attn=k6,gemm=auto "lane=" tile=64 wgrad_delay_us=-5 ""; do
     bad --gpu-plan --gpu-plan "$v"
 done
@@ -190,7 +195,7 @@ good profile --help
 good bench --help
 good --version
 for knob in --batch-size --seq-len --num-seqs --num-blocks --num-steps --warmup-steps --msa-dim \
-    --pair-dim --learning-rate --seed --device --backend --threads --impl --precision --graph --gpu-plan \
+    --pair-dim --learning-rate --seed --device --backend --threads --impl --precision --use-amp --graph --gpu-plan \
     --enable-all-fusion --disable-all-fusion --enable-qkv-fusion-msa --disable-qkv-fusion-msa \
     --enable-qkv-fusion-triangle --disable-qkv-fusion-triangle --enable-flash-attention \
     --disable-flash-attention --enable-triangle-fusion --disable-triangle-fusion \

@@ -15,7 +15,11 @@
  * dk/dv accumulate over query rows in the per-thread buffer and are written
  * once per slice. With a bias gradient, tasks are (b, h) and o runs in order
  * inside (the sum over o is then deterministic and thread-count independent);
- * without one, tasks are (b, o, h). */
+ * without one, tasks are (b, o, h).
+ *
+ * bf16/fp16 (a->t): the views are gathered into packed fp32 scratch, the
+ * fp32 attention runs on those, and its outputs are rounded once as they
+ * are scattered back into the caller's views (lse and work stay fp32). */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -100,9 +104,7 @@ static void attn_fwd_slice(const tf_attn_args *a, int b, int o, int h, float *bu
     }
 }
 
-void tf_cpu_attn_fwd(tf_backend *be, const tf_attn_args *a) {
-    if (a->nb <= 0 || a->no <= 0 || a->nh <= 0 || a->L <= 0 || a->d <= 0)
-        return;
+static void attn_fwd_f32(tf_backend *be, const tf_attn_args *a) {
     const int simd = tf_cpu_attn_simd_ok(a->d);
     const size_t per =
         tf_cpu_pad_floats(simd ? tf_cpu_attn_simd_floats(a->L, a->d) : fwd_floats(a->L, a->d));
@@ -208,9 +210,7 @@ static void attn_bwd_slice(const tf_attn_args *a, int b, int o, int h, float *bu
     }
 }
 
-void tf_cpu_attn_bwd(tf_backend *be, const tf_attn_args *a) {
-    if (a->nb <= 0 || a->no <= 0 || a->nh <= 0 || a->L <= 0 || a->d <= 0)
-        return;
+static void attn_bwd_f32(tf_backend *be, const tf_attn_args *a) {
     const int simd = tf_cpu_attn_simd_ok(a->d);
     const size_t per =
         tf_cpu_pad_floats(simd ? tf_cpu_attn_simd_floats(a->L, a->d) : bwd_floats(a->L, a->d));
@@ -240,4 +240,111 @@ void tf_cpu_attn_bwd(tf_backend *be, const tf_attn_args *a) {
             }
         }
     }
+}
+
+/* ------------------------------------------------------------ bf16 / fp16 */
+
+/* a packed fp32 [nb, no, L, nh*d] view over p */
+static tf_attn_view packed_view(float *p, const tf_attn_args *a) {
+    const long C = (long)a->nh * a->d;
+    const tf_attn_view v = {p, (long)a->no * a->L * C, (long)a->L * C, C};
+    return v;
+}
+
+/* a view of type a->t to packed fp32 (to_f32) or back, rounded (!to_f32) */
+static void view_convert(tf_backend *be, const tf_attn_args *a, const tf_attn_view *v, float *f,
+                         int to_f32) {
+    const long C = (long)a->nh * a->d, rows = (long)a->nb * a->no * a->L;
+#pragma omp parallel for schedule(static) num_threads(be->threads) if (rows * C >= TF_CPU_PAR_MIN)
+    for (long r = 0; r < rows; r++) {
+        const long l = r % a->L, o = (r / a->L) % a->no, b = r / ((long)a->L * a->no);
+        const long off = b * v->sb + o * v->so + l * v->sl;
+        if (to_f32)
+            tf_dtype_to_f32(f + r * C, tf_cpu_at(v->p, a->t, off), a->t, (size_t)C);
+        else
+            tf_dtype_from_f32(tf_cpu_at(v->p, a->t, off), a->t, f + r * C, (size_t)C);
+    }
+}
+
+/* bias (or dbias) at the bias strides to packed fp32 [nb, nh, L, L] or back */
+static void bias_convert(tf_backend *be, const tf_attn_args *a, void *bias, float *f, int to_f32) {
+    const long L = a->L, rows = (long)a->nb * a->nh * L;
+    uint16_t *hb = bias;
+#pragma omp parallel for schedule(static) num_threads(be->threads) if (rows * L >= TF_CPU_PAR_MIN)
+    for (long r = 0; r < rows; r++) {
+        const long i = r % L, h = (r / L) % a->nh, b = r / (L * a->nh);
+        uint16_t *src = hb + b * a->bias_sb + h * a->bias_sh + i * a->bias_si;
+        float *fr = f + r * L;
+        if (to_f32)
+            for (long j = 0; j < L; j++) fr[j] = tf_cpu_half_to_f32(src[j * a->bias_sj], a->t);
+        else
+            for (long j = 0; j < L; j++) src[j * a->bias_sj] = tf_cpu_f32_to_half(fr[j], a->t);
+    }
+}
+
+/* f: a's fp32 twin over packed scratch (nv views first, then bias and dbias
+ * when a has them); its inputs widened */
+static void half_args(tf_backend *be, tf_attn_args *f, const tf_attn_args *a, int bwd) {
+    const long nv = (long)a->nb * a->no * a->L * a->nh * a->d, nbias = (long)a->nb * a->nh * a->L * a->L;
+    const size_t pv = tf_cpu_pad_floats((size_t)nv), pb = tf_cpu_pad_floats((size_t)nbias);
+    const int nviews = bwd ? 8 : 4;
+    const int hb = a->bias != NULL, hdb = bwd && a->dbias != NULL;
+    float *s = tf_cpu_scratch_push(be, (nviews * pv + (size_t)(hb + hdb) * pb) * sizeof(float));
+    *f = *a;
+    f->t = TF_F32;
+    tf_attn_view *in[5] = {&f->q, &f->k, &f->v, &f->out, &f->dout};
+    const tf_attn_view *src[5] = {&a->q, &a->k, &a->v, &a->out, &a->dout};
+    /* inputs: q, k, v (and out, dout backward); outputs: out (dq, dk, dv backward) */
+    for (int k = 0; k < (bwd ? 5 : 4); k++) {
+        *in[k] = packed_view(s + (size_t)k * pv, a);
+        if (k < 3 || bwd)
+            view_convert(be, a, src[k], s + (size_t)k * pv, 1);
+    }
+    if (bwd) {
+        f->dq = packed_view(s + 5 * pv, a);
+        f->dk = packed_view(s + 6 * pv, a);
+        f->dv = packed_view(s + 7 * pv, a);
+    }
+    float *bias = s + nviews * pv;
+    if (hb) {
+        bias_convert(be, a, (void *)a->bias, bias, 1);
+        f->bias = bias;
+    }
+    f->dbias = hdb ? bias + (size_t)hb * pb : NULL;
+    f->bias_sb = (long)a->nh * a->L * a->L, f->bias_sh = (long)a->L * a->L;
+    f->bias_si = a->L, f->bias_sj = 1;
+}
+
+void tf_cpu_attn_fwd(tf_backend *be, const tf_attn_args *a) {
+    tf_cpu_dtype_check(a->t, "attn_fwd");
+    if (a->nb <= 0 || a->no <= 0 || a->nh <= 0 || a->L <= 0 || a->d <= 0)
+        return;
+    if (a->t == TF_F32) {
+        attn_fwd_f32(be, a);
+        return;
+    }
+    tf_attn_args f;
+    half_args(be, &f, a, 0);
+    attn_fwd_f32(be, &f);
+    view_convert(be, a, &a->out, f.out.p, 0);
+    tf_cpu_scratch_pop(be);
+}
+
+void tf_cpu_attn_bwd(tf_backend *be, const tf_attn_args *a) {
+    tf_cpu_dtype_check(a->t, "attn_bwd");
+    if (a->nb <= 0 || a->no <= 0 || a->nh <= 0 || a->L <= 0 || a->d <= 0)
+        return;
+    if (a->t == TF_F32) {
+        attn_bwd_f32(be, a);
+        return;
+    }
+    tf_attn_args f;
+    half_args(be, &f, a, 1);
+    attn_bwd_f32(be, &f);
+    view_convert(be, a, &a->dq, f.dq.p, 0);
+    view_convert(be, a, &a->dk, f.dk.p, 0);
+    view_convert(be, a, &a->dv, f.dv.p, 0);
+    if (a->dbias)
+        bias_convert(be, a, a->dbias, f.dbias, 0);
+    tf_cpu_scratch_pop(be);
 }

@@ -66,9 +66,9 @@ static void cpu_upload(tf_backend *be, void *dst, const void *src, size_t bytes)
 
 static void cpu_copy_rows(tf_backend *be, void *dst, long dst_ld, const void *src, long src_ld,
                           long cols, long rows, tf_dtype t) {
-    (void)be;
-    const size_t es = tf_dtype_size(t);
-#pragma omp parallel for if (rows * cols > (1L << 16)) schedule(static)
+    tf_cpu_dtype_check(t, "copy_rows");
+    const size_t es = tf_dtype_size(t); /* a copy: the bits move, whatever the type */
+#pragma omp parallel for if (rows * cols > (1L << 16)) schedule(static) num_threads(be->threads)
     for (long r = 0; r < rows; r++)
         memcpy((char *)dst + r * dst_ld * es, (const char *)src + r * src_ld * es,
                es * (size_t)cols);
@@ -90,18 +90,35 @@ static void cpu_sync(tf_backend *be) {
 }
 
 void *tf_cpu_scratch(tf_backend *be, size_t bytes) {
-    if (bytes <= be->scratch_bytes)
-        return be->scratch;
+    if (be->scratch_top >= TF_CPU_SCRATCH_DEPTH) {
+        fprintf(stderr, "tinyfold: internal error: cpu backend: scratch stack deeper than %d\n",
+                TF_CPU_SCRATCH_DEPTH);
+        abort();
+    }
+    void **p = &be->scratch[be->scratch_top].p;
+    size_t *have = &be->scratch[be->scratch_top].bytes;
+    if (bytes <= *have)
+        return *p;
     size_t n = round_up(bytes + bytes / 4, TF_CPU_ALIGN); /* some headroom */
     void *s = aligned_alloc(TF_CPU_ALIGN, n);
     if (!s) {
         fprintf(stderr, "tinyfold: cpu backend: out of host memory for %zu bytes of scratch\n", n);
         abort();
     }
-    free(be->scratch);
-    be->scratch = s;
-    be->scratch_bytes = n;
+    free(*p);
+    *p = s;
+    *have = n;
     return s;
+}
+
+void *tf_cpu_scratch_push(tf_backend *be, size_t bytes) {
+    void *s = tf_cpu_scratch(be, bytes);
+    be->scratch_top++;
+    return s;
+}
+
+void tf_cpu_scratch_pop(tf_backend *be) {
+    be->scratch_top--;
 }
 
 /* The CPU's level 3: the outer product mean weight-first (fewer FLOPs, no
@@ -113,7 +130,7 @@ static void cpu_caps(const tf_backend *be, tf_backend_caps *c) {
     c->name = "cpu";
     c->opm_weight_first = v3;
     c->trimul_merged = v3;
-    c->act_types = 1u << TF_F32;
+    c->act_types = (1u << TF_F32) | (1u << TF_BF16) | (1u << TF_F16);
 }
 
 static const tf_ops cpu_ops = {
@@ -136,29 +153,29 @@ static const tf_ops cpu_ops = {
     .main_wait_side = cpu_no_wait,
     .side_wait_main = cpu_no_wait,
     .gemm = tf_cpu_gemm,
-    .layernorm_fwd = tf_cpu_t_layernorm_fwd,
-    .layernorm_bwd = tf_cpu_t_layernorm_bwd,
-    .layernorm2_fwd = tf_cpu_t_layernorm2_fwd,
-    .layernorm2_bwd = tf_cpu_t_layernorm2_bwd,
-    .softmax_fwd = tf_cpu_t_softmax_fwd,
-    .softmax_bwd = tf_cpu_t_softmax_bwd,
-    .attn_fwd = tf_cpu_t_attn_fwd,
-    .attn_bwd = tf_cpu_t_attn_bwd,
-    .permute = tf_cpu_t_permute,
-    .add_bcast_mid = tf_cpu_t_add_bcast_mid,
-    .sum_mid = tf_cpu_t_sum_mid,
-    .add = tf_cpu_t_add,
-    .mul = tf_cpu_t_mul,
-    .scale = tf_cpu_t_scale,
-    .act_fwd = tf_cpu_t_act_fwd,
-    .act_bwd = tf_cpu_t_act_bwd,
-    .gate_fwd = tf_cpu_t_gate_fwd,
-    .gate_bwd = tf_cpu_t_gate_bwd,
-    .gate_residual_fwd = tf_cpu_t_gate_residual_fwd,
-    .gate_cmajor_fwd = tf_cpu_t_gate_cmajor_fwd,
-    .gate_cmajor_bwd = tf_cpu_t_gate_cmajor_bwd,
-    .opm_bwd = tf_cpu_t_opm_bwd,
-    .opm_outer = tf_cpu_t_opm_outer,
+    .layernorm_fwd = tf_cpu_layernorm_fwd,
+    .layernorm_bwd = tf_cpu_layernorm_bwd,
+    .layernorm2_fwd = tf_cpu_layernorm2_fwd,
+    .layernorm2_bwd = tf_cpu_layernorm2_bwd,
+    .softmax_fwd = tf_cpu_softmax_fwd,
+    .softmax_bwd = tf_cpu_softmax_bwd,
+    .attn_fwd = tf_cpu_attn_fwd,
+    .attn_bwd = tf_cpu_attn_bwd,
+    .permute = tf_cpu_permute,
+    .add_bcast_mid = tf_cpu_add_bcast_mid,
+    .sum_mid = tf_cpu_sum_mid,
+    .add = tf_cpu_add,
+    .mul = tf_cpu_mul,
+    .scale = tf_cpu_scale,
+    .act_fwd = tf_cpu_act_fwd,
+    .act_bwd = tf_cpu_act_bwd,
+    .gate_fwd = tf_cpu_gate_fwd,
+    .gate_bwd = tf_cpu_gate_bwd,
+    .gate_residual_fwd = tf_cpu_gate_residual_fwd,
+    .gate_cmajor_fwd = tf_cpu_gate_cmajor_fwd,
+    .gate_cmajor_bwd = tf_cpu_gate_cmajor_bwd,
+    .opm_bwd = tf_cpu_opm_bwd,
+    .opm_outer = tf_cpu_opm_outer,
     .embed_fwd = tf_cpu_embed_fwd,
     .embed_bwd = tf_cpu_embed_bwd,
     .mse_head_fwd = tf_cpu_mse_head_fwd,
@@ -197,7 +214,8 @@ int tf_cpu_backend_create(tf_backend **be, const tf_ops **ops, const tf_backend_
 void tf_cpu_backend_destroy(tf_backend *be) {
     if (!be)
         return;
-    free(be->scratch);
+    for (int k = 0; k < TF_CPU_SCRATCH_DEPTH; k++)
+        free(be->scratch[k].p);
     free(be);
 }
 

@@ -1,6 +1,12 @@
 /* Elementwise families, gating, embedding, the distance head + MSE loss and
  * AdamW. All elementwise ops may run in place (outputs may alias inputs):
- * no restrict, and every loop body reads its inputs before writing. */
+ * no restrict, and every loop body reads its inputs before writing.
+ *
+ * bf16/fp16 (ops.h): the fp32 loops run on fp32 tensors in place; a half op
+ * runs blocks of EW_BLK elements in parallel, widens the block's inputs into
+ * per-thread fp32 arrays, evaluates the same per-element expression on them
+ * and rounds the outputs once at the store. A block's inputs are all read
+ * before its outputs are written, so those ops run in place too. */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -12,54 +18,171 @@
 #define PAR_FOR                                                                                    \
     _Pragma("omp parallel for simd num_threads(be->threads) if (parallel : n >= TF_CPU_PAR_MIN)")
 
-void tf_cpu_add(tf_backend *be, float *y, const float *a, const float *b, long n) {
-    PAR_FOR
-    for (long i = 0; i < n; i++)
-        y[i] = a[i] + b[i];
+/* the half path's blocks: i0 steps over [0, n), m = the block's length */
+#define EW_BLK 1024
+#define HALF_BLOCKS(n)                                                                             \
+    _Pragma("omp parallel for schedule(static) num_threads(be->threads) if (n >= TF_CPU_PAR_MIN)") \
+    for (long i0 = 0; i0 < (n); i0 += EW_BLK)
+#define BLK_LEN(n, i0) ((n) - (i0) < EW_BLK ? (n) - (i0) : EW_BLK)
+
+static inline void ld_blk(float *f, const void *p, tf_dtype t, long i0, long m) {
+    tf_dtype_to_f32(f, tf_cpu_cat(p, t, i0), t, (size_t)m);
+}
+static inline void st_blk(void *p, tf_dtype t, long i0, const float *f, long m) {
+    tf_dtype_from_f32(tf_cpu_at(p, t, i0), t, f, (size_t)m);
 }
 
-void tf_cpu_mul(tf_backend *be, float *y, const float *a, const float *b, long n) {
-    PAR_FOR
-    for (long i = 0; i < n; i++)
-        y[i] = a[i] * b[i];
-}
+/* the per-element arithmetic both paths share */
+static inline float relu1(float x) { return x > 0.0f ? x : 0.0f; }
+static inline float dsigmoid1(float dy, float y) { return dy * y * (1.0f - y); }
+/* relu'(x) from the output: 1 where y > 0 (the subgradient at 0 is 0, as PyTorch) */
+static inline float drelu1(float dy, float y) { return y > 0.0f ? dy : 0.0f; }
 
-void tf_cpu_scale(tf_backend *be, float *y, const float *x, float alpha, long n) {
-    PAR_FOR
-    for (long i = 0; i < n; i++)
-        y[i] = alpha * x[i];
-}
-
-void tf_cpu_act_fwd(tf_backend *be, tf_act act, float *y, const float *x, long n) {
-    if (act == TF_ACT_SIGMOID) {
+void tf_cpu_add(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t) {
+    if (t == TF_F32) {
+        float *yf = y;
+        const float *af = a, *bf = b;
         PAR_FOR
         for (long i = 0; i < n; i++)
-            y[i] = tf_cpu_sigmoidf(x[i]);
-    } else {
-        PAR_FOR
-        for (long i = 0; i < n; i++)
-            y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+            yf[i] = af[i] + bf[i];
+        return;
+    }
+    tf_cpu_dtype_check(t, "add");
+    HALF_BLOCKS(n) {
+        const long m = BLK_LEN(n, i0);
+        float fa[EW_BLK], fb[EW_BLK];
+        ld_blk(fa, a, t, i0, m);
+        ld_blk(fb, b, t, i0, m);
+        for (long i = 0; i < m; i++)
+            fa[i] = fa[i] + fb[i];
+        st_blk(y, t, i0, fa, m);
     }
 }
 
-void tf_cpu_act_bwd(tf_backend *be, tf_act act, float *dx, const float *dy, const float *y,
-                    long n) {
-    if (act == TF_ACT_SIGMOID) {
+void tf_cpu_mul(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t) {
+    if (t == TF_F32) {
+        float *yf = y;
+        const float *af = a, *bf = b;
         PAR_FOR
         for (long i = 0; i < n; i++)
-            dx[i] = dy[i] * y[i] * (1.0f - y[i]);
-    } else {
-        /* relu'(x) from the output: 1 where y > 0 (the subgradient at 0 is 0, as PyTorch) */
-        PAR_FOR
-        for (long i = 0; i < n; i++)
-            dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+            yf[i] = af[i] * bf[i];
+        return;
+    }
+    tf_cpu_dtype_check(t, "mul");
+    HALF_BLOCKS(n) {
+        const long m = BLK_LEN(n, i0);
+        float fa[EW_BLK], fb[EW_BLK];
+        ld_blk(fa, a, t, i0, m);
+        ld_blk(fb, b, t, i0, m);
+        for (long i = 0; i < m; i++)
+            fa[i] = fa[i] * fb[i];
+        st_blk(y, t, i0, fa, m);
     }
 }
 
-void tf_cpu_gate_fwd(tf_backend *be, float *y, const float *a, const float *g, long n) {
-    PAR_FOR
-    for (long i = 0; i < n; i++)
-        y[i] = a[i] * tf_cpu_sigmoidf(g[i]);
+void tf_cpu_scale(tf_backend *be, void *y, const void *x, float alpha, long n, tf_dtype t) {
+    if (t == TF_F32) {
+        float *yf = y;
+        const float *xf = x;
+        PAR_FOR
+        for (long i = 0; i < n; i++)
+            yf[i] = alpha * xf[i];
+        return;
+    }
+    tf_cpu_dtype_check(t, "scale");
+    HALF_BLOCKS(n) {
+        const long m = BLK_LEN(n, i0);
+        float fx[EW_BLK];
+        ld_blk(fx, x, t, i0, m);
+        for (long i = 0; i < m; i++)
+            fx[i] = alpha * fx[i];
+        st_blk(y, t, i0, fx, m);
+    }
+}
+
+void tf_cpu_act_fwd(tf_backend *be, tf_act act, void *y, const void *x, long n, tf_dtype t) {
+    const int sig = act == TF_ACT_SIGMOID;
+    if (t == TF_F32) {
+        float *yf = y;
+        const float *xf = x;
+        if (sig) {
+            PAR_FOR
+            for (long i = 0; i < n; i++)
+                yf[i] = tf_cpu_sigmoidf(xf[i]);
+        } else {
+            PAR_FOR
+            for (long i = 0; i < n; i++)
+                yf[i] = relu1(xf[i]);
+        }
+        return;
+    }
+    tf_cpu_dtype_check(t, "act_fwd");
+    HALF_BLOCKS(n) {
+        const long m = BLK_LEN(n, i0);
+        float fx[EW_BLK];
+        ld_blk(fx, x, t, i0, m);
+        if (sig)
+            for (long i = 0; i < m; i++)
+                fx[i] = tf_cpu_sigmoidf(fx[i]);
+        else
+            for (long i = 0; i < m; i++)
+                fx[i] = relu1(fx[i]);
+        st_blk(y, t, i0, fx, m);
+    }
+}
+
+void tf_cpu_act_bwd(tf_backend *be, tf_act act, void *dx, const void *dy, const void *y, long n,
+                    tf_dtype t) {
+    const int sig = act == TF_ACT_SIGMOID;
+    if (t == TF_F32) {
+        float *dxf = dx;
+        const float *dyf = dy, *yf = y;
+        if (sig) {
+            PAR_FOR
+            for (long i = 0; i < n; i++)
+                dxf[i] = dsigmoid1(dyf[i], yf[i]);
+        } else {
+            PAR_FOR
+            for (long i = 0; i < n; i++)
+                dxf[i] = drelu1(dyf[i], yf[i]);
+        }
+        return;
+    }
+    tf_cpu_dtype_check(t, "act_bwd");
+    HALF_BLOCKS(n) {
+        const long m = BLK_LEN(n, i0);
+        float fd[EW_BLK], fy[EW_BLK];
+        ld_blk(fd, dy, t, i0, m);
+        ld_blk(fy, y, t, i0, m);
+        if (sig)
+            for (long i = 0; i < m; i++)
+                fd[i] = dsigmoid1(fd[i], fy[i]);
+        else
+            for (long i = 0; i < m; i++)
+                fd[i] = drelu1(fd[i], fy[i]);
+        st_blk(dx, t, i0, fd, m);
+    }
+}
+
+void tf_cpu_gate_fwd(tf_backend *be, void *y, const void *a, const void *g, long n, tf_dtype t) {
+    if (t == TF_F32) {
+        float *yf = y;
+        const float *af = a, *gf = g;
+        PAR_FOR
+        for (long i = 0; i < n; i++)
+            yf[i] = af[i] * tf_cpu_sigmoidf(gf[i]);
+        return;
+    }
+    tf_cpu_dtype_check(t, "gate_fwd");
+    HALF_BLOCKS(n) {
+        const long m = BLK_LEN(n, i0);
+        float fa[EW_BLK], fg[EW_BLK];
+        ld_blk(fa, a, t, i0, m);
+        ld_blk(fg, g, t, i0, m);
+        for (long i = 0; i < m; i++)
+            fa[i] = fa[i] * tf_cpu_sigmoidf(fg[i]);
+        st_blk(y, t, i0, fa, m);
+    }
 }
 
 /* y = a sigmoid(g)'s gradients: da = dy*s, dg = dy*a*s*(1-s) (gate_bwd and
@@ -70,18 +193,39 @@ static inline void gate_bwd_one(float *da, float *dg, float d, float a, float g)
     *dg = d * a * s * (1.0f - s);
 }
 
-void tf_cpu_gate_bwd(tf_backend *be, float *da, float *dg, const float *dy, const float *a,
-                     const float *g, long n) {
-    PAR_FOR
-    for (long i = 0; i < n; i++)
-        gate_bwd_one(&da[i], &dg[i], dy[i], a[i], g[i]);
+void tf_cpu_gate_bwd(tf_backend *be, void *da, void *dg, const void *dy, const void *a,
+                     const void *g, long n, tf_dtype t) {
+    if (t == TF_F32) {
+        float *daf = da, *dgf = dg;
+        const float *dyf = dy, *af = a, *gf = g;
+        PAR_FOR
+        for (long i = 0; i < n; i++)
+            gate_bwd_one(&daf[i], &dgf[i], dyf[i], af[i], gf[i]);
+        return;
+    }
+    tf_cpu_dtype_check(t, "gate_bwd");
+    HALF_BLOCKS(n) {
+        const long m = BLK_LEN(n, i0);
+        float fd[EW_BLK], fa[EW_BLK], fg[EW_BLK];
+        ld_blk(fd, dy, t, i0, m);
+        ld_blk(fa, a, t, i0, m);
+        ld_blk(fg, g, t, i0, m);
+        for (long i = 0; i < m; i++) {
+            const float d = fd[i], ai = fa[i], gi = fg[i];
+            gate_bwd_one(&fa[i], &fg[i], d, ai, gi); /* fa: da, fg: dg */
+        }
+        st_blk(da, t, i0, fa, m);
+        st_blk(dg, t, i0, fg, m);
+    }
 }
 
 /* gated L|R to channel-major, in blocks of GC_BLK rows (the threads' unit):
  * the gating runs along each row (as gate_fwd/_bwd do) into a per-thread
- * [GC_BLK, 2C] tile, which is then transposed into (or out of) the 2C
+ * [GC_BLK, 2C] fp32 tile, which is then transposed into (or out of) the 2C
  * channel-major rows; off[] holds each row's place, b*C*inner + p, within
- * its (s, c) row */
+ * its (s, c) row. Half rows of a, g, da, dg go through per-thread fp32 row
+ * buffers (tf_cpu_row_in/_out), the tile's elements are rounded into (or
+ * widened from) a half lr_t / dlr_t one by one. */
 #define GC_BLK 64
 static void gc_offsets(long *off, long r0, long r1, long inner, int C) {
     for (long r = r0; r < r1; r++) {
@@ -90,55 +234,100 @@ static void gc_offsets(long *off, long r0, long r1, long inner, int C) {
     }
 }
 
-void tf_cpu_gate_cmajor_fwd(tf_backend *be, float *lr_t, const float *a, const float *g, long ld,
-                            long rows, long inner, int C) {
+/* per thread: the tile and, for a half type, 4 row buffers */
+static size_t gc_per_thread(long w, tf_dtype t) {
+    return tf_cpu_pad_floats((size_t)GC_BLK * (size_t)w) +
+           (t == TF_F32 ? 0 : 4 * tf_cpu_pad_floats((size_t)w));
+}
+
+void tf_cpu_gate_cmajor_fwd(tf_backend *be, void *lr_t, const void *a, const void *g, long ld,
+                            long rows, long inner, int C, tf_dtype t) {
+    tf_cpu_dtype_check(t, "gate_cmajor_fwd");
     const long nb = rows / inner, nblk = (rows + GC_BLK - 1) / GC_BLK, w = 2 * (long)C;
-    float *tiles = tf_cpu_scratch(be, (size_t)be->threads * GC_BLK * (size_t)w * sizeof(float));
+    const size_t per = gc_per_thread(w, t), wp = tf_cpu_pad_floats((size_t)w);
+    float *scr = tf_cpu_scratch(be, (size_t)be->threads * per * sizeof(float));
 #pragma omp parallel for schedule(static) num_threads(be->threads) if (rows * C >= TF_CPU_PAR_MIN)
     for (long k = 0; k < nblk; k++) {
         const long r0 = k * GC_BLK, r1 = r0 + GC_BLK < rows ? r0 + GC_BLK : rows;
-        float *t = tiles + (size_t)omp_get_thread_num() * GC_BLK * (size_t)w;
+        float *tile = scr + (size_t)omp_get_thread_num() * per;
+        float *rb = tile + tf_cpu_pad_floats((size_t)GC_BLK * (size_t)w); /* half rows */
         long off[GC_BLK];
         gc_offsets(off, r0, r1, inner, C);
         for (long r = r0; r < r1; r++) {
-            const float *ar = a + r * ld, *gr = g + r * ld;
-            float *tr = t + (r - r0) * w;
+            const float *ar = tf_cpu_row_in(rb, a, t, r * ld, w),
+                        *gr = tf_cpu_row_in(rb + wp, g, t, r * ld, w);
+            float *tr = tile + (r - r0) * w;
             for (long sc = 0; sc < w; sc++) tr[sc] = ar[sc] * tf_cpu_sigmoidf(gr[sc]);
         }
         for (long sc = 0; sc < w; sc++) {
-            float *o = lr_t + (sc / C * nb * C + sc % C) * inner;
-            for (long r = r0; r < r1; r++) o[off[r - r0]] = t[(r - r0) * w + sc];
+            const long o0 = (sc / C * nb * C + sc % C) * inner;
+            if (t == TF_F32) {
+                float *o = (float *)lr_t + o0;
+                for (long r = r0; r < r1; r++) o[off[r - r0]] = tile[(r - r0) * w + sc];
+            } else {
+                uint16_t *o = (uint16_t *)lr_t + o0;
+                for (long r = r0; r < r1; r++)
+                    o[off[r - r0]] = tf_cpu_f32_to_half(tile[(r - r0) * w + sc], t);
+            }
         }
     }
 }
 
-void tf_cpu_gate_cmajor_bwd(tf_backend *be, float *da, float *dg, const float *dlr_t,
-                            const float *a, const float *g, long ld, long rows, long inner, int C) {
+void tf_cpu_gate_cmajor_bwd(tf_backend *be, void *da, void *dg, const void *dlr_t,
+                            const void *a, const void *g, long ld, long rows, long inner, int C,
+                            tf_dtype t) {
+    tf_cpu_dtype_check(t, "gate_cmajor_bwd");
     const long nb = rows / inner, nblk = (rows + GC_BLK - 1) / GC_BLK, w = 2 * (long)C;
-    float *tiles = tf_cpu_scratch(be, (size_t)be->threads * GC_BLK * (size_t)w * sizeof(float));
+    const size_t per = gc_per_thread(w, t), wp = tf_cpu_pad_floats((size_t)w);
+    float *scr = tf_cpu_scratch(be, (size_t)be->threads * per * sizeof(float));
 #pragma omp parallel for schedule(static) num_threads(be->threads) if (rows * C >= TF_CPU_PAR_MIN)
     for (long k = 0; k < nblk; k++) {
         const long r0 = k * GC_BLK, r1 = r0 + GC_BLK < rows ? r0 + GC_BLK : rows;
-        float *t = tiles + (size_t)omp_get_thread_num() * GC_BLK * (size_t)w;
+        float *tile = scr + (size_t)omp_get_thread_num() * per;
+        float *rb = tile + tf_cpu_pad_floats((size_t)GC_BLK * (size_t)w); /* half rows */
         long off[GC_BLK];
         gc_offsets(off, r0, r1, inner, C);
         for (long sc = 0; sc < w; sc++) {
-            const float *dy = dlr_t + (sc / C * nb * C + sc % C) * inner;
-            for (long r = r0; r < r1; r++) t[(r - r0) * w + sc] = dy[off[r - r0]];
+            const long o0 = (sc / C * nb * C + sc % C) * inner;
+            if (t == TF_F32) {
+                const float *dy = (const float *)dlr_t + o0;
+                for (long r = r0; r < r1; r++) tile[(r - r0) * w + sc] = dy[off[r - r0]];
+            } else {
+                const uint16_t *dy = (const uint16_t *)dlr_t + o0;
+                for (long r = r0; r < r1; r++)
+                    tile[(r - r0) * w + sc] = tf_cpu_half_to_f32(dy[off[r - r0]], t);
+            }
         }
         for (long r = r0; r < r1; r++) {
-            const float *ar = a + r * ld, *gr = g + r * ld, *tr = t + (r - r0) * w;
-            float *dar = da + r * ld, *dgr = dg + r * ld;
+            const float *ar = tf_cpu_row_in(rb, a, t, r * ld, w),
+                        *gr = tf_cpu_row_in(rb + wp, g, t, r * ld, w), *tr = tile + (r - r0) * w;
+            float *dar = tf_cpu_row_out(rb + 2 * wp, da, t, r * ld, w, 0),
+                  *dgr = tf_cpu_row_out(rb + 3 * wp, dg, t, r * ld, w, 0);
             for (long sc = 0; sc < w; sc++) gate_bwd_one(&dar[sc], &dgr[sc], tr[sc], ar[sc], gr[sc]);
+            tf_cpu_row_store(da, t, r * ld, dar, w);
+            tf_cpu_row_store(dg, t, r * ld, dgr, w);
         }
     }
 }
 
-void tf_cpu_gate_residual_fwd(tf_backend *be, float *out, const float *res, const float *a,
-                              const float *g, long n) {
-    PAR_FOR
-    for (long i = 0; i < n; i++)
-        out[i] = res[i] + a[i] * tf_cpu_sigmoidf(g[i]);
+void tf_cpu_gate_residual_fwd(tf_backend *be, float *out, const float *res, const void *a,
+                              const void *g, long n, tf_dtype t) {
+    if (t == TF_F32) {
+        const float *af = a, *gf = g;
+        PAR_FOR
+        for (long i = 0; i < n; i++)
+            out[i] = res[i] + af[i] * tf_cpu_sigmoidf(gf[i]);
+        return;
+    }
+    tf_cpu_dtype_check(t, "gate_residual_fwd");
+    HALF_BLOCKS(n) {
+        const long m = BLK_LEN(n, i0);
+        float fa[EW_BLK], fg[EW_BLK];
+        ld_blk(fa, a, t, i0, m);
+        ld_blk(fg, g, t, i0, m);
+        for (long i = 0; i < m; i++)
+            out[i0 + i] = res[i0 + i] + fa[i] * tf_cpu_sigmoidf(fg[i]);
+    }
 }
 
 /* ---- embedding ---- */

@@ -14,20 +14,34 @@
  * (one cache line, one AVX-512 vector). */
 #define TF_CPU_ALIGN 64
 
+/* Scratch buffers an op and the ops it calls may hold at once. */
+#define TF_CPU_SCRATCH_DEPTH 4
+
 struct tf_backend {
     int threads;       /* OpenMP threads used by every parallel region */
     int kernel_level;  /* 1..3: the composition cpu_caps prefers (the ops ignore it) */
     size_t cur_bytes;  /* bytes currently allocated through ops->alloc */
     size_t peak_bytes; /* high-water mark of cur_bytes */
-    void *scratch;     /* host scratch owned by the backend (see tf_cpu_scratch) */
-    size_t scratch_bytes;
+    /* host scratch owned by the backend, a stack of buffers (see tf_cpu_scratch) */
+    struct {
+        void *p;
+        size_t bytes;
+    } scratch[TF_CPU_SCRATCH_DEPTH];
+    int scratch_top; /* buffers held by tf_cpu_scratch_push */
 };
 
-/* Backend-owned host scratch of at least `bytes`, 64-byte aligned. It grows on
- * demand (the first step grows it, later steps reuse it) and is shared by all
- * ops, which run one at a time on the calling thread. The op table has no way
- * to report an error, so running out of host memory here aborts with a message. */
+/* Backend-owned host scratch of at least `bytes`, 64-byte aligned: the buffer
+ * on top of the scratch stack, valid until the op returns. Each buffer grows
+ * on demand (the first step grows it, later steps reuse it); ops run one at a
+ * time on the calling thread. The op table has no way to report an error, so
+ * running out of host memory here aborts with a message.
+ * An op that calls another (a bf16/fp16 op widening its operands into fp32
+ * scratch, then running the fp32 op on them) holds its buffer with
+ * tf_cpu_scratch_push, so that tf_cpu_scratch in the op it calls gets the
+ * next buffer, and gives it back with tf_cpu_scratch_pop. */
 void *tf_cpu_scratch(tf_backend *be, size_t bytes);
+void *tf_cpu_scratch_push(tf_backend *be, size_t bytes);
+void tf_cpu_scratch_pop(tf_backend *be);
 
 /* Round n up to a multiple of TF_CPU_ALIGN / sizeof(float) floats, so that
  * per-thread slices of a scratch buffer stay aligned. */
@@ -101,59 +115,122 @@ static inline void tf_cpu_attn_dbias_row(const tf_attn_args *a, int b, int h, in
  * costs a few microseconds). */
 #define TF_CPU_PAR_MIN 32768
 
+/* ---- element types (cpu_convert.c) ----
+ * Element i of a tensor of type t (strides and offsets count elements). */
+static inline void *tf_cpu_at(void *p, tf_dtype t, long i) {
+    return (char *)p + i * (long)tf_dtype_size(t);
+}
+static inline const void *tf_cpu_cat(const void *p, tf_dtype t, long i) {
+    return (const char *)p + i * (long)tf_dtype_size(t);
+}
+
+/* one bf16/fp16 element (t is TF_BF16 or TF_F16) to fp32 and back */
+static inline float tf_cpu_half_to_f32(uint16_t h, tf_dtype t) {
+    return t == TF_BF16 ? tf_bf16_to_f32(h) : tf_f16_to_f32(h);
+}
+static inline uint16_t tf_cpu_f32_to_half(float f, tf_dtype t) {
+    return t == TF_BF16 ? tf_f32_to_bf16(f) : tf_f32_to_f16(f);
+}
+
+/* aborts with a message for a type outside tf_dtype (the op table has no
+ * error path) */
+void tf_cpu_dtype_check(tf_dtype t, const char *op);
+
+/* n elements of type t widened into fp32 and fp32 rounded to t; rows of
+ * cols elements ld apart to and from packed fp32 [rows, cols]; OpenMP over
+ * blocks or rows when large */
+void tf_cpu_widen(tf_backend *be, float *dst, const void *src, tf_dtype t, long n);
+void tf_cpu_narrow(tf_backend *be, void *dst, tf_dtype t, const float *src, long n);
+void tf_cpu_widen_rows(tf_backend *be, float *dst, const void *src, tf_dtype t, long ld,
+                       long rows, long cols);
+void tf_cpu_narrow_rows(tf_backend *be, void *dst, tf_dtype t, long ld, const float *src,
+                        long rows, long cols);
+
+/* Rows as fp32 inside an op's row loop: tf_cpu_row_in gives the n elements
+ * at element `off` of p as fp32, p itself when t is fp32, else widened into
+ * buf; tf_cpu_row_out gives where to compute the output row (p itself, or
+ * buf, holding the old values widened when `load`: an accumulating output),
+ * and tf_cpu_row_store rounds buf into p (nothing for fp32). So an fp32 op
+ * reads and writes its tensors in place and a half one the same arithmetic
+ * on exact copies. */
+static inline const float *tf_cpu_row_in(float *buf, const void *p, tf_dtype t, long off,
+                                         long n) {
+    if (t == TF_F32)
+        return (const float *)p + off;
+    tf_dtype_to_f32(buf, tf_cpu_cat(p, t, off), t, (size_t)n);
+    return buf;
+}
+static inline float *tf_cpu_row_out(float *buf, void *p, tf_dtype t, long off, long n, int load) {
+    if (t == TF_F32)
+        return (float *)p + off;
+    if (load)
+        tf_dtype_to_f32(buf, tf_cpu_cat(p, t, off), t, (size_t)n);
+    return buf;
+}
+static inline void tf_cpu_row_store(void *p, tf_dtype t, long off, const float *row, long n) {
+    if (t != TF_F32)
+        tf_dtype_from_f32(tf_cpu_at(p, t, off), t, row, (size_t)n);
+}
+
 /* ---- op implementations (signatures as in tf_ops) ---- */
 void tf_cpu_gemm(tf_backend *be, const tf_gemm_args *a, const char *name);
+void tf_cpu_convert(tf_backend *be, void *dst, tf_dtype dt, const void *src, tf_dtype st, long n);
+void tf_cpu_check_finite(tf_backend *be, float *flag, const float *x, long n);
 
-void tf_cpu_layernorm_fwd(tf_backend *be, float *out, float *mean, float *rstd, const float *x,
-                          const float *gamma, const float *beta, long rows, int C, float eps);
-void tf_cpu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta, const float *dout,
-                          const float *x, const float *mean, const float *rstd, const float *gamma,
-                          long rows, int C, int accumulate);
-void tf_cpu_layernorm2_fwd(tf_backend *be, float *out, float *stats, const float *x,
+void tf_cpu_layernorm_fwd(tf_backend *be, void *out, float *mean, float *rstd, const void *x,
+                          const float *gamma, const float *beta, long rows, int C, float eps,
+                          tf_dtype xt, tf_dtype yt);
+void tf_cpu_layernorm_bwd(tf_backend *be, void *dx, float *dgamma, float *dbeta, const void *dout,
+                          const void *x, const float *mean, const float *rstd, const float *gamma,
+                          long rows, int C, int accumulate, tf_dtype xt, tf_dtype yt);
+void tf_cpu_layernorm2_fwd(tf_backend *be, void *out, float *stats, const void *x,
                            const float *g1, const float *b1, const float *g2, const float *b2,
-                           long rows, int C, float eps);
-void tf_cpu_layernorm2_bwd(tf_backend *be, float *dx, float *dg1, float *db1, float *dg2,
-                           float *db2, const float *dout, const float *x, const float *stats,
+                           long rows, int C, float eps, tf_dtype xt, tf_dtype yt);
+void tf_cpu_layernorm2_bwd(tf_backend *be, void *dx, float *dg1, float *db1, float *dg2,
+                           float *db2, const void *dout, const void *x, const float *stats,
                            const float *g1, const float *b1, const float *g2, long rows, int C,
-                           int accumulate);
-void tf_cpu_softmax_fwd(tf_backend *be, float *y, const float *x, long rows, int cols);
-void tf_cpu_softmax_bwd(tf_backend *be, float *dx, const float *dy, const float *y, long rows,
-                        int cols);
+                           int accumulate, tf_dtype xt, tf_dtype yt);
+void tf_cpu_softmax_fwd(tf_backend *be, void *y, const void *x, long rows, int cols, tf_dtype t);
+void tf_cpu_softmax_bwd(tf_backend *be, void *dx, const void *dy, const void *y, long rows,
+                        int cols, tf_dtype t);
 
 void tf_cpu_attn_fwd(tf_backend *be, const tf_attn_args *a);
 void tf_cpu_attn_bwd(tf_backend *be, const tf_attn_args *a);
 /* Register-blocked slices (cpu_attn_simd.c) for the head sizes where
- * tf_cpu_attn_simd_ok(d); buf holds tf_cpu_attn_simd_floats(L, d) floats. */
+ * tf_cpu_attn_simd_ok(d); buf holds tf_cpu_attn_simd_floats(L, d) floats.
+ * The slices (these and cpu_attn.c's) take fp32 views only. */
 int tf_cpu_attn_simd_ok(int d);
 size_t tf_cpu_attn_simd_floats(int L, int d);
 void tf_cpu_attn_fwd_slice_simd(const tf_attn_args *a, int b, int o, int h, float *buf);
 void tf_cpu_attn_bwd_slice_simd(const tf_attn_args *a, int b, int o, int h, float *buf,
                                 int first_o);
 
-void tf_cpu_permute(tf_backend *be, float *out, const float *in, const tf_permute_args *a);
-void tf_cpu_add_bcast_mid(tf_backend *be, float *y, const float *x, long outer, long mid,
-                          long inner);
-void tf_cpu_sum_mid(tf_backend *be, float *y, const float *x, long outer, long mid, long inner,
-                    int accumulate);
+void tf_cpu_permute(tf_backend *be, void *out, const void *in, const tf_permute_args *a);
+void tf_cpu_add_bcast_mid(tf_backend *be, void *y, const void *x, long outer, long mid,
+                          long inner, tf_dtype t);
+void tf_cpu_sum_mid(tf_backend *be, void *y, const void *x, long outer, long mid, long inner,
+                    int accumulate, tf_dtype t);
 
-void tf_cpu_add(tf_backend *be, float *y, const float *a, const float *b, long n);
-void tf_cpu_mul(tf_backend *be, float *y, const float *a, const float *b, long n);
-void tf_cpu_scale(tf_backend *be, float *y, const float *x, float alpha, long n);
-void tf_cpu_act_fwd(tf_backend *be, tf_act act, float *y, const float *x, long n);
-void tf_cpu_act_bwd(tf_backend *be, tf_act act, float *dx, const float *dy, const float *y, long n);
-void tf_cpu_gate_fwd(tf_backend *be, float *y, const float *a, const float *g, long n);
-void tf_cpu_gate_bwd(tf_backend *be, float *da, float *dg, const float *dy, const float *a,
-                     const float *g, long n);
-void tf_cpu_gate_cmajor_fwd(tf_backend *be, float *lr_t, const float *a, const float *g, long ld,
-                            long rows, long inner, int C);
-void tf_cpu_gate_cmajor_bwd(tf_backend *be, float *da, float *dg, const float *dlr_t,
-                            const float *a, const float *g, long ld, long rows, long inner, int C);
-void tf_cpu_gate_residual_fwd(tf_backend *be, float *out, const float *res, const float *a,
-                              const float *g, long n);
-void tf_cpu_opm_bwd(tf_backend *be, float *da, const float *dop, const float *a, int B, int S,
-                    int N, int co);
-void tf_cpu_opm_outer(tf_backend *be, float *outer_p, const float *a, int B, int S, int N,
-                      int co);
+void tf_cpu_add(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t);
+void tf_cpu_mul(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t);
+void tf_cpu_scale(tf_backend *be, void *y, const void *x, float alpha, long n, tf_dtype t);
+void tf_cpu_act_fwd(tf_backend *be, tf_act act, void *y, const void *x, long n, tf_dtype t);
+void tf_cpu_act_bwd(tf_backend *be, tf_act act, void *dx, const void *dy, const void *y, long n,
+                    tf_dtype t);
+void tf_cpu_gate_fwd(tf_backend *be, void *y, const void *a, const void *g, long n, tf_dtype t);
+void tf_cpu_gate_bwd(tf_backend *be, void *da, void *dg, const void *dy, const void *a,
+                     const void *g, long n, tf_dtype t);
+void tf_cpu_gate_cmajor_fwd(tf_backend *be, void *lr_t, const void *a, const void *g, long ld,
+                            long rows, long inner, int C, tf_dtype t);
+void tf_cpu_gate_cmajor_bwd(tf_backend *be, void *da, void *dg, const void *dlr_t,
+                            const void *a, const void *g, long ld, long rows, long inner, int C,
+                            tf_dtype t);
+void tf_cpu_gate_residual_fwd(tf_backend *be, float *out, const float *res, const void *a,
+                              const void *g, long n, tf_dtype t);
+void tf_cpu_opm_bwd(tf_backend *be, void *da, const void *dop, const void *a, int B, int S,
+                    int N, int co, tf_dtype t);
+void tf_cpu_opm_outer(tf_backend *be, void *outer_p, const void *a, int B, int S, int N, int co,
+                      tf_dtype t);
 
 void tf_cpu_embed_fwd(tf_backend *be, float *out, const float *table, const int32_t *tok, long n,
                       int C, int vocab);
@@ -165,55 +242,5 @@ void tf_cpu_mse_head_bwd(tf_backend *be, float *dlogit, const float *pred, const
                          long n, float dmax, const float *loss_scale);
 void tf_cpu_adamw(tf_backend *be, float *p, const float *g, float *m, float *v, long n,
                   const float *hyper);
-
-/* the op table's typed entry points (cpu_fp32_ops.c) */
-void tf_cpu_t_layernorm_fwd(tf_backend *be, void *out, float *mean, float *rstd, const void *x,
-                            const float *g, const float *b, long rows, int C, float eps,
-                            tf_dtype xt, tf_dtype yt);
-void tf_cpu_t_layernorm_bwd(tf_backend *be, void *dx, float *dg, float *db, const void *dout,
-                            const void *x, const float *mean, const float *rstd, const float *g,
-                            long rows, int C, int acc, tf_dtype xt, tf_dtype yt);
-void tf_cpu_t_layernorm2_fwd(tf_backend *be, void *out, float *stats, const void *x,
-                             const float *g1, const float *b1, const float *g2, const float *b2,
-                             long rows, int C, float eps, tf_dtype xt, tf_dtype yt);
-void tf_cpu_t_layernorm2_bwd(tf_backend *be, void *dx, float *dg1, float *db1, float *dg2,
-                             float *db2, const void *dout, const void *x, const float *stats,
-                             const float *g1, const float *b1, const float *g2, long rows, int C,
-                             int acc, tf_dtype xt, tf_dtype yt);
-void tf_cpu_t_softmax_fwd(tf_backend *be, void *y, const void *x, long rows, int cols,
-                          tf_dtype t);
-void tf_cpu_t_softmax_bwd(tf_backend *be, void *dx, const void *dy, const void *y, long rows,
-                          int cols, tf_dtype t);
-void tf_cpu_t_attn_fwd(tf_backend *be, const tf_attn_args *a);
-void tf_cpu_t_attn_bwd(tf_backend *be, const tf_attn_args *a);
-void tf_cpu_t_permute(tf_backend *be, void *out, const void *in, const tf_permute_args *a);
-void tf_cpu_t_add_bcast_mid(tf_backend *be, void *y, const void *x, long outer, long mid,
-                            long inner, tf_dtype t);
-void tf_cpu_t_sum_mid(tf_backend *be, void *y, const void *x, long outer, long mid, long inner,
-                      int acc, tf_dtype t);
-void tf_cpu_t_add(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t);
-void tf_cpu_t_mul(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t);
-void tf_cpu_t_scale(tf_backend *be, void *y, const void *x, float alpha, long n, tf_dtype t);
-void tf_cpu_t_act_fwd(tf_backend *be, tf_act act, void *y, const void *x, long n, tf_dtype t);
-void tf_cpu_t_act_bwd(tf_backend *be, tf_act act, void *dx, const void *dy, const void *y, long n,
-                      tf_dtype t);
-void tf_cpu_t_gate_fwd(tf_backend *be, void *y, const void *a, const void *g, long n,
-                       tf_dtype t);
-void tf_cpu_t_gate_bwd(tf_backend *be, void *da, void *dg, const void *dy, const void *a,
-                       const void *g, long n, tf_dtype t);
-void tf_cpu_t_gate_residual_fwd(tf_backend *be, float *out, const float *res, const void *a,
-                                const void *g, long n, tf_dtype t);
-void tf_cpu_t_gate_cmajor_fwd(tf_backend *be, void *lr_t, const void *a, const void *g, long ld,
-                              long rows, long inner, int C, tf_dtype t);
-void tf_cpu_t_gate_cmajor_bwd(tf_backend *be, void *da, void *dg, const void *dlr_t,
-                              const void *a, const void *g, long ld, long rows, long inner, int C,
-                              tf_dtype t);
-void tf_cpu_t_opm_bwd(tf_backend *be, void *da, const void *dop, const void *a, int B, int S,
-                      int N, int co, tf_dtype t);
-void tf_cpu_t_opm_outer(tf_backend *be, void *outer_p, const void *a, int B, int S, int N, int co,
-                        tf_dtype t);
-void tf_cpu_convert(tf_backend *be, void *dst, tf_dtype dt, const void *src, tf_dtype st,
-                    long n);
-void tf_cpu_check_finite(tf_backend *be, float *flag, const float *x, long n);
 
 #endif

@@ -3,11 +3,13 @@
  * of its permuted form, and the permuted product itself. The CPU's own v3
  * composes the outer product mean weight-first and never calls these; they
  * are the references the CUDA kernels are tested against, so they are
- * written plainly: per (b, i) in parallel, sums in index order. */
+ * written plainly: per (b, i) in parallel, sums in index order. A bf16/fp16
+ * call widens its inputs into fp32 scratch, runs the fp32 op there and
+ * rounds the result once into its output. */
 #include "cpu_internal.h"
 
-void tf_cpu_opm_bwd(tf_backend *be, float *da, const float *dop, const float *a, int B, int S,
-                    int N, int co) {
+static void opm_bwd_f32(tf_backend *be, float *da, const float *dop, const float *a, int B, int S,
+                        int N, int co) {
     const long NC = (long)N * co, cc = (long)co * co;
     const float inv = 1.0f / (float)S;
 #pragma omp parallel for schedule(static) collapse(2) num_threads(be->threads)
@@ -31,8 +33,8 @@ void tf_cpu_opm_bwd(tf_backend *be, float *da, const float *dop, const float *a,
         }
 }
 
-void tf_cpu_opm_outer(tf_backend *be, float *outer_p, const float *a, int B, int S, int N,
-                      int co) {
+static void opm_outer_f32(tf_backend *be, float *outer_p, const float *a, int B, int S, int N,
+                          int co) {
     const long NC = (long)N * co, cc = (long)co * co;
     const float inv = 1.0f / (float)S;
 #pragma omp parallel for schedule(static) collapse(2) num_threads(be->threads)
@@ -50,4 +52,39 @@ void tf_cpu_opm_outer(tf_backend *be, float *outer_p, const float *a, int B, int
                     }
             }
         }
+}
+
+void tf_cpu_opm_bwd(tf_backend *be, void *da, const void *dop, const void *a, int B, int S,
+                    int N, int co, tf_dtype t) {
+    if (t == TF_F32) {
+        opm_bwd_f32(be, da, dop, a, B, S, N, co);
+        return;
+    }
+    tf_cpu_dtype_check(t, "opm_bwd");
+    const long na = (long)B * S * N * co, nd = (long)B * N * N * co * co;
+    const size_t pa = tf_cpu_pad_floats((size_t)na), pd = tf_cpu_pad_floats((size_t)nd);
+    float *af = tf_cpu_scratch_push(be, (2 * pa + pd) * sizeof(float));
+    float *daf = af + pa, *dopf = daf + pa;
+    tf_cpu_widen(be, af, a, t, na);
+    tf_cpu_widen(be, dopf, dop, t, nd);
+    opm_bwd_f32(be, daf, dopf, af, B, S, N, co);
+    tf_cpu_narrow(be, da, t, daf, na);
+    tf_cpu_scratch_pop(be);
+}
+
+void tf_cpu_opm_outer(tf_backend *be, void *outer_p, const void *a, int B, int S, int N, int co,
+                      tf_dtype t) {
+    if (t == TF_F32) {
+        opm_outer_f32(be, outer_p, a, B, S, N, co);
+        return;
+    }
+    tf_cpu_dtype_check(t, "opm_outer");
+    const long na = (long)B * S * N * co, no = (long)B * N * N * co * co;
+    const size_t pa = tf_cpu_pad_floats((size_t)na);
+    float *af = tf_cpu_scratch_push(be, (pa + tf_cpu_pad_floats((size_t)no)) * sizeof(float));
+    float *of = af + pa;
+    tf_cpu_widen(be, af, a, t, na);
+    opm_outer_f32(be, of, af, B, S, N, co);
+    tf_cpu_narrow(be, outer_p, t, of, no);
+    tf_cpu_scratch_pop(be);
 }
