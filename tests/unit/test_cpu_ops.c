@@ -120,7 +120,7 @@ static void test_copy_rows(void **state) {
         for (size_t i = 0; i < nd; i++) dst[i] = want[i] = -(float)i;
         for (long r = 0; r < rows; r++)
             for (long j = 0; j < cols; j++) want[r * dld + j] = src[r * sld + j];
-        g_ops->copy_rows(g_be, dst, dld, src, sld, cols, rows);
+        g_ops->copy_rows(g_be, dst, dld, src, sld, cols, rows, TF_F32);
         assert_true(tf_test_bits_equal(dst, want, nd));
         free(src), free(dst), free(want);
     }
@@ -538,7 +538,7 @@ static void test_layernorm(void **state) {
             tf_test_fill_normal(x, n, 3.0f, 2.0f, seed++); /* offset mean: two-pass matters */
             tf_test_fill_uniform(g, C, 0.5f, 1.5f, seed++);
             tf_test_fill_uniform(bta, C, -0.5f, 0.5f, seed++);
-            g_ops->layernorm_fwd(g_be, out, mean, rstd, x, g, bta, R, C, 1e-5f);
+            g_ops->layernorm_fwd(g_be, out, mean, rstd, x, g, bta, R, C, 1e-5f, TF_F32, TF_F32);
             double *rout = tf_test_dalloc(n), *rmean = tf_test_dalloc(R), *rrs = tf_test_dalloc(R);
             double kappa = 1;
             for (long r = 0; r < R; r++) {
@@ -596,7 +596,7 @@ static void test_layernorm(void **state) {
                         rdx[r * C + c] = accum ? dx[r * C + c] + v : v;
                     }
                 }
-                g_ops->layernorm_bwd(g_be, dx, dg, db, dout, x, mean, rstd, g, R, C, accum);
+                g_ops->layernorm_bwd(g_be, dx, dg, db, dout, x, mean, rstd, g, R, C, accum, TF_F32, TF_F32);
                 /* dx: C-term row sums; absolute error relative to dxmag (+|dx0| if accum) */
                 const double tdx = 8 * U * (sqrt((double)C) + 4) * (dxmag + (accum ? 4.0 : 0.0));
                 CHECK_LE("layernorm_bwd dx", tf_test_max_abs_err(dx, rdx, n), tdx);
@@ -625,7 +625,7 @@ static void test_layernorm_determinism(void **state) {
     tf_test_fill_normal(dout, n, 0, 1, 301);
     tf_test_fill_uniform(g, C, 0.5f, 1.5f, 302);
     tf_test_fill_const(bta, C, 0.1f);
-    g_ops->layernorm_fwd(g_be, out, mean, rstd, x, g, bta, R, C, 1e-5f);
+    g_ops->layernorm_fwd(g_be, out, mean, rstd, x, g, bta, R, C, 1e-5f, TF_F32, TF_F32);
     for (int k = 0; k < 3; k++) {
         dx[k] = tf_test_falloc(n);
         dg[k] = tf_test_falloc(C);
@@ -637,7 +637,7 @@ static void test_layernorm_determinism(void **state) {
         if (k == 2) /* a one-thread backend */
             assert_int_equal(tf_test_cpu_backend_ex(&be1, &ops1, 1, 2), 0);
         tf_backend *be = k == 2 ? be1 : g_be;
-        g_ops->layernorm_bwd(be, dx[k], dg[k], db[k], dout, x, mean, rstd, g, R, C, 0);
+        g_ops->layernorm_bwd(be, dx[k], dg[k], db[k], dout, x, mean, rstd, g, R, C, 0, TF_F32, TF_F32);
         if (be1) {
             tf_cpu_backend_destroy(be1);
             tf_backend *tmp;
@@ -681,19 +681,19 @@ static void test_layernorm2(void **state) {
                 float *dy1 = tf_test_falloc(n), *dx = tf_test_falloc(n), *dp = tf_test_falloc(4 * C);
                 tf_test_fill_normal(dx, n, 0, 1, seed);
                 tf_test_fill_uniform(dp, 4 * C, -1, 1, seed + 1);
-                g_ops->layernorm_fwd(g_be, y1, st, st + R, x, g1, b1, R, C, 1e-5f);
-                g_ops->layernorm_fwd(g_be, out, st + 2 * R, st + 3 * R, y1, g2, b2, R, C, 1e-5f);
+                g_ops->layernorm_fwd(g_be, y1, st, st + R, x, g1, b1, R, C, 1e-5f, TF_F32, TF_F32);
+                g_ops->layernorm_fwd(g_be, out, st + 2 * R, st + 3 * R, y1, g2, b2, R, C, 1e-5f, TF_F32, TF_F32);
                 g_ops->layernorm_bwd(g_be, dy1, dp + 2 * C, dp + 3 * C, dout, y1, st + 2 * R,
-                                     st + 3 * R, g2, R, C, 0);
-                g_ops->layernorm_bwd(g_be, dx, dp, dp + C, dy1, x, st, st + R, g1, R, C, accum);
+                                     st + 3 * R, g2, R, C, 0, TF_F32, TF_F32);
+                g_ops->layernorm_bwd(g_be, dx, dp, dp + C, dy1, x, st, st + R, g1, R, C, accum, TF_F32, TF_F32);
                 /* the fused op */
                 float *out2 = tf_test_falloc(n), *st2 = tf_test_falloc(4 * R);
                 float *dx2 = tf_test_falloc(n), *dp2 = tf_test_falloc(4 * C);
                 tf_test_fill_normal(dx2, n, 0, 1, seed++);
                 tf_test_fill_uniform(dp2, 4 * C, -1, 1, seed++);
-                g_ops->layernorm2_fwd(g_be, out2, st2, x, g1, b1, g2, b2, R, C, 1e-5f);
+                g_ops->layernorm2_fwd(g_be, out2, st2, x, g1, b1, g2, b2, R, C, 1e-5f, TF_F32, TF_F32);
                 g_ops->layernorm2_bwd(g_be, dx2, dp2, dp2 + C, dp2 + 2 * C, dp2 + 3 * C, dout, x, st2,
-                                      g1, b1, g2, R, C, accum);
+                                      g1, b1, g2, R, C, accum, TF_F32, TF_F32);
                 assert_true(tf_test_bits_equal(out, out2, n));
                 assert_true(tf_test_bits_equal(st, st2, 4 * R));
                 assert_true(tf_test_bits_equal(dx, dx2, n));
@@ -741,10 +741,10 @@ static void test_softmax(void **state) {
             /* exp's argument x - max carries |x| u of rounding: relative error |x|max u */
             const double tf = 8 * U * (sqrt((double)Cc) + 4 + (big ? 160.0 : 6.0));
             memcpy(y, x, n * sizeof(float));
-            g_ops->softmax_fwd(g_be, y, y, R, Cc); /* in place */
+            g_ops->softmax_fwd(g_be, y, y, R, Cc, TF_F32); /* in place */
             /* atol FLT_MIN: the backend's exp flushes results below FLT_MIN to 0 */
             CHECK_LE("softmax_fwd", tf_test_check_close("softmax_fwd", y, ry, n, 0x1p-126, tf), 0);
-            g_ops->softmax_bwd(g_be, dy, dy, y, R, Cc); /* in place */
+            g_ops->softmax_bwd(g_be, dy, dy, y, R, Cc, TF_F32); /* in place */
             const double tb = 8 * U * (sqrt((double)Cc) + 4) * dmag + tf * dmag;
             CHECK_LE("softmax_bwd", tf_test_max_abs_err(dy, rdx, n), tb);
             free(x); free(y); free(dy); free(ry); free(rdx);
@@ -783,7 +783,7 @@ static tf_attn_view mkview(float *base, long off, const attn_case *c, long row) 
 }
 
 static double vget(const tf_attn_view *v, int b, int o, int l, int h, int d, int c) {
-    return v->p[b * v->sb + o * v->so + l * v->sl + h * d + c];
+    return ((const float *)v->p)[b * v->sb + o * v->so + l * v->sl + h * d + c];
 }
 
 static void attn_setup(attn_bufs *t, const attn_case *c, uint64_t seed) {
@@ -878,7 +878,7 @@ static void attn_reference(attn_ref *r, const attn_bufs *t) {
                         s *= a->scale;
                         mag *= a->scale;
                         if (a->bias) {
-                            const double bb = a->bias[BIDX(i, j)];
+                            const double bb = ((const float *)a->bias)[BIDX(i, j)];
                             s += bb;
                             mag += fabs(bb);
                         }
@@ -1183,8 +1183,8 @@ static void test_gate_cmajor(void **state) {
         float *lr_t = tf_test_falloc(n), *dx = tf_test_falloc((size_t)rows * ld);
         float *dgs = tf_test_falloc((size_t)rows * ld);
         float *da_v = dx, *dg_v = merged ? dx + 2 * C : dgs;
-        g_ops->gate_cmajor_fwd(g_be, lr_t, pa, pg, ld, rows, inner, C);
-        g_ops->gate_cmajor_bwd(g_be, da_v, dg_v, dyt, pa, pg, ld, rows, inner, C);
+        g_ops->gate_cmajor_fwd(g_be, lr_t, pa, pg, ld, rows, inner, C, TF_F32);
+        g_ops->gate_cmajor_bwd(g_be, da_v, dg_v, dyt, pa, pg, ld, rows, inner, C, TF_F32);
         /* composed */
         float *y = tf_test_falloc(n), *y_t = tf_test_falloc(n), *dy = tf_test_falloc(n);
         float *da = tf_test_falloc(n), *dg = tf_test_falloc(n);
@@ -1196,10 +1196,10 @@ static void test_gate_cmajor(void **state) {
             pf.dims[k] = fdims[k], pf.perm[k] = fperm[k];
             pb.dims[k] = bdims[k], pb.perm[k] = bperm[k];
         }
-        g_ops->gate_fwd(g_be, y, a, g, (long)n);
+        g_ops->gate_fwd(g_be, y, a, g, (long)n, TF_F32);
         g_ops->permute(g_be, y_t, y, &pf);
         g_ops->permute(g_be, dy, dyt, &pb);
-        g_ops->gate_bwd(g_be, da, dg, dy, a, g, (long)n);
+        g_ops->gate_bwd(g_be, da, dg, dy, a, g, (long)n, TF_F32);
         assert_true(tf_test_bits_equal(lr_t, y_t, n));
         for (long r = 0; r < rows; r++) {
             assert_true(tf_test_bits_equal(da_v + r * ld, da + r * 2 * C, 2 * (size_t)C));
@@ -1222,7 +1222,7 @@ static void opm_bwd_case(int B, int S, int N, int co, uint64_t seed) {
     float *da = tf_test_falloc((size_t)na);
     tf_test_fill_normal(a, (size_t)na, 0.f, 1.f, seed);
     tf_test_fill_normal(dop, (size_t)nd, 0.f, 1.f, seed + 1);
-    g_ops->opm_bwd(g_be, da, dop, a, B, S, N, co);
+    g_ops->opm_bwd(g_be, da, dop, a, B, S, N, co, TF_F32);
     double num = 0, den = 0;
     for (int b = 0; b < B; b++)
         for (int s = 0; s < S; s++)
@@ -1259,7 +1259,7 @@ static void opm_outer_case(int B, int S, int N, int co, uint64_t seed) {
     const long NC = (long)N * co, na = (long)B * S * NC, no = (long)B * N * N * co * co;
     float *a = tf_test_falloc((size_t)na), *o = tf_test_falloc((size_t)no);
     tf_test_fill_normal(a, (size_t)na, 0.f, 1.f, seed);
-    g_ops->opm_outer(g_be, o, a, B, S, N, co);
+    g_ops->opm_outer(g_be, o, a, B, S, N, co, TF_F32);
     double num = 0, den = 0;
     for (int b = 0; b < B; b++)
         for (int i = 0; i < N; i++)
@@ -1305,7 +1305,7 @@ static void test_bcast_sum_mid(void **state) {
             for (long m = 0; m < M; m++)
                 for (long i = 0; i < I; i++)
                     ref[(o * M + m) * I + i] = y[(o * M + m) * I + i] + x[o * I + i];
-        g_ops->add_bcast_mid(g_be, y, x, O, M, I);
+        g_ops->add_bcast_mid(g_be, y, x, O, M, I, TF_F32);
         assert_true(tf_test_bits_equal(y, ref, O * M * I)); /* one float add each */
         /* sum_mid: an M-term sum, 8 sqrt(M) u relative to sum |x| (plus the += term) */
         for (int acc = 0; acc <= 1; acc++) {
@@ -1323,7 +1323,7 @@ static void test_bcast_sum_mid(void **state) {
                     rz[o * I + i] = acc ? z[o * I + i] + sm : sm;
                     tol = fmax(tol, 8 * U * (sqrt((double)M) + 2) * (mag + fabs(z[o * I + i])));
                 }
-            g_ops->sum_mid(g_be, z, y, O, M, I, acc);
+            g_ops->sum_mid(g_be, z, y, O, M, I, acc, TF_F32);
             CHECK_LE("sum_mid", tf_test_max_abs_err(z, rz, O * I), tol);
             free(z);
             free(rz);
@@ -1351,41 +1351,41 @@ static void test_elementwise(void **state) {
         if (n > 10) { /* extreme gate values: underflow/overflow of exp */
             a[0] = -200.0f; a[1] = 200.0f; a[2] = -87.5f; a[3] = 88.5f; a[4] = 0.0f;
         }
-        g_ops->add(g_be, y, a, b, n);
+        g_ops->add(g_be, y, a, b, n, TF_F32);
         for (long i = 0; i < n; i++) e[i] = a[i] + b[i];
         assert_true(tf_test_bits_equal(y, e, n));
         memcpy(y, a, n * sizeof(float));
-        g_ops->mul(g_be, y, y, b, n); /* in place */
+        g_ops->mul(g_be, y, y, b, n, TF_F32); /* in place */
         for (long i = 0; i < n; i++) e[i] = a[i] * b[i];
         assert_true(tf_test_bits_equal(y, e, n));
-        g_ops->scale(g_be, y, a, -0.3f, n);
+        g_ops->scale(g_be, y, a, -0.3f, n, TF_F32);
         for (long i = 0; i < n; i++) e[i] = -0.3f * a[i];
         assert_true(tf_test_bits_equal(y, e, n));
-        g_ops->act_fwd(g_be, TF_ACT_RELU, y, a, n);
+        g_ops->act_fwd(g_be, TF_ACT_RELU, y, a, n, TF_F32);
         for (long i = 0; i < n; i++) e[i] = a[i] > 0 ? a[i] : 0.0f;
         assert_true(tf_test_bits_equal(y, e, n));
-        g_ops->act_bwd(g_be, TF_ACT_RELU, da, b, y, n);
+        g_ops->act_bwd(g_be, TF_ACT_RELU, da, b, y, n, TF_F32);
         for (long i = 0; i < n; i++) e[i] = y[i] > 0 ? b[i] : 0.0f;
         assert_true(tf_test_bits_equal(da, e, n));
 
         memcpy(y, a, n * sizeof(float));
-        g_ops->act_fwd(g_be, TF_ACT_SIGMOID, y, y, n); /* in place */
+        g_ops->act_fwd(g_be, TF_ACT_SIGMOID, y, y, n, TF_F32); /* in place */
         for (long i = 0; i < n; i++) r[i] = 1.0 / (1.0 + exp(-(double)a[i]));
         assert_int_equal(tf_test_check_close("sigmoid", y, r, n, 1e-37, 4 * U), 0);
-        g_ops->act_bwd(g_be, TF_ACT_SIGMOID, da, b, y, n);
+        g_ops->act_bwd(g_be, TF_ACT_SIGMOID, da, b, y, n, TF_F32);
         for (long i = 0; i < n; i++) r[i] = (double)b[i] * y[i] * (1.0 - y[i]);
         assert_int_equal(tf_test_check_close("sigmoid_bwd", da, r, n, 1e-37, 4 * U), 0);
 
         /* gates: y = a sigmoid(g), here g = b */
-        g_ops->gate_fwd(g_be, y, a, b, n);
+        g_ops->gate_fwd(g_be, y, a, b, n, TF_F32);
         for (long i = 0; i < n; i++) r[i] = a[i] / (1.0 + exp(-(double)b[i]));
         assert_int_equal(tf_test_check_close("gate_fwd", y, r, n, 1e-37, 6 * U), 0);
         float *res = tf_test_falloc(n);
         tf_test_fill_normal(res, n, 0, 1, seed++);
         for (long i = 0; i < n; i++) r2[i] = res[i] + r[i];
         float *res2 = tf_test_falloc(n); /* out of place: the same floats */
-        g_ops->gate_residual_fwd(g_be, res2, res, a, b, n);
-        g_ops->gate_residual_fwd(g_be, res, res, a, b, n);
+        g_ops->gate_residual_fwd(g_be, res2, res, a, b, n, TF_F32);
+        g_ops->gate_residual_fwd(g_be, res, res, a, b, n, TF_F32);
         assert_int_equal(memcmp(res, res2, (size_t)n * sizeof(float)), 0);
         free(res2);
         /* one more rounding of the sum: relative to |res| + |a s| */
@@ -1395,7 +1395,7 @@ static void test_elementwise(void **state) {
         CHECK_LE("gate_residual_fwd", worst, 8 * U);
         float *dy = tf_test_falloc(n);
         tf_test_fill_normal(dy, n, 0, 1, seed++);
-        g_ops->gate_bwd(g_be, da, dg, dy, a, b, n);
+        g_ops->gate_bwd(g_be, da, dg, dy, a, b, n, TF_F32);
         for (long i = 0; i < n; i++) {
             const double s = 1.0 / (1.0 + exp(-(double)b[i]));
             r[i] = dy[i] * s;
@@ -1410,7 +1410,7 @@ static void test_elementwise(void **state) {
         }
         /* in place: da aliases dy */
         memcpy(e, dy, n * sizeof(float));
-        g_ops->gate_bwd(g_be, dy, dg, dy, a, b, n);
+        g_ops->gate_bwd(g_be, dy, dg, dy, a, b, n, TF_F32);
         assert_true(tf_test_bits_equal(dy, da, n));
         free(res); free(dy);
         free(a); free(b); free(y); free(e); free(da); free(dg); free(r); free(r2);
@@ -1505,7 +1505,7 @@ static void test_mse_head(void **state) {
         tl = tl / n + 2 * U * rl;
         assert_int_equal(tf_test_check_close("mse pred", pred, rp, n, 0, 4 * U), 0);
         CHECK_LE("mse loss", fabs(loss - rl), tl);
-        g_ops->mse_head_bwd(g_be, dl, pred, tgt, n, dmax);
+        g_ops->mse_head_bwd(g_be, dl, pred, tgt, n, dmax, NULL);
         for (long i = 0; i < n; i++)
             rd[i] = 2.0 / n * ((double)pred[i] - tgt[i]) * pred[i] * (1.0 - pred[i] / (double)dmax);
         /* pred - t and 1 - pred/dmax cancel: relative error u |pred|/|pred - t| etc. */
@@ -1549,7 +1549,7 @@ static void test_adamw(void **state) {
         tf_test_fill_normal(g, n, 0, 1e-2f, 1300 + step);
         g[0] = 0; /* a zero gradient: only the decay acts */
         const float bc1 = 1.0f - powf(b1, (float)step), bc2 = 1.0f - powf(b2, (float)step);
-        const float hyper[7] = {lr, b1, b2, eps, wd, bc1, bc2};
+        const float hyper[TF_HYPER_COUNT] = {lr, b1, b2, eps, wd, bc1, bc2, 1.0f, 1.0f, 0.0f};
         g_ops->adamw(g_be, p, g, m, v, n, hyper);
         for (long i = 0; i < n; i++) {
             rp[i] *= 1.0 - (double)lr * wd;
