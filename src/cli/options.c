@@ -71,8 +71,8 @@ const tf_cli_optdef tf_cli_optdefs[] = {
      "its own); passive sleeps at once (a machine other jobs keep busy)"},
     {"precision", required_argument, TF_OPT_PRECISION, T | V | B | G, "fp32|tf32|bf16|fp16",
      "what tensors are stored in and how GEMMs compute (default fp32): fp32\n"
-     "everywhere; tf32: fp32 tensors, CUDA GEMMs on TF32 tensor cores (dropped\n"
-     "on the CPU); bf16, fp16: mixed precision, activations stored in the half\n"
+     "everywhere; tf32: fp32 tensors, CUDA GEMMs on TF32 tensor cores (GPU\n"
+     "only); bf16, fp16: mixed precision, activations stored in the half\n"
      "type, parameters, gradients and AdamW moments fp32 (master weights; a half\n"
      "copy of the weights feeds the GEMMs), residual streams, statistics and the\n"
      "loss fp32, every op computing and accumulating in fp32. fp16 also scales\n"

@@ -269,6 +269,15 @@ static void metric_row(cmp_section *s, const cmp_run *r, int n, const char *labe
     memcpy(row->has, tmp.has, sizeof tmp.has);
 }
 
+/* Does some run's config.precision read p? */
+static int any_precision(const cmp_run *r, int n, const char *p) {
+    for (int i = 0; i < n; i++) {
+        const cJSON *v = get(r[i].run, "config", "precision");
+        if (cJSON_IsString(v) && !strcmp(v->valuestring, p)) return 1;
+    }
+    return 0;
+}
+
 static void text_row(cmp_section *s, const cmp_run *r, int n, const char *label, const char *a,
                      const char *b) {
     int any = 0;
@@ -614,6 +623,10 @@ static int compare_runs(cmp_run *runs, const char *const *paths, int n, int forc
         metric_row(perf, runs, n, "host peak RSS MiB", "host_peak_rss_bytes", 1.0 / 1048576, 1);
         metric_row(perf, runs, n, "GFLOP/s", "gflops", 1, 1);
         metric_row(perf, runs, n, "final loss", "final_loss", 1, 6);
+        if (any_precision(runs, n, "fp16")) { /* the loss scaler's: 0 and 1 elsewhere */
+            metric_row(perf, runs, n, "skipped steps", "skipped_steps", 1, 0);
+            metric_row(perf, runs, n, "final loss scale", "loss_scale", 1, 0);
+        }
         kernel_rows(ker, runs, n);
         counter_rows(cnt, runs, n);
         cmp_render(t, fmt, out);

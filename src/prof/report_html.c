@@ -716,6 +716,10 @@ static void roofline_one(FILE *f, const rp_run *r) {
     fprintf(f, "compute ceiling %s (", a);
     if (is_tf32) fputs("the same GEMM on TF32 tensor cores: this run's precision", f);
     else if (cJSON_IsString(ck)) rp_esc(f, ck->valuestring);
+    /* no half-precision GEMM ceiling is measured: say what the points are held to */
+    if (cJSON_IsString(prec) &&
+        (!strcmp(prec->valuestring, "bf16") || !strcmp(prec->valuestring, "fp16")))
+        fprintf(f, "; an fp32 ceiling, this run is %s", prec->valuestring);
     fprintf(f, "), memory ceiling %s (", b);
     if (cJSON_IsString(mk)) rp_esc(f, mk->valuestring);
     fprintf(f, "), measured when the profile started; ridge %.1f FLOP/byte. Each point is one op "

@@ -98,6 +98,14 @@ bad "runs differ in batch" "$TMP/v1" "$TMP/b2" --out "$TMP/keep.html"
 "$BIN" report "$TMP/v1" "$TMP/b2" --force --out "$TMP/forced.html" >/dev/null 2>&1 ||
     fail "--force did not report"
 [ -s "$TMP/forced.html" ] || fail "--force wrote nothing"
+# so are runs of different precision; a half-precision run's roofline says
+# which ceiling it is held to
+"$BIN" profile "${tiny[@]}" --impl v1 --precision bf16 --out "$TMP/bf16" >/dev/null 2>&1 ||
+    fail "profile bf16"
+bad "runs differ in precision" "$TMP/v1" "$TMP/bf16" --out "$TMP/bad.html"
+"$BIN" report "$TMP/v1" "$TMP/bf16" --force --out "$TMP/prec.html" >/dev/null 2>&1 ||
+    fail "--force did not report runs of two precisions"
+grep -q "an fp32 ceiling, this run is bf16" "$TMP/prec.html" || fail "the bf16 roofline note is missing"
 
 if [ "$fails" -ne 0 ]; then
     echo "$fails failure(s)"

@@ -51,6 +51,13 @@ static int setup(void **state) {
     cJSON *d = tp_run_json(4, 64, 50.0, 80.0);
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(d, "config"), "precision", cJSON_CreateString("tf32"));
     write_json("d.json", d);
+    /* mixed precision: bf16, and fp16 with its loss scaler's figures */
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(d, "config"), "precision", cJSON_CreateString("bf16"));
+    write_json("h.json", d);
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(d, "config"), "precision", cJSON_CreateString("fp16"));
+    cJSON_AddNumberToObject(cJSON_GetObjectItem(d, "summary"), "skipped_steps", 3);
+    cJSON_AddNumberToObject(cJSON_GetObjectItem(d, "summary"), "loss_scale", 16384);
+    write_json("g.json", d);
     /* a data parallel run: its communication and the exposed part */
     cJSON *e = tp_run_json(4, 64, 90.0, 44.0);
     cJSON_AddNumberToObject(cJSON_GetObjectItem(e, "summary"), "comm_ms", 12.5);
@@ -81,8 +88,8 @@ static int teardown(void **state) {
                                         "v2/summary.json",     "v2/trace.json",
                                         "a.json",              "b.json",
                                         "c.json",              "d.json",
-                                        "e.json",
-                                        "trunc.json",          "array.json",
+                                        "e.json",              "g.json",
+                                        "h.json",              "trunc.json",          "array.json",
                                         "noconfig.json",       "empty.json",
                                         "out.txt",             "err.txt"};
     char path[400];
@@ -293,6 +300,53 @@ static void test_refuse_mismatch(void **state) {
     free(err);
 }
 
+/* Mixed precision is part of the problem: fp32 vs bf16, bf16 vs fp16 are
+ * refused naming both; with --force they sit side by side, fp16's loss
+ * scaler rows shown only when a run is fp16. */
+static void test_refuse_precision(void **state) {
+    (void)state;
+    paths();
+    char fg[400], fh[400], *out, *err;
+    path_of(fg, sizeof fg, "g.json");
+    path_of(fh, sizeof fh, "h.json");
+    const struct {
+        const char *x, *y, *tx, *ty;
+    } pairs[] = {{fa, fh, "fp32", "bf16"}, {fh, fg, "bf16", "fp16"}, {fa, fg, "fp32", "fp16"},
+                 {fd, fh, "tf32", "bf16"}};
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        assert_int_equal(compare(&out, &err, pairs[i].x, pairs[i].y, NULL), 2);
+        assert_string_equal(out, "");
+        assert_int_equal(count_lines(err), 1);
+        assert_non_null(strstr(err, "precision"));
+        assert_non_null(strstr(err, pairs[i].tx));
+        assert_non_null(strstr(err, pairs[i].ty));
+        assert_non_null(strstr(err, "--force"));
+        free(out);
+        free(err);
+    }
+    /* the same precision compares */
+    assert_int_equal(compare(&out, &err, fg, fg, NULL), 0);
+    free(out);
+    free(err);
+    assert_int_equal(compare(&out, &err, fh, "--force", fg, NULL), 0);
+    const char *row = strstr(out, "precision");
+    assert_non_null(row);
+    const char *eol = strchr(row, '\n');
+    const char *b = strstr(row, "bf16"), *h = strstr(row, "fp16");
+    assert_true(b && b < eol && h && h < eol);
+    row = strstr(out, "skipped steps");
+    assert_non_null(row);
+    assert_non_null(strstr(row, "3"));
+    assert_non_null(strstr(out, "final loss scale"));
+    assert_non_null(strstr(out, "16384"));
+    free(out);
+    free(err);
+    assert_int_equal(compare(&out, &err, fa, "--force", fh, NULL), 0);
+    assert_null(strstr(out, "skipped steps"));
+    free(out);
+    free(err);
+}
+
 /* rocprofv3's --stats kernel summary beside a tinyfold profile: its kernels
  * are rows, no configuration is checked; a malformed one is refused */
 static void test_rocprof_stats(void **state) {
@@ -366,6 +420,7 @@ int main(void) {
         cmocka_unit_test(test_comm_rows),
         cmocka_unit_test(test_csv_markdown),
         cmocka_unit_test(test_refuse_mismatch),
+        cmocka_unit_test(test_refuse_precision),
         cmocka_unit_test(test_rocprof_stats),
         cmocka_unit_test(test_bad_files),
     };

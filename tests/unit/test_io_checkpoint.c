@@ -655,6 +655,169 @@ static void test_gradfile(void **state) {
     tf_trainer_destroy(t);
 }
 
+/* ---- precision and fp16's loss scaler ------------------------------------------- */
+
+static tf_config tiny_prec(uint64_t seed, tf_precision p) {
+    tf_config c = tiny(seed);
+    c.precision = p;
+    return c;
+}
+
+static void assert_scale(const tf_trainer *t, float scale, long clean, long skipped) {
+    float s = 0;
+    long c = -1, k = -1;
+    tf_trainer_get_loss_scale(t, &s, &c, &k);
+    assert_memory_equal(&s, &scale, sizeof s);
+    assert_int_equal(c, clean);
+    assert_int_equal(k, skipped);
+}
+
+/* A copy of src with metadata key set to value (NULL: removed). */
+static void rewrite_meta(const char *src, const char *dst, const char *key, const char *value) {
+    tf_st_file *f = NULL;
+    char err[512] = "";
+    assert_int_equal(tf_st_open(&f, src, err, sizeof err), TF_OK);
+    size_t n = tf_st_count(f), nm = 0;
+    tf_st_out *t = calloc(n, sizeof *t);
+    for (size_t i = 0; i < n; i++) {
+        const tf_st_tensor *x = tf_st_at(f, i);
+        t[i] = (tf_st_out){.name = x->name, .dtype = x->dtype, .ndim = x->ndim, .data = x->data};
+        memcpy(t[i].shape, x->shape, sizeof t[i].shape);
+    }
+    const char **meta = calloc(2 * tf_st_meta_count(f) + 2, sizeof *meta);
+    int found = 0;
+    for (size_t i = 0; i < tf_st_meta_count(f); i++) {
+        const char *k, *v;
+        tf_st_meta_at(f, i, &k, &v);
+        if (!strcmp(k, key)) {
+            found = 1;
+            if (!value) continue;
+            v = value;
+        }
+        meta[2 * nm] = k;
+        meta[2 * nm++ + 1] = v;
+    }
+    assert_true(found);
+    assert_int_equal(tf_st_write(dst, t, n, meta, nm, err, sizeof err), TF_OK);
+    free(meta);
+    free(t);
+    tf_st_close(f);
+}
+
+static void test_loss_scale_round_trip(void **state) {
+    (void)state;
+    tf_config c = tiny_prec(7, TF_PREC_FP16);
+    tf_trainer *a = make(&c);
+    steps(a, 0, 2);
+    assert_scale(a, 65536.0f, 2, 0); /* GradScaler's start; two clean steps */
+    tf_trainer_set_loss_scale(a, 1024.0f, 17, 5);
+    const char *p = io_path("fp16.ckpt");
+    char err[512] = "";
+    assert_int_equal(tf_checkpoint_save(a, p, 2, err, sizeof err), TF_OK);
+
+    tf_st_file *f = NULL;
+    assert_int_equal(tf_st_open(&f, p, err, sizeof err), TF_OK);
+    assert_string_equal(tf_st_meta_get(f, "loss_scale"), "1024");
+    assert_string_equal(tf_st_meta_get(f, "loss_scale_clean_steps"), "17");
+    assert_string_equal(tf_st_meta_get(f, "loss_scale_skipped"), "5");
+    tf_st_close(f);
+    tf_config r;
+    long gs = 0;
+    assert_int_equal(tf_checkpoint_peek_config(p, &r, &gs, err, sizeof err), TF_OK);
+    assert_int_equal(r.precision, TF_PREC_FP16);
+
+    /* with the optimizer: the scaler continues */
+    tf_trainer *b = make(&c);
+    assert_int_equal(tf_checkpoint_load(b, p, 1, &gs, err, sizeof err), TF_OK);
+    assert_scale(b, 1024.0f, 17, 5);
+    /* weights only (--load): a fresh scaler */
+    tf_trainer *w = make(&c);
+    assert_int_equal(tf_checkpoint_load(w, p, 0, &gs, err, sizeof err), TF_OK);
+    assert_scale(w, 65536.0f, 0, 0);
+    /* another precision than the file's: its own scaler, which stays 1 */
+    tf_config c32 = tiny_prec(7, TF_PREC_FP32);
+    tf_trainer *d = make(&c32);
+    assert_int_equal(tf_checkpoint_load(d, p, 1, &gs, err, sizeof err), TF_OK);
+    assert_scale(d, 1.0f, 0, 0);
+    /* an fp32 file resumed in fp16: the fp16 run starts GradScaler's scale */
+    const char *q = io_path("fp32.ckpt");
+    assert_int_equal(tf_checkpoint_save(d, q, 2, err, sizeof err), TF_OK);
+    assert_int_equal(tf_st_open(&f, q, err, sizeof err), TF_OK);
+    assert_string_equal(tf_st_meta_get(f, "loss_scale"), "1");
+    assert_string_equal(tf_st_meta_get(f, "loss_scale_clean_steps"), "0");
+    assert_string_equal(tf_st_meta_get(f, "loss_scale_skipped"), "0");
+    tf_st_close(f);
+    tf_trainer *e = make(&c);
+    assert_int_equal(tf_checkpoint_load(e, q, 1, &gs, err, sizeof err), TF_OK);
+    assert_scale(e, 65536.0f, 0, 0);
+    tf_trainer_destroy(a);
+    tf_trainer_destroy(b);
+    tf_trainer_destroy(w);
+    tf_trainer_destroy(d);
+    tf_trainer_destroy(e);
+}
+
+/* fp16: N steps + save + resume + M steps == N+M straight, the scaler's
+ * clean-step count included (a fresh scaler would count from 0). */
+static void test_resume_fp16(void **state) {
+    (void)state;
+    const long n = 3, m = 2;
+    tf_config c = tiny_prec(11, TF_PREC_FP16);
+    tf_trainer *straight = make(&c);
+    steps(straight, 0, n + m);
+    tf_trainer *first = make(&c);
+    steps(first, 0, n);
+    const char *p = io_path("resume16.ckpt");
+    char err[512] = "";
+    assert_int_equal(tf_checkpoint_save(first, p, n, err, sizeof err), TF_OK);
+    tf_trainer_destroy(first);
+    tf_config rc;
+    long gs = -1;
+    assert_int_equal(tf_checkpoint_peek_config(p, &rc, &gs, err, sizeof err), TF_OK);
+    assert_int_equal(rc.precision, TF_PREC_FP16);
+    tf_trainer *resumed = make(&rc);
+    assert_int_equal(tf_checkpoint_load(resumed, p, 1, &gs, err, sizeof err), TF_OK);
+    steps(resumed, gs, gs + m);
+    snap a = take_snap(straight), b = take_snap(resumed);
+    assert_snap_equal(&a, &b, 1);
+    float sa, sb;
+    long ca, cb, ka, kb;
+    tf_trainer_get_loss_scale(straight, &sa, &ca, &ka);
+    tf_trainer_get_loss_scale(resumed, &sb, &cb, &kb);
+    assert_memory_equal(&sa, &sb, sizeof sa);
+    assert_int_equal(ca, cb);
+    assert_int_equal(ka, kb);
+    assert_int_equal(ca + ka, n + m); /* every step was clean or skipped */
+    free(a.p);
+    free(b.p);
+    tf_trainer_destroy(straight);
+    tf_trainer_destroy(resumed);
+}
+
+static void test_bad_loss_scale(void **state) {
+    (void)state;
+    tf_config c = tiny_prec(5, TF_PREC_FP16);
+    tf_trainer *t = make(&c);
+    const char *p = io_path("ls.ckpt"), *q = io_path("ls_bad.ckpt");
+    char err[512] = "";
+    assert_int_equal(tf_checkpoint_save(t, p, 0, err, sizeof err), TF_OK);
+    static const char *const bad_scale[] = {"-1", "0", "inf", "nan", "abc", "1e39", " 2", "2x", ""};
+    for (size_t i = 0; i < sizeof bad_scale / sizeof bad_scale[0]; i++) {
+        rewrite_meta(p, q, "loss_scale", bad_scale[i]);
+        LOAD_FAILS(t, q, 1, "loss_scale");
+    }
+    rewrite_meta(p, q, "loss_scale_clean_steps", "-3");
+    LOAD_FAILS(t, q, 1, "loss_scale_clean_steps");
+    rewrite_meta(p, q, "loss_scale_skipped", "1.5");
+    LOAD_FAILS(t, q, 1, "loss_scale_skipped");
+    rewrite_meta(p, q, "loss_scale_skipped", NULL); /* two of three */
+    LOAD_FAILS(t, q, 1, "loss_scale_skipped", "missing");
+    /* weights only: the scaler's keys are not read */
+    char e2[512] = "";
+    assert_int_equal(tf_checkpoint_load(t, q, 0, NULL, e2, sizeof e2), TF_OK);
+    tf_trainer_destroy(t);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, io_dir_setup, io_dir_teardown)
     const struct CMUnitTest tests[] = {
@@ -663,6 +826,8 @@ int main(void) {
         T(test_wrong_config),          T(test_bad_tensors),
         T(test_reference_params_only), T(test_not_a_checkpoint),
         T(test_failed_save_keeps_old), T(test_gradfile),
+        T(test_loss_scale_round_trip), T(test_resume_fp16),
+        T(test_bad_loss_scale),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
