@@ -1,5 +1,6 @@
 /* The GPU plan and its routing (gpu_plan.h): plain C, no GPU. */
 #include "backend/gpu_plan.h"
+#include "backend/tf_dtype.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,6 +270,15 @@ static int route_mma(const tf_gpu_gemm_shape *s, int mma, int wgp, int tf32, lon
     return 1;
 }
 
+unsigned tf_gpu_act_types(const tf_gpu_caps *caps)
+{
+    unsigned t = 1u << TF_F32;
+    if (!caps || caps->vendor != TF_GPU_VENDOR_NVIDIA) return t;
+    if (caps->cc_major >= 7) t |= 1u << TF_F16;
+    if (caps->cc_major >= 8) t |= 1u << TF_BF16;
+    return t;
+}
+
 tf_gpu_gemm_route tf_gpu_route_gemm(const tf_gpu_plan *p, const tf_gpu_caps *caps,
                                     const tf_gpu_gemm_shape *s, int tf32)
 {
@@ -278,6 +288,10 @@ tf_gpu_gemm_route tf_gpu_route_gemm(const tf_gpu_plan *p, const tf_gpu_caps *cap
     r.splits = 1;
     r.kchunk = s->K;
     const int lib_ok = s->K > 0 && !s->neg_stride;
+    if (s->half && p->level >= 3) { /* half types: cuBLASLt (what it takes), else cuBLAS */
+        if (lib_ok) r.engine = TF_GPU_ENG_LT;
+        return r;
+    }
     if (p->level < 3) { /* the baselines: cuBLAS; RELU fused by cuBLASLt on a lone product */
         if (s->relu && s->batch == 1 && s->beta_zero && s->K > 0) r.engine = TF_GPU_ENG_LT;
         return r;
@@ -343,7 +357,7 @@ static int k4_default(const tf_gpu_attn_shape *s)
 tf_gpu_attn_kernel tf_gpu_route_attn(const tf_gpu_plan *p, const tf_gpu_caps *caps,
                                      const tf_gpu_attn_shape *s, int tf32)
 {
-    if (p->level < 3 || p->attn == TF_GPU_ATTN_K1) return TF_GPU_ATTN_KERNEL1;
+    if (p->level < 3 || p->attn == TF_GPU_ATTN_K1 || s->half) return TF_GPU_ATTN_KERNEL1;
     /* kernel2's dbias (kernel2, 3 and 4 use it) copies with cp.async, kernel5
      * multiplies on mma.sync */
     if (!caps || !caps->has_cp_async) return TF_GPU_ATTN_KERNEL1;

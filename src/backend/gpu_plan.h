@@ -18,7 +18,8 @@
  * mma.sync without wgmma), the weight gradients (few tiles, long K) as a
  * wide split K on wgmma, everything else and every tf32 GEMM on cuBLASLt;
  * attention on kernel5 (tensor cores) at head size 32, kernel4 for short
- * rows, kernel2/3 above L 128. */
+ * rows, kernel2/3 above L 128. Half types (bf16, fp16): GEMMs on cuBLASLt
+ * (cuBLAS at levels 1-2), attention on kernel1. */
 #ifndef TF_GPU_PLAN_H
 #define TF_GPU_PLAN_H
 
@@ -48,6 +49,13 @@ typedef struct {
 
 /* caps of an H200 with this build's sm_90a code: what the tests route for */
 tf_gpu_caps tf_gpu_caps_h200(void);
+
+/* The activation types the GPU backend takes on such a device (ops.h
+ * tf_backend_caps.act_types, bit 1 << tf_dtype, tf_dtype.h's values: fp32 0,
+ * bf16 1, fp16 2): fp32 always; on NVIDIA fp16 from compute capability 7.0
+ * and bf16 from 8.0 (their tensor cores, which cuBLAS' half GEMMs use); on
+ * AMD fp32 only (the rocBLAS GEMM glue is fp32). */
+unsigned tf_gpu_act_types(const tf_gpu_caps *caps);
 
 /* ---- the plan ------------------------------------------------------------ */
 /* level-3 GEMMs */
@@ -129,6 +137,8 @@ typedef struct {
     int neg_stride; /* batch > 1 with a negative stride */
     int relu;       /* the RELU epilogue */
     int beta_zero;  /* beta == 0 (C not read) */
+    int half;       /* bf16/fp16 operands or result: the library engines only (the
+                       tensor-core kernels multiply fp32 as 3xTF32 or TF32) */
 } tf_gpu_gemm_shape;
 
 typedef struct {
@@ -158,6 +168,7 @@ typedef enum {
 typedef struct {
     int L, d;     /* rows (= keys) and head size */
     int backward; /* the backward (else the forward) */
+    int half;     /* bf16/fp16 elements: kernel1, the family that takes them */
 } tf_gpu_attn_shape;
 
 tf_gpu_attn_kernel tf_gpu_route_attn(const tf_gpu_plan *p, const tf_gpu_caps *caps,

@@ -1,6 +1,8 @@
 /* hostemu: the CPU implementation behind emu.h (see there for what it is for). */
 #include "emu.h"
 
+#include "backend/tf_dtype.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -659,9 +661,33 @@ static float tf32_round(float x)
  * C's ldc; not read when beta == 0).
  * split2: K summed in two halves added at the end (as a split-K algorithm
  * would: other bits, no worse accuracy) */
-static void gemm_cm(bool ta, bool tb, int m, int n, int k, float alpha, const float *A, long lda,
-                    const float *B, long ldb, float beta, float *C, long ldc, bool tf32,
-                    bool relu, bool split2 = false, const float *Cin = nullptr)
+/* element i of a matrix of type t (fp32, or a half type: tf_dtype.h's exact
+ * widening and round-to-nearest-even store, as the libraries do) */
+static size_t emu_type_size(cudaDataType t) { return t == CUDA_R_32F ? 4 : 2; }
+static float emu_ld(const void *p, cudaDataType t, long i)
+{
+    if (t == CUDA_R_16BF) return tf_bf16_to_f32(((const uint16_t *)p)[i]);
+    if (t == CUDA_R_16F) return tf_f16_to_f32(((const uint16_t *)p)[i]);
+    return ((const float *)p)[i];
+}
+static void emu_st(void *p, cudaDataType t, long i, float v)
+{
+    if (t == CUDA_R_16BF)
+        ((uint16_t *)p)[i] = tf_f32_to_bf16(v);
+    else if (t == CUDA_R_16F)
+        ((uint16_t *)p)[i] = tf_f32_to_f16(v);
+    else
+        ((float *)p)[i] = v;
+}
+static bool emu_type_ok(cudaDataType t)
+{
+    return t == CUDA_R_32F || t == CUDA_R_16F || t == CUDA_R_16BF;
+}
+
+static void gemm_cm(bool ta, bool tb, int m, int n, int k, float alpha, const void *A, long lda,
+                    const void *B, long ldb, float beta, void *C, long ldc, bool tf32,
+                    bool relu, bool split2 = false, const void *Cin = nullptr,
+                    cudaDataType abt = CUDA_R_32F, cudaDataType ct = CUDA_R_32F)
 {
     if (!Cin) Cin = C;
     const int kh = split2 ? k / 2 : k;
@@ -669,8 +695,8 @@ static void gemm_cm(bool ta, bool tb, int m, int n, int k, float alpha, const fl
         for (int i = 0; i < m; ++i) {
             float acc = 0.f, acc2 = 0.f;
             for (int l = 0; l < k; ++l) {
-                float a = ta ? A[l + (long)i * lda] : A[i + (long)l * lda];
-                float b = tb ? B[j + (long)l * ldb] : B[l + (long)j * ldb];
+                float a = emu_ld(A, abt, ta ? l + (long)i * lda : i + (long)l * lda);
+                float b = emu_ld(B, abt, tb ? j + (long)l * ldb : l + (long)j * ldb);
                 if (tf32) {
                     a = tf32_round(a);
                     b = tf32_round(b);
@@ -682,9 +708,9 @@ static void gemm_cm(bool ta, bool tb, int m, int n, int k, float alpha, const fl
             }
             acc += acc2;
             float r = alpha * acc;
-            if (beta != 0.f) r += beta * Cin[i + (long)j * ldc];
+            if (beta != 0.f) r += beta * emu_ld(Cin, ct, i + (long)j * ldc);
             if (relu && r < 0.f) r = 0.f;
-            C[i + (long)j * ldc] = r;
+            emu_st(C, ct, i + (long)j * ldc, r);
         }
 }
 
@@ -731,12 +757,16 @@ cublasStatus_t cublasGetVersion(cublasHandle_t, int *v)
 }
 cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta,
                                           cublasOperation_t tb, int m, int n, int k,
-                                          const void *alpha, const void *A, cudaDataType,
-                                          int lda, long long sA, const void *B, cudaDataType,
+                                          const void *alpha, const void *A, cudaDataType at,
+                                          int lda, long long sA, const void *B, cudaDataType bt,
                                           int ldb, long long sB, const void *beta, void *C,
-                                          cudaDataType, int ldc, long long sC, int batch,
+                                          cudaDataType ct, int ldc, long long sC, int batch,
                                           cublasComputeType_t comp, cublasGemmAlgo_t)
 {
+    /* cuBLAS' pairs with fp32 sums: 32F x 32F -> 32F, a half x the same half -> 32F or it */
+    if (!emu_type_ok(at) || at != bt || !emu_type_ok(ct) || (ct != CUDA_R_32F && ct != at) ||
+        (at != CUDA_R_32F && comp != CUBLAS_COMPUTE_32F) || (at == CUDA_R_32F && ct != CUDA_R_32F))
+        return CUBLAS_STATUS_NOT_SUPPORTED;
     if (m < 0 || n < 0 || k < 0 || batch < 0) return CUBLAS_STATUS_INVALID_VALUE;
     if (lda < (ta == CUBLAS_OP_N ? (m > 1 ? m : 1) : (k > 1 ? k : 1)) ||
         ldb < (tb == CUBLAS_OP_N ? (k > 1 ? k : 1) : (n > 1 ? n : 1)) || ldc < (m > 1 ? m : 1))
@@ -744,25 +774,28 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta
     if (h->stream && h->stream->capture && !h->ws)
         emu_die("cuBLAS call captured without a user workspace (cublasSetWorkspace)");
     const float al = *(const float *)alpha, be = *(const float *)beta;
-    const bool tf32 = comp == CUBLAS_COMPUTE_32F_FAST_TF32 || h->math == CUBLAS_TF32_TENSOR_OP_MATH;
-    const float *Af = (const float *)A, *Bf = (const float *)B;
-    float *Cf = (float *)C;
+    const bool tf32 = at == CUDA_R_32F &&
+                      (comp == CUBLAS_COMPUTE_32F_FAST_TF32 || h->math == CUBLAS_TF32_TENSOR_OP_MATH);
+    const char *Af = (const char *)A, *Bf = (const char *)B;
+    char *Cf = (char *)C;
+    const long ea = (long)emu_type_size(at), ec = (long)emu_type_size(ct);
     if (batch > 0 && m > 0 && n > 0) {
         /* every operand must lie in device memory */
         const long aext = (ta == CUBLAS_OP_N ? (long)(k - 1) * lda + m : (long)(m - 1) * lda + k);
         const long bext = (tb == CUBLAS_OP_N ? (long)(n - 1) * ldb + k : (long)(k - 1) * ldb + n);
         for (int p = 0; p < batch; ++p) {
             if (k > 0) {
-                check_dev(Af + p * sA, aext * 4, "cublasGemm A");
-                check_dev(Bf + p * sB, bext * 4, "cublasGemm B");
+                check_dev(Af + p * sA * ea, aext * ea, "cublasGemm A");
+                check_dev(Bf + p * sB * ea, bext * ea, "cublasGemm B");
             }
-            check_dev(Cf + p * sC, ((long)(n - 1) * ldc + m) * 4, "cublasGemm C");
+            check_dev(Cf + p * sC * ec, ((long)(n - 1) * ldc + m) * ec, "cublasGemm C");
         }
     }
     submit(h->stream, [=]() {
         for (int p = 0; p < batch; ++p)
-            gemm_cm(ta == CUBLAS_OP_T, tb == CUBLAS_OP_T, m, n, k, al, Af + p * sA, lda,
-                    Bf + p * sB, ldb, be, Cf + p * sC, ldc, tf32, false);
+            gemm_cm(ta == CUBLAS_OP_T, tb == CUBLAS_OP_T, m, n, k, al, Af + p * sA * ea, lda,
+                    Bf + p * sB * ea, ldb, be, Cf + p * sC * ec, ldc, tf32, false, false,
+                    nullptr, at, ct);
     });
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -775,6 +808,7 @@ struct emu_lt_desc {
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
 };
 struct emu_lt_layout {
+    cudaDataType type;
     uint64_t rows, cols;
     int64_t ld;
     int32_t batch;
@@ -833,11 +867,11 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
     }
     return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *l, cudaDataType, uint64_t rows,
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *l, cudaDataType t, uint64_t rows,
                                           uint64_t cols, int64_t ld)
 {
-    if (ld < (int64_t)(rows > 1 ? rows : 1)) return CUBLAS_STATUS_INVALID_VALUE;
-    *l = new emu_lt_layout{rows, cols, ld, 1, 0};
+    if (ld < (int64_t)(rows > 1 ? rows : 1) || !emu_type_ok(t)) return CUBLAS_STATUS_INVALID_VALUE;
+    *l = new emu_lt_layout{t, rows, cols, ld, 1, 0};
     return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l,
@@ -905,6 +939,12 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDe
     *nres = 0;
     if (a->batch != dd->batch || b->batch != dd->batch || c->batch != dd->batch)
         return CUBLAS_STATUS_INVALID_VALUE;
+    /* cuBLASLt's pairs with fp32 sums, as cuBLAS' (C and D of one type here) */
+    if (a->type != b->type || c->type != dd->type ||
+        (dd->type != CUDA_R_32F && dd->type != a->type) ||
+        (a->type == CUDA_R_32F && dd->type != CUDA_R_32F) ||
+        (a->type != CUDA_R_32F && d->comp != CUBLAS_COMPUTE_32F))
+        return CUBLAS_STATUS_NOT_SUPPORTED;
     const char *none = getenv("HOSTEMU_LT_NONE");
     if (none && (!strcmp(none, "all") ||
                  (!strcmp(none, "relu_batch") && d->epi == CUBLASLT_EPILOGUE_RELU && dd->batch > 1)))
@@ -945,20 +985,22 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const vo
         emu_die("cublasLtMatmul: algorithm needs more workspace than given");
     if (k == 0) emu_die("cublasLtMatmul: K = 0 (the backend sends it to cuBLAS)");
     const float al = *(const float *)alpha, be = *(const float *)beta;
-    const float *Af = (const float *)A, *Bf = (const float *)B, *Cf = (const float *)C;
-    float *Df = (float *)D;
+    const char *Af = (const char *)A, *Bf = (const char *)B, *Cf = (const char *)C;
+    char *Df = (char *)D;
+    const cudaDataType abt = ad->type, ct = dd->type;
+    const long ea = (long)emu_type_size(abt), ec = (long)emu_type_size(ct);
     const long lda = ad->ld, ldb = bd->ld, ldc = cd->ld, ldd = dd->ld;
     /* C (read when beta != 0) and D may be different buffers, as in cuBLASLt */
     for (int p = 0; p < batch; ++p) {
-        const void *ptrs[4] = {Af + p * ad->stride, Bf + p * bd->stride, Cf + p * cd->stride,
-                               Df + p * dd->stride};
+        const void *ptrs[4] = {Af + p * ad->stride * ea, Bf + p * bd->stride * ea,
+                               Cf + p * cd->stride * ec, Df + p * dd->stride * ec};
         for (int i = 0; i < 4; ++i)
             if ((uintptr_t)ptrs[i] % algo->data[i])
                 emu_die("cublasLtMatmul: operand less aligned than the algorithm was chosen for");
-        check_dev(ptrs[0], ((ad->cols - 1) * lda + ad->rows) * 4, "cublasLtMatmul A");
-        check_dev(ptrs[1], ((bd->cols - 1) * ldb + bd->rows) * 4, "cublasLtMatmul B");
-        if (be != 0.f) check_dev(ptrs[2], ((n - 1) * ldc + m) * 4, "cublasLtMatmul C");
-        check_dev(ptrs[3], ((n - 1) * ldd + m) * 4, "cublasLtMatmul D");
+        check_dev(ptrs[0], ((ad->cols - 1) * lda + ad->rows) * ea, "cublasLtMatmul A");
+        check_dev(ptrs[1], ((bd->cols - 1) * ldb + bd->rows) * ea, "cublasLtMatmul B");
+        if (be != 0.f) check_dev(ptrs[2], ((n - 1) * ldc + m) * ec, "cublasLtMatmul C");
+        check_dev(ptrs[3], ((n - 1) * ldd + m) * ec, "cublasLtMatmul D");
     }
     if (ws) check_dev(ws, wsbytes, "cublasLtMatmul workspace");
     if (s && s->capture && !ws) emu_die("cuBLASLt call captured without a workspace");
@@ -968,8 +1010,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const vo
     const long sa = ad->stride, sb = bd->stride, sd = dd->stride;
     submit(s, [=]() {
         for (int p = 0; p < batch; ++p)
-            gemm_cm(ta, tb, (int)m, (int)n, (int)k, al, Af + p * sa, lda, Bf + p * sb, ldb, be,
-                    Df + p * sd, ldd, tf32, relu, split2, Cf + p * sd);
+            gemm_cm(ta, tb, (int)m, (int)n, (int)k, al, Af + p * sa * ea, lda, Bf + p * sb * ea,
+                    ldb, be, Df + p * sd * ec, ldd, tf32, relu, split2, Cf + p * sd * ec, abt,
+                    ct);
     });
     return CUBLAS_STATUS_SUCCESS;
 }

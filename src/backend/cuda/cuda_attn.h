@@ -46,6 +46,13 @@ __device__ __forceinline__ float *tf_attn_base(const tf_attn_view v, int b, int 
     return (float *)v.p + (long)b * v.sb + (long)o * v.so + (long)h * d;
 }
 
+/* The same for a view of element type T (float or cuda_half.h's) */
+template <class T>
+__device__ __forceinline__ T *tf_attn_at(const tf_attn_view v, int b, int o, int h, int d)
+{
+    return (T *)v.p + (long)b * v.sb + (long)o * v.so + (long)h * d;
+}
+
 /* The block's (b, o, h) and tile, from blockIdx.x = ((b*no + o)*nh + h)*ntile +
  * tile (ntile 1: one block per (b, o, h), tile 0). */
 __device__ __forceinline__ void tf_attn_decode(const tf_attn_args &a, int ntile, int *b, int *o,
@@ -88,6 +95,28 @@ __device__ __forceinline__ void tf_attn_decode(const tf_attn_args &a, int *b, in
         body<64>(a);                                                                     \
     }
 
+/* The kernel1 families take every element type (body<DM, T>): one kernel per
+ * padded head size and type, name##_d16 (fp32), name##_d16_bf16, name##_d16_f16. */
+#define TF_ATTN_KERNEL_T_(name, body, threads, dm)                                       \
+    extern "C" __global__ void __launch_bounds__(threads) name##_d##dm(tf_attn_args a)    \
+    {                                                                                    \
+        body<dm, float>(a);                                                              \
+    }                                                                                    \
+    extern "C" __global__ void __launch_bounds__(threads) name##_d##dm##_bf16(tf_attn_args a) \
+    {                                                                                    \
+        body<dm, tf_cu_bf16>(a);                                                         \
+    }                                                                                    \
+    extern "C" __global__ void __launch_bounds__(threads) name##_d##dm##_f16(tf_attn_args a) \
+    {                                                                                    \
+        body<dm, tf_cu_f16>(a);                                                          \
+    }
+#define TF_ATTN_KERNELS_T(name, body, threads)                                           \
+    TF_ATTN_KERNEL_T_(name, body, threads, 4)                                            \
+    TF_ATTN_KERNEL_T_(name, body, threads, 8)                                            \
+    TF_ATTN_KERNEL_T_(name, body, threads, 16)                                           \
+    TF_ATTN_KERNEL_T_(name, body, threads, 32)                                           \
+    TF_ATTN_KERNEL_T_(name, body, threads, 64)
+
 /* Launches the variant of `name` for padded head size dm. */
 #define TF_ATTN_LAUNCH(name, dm, grid, block, stream, args)                              \
     do {                                                                                 \
@@ -98,6 +127,27 @@ __device__ __forceinline__ void tf_attn_decode(const tf_attn_args &a, int *b, in
         case 32: TF_LAUNCH(name##_d32, grid, block, stream, args); break;                \
         default: TF_LAUNCH(name##_d64, grid, block, stream, args); break;                \
         }                                                                                \
+    } while (0)
+
+/* ... and of a TF_ATTN_KERNELS_T family for element type t */
+#define TF_ATTN_LAUNCH_S_(name, sfx, dm, grid, block, stream, args)                      \
+    do {                                                                                 \
+        switch (dm) {                                                                    \
+        case 4: TF_LAUNCH(name##_d4##sfx, grid, block, stream, args); break;             \
+        case 8: TF_LAUNCH(name##_d8##sfx, grid, block, stream, args); break;             \
+        case 16: TF_LAUNCH(name##_d16##sfx, grid, block, stream, args); break;           \
+        case 32: TF_LAUNCH(name##_d32##sfx, grid, block, stream, args); break;           \
+        default: TF_LAUNCH(name##_d64##sfx, grid, block, stream, args); break;           \
+        }                                                                                \
+    } while (0)
+#define TF_ATTN_LAUNCH_T(name, t, dm, grid, block, stream, args)                         \
+    do {                                                                                 \
+        if ((t) == TF_BF16)                                                              \
+            TF_ATTN_LAUNCH_S_(name, _bf16, dm, grid, block, stream, args);               \
+        else if ((t) == TF_F16)                                                          \
+            TF_ATTN_LAUNCH_S_(name, _f16, dm, grid, block, stream, args);                \
+        else                                                                             \
+            TF_ATTN_LAUNCH(name, dm, grid, block, stream, args);                         \
     } while (0)
 
 #endif

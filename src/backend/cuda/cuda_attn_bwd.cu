@@ -19,7 +19,7 @@
 #include "cuda_attn4.h"
 
 /* ---- D = rowsum(dout * out) ---- */
-extern "C" __global__ void attn_bwd_dot_kernel1(tf_attn_args a)
+template <class T> __device__ __forceinline__ void attn_bwd_dot_body(const tf_attn_args &a)
 {
     const long rows = (long)a.nb * a.no * a.nh * a.L;
     const long stride = (long)gridDim.x * blockDim.x;
@@ -31,19 +31,28 @@ extern "C" __global__ void attn_bwd_dot_kernel1(tf_attn_args a)
         r /= a.nh;
         const int o = (int)(r % a.no);
         const int b = (int)(r / a.no);
-        const float *dop = tf_attn_base(a.dout, b, o, h, a.d) + (long)i * a.dout.sl;
-        const float *op = tf_attn_base(a.out, b, o, h, a.d) + (long)i * a.out.sl;
+        const T *dop = tf_attn_at<T>(a.dout, b, o, h, a.d) + (long)i * a.dout.sl;
+        const T *op = tf_attn_at<T>(a.out, b, o, h, a.d) + (long)i * a.out.sl;
         float s = 0.f;
         for (int c = 0; c < a.d; ++c) s += dop[c] * op[c];
         a.work[t] = s;
     }
+}
+extern "C" __global__ void attn_bwd_dot_kernel1(tf_attn_args a) { attn_bwd_dot_body<float>(a); }
+extern "C" __global__ void attn_bwd_dot_kernel1_bf16(tf_attn_args a)
+{
+    attn_bwd_dot_body<tf_cu_bf16>(a);
+}
+extern "C" __global__ void attn_bwd_dot_kernel1_f16(tf_attn_args a)
+{
+    attn_bwd_dot_body<tf_cu_f16>(a);
 }
 
 /* ---- dK, dV ---- */
 #define AB_BK 64 /* keys per block = threads */
 #define AB_BQ 32 /* queries per staged tile */
 
-template <int DM>
+template <int DM, class T>
 __device__ __forceinline__ void attn_bwd_dkdv_body(const tf_attn_args a)
 {
     __shared__ float qs[AB_BQ][DM], dos[AB_BQ][DM], ls[AB_BQ], Ds[AB_BQ];
@@ -51,9 +60,9 @@ __device__ __forceinline__ void attn_bwd_dkdv_body(const tf_attn_args a)
     const int L = a.L, d = a.d, tid = threadIdx.x;
     int b, o, h, tile;
     tf_attn_decode(a, (L + AB_BK - 1) / AB_BK, &b, &o, &h, &tile);
-    const float *qb = tf_attn_base(a.q, b, o, h, d);
-    const float *dob = tf_attn_base(a.dout, b, o, h, d);
-    const float *bb = a.bias ? (const float *)a.bias + (long)b * a.bias_sb + (long)h * a.bias_sh : NULL;
+    const T *qb = tf_attn_at<T>(a.q, b, o, h, d);
+    const T *dob = tf_attn_at<T>(a.dout, b, o, h, d);
+    const T *bb = a.bias ? (const T *)a.bias + (long)b * a.bias_sb + (long)h * a.bias_sh : NULL;
     const long rowbase = (((long)b * a.no + o) * a.nh + h) * L;
     const int j0 = tile * AB_BK;
     const int j = j0 + tid;
@@ -61,8 +70,8 @@ __device__ __forceinline__ void attn_bwd_dkdv_body(const tf_attn_args a)
 
     float kv[DM], vv[DM], dk[DM], dv[DM];
     {
-        const float *kp = tf_attn_base(a.k, b, o, h, d) + (long)j * a.k.sl;
-        const float *vp = tf_attn_base(a.v, b, o, h, d) + (long)j * a.v.sl;
+        const T *kp = tf_attn_at<T>(a.k, b, o, h, d) + (long)j * a.k.sl;
+        const T *vp = tf_attn_at<T>(a.v, b, o, h, d) + (long)j * a.v.sl;
 #pragma unroll
         for (int c = 0; c < DM; ++c) {
             kv[c] = (valid && c < d) ? kp[c] : 0.f;
@@ -109,8 +118,8 @@ __device__ __forceinline__ void attn_bwd_dkdv_body(const tf_attn_args a)
         }
     }
     if (valid) {
-        float *dkp = tf_attn_base(a.dk, b, o, h, d) + (long)j * a.dk.sl;
-        float *dvp = tf_attn_base(a.dv, b, o, h, d) + (long)j * a.dv.sl;
+        T *dkp = tf_attn_at<T>(a.dk, b, o, h, d) + (long)j * a.dk.sl;
+        T *dvp = tf_attn_at<T>(a.dv, b, o, h, d) + (long)j * a.dv.sl;
 #pragma unroll
         for (int c = 0; c < DM; ++c)
             if (c < d) {
@@ -119,13 +128,13 @@ __device__ __forceinline__ void attn_bwd_dkdv_body(const tf_attn_args a)
             }
     }
 }
-TF_ATTN_KERNELS(attn_bwd_dkdv_kernel1, attn_bwd_dkdv_body, AB_BK)
+TF_ATTN_KERNELS_T(attn_bwd_dkdv_kernel1, attn_bwd_dkdv_body, AB_BK)
 
 /* ---- dQ ---- */
 #define AQ_BQ 64 /* queries per block = threads */
 #define AQ_BC 32 /* keys per staged tile */
 
-template <int DM>
+template <int DM, class T>
 __device__ __forceinline__ void attn_bwd_dq_body(const tf_attn_args a)
 {
     __shared__ float ks[AQ_BC][DM], vs[AQ_BC][DM];
@@ -133,9 +142,9 @@ __device__ __forceinline__ void attn_bwd_dq_body(const tf_attn_args a)
     const int L = a.L, d = a.d, tid = threadIdx.x;
     int b, o, h, tile;
     tf_attn_decode(a, (L + AQ_BQ - 1) / AQ_BQ, &b, &o, &h, &tile);
-    const float *kb = tf_attn_base(a.k, b, o, h, d);
-    const float *vb = tf_attn_base(a.v, b, o, h, d);
-    const float *bb = a.bias ? (const float *)a.bias + (long)b * a.bias_sb + (long)h * a.bias_sh : NULL;
+    const T *kb = tf_attn_at<T>(a.k, b, o, h, d);
+    const T *vb = tf_attn_at<T>(a.v, b, o, h, d);
+    const T *bb = a.bias ? (const T *)a.bias + (long)b * a.bias_sb + (long)h * a.bias_sh : NULL;
     const long rowbase = (((long)b * a.no + o) * a.nh + h) * L;
     const int i0 = tile * AQ_BQ;
     const int i = i0 + tid;
@@ -143,8 +152,8 @@ __device__ __forceinline__ void attn_bwd_dq_body(const tf_attn_args a)
 
     float qv[DM], dov[DM], dq[DM];
     {
-        const float *qp = tf_attn_base(a.q, b, o, h, d) + (long)i * a.q.sl;
-        const float *dop = tf_attn_base(a.dout, b, o, h, d) + (long)i * a.dout.sl;
+        const T *qp = tf_attn_at<T>(a.q, b, o, h, d) + (long)i * a.q.sl;
+        const T *dop = tf_attn_at<T>(a.dout, b, o, h, d) + (long)i * a.dout.sl;
 #pragma unroll
         for (int c = 0; c < DM; ++c) {
             qv[c] = (valid && c < d) ? qp[c] : 0.f;
@@ -186,19 +195,19 @@ __device__ __forceinline__ void attn_bwd_dq_body(const tf_attn_args a)
         }
     }
     if (valid) {
-        float *dqp = tf_attn_base(a.dq, b, o, h, d) + (long)i * a.dq.sl;
+        T *dqp = tf_attn_at<T>(a.dq, b, o, h, d) + (long)i * a.dq.sl;
 #pragma unroll
         for (int c = 0; c < DM; ++c)
             if (c < d) dqp[c] = a.scale * dq[c];
     }
 }
-TF_ATTN_KERNELS(attn_bwd_dq_kernel1, attn_bwd_dq_body, AQ_BQ)
+TF_ATTN_KERNELS_T(attn_bwd_dq_kernel1, attn_bwd_dq_body, AQ_BQ)
 
 /* ---- dbias ---- */
 #define DB_T 32    /* i and j tile */
 #define DB_TY 8    /* threads (32 x 8): each thread 4 rows i of one column j */
 
-template <int DM>
+template <int DM, class T>
 __device__ __forceinline__ void attn_bwd_dbias_body(const tf_attn_args a)
 {
     /* rows padded to DM+1 floats: lanes read different rows of ks/vs */
@@ -216,7 +225,7 @@ __device__ __forceinline__ void attn_bwd_dbias_body(const tf_attn_args a)
     const int b = (int)(idx / a.nh);
     const int i0 = it * DB_T, j0 = jt * DB_T;
     const int ni = min(DB_T, L - i0), nj = min(DB_T, L - j0);
-    const float *bb = a.bias ? (const float *)a.bias + (long)b * a.bias_sb + (long)h * a.bias_sh : NULL;
+    const T *bb = a.bias ? (const T *)a.bias + (long)b * a.bias_sb + (long)h * a.bias_sh : NULL;
 
     for (int e = tid; e < DB_T * DB_T; e += DB_T * DB_TY) {
         const int r = e / DB_T, cc = e % DB_T;
@@ -229,10 +238,10 @@ __device__ __forceinline__ void attn_bwd_dbias_body(const tf_attn_args a)
     for (int k = 0; k < DB_T / DB_TY; ++k) acc[k] = 0.f;
 
     for (int o = 0; o < a.no; ++o) { /* in order: the sum over o is deterministic */
-        const float *qb = tf_attn_base(a.q, b, o, h, d);
-        const float *dob = tf_attn_base(a.dout, b, o, h, d);
-        const float *kb = tf_attn_base(a.k, b, o, h, d);
-        const float *vb = tf_attn_base(a.v, b, o, h, d);
+        const T *qb = tf_attn_at<T>(a.q, b, o, h, d);
+        const T *dob = tf_attn_at<T>(a.dout, b, o, h, d);
+        const T *kb = tf_attn_at<T>(a.k, b, o, h, d);
+        const T *vb = tf_attn_at<T>(a.v, b, o, h, d);
         const long rowbase = (((long)b * a.no + o) * a.nh + h) * L;
         __syncthreads();
         for (int e = tid; e < DB_T * DM; e += DB_T * DB_TY) {
@@ -269,16 +278,16 @@ __device__ __forceinline__ void attn_bwd_dbias_body(const tf_attn_args a)
         for (int k = 0; k < DB_T / DB_TY; ++k) {
             const int r = ty + DB_TY * k;
             if (r < ni)
-                ((float *)a.dbias)[(long)b * a.bias_sb + (long)h * a.bias_sh + (long)(i0 + r) * a.bias_si +
+                ((T *)a.dbias)[(long)b * a.bias_sb + (long)h * a.bias_sh + (long)(i0 + r) * a.bias_si +
                         (long)(j0 + tx) * a.bias_sj] = acc[k];
         }
     }
 }
-TF_ATTN_KERNELS(attn_bwd_dbias_kernel1, attn_bwd_dbias_body, DB_T *DB_TY)
+TF_ATTN_KERNELS_T(attn_bwd_dbias_kernel1, attn_bwd_dbias_body, DB_T *DB_TY)
 
 extern "C" void tf_cu_attn_bwd(tf_backend *be, const tf_attn_args *a)
 {
-    const tf_gpu_attn_shape s = {a->L, a->d, 1};
+    const tf_gpu_attn_shape s = {a->L, a->d, 1, a->t != TF_F32};
     switch (tf_gpu_route_attn(&be->plan, &be->caps, &s, be->tf32)) { /* gpu_plan.h */
     case TF_GPU_ATTN_KERNEL5: tf_cu_attn_bwd5(be, a); return;
     case TF_GPU_ATTN_KERNEL4: tf_cu_attn_bwd4(be, a); return;
@@ -290,14 +299,20 @@ extern "C" void tf_cu_attn_bwd(tf_backend *be, const tf_attn_args *a)
     const int dm = tf_attn_dm(a->d);
     const long rows = (long)a->nb * a->no * a->nh * a->L;
     const long bh = (long)a->nb * a->no * a->nh;
-    TF_LAUNCH(attn_bwd_dot_kernel1, dim3(tf_cu_grid(be, rows, 256)), dim3(256), be->stream, *a);
-    TF_ATTN_LAUNCH(attn_bwd_dkdv_kernel1, dm, dim3((unsigned)(bh * ((a->L + AB_BK - 1) / AB_BK))),
+    const dim3 dgrid(tf_cu_grid(be, rows, 256));
+    if (a->t == TF_BF16)
+        TF_LAUNCH(attn_bwd_dot_kernel1_bf16, dgrid, dim3(256), be->stream, *a);
+    else if (a->t == TF_F16)
+        TF_LAUNCH(attn_bwd_dot_kernel1_f16, dgrid, dim3(256), be->stream, *a);
+    else
+        TF_LAUNCH(attn_bwd_dot_kernel1, dgrid, dim3(256), be->stream, *a);
+    TF_ATTN_LAUNCH_T(attn_bwd_dkdv_kernel1, a->t, dm, dim3((unsigned)(bh * ((a->L + AB_BK - 1) / AB_BK))),
                    dim3(AB_BK), be->stream, *a);
-    TF_ATTN_LAUNCH(attn_bwd_dq_kernel1, dm, dim3((unsigned)(bh * ((a->L + AQ_BQ - 1) / AQ_BQ))),
+    TF_ATTN_LAUNCH_T(attn_bwd_dq_kernel1, a->t, dm, dim3((unsigned)(bh * ((a->L + AQ_BQ - 1) / AQ_BQ))),
                    dim3(AQ_BQ), be->stream, *a);
     if (a->dbias) {
         const long nt = (a->L + DB_T - 1) / DB_T;
-        TF_ATTN_LAUNCH(attn_bwd_dbias_kernel1, dm,
+        TF_ATTN_LAUNCH_T(attn_bwd_dbias_kernel1, a->t, dm,
                        dim3((unsigned)((long)a->nb * a->nh * nt * nt)), dim3(DB_T, DB_TY),
                        be->stream, *a);
     }

@@ -13,7 +13,7 @@
 #define AF_BR 64 /* queries per block = threads */
 #define AF_BC 32 /* keys per tile */
 
-template <int DM>
+template <int DM, class T>
 __device__ __forceinline__ void attn_fwd_body(const tf_attn_args a)
 {
     __shared__ float ks[AF_BC][DM], vs[AF_BC][DM];
@@ -23,10 +23,10 @@ __device__ __forceinline__ void attn_fwd_body(const tf_attn_args a)
     int b, o, h, tile;
     tf_attn_decode(a, ntile, &b, &o, &h, &tile);
 
-    const float *qb = tf_attn_base(a.q, b, o, h, d);
-    const float *kb = tf_attn_base(a.k, b, o, h, d);
-    const float *vb = tf_attn_base(a.v, b, o, h, d);
-    const float *bb = a.bias ? (const float *)a.bias + (long)b * a.bias_sb + (long)h * a.bias_sh : NULL;
+    const T *qb = tf_attn_at<T>(a.q, b, o, h, d);
+    const T *kb = tf_attn_at<T>(a.k, b, o, h, d);
+    const T *vb = tf_attn_at<T>(a.v, b, o, h, d);
+    const T *bb = a.bias ? (const T *)a.bias + (long)b * a.bias_sb + (long)h * a.bias_sh : NULL;
     const int i0 = tile * AF_BR;
     const int i = i0 + tid;
     const bool valid = i < L;
@@ -81,7 +81,7 @@ __device__ __forceinline__ void attn_fwd_body(const tf_attn_args a)
         }
     }
     if (valid) {
-        float *ob = tf_attn_base(a.out, b, o, h, d) + (long)i * a.out.sl;
+        T *ob = tf_attn_at<T>(a.out, b, o, h, d) + (long)i * a.out.sl;
         const float inv = 1.f / l;
 #pragma unroll
         for (int c = 0; c < DM; ++c)
@@ -90,11 +90,11 @@ __device__ __forceinline__ void attn_fwd_body(const tf_attn_args a)
     }
 }
 
-TF_ATTN_KERNELS(attn_fwd_kernel1, attn_fwd_body, AF_BR)
+TF_ATTN_KERNELS_T(attn_fwd_kernel1, attn_fwd_body, AF_BR)
 
 extern "C" void tf_cu_attn_fwd(tf_backend *be, const tf_attn_args *a)
 {
-    const tf_gpu_attn_shape s = {a->L, a->d, 0};
+    const tf_gpu_attn_shape s = {a->L, a->d, 0, a->t != TF_F32};
     switch (tf_gpu_route_attn(&be->plan, &be->caps, &s, be->tf32)) { /* gpu_plan.h */
     case TF_GPU_ATTN_KERNEL5: tf_cu_attn_fwd5(be, a); return;
     case TF_GPU_ATTN_KERNEL4: tf_cu_attn_fwd4(be, a); return;
@@ -105,6 +105,6 @@ extern "C" void tf_cu_attn_fwd(tf_backend *be, const tf_attn_args *a)
     if (!tf_attn_check(a)) return;
     const long ntile = (a->L + AF_BR - 1) / AF_BR;
     const long nblk = (long)a->nb * a->no * a->nh * ntile;
-    TF_ATTN_LAUNCH(attn_fwd_kernel1, tf_attn_dm(a->d), dim3((unsigned)nblk), dim3(AF_BR),
+    TF_ATTN_LAUNCH_T(attn_fwd_kernel1, a->t, tf_attn_dm(a->d), dim3((unsigned)nblk), dim3(AF_BR),
                    be->stream, *a);
 }

@@ -20,6 +20,7 @@
 #include "backend/backend.h"
 #include "backend/gpu_plan.h"
 #include "backend/ops.h"
+#include "cuda_half.h"
 
 /* ---- fixed sizes ---------------------------------------------------------- */
 #define TF_CU_WORKSPACE_BYTES TF_GPU_WORKSPACE_BYTES /* cuBLAS + cuBLASLt workspace
@@ -29,7 +30,7 @@
 #define TF_CU_MMA_COUNTERS TF_GPU_MMA_COUNTERS /* split-K tile counters of the tensor-core GEMM */
 #define TF_CU_WGRAD_EVENTS 64  /* the weight-gradient lane's completion events */
 #define TF_CU_LT_CACHE 1024 /* cuBLASLt plan slots (open addressing, a power of two) */
-#define TF_CU_LT_KEY 19      /* longs in a plan key (cuda_gemm.cu: plan_key) */
+#define TF_CU_LT_KEY 21      /* longs in a plan key (cuda_gemm.cu: plan_key) */
 
 /* One cached cuBLASLt plan (descriptors + chosen algorithm) for a GEMM key:
  * shape, leading dimensions, batch and strides, operand alignments, beta == 0
@@ -373,8 +374,60 @@ void tf_cu_mse_head_bwd(tf_backend *be, float *dlogit, const float *pred, const 
 void tf_cu_adamw(tf_backend *be, float *p, const float *g, float *m, float *v, long n,
                  const float *hyper);
 
-/* cuda_fp32_ops.cu: the op table's typed entry points (ops.h signatures) over
- * the fp32 ones above, fp32 only; convert and check_finite take every type */
+/* the half types' (TF_BF16, TF_F16) paths of the ops above (cuda_half.h),
+ * in the same files; the typed entry points below call them */
+void tf_cu_layernorm_fwd_h(tf_backend *be, void *out, float *mean, float *rstd, const void *x,
+                           const float *gamma, const float *beta, long rows, int C, float eps,
+                           tf_dtype xt, tf_dtype yt);
+void tf_cu_layernorm_bwd_h(tf_backend *be, void *dx, float *dgamma, float *dbeta,
+                           const void *dout, const void *x, const float *mean, const float *rstd,
+                           const float *gamma, long rows, int C, int accumulate, tf_dtype xt,
+                           tf_dtype yt);
+void tf_cu_layernorm2_fwd_h(tf_backend *be, void *out, float *stats, const void *x,
+                            const float *g1, const float *b1, const float *g2, const float *b2,
+                            long rows, int C, float eps, tf_dtype xt, tf_dtype yt);
+void tf_cu_layernorm2_bwd_h(tf_backend *be, void *dx, float *dg1, float *db1, float *dg2,
+                            float *db2, const void *dout, const void *x, const float *stats,
+                            const float *g1, const float *b1, const float *g2, long rows, int C,
+                            int accumulate, tf_dtype xt, tf_dtype yt);
+void tf_cu_softmax_fwd_h(tf_backend *be, void *y, const void *x, long rows, int cols, tf_dtype t);
+void tf_cu_softmax_bwd_h(tf_backend *be, void *dx, const void *dy, const void *y, long rows,
+                         int cols, tf_dtype t);
+void tf_cu_permute_h(tf_backend *be, void *out, const void *in, const tf_permute_args *a);
+void tf_cu_add_bcast_mid_h(tf_backend *be, void *y, const void *x, long outer, long mid,
+                           long inner, tf_dtype t);
+void tf_cu_sum_mid_h(tf_backend *be, void *y, const void *x, long outer, long mid, long inner,
+                     int accumulate, tf_dtype t);
+void tf_cu_add_h(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t);
+void tf_cu_mul_h(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t);
+void tf_cu_scale_h(tf_backend *be, void *y, const void *x, float alpha, long n, tf_dtype t);
+void tf_cu_act_fwd_h(tf_backend *be, tf_act act, void *y, const void *x, long n, tf_dtype t);
+void tf_cu_act_bwd_h(tf_backend *be, tf_act act, void *dx, const void *dy, const void *y, long n,
+                     tf_dtype t);
+void tf_cu_gate_fwd_h(tf_backend *be, void *y, const void *a, const void *g, long n, tf_dtype t);
+void tf_cu_gate_bwd_h(tf_backend *be, void *da, void *dg, const void *dy, const void *a,
+                      const void *g, long n, tf_dtype t);
+void tf_cu_gate_residual_fwd_h(tf_backend *be, float *out, const float *res, const void *a,
+                               const void *g, long n, tf_dtype t);
+void tf_cu_gate_cmajor_fwd_h(tf_backend *be, void *lr_t, const void *a, const void *g, long ld,
+                             long rows, long inner, int C, tf_dtype t);
+void tf_cu_gate_cmajor_bwd_h(tf_backend *be, void *da, void *dg, const void *dlr_t, const void *a,
+                             const void *g, long ld, long rows, long inner, int C, tf_dtype t);
+void tf_cu_opm_bwd_h(tf_backend *be, void *da, const void *dop, const void *a, int B, int S, int N,
+                     int co, tf_dtype t);
+void tf_cu_opm_outer_h(tf_backend *be, void *outer_p, const void *a, int B, int S, int N, int co,
+                       tf_dtype t);
+/* a half GEMM's C: relu, R copied in, the DRELU select (cuda_elementwise.cu) */
+void tf_cu_relu_strided_h(tf_backend *be, void *C, int M, int N, long ldc, long strideC, int batch,
+                          tf_dtype t);
+void tf_cu_copy_strided_h(tf_backend *be, void *dst, const void *src, int M, int N, long ld,
+                          long stride, int batch, tf_dtype t);
+void tf_cu_drelu_strided_h(tf_backend *be, void *C, const void *aux, int M, int N, long ldc,
+                           long strideC, int batch, tf_dtype t);
+
+/* cuda_typed_ops.cu: the op table's typed entry points (ops.h signatures):
+ * fp32 to the ops above, a half type to their _h paths; convert and
+ * check_finite */
 void tf_cu_t_layernorm_fwd(tf_backend *be, void *out, float *mean, float *rstd, const void *x,
                            const float *g, const float *b, long rows, int C, float eps,
                            tf_dtype xt, tf_dtype yt);

@@ -149,6 +149,111 @@ extern "C" __global__ void relu_strided_kernel1(float *C, int M, int N, long ldc
     }
 }
 
+/* ---- half types (cuda_half.h): the same functors on scalars, each element
+ * widened at the load and rounded once at the store ---- */
+template <class TY, class TU, class TV, class TW, class F>
+__global__ void __launch_bounds__(EW_THREADS)
+ew3_kernel_t(TY *y, const TU *u, const TV *v, const TW *w, long n, F f)
+{
+    const long stride = (long)gridDim.x * blockDim.x;
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        y[i] = f(u[i], v[i], w[i]);
+}
+
+template <class T>
+__global__ void __launch_bounds__(EW_THREADS)
+gate_bwd_kernel_t(T *da, T *dg, const T *dy, const T *a, const T *g, long n)
+{
+    const long stride = (long)gridDim.x * blockDim.x;
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        float r, s;
+        tf_gate_bwd_one(&r, &s, dy[i], a[i], g[i]);
+        da[i] = r;
+        dg[i] = s;
+    }
+}
+
+template <class T>
+__global__ void relu_strided_kernel_t(T *C, int M, int N, long ldc, long strideC, long total)
+{
+    const long stride = (long)gridDim.x * blockDim.x;
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+        T *q = C + strided_at(i, M, N, ldc, strideC);
+        *q = reluf_(*q);
+    }
+}
+
+#define HGRID(n) dim3(tf_cu_grid(be, (n), EW_THREADS))
+/* y = f(u, v, w) over n elements of type t (unused inputs passed as u) */
+template <class F>
+static void ew3_half(tf_backend *be, void *y, const void *u, const void *v, const void *w,
+                     long n, tf_dtype t, F f)
+{
+    if (n <= 0) return;
+    TF_CU_DISPATCH_HALF(t, T,
+                        TF_LAUNCH((ew3_kernel_t<T, T, T, T, F>), HGRID(n), dim3(EW_THREADS),
+                                  be->stream, (T *)y, (const T *)u, (const T *)v, (const T *)w,
+                                  n, f));
+}
+
+extern "C" void tf_cu_add_h(tf_backend *be, void *y, const void *a, const void *b, long n,
+                            tf_dtype t)
+{
+    ew3_half(be, y, a, b, a, n, t, AddF());
+}
+extern "C" void tf_cu_mul_h(tf_backend *be, void *y, const void *a, const void *b, long n,
+                            tf_dtype t)
+{
+    ew3_half(be, y, a, b, a, n, t, MulF());
+}
+extern "C" void tf_cu_scale_h(tf_backend *be, void *y, const void *x, float alpha, long n,
+                              tf_dtype t)
+{
+    ScaleF f;
+    f.alpha = alpha;
+    ew3_half(be, y, x, x, x, n, t, f);
+}
+extern "C" void tf_cu_act_fwd_h(tf_backend *be, tf_act act, void *y, const void *x, long n,
+                                tf_dtype t)
+{
+    if (act == TF_ACT_SIGMOID)
+        ew3_half(be, y, x, x, x, n, t, SigmoidF());
+    else
+        ew3_half(be, y, x, x, x, n, t, ReluF());
+}
+extern "C" void tf_cu_act_bwd_h(tf_backend *be, tf_act act, void *dx, const void *dy,
+                                const void *y, long n, tf_dtype t)
+{
+    if (act == TF_ACT_SIGMOID)
+        ew3_half(be, dx, dy, y, dy, n, t, SigmoidBwdF());
+    else
+        ew3_half(be, dx, dy, y, dy, n, t, ReluBwdF());
+}
+extern "C" void tf_cu_gate_fwd_h(tf_backend *be, void *y, const void *a, const void *g, long n,
+                                 tf_dtype t)
+{
+    ew3_half(be, y, a, g, a, n, t, GateF());
+}
+extern "C" void tf_cu_gate_bwd_h(tf_backend *be, void *da, void *dg, const void *dy,
+                                 const void *a, const void *g, long n, tf_dtype t)
+{
+    if (n <= 0) return;
+    TF_CU_DISPATCH_HALF(t, T,
+                        TF_LAUNCH(gate_bwd_kernel_t<T>, HGRID(n), dim3(EW_THREADS), be->stream,
+                                  (T *)da, (T *)dg, (const T *)dy, (const T *)a, (const T *)g,
+                                  n));
+}
+/* out and res fp32 (a residual stream), a and g of type t */
+extern "C" void tf_cu_gate_residual_fwd_h(tf_backend *be, float *out, const float *res,
+                                          const void *a, const void *g, long n, tf_dtype t)
+{
+    if (n <= 0) return;
+    TF_CU_DISPATCH_HALF(t, T,
+                        TF_LAUNCH((ew3_kernel_t<float, float, T, T, GateResF>), HGRID(n),
+                                  dim3(EW_THREADS), be->stream, out, res, (const T *)a,
+                                  (const T *)g, n, GateResF()));
+}
+
 /* ---- host wrappers ---- */
 #define GRID(n) dim3(tf_cu_grid(be, ((n) + 3) / 4, EW_THREADS))
 
@@ -238,6 +343,59 @@ extern "C" void tf_cu_copy_strided(tf_backend *be, float *dst, const float *src,
     if (total > 0)
         TF_LAUNCH(copy_strided_kernel1, dim3(tf_cu_grid(be, total, EW_THREADS)),
                   dim3(EW_THREADS), be->stream, dst, src, M, N, ld, stride, total);
+}
+
+/* the same three for a half C (type t): the copy moves bits, the selects
+ * commute with the rounding (both pass a value or make it 0) */
+template <class T>
+__global__ void copy_strided_kernel_t(T *dst, const T *src, int M, int N, long ld, long stride,
+                                      long total)
+{
+    const long step = (long)gridDim.x * blockDim.x;
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
+        const long o = strided_at(i, M, N, ld, stride);
+        dst[o] = src[o];
+    }
+}
+template <class T>
+__global__ void drelu_strided_kernel_t(T *C, const T *aux, int M, int N, long ldc, long strideC,
+                                       long total)
+{
+    const long step = (long)gridDim.x * blockDim.x;
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
+        const long o = strided_at(i, M, N, ldc, strideC);
+        C[o] = tf_cu_f32(aux[o]) > 0.f ? tf_cu_f32(C[o]) : 0.f;
+    }
+}
+
+extern "C" void tf_cu_relu_strided_h(tf_backend *be, void *C, int M, int N, long ldc,
+                                     long strideC, int batch, tf_dtype t)
+{
+    const long total = (long)M * N * batch;
+    if (total > 0)
+        TF_CU_DISPATCH_HALF(t, T,
+                            TF_LAUNCH(relu_strided_kernel_t<T>, HGRID(total), dim3(EW_THREADS),
+                                      be->stream, (T *)C, M, N, ldc, strideC, total));
+}
+extern "C" void tf_cu_copy_strided_h(tf_backend *be, void *dst, const void *src, int M, int N,
+                                     long ld, long stride, int batch, tf_dtype t)
+{
+    const long total = (long)M * N * batch;
+    if (total > 0)
+        TF_CU_DISPATCH_HALF(t, T,
+                            TF_LAUNCH(copy_strided_kernel_t<T>, HGRID(total), dim3(EW_THREADS),
+                                      be->stream, (T *)dst, (const T *)src, M, N, ld, stride,
+                                      total));
+}
+extern "C" void tf_cu_drelu_strided_h(tf_backend *be, void *C, const void *aux, int M, int N,
+                                      long ldc, long strideC, int batch, tf_dtype t)
+{
+    const long total = (long)M * N * batch;
+    if (total > 0)
+        TF_CU_DISPATCH_HALF(t, T,
+                            TF_LAUNCH(drelu_strided_kernel_t<T>, HGRID(total), dim3(EW_THREADS),
+                                      be->stream, (T *)C, (const T *)aux, M, N, ldc, strideC,
+                                      total));
 }
 
 extern "C" void tf_cu_drelu_strided(tf_backend *be, float *C, const float *aux, int M, int N,

@@ -32,18 +32,21 @@ __device__ __forceinline__ long gc_cmajor_at(int s, long r, long rows, long inne
 
 /* a full tile's a and g (rows r0 + ty + GC_ROWS k, one column; i0 the first's
  * index): every load issued before any value is used */
-__device__ __forceinline__ void gc_load_full(float (&av)[GC_KR], float (&gv)[GC_KR], const float *a,
-                                             const float *g, long i0, long ld)
+template <class T>
+__device__ __forceinline__ void gc_load_full(float (&av)[GC_KR], float (&gv)[GC_KR], const T *a,
+                                             const T *g, long i0, long ld)
 {
 #pragma unroll
     for (int k = 0; k < GC_KR; ++k)
         av[k] = a[i0 + k * GC_ROWS * ld], gv[k] = g[i0 + k * GC_ROWS * ld];
 }
 
+/* bodies for T = float (the fp32 kernels) and the half types (cuda_half.h):
+ * the tile holds fp32 values, rounded once at the store */
 /* grid (ceil(C/64), ceil(rows/64), 2) */
-extern "C" __global__ void __launch_bounds__(GC_TILE *GC_ROWS)
-gate_cmajor_fwd_kernel2(float *lr_t, const float *a, const float *g, long ld, long rows,
-                        long inner, int C)
+template <class T>
+__device__ __forceinline__ void gate_cmajor_fwd_body(T *lr_t, const T *a, const T *g, long ld,
+                                                     long rows, long inner, int C)
 {
     __shared__ float tile[GC_TILE][GC_TILE + 1]; /* [r][c] */
     const int s = blockIdx.z, tx = threadIdx.x, ty = threadIdx.y;
@@ -70,7 +73,7 @@ gate_cmajor_fwd_kernel2(float *lr_t, const float *a, const float *g, long ld, lo
     }
     __syncthreads();
     const long r = r0 + tx;
-    float *o = lr_t + gc_cmajor_at(s, r, rows, inner, C);
+    T *o = lr_t + gc_cmajor_at(s, r, rows, inner, C);
 #pragma unroll
     for (int k = 0; k < GC_TILE / GC_ROWS; ++k) { /* write along r */
         const int c = c0 + ty + GC_ROWS * k;
@@ -78,9 +81,19 @@ gate_cmajor_fwd_kernel2(float *lr_t, const float *a, const float *g, long ld, lo
     }
 }
 
-extern "C" __global__ void __launch_bounds__(GC_TILE *GC_ROWS)
-gate_cmajor_bwd_kernel2(float *da, float *dg, const float *dlr_t, const float *a, const float *g,
-                        long ld, long rows, long inner, int C)
+/* one element's gradients into T */
+template <class T> __device__ __forceinline__ void gc_bwd_one(T *da, T *dg, float dy, float a, float g)
+{
+    float r, s;
+    tf_gate_bwd_one(&r, &s, dy, a, g);
+    *da = r;
+    *dg = s;
+}
+
+template <class T>
+__device__ __forceinline__ void gate_cmajor_bwd_body(T *da, T *dg, const T *dlr_t, const T *a,
+                                                     const T *g, long ld, long rows, long inner,
+                                                     int C)
 {
     __shared__ float tile[GC_TILE][GC_TILE + 1]; /* [c][r] */
     const int s = blockIdx.z, tx = threadIdx.x, ty = threadIdx.y;
@@ -92,7 +105,7 @@ gate_cmajor_bwd_kernel2(float *da, float *dg, const float *dlr_t, const float *a
     const bool full = r0 + GC_TILE <= rows && c0 + GC_TILE <= C;
     {
         const long r = r0 + tx;
-        const float *in = dlr_t + gc_cmajor_at(s, r, rows, inner, C);
+        const T *in = dlr_t + gc_cmajor_at(s, r, rows, inner, C);
 #pragma unroll
         for (int k = 0; k < GC_KR; ++k) { /* read along r */
             const int c = c0 + ty + GC_ROWS * k;
@@ -107,7 +120,7 @@ gate_cmajor_bwd_kernel2(float *da, float *dg, const float *dlr_t, const float *a
 #pragma unroll
         for (int k = 0; k < GC_KR; ++k) {
             const long i = i0 + k * GC_ROWS * ld;
-            tf_gate_bwd_one(&da[i], &dg[i], tile[tx][ty + GC_ROWS * k], av[k], gv[k]);
+            gc_bwd_one(&da[i], &dg[i], tile[tx][ty + GC_ROWS * k], av[k], gv[k]);
         }
         return;
     }
@@ -118,9 +131,35 @@ gate_cmajor_bwd_kernel2(float *da, float *dg, const float *dlr_t, const float *a
         const int c = c0 + tx;
         if (r < rows && c < C) {
             const long i = r * ld + (long)s * C + c;
-            tf_gate_bwd_one(&da[i], &dg[i], tile[tx][ty + GC_ROWS * k], a[i], g[i]);
+            gc_bwd_one(&da[i], &dg[i], tile[tx][ty + GC_ROWS * k], a[i], g[i]);
         }
     }
+}
+
+extern "C" __global__ void __launch_bounds__(GC_TILE *GC_ROWS)
+gate_cmajor_fwd_kernel2(float *lr_t, const float *a, const float *g, long ld, long rows,
+                        long inner, int C)
+{
+    gate_cmajor_fwd_body(lr_t, a, g, ld, rows, inner, C);
+}
+extern "C" __global__ void __launch_bounds__(GC_TILE *GC_ROWS)
+gate_cmajor_bwd_kernel2(float *da, float *dg, const float *dlr_t, const float *a, const float *g,
+                        long ld, long rows, long inner, int C)
+{
+    gate_cmajor_bwd_body(da, dg, dlr_t, a, g, ld, rows, inner, C);
+}
+template <class T>
+__global__ void __launch_bounds__(GC_TILE *GC_ROWS)
+gate_cmajor_fwd_kernel2_t(T *lr_t, const T *a, const T *g, long ld, long rows, long inner, int C)
+{
+    gate_cmajor_fwd_body(lr_t, a, g, ld, rows, inner, C);
+}
+template <class T>
+__global__ void __launch_bounds__(GC_TILE *GC_ROWS)
+gate_cmajor_bwd_kernel2_t(T *da, T *dg, const T *dlr_t, const T *a, const T *g, long ld,
+                          long rows, long inner, int C)
+{
+    gate_cmajor_bwd_body(da, dg, dlr_t, a, g, ld, rows, inner, C);
 }
 
 static dim3 gc_grid(long rows, int C)
@@ -144,4 +183,26 @@ extern "C" void tf_cu_gate_cmajor_bwd(tf_backend *be, float *da, float *dg, cons
     if (rows <= 0 || C <= 0 || inner <= 0) return;
     TF_LAUNCH(gate_cmajor_bwd_kernel2, gc_grid(rows, C), dim3(GC_TILE, GC_ROWS), be->stream, da,
               dg, dlr_t, a, g, ld, rows, inner, C);
+}
+
+extern "C" void tf_cu_gate_cmajor_fwd_h(tf_backend *be, void *lr_t, const void *a, const void *g,
+                                        long ld, long rows, long inner, int C, tf_dtype t)
+{
+    if (rows <= 0 || C <= 0 || inner <= 0) return;
+    TF_CU_DISPATCH_HALF(t, T,
+                        TF_LAUNCH(gate_cmajor_fwd_kernel2_t<T>, gc_grid(rows, C),
+                                  dim3(GC_TILE, GC_ROWS), be->stream, (T *)lr_t, (const T *)a,
+                                  (const T *)g, ld, rows, inner, C));
+}
+
+extern "C" void tf_cu_gate_cmajor_bwd_h(tf_backend *be, void *da, void *dg, const void *dlr_t,
+                                        const void *a, const void *g, long ld, long rows,
+                                        long inner, int C, tf_dtype t)
+{
+    if (rows <= 0 || C <= 0 || inner <= 0) return;
+    TF_CU_DISPATCH_HALF(t, T,
+                        TF_LAUNCH(gate_cmajor_bwd_kernel2_t<T>, gc_grid(rows, C),
+                                  dim3(GC_TILE, GC_ROWS), be->stream, (T *)da, (T *)dg,
+                                  (const T *)dlr_t, (const T *)a, (const T *)g, ld, rows, inner,
+                                  C));
 }

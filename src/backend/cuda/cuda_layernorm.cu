@@ -51,7 +51,8 @@ __device__ __forceinline__ void ln2_row_stats(const float (&v)[LN2_CACHE], int l
 }
 /* dx = rs (g - mean(g) - xhat mean(g xhat)) from g = dout gamma and xhat (0 past
  * C), += when accumulate */
-__device__ __forceinline__ void ln2_row_dx(float *dxr, const float (&gv)[LN2_CACHE],
+template <class T>
+__device__ __forceinline__ void ln2_row_dx(T *dxr, const float (&gv)[LN2_CACHE],
                                            const float (&xh)[LN2_CACHE], int lane, int C,
                                            float rs, int accumulate)
 {
@@ -73,14 +74,13 @@ __device__ __forceinline__ void ln2_row_dx(float *dxr, const float (&gv)[LN2_CAC
 }
 
 /* ---- forward ---------------------------------------------------------------- */
-extern "C" __global__ void __launch_bounds__(LN1_THREADS)
-layernorm_fwd_kernel1(float *out, float *mean, float *rstd, const float *x, const float *gamma,
-                      const float *beta, long rows, int C, float eps)
+template <class TX, class TY>
+__device__ __forceinline__ void layernorm_fwd_kernel1_body(TY *out, float *mean, float *rstd, const TX *x, const float *gamma, const float *beta, long rows, int C, float eps)
 {
     __shared__ float sh[32];
     const long r = blockIdx.x;
     if (r >= rows) return; /* uniform per block */
-    const float *xr = x + r * C;
+    const TX *xr = x + r * C;
     float s = 0.f;
     for (int c = threadIdx.x; c < C; c += blockDim.x) s += xr[c];
     const float mu = tf_block_sum(s, sh) / C;
@@ -90,7 +90,7 @@ layernorm_fwd_kernel1(float *out, float *mean, float *rstd, const float *x, cons
         v += d * d;
     }
     const float rs = 1.f / sqrtf(tf_block_sum(v, sh) / C + eps);
-    float *orow = out + r * C;
+    TY *orow = out + r * C;
     for (int c = threadIdx.x; c < C; c += blockDim.x)
         orow[c] = (xr[c] - mu) * rs * gamma[c] + beta[c];
     if (threadIdx.x == 0) {
@@ -99,15 +99,27 @@ layernorm_fwd_kernel1(float *out, float *mean, float *rstd, const float *x, cons
     }
 }
 
-extern "C" __global__ void __launch_bounds__(LN2_THREADS)
-layernorm_fwd_kernel2(float *out, float *mean, float *rstd, const float *x, const float *gamma,
+extern "C" __global__ void __launch_bounds__(LN1_THREADS)
+layernorm_fwd_kernel1(float *out, float *mean, float *rstd, const float *x, const float *gamma,
                       const float *beta, long rows, int C, float eps)
+{
+    layernorm_fwd_kernel1_body<float, float>(out, mean, rstd, x, gamma, beta, rows, C, eps);
+}
+template <class TX, class TY>
+__global__ void __launch_bounds__(LN1_THREADS)
+layernorm_fwd_kernel1_t(TY *out, float *mean, float *rstd, const TX *x, const float *gamma, const float *beta, long rows, int C, float eps)
+{
+    layernorm_fwd_kernel1_body<TX, TY>(out, mean, rstd, x, gamma, beta, rows, C, eps);
+}
+
+template <class TX, class TY>
+__device__ __forceinline__ void layernorm_fwd_kernel2_body(TY *out, float *mean, float *rstd, const TX *x, const float *gamma, const float *beta, long rows, int C, float eps)
 {
     const int lane = threadIdx.x % TF_GROUP;
     const long r = (long)blockIdx.x * (LN2_THREADS / TF_GROUP) + (threadIdx.x / TF_GROUP);
     if (r >= rows) return; /* whole warp leaves together; no block barrier below */
-    const float *xr = x + r * C;
-    float *orow = out + r * C;
+    const TX *xr = x + r * C;
+    TY *orow = out + r * C;
     float mu, rs;
     if (C <= TF_GROUP * LN2_CACHE) {
         float xv[LN2_CACHE];
@@ -140,18 +152,31 @@ layernorm_fwd_kernel2(float *out, float *mean, float *rstd, const float *x, cons
     }
 }
 
+extern "C" __global__ void __launch_bounds__(LN2_THREADS)
+layernorm_fwd_kernel2(float *out, float *mean, float *rstd, const float *x, const float *gamma,
+                      const float *beta, long rows, int C, float eps)
+{
+    layernorm_fwd_kernel2_body<float, float>(out, mean, rstd, x, gamma, beta, rows, C, eps);
+}
+template <class TX, class TY>
+__global__ void __launch_bounds__(LN2_THREADS)
+layernorm_fwd_kernel2_t(TY *out, float *mean, float *rstd, const TX *x, const float *gamma, const float *beta, long rows, int C, float eps)
+{
+    layernorm_fwd_kernel2_body<TX, TY>(out, mean, rstd, x, gamma, beta, rows, C, eps);
+}
+
 /* ---- backward: dx -------------------------------------------------------------
  * g = dout*gamma, xhat = (x-mean)*rstd:
  * dx = rstd * (g - mean(g) - xhat * mean(g*xhat))  (+= when accumulate) */
-extern "C" __global__ void __launch_bounds__(LN1_THREADS)
-layernorm_bwd_dx_kernel1(float *dx, const float *dout, const float *x, const float *mean,
-                         const float *rstd, const float *gamma, long rows, int C, int accumulate)
+template <class TX, class TY>
+__device__ __forceinline__ void layernorm_bwd_dx_kernel1_body(TX *dx, const TY *dout, const TX *x, const float *mean, const float *rstd, const float *gamma, long rows, int C, int accumulate)
 {
     __shared__ float sh[32];
     const long r = blockIdx.x;
     if (r >= rows) return;
     const float mu = mean[r], rs = rstd[r];
-    const float *xr = x + r * C, *dr = dout + r * C;
+    const TX *xr = x + r * C;
+    const TY *dr = dout + r * C;
     float sg = 0.f, sgx = 0.f;
     for (int c = threadIdx.x; c < C; c += blockDim.x) {
         const float g = dr[c] * gamma[c];
@@ -160,7 +185,7 @@ layernorm_bwd_dx_kernel1(float *dx, const float *dout, const float *x, const flo
     }
     const float mg = tf_block_sum(sg, sh) / C;
     const float mgx = tf_block_sum(sgx, sh) / C;
-    float *dxr = dx + r * C;
+    TX *dxr = dx + r * C;
     for (int c = threadIdx.x; c < C; c += blockDim.x) {
         const float xh = (xr[c] - mu) * rs;
         const float v = rs * (dr[c] * gamma[c] - mg - xh * mgx);
@@ -168,16 +193,29 @@ layernorm_bwd_dx_kernel1(float *dx, const float *dout, const float *x, const flo
     }
 }
 
-extern "C" __global__ void __launch_bounds__(LN2_THREADS)
-layernorm_bwd_dx_kernel2(float *dx, const float *dout, const float *x, const float *mean,
+extern "C" __global__ void __launch_bounds__(LN1_THREADS)
+layernorm_bwd_dx_kernel1(float *dx, const float *dout, const float *x, const float *mean,
                          const float *rstd, const float *gamma, long rows, int C, int accumulate)
+{
+    layernorm_bwd_dx_kernel1_body<float, float>(dx, dout, x, mean, rstd, gamma, rows, C, accumulate);
+}
+template <class TX, class TY>
+__global__ void __launch_bounds__(LN1_THREADS)
+layernorm_bwd_dx_kernel1_t(TX *dx, const TY *dout, const TX *x, const float *mean, const float *rstd, const float *gamma, long rows, int C, int accumulate)
+{
+    layernorm_bwd_dx_kernel1_body<TX, TY>(dx, dout, x, mean, rstd, gamma, rows, C, accumulate);
+}
+
+template <class TX, class TY>
+__device__ __forceinline__ void layernorm_bwd_dx_kernel2_body(TX *dx, const TY *dout, const TX *x, const float *mean, const float *rstd, const float *gamma, long rows, int C, int accumulate)
 {
     const int lane = threadIdx.x % TF_GROUP;
     const long r = (long)blockIdx.x * (LN2_THREADS / TF_GROUP) + (threadIdx.x / TF_GROUP);
     if (r >= rows) return;
     const float mu = mean[r], rs = rstd[r];
-    const float *xr = x + r * C, *dr = dout + r * C;
-    float *dxr = dx + r * C;
+    const TX *xr = x + r * C;
+    const TY *dr = dout + r * C;
+    TX *dxr = dx + r * C;
     if (C <= TF_GROUP * LN2_CACHE) {
         float gv[LN2_CACHE], xh[LN2_CACHE];
 #pragma unroll
@@ -203,16 +241,27 @@ layernorm_bwd_dx_kernel2(float *dx, const float *dout, const float *x, const flo
     }
 }
 
+extern "C" __global__ void __launch_bounds__(LN2_THREADS)
+layernorm_bwd_dx_kernel2(float *dx, const float *dout, const float *x, const float *mean,
+                         const float *rstd, const float *gamma, long rows, int C, int accumulate)
+{
+    layernorm_bwd_dx_kernel2_body<float, float>(dx, dout, x, mean, rstd, gamma, rows, C, accumulate);
+}
+template <class TX, class TY>
+__global__ void __launch_bounds__(LN2_THREADS)
+layernorm_bwd_dx_kernel2_t(TX *dx, const TY *dout, const TX *x, const float *mean, const float *rstd, const float *gamma, long rows, int C, int accumulate)
+{
+    layernorm_bwd_dx_kernel2_body<TX, TY>(dx, dout, x, mean, rstd, gamma, rows, C, accumulate);
+}
+
 /* ---- backward: dgamma, dbeta -------------------------------------------------
  * Block (32 channels x 8 row lanes) over rows [chunk*rpc, (chunk+1)*rpc) and
  * channels [c0 + 32*blockIdx.x, +32) of the slab [c0, c0+cs). Writes
  * part[chunk*cs + c - c0] (dgamma) and part[(nchunks + chunk)*cs + c - c0] (dbeta). */
 #define DP_TX 32
 #define DP_TY 8
-extern "C" __global__ void __launch_bounds__(DP_TX *DP_TY)
-layernorm_bwd_dparams_kernel1(float *part, const float *dout, const float *x, const float *mean,
-                              const float *rstd, long rows, int C, int c0, int cs, long rpc,
-                              int nchunks)
+template <class TX, class TY>
+__device__ __forceinline__ void layernorm_bwd_dparams_kernel1_body(float *part, const TY *dout, const TX *x, const float *mean, const float *rstd, long rows, int C, int c0, int cs, long rpc, int nchunks)
 {
     __shared__ float sg[DP_TY][DP_TX], sb[DP_TY][DP_TX];
     const int cl = blockIdx.x * DP_TX + threadIdx.x; /* channel within slab */
@@ -241,6 +290,20 @@ layernorm_bwd_dparams_kernel1(float *part, const float *dout, const float *x, co
         part[chunk * cs + cl] = tg;
         part[((long)nchunks + chunk) * cs + cl] = tb;
     }
+}
+
+extern "C" __global__ void __launch_bounds__(DP_TX *DP_TY)
+layernorm_bwd_dparams_kernel1(float *part, const float *dout, const float *x, const float *mean,
+                              const float *rstd, long rows, int C, int c0, int cs, long rpc,
+                              int nchunks)
+{
+    layernorm_bwd_dparams_kernel1_body<float, float>(part, dout, x, mean, rstd, rows, C, c0, cs, rpc, nchunks);
+}
+template <class TX, class TY>
+__global__ void __launch_bounds__(DP_TX *DP_TY)
+layernorm_bwd_dparams_kernel1_t(float *part, const TY *dout, const TX *x, const float *mean, const float *rstd, long rows, int C, int c0, int cs, long rpc, int nchunks)
+{
+    layernorm_bwd_dparams_kernel1_body<TX, TY>(part, dout, x, mean, rstd, rows, C, c0, cs, rpc, nchunks);
 }
 
 extern "C" __global__ void layernorm_bwd_dparams_reduce_kernel1(float *dgamma, float *dbeta,
@@ -370,10 +433,8 @@ static long ln_rows_per_block(const tf_backend *be, long rows, int W)
     return rpb;
 }
 
-extern "C" __global__ void __launch_bounds__(LN2_THREADS)
-layernorm_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const float *dout,
-                      const float *x, const float *mean, const float *rstd, const float *gamma,
-                      long rows, int C, int accumulate, long rpb)
+template <class TX, class TY>
+__device__ __forceinline__ void layernorm_bwd_kernel2_body(TX *dx, ln_roots o, float *part, int *count, const TY *dout, const TX *x, const float *mean, const float *rstd, const float *gamma, long rows, int C, int accumulate, long rpb)
 {
     constexpr int NW = LN2_THREADS / TF_GROUP;
     __shared__ float sp[2][NW][TF_GROUP * LN2_CACHE]; /* dgamma dbeta per warp */
@@ -385,7 +446,8 @@ layernorm_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const floa
     for (int k = 0; k < LN2_CACHE; ++k) a[0][k] = 0.f, a[1][k] = 0.f;
     for (long r = r0 + w; r < r1; r += NW) { /* warp-uniform */
         const float mu = mean[r], rs = rstd[r];
-        const float *xr = x + r * C, *dr = dout + r * C;
+        const TX *xr = x + r * C;
+    const TY *dr = dout + r * C;
         float dv[LN2_CACHE], gv[LN2_CACHE], xh[LN2_CACHE];
 #pragma unroll
         for (int k = 0; k < LN2_CACHE; ++k) {
@@ -401,6 +463,20 @@ layernorm_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const floa
     ln2_block_finish(sp, a, C, part, count, o);
 }
 
+extern "C" __global__ void __launch_bounds__(LN2_THREADS)
+layernorm_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const float *dout,
+                      const float *x, const float *mean, const float *rstd, const float *gamma,
+                      long rows, int C, int accumulate, long rpb)
+{
+    layernorm_bwd_kernel2_body<float, float>(dx, o, part, count, dout, x, mean, rstd, gamma, rows, C, accumulate, rpb);
+}
+template <class TX, class TY>
+__global__ void __launch_bounds__(LN2_THREADS)
+layernorm_bwd_kernel2_t(TX *dx, ln_roots o, float *part, int *count, const TY *dout, const TX *x, const float *mean, const float *rstd, const float *gamma, long rows, int C, int accumulate, long rpb)
+{
+    layernorm_bwd_kernel2_body<TX, TY>(dx, o, part, count, dout, x, mean, rstd, gamma, rows, C, accumulate, rpb);
+}
+
 /* ---- two LayerNorms in a row (ops.h layernorm2, C <= 128) ------------------
  * Forward: one warp per row, x in registers: y1 = LN(x; g1, b1) stays in
  * registers, out = LN(y1; g2, b2). stats [4, rows]: mean1 rstd1 mean2 rstd2.
@@ -409,14 +485,13 @@ layernorm_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const floa
  * dy1 through the second LayerNorm kept in registers and taken through the
  * first; the four parameter partial rows (dg1 db1 dg2 db2, 4C floats a
  * block) go through the same tree. */
-extern "C" __global__ void __launch_bounds__(LN2_THREADS)
-layernorm2_fwd_kernel2(float *out, float *stats, const float *x, const float *g1, const float *b1,
-                       const float *g2, const float *b2, long rows, int C, float eps)
+template <class TX, class TY>
+__device__ __forceinline__ void layernorm2_fwd_kernel2_body(TY *out, float *stats, const TX *x, const float *g1, const float *b1, const float *g2, const float *b2, long rows, int C, float eps)
 {
     const int lane = threadIdx.x % TF_GROUP;
     const long r = (long)blockIdx.x * (LN2_THREADS / TF_GROUP) + (threadIdx.x / TF_GROUP);
     if (r >= rows) return; /* whole warp leaves together; no block barrier below */
-    const float *xr = x + r * C;
+    const TX *xr = x + r * C;
     float v[LN2_CACHE], mu1, rs1, mu2, rs2;
 #pragma unroll
     for (int k = 0; k < LN2_CACHE; ++k) {
@@ -430,7 +505,7 @@ layernorm2_fwd_kernel2(float *out, float *stats, const float *x, const float *g1
         v[k] = c < C ? (v[k] - mu1) * rs1 * g1[c] + b1[c] : 0.f; /* y1 */
     }
     ln2_row_stats(v, lane, C, eps, mu2, rs2);
-    float *orow = out + r * C;
+    TY *orow = out + r * C;
 #pragma unroll
     for (int k = 0; k < LN2_CACHE; ++k) {
         const int c = lane + TF_GROUP * k;
@@ -445,9 +520,20 @@ layernorm2_fwd_kernel2(float *out, float *stats, const float *x, const float *g1
 }
 
 extern "C" __global__ void __launch_bounds__(LN2_THREADS)
-layernorm2_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const float *dout,
-                       const float *x, const float *stats, const float *g1, const float *b1,
-                       const float *g2, long rows, int C, int accumulate, long rpb)
+layernorm2_fwd_kernel2(float *out, float *stats, const float *x, const float *g1, const float *b1,
+                       const float *g2, const float *b2, long rows, int C, float eps)
+{
+    layernorm2_fwd_kernel2_body<float, float>(out, stats, x, g1, b1, g2, b2, rows, C, eps);
+}
+template <class TX, class TY>
+__global__ void __launch_bounds__(LN2_THREADS)
+layernorm2_fwd_kernel2_t(TY *out, float *stats, const TX *x, const float *g1, const float *b1, const float *g2, const float *b2, long rows, int C, float eps)
+{
+    layernorm2_fwd_kernel2_body<TX, TY>(out, stats, x, g1, b1, g2, b2, rows, C, eps);
+}
+
+template <class TX, class TY>
+__device__ __forceinline__ void layernorm2_bwd_kernel2_body(TX *dx, ln_roots o, float *part, int *count, const TY *dout, const TX *x, const float *stats, const float *g1, const float *b1, const float *g2, long rows, int C, int accumulate, long rpb)
 {
     constexpr int NW = LN2_THREADS / TF_GROUP;
     __shared__ float sp[4][NW][TF_GROUP * LN2_CACHE]; /* dg1 db1 dg2 db2 per warp */
@@ -460,7 +546,8 @@ layernorm2_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const flo
     for (long r = r0 + w; r < r1; r += NW) { /* warp-uniform */
         const float m1 = stats[r], s1 = stats[rows + r], m2 = stats[2 * rows + r],
                     s2 = stats[3 * rows + r];
-        const float *xr = x + r * C, *dr = dout + r * C;
+        const TX *xr = x + r * C;
+    const TY *dr = dout + r * C;
         float dv[LN2_CACHE], xh1[LN2_CACHE], xh2[LN2_CACHE], gv[LN2_CACHE];
         float t1 = 0.f, t2 = 0.f;
 #pragma unroll
@@ -489,6 +576,20 @@ layernorm2_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const flo
         ln2_row_dx(dx + r * C, gv, xh1, lane, C, s1, accumulate);
     }
     ln2_block_finish(sp, a, C, part, count, o);
+}
+
+extern "C" __global__ void __launch_bounds__(LN2_THREADS)
+layernorm2_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const float *dout,
+                       const float *x, const float *stats, const float *g1, const float *b1,
+                       const float *g2, long rows, int C, int accumulate, long rpb)
+{
+    layernorm2_bwd_kernel2_body<float, float>(dx, o, part, count, dout, x, stats, g1, b1, g2, rows, C, accumulate, rpb);
+}
+template <class TX, class TY>
+__global__ void __launch_bounds__(LN2_THREADS)
+layernorm2_bwd_kernel2_t(TX *dx, ln_roots o, float *part, int *count, const TY *dout, const TX *x, const float *stats, const float *g1, const float *b1, const float *g2, long rows, int C, int accumulate, long rpb)
+{
+    layernorm2_bwd_kernel2_body<TX, TY>(dx, o, part, count, dout, x, stats, g1, b1, g2, rows, C, accumulate, rpb);
 }
 
 /* ---- the one-launch backwards on vector rows: C = 32 VW (VW 2: the MSA's 64
@@ -844,4 +945,117 @@ extern "C" void tf_cu_layernorm2_bwd(tf_backend *be, float *dx, float *dg1, floa
         TF_LAUNCH(layernorm2_bwd_kernel2, dim3((unsigned)nblk), dim3(LN2_THREADS), be->stream, dx,
                   o, be->scratch, be->mma_count, dout, x, stats, g1, b1, g2, rows, C, accumulate,
                   rpb);
+}
+
+/* ---- half types (x, dx of type TX; out, dout of type TY; cuda_half.h): the
+ * general kernels of each level instantiated for the pair (the vector-row
+ * kernels move floats), the same sums in the same order ---- */
+template <class TX, class TY>
+static void ln_fwd_t(tf_backend *be, TY *out, float *mean, float *rstd, const TX *x,
+                     const float *gamma, const float *beta, long rows, int C, float eps)
+{
+    if (be->kernel_level >= 3) {
+        const long nb = (rows + LN2_THREADS / TF_GROUP - 1) / (LN2_THREADS / TF_GROUP);
+        TF_LAUNCH((layernorm_fwd_kernel2_t<TX, TY>), dim3((unsigned)nb), dim3(LN2_THREADS),
+                  be->stream, out, mean, rstd, x, gamma, beta, rows, C, eps);
+    } else {
+        TF_LAUNCH((layernorm_fwd_kernel1_t<TX, TY>), dim3((unsigned)rows), dim3(LN1_THREADS),
+                  be->stream, out, mean, rstd, x, gamma, beta, rows, C, eps);
+    }
+}
+
+template <class TX, class TY>
+static void ln_bwd_t(tf_backend *be, TX *dx, float *dgamma, float *dbeta, const TY *dout,
+                     const TX *x, const float *mean, const float *rstd, const float *gamma,
+                     long rows, int C, int accumulate)
+{
+    if (be->kernel_level >= 3 && C <= TF_GROUP * LN2_CACHE && (dgamma || dbeta)) {
+        const long rpb = ln_rows_per_block(be, rows, 2 * C);
+        const long nblk = (rows + rpb - 1) / rpb;
+        const ln_roots o = {{dgamma, dbeta, NULL, NULL}, C};
+        TF_LAUNCH((layernorm_bwd_kernel2_t<TX, TY>), dim3((unsigned)nblk), dim3(LN2_THREADS),
+                  be->stream, dx, o, be->scratch, be->mma_count, dout, x, mean, rstd, gamma, rows,
+                  C, accumulate, rpb);
+        return;
+    }
+    if (dgamma || dbeta) { /* the fp32 path's chunks (tf_cu_layernorm_bwd) */
+        long nchunks = (rows + DP_ROWS_PER_CHUNK - 1) / DP_ROWS_PER_CHUNK;
+        if (nchunks > DP_MAX_CHUNKS) nchunks = DP_MAX_CHUNKS;
+        const long rpc = (rows + nchunks - 1) / nchunks;
+        nchunks = (rows + rpc - 1) / rpc;
+        long cs = (long)(TF_CU_SCRATCH_FLOATS / (2 * (size_t)nchunks));
+        if (cs > C) cs = C;
+        for (int c0 = 0; c0 < C; c0 += (int)cs) {
+            const int w = (int)(C - c0 < cs ? C - c0 : cs);
+            TF_LAUNCH((layernorm_bwd_dparams_kernel1_t<TX, TY>),
+                      dim3((unsigned)((w + DP_TX - 1) / DP_TX), (unsigned)nchunks),
+                      dim3(DP_TX, DP_TY), be->stream, be->scratch, dout, x, mean, rstd, rows, C,
+                      c0, w, rpc, (int)nchunks);
+            TF_LAUNCH(layernorm_bwd_dparams_reduce_kernel1, dim3((unsigned)((w + 127) / 128)),
+                      dim3(128), be->stream, dgamma, dbeta, (const float *)be->scratch, c0, w,
+                      (int)nchunks);
+        }
+    }
+    if (!dx) return;
+    if (be->kernel_level >= 3) {
+        const long nb = (rows + LN2_THREADS / TF_GROUP - 1) / (LN2_THREADS / TF_GROUP);
+        TF_LAUNCH((layernorm_bwd_dx_kernel2_t<TX, TY>), dim3((unsigned)nb), dim3(LN2_THREADS),
+                  be->stream, dx, dout, x, mean, rstd, gamma, rows, C, accumulate);
+    } else {
+        TF_LAUNCH((layernorm_bwd_dx_kernel1_t<TX, TY>), dim3((unsigned)rows), dim3(LN1_THREADS),
+                  be->stream, dx, dout, x, mean, rstd, gamma, rows, C, accumulate);
+    }
+}
+
+extern "C" void tf_cu_layernorm_fwd_h(tf_backend *be, void *out, float *mean, float *rstd,
+                                      const void *x, const float *gamma, const float *beta,
+                                      long rows, int C, float eps, tf_dtype xt, tf_dtype yt)
+{
+    if (rows <= 0 || C <= 0) return;
+    TF_CU_DISPATCH2_HALF(xt, yt, TX, TY,
+                         ln_fwd_t(be, (TY *)out, mean, rstd, (const TX *)x, gamma, beta, rows, C,
+                                  eps));
+}
+
+extern "C" void tf_cu_layernorm_bwd_h(tf_backend *be, void *dx, float *dgamma, float *dbeta,
+                                      const void *dout, const void *x, const float *mean,
+                                      const float *rstd, const float *gamma, long rows, int C,
+                                      int accumulate, tf_dtype xt, tf_dtype yt)
+{
+    if (rows <= 0 || C <= 0) return;
+    TF_CU_DISPATCH2_HALF(xt, yt, TX, TY,
+                         ln_bwd_t(be, (TX *)dx, dgamma, dbeta, (const TY *)dout, (const TX *)x,
+                                  mean, rstd, gamma, rows, C, accumulate));
+}
+
+extern "C" void tf_cu_layernorm2_fwd_h(tf_backend *be, void *out, float *stats, const void *x,
+                                       const float *g1, const float *b1, const float *g2,
+                                       const float *b2, long rows, int C, float eps, tf_dtype xt,
+                                       tf_dtype yt)
+{
+    if (rows <= 0 || C <= 0) return;
+    if (C > TF_LN2_MAX_C) ln2_too_wide(C);
+    const long nb = (rows + LN2_THREADS / TF_GROUP - 1) / (LN2_THREADS / TF_GROUP);
+    TF_CU_DISPATCH2_HALF(xt, yt, TX, TY,
+                         TF_LAUNCH((layernorm2_fwd_kernel2_t<TX, TY>), dim3((unsigned)nb),
+                                   dim3(LN2_THREADS), be->stream, (TY *)out, stats,
+                                   (const TX *)x, g1, b1, g2, b2, rows, C, eps));
+}
+
+extern "C" void tf_cu_layernorm2_bwd_h(tf_backend *be, void *dx, float *dg1, float *db1,
+                                       float *dg2, float *db2, const void *dout, const void *x,
+                                       const float *stats, const float *g1, const float *b1,
+                                       const float *g2, long rows, int C, int accumulate,
+                                       tf_dtype xt, tf_dtype yt)
+{
+    if (rows <= 0 || C <= 0) return;
+    if (C > TF_LN2_MAX_C) ln2_too_wide(C);
+    const long rpb = ln_rows_per_block(be, rows, 4 * C);
+    const long nblk = (rows + rpb - 1) / rpb;
+    const ln_roots o = {{dg1, db1, dg2, db2}, C};
+    TF_CU_DISPATCH2_HALF(xt, yt, TX, TY,
+                         TF_LAUNCH((layernorm2_bwd_kernel2_t<TX, TY>), dim3((unsigned)nblk),
+                                   dim3(LN2_THREADS), be->stream, (TX *)dx, o, be->scratch,
+                                   be->mma_count, (const TY *)dout, (const TX *)x, stats, g1, b1,
+                                   g2, rows, C, accumulate, rpb));
 }

@@ -21,10 +21,11 @@
 #define OPM_PER 4 /* s rows per thread */
 #define OPM_PC 32 /* p per block */
 
-template <bool V4>
-__global__ void __launch_bounds__(OPM_THREADS)
-opm_bwd_kernel2(float *da, const float *dop, const float *a, int S, int N, int co, int PC,
-                int srows, int ep)
+/* body for T = float (opm_bwd_kernel2) and the half types (opm_bwd_kernel2_t,
+ * cuda_half.h): the shared tiles hold fp32 values */
+template <bool V4, class T>
+__device__ __forceinline__ void opm_bwd_body2(T *da, const T *dop, const T *a, int S, int N,
+                                              int co, int PC, int srows, int ep)
 {
     TF_SMEM(sm);
     float *Es = sm;                 /* [PC][ep] */
@@ -37,14 +38,14 @@ opm_bwd_kernel2(float *da, const float *dop, const float *a, int S, int N, int c
     const int pl = t % PC, sg = t / PC;
     const bool active = sg < G && pl < np;
     const long cc = (long)co * co, NC = (long)N * co;
-    const float *d = dop + (long)b * N * N * cc;
-    const float *ab = a + ((long)b * S + s0) * NC;
+    const T *d = dop + (long)b * N * N * cc;
+    const T *ab = a + ((long)b * S + s0) * NC;
     float acc[OPM_PER];
 #pragma unroll
     for (int k = 0; k < OPM_PER; ++k) acc[k] = 0.f;
     for (int j = 0; j < N; ++j) {
         __syncthreads(); /* the last j's reads are done */
-        const float *t1 = d + ((long)i * N + j) * cc, *t2 = d + ((long)j * N + i) * cc;
+        const T *t1 = d + ((long)i * N + j) * cc, *t2 = d + ((long)j * N + i) * cc;
         for (int e = t; e < np * co; e += OPM_THREADS) {
             const int r = e / co, q = e - r * co; /* t1 row p0 + r read along q */
             Es[r * ep + q] = t1[(long)(p0 + r) * co + q] + t2[(long)q * co + p0 + r];
@@ -86,6 +87,21 @@ opm_bwd_kernel2(float *da, const float *dop, const float *a, int S, int N, int c
         const int s = sg + G * k;
         if (s < ns) da[(((long)b * S + s0 + s) * N + i) * co + p0 + pl] = acc[k] * inv;
     }
+}
+
+template <bool V4>
+__global__ void __launch_bounds__(OPM_THREADS)
+opm_bwd_kernel2(float *da, const float *dop, const float *a, int S, int N, int co, int PC,
+                int srows, int ep)
+{
+    opm_bwd_body2<V4>(da, dop, a, S, N, co, PC, srows, ep);
+}
+template <bool V4, class T>
+__global__ void __launch_bounds__(OPM_THREADS)
+opm_bwd_kernel2_t(T *da, const T *dop, const T *a, int S, int N, int co, int PC, int srows,
+                  int ep)
+{
+    opm_bwd_body2<V4>(da, dop, a, S, N, co, PC, srows, ep);
 }
 
 /* opm_bwd_kernel3, co == 32 with 16-byte aligned operands (the model's
@@ -182,6 +198,51 @@ opm_bwd_kernel3(float *__restrict__ da, const float *__restrict__ dop,
     }
 }
 
+/* kernel2's geometry, for fp32 (opm_bwd_kernel2) and a half type (_t) */
+typedef struct {
+    int PC, srows, ep;
+    bool v4;
+    size_t smem;
+    dim3 grid;
+} opm2_geom;
+static opm2_geom opm2_plan(int B, int S, int N, int co)
+{
+    opm2_geom g;
+    g.PC = co < OPM_PC ? co : OPM_PC;
+    g.srows = OPM_THREADS / g.PC * OPM_PER;
+    g.v4 = co % 4 == 0;
+    g.ep = g.v4 ? co + 4 : co + 1; /* E and a rows in shared memory */
+    const long chunks = (long)((co + g.PC - 1) / g.PC) * ((S + g.srows - 1) / g.srows);
+    g.smem = sizeof(float) * (size_t)(g.PC + g.srows) * (size_t)g.ep;
+    g.grid = dim3((unsigned)N, (unsigned)B, (unsigned)chunks);
+    if (g.smem > (size_t)227 * 1024) /* the H100/H200 opt-in limit: co above ~880 */
+        tf_cuda_fail("opm_bwd_kernel2", "outer_dim too large for shared memory", __FILE__,
+                     __LINE__);
+    return g;
+}
+static void opm_bwd2(tf_backend *be, float *da, const float *dop, const float *a, int B, int S,
+                     int N, int co)
+{
+    const opm2_geom g = opm2_plan(B, S, N, co);
+    if (g.v4)
+        TF_LAUNCH_SMEM(opm_bwd_kernel2<true>, g.grid, OPM_THREADS, g.smem, be, da, dop, a, S, N,
+                       co, g.PC, g.srows, g.ep);
+    else
+        TF_LAUNCH_SMEM(opm_bwd_kernel2<false>, g.grid, OPM_THREADS, g.smem, be, da, dop, a, S, N,
+                       co, g.PC, g.srows, g.ep);
+}
+template <class T>
+static void opm_bwd2(tf_backend *be, T *da, const T *dop, const T *a, int B, int S, int N, int co)
+{
+    const opm2_geom g = opm2_plan(B, S, N, co);
+    if (g.v4)
+        TF_LAUNCH_SMEM((opm_bwd_kernel2_t<true, T>), g.grid, OPM_THREADS, g.smem, be, da, dop, a,
+                       S, N, co, g.PC, g.srows, g.ep);
+    else
+        TF_LAUNCH_SMEM((opm_bwd_kernel2_t<false, T>), g.grid, OPM_THREADS, g.smem, be, da, dop, a,
+                       S, N, co, g.PC, g.srows, g.ep);
+}
+
 extern "C" void tf_cu_opm_bwd(tf_backend *be, float *da, const float *dop, const float *a, int B,
                               int S, int N, int co)
 {
@@ -197,22 +258,7 @@ extern "C" void tf_cu_opm_bwd(tf_backend *be, float *da, const float *dop, const
             TF_LAUNCH_SMEM(opm_bwd_kernel3<8>, grid, O3_WARPS * TF_GROUP, smem, be, da, dop, a, S, N);
         return;
     }
-    const int PC = co < OPM_PC ? co : OPM_PC;
-    const int srows = OPM_THREADS / PC * OPM_PER;
-    const bool v4 = co % 4 == 0;
-    const int ep = v4 ? co + 4 : co + 1; /* E and a rows in shared memory */
-    const long chunks = (long)((co + PC - 1) / PC) * ((S + srows - 1) / srows);
-    const size_t smem = sizeof(float) * (size_t)(PC + srows) * (size_t)ep;
-    const dim3 grid((unsigned)N, (unsigned)B, (unsigned)chunks);
-    if (smem > (size_t)227 * 1024) /* the H100/H200 opt-in limit: co above ~880 */
-        tf_cuda_fail("opm_bwd_kernel2", "outer_dim too large for shared memory", __FILE__,
-                     __LINE__);
-    if (v4)
-        TF_LAUNCH_SMEM(opm_bwd_kernel2<true>, grid, OPM_THREADS, smem, be, da, dop, a, S, N, co, PC,
-                       srows, ep);
-    else
-        TF_LAUNCH_SMEM(opm_bwd_kernel2<false>, grid, OPM_THREADS, smem, be, da, dop, a, S, N, co,
-                       PC, srows, ep);
+    opm_bwd2(be, da, dop, a, B, S, N, co);
 }
 
 /* ---- the permuted product (ops.h opm_outer) ----
@@ -293,7 +339,8 @@ opm_outer_kernel3(float *__restrict__ out, const float *__restrict__ a, int S, i
     }
 }
 
-__global__ void opm_outer_kernel1(float *out, const float *a, int B, int S, int N, int co)
+template <class T>
+__device__ __forceinline__ void opm_outer_body1(T *out, const T *a, int B, int S, int N, int co)
 {
     const long cc = (long)co * co, total = (long)B * N * N * cc, NC = (long)N * co;
     const float inv = 1.0f / (float)S;
@@ -302,11 +349,19 @@ __global__ void opm_outer_kernel1(float *out, const float *a, int B, int S, int 
         const long pq = e % cc, bij = e / cc;
         const int p = (int)(pq / co), q = (int)(pq % co);
         const long j = bij % N, i = (bij / N) % N, b = bij / ((long)N * N);
-        const float *ab = a + b * S * NC;
+        const T *ab = a + b * S * NC;
         float acc = 0.f;
         for (int s = 0; s < S; ++s) acc += ab[s * NC + i * co + p] * ab[s * NC + j * co + q];
         out[e] = acc * inv;
     }
+}
+__global__ void opm_outer_kernel1(float *out, const float *a, int B, int S, int N, int co)
+{
+    opm_outer_body1(out, a, B, S, N, co);
+}
+template <class T> __global__ void opm_outer_kernel1_t(T *out, const T *a, int B, int S, int N, int co)
+{
+    opm_outer_body1(out, a, B, S, N, co);
 }
 
 extern "C" void tf_cu_opm_outer(tf_backend *be, float *outer_p, const float *a, int B, int S,
@@ -321,4 +376,24 @@ extern "C" void tf_cu_opm_outer(tf_backend *be, float *outer_p, const float *a, 
     const long total = (long)B * N * N * co * co;
     TF_LAUNCH(opm_outer_kernel1, dim3(tf_cu_grid(be, total, 256)), dim3(256), be->stream, outer_p,
               a, B, S, N, co);
+}
+
+/* half types: kernel2 (shared tiles in fp32) and opm_outer_kernel1, whose
+ * sums run as fp32's do; each output rounded once */
+extern "C" void tf_cu_opm_bwd_h(tf_backend *be, void *da, const void *dop, const void *a, int B,
+                                int S, int N, int co, tf_dtype t)
+{
+    if (B <= 0 || S <= 0 || N <= 0 || co <= 0) return;
+    TF_CU_DISPATCH_HALF(t, T, opm_bwd2(be, (T *)da, (const T *)dop, (const T *)a, B, S, N, co));
+}
+
+extern "C" void tf_cu_opm_outer_h(tf_backend *be, void *outer_p, const void *a, int B, int S,
+                                  int N, int co, tf_dtype t)
+{
+    if (B <= 0 || S <= 0 || N <= 0 || co <= 0) return;
+    const long total = (long)B * N * N * co * co;
+    TF_CU_DISPATCH_HALF(t, T,
+                        TF_LAUNCH(opm_outer_kernel1_t<T>, dim3(tf_cu_grid(be, total, 256)),
+                                  dim3(256), be->stream, (T *)outer_p, (const T *)a, B, S, N,
+                                  co));
 }

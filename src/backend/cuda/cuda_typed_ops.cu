@@ -1,7 +1,8 @@
-/* The op table's typed entry points over the fp32 kernels: fp32 only (a
- * half type is an internal error until the typed kernels exist; caps say
- * act_types = fp32), and the type conversion and finiteness check, which
- * take every type. */
+/* The op table's typed entry points (ops.h signatures): an fp32 call runs
+ * the fp32 kernels as they were, a half call (TF_BF16, TF_F16) the _h path of
+ * the same op (cuda_half.h: the kernel bodies instantiated for the half
+ * storage types), and the type conversion and finiteness check, which take
+ * every type. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -9,156 +10,191 @@
 
 #include "backend/tf_dtype.h"
 
-static void need_f32(tf_dtype t, const char *op)
-{
-    if (t != TF_F32) {
-        fprintf(stderr, "tinyfold: internal error: cuda %s does not take %s\n", op,
-                tf_dtype_name(t));
-        abort();
-    }
-}
-
 extern "C" {
 
 void tf_cu_t_layernorm_fwd(tf_backend *be, void *out, float *mean, float *rstd, const void *x,
                            const float *g, const float *b, long rows, int C, float eps,
                            tf_dtype xt, tf_dtype yt)
 {
-    need_f32(xt, "layernorm_fwd"), need_f32(yt, "layernorm_fwd");
-    tf_cu_layernorm_fwd(be, (float *)out, mean, rstd, (const float *)x, g, b, rows, C, eps);
+    if (xt == TF_F32 && yt == TF_F32)
+        tf_cu_layernorm_fwd(be, (float *)out, mean, rstd, (const float *)x, g, b, rows, C, eps);
+    else
+        tf_cu_layernorm_fwd_h(be, out, mean, rstd, x, g, b, rows, C, eps, xt, yt);
 }
 void tf_cu_t_layernorm_bwd(tf_backend *be, void *dx, float *dg, float *db, const void *dout,
                            const void *x, const float *mean, const float *rstd, const float *g,
                            long rows, int C, int acc, tf_dtype xt, tf_dtype yt)
 {
-    need_f32(xt, "layernorm_bwd"), need_f32(yt, "layernorm_bwd");
-    tf_cu_layernorm_bwd(be, (float *)dx, dg, db, (const float *)dout, (const float *)x, mean,
-                        rstd, g, rows, C, acc);
+    if (xt == TF_F32 && yt == TF_F32)
+        tf_cu_layernorm_bwd(be, (float *)dx, dg, db, (const float *)dout, (const float *)x,
+                            mean, rstd, g, rows, C, acc);
+    else
+        tf_cu_layernorm_bwd_h(be, dx, dg, db, dout, x, mean, rstd, g, rows, C, acc, xt, yt);
 }
 void tf_cu_t_layernorm2_fwd(tf_backend *be, void *out, float *stats, const void *x,
                             const float *g1, const float *b1, const float *g2, const float *b2,
                             long rows, int C, float eps, tf_dtype xt, tf_dtype yt)
 {
-    need_f32(xt, "layernorm2_fwd"), need_f32(yt, "layernorm2_fwd");
-    tf_cu_layernorm2_fwd(be, (float *)out, stats, (const float *)x, g1, b1, g2, b2, rows, C,
-                         eps);
+    if (xt == TF_F32 && yt == TF_F32)
+        tf_cu_layernorm2_fwd(be, (float *)out, stats, (const float *)x, g1, b1, g2, b2, rows, C,
+                             eps);
+    else
+        tf_cu_layernorm2_fwd_h(be, out, stats, x, g1, b1, g2, b2, rows, C, eps, xt, yt);
 }
 void tf_cu_t_layernorm2_bwd(tf_backend *be, void *dx, float *dg1, float *db1, float *dg2,
                             float *db2, const void *dout, const void *x, const float *stats,
                             const float *g1, const float *b1, const float *g2, long rows, int C,
                             int acc, tf_dtype xt, tf_dtype yt)
 {
-    need_f32(xt, "layernorm2_bwd"), need_f32(yt, "layernorm2_bwd");
-    tf_cu_layernorm2_bwd(be, (float *)dx, dg1, db1, dg2, db2, (const float *)dout,
-                         (const float *)x, stats, g1, b1, g2, rows, C, acc);
+    if (xt == TF_F32 && yt == TF_F32)
+        tf_cu_layernorm2_bwd(be, (float *)dx, dg1, db1, dg2, db2, (const float *)dout,
+                             (const float *)x, stats, g1, b1, g2, rows, C, acc);
+    else
+        tf_cu_layernorm2_bwd_h(be, dx, dg1, db1, dg2, db2, dout, x, stats, g1, b1, g2, rows, C,
+                               acc, xt, yt);
 }
 void tf_cu_t_softmax_fwd(tf_backend *be, void *y, const void *x, long rows, int cols, tf_dtype t)
 {
-    need_f32(t, "softmax_fwd");
-    tf_cu_softmax_fwd(be, (float *)y, (const float *)x, rows, cols);
+    if (t == TF_F32)
+        tf_cu_softmax_fwd(be, (float *)y, (const float *)x, rows, cols);
+    else
+        tf_cu_softmax_fwd_h(be, y, x, rows, cols, t);
 }
 void tf_cu_t_softmax_bwd(tf_backend *be, void *dx, const void *dy, const void *y, long rows,
                          int cols, tf_dtype t)
 {
-    need_f32(t, "softmax_bwd");
-    tf_cu_softmax_bwd(be, (float *)dx, (const float *)dy, (const float *)y, rows, cols);
+    if (t == TF_F32)
+        tf_cu_softmax_bwd(be, (float *)dx, (const float *)dy, (const float *)y, rows, cols);
+    else
+        tf_cu_softmax_bwd_h(be, dx, dy, y, rows, cols, t);
 }
+/* the attention routes half types to kernel1 (gpu_plan.c), which takes all three */
 void tf_cu_t_attn_fwd(tf_backend *be, const tf_attn_args *a)
 {
-    need_f32(a->t, "attn_fwd");
+    if (!tf_dtype_valid(a->t)) tf_cu_bad_type("attn_fwd", a->t);
     tf_cu_attn_fwd(be, a);
 }
 void tf_cu_t_attn_bwd(tf_backend *be, const tf_attn_args *a)
 {
-    need_f32(a->t, "attn_bwd");
+    if (!tf_dtype_valid(a->t)) tf_cu_bad_type("attn_bwd", a->t);
     tf_cu_attn_bwd(be, a);
 }
 void tf_cu_t_permute(tf_backend *be, void *out, const void *in, const tf_permute_args *a)
 {
-    need_f32(a->t, "permute");
-    tf_cu_permute(be, (float *)out, (const float *)in, a);
+    if (a->t == TF_F32)
+        tf_cu_permute(be, (float *)out, (const float *)in, a);
+    else
+        tf_cu_permute_h(be, out, in, a);
 }
 void tf_cu_t_add_bcast_mid(tf_backend *be, void *y, const void *x, long outer, long mid,
                            long inner, tf_dtype t)
 {
-    need_f32(t, "add_bcast_mid");
-    tf_cu_add_bcast_mid(be, (float *)y, (const float *)x, outer, mid, inner);
+    if (t == TF_F32)
+        tf_cu_add_bcast_mid(be, (float *)y, (const float *)x, outer, mid, inner);
+    else
+        tf_cu_add_bcast_mid_h(be, y, x, outer, mid, inner, t);
 }
 void tf_cu_t_sum_mid(tf_backend *be, void *y, const void *x, long outer, long mid, long inner,
                      int acc, tf_dtype t)
 {
-    need_f32(t, "sum_mid");
-    tf_cu_sum_mid(be, (float *)y, (const float *)x, outer, mid, inner, acc);
+    if (t == TF_F32)
+        tf_cu_sum_mid(be, (float *)y, (const float *)x, outer, mid, inner, acc);
+    else
+        tf_cu_sum_mid_h(be, y, x, outer, mid, inner, acc, t);
 }
 void tf_cu_t_add(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t)
 {
-    need_f32(t, "add");
-    tf_cu_add(be, (float *)y, (const float *)a, (const float *)b, n);
+    if (t == TF_F32)
+        tf_cu_add(be, (float *)y, (const float *)a, (const float *)b, n);
+    else
+        tf_cu_add_h(be, y, a, b, n, t);
 }
 void tf_cu_t_mul(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t)
 {
-    need_f32(t, "mul");
-    tf_cu_mul(be, (float *)y, (const float *)a, (const float *)b, n);
+    if (t == TF_F32)
+        tf_cu_mul(be, (float *)y, (const float *)a, (const float *)b, n);
+    else
+        tf_cu_mul_h(be, y, a, b, n, t);
 }
 void tf_cu_t_scale(tf_backend *be, void *y, const void *x, float alpha, long n, tf_dtype t)
 {
-    need_f32(t, "scale");
-    tf_cu_scale(be, (float *)y, (const float *)x, alpha, n);
+    if (t == TF_F32)
+        tf_cu_scale(be, (float *)y, (const float *)x, alpha, n);
+    else
+        tf_cu_scale_h(be, y, x, alpha, n, t);
 }
 void tf_cu_t_act_fwd(tf_backend *be, tf_act act, void *y, const void *x, long n, tf_dtype t)
 {
-    need_f32(t, "act_fwd");
-    tf_cu_act_fwd(be, act, (float *)y, (const float *)x, n);
+    if (t == TF_F32)
+        tf_cu_act_fwd(be, act, (float *)y, (const float *)x, n);
+    else
+        tf_cu_act_fwd_h(be, act, y, x, n, t);
 }
 void tf_cu_t_act_bwd(tf_backend *be, tf_act act, void *dx, const void *dy, const void *y, long n,
                      tf_dtype t)
 {
-    need_f32(t, "act_bwd");
-    tf_cu_act_bwd(be, act, (float *)dx, (const float *)dy, (const float *)y, n);
+    if (t == TF_F32)
+        tf_cu_act_bwd(be, act, (float *)dx, (const float *)dy, (const float *)y, n);
+    else
+        tf_cu_act_bwd_h(be, act, dx, dy, y, n, t);
 }
 void tf_cu_t_gate_fwd(tf_backend *be, void *y, const void *a, const void *g, long n, tf_dtype t)
 {
-    need_f32(t, "gate_fwd");
-    tf_cu_gate_fwd(be, (float *)y, (const float *)a, (const float *)g, n);
+    if (t == TF_F32)
+        tf_cu_gate_fwd(be, (float *)y, (const float *)a, (const float *)g, n);
+    else
+        tf_cu_gate_fwd_h(be, y, a, g, n, t);
 }
 void tf_cu_t_gate_bwd(tf_backend *be, void *da, void *dg, const void *dy, const void *a,
                       const void *g, long n, tf_dtype t)
 {
-    need_f32(t, "gate_bwd");
-    tf_cu_gate_bwd(be, (float *)da, (float *)dg, (const float *)dy, (const float *)a,
-                   (const float *)g, n);
+    if (t == TF_F32)
+        tf_cu_gate_bwd(be, (float *)da, (float *)dg, (const float *)dy, (const float *)a,
+                       (const float *)g, n);
+    else
+        tf_cu_gate_bwd_h(be, da, dg, dy, a, g, n, t);
 }
 void tf_cu_t_gate_residual_fwd(tf_backend *be, float *out, const float *res, const void *a,
                                const void *g, long n, tf_dtype t)
 {
-    need_f32(t, "gate_residual_fwd");
-    tf_cu_gate_residual_fwd(be, out, res, (const float *)a, (const float *)g, n);
+    if (t == TF_F32)
+        tf_cu_gate_residual_fwd(be, out, res, (const float *)a, (const float *)g, n);
+    else
+        tf_cu_gate_residual_fwd_h(be, out, res, a, g, n, t);
 }
 void tf_cu_t_gate_cmajor_fwd(tf_backend *be, void *lr_t, const void *a, const void *g, long ld,
                              long rows, long inner, int C, tf_dtype t)
 {
-    need_f32(t, "gate_cmajor_fwd");
-    tf_cu_gate_cmajor_fwd(be, (float *)lr_t, (const float *)a, (const float *)g, ld, rows, inner,
-                          C);
+    if (t == TF_F32)
+        tf_cu_gate_cmajor_fwd(be, (float *)lr_t, (const float *)a, (const float *)g, ld, rows,
+                              inner, C);
+    else
+        tf_cu_gate_cmajor_fwd_h(be, lr_t, a, g, ld, rows, inner, C, t);
 }
 void tf_cu_t_gate_cmajor_bwd(tf_backend *be, void *da, void *dg, const void *dlr_t, const void *a,
                              const void *g, long ld, long rows, long inner, int C, tf_dtype t)
 {
-    need_f32(t, "gate_cmajor_bwd");
-    tf_cu_gate_cmajor_bwd(be, (float *)da, (float *)dg, (const float *)dlr_t, (const float *)a,
-                          (const float *)g, ld, rows, inner, C);
+    if (t == TF_F32)
+        tf_cu_gate_cmajor_bwd(be, (float *)da, (float *)dg, (const float *)dlr_t,
+                              (const float *)a, (const float *)g, ld, rows, inner, C);
+    else
+        tf_cu_gate_cmajor_bwd_h(be, da, dg, dlr_t, a, g, ld, rows, inner, C, t);
 }
 void tf_cu_t_opm_bwd(tf_backend *be, void *da, const void *dop, const void *a, int B, int S,
                      int N, int co, tf_dtype t)
 {
-    need_f32(t, "opm_bwd");
-    tf_cu_opm_bwd(be, (float *)da, (const float *)dop, (const float *)a, B, S, N, co);
+    if (t == TF_F32)
+        tf_cu_opm_bwd(be, (float *)da, (const float *)dop, (const float *)a, B, S, N, co);
+    else
+        tf_cu_opm_bwd_h(be, da, dop, a, B, S, N, co, t);
 }
 void tf_cu_t_opm_outer(tf_backend *be, void *outer_p, const void *a, int B, int S, int N, int co,
                        tf_dtype t)
 {
-    need_f32(t, "opm_outer");
-    tf_cu_opm_outer(be, (float *)outer_p, (const float *)a, B, S, N, co);
+    if (t == TF_F32)
+        tf_cu_opm_outer(be, (float *)outer_p, (const float *)a, B, S, N, co);
+    else
+        tf_cu_opm_outer_h(be, outer_p, a, B, S, N, co, t);
 }
 
 } /* extern "C" */
