@@ -1,0 +1,603 @@
+/* The CUDA ops in bf16 and fp16 (ops.h: compute in fp32, round once at the
+ * store).
+ *
+ * Every input is drawn in fp32 and rounded to the half type, so the half op
+ * and the fp32 op see the same values: the half op on the half buffers, the
+ * fp32 op of the same backend on their exact fp32 widening. Where both run
+ * the same kernel body (shapes chosen so that the fp32 path takes the general
+ * kernels the half types use), the half result must be the fp32 result
+ * rounded once, bit for bit ("exact"). Where the fp32 path takes another
+ * kernel (vector rows, tensor-core tiles, the model's shapes), the two differ
+ * by the half rounding (unit roundoff u: 2^-8 bf16, 2^-11 fp16) plus the fp32
+ * kernels' own difference (their tolerances in the other test files):
+ * "bounded". GEMMs: half products are exact in fp32, the sums differ in order
+ * and, on tensor cores, truncate (K/8 MMA accumulations of up to 2u32 each:
+ * the bound of tol_x3's comment), plus u of a half result. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/tf_dtype.h"
+#include "cuda_testutil.h"
+
+static const tf_dtype k_half[2] = {TF_BF16, TF_F16};
+
+static double u_of(tf_dtype t) { return t == TF_BF16 ? 0x1p-8 : t == TF_F16 ? 0x1p-11 : 0.0; }
+
+/* h rounded to t in place (kept as fp32 values) */
+static void round_t(float *h, size_t n, tf_dtype t)
+{
+    uint16_t *q = malloc(2 * (n ? n : 1));
+    if (t != TF_F32) {
+        tf_dtype_from_f32(q, t, h, n);
+        tf_dtype_to_f32(h, q, t, n);
+    }
+    free(q);
+}
+/* n normal values of sd, rounded to t */
+static float *rnd_t(size_t n, float sd, uint64_t seed, tf_dtype t)
+{
+    float *h = rnd(n, sd, seed);
+    round_t(h, n, t);
+    return h;
+}
+/* device copies of h as type t / as fp32 */
+static void *put_t(bk b, const float *h, size_t n, tf_dtype t)
+{
+    void *d = b_alloc(b, n); /* n floats: room for n of any type */
+    void *q = malloc(tf_dtype_size(t) * (n ? n : 1));
+    tf_dtype_from_f32(q, t, h, n);
+    b.ops->upload(b.be, d, q, tf_dtype_size(t) * n);
+    free(q);
+    return d;
+}
+static void get_t(bk b, float *h, const void *d, size_t n, tf_dtype t)
+{
+    void *q = malloc(tf_dtype_size(t) * (n ? n : 1));
+    b.ops->sync(b.be);
+    b.ops->download(b.be, q, d, tf_dtype_size(t) * n);
+    tf_dtype_to_f32(h, q, t, n);
+    free(q);
+}
+
+/* got (type t, widened) against ref32 (the fp32 op) rounded to t: bit for bit */
+static void check_exact(const char *op, const char *shape, tf_dtype t, const float *got,
+                        const float *ref32, size_t n)
+{
+    uint16_t *a = malloc(2 * (n ? n : 1)), *r = malloc(2 * (n ? n : 1));
+    size_t bad = 0, first = 0;
+    if (t == TF_F32) {
+        for (size_t i = 0; i < n; ++i)
+            if (memcmp(&got[i], &ref32[i], 4) && !bad++) first = i;
+    } else {
+        tf_dtype_from_f32(a, t, got, n);
+        tf_dtype_from_f32(r, t, ref32, n);
+        for (size_t i = 0; i < n; ++i)
+            if (a[i] != r[i] && !bad++) first = i;
+    }
+    if (bad)
+        printf("FAIL %s %s %s: %zu of %zu differ from the rounded fp32 op (first %zu: %g vs %g)\n",
+               op, tf_dtype_name(t), shape, bad, n, first, (double)got[first],
+               (double)ref32[first]);
+    else
+        printf("PASS %s %s %s: exact (%zu)\n", op, tf_dtype_name(t), shape, n);
+    g_fail += bad != 0;
+    free(a), free(r);
+}
+
+/* ---- elementwise and gating ---- */
+static void test_half_elementwise(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    const size_t n = 1003;
+    const bk b = g_cu3;
+    for (int k = 0; k < 2; ++k) {
+        const tf_dtype t = k_half[k];
+        float *ha = rnd_t(n, 1.5f, 11, t), *hb = rnd_t(n, 1.f, 12, t), *hg = rnd_t(n, 2.f, 13, t);
+        float *hy = rnd_t(n, 1.f, 14, t), *hs = rnd_t(n, 1.f, 15, t);
+        for (size_t i = 0; i < n; ++i) hs[i] = 1.f / (1.f + expf(-hs[i])); /* a sigmoid's output */
+        round_t(hs, n, t);
+        void *a = put_t(b, ha, n, t), *bb = put_t(b, hb, n, t), *g = put_t(b, hg, n, t),
+             *dy = put_t(b, hy, n, t), *s = put_t(b, hs, n, t);
+        float *a32 = b_put(b, ha, n), *b32 = b_put(b, hb, n), *g32 = b_put(b, hg, n),
+              *dy32 = b_put(b, hy, n), *s32 = b_put(b, hs, n);
+        void *y = b_alloc(b, n), *y2 = b_alloc(b, n);
+        float *r32 = b_alloc(b, n), *r32b = b_alloc(b, n);
+        float *got = malloc(4 * n), *ref = malloc(4 * n);
+        char shape[32];
+        snprintf(shape, sizeof shape, "n=%zu", n);
+#define EW_CHECK(name, half_call, f32_call, out, out32)                                            \
+    do {                                                                                           \
+        half_call;                                                                                 \
+        f32_call;                                                                                  \
+        get_t(b, got, out, n, t);                                                                  \
+        b_get(b, ref, out32, n);                                                                   \
+        check_exact(name, shape, t, got, ref, n);                                                  \
+    } while (0)
+        EW_CHECK("add", b.ops->add(b.be, y, a, bb, (long)n, t),
+                 b.ops->add(b.be, r32, a32, b32, (long)n, TF_F32), y, r32);
+        EW_CHECK("mul", b.ops->mul(b.be, y, a, bb, (long)n, t),
+                 b.ops->mul(b.be, r32, a32, b32, (long)n, TF_F32), y, r32);
+        EW_CHECK("scale", b.ops->scale(b.be, y, a, 0.37f, (long)n, t),
+                 b.ops->scale(b.be, r32, a32, 0.37f, (long)n, TF_F32), y, r32);
+        EW_CHECK("act_fwd sigmoid", b.ops->act_fwd(b.be, TF_ACT_SIGMOID, y, a, (long)n, t),
+                 b.ops->act_fwd(b.be, TF_ACT_SIGMOID, r32, a32, (long)n, TF_F32), y, r32);
+        EW_CHECK("act_fwd relu", b.ops->act_fwd(b.be, TF_ACT_RELU, y, a, (long)n, t),
+                 b.ops->act_fwd(b.be, TF_ACT_RELU, r32, a32, (long)n, TF_F32), y, r32);
+        EW_CHECK("act_bwd sigmoid", b.ops->act_bwd(b.be, TF_ACT_SIGMOID, y, dy, s, (long)n, t),
+                 b.ops->act_bwd(b.be, TF_ACT_SIGMOID, r32, dy32, s32, (long)n, TF_F32), y, r32);
+        EW_CHECK("act_bwd relu", b.ops->act_bwd(b.be, TF_ACT_RELU, y, dy, a, (long)n, t),
+                 b.ops->act_bwd(b.be, TF_ACT_RELU, r32, dy32, a32, (long)n, TF_F32), y, r32);
+        EW_CHECK("gate_fwd", b.ops->gate_fwd(b.be, y, a, g, (long)n, t),
+                 b.ops->gate_fwd(b.be, r32, a32, g32, (long)n, TF_F32), y, r32);
+        b.ops->gate_bwd(b.be, y, y2, dy, a, g, (long)n, t);
+        b.ops->gate_bwd(b.be, r32, r32b, dy32, a32, g32, (long)n, TF_F32);
+        get_t(b, got, y, n, t), b_get(b, ref, r32, n);
+        check_exact("gate_bwd da", shape, t, got, ref, n);
+        get_t(b, got, y2, n, t), b_get(b, ref, r32b, n);
+        check_exact("gate_bwd dg", shape, t, got, ref, n);
+        /* in place: a = a * b */
+        void *ai = put_t(b, ha, n, t);
+        EW_CHECK("mul in place", b.ops->mul(b.be, ai, ai, bb, (long)n, t),
+                 b.ops->mul(b.be, r32, a32, b32, (long)n, TF_F32), ai, r32);
+        b_free(b, ai);
+        /* gate_residual: fp32 residual stream, half a and g */
+        float *res = rnd(n, 1.f, 16);
+        float *o = b_put(b, res, n), *o32 = b_put(b, res, n);
+        b.ops->gate_residual_fwd(b.be, o, o, a, g, (long)n, t);
+        b.ops->gate_residual_fwd(b.be, o32, o32, a32, g32, (long)n, TF_F32);
+        b_get(b, got, o, n), b_get(b, ref, o32, n);
+        check_exact("gate_residual_fwd (fp32 out)", shape, TF_F32, got, ref, n);
+#undef EW_CHECK
+        b_free(b, o), b_free(b, o32), free(res);
+        b_free(b, a), b_free(b, bb), b_free(b, g), b_free(b, dy), b_free(b, s);
+        b_free(b, a32), b_free(b, b32), b_free(b, g32), b_free(b, dy32), b_free(b, s32);
+        b_free(b, y), b_free(b, y2), b_free(b, r32), b_free(b, r32b);
+        free(ha), free(hb), free(hg), free(hy), free(hs), free(got), free(ref);
+    }
+    done();
+}
+
+/* ---- data movement: permute, broadcast add, sum, copy_rows, gate_cmajor ---- */
+static void test_half_data(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    const int lv[2] = {1, 3};
+    for (int li = 0; li < 2; ++li) {
+        const bk b = lv[li] == 1 ? g_cu1 : g_cu3;
+        for (int k = 0; k < 2; ++k) {
+            const tf_dtype t = k_half[k];
+            char shape[64];
+            /* permutes: a transpose, a kept inner run, a generic gather; plain and accumulating */
+            const int dims[3][4] = {{2, 3, 40, 36}, {3, 5, 4, 8}, {2, 3, 5, 4}};
+            const int perms[3][4] = {{0, 1, 3, 2}, {2, 0, 1, 3}, {3, 1, 0, 2}};
+            for (int c = 0; c < 3; ++c)
+                for (int acc = 0; acc < 2; ++acc) {
+                    tf_permute_args pa;
+                    memset(&pa, 0, sizeof pa);
+                    pa.rank = 4;
+                    size_t n = 1;
+                    for (int i = 0; i < 4; ++i) pa.dims[i] = dims[c][i], pa.perm[i] = perms[c][i];
+                    for (int i = 0; i < 4; ++i) n *= (size_t)dims[c][i];
+                    pa.accumulate = acc;
+                    float *hx = rnd_t(n, 1.f, 20 + c, t), *ho = rnd_t(n, 1.f, 30 + c, t);
+                    void *x = put_t(b, hx, n, t), *o = put_t(b, ho, n, t);
+                    float *x32 = b_put(b, hx, n), *o32 = b_put(b, ho, n);
+                    pa.t = t;
+                    b.ops->permute(b.be, o, x, &pa);
+                    pa.t = TF_F32;
+                    b.ops->permute(b.be, o32, x32, &pa);
+                    float *got = malloc(4 * n), *ref = malloc(4 * n);
+                    get_t(b, got, o, n, t), b_get(b, ref, o32, n);
+                    snprintf(shape, sizeof shape, "L%d case %d acc %d", lv[li], c, acc);
+                    check_exact("permute", shape, t, got, ref, n);
+                    b_free(b, x), b_free(b, o), b_free(b, x32), b_free(b, o32);
+                    free(hx), free(ho), free(got), free(ref);
+                }
+            /* add_bcast_mid, sum_mid */
+            {
+                const long outer = 3, mid = 17, inner = 29;
+                const size_t nb = (size_t)(outer * mid * inner), ns = (size_t)(outer * inner);
+                float *hy = rnd_t(nb, 1.f, 40, t), *hx = rnd_t(ns, 1.f, 41, t);
+                void *y = put_t(b, hy, nb, t), *x = put_t(b, hx, ns, t);
+                float *y32 = b_put(b, hy, nb), *x32 = b_put(b, hx, ns);
+                float *got = malloc(4 * nb), *ref = malloc(4 * nb);
+                b.ops->add_bcast_mid(b.be, y, x, outer, mid, inner, t);
+                b.ops->add_bcast_mid(b.be, y32, x32, outer, mid, inner, TF_F32);
+                get_t(b, got, y, nb, t), b_get(b, ref, y32, nb);
+                snprintf(shape, sizeof shape, "L%d %ldx%ldx%ld", lv[li], outer, mid, inner);
+                check_exact("add_bcast_mid", shape, t, got, ref, nb);
+                b.ops->upload(b.be, y32, got, 4 * nb); /* the sums' input: the half op's */
+                for (int acc = 0; acc < 2; ++acc) {
+                    b.ops->sum_mid(b.be, x, y, outer, mid, inner, acc, t);
+                    b.ops->sum_mid(b.be, x32, y32, outer, mid, inner, acc, TF_F32);
+                    /* the next round accumulates into x: the fp32 op's gets the half op's */
+                    get_t(b, got, x, ns, t), b_get(b, ref, x32, ns);
+                    check_exact(acc ? "sum_mid acc" : "sum_mid", shape, t, got, ref, ns);
+                    b.ops->upload(b.be, x32, got, 4 * ns);
+                }
+                b_free(b, y), b_free(b, x), b_free(b, y32), b_free(b, x32);
+                free(hy), free(hx), free(got), free(ref);
+            }
+            /* copy_rows: 7 rows of 13 from a 20-wide source into a 15-wide dest */
+            {
+                const long rows = 7, cols = 13, sld = 20, dld = 15;
+                float *hs = rnd_t((size_t)(rows * sld), 1.f, 50, t);
+                float *hd = rnd_t((size_t)(rows * dld), 1.f, 51, t);
+                void *s = put_t(b, hs, (size_t)(rows * sld), t),
+                     *d = put_t(b, hd, (size_t)(rows * dld), t);
+                b.ops->copy_rows(b.be, (char *)d + 2 * tf_dtype_size(t), dld, s, sld, cols, rows,
+                                 t);
+                for (long r = 0; r < rows; ++r)
+                    for (long c = 0; c < cols; ++c) hd[r * dld + 2 + c] = hs[r * sld + c];
+                float *got = malloc(4 * (size_t)(rows * dld));
+                get_t(b, got, d, (size_t)(rows * dld), t);
+                snprintf(shape, sizeof shape, "L%d %ldx%ld", lv[li], rows, cols);
+                check_exact("copy_rows", shape, t, got, hd, (size_t)(rows * dld));
+                b_free(b, s), b_free(b, d);
+                free(hs), free(hd), free(got);
+            }
+            /* gate_cmajor: rows 70 = 2 x 35, C 24, ld 2C + 5 */
+            {
+                const long rows = 70, inner = 35, ld = 53;
+                const int C = 24;
+                const size_t na = (size_t)(rows * ld), nt = (size_t)(2 * C * rows);
+                float *ha = rnd_t(na, 1.f, 60, t), *hg = rnd_t(na, 1.f, 61, t);
+                float *hd = rnd_t(nt, 1.f, 62, t);
+                void *a = put_t(b, ha, na, t), *g = put_t(b, hg, na, t), *dl = put_t(b, hd, nt, t);
+                float *a32 = b_put(b, ha, na), *g32 = b_put(b, hg, na), *dl32 = b_put(b, hd, nt);
+                void *lr = b_alloc(b, nt), *da = b_alloc(b, na), *dg = b_alloc(b, na);
+                float *lr32 = b_alloc(b, nt), *da32 = b_alloc(b, na), *dg32 = b_alloc(b, na);
+                float *got = malloc(4 * na), *ref = malloc(4 * na);
+                snprintf(shape, sizeof shape, "L%d rows %ld C %d", lv[li], rows, C);
+                b.ops->gate_cmajor_fwd(b.be, lr, a, g, ld, rows, inner, C, t);
+                b.ops->gate_cmajor_fwd(b.be, lr32, a32, g32, ld, rows, inner, C, TF_F32);
+                get_t(b, got, lr, nt, t), b_get(b, ref, lr32, nt);
+                check_exact("gate_cmajor_fwd", shape, t, got, ref, nt);
+                /* the bwd writes only the a/g columns: compare those */
+                b.ops->zero(b.be, da, 2 * na), b.ops->zero(b.be, dg, 2 * na);
+                b.ops->zero(b.be, da32, 4 * na), b.ops->zero(b.be, dg32, 4 * na);
+                b.ops->gate_cmajor_bwd(b.be, da, dg, dl, a, g, ld, rows, inner, C, t);
+                b.ops->gate_cmajor_bwd(b.be, da32, dg32, dl32, a32, g32, ld, rows, inner, C,
+                                       TF_F32);
+                get_t(b, got, da, na, t), b_get(b, ref, da32, na);
+                check_exact("gate_cmajor_bwd da", shape, t, got, ref, na);
+                get_t(b, got, dg, na, t), b_get(b, ref, dg32, na);
+                check_exact("gate_cmajor_bwd dg", shape, t, got, ref, na);
+                b_free(b, a), b_free(b, g), b_free(b, dl), b_free(b, a32), b_free(b, g32);
+                b_free(b, dl32), b_free(b, lr), b_free(b, da), b_free(b, dg), b_free(b, lr32);
+                b_free(b, da32), b_free(b, dg32);
+                free(ha), free(hg), free(hd), free(got), free(ref);
+            }
+        }
+    }
+    done();
+}
+
+/* ---- LayerNorm, LayerNorm2, softmax ---- */
+static void test_half_norm(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    const int lv[2] = {1, 3};
+    for (int li = 0; li < 2; ++li) {
+        const bk b = lv[li] == 1 ? g_cu1 : g_cu3;
+        for (int k = 0; k < 2; ++k) {
+            const tf_dtype h = k_half[k];
+            /* (xt, yt): a residual stream into a half activation, half to half, half to fp32 */
+            const tf_dtype xts[3] = {TF_F32, h, h}, yts[3] = {h, h, TF_F32};
+            const int Cs[2] = {48, 128};
+            for (int ci = 0; ci < 2; ++ci)
+                for (int p = 0; p < 3; ++p) {
+                    const int C = Cs[ci];
+                    const long rows = 77;
+                    const size_t n = (size_t)rows * (size_t)C;
+                    const tf_dtype xt = xts[p], yt = yts[p];
+                    /* C 128 at level 3: the fp32 path takes the vector-row kernels */
+                    const int exact = !(C == 128 && lv[li] == 3);
+                    float *hx = rnd_t(n, 1.f, 70, xt), *hd = rnd_t(n, 1.f, 71, yt);
+                    float *hdx = rnd_t(n, 1.f, 72, xt);
+                    float *gm = rnd((size_t)C, 1.f, 73), *bt = rnd((size_t)C, 0.5f, 74);
+                    void *x = put_t(b, hx, n, xt), *dout = put_t(b, hd, n, yt),
+                         *dx = put_t(b, hdx, n, xt), *out = b_alloc(b, n);
+                    float *x32 = b_put(b, hx, n), *d32 = b_put(b, hd, n), *dx32 = b_put(b, hdx, n),
+                          *o32 = b_alloc(b, n);
+                    float *g_ = b_put(b, gm, (size_t)C), *b_ = b_put(b, bt, (size_t)C);
+                    float *mean = b_alloc(b, (size_t)rows * 4), *mean32 = b_alloc(b, (size_t)rows * 4);
+                    float *dp = b_alloc(b, 4 * (size_t)C), *dp32 = b_alloc(b, 4 * (size_t)C);
+                    float *got = malloc(4 * n), *ref = malloc(4 * n);
+                    char shape[64];
+                    snprintf(shape, sizeof shape, "L%d rows %ld C %d x %s out %s", lv[li], rows, C,
+                             tf_dtype_name(xt), tf_dtype_name(yt));
+                    b.ops->layernorm_fwd(b.be, out, mean, mean + rows, x, g_, b_, rows, C, 1e-5f,
+                                         xt, yt);
+                    b.ops->layernorm_fwd(b.be, o32, mean32, mean32 + rows, x32, g_, b_, rows, C,
+                                         1e-5f, TF_F32, TF_F32);
+                    get_t(b, got, out, n, yt), b_get(b, ref, o32, n);
+                    if (exact)
+                        check_exact("layernorm_fwd", shape, yt, got, ref, n);
+                    else
+                        check("layernorm_fwd (bounded)", shape, got, ref, n, u_of(yt) + 64 * U);
+                    b.ops->zero(b.be, dp, 8 * (size_t)C), b.ops->zero(b.be, dp32, 8 * (size_t)C);
+                    b.ops->layernorm_bwd(b.be, dx, dp, dp + C, dout, x, mean32, mean32 + rows, g_,
+                                         rows, C, 1, xt, yt);
+                    b.ops->layernorm_bwd(b.be, dx32, dp32, dp32 + C, d32, x32, mean32,
+                                         mean32 + rows, g_, rows, C, 1, TF_F32, TF_F32);
+                    get_t(b, got, dx, n, xt), b_get(b, ref, dx32, n);
+                    if (exact)
+                        check_exact("layernorm_bwd dx (acc)", shape, xt, got, ref, n);
+                    else
+                        check("layernorm_bwd dx (bounded)", shape, got, ref, n,
+                              u_of(xt) + 256 * U);
+                    b_get(b, got, dp, 2 * (size_t)C), b_get(b, ref, dp32, 2 * (size_t)C);
+                    if (exact)
+                        check_exact("layernorm_bwd dgamma dbeta", shape, TF_F32, got, ref,
+                                    2 * (size_t)C);
+                    else
+                        check("layernorm_bwd dgamma dbeta (bounded)", shape, got, ref,
+                              2 * (size_t)C, tol_sum((double)rows));
+                    /* layernorm2 (C <= 128): the same pairs */
+                    float *st = b_alloc(b, 4 * (size_t)rows), *st32 = b_alloc(b, 4 * (size_t)rows);
+                    b.ops->layernorm2_fwd(b.be, out, st, x, g_, b_, b_, g_, rows, C, 1e-5f, xt, yt);
+                    b.ops->layernorm2_fwd(b.be, o32, st32, x32, g_, b_, b_, g_, rows, C, 1e-5f,
+                                          TF_F32, TF_F32);
+                    get_t(b, got, out, n, yt), b_get(b, ref, o32, n);
+                    const int exact2 = C != 128;
+                    if (exact2)
+                        check_exact("layernorm2_fwd", shape, yt, got, ref, n);
+                    else
+                        check("layernorm2_fwd (bounded)", shape, got, ref, n, u_of(yt) + 64 * U);
+                    float *dq = b_alloc(b, 4 * (size_t)C), *dq32 = b_alloc(b, 4 * (size_t)C);
+                    b.ops->zero(b.be, dq, 16 * (size_t)C), b.ops->zero(b.be, dq32, 16 * (size_t)C);
+                    b.ops->layernorm2_bwd(b.be, dx, dq, dq + C, dq + 2 * C, dq + 3 * C, dout, x,
+                                          st32, g_, b_, b_, rows, C, 0, xt, yt);
+                    b.ops->layernorm2_bwd(b.be, dx32, dq32, dq32 + C, dq32 + 2 * C, dq32 + 3 * C,
+                                          d32, x32, st32, g_, b_, b_, rows, C, 0, TF_F32, TF_F32);
+                    get_t(b, got, dx, n, xt), b_get(b, ref, dx32, n);
+                    if (exact2)
+                        check_exact("layernorm2_bwd dx", shape, xt, got, ref, n);
+                    else
+                        check("layernorm2_bwd dx (bounded)", shape, got, ref, n,
+                              u_of(xt) + 256 * U);
+                    b_free(b, st), b_free(b, st32), b_free(b, dq), b_free(b, dq32);
+                    b_free(b, x), b_free(b, dout), b_free(b, dx), b_free(b, out), b_free(b, x32);
+                    b_free(b, d32), b_free(b, dx32), b_free(b, o32), b_free(b, g_), b_free(b, b_);
+                    b_free(b, mean), b_free(b, mean32), b_free(b, dp), b_free(b, dp32);
+                    free(hx), free(hd), free(hdx), free(gm), free(bt), free(got), free(ref);
+                }
+            /* softmax: forward in place, backward */
+            {
+                const long rows = 45;
+                const int cols = 70;
+                const size_t n = (size_t)rows * cols;
+                float *hx = rnd_t(n, 2.f, 80, h), *hd = rnd_t(n, 1.f, 81, h);
+                void *y = put_t(b, hx, n, h), *dy = put_t(b, hd, n, h), *dx = b_alloc(b, n);
+                float *y32 = b_put(b, hx, n), *dy32 = b_put(b, hd, n), *dx32 = b_alloc(b, n);
+                float *got = malloc(4 * n), *ref = malloc(4 * n);
+                char shape[48];
+                snprintf(shape, sizeof shape, "L%d %ldx%d", lv[li], rows, cols);
+                b.ops->softmax_fwd(b.be, y, y, rows, cols, h);
+                b.ops->softmax_fwd(b.be, y32, y32, rows, cols, TF_F32);
+                get_t(b, got, y, n, h), b_get(b, ref, y32, n);
+                check_exact("softmax_fwd", shape, h, got, ref, n);
+                b.ops->upload(b.be, y32, got, 4 * n); /* the bwd's y: the half op's, widened */
+                b.ops->softmax_bwd(b.be, dx, dy, y, rows, cols, h);
+                b.ops->softmax_bwd(b.be, dx32, dy32, y32, rows, cols, TF_F32);
+                get_t(b, got, dx, n, h), b_get(b, ref, dx32, n);
+                check_exact("softmax_bwd", shape, h, got, ref, n);
+                b_free(b, y), b_free(b, dy), b_free(b, dx), b_free(b, y32), b_free(b, dy32);
+                b_free(b, dx32), free(hx), free(hd), free(got), free(ref);
+            }
+        }
+    }
+    done();
+}
+
+/* ---- attention: half types run kernel1 at every level; against fp32 kernel1 (level 1) ---- */
+static void test_half_attention(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    const int nb = 2, no = 3, nh = 2, L = 37, d = 16, C = nh * d;
+    const size_t n = (size_t)nb * no * L * C, nbias = (size_t)nb * nh * L * L;
+    const size_t nrow = (size_t)nb * no * nh * L;
+    const bk ref_b = g_cu1;
+    for (int li = 0; li < 2; ++li) {
+        const bk b = li == 0 ? g_cu1 : g_cu3;
+        for (int k = 0; k < 2; ++k) {
+            const tf_dtype t = k_half[k];
+            float *hq = rnd_t(n, 1.f, 90, t), *hk = rnd_t(n, 1.f, 91, t), *hv = rnd_t(n, 1.f, 92, t);
+            float *hbias = rnd_t(nbias, 1.f, 93, t), *hdo = rnd_t(n, 1.f, 94, t);
+            tf_attn_args a, r;
+            memset(&a, 0, sizeof a);
+            a.nb = nb, a.no = no, a.nh = nh, a.L = L, a.d = d, a.scale = 0.25f;
+            a.bias_sb = (long)nh * L * L, a.bias_sh = (long)L * L, a.bias_si = L, a.bias_sj = 1;
+            r = a;
+            const long sb = (long)no * L * C, so = (long)L * C, sl = C;
+            tf_attn_view *va[] = {&a.q, &a.k, &a.v, &a.out, &a.dq, &a.dk, &a.dv, &a.dout};
+            tf_attn_view *vr[] = {&r.q, &r.k, &r.v, &r.out, &r.dq, &r.dk, &r.dv, &r.dout};
+            const float *src[] = {hq, hk, hv, NULL, NULL, NULL, NULL, hdo};
+            for (int i = 0; i < 8; ++i) {
+                va[i]->p = src[i] ? put_t(b, src[i], n, t) : b_alloc(b, n);
+                vr[i]->p = src[i] ? b_put(ref_b, src[i], n) : b_alloc(ref_b, n);
+                va[i]->sb = vr[i]->sb = sb, va[i]->so = vr[i]->so = so, va[i]->sl = vr[i]->sl = sl;
+            }
+            a.bias = put_t(b, hbias, nbias, t), r.bias = b_put(ref_b, hbias, nbias);
+            a.dbias = b_alloc(b, nbias), r.dbias = b_alloc(ref_b, nbias);
+            a.lse = b_alloc(b, nrow), r.lse = b_alloc(ref_b, nrow);
+            a.work = b_alloc(b, nrow), r.work = b_alloc(ref_b, nrow);
+            a.t = t, r.t = TF_F32;
+            b.ops->attn_fwd(b.be, &a);
+            ref_b.ops->attn_fwd(ref_b.be, &r);
+            float *got = malloc(4 * nbias > 4 * n ? 4 * nbias : 4 * n);
+            float *ref = malloc(4 * nbias > 4 * n ? 4 * nbias : 4 * n);
+            char shape[64];
+            snprintf(shape, sizeof shape, "L%d nb%d no%d nh%d L%d d%d", li ? 3 : 1, nb, no, nh, L,
+                     d);
+            get_t(b, got, a.out.p, n, t), b_get(ref_b, ref, r.out.p, n);
+            check_exact("attn_fwd out", shape, t, got, ref, n);
+            b_get(b, got, a.lse, nrow), b_get(ref_b, ref, r.lse, nrow);
+            check_exact("attn_fwd lse (fp32)", shape, TF_F32, got, ref, nrow);
+            /* the backward reads out: the fp32 reference gets the half op's */
+            get_t(b, got, a.out.p, n, t);
+            ref_b.ops->upload(ref_b.be, r.out.p, got, 4 * n);
+            b.ops->attn_bwd(b.be, &a);
+            ref_b.ops->attn_bwd(ref_b.be, &r);
+            const char *names[] = {"attn_bwd dq", "attn_bwd dk", "attn_bwd dv"};
+            for (int i = 0; i < 3; ++i) {
+                get_t(b, got, va[4 + i]->p, n, t), b_get(ref_b, ref, vr[4 + i]->p, n);
+                check_exact(names[i], shape, t, got, ref, n);
+            }
+            get_t(b, got, a.dbias, nbias, t), b_get(ref_b, ref, r.dbias, nbias);
+            check_exact("attn_bwd dbias", shape, t, got, ref, nbias);
+            for (int i = 0; i < 8; ++i) b_free(b, va[i]->p), b_free(ref_b, vr[i]->p);
+            b_free(b, (void *)a.bias), b_free(ref_b, (void *)r.bias), b_free(b, a.dbias);
+            b_free(ref_b, r.dbias), b_free(b, a.lse), b_free(ref_b, r.lse), b_free(b, a.work);
+            b_free(ref_b, r.work);
+            free(hq), free(hk), free(hv), free(hbias), free(hdo), free(got), free(ref);
+        }
+    }
+    done();
+}
+
+/* ---- outer product mean: backward and the permuted product ---- */
+static void test_half_opm(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    const bk b = g_cu3;
+    for (int k = 0; k < 2; ++k) {
+        const tf_dtype t = k_half[k];
+        const int cos[2] = {12, 32};
+        for (int ci = 0; ci < 2; ++ci) {
+            const int B = 2, S = 9, N = 11, co = cos[ci];
+            const size_t na = (size_t)B * S * N * co, nop = (size_t)B * N * N * co * co;
+            /* co 32 aligned: the fp32 path takes kernel3 (other sums' order) */
+            const int exact = co != 32;
+            float *ha = rnd_t(na, 1.f, 100, t), *hd = rnd_t(nop, 1.f, 101, t);
+            void *a = put_t(b, ha, na, t), *dop = put_t(b, hd, nop, t), *da = b_alloc(b, na),
+                 *op = b_alloc(b, nop);
+            float *a32 = b_put(b, ha, na), *dop32 = b_put(b, hd, nop), *da32 = b_alloc(b, na),
+                  *op32 = b_alloc(b, nop);
+            float *got = malloc(4 * nop), *ref = malloc(4 * nop);
+            char shape[48];
+            snprintf(shape, sizeof shape, "B%d S%d N%d co%d", B, S, N, co);
+            b.ops->opm_bwd(b.be, da, dop, a, B, S, N, co, t);
+            b.ops->opm_bwd(b.be, da32, dop32, a32, B, S, N, co, TF_F32);
+            get_t(b, got, da, na, t), b_get(b, ref, da32, na);
+            if (exact)
+                check_exact("opm_bwd", shape, t, got, ref, na);
+            else
+                check("opm_bwd (bounded)", shape, got, ref, na,
+                      u_of(t) + tol_sum(2.0 * N * co));
+            b.ops->opm_outer(b.be, op, a, B, S, N, co, t);
+            b.ops->opm_outer(b.be, op32, a32, B, S, N, co, TF_F32);
+            get_t(b, got, op, nop, t), b_get(b, ref, op32, nop);
+            if (exact)
+                check_exact("opm_outer", shape, t, got, ref, nop);
+            else
+                check("opm_outer (bounded)", shape, got, ref, nop, u_of(t) + tol_sum(S));
+            b_free(b, a), b_free(b, dop), b_free(b, da), b_free(b, op), b_free(b, a32);
+            b_free(b, dop32), b_free(b, da32), b_free(b, op32);
+            free(ha), free(hd), free(got), free(ref);
+        }
+    }
+    done();
+}
+
+/* ---- GEMMs: ab bf16/fp16 x c fp32/the same half, the epilogues and R ---- */
+static void test_half_gemm(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    typedef struct {
+        int tA, tB, M, N, K, batch;
+        float beta;
+        tf_epilogue epi;
+        int use_r;
+    } gcase;
+    const gcase cases[] = {
+        {0, 0, 37, 29, 45, 1, 0.f, TF_EPI_NONE, 0},  {1, 0, 64, 48, 96, 1, 0.f, TF_EPI_NONE, 0},
+        {0, 1, 33, 70, 17, 3, 0.f, TF_EPI_NONE, 0},  {1, 1, 20, 24, 40, 2, 0.5f, TF_EPI_NONE, 0},
+        {0, 0, 40, 32, 64, 1, 0.f, TF_EPI_RELU, 0},  {0, 1, 48, 16, 32, 2, 0.f, TF_EPI_DRELU, 0},
+        {0, 0, 31, 27, 50, 1, 1.f, TF_EPI_NONE, 1},  {0, 0, 64, 64, 128, 1, 1.f, TF_EPI_DRELU, 1},
+    };
+    const int lv[2] = {1, 3};
+    for (int li = 0; li < 2; ++li) {
+        const bk b = lv[li] == 1 ? g_cu1 : g_cu3;
+        for (int k = 0; k < 2; ++k)
+            for (int ck = 0; ck < 2; ++ck)
+                for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ++ci) {
+                    const gcase *g = &cases[ci];
+                    const tf_dtype ab = k_half[k], ct = ck ? ab : TF_F32;
+                    const long lda = g->tA ? g->M : g->K, ldb = g->tB ? g->K : g->N, ldc = g->N;
+                    const long sA = (long)g->M * g->K, sB = (long)g->K * g->N,
+                               sC = (long)g->M * g->N;
+                    const size_t nA = (size_t)(sA * g->batch), nB = (size_t)(sB * g->batch),
+                                 nC = (size_t)(sC * g->batch);
+                    float *hA = rnd_t(nA, 1.f, 110 + ci, ab), *hB = rnd_t(nB, 1.f, 120 + ci, ab);
+                    float *hC = rnd_t(nC, 1.f, 130 + ci, ct), *hX = rnd_t(nC, 1.f, 140 + ci, ct);
+                    tf_gemm_args a, r;
+                    memset(&a, 0, sizeof a);
+                    a.transA = g->tA, a.transB = g->tB, a.M = g->M, a.N = g->N, a.K = g->K;
+                    a.alpha = 0.75f, a.beta = g->beta, a.lda = lda, a.ldb = ldb, a.ldc = ldc;
+                    a.strideA = sA, a.strideB = sB, a.strideC = sC, a.batch = g->batch;
+                    a.epilogue = g->epi;
+                    r = a;
+                    a.ab_type = ab, a.c_type = ct;
+                    a.A = put_t(b, hA, nA, ab), a.B = put_t(b, hB, nB, ab);
+                    a.C = put_t(b, hC, nC, ct);
+                    r.A = b_put(b, hA, nA), r.B = b_put(b, hB, nB), r.C = b_put(b, hC, nC);
+                    if (g->use_r) a.R = put_t(b, hX, nC, ct), r.R = b_put(b, hX, nC);
+                    if (g->epi == TF_EPI_DRELU)
+                        a.aux = put_t(b, hX, nC, ct), r.aux = b_put(b, hX, nC);
+                    b.ops->gemm(b.be, &a, "half");
+                    b.ops->gemm(b.be, &r, "half_ref");
+                    float *got = malloc(4 * nC), *ref = malloc(4 * nC);
+                    get_t(b, got, a.C, nC, ct), b_get(b, ref, r.C, nC);
+                    char shape[96];
+                    snprintf(shape, sizeof shape, "L%d %s x %s -> %s %c%c M%d N%d K%d b%d%s%s",
+                             lv[li], tf_dtype_name(ab), tf_dtype_name(ab), tf_dtype_name(ct),
+                             g->tA ? 'T' : 'N', g->tB ? 'T' : 'N', g->M, g->N, g->K, g->batch,
+                             g->epi == TF_EPI_RELU ? " relu" : g->epi == TF_EPI_DRELU ? " drelu" : "",
+                             g->use_r ? " R" : "");
+                    check("gemm", shape, got, ref, nC,
+                          u_of(ct) + tol_sum(g->K) + g->K / 8.0 * U);
+                    if (a.R) b_free(b, (void *)a.R), b_free(b, (void *)r.R);
+                    if (a.aux) b_free(b, (void *)a.aux), b_free(b, (void *)r.aux);
+                    b_free(b, (void *)a.A), b_free(b, (void *)a.B), b_free(b, a.C);
+                    b_free(b, (void *)r.A), b_free(b, (void *)r.B), b_free(b, r.C);
+                    free(hA), free(hB), free(hC), free(hX), free(got), free(ref);
+                }
+    }
+    done();
+}
+
+/* ---- caps: the activation types by compute capability ---- */
+static void test_half_caps(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    tf_backend_caps c;
+    g_cu3.ops->caps(g_cu3.be, &c);
+    const int ok = (c.act_types & 1u << TF_F32) != 0;
+    printf("%s caps act_types 0x%x (fp32 %s, bf16 %s, fp16 %s)\n", ok ? "PASS" : "FAIL",
+           c.act_types, c.act_types & 1u << TF_F32 ? "yes" : "no",
+           c.act_types & 1u << TF_BF16 ? "yes" : "no", c.act_types & 1u << TF_F16 ? "yes" : "no");
+    g_fail += !ok;
+    done();
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_half_caps),      cmocka_unit_test(test_half_elementwise),
+        cmocka_unit_test(test_half_data),      cmocka_unit_test(test_half_norm),
+        cmocka_unit_test(test_half_attention), cmocka_unit_test(test_half_opm),
+        cmocka_unit_test(test_half_gemm),
+    };
+    return tf_cuda_test_main(argc, argv, "test_cuda_ops_half", tests, sizeof tests / sizeof *tests);
+}
