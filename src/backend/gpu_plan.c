@@ -273,7 +273,9 @@ static int route_mma(const tf_gpu_gemm_shape *s, int mma, int wgp, int tf32, lon
 unsigned tf_gpu_act_types(const tf_gpu_caps *caps)
 {
     unsigned t = 1u << TF_F32;
-    if (!caps || caps->vendor != TF_GPU_VENDOR_NVIDIA) return t;
+    if (!caps) return t;
+    if (caps->vendor == TF_GPU_VENDOR_AMD) /* rocBLAS' f16 and bf16 GEMMs (tf_hip_blas.cpp) */
+        return t | 1u << TF_F16 | 1u << TF_BF16;
     if (caps->cc_major >= 7) t |= 1u << TF_F16;
     if (caps->cc_major >= 8) t |= 1u << TF_BF16;
     return t;

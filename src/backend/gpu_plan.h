@@ -54,7 +54,8 @@ tf_gpu_caps tf_gpu_caps_h200(void);
  * tf_backend_caps.act_types, bit 1 << tf_dtype, tf_dtype.h's values: fp32 0,
  * bf16 1, fp16 2): fp32 always; on NVIDIA fp16 from compute capability 7.0
  * and bf16 from 8.0 (their tensor cores, which cuBLAS' half GEMMs use); on
- * AMD fp32 only (the rocBLAS GEMM glue is fp32). */
+ * AMD all three (rocBLAS' f16 and bf16 GEMMs; the HIP targets built, gfx90a
+ * and later, multiply both on their matrix cores). */
 unsigned tf_gpu_act_types(const tf_gpu_caps *caps);
 
 /* ---- the plan ------------------------------------------------------------ */

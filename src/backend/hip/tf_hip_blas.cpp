@@ -3,9 +3,10 @@
  * declarations of the five functions called, so that the build needs no
  * rocBLAS headers or library (Debian's ROCm packages have neither).
  *
- * GEMMs: cublasGemmStridedBatchedEx becomes rocblas_gemm_strided_batched_ex,
- * fp32 inputs and outputs, fp32 accumulation (rocblas_datatype_f32_r as the
- * compute type). TF32 has no rocBLAS counterpart here: the math mode is
+ * GEMMs: cublasGemmStridedBatchedEx becomes rocblas_gemm_strided_batched_ex
+ * with fp32 accumulation (rocblas_datatype_f32_r as the compute type) on the
+ * pairs rocBLAS documents for it: f32 x f32 -> f32, and f16 or bf16 inputs
+ * with a result of the same half type or f32 (C and D of one type). TF32 has no rocBLAS counterpart here: the math mode is
  * accepted and the GEMMs stay fp32.
  * cuBLASLt: descriptors are kept, and the heuristic offers no algorithm, so
  * the backend takes its strided-batched library path (and the separate RELU
@@ -22,7 +23,7 @@ namespace {
 typedef struct rb_handle_ *rb_handle;
 typedef int rb_status; /* rocblas_status: 0 success */
 enum { RB_OP_N = 111, RB_OP_T = 112 };
-enum { RB_F32_R = 151 };
+enum { RB_F16_R = 150, RB_F32_R = 151, RB_BF16_R = 168 };
 enum { RB_ALGO_STANDARD = 0 };
 typedef rb_status (*rb_create_fn)(rb_handle *);
 typedef rb_status (*rb_destroy_fn)(rb_handle);
@@ -127,19 +128,28 @@ cublasStatus_t cublasGetVersion(cublasHandle_t, int *v)
     *v = 0; /* rocBLAS reports its version as a string; describe names the library */
     return CUBLAS_STATUS_SUCCESS;
 }
+/* rocBLAS' type for a cuBLAS one (0: none taken here) */
+static int rb_type(cudaDataType t)
+{
+    return t == CUDA_R_32F ? RB_F32_R : t == CUDA_R_16F ? RB_F16_R : t == CUDA_R_16BF ? RB_BF16_R : 0;
+}
+
 cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta,
                                           cublasOperation_t tb, int m, int n, int k,
-                                          const void *alpha, const void *A, cudaDataType, int lda,
-                                          long long sA, const void *B, cudaDataType, int ldb,
-                                          long long sB, const void *beta, void *C, cudaDataType,
-                                          int ldc, long long sC, int batch, cublasComputeType_t,
-                                          cublasGemmAlgo_t)
+                                          const void *alpha, const void *A, cudaDataType at,
+                                          int lda, long long sA, const void *B, cudaDataType bt,
+                                          int ldb, long long sB, const void *beta, void *C,
+                                          cudaDataType ct, int ldc, long long sC, int batch,
+                                          cublasComputeType_t, cublasGemmAlgo_t)
 {
     if (!rb_load()) return CUBLAS_STATUS_NOT_INITIALIZED;
+    const int ra = rb_type(at), rc = rb_type(ct);
+    if (!ra || at != bt || !rc || (rc != RB_F32_R && rc != ra) || (ra == RB_F32_R && rc != ra))
+        return CUBLAS_STATUS_NOT_SUPPORTED;
     const int oa = ta == CUBLAS_OP_T ? RB_OP_T : RB_OP_N, ob = tb == CUBLAS_OP_T ? RB_OP_T : RB_OP_N;
-    return from_rb(g_rb.gemm((rb_handle)h, oa, ob, m, n, k, alpha, A, RB_F32_R, lda, sA, B,
-                             RB_F32_R, ldb, sB, beta, C, RB_F32_R, ldc, sC, C, RB_F32_R, ldc, sC,
-                             batch, RB_F32_R, RB_ALGO_STANDARD, 0, 0));
+    return from_rb(g_rb.gemm((rb_handle)h, oa, ob, m, n, k, alpha, A, ra, lda, sA, B, ra, ldb, sB,
+                             beta, C, rc, ldc, sC, C, rc, ldc, sC, batch, RB_F32_R,
+                             RB_ALGO_STANDARD, 0, 0));
 }
 
 /* ---- cuBLASLt: descriptors only, no algorithm (see the top) ---- */
