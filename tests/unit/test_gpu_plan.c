@@ -126,6 +126,7 @@ static void r_gemm(tf_backend *be, const tf_gemm_args *a, const char *name)
     c.g.neg_stride = a->batch > 1 && (a->strideA < 0 || a->strideB < 0 || a->strideC < 0);
     c.g.relu = a->epilogue == TF_EPI_RELU;
     c.g.beta_zero = a->beta == 0.f;
+    c.g.half = a->ab_type != TF_F32 || a->c_type != TF_F32;
     snprintf(c.name, sizeof c.name, "%s%s", name ? name : "?", a->wgrad ? " (wgrad)" : "");
     rec(&c);
 }
@@ -134,7 +135,7 @@ static void r_attn(const tf_attn_args *a, int bwd)
     rec_call c;
     memset(&c, 0, sizeof c);
     c.is_attn = 1;
-    c.a.L = a->L, c.a.d = a->d, c.a.backward = bwd;
+    c.a.L = a->L, c.a.d = a->d, c.a.backward = bwd, c.a.half = a->t != TF_F32;
     snprintf(c.name, sizeof c.name, "attention %s nb %d no %d nh %d", bwd ? "bwd" : "fwd", a->nb,
              a->no, a->nh);
     rec(&c);
@@ -379,7 +380,7 @@ static void test_sweep(void **state)
                 for (size_t k = 0; k < sizeof ks / sizeof *ks; ++k)
                     for (size_t q = 0; q < sizeof batches / sizeof *batches; ++q)
                         for (int neg = 0; neg <= 1; ++neg) {
-                            tf_gpu_gemm_shape s = {dims[a], dims[b], ks[k], batches[q], 0, 0, 0};
+                            tf_gpu_gemm_shape s = {dims[a], dims[b], ks[k], batches[q], 0, 0, 0, 0};
                             s.neg_stride = neg && s.batch > 1;
                             const tf_gpu_gemm_route r = tf_gpu_route_gemm(&p, &caps, &s, tf32);
                             const tf_gpu_gemm_route w = ref_gemm(&s, tf32, caps.sm_count);
@@ -395,7 +396,7 @@ static void test_sweep(void **state)
         for (int L = 1; L <= 300; ++L)
             for (int d = 1; d <= 64; ++d)
                 for (int bwd = 0; bwd <= 1; ++bwd) {
-                    const tf_gpu_attn_shape s = {L, d, bwd};
+                    const tf_gpu_attn_shape s = {L, d, bwd, 0};
                     ++n;
                     if (tf_gpu_route_attn(&p, &caps, &s, tf32) != ref_attn(&s, tf32) && bad++ < 10)
                         printf("MISMATCH attention L %d d %d %s\n", L, d, bwd ? "bwd" : "fwd");
@@ -405,7 +406,7 @@ static void test_sweep(void **state)
     assert_int_equal(bad, 0);
     /* wgmma's wide split bounds: within the workspace and the GEMM's K */
     const tf_gpu_plan p = tf_gpu_plan_default(&caps, 0, 3);
-    const tf_gpu_gemm_shape s = {128, 128, 65536, 1, 0, 0, 0};
+    const tf_gpu_gemm_shape s = {128, 128, 65536, 1, 0, 0, 0, 0};
     const tf_gpu_gemm_route r = tf_gpu_route_gemm(&p, &caps, &s, 0);
     assert_int_equal(r.engine, TF_GPU_ENG_WIDE_WGMMA);
     assert_true(r.splits >= 2 && r.splits <= caps.sm_count);
@@ -417,12 +418,12 @@ static void test_policies(void **state)
 {
     (void)state;
     tf_gpu_caps caps = tf_gpu_caps_h200();
-    const tf_gpu_gemm_shape big = {4096, 256, 128, 1, 0, 0, 0}, dw = {128, 128, 16384, 1, 0, 0, 0},
-                            relu = {64, 64, 64, 1, 0, 1, 1}, k0 = {64, 64, 0, 1, 0, 0, 0};
+    const tf_gpu_gemm_shape big = {4096, 256, 128, 1, 0, 0, 0, 0}, dw = {128, 128, 16384, 1, 0, 0, 0, 0},
+                            relu = {64, 64, 64, 1, 0, 1, 1, 0}, k0 = {64, 64, 0, 1, 0, 0, 0, 0};
     tf_gpu_plan p = tf_gpu_plan_default(&caps, 0, 1);
     assert_int_equal(tf_gpu_route_gemm(&p, &caps, &big, 0).engine, TF_GPU_ENG_CUBLAS);
     assert_int_equal(tf_gpu_route_gemm(&p, &caps, &relu, 0).engine, TF_GPU_ENG_LT);
-    const tf_gpu_attn_shape at = {64, 32, 0};
+    const tf_gpu_attn_shape at = {64, 32, 0, 0};
     assert_int_equal(tf_gpu_route_attn(&p, &caps, &at, 0), TF_GPU_ATTN_KERNEL1);
     p = tf_gpu_plan_default(&caps, 0, 3);
     assert_int_equal(tf_gpu_route_gemm(&p, &caps, &k0, 0).engine, TF_GPU_ENG_CUBLAS);
@@ -443,7 +444,7 @@ static void test_policies(void **state)
     /* no wgmma code: mma.sync takes the shapes it is faster on */
     caps.has_wgmma = 0;
     p = tf_gpu_plan_default(&caps, 0, 3);
-    const tf_gpu_gemm_shape many = {16384, 512, 128, 4, 0, 0, 0};
+    const tf_gpu_gemm_shape many = {16384, 512, 128, 4, 0, 0, 0, 0};
     r = tf_gpu_route_gemm(&p, &caps, &many, 0);
     assert_int_equal(r.engine, TF_GPU_ENG_MMA);
     assert_int_equal(r.tile, 128);
@@ -456,7 +457,7 @@ static void test_policies(void **state)
     /* forced attention kernels */
     caps = tf_gpu_caps_h200();
     p = tf_gpu_plan_default(&caps, 0, 3);
-    const tf_gpu_attn_shape a16 = {64, 16, 1}, a200 = {200, 32, 0};
+    const tf_gpu_attn_shape a16 = {64, 16, 1, 0}, a200 = {200, 32, 0, 0};
     p.attn = TF_GPU_ATTN_K4;
     assert_int_equal(tf_gpu_route_attn(&p, &caps, &a16, 0), TF_GPU_ATTN_KERNEL4);
     assert_int_equal(tf_gpu_route_attn(&p, &caps, &a200, 0), TF_GPU_ATTN_KERNEL3);
@@ -529,9 +530,62 @@ static void test_parse(void **state)
     assert_int_equal(m.level, 3);
 }
 
+/* half types: GEMMs on the libraries (the tensor-core kernels are fp32),
+ * attention on kernel1 whatever the policy; act_types by device */
+static void test_half_routes(void **state)
+{
+    (void)state;
+    tf_gpu_caps caps = tf_gpu_caps_h200();
+    const tf_gpu_gemm_shape big = {4096, 256, 128, 1, 0, 0, 0, 1},
+                            dw = {128, 128, 16384, 1, 0, 0, 0, 1},
+                            relu = {64, 64, 64, 1, 0, 1, 1, 1}, k0 = {64, 64, 0, 1, 0, 0, 0, 1},
+                            neg = {64, 64, 64, 2, 1, 0, 0, 1};
+    for (int level = 1; level <= 3; ++level) {
+        const tf_gpu_plan p = tf_gpu_plan_default(&caps, 0, level);
+        const tf_gpu_engine lib = level >= 3 ? TF_GPU_ENG_LT : TF_GPU_ENG_CUBLAS;
+        assert_int_equal(tf_gpu_route_gemm(&p, &caps, &big, 0).engine, lib);
+        assert_int_equal(tf_gpu_route_gemm(&p, &caps, &dw, 0).engine, lib);
+        assert_int_equal(tf_gpu_route_gemm(&p, &caps, &relu, 0).engine, TF_GPU_ENG_LT);
+        assert_int_equal(tf_gpu_route_gemm(&p, &caps, &k0, 0).engine, TF_GPU_ENG_CUBLAS);
+        assert_int_equal(tf_gpu_route_gemm(&p, &caps, &neg, 0).engine, TF_GPU_ENG_CUBLAS);
+        assert_int_equal(tf_gpu_route_gemm(&p, &caps, &big, 0).splits, 1);
+    }
+    tf_gpu_plan over, p = tf_gpu_plan_default(&caps, 0, 3);
+    const char *specs[] = {"gemm=wgmma", "gemm=mma", "dw=mma"};
+    for (int i = 0; i < 3; ++i) {
+        assert_int_equal(tf_gpu_plan_parse(specs[i], &over, NULL, 0), 0);
+        const tf_gpu_plan q = tf_gpu_plan_apply(p, &over);
+        assert_int_equal(tf_gpu_route_gemm(&q, &caps, &big, 0).engine, TF_GPU_ENG_LT);
+        assert_int_equal(tf_gpu_route_gemm(&q, &caps, &dw, 0).engine, TF_GPU_ENG_LT);
+    }
+    const char *attn[] = {"attn=auto", "attn=k2", "attn=k3", "attn=k4", "attn=k5"};
+    for (int i = 0; i < 5; ++i) {
+        assert_int_equal(tf_gpu_plan_parse(attn[i], &over, NULL, 0), 0);
+        const tf_gpu_plan q = tf_gpu_plan_apply(p, &over);
+        for (int bwd = 0; bwd < 2; ++bwd) {
+            const tf_gpu_attn_shape h = {64, 32, bwd, 1}, f = {64, 32, bwd, 0};
+            assert_int_equal(tf_gpu_route_attn(&q, &caps, &h, 0), TF_GPU_ATTN_KERNEL1);
+            if (i == 0) assert_int_not_equal(tf_gpu_route_attn(&q, &caps, &f, 0), TF_GPU_ATTN_KERNEL1);
+        }
+    }
+    /* act_types: bf16 from compute capability 8.0, fp16 from 7.0; AMD: all */
+    const unsigned f32 = 1u << TF_F32, bf = 1u << TF_BF16, f16 = 1u << TF_F16;
+    assert_int_equal(tf_gpu_act_types(&caps), f32 | bf | f16);
+    caps.cc_major = 8;
+    assert_int_equal(tf_gpu_act_types(&caps), f32 | bf | f16);
+    caps.cc_major = 7;
+    assert_int_equal(tf_gpu_act_types(&caps), f32 | f16);
+    caps.cc_major = 6;
+    assert_int_equal(tf_gpu_act_types(&caps), f32);
+    caps.vendor = TF_GPU_VENDOR_AMD;
+    assert_int_equal(tf_gpu_act_types(&caps), f32 | bf | f16);
+    assert_int_equal(tf_gpu_act_types(NULL), f32);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_half_routes),
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_policies),
         cmocka_unit_test(test_sweep),
