@@ -75,7 +75,10 @@ __device__ __forceinline__ void ln2_row_dx(T *dxr, const float (&gv)[LN2_CACHE],
 
 /* ---- forward ---------------------------------------------------------------- */
 template <class TX, class TY>
-__device__ __forceinline__ void layernorm_fwd_kernel1_body(TY *out, float *mean, float *rstd, const TX *x, const float *gamma, const float *beta, long rows, int C, float eps)
+__device__ __forceinline__ void layernorm_fwd_kernel1_body(TY *out, float *mean, float *rstd,
+                                                           const TX *x, const float *gamma,
+                                                           const float *beta, long rows, int C,
+                                                           float eps)
 {
     __shared__ float sh[32];
     const long r = blockIdx.x;
@@ -107,13 +110,17 @@ layernorm_fwd_kernel1(float *out, float *mean, float *rstd, const float *x, cons
 }
 template <class TX, class TY>
 __global__ void __launch_bounds__(LN1_THREADS)
-layernorm_fwd_kernel1_t(TY *out, float *mean, float *rstd, const TX *x, const float *gamma, const float *beta, long rows, int C, float eps)
+layernorm_fwd_kernel1_t(TY *out, float *mean, float *rstd, const TX *x, const float *gamma,
+                        const float *beta, long rows, int C, float eps)
 {
     layernorm_fwd_kernel1_body<TX, TY>(out, mean, rstd, x, gamma, beta, rows, C, eps);
 }
 
 template <class TX, class TY>
-__device__ __forceinline__ void layernorm_fwd_kernel2_body(TY *out, float *mean, float *rstd, const TX *x, const float *gamma, const float *beta, long rows, int C, float eps)
+__device__ __forceinline__ void layernorm_fwd_kernel2_body(TY *out, float *mean, float *rstd,
+                                                           const TX *x, const float *gamma,
+                                                           const float *beta, long rows, int C,
+                                                           float eps)
 {
     const int lane = threadIdx.x % TF_GROUP;
     const long r = (long)blockIdx.x * (LN2_THREADS / TF_GROUP) + (threadIdx.x / TF_GROUP);
@@ -160,7 +167,8 @@ layernorm_fwd_kernel2(float *out, float *mean, float *rstd, const float *x, cons
 }
 template <class TX, class TY>
 __global__ void __launch_bounds__(LN2_THREADS)
-layernorm_fwd_kernel2_t(TY *out, float *mean, float *rstd, const TX *x, const float *gamma, const float *beta, long rows, int C, float eps)
+layernorm_fwd_kernel2_t(TY *out, float *mean, float *rstd, const TX *x, const float *gamma,
+                        const float *beta, long rows, int C, float eps)
 {
     layernorm_fwd_kernel2_body<TX, TY>(out, mean, rstd, x, gamma, beta, rows, C, eps);
 }
@@ -169,7 +177,10 @@ layernorm_fwd_kernel2_t(TY *out, float *mean, float *rstd, const TX *x, const fl
  * g = dout*gamma, xhat = (x-mean)*rstd:
  * dx = rstd * (g - mean(g) - xhat * mean(g*xhat))  (+= when accumulate) */
 template <class TX, class TY>
-__device__ __forceinline__ void layernorm_bwd_dx_kernel1_body(TX *dx, const TY *dout, const TX *x, const float *mean, const float *rstd, const float *gamma, long rows, int C, int accumulate)
+__device__ __forceinline__ void layernorm_bwd_dx_kernel1_body(TX *dx, const TY *dout, const TX *x,
+                                                              const float *mean, const float *rstd,
+                                                              const float *gamma, long rows, int C,
+                                                              int accumulate)
 {
     __shared__ float sh[32];
     const long r = blockIdx.x;
@@ -197,17 +208,22 @@ extern "C" __global__ void __launch_bounds__(LN1_THREADS)
 layernorm_bwd_dx_kernel1(float *dx, const float *dout, const float *x, const float *mean,
                          const float *rstd, const float *gamma, long rows, int C, int accumulate)
 {
-    layernorm_bwd_dx_kernel1_body<float, float>(dx, dout, x, mean, rstd, gamma, rows, C, accumulate);
+    layernorm_bwd_dx_kernel1_body<float, float>(dx, dout, x, mean, rstd, gamma, rows, C,
+                                                accumulate);
 }
 template <class TX, class TY>
 __global__ void __launch_bounds__(LN1_THREADS)
-layernorm_bwd_dx_kernel1_t(TX *dx, const TY *dout, const TX *x, const float *mean, const float *rstd, const float *gamma, long rows, int C, int accumulate)
+layernorm_bwd_dx_kernel1_t(TX *dx, const TY *dout, const TX *x, const float *mean,
+                           const float *rstd, const float *gamma, long rows, int C, int accumulate)
 {
     layernorm_bwd_dx_kernel1_body<TX, TY>(dx, dout, x, mean, rstd, gamma, rows, C, accumulate);
 }
 
 template <class TX, class TY>
-__device__ __forceinline__ void layernorm_bwd_dx_kernel2_body(TX *dx, const TY *dout, const TX *x, const float *mean, const float *rstd, const float *gamma, long rows, int C, int accumulate)
+__device__ __forceinline__ void layernorm_bwd_dx_kernel2_body(TX *dx, const TY *dout, const TX *x,
+                                                              const float *mean, const float *rstd,
+                                                              const float *gamma, long rows, int C,
+                                                              int accumulate)
 {
     const int lane = threadIdx.x % TF_GROUP;
     const long r = (long)blockIdx.x * (LN2_THREADS / TF_GROUP) + (threadIdx.x / TF_GROUP);
@@ -245,11 +261,13 @@ extern "C" __global__ void __launch_bounds__(LN2_THREADS)
 layernorm_bwd_dx_kernel2(float *dx, const float *dout, const float *x, const float *mean,
                          const float *rstd, const float *gamma, long rows, int C, int accumulate)
 {
-    layernorm_bwd_dx_kernel2_body<float, float>(dx, dout, x, mean, rstd, gamma, rows, C, accumulate);
+    layernorm_bwd_dx_kernel2_body<float, float>(dx, dout, x, mean, rstd, gamma, rows, C,
+                                                accumulate);
 }
 template <class TX, class TY>
 __global__ void __launch_bounds__(LN2_THREADS)
-layernorm_bwd_dx_kernel2_t(TX *dx, const TY *dout, const TX *x, const float *mean, const float *rstd, const float *gamma, long rows, int C, int accumulate)
+layernorm_bwd_dx_kernel2_t(TX *dx, const TY *dout, const TX *x, const float *mean,
+                           const float *rstd, const float *gamma, long rows, int C, int accumulate)
 {
     layernorm_bwd_dx_kernel2_body<TX, TY>(dx, dout, x, mean, rstd, gamma, rows, C, accumulate);
 }
@@ -261,7 +279,11 @@ layernorm_bwd_dx_kernel2_t(TX *dx, const TY *dout, const TX *x, const float *mea
 #define DP_TX 32
 #define DP_TY 8
 template <class TX, class TY>
-__device__ __forceinline__ void layernorm_bwd_dparams_kernel1_body(float *part, const TY *dout, const TX *x, const float *mean, const float *rstd, long rows, int C, int c0, int cs, long rpc, int nchunks)
+__device__ __forceinline__ void layernorm_bwd_dparams_kernel1_body(float *part, const TY *dout,
+                                                                   const TX *x, const float *mean,
+                                                                   const float *rstd, long rows,
+                                                                   int C, int c0, int cs, long rpc,
+                                                                   int nchunks)
 {
     __shared__ float sg[DP_TY][DP_TX], sb[DP_TY][DP_TX];
     const int cl = blockIdx.x * DP_TX + threadIdx.x; /* channel within slab */
@@ -297,13 +319,17 @@ layernorm_bwd_dparams_kernel1(float *part, const float *dout, const float *x, co
                               const float *rstd, long rows, int C, int c0, int cs, long rpc,
                               int nchunks)
 {
-    layernorm_bwd_dparams_kernel1_body<float, float>(part, dout, x, mean, rstd, rows, C, c0, cs, rpc, nchunks);
+    layernorm_bwd_dparams_kernel1_body<float, float>(part, dout, x, mean, rstd, rows, C, c0, cs,
+                                                     rpc, nchunks);
 }
 template <class TX, class TY>
 __global__ void __launch_bounds__(DP_TX *DP_TY)
-layernorm_bwd_dparams_kernel1_t(float *part, const TY *dout, const TX *x, const float *mean, const float *rstd, long rows, int C, int c0, int cs, long rpc, int nchunks)
+layernorm_bwd_dparams_kernel1_t(float *part, const TY *dout, const TX *x, const float *mean,
+                                const float *rstd, long rows, int C, int c0, int cs, long rpc,
+                                int nchunks)
 {
-    layernorm_bwd_dparams_kernel1_body<TX, TY>(part, dout, x, mean, rstd, rows, C, c0, cs, rpc, nchunks);
+    layernorm_bwd_dparams_kernel1_body<TX, TY>(part, dout, x, mean, rstd, rows, C, c0, cs, rpc,
+                                               nchunks);
 }
 
 extern "C" __global__ void layernorm_bwd_dparams_reduce_kernel1(float *dgamma, float *dbeta,
@@ -434,7 +460,11 @@ static long ln_rows_per_block(const tf_backend *be, long rows, int W)
 }
 
 template <class TX, class TY>
-__device__ __forceinline__ void layernorm_bwd_kernel2_body(TX *dx, ln_roots o, float *part, int *count, const TY *dout, const TX *x, const float *mean, const float *rstd, const float *gamma, long rows, int C, int accumulate, long rpb)
+__device__ __forceinline__ void layernorm_bwd_kernel2_body(TX *dx, ln_roots o, float *part,
+                                                           int *count, const TY *dout, const TX *x,
+                                                           const float *mean, const float *rstd,
+                                                           const float *gamma, long rows, int C,
+                                                           int accumulate, long rpb)
 {
     constexpr int NW = LN2_THREADS / TF_GROUP;
     __shared__ float sp[2][NW][TF_GROUP * LN2_CACHE]; /* dgamma dbeta per warp */
@@ -468,13 +498,17 @@ layernorm_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const floa
                       const float *x, const float *mean, const float *rstd, const float *gamma,
                       long rows, int C, int accumulate, long rpb)
 {
-    layernorm_bwd_kernel2_body<float, float>(dx, o, part, count, dout, x, mean, rstd, gamma, rows, C, accumulate, rpb);
+    layernorm_bwd_kernel2_body<float, float>(dx, o, part, count, dout, x, mean, rstd, gamma, rows,
+                                             C, accumulate, rpb);
 }
 template <class TX, class TY>
 __global__ void __launch_bounds__(LN2_THREADS)
-layernorm_bwd_kernel2_t(TX *dx, ln_roots o, float *part, int *count, const TY *dout, const TX *x, const float *mean, const float *rstd, const float *gamma, long rows, int C, int accumulate, long rpb)
+layernorm_bwd_kernel2_t(TX *dx, ln_roots o, float *part, int *count, const TY *dout, const TX *x,
+                        const float *mean, const float *rstd, const float *gamma, long rows, int C,
+                        int accumulate, long rpb)
 {
-    layernorm_bwd_kernel2_body<TX, TY>(dx, o, part, count, dout, x, mean, rstd, gamma, rows, C, accumulate, rpb);
+    layernorm_bwd_kernel2_body<TX, TY>(dx, o, part, count, dout, x, mean, rstd, gamma, rows, C,
+                                       accumulate, rpb);
 }
 
 /* ---- two LayerNorms in a row (ops.h layernorm2, C <= 128) ------------------
@@ -486,7 +520,10 @@ layernorm_bwd_kernel2_t(TX *dx, ln_roots o, float *part, int *count, const TY *d
  * first; the four parameter partial rows (dg1 db1 dg2 db2, 4C floats a
  * block) go through the same tree. */
 template <class TX, class TY>
-__device__ __forceinline__ void layernorm2_fwd_kernel2_body(TY *out, float *stats, const TX *x, const float *g1, const float *b1, const float *g2, const float *b2, long rows, int C, float eps)
+__device__ __forceinline__ void layernorm2_fwd_kernel2_body(TY *out, float *stats, const TX *x,
+                                                            const float *g1, const float *b1,
+                                                            const float *g2, const float *b2,
+                                                            long rows, int C, float eps)
 {
     const int lane = threadIdx.x % TF_GROUP;
     const long r = (long)blockIdx.x * (LN2_THREADS / TF_GROUP) + (threadIdx.x / TF_GROUP);
@@ -527,13 +564,19 @@ layernorm2_fwd_kernel2(float *out, float *stats, const float *x, const float *g1
 }
 template <class TX, class TY>
 __global__ void __launch_bounds__(LN2_THREADS)
-layernorm2_fwd_kernel2_t(TY *out, float *stats, const TX *x, const float *g1, const float *b1, const float *g2, const float *b2, long rows, int C, float eps)
+layernorm2_fwd_kernel2_t(TY *out, float *stats, const TX *x, const float *g1, const float *b1,
+                         const float *g2, const float *b2, long rows, int C, float eps)
 {
     layernorm2_fwd_kernel2_body<TX, TY>(out, stats, x, g1, b1, g2, b2, rows, C, eps);
 }
 
 template <class TX, class TY>
-__device__ __forceinline__ void layernorm2_bwd_kernel2_body(TX *dx, ln_roots o, float *part, int *count, const TY *dout, const TX *x, const float *stats, const float *g1, const float *b1, const float *g2, long rows, int C, int accumulate, long rpb)
+__device__ __forceinline__ void layernorm2_bwd_kernel2_body(TX *dx, ln_roots o, float *part,
+                                                            int *count, const TY *dout, const TX *x,
+                                                            const float *stats, const float *g1,
+                                                            const float *b1, const float *g2,
+                                                            long rows, int C, int accumulate,
+                                                            long rpb)
 {
     constexpr int NW = LN2_THREADS / TF_GROUP;
     __shared__ float sp[4][NW][TF_GROUP * LN2_CACHE]; /* dg1 db1 dg2 db2 per warp */
@@ -583,13 +626,17 @@ layernorm2_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const flo
                        const float *x, const float *stats, const float *g1, const float *b1,
                        const float *g2, long rows, int C, int accumulate, long rpb)
 {
-    layernorm2_bwd_kernel2_body<float, float>(dx, o, part, count, dout, x, stats, g1, b1, g2, rows, C, accumulate, rpb);
+    layernorm2_bwd_kernel2_body<float, float>(dx, o, part, count, dout, x, stats, g1, b1, g2, rows,
+                                              C, accumulate, rpb);
 }
 template <class TX, class TY>
 __global__ void __launch_bounds__(LN2_THREADS)
-layernorm2_bwd_kernel2_t(TX *dx, ln_roots o, float *part, int *count, const TY *dout, const TX *x, const float *stats, const float *g1, const float *b1, const float *g2, long rows, int C, int accumulate, long rpb)
+layernorm2_bwd_kernel2_t(TX *dx, ln_roots o, float *part, int *count, const TY *dout, const TX *x,
+                         const float *stats, const float *g1, const float *b1, const float *g2,
+                         long rows, int C, int accumulate, long rpb)
 {
-    layernorm2_bwd_kernel2_body<TX, TY>(dx, o, part, count, dout, x, stats, g1, b1, g2, rows, C, accumulate, rpb);
+    layernorm2_bwd_kernel2_body<TX, TY>(dx, o, part, count, dout, x, stats, g1, b1, g2, rows, C,
+                                        accumulate, rpb);
 }
 
 /* ---- the one-launch backwards on vector rows: C = 32 VW (VW 2: the MSA's 64
