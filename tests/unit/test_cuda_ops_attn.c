@@ -99,8 +99,8 @@ static double attn_smax_qk(const ashape *s, const tf_attn_view *q, const tf_attn
             for (int h = 0; h < s->nh; ++h)
                 for (int i = 0; i < s->L; ++i)
                     for (int j = 0; j < s->L; ++j) {
-                        const float *qi = q->p + b * q->sb + o * q->so + i * q->sl + h * s->d;
-                        const float *kj = k->p + b * k->sb + o * k->so + j * k->sl + h * s->d;
+                        const float *qi = (const float *)q->p + b * q->sb + o * q->so + i * q->sl + h * s->d;
+                        const float *kj = (const float *)k->p + b * k->sb + o * k->so + j * k->sl + h * s->d;
                         double t = 0;
                         for (int c = 0; c < s->d; ++c) t += (double)qi[c] * kj[c];
                         m = fmax(m, fabs(t) / sqrt((double)s->d));

@@ -116,7 +116,7 @@ static void test_copy_rows(void **state)
             float *s = b_nan(b, ns), *d = b_nan(b, nd);
             b.ops->upload(b.be, s, hs, ns * sizeof(float));
             b.ops->upload(b.be, d, hd, nd * sizeof(float));
-            b.ops->copy_rows(b.be, d, dld, s, sld, cols, rows);
+            b.ops->copy_rows(b.be, d, dld, s, sld, cols, rows, TF_F32);
             res[r] = tf_test_falloc(nd);
             b_get(b, res[r], d, nd);
             b_free(b, s), b_free(b, d);
@@ -144,8 +144,8 @@ static void test_bcast_sum(void **state)
                 const bk b = r == 0 ? g_cpu : g_cu3;
                 float *x = b_put(b, hx, ns), *y = b_put(b, hy, nb);
                 float *s = acc ? b_put(b, hs0, ns) : b_nan(b, ns);
-                b.ops->add_bcast_mid(b.be, y, x, O, M, I);
-                b.ops->sum_mid(b.be, s, y, O, M, I, acc);
+                b.ops->add_bcast_mid(b.be, y, x, O, M, I, TF_F32);
+                b.ops->sum_mid(b.be, s, y, O, M, I, acc, TF_F32);
                 ya[r] = tf_test_falloc(nb), sa[r] = tf_test_falloc(ns);
                 b_get(b, ya[r], y, nb);
                 b_get(b, sa[r], s, ns);
@@ -178,16 +178,16 @@ static void run_ew(bk b, int op, size_t n, int off, int inplace, const float *hu
     float *yd = inplace ? u : b_nan(b, n + off), *zd = b_nan(b, n + off);
     float *U_ = u + off, *V = v + off, *W = w + off, *Y = yd + off, *Z = zd + off;
     switch (op) {
-    case EW_ADD: b.ops->add(b.be, Y, U_, V, (long)n); break;
-    case EW_MUL: b.ops->mul(b.be, Y, U_, V, (long)n); break;
-    case EW_SCALE: b.ops->scale(b.be, Y, U_, 0.37f, (long)n); break;
-    case EW_SIG: b.ops->act_fwd(b.be, TF_ACT_SIGMOID, Y, U_, (long)n); break;
-    case EW_RELU: b.ops->act_fwd(b.be, TF_ACT_RELU, Y, U_, (long)n); break;
-    case EW_SIGB: b.ops->act_bwd(b.be, TF_ACT_SIGMOID, Y, U_, W, (long)n); break;
-    case EW_RELUB: b.ops->act_bwd(b.be, TF_ACT_RELU, Y, U_, W, (long)n); break;
-    case EW_GATE: b.ops->gate_fwd(b.be, Y, U_, V, (long)n); break;
-    case EW_GATEB: b.ops->gate_bwd(b.be, Y, Z, U_, V, W, (long)n); break;
-    default: b.ops->gate_residual_fwd(b.be, Y, U_, V, W, (long)n); break;
+    case EW_ADD: b.ops->add(b.be, Y, U_, V, (long)n, TF_F32); break;
+    case EW_MUL: b.ops->mul(b.be, Y, U_, V, (long)n, TF_F32); break;
+    case EW_SCALE: b.ops->scale(b.be, Y, U_, 0.37f, (long)n, TF_F32); break;
+    case EW_SIG: b.ops->act_fwd(b.be, TF_ACT_SIGMOID, Y, U_, (long)n, TF_F32); break;
+    case EW_RELU: b.ops->act_fwd(b.be, TF_ACT_RELU, Y, U_, (long)n, TF_F32); break;
+    case EW_SIGB: b.ops->act_bwd(b.be, TF_ACT_SIGMOID, Y, U_, W, (long)n, TF_F32); break;
+    case EW_RELUB: b.ops->act_bwd(b.be, TF_ACT_RELU, Y, U_, W, (long)n, TF_F32); break;
+    case EW_GATE: b.ops->gate_fwd(b.be, Y, U_, V, (long)n, TF_F32); break;
+    case EW_GATEB: b.ops->gate_bwd(b.be, Y, Z, U_, V, W, (long)n, TF_F32); break;
+    default: b.ops->gate_residual_fwd(b.be, Y, U_, V, W, (long)n, TF_F32); break;
     }
     b_get(b, y, Y, n);
     if (op == EW_GATEB) b_get(b, z, Z, n);
@@ -251,8 +251,8 @@ static void gc_run(bk b, int composed, long rows, long inner, int C, long ld, in
     float *o = b_nan(b, n), *dx = b_nan(b, nx), *dgs = b_nan(b, nx);
     float *dav = dx, *dgv = merged ? dx + 2 * C : dgs;
     if (!composed) {
-        b.ops->gate_cmajor_fwd(b.be, o, pa, pg, ld, rows, inner, C);
-        b.ops->gate_cmajor_bwd(b.be, dav, dgv, dyt, pa, pg, ld, rows, inner, C);
+        b.ops->gate_cmajor_fwd(b.be, o, pa, pg, ld, rows, inner, C, TF_F32);
+        b.ops->gate_cmajor_bwd(b.be, dav, dgv, dyt, pa, pg, ld, rows, inner, C, TF_F32);
     } else { /* contiguous [rows, 2C] copies of the strided views, then the ops */
         float *ha = tf_test_falloc(n), *hgg = tf_test_falloc(n);
         for (long r = 0; r < rows; ++r)
@@ -265,10 +265,10 @@ static void gc_run(bk b, int composed, long rows, long inner, int C, long ld, in
         const int nb = (int)(rows / inner);
         tf_permute_args pf = {.rank = 4, .dims = {nb, (int)inner, 2, C}, .perm = {2, 0, 3, 1}};
         tf_permute_args pb = {.rank = 4, .dims = {2, nb, C, (int)inner}, .perm = {1, 3, 0, 2}};
-        b.ops->gate_fwd(b.be, y, a, g, (long)n);
+        b.ops->gate_fwd(b.be, y, a, g, (long)n, TF_F32);
         b.ops->permute(b.be, o, y, &pf);
         b.ops->permute(b.be, dy, dyt, &pb);
-        b.ops->gate_bwd(b.be, dac, dgc, dy, a, g, (long)n);
+        b.ops->gate_bwd(b.be, dac, dgc, dy, a, g, (long)n, TF_F32);
         float *h1 = tf_test_falloc(n), *h2 = tf_test_falloc(n);
         b_get(b, h1, dac, n);
         b_get(b, h2, dgc, n);

@@ -16,13 +16,14 @@ static void run_ln(bk b, long rows, int C, const float *hx, const float *hg, con
     const size_t n = (size_t)rows * C;
     float *x = b_put(b, hx, n), *g = b_put(b, hg, C), *be = b_put(b, hb, C);
     float *o = b_nan(b, n), *mu = b_nan(b, rows), *rs = b_nan(b, rows);
-    b.ops->layernorm_fwd(b.be, o, mu, rs, x, g, be, rows, C, 1e-5f);
+    b.ops->layernorm_fwd(b.be, o, mu, rs, x, g, be, rows, C, 1e-5f, TF_F32, TF_F32);
     b_get(b, out, o, n);
     b_get(b, mean, mu, rows);
     b_get(b, rstd, rs, rows);
     float *dout = b_put(b, hdo, n), *dxd = acc ? b_put(b, hdx0, n) : b_nan(b, n);
     float *dgd = b_put(b, hdg0, C), *dbd = b_put(b, hdb0, C);
-    b.ops->layernorm_bwd(b.be, dxd, dgd, dbd, dout, x, mu, rs, g, rows, C, acc);
+    b.ops->layernorm_bwd(b.be, dxd, dgd, dbd, dout, x, mu, rs, g, rows, C, acc, TF_F32,
+                         TF_F32);
     b_get(b, dx, dxd, n);
     b_get(b, dg, dgd, C);
     b_get(b, db, dbd, C);
@@ -101,13 +102,14 @@ static void run_ln2(bk b, long rows, int C, const float *hx, const float *hp, co
     const size_t n = (size_t)rows * C;
     float *x = b_put(b, hx, n), *p = b_put(b, hp, 4 * (size_t)C);
     float *o = b_nan(b, n), *s = b_nan(b, 4 * (size_t)rows);
-    b.ops->layernorm2_fwd(b.be, o, s, x, p, p + C, p + 2 * C, p + 3 * C, rows, C, 1e-5f);
+    b.ops->layernorm2_fwd(b.be, o, s, x, p, p + C, p + 2 * C, p + 3 * C, rows, C, 1e-5f,
+                          TF_F32, TF_F32);
     b_get(b, out, o, n);
     b_get(b, st, s, 4 * (size_t)rows);
     float *dout = b_put(b, hdo, n), *dxd = acc ? b_put(b, hdx0, n) : b_nan(b, n);
     float *dpd = b_put(b, hdp0, 4 * (size_t)C);
     b.ops->layernorm2_bwd(b.be, dxd, dpd, dpd + C, dpd + 2 * C, dpd + 3 * C, dout, x, s, p, p + C,
-                          p + 2 * C, rows, C, acc);
+                          p + 2 * C, rows, C, acc, TF_F32, TF_F32);
     b_get(b, dx, dxd, n);
     b_get(b, dp, dpd, 4 * (size_t)C);
     b_free(b, x), b_free(b, p), b_free(b, o), b_free(b, s), b_free(b, dout), b_free(b, dxd);
@@ -184,13 +186,13 @@ static void test_softmax(void **state)
             y[r] = tf_test_falloc(n), dx[r] = tf_test_falloc(n);
             float *x = b_put(b, hx, n), *yd = b_nan(b, n), *dy = b_put(b, hdy, n);
             float *dxd = b_nan(b, n);
-            b.ops->softmax_fwd(b.be, yd, x, rows, cols);
-            b.ops->softmax_bwd(b.be, dxd, dy, yd, rows, cols);
+            b.ops->softmax_fwd(b.be, yd, x, rows, cols, TF_F32);
+            b.ops->softmax_bwd(b.be, dxd, dy, yd, rows, cols, TF_F32);
             b_get(b, y[r], yd, n);
             b_get(b, dx[r], dxd, n);
             if (r == 1) { /* in place (y aliases x, dx aliases dy) gives the same bits */
-                b.ops->softmax_fwd(b.be, x, x, rows, cols);
-                b.ops->softmax_bwd(b.be, dy, dy, x, rows, cols);
+                b.ops->softmax_fwd(b.be, x, x, rows, cols, TF_F32);
+                b.ops->softmax_bwd(b.be, dy, dy, x, rows, cols, TF_F32);
                 float *t = tf_test_falloc(n);
                 b_get(b, t, x, n);
                 check_same("softmax_fwd(in place)", "", t, y[r], n);

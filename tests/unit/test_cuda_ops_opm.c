@@ -29,7 +29,7 @@ static void test_opm_bwd(void **state)
         for (int r = 0; r < 3; ++r) {
             const bk b = r == 0 ? g_cpu : g_cu3;
             float *a = b_put(b, ha, na), *dop = b_put(b, hd, nd), *da = b_nan(b, na);
-            b.ops->opm_bwd(b.be, da, dop, a, B, S, N, co);
+            b.ops->opm_bwd(b.be, da, dop, a, B, S, N, co, TF_F32);
             res[r] = tf_test_falloc(na);
             b_get(b, res[r], da, na);
             b_free(b, a), b_free(b, dop), b_free(b, da);
@@ -61,7 +61,7 @@ static void test_opm_outer(void **state)
         for (int r = 0; r < 3; ++r) {
             const bk b = r == 0 ? g_cpu : g_cu3;
             float *a = b_put(b, ha, na), *o = b_nan(b, no);
-            b.ops->opm_outer(b.be, o, a, B, S, N, co);
+            b.ops->opm_outer(b.be, o, a, B, S, N, co, TF_F32);
             res[r] = tf_test_falloc(no);
             b_get(b, res[r], o, no);
             b_free(b, a), b_free(b, o);
@@ -105,7 +105,7 @@ static void lane_step(void *arg)
                       TF_EPI_NONE, NULL, NULL, 0, TF_F32, TF_F32};
     o->gemm(s->b.be, &h, "lane_main");
     if (s->wait) o->wgrad_wait(s->b.be, t);
-    o->scale(s->b.be, s->dy, s->dy, 0.5f, (long)LK * LMN);
+    o->scale(s->b.be, s->dy, s->dy, 0.5f, (long)LK * LMN, TF_F32);
 }
 
 static void lane_init(lstate *s, bk b, int wgrad, int wait)

@@ -143,56 +143,61 @@ static void r_attn_fwd(tf_backend *be, const tf_attn_args *a) { (void)be, r_attn
 static void r_attn_bwd(tf_backend *be, const tf_attn_args *a) { (void)be, r_attn(a, 1); }
 
 /* every other op the model calls: nothing */
-static void n_ln_fwd(tf_backend *b, float *o, float *m, float *r, const float *x, const float *g,
-                     const float *be, long rows, int C, float eps)
-{ (void)b, (void)o, (void)m, (void)r, (void)x, (void)g, (void)be, (void)rows, (void)C, (void)eps; }
-static void n_ln_bwd(tf_backend *b, float *dx, float *dg, float *db, const float *dy,
-                     const float *x, const float *m, const float *r, const float *g, long rows,
-                     int C, int acc)
-{ (void)b, (void)dx, (void)dg, (void)db, (void)dy, (void)x, (void)m, (void)r, (void)g, (void)rows, (void)C, (void)acc; }
-static void n_ln2_fwd(tf_backend *b, float *o, float *st, const float *x, const float *g1,
+static void n_ln_fwd(tf_backend *b, void *o, float *m, float *r, const void *x, const float *g,
+                     const float *be, long rows, int C, float eps, tf_dtype xt, tf_dtype yt)
+{ (void)b, (void)o, (void)m, (void)r, (void)x, (void)g, (void)be, (void)rows, (void)C, (void)eps, (void)xt, (void)yt; }
+static void n_ln_bwd(tf_backend *b, void *dx, float *dg, float *db, const void *dy,
+                     const void *x, const float *m, const float *r, const float *g, long rows,
+                     int C, int acc, tf_dtype xt, tf_dtype yt)
+{ (void)b, (void)dx, (void)dg, (void)db, (void)dy, (void)x, (void)m, (void)r, (void)g, (void)rows, (void)C, (void)acc, (void)xt, (void)yt; }
+static void n_ln2_fwd(tf_backend *b, void *o, float *st, const void *x, const float *g1,
                       const float *b1, const float *g2, const float *b2, long rows, int C,
-                      float eps)
-{ (void)b, (void)o, (void)st, (void)x, (void)g1, (void)b1, (void)g2, (void)b2, (void)rows, (void)C, (void)eps; }
-static void n_ln2_bwd(tf_backend *b, float *dx, float *dg1, float *db1, float *dg2, float *db2,
-                      const float *dy, const float *x, const float *st, const float *g1,
-                      const float *b1, const float *g2, long rows, int C, int acc)
-{ (void)b, (void)dx, (void)dg1, (void)db1, (void)dg2, (void)db2, (void)dy, (void)x, (void)st, (void)g1, (void)b1, (void)g2, (void)rows, (void)C, (void)acc; }
-static void n_sm_fwd(tf_backend *b, float *y, const float *x, long r, int c)
-{ (void)b, (void)y, (void)x, (void)r, (void)c; }
-static void n_sm_bwd(tf_backend *b, float *dx, const float *dy, const float *y, long r, int c)
-{ (void)b, (void)dx, (void)dy, (void)y, (void)r, (void)c; }
-static void n_permute(tf_backend *b, float *o, const float *i, const tf_permute_args *a)
+                      float eps, tf_dtype xt, tf_dtype yt)
+{ (void)b, (void)o, (void)st, (void)x, (void)g1, (void)b1, (void)g2, (void)b2, (void)rows, (void)C, (void)eps, (void)xt, (void)yt; }
+static void n_ln2_bwd(tf_backend *b, void *dx, float *dg1, float *db1, float *dg2, float *db2,
+                      const void *dy, const void *x, const float *st, const float *g1,
+                      const float *b1, const float *g2, long rows, int C, int acc, tf_dtype xt,
+                      tf_dtype yt)
+{ (void)b, (void)dx, (void)dg1, (void)db1, (void)dg2, (void)db2, (void)dy, (void)x, (void)st, (void)g1, (void)b1, (void)g2, (void)rows, (void)C, (void)acc, (void)xt, (void)yt; }
+static void n_sm_fwd(tf_backend *b, void *y, const void *x, long r, int c, tf_dtype t)
+{ (void)b, (void)y, (void)x, (void)r, (void)c, (void)t; }
+static void n_sm_bwd(tf_backend *b, void *dx, const void *dy, const void *y, long r, int c,
+                     tf_dtype t)
+{ (void)b, (void)dx, (void)dy, (void)y, (void)r, (void)c, (void)t; }
+static void n_permute(tf_backend *b, void *o, const void *i, const tf_permute_args *a)
 { (void)b, (void)o, (void)i, (void)a; }
-static void n_bcast(tf_backend *b, float *y, const float *x, long o, long m, long i)
-{ (void)b, (void)y, (void)x, (void)o, (void)m, (void)i; }
-static void n_summid(tf_backend *b, float *y, const float *x, long o, long m, long i, int acc)
-{ (void)b, (void)y, (void)x, (void)o, (void)m, (void)i, (void)acc; }
-static void n_bin(tf_backend *b, float *y, const float *x, const float *z, long n)
-{ (void)b, (void)y, (void)x, (void)z, (void)n; }
-static void n_scale(tf_backend *b, float *y, const float *x, float al, long n)
-{ (void)b, (void)y, (void)x, (void)al, (void)n; }
-static void n_act_fwd(tf_backend *b, tf_act act, float *y, const float *x, long n)
-{ (void)b, (void)act, (void)y, (void)x, (void)n; }
-static void n_act_bwd(tf_backend *b, tf_act act, float *dx, const float *dy, const float *y, long n)
-{ (void)b, (void)act, (void)dx, (void)dy, (void)y, (void)n; }
-static void n_gate_bwd(tf_backend *b, float *da, float *dg, const float *dy, const float *a,
-                       const float *g, long n)
-{ (void)b, (void)da, (void)dg, (void)dy, (void)a, (void)g, (void)n; }
-static void n_gate_res(tf_backend *b, float *o, const float *r, const float *a, const float *g,
-                       long n)
-{ (void)b, (void)o, (void)r, (void)a, (void)g, (void)n; }
-static void n_gcm_fwd(tf_backend *b, float *lr, const float *a, const float *g, long ld,
-                      long rows, long inner, int C)
-{ (void)b, (void)lr, (void)a, (void)g, (void)ld, (void)rows, (void)inner, (void)C; }
-static void n_gcm_bwd(tf_backend *b, float *da, float *dg, const float *dlr, const float *a,
-                      const float *g, long ld, long rows, long inner, int C)
-{ (void)b, (void)da, (void)dg, (void)dlr, (void)a, (void)g, (void)ld, (void)rows, (void)inner, (void)C; }
-static void n_opm_bwd(tf_backend *b, float *da, const float *dop, const float *a, int B, int S,
-                      int N, int co)
-{ (void)b, (void)da, (void)dop, (void)a, (void)B, (void)S, (void)N, (void)co; }
-static void n_opm_outer(tf_backend *b, float *o, const float *a, int B, int S, int N, int co)
-{ (void)b, (void)o, (void)a, (void)B, (void)S, (void)N, (void)co; }
+static void n_bcast(tf_backend *b, void *y, const void *x, long o, long m, long i, tf_dtype t)
+{ (void)b, (void)y, (void)x, (void)o, (void)m, (void)i, (void)t; }
+static void n_summid(tf_backend *b, void *y, const void *x, long o, long m, long i, int acc,
+                     tf_dtype t)
+{ (void)b, (void)y, (void)x, (void)o, (void)m, (void)i, (void)acc, (void)t; }
+static void n_bin(tf_backend *b, void *y, const void *x, const void *z, long n, tf_dtype t)
+{ (void)b, (void)y, (void)x, (void)z, (void)n, (void)t; }
+static void n_scale(tf_backend *b, void *y, const void *x, float al, long n, tf_dtype t)
+{ (void)b, (void)y, (void)x, (void)al, (void)n, (void)t; }
+static void n_act_fwd(tf_backend *b, tf_act act, void *y, const void *x, long n, tf_dtype t)
+{ (void)b, (void)act, (void)y, (void)x, (void)n, (void)t; }
+static void n_act_bwd(tf_backend *b, tf_act act, void *dx, const void *dy, const void *y, long n,
+                      tf_dtype t)
+{ (void)b, (void)act, (void)dx, (void)dy, (void)y, (void)n, (void)t; }
+static void n_gate_bwd(tf_backend *b, void *da, void *dg, const void *dy, const void *a,
+                       const void *g, long n, tf_dtype t)
+{ (void)b, (void)da, (void)dg, (void)dy, (void)a, (void)g, (void)n, (void)t; }
+static void n_gate_res(tf_backend *b, float *o, const float *r, const void *a, const void *g,
+                       long n, tf_dtype t)
+{ (void)b, (void)o, (void)r, (void)a, (void)g, (void)n, (void)t; }
+static void n_gcm_fwd(tf_backend *b, void *lr, const void *a, const void *g, long ld,
+                      long rows, long inner, int C, tf_dtype t)
+{ (void)b, (void)lr, (void)a, (void)g, (void)ld, (void)rows, (void)inner, (void)C, (void)t; }
+static void n_gcm_bwd(tf_backend *b, void *da, void *dg, const void *dlr, const void *a,
+                      const void *g, long ld, long rows, long inner, int C, tf_dtype t)
+{ (void)b, (void)da, (void)dg, (void)dlr, (void)a, (void)g, (void)ld, (void)rows, (void)inner, (void)C, (void)t; }
+static void n_opm_bwd(tf_backend *b, void *da, const void *dop, const void *a, int B, int S,
+                      int N, int co, tf_dtype t)
+{ (void)b, (void)da, (void)dop, (void)a, (void)B, (void)S, (void)N, (void)co, (void)t; }
+static void n_opm_outer(tf_backend *b, void *o, const void *a, int B, int S, int N, int co,
+                        tf_dtype t)
+{ (void)b, (void)o, (void)a, (void)B, (void)S, (void)N, (void)co, (void)t; }
 static void n_emb_fwd(tf_backend *b, float *o, const float *t, const int32_t *tok, long n, int C,
                       int V)
 { (void)b, (void)o, (void)t, (void)tok, (void)n, (void)C, (void)V; }
@@ -202,8 +207,9 @@ static void n_emb_bwd(tf_backend *b, float *dt, const float *dy, const int32_t *
 static void n_mse_fwd(tf_backend *b, float *p, float *l, const float *lg, const float *t, long n,
                       float dmax)
 { (void)b, (void)p, (void)l, (void)lg, (void)t, (void)n, (void)dmax; }
-static void n_mse_bwd(tf_backend *b, float *dl, const float *p, const float *t, long n, float dmax)
-{ (void)b, (void)dl, (void)p, (void)t, (void)n, (void)dmax; }
+static void n_mse_bwd(tf_backend *b, float *dl, const float *p, const float *t, long n, float dmax,
+                      const float *ls)
+{ (void)b, (void)dl, (void)p, (void)t, (void)n, (void)dmax, (void)ls; }
 static void n_zero(tf_backend *b, void *p, size_t n) { (void)b, (void)p, (void)n; }
 static void n_copy(tf_backend *b, void *d, const void *s, size_t n) { (void)b, (void)d, (void)s, (void)n; }
 static long n_wmark(tf_backend *b) { (void)b; return 0; }

@@ -43,7 +43,7 @@ static inline int tf_attn_check(const tf_attn_args *a)
 /* Base pointer of head h of item (b, o) in a view; element (l, c) is base[l*sl + c]. */
 __device__ __forceinline__ float *tf_attn_base(const tf_attn_view v, int b, int o, int h, int d)
 {
-    return v.p + (long)b * v.sb + (long)o * v.so + (long)h * d;
+    return (float *)v.p + (long)b * v.sb + (long)o * v.so + (long)h * d;
 }
 
 /* The block's (b, o, h) and tile, from blockIdx.x = ((b*no + o)*nh + h)*ntile +

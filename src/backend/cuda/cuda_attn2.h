@@ -185,7 +185,7 @@ __device__ __forceinline__ float tf_group_sum(float v)
 /* bias(b, h, i, j) base for item (b, h), or NULL */
 __device__ __forceinline__ const float *tf_attn2_bias(const tf_attn_args &a, int b, int h)
 {
-    return a.bias ? a.bias + (long)b * a.bias_sb + (long)h * a.bias_sh : nullptr;
+    return a.bias ? (const float *)a.bias + (long)b * a.bias_sb + (long)h * a.bias_sh : nullptr;
 }
 
 /* bias(i, j) from that base (0 without a bias) */

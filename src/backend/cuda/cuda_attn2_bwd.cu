@@ -445,7 +445,7 @@ __device__ __forceinline__ void attn_bwd2_dbias_body(const tf_attn_args &a, cons
                 if (part)
                     part[chunk * total + (((long)b * a.nh + h) * L + i) * L + j] = acc[ii][jj];
                 else
-                    a.dbias[(long)b * a.bias_sb + (long)h * a.bias_sh + (long)i * a.bias_si +
+                    ((float *)a.dbias)[(long)b * a.bias_sb + (long)h * a.bias_sh + (long)i * a.bias_si +
                             (long)j * a.bias_sj] = acc[ii][jj];
             }
         }
@@ -462,7 +462,7 @@ extern "C" __global__ void attn_bwd_dbias_reduce_kernel2(tf_attn_args a, const f
         for (int k = 0; k < nchunk; ++k) s += part[k * total + t];
         const long j = t % L, i = (t / L) % L, bh = t / (L * L);
         const long h = bh % a.nh, b = bh / a.nh;
-        a.dbias[b * a.bias_sb + h * a.bias_sh + i * a.bias_si + j * a.bias_sj] = s;
+        ((float *)a.dbias)[b * a.bias_sb + h * a.bias_sh + i * a.bias_si + j * a.bias_sj] = s;
     }
 }
 

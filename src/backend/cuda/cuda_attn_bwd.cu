@@ -53,7 +53,7 @@ __device__ __forceinline__ void attn_bwd_dkdv_body(const tf_attn_args a)
     tf_attn_decode(a, (L + AB_BK - 1) / AB_BK, &b, &o, &h, &tile);
     const float *qb = tf_attn_base(a.q, b, o, h, d);
     const float *dob = tf_attn_base(a.dout, b, o, h, d);
-    const float *bb = a.bias ? a.bias + (long)b * a.bias_sb + (long)h * a.bias_sh : NULL;
+    const float *bb = a.bias ? (const float *)a.bias + (long)b * a.bias_sb + (long)h * a.bias_sh : NULL;
     const long rowbase = (((long)b * a.no + o) * a.nh + h) * L;
     const int j0 = tile * AB_BK;
     const int j = j0 + tid;
@@ -135,7 +135,7 @@ __device__ __forceinline__ void attn_bwd_dq_body(const tf_attn_args a)
     tf_attn_decode(a, (L + AQ_BQ - 1) / AQ_BQ, &b, &o, &h, &tile);
     const float *kb = tf_attn_base(a.k, b, o, h, d);
     const float *vb = tf_attn_base(a.v, b, o, h, d);
-    const float *bb = a.bias ? a.bias + (long)b * a.bias_sb + (long)h * a.bias_sh : NULL;
+    const float *bb = a.bias ? (const float *)a.bias + (long)b * a.bias_sb + (long)h * a.bias_sh : NULL;
     const long rowbase = (((long)b * a.no + o) * a.nh + h) * L;
     const int i0 = tile * AQ_BQ;
     const int i = i0 + tid;
@@ -216,7 +216,7 @@ __device__ __forceinline__ void attn_bwd_dbias_body(const tf_attn_args a)
     const int b = (int)(idx / a.nh);
     const int i0 = it * DB_T, j0 = jt * DB_T;
     const int ni = min(DB_T, L - i0), nj = min(DB_T, L - j0);
-    const float *bb = a.bias ? a.bias + (long)b * a.bias_sb + (long)h * a.bias_sh : NULL;
+    const float *bb = a.bias ? (const float *)a.bias + (long)b * a.bias_sb + (long)h * a.bias_sh : NULL;
 
     for (int e = tid; e < DB_T * DB_T; e += DB_T * DB_TY) {
         const int r = e / DB_T, cc = e % DB_T;
@@ -269,7 +269,7 @@ __device__ __forceinline__ void attn_bwd_dbias_body(const tf_attn_args a)
         for (int k = 0; k < DB_T / DB_TY; ++k) {
             const int r = ty + DB_TY * k;
             if (r < ni)
-                a.dbias[(long)b * a.bias_sb + (long)h * a.bias_sh + (long)(i0 + r) * a.bias_si +
+                ((float *)a.dbias)[(long)b * a.bias_sb + (long)h * a.bias_sh + (long)(i0 + r) * a.bias_si +
                         (long)(j0 + tx) * a.bias_sj] = acc[k];
         }
     }

@@ -26,7 +26,7 @@ __device__ __forceinline__ void attn_fwd_body(const tf_attn_args a)
     const float *qb = tf_attn_base(a.q, b, o, h, d);
     const float *kb = tf_attn_base(a.k, b, o, h, d);
     const float *vb = tf_attn_base(a.v, b, o, h, d);
-    const float *bb = a.bias ? a.bias + (long)b * a.bias_sb + (long)h * a.bias_sh : NULL;
+    const float *bb = a.bias ? (const float *)a.bias + (long)b * a.bias_sb + (long)h * a.bias_sh : NULL;
     const int i0 = tile * AF_BR;
     const int i = i0 + tid;
     const bool valid = i < L;

@@ -218,11 +218,11 @@ static void op_copy(tf_backend *be, void *dst, const void *src, size_t bytes)
     if (!bytes || dst == src) return;
     TF_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, be->stream));
 }
-static void op_copy_rows(tf_backend *be, float *dst, long dst_ld, const float *src, long src_ld,
-                         long cols, long rows)
+static void op_copy_rows(tf_backend *be, void *dst, long dst_ld, const void *src, long src_ld,
+                         long cols, long rows, tf_dtype t)
 {
     if (!rows || !cols) return;
-    const size_t f = sizeof(float);
+    const size_t f = tf_dtype_size(t);
     TF_CUDA_CHECK(cudaMemcpy2DAsync(dst, (size_t)dst_ld * f, src, (size_t)src_ld * f,
                                     (size_t)cols * f, (size_t)rows, cudaMemcpyDeviceToDevice,
                                     be->stream));
@@ -311,34 +311,36 @@ static tf_ops make_ops(void)
     o.mark = op_mark;
     o.mark_ms = op_mark_ms;
     o.gemm = tf_cu_gemm;
-    o.layernorm_fwd = tf_cu_layernorm_fwd;
-    o.layernorm_bwd = tf_cu_layernorm_bwd;
-    o.layernorm2_fwd = tf_cu_layernorm2_fwd;
-    o.layernorm2_bwd = tf_cu_layernorm2_bwd;
-    o.softmax_fwd = tf_cu_softmax_fwd;
-    o.softmax_bwd = tf_cu_softmax_bwd;
-    o.attn_fwd = tf_cu_attn_fwd;
-    o.attn_bwd = tf_cu_attn_bwd;
-    o.permute = tf_cu_permute;
-    o.add_bcast_mid = tf_cu_add_bcast_mid;
-    o.sum_mid = tf_cu_sum_mid;
-    o.add = tf_cu_add;
-    o.mul = tf_cu_mul;
-    o.scale = tf_cu_scale;
-    o.act_fwd = tf_cu_act_fwd;
-    o.act_bwd = tf_cu_act_bwd;
-    o.gate_fwd = tf_cu_gate_fwd;
-    o.gate_bwd = tf_cu_gate_bwd;
-    o.gate_residual_fwd = tf_cu_gate_residual_fwd;
-    o.gate_cmajor_fwd = tf_cu_gate_cmajor_fwd;
-    o.gate_cmajor_bwd = tf_cu_gate_cmajor_bwd;
-    o.opm_bwd = tf_cu_opm_bwd;
-    o.opm_outer = tf_cu_opm_outer;
+    o.layernorm_fwd = tf_cu_t_layernorm_fwd;
+    o.layernorm_bwd = tf_cu_t_layernorm_bwd;
+    o.layernorm2_fwd = tf_cu_t_layernorm2_fwd;
+    o.layernorm2_bwd = tf_cu_t_layernorm2_bwd;
+    o.softmax_fwd = tf_cu_t_softmax_fwd;
+    o.softmax_bwd = tf_cu_t_softmax_bwd;
+    o.attn_fwd = tf_cu_t_attn_fwd;
+    o.attn_bwd = tf_cu_t_attn_bwd;
+    o.permute = tf_cu_t_permute;
+    o.add_bcast_mid = tf_cu_t_add_bcast_mid;
+    o.sum_mid = tf_cu_t_sum_mid;
+    o.add = tf_cu_t_add;
+    o.mul = tf_cu_t_mul;
+    o.scale = tf_cu_t_scale;
+    o.act_fwd = tf_cu_t_act_fwd;
+    o.act_bwd = tf_cu_t_act_bwd;
+    o.gate_fwd = tf_cu_t_gate_fwd;
+    o.gate_bwd = tf_cu_t_gate_bwd;
+    o.gate_residual_fwd = tf_cu_t_gate_residual_fwd;
+    o.gate_cmajor_fwd = tf_cu_t_gate_cmajor_fwd;
+    o.gate_cmajor_bwd = tf_cu_t_gate_cmajor_bwd;
+    o.opm_bwd = tf_cu_t_opm_bwd;
+    o.opm_outer = tf_cu_t_opm_outer;
     o.embed_fwd = tf_cu_embed_fwd;
     o.embed_bwd = tf_cu_embed_bwd;
     o.mse_head_fwd = tf_cu_mse_head_fwd;
     o.mse_head_bwd = tf_cu_mse_head_bwd;
     o.adamw = tf_cu_adamw;
+    o.convert = tf_cu_convert;
+    o.check_finite = tf_cu_check_finite;
     return o;
 }
 static const tf_ops g_cuda_ops = make_ops();

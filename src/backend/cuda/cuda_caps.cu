@@ -34,6 +34,7 @@ extern "C" void tf_cu_caps(const tf_backend *be, tf_backend_caps *c)
     c->pipelined_phases = 1;
     c->graphs = 1;
     c->max_head_dim = 64; /* the attention kernels keep a head's row in registers */
+    c->act_types = 1u << TF_F32; /* the kernels are fp32 so far */
 }
 
 extern "C" void tf_cu_graph_destroy(tf_backend *be, void *graph)

@@ -369,9 +369,56 @@ void tf_cu_embed_bwd(tf_backend *be, float *dtable, const float *dout, const int
 void tf_cu_mse_head_fwd(tf_backend *be, float *pred, float *loss, const float *logit,
                         const float *target, long n, float dmax);
 void tf_cu_mse_head_bwd(tf_backend *be, float *dlogit, const float *pred, const float *target,
-                        long n, float dmax);
+                        long n, float dmax, const float *loss_scale);
 void tf_cu_adamw(tf_backend *be, float *p, const float *g, float *m, float *v, long n,
                  const float *hyper);
+
+/* cuda_fp32_ops.cu: the op table's typed entry points (ops.h signatures) over
+ * the fp32 ones above, fp32 only; convert and check_finite take every type */
+void tf_cu_t_layernorm_fwd(tf_backend *be, void *out, float *mean, float *rstd, const void *x,
+                           const float *g, const float *b, long rows, int C, float eps,
+                           tf_dtype xt, tf_dtype yt);
+void tf_cu_t_layernorm_bwd(tf_backend *be, void *dx, float *dg, float *db, const void *dout,
+                           const void *x, const float *mean, const float *rstd, const float *g,
+                           long rows, int C, int acc, tf_dtype xt, tf_dtype yt);
+void tf_cu_t_layernorm2_fwd(tf_backend *be, void *out, float *stats, const void *x,
+                            const float *g1, const float *b1, const float *g2, const float *b2,
+                            long rows, int C, float eps, tf_dtype xt, tf_dtype yt);
+void tf_cu_t_layernorm2_bwd(tf_backend *be, void *dx, float *dg1, float *db1, float *dg2,
+                            float *db2, const void *dout, const void *x, const float *stats,
+                            const float *g1, const float *b1, const float *g2, long rows, int C,
+                            int acc, tf_dtype xt, tf_dtype yt);
+void tf_cu_t_softmax_fwd(tf_backend *be, void *y, const void *x, long rows, int cols, tf_dtype t);
+void tf_cu_t_softmax_bwd(tf_backend *be, void *dx, const void *dy, const void *y, long rows,
+                         int cols, tf_dtype t);
+void tf_cu_t_attn_fwd(tf_backend *be, const tf_attn_args *a);
+void tf_cu_t_attn_bwd(tf_backend *be, const tf_attn_args *a);
+void tf_cu_t_permute(tf_backend *be, void *out, const void *in, const tf_permute_args *a);
+void tf_cu_t_add_bcast_mid(tf_backend *be, void *y, const void *x, long outer, long mid,
+                           long inner, tf_dtype t);
+void tf_cu_t_sum_mid(tf_backend *be, void *y, const void *x, long outer, long mid, long inner,
+                     int acc, tf_dtype t);
+void tf_cu_t_add(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t);
+void tf_cu_t_mul(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t);
+void tf_cu_t_scale(tf_backend *be, void *y, const void *x, float alpha, long n, tf_dtype t);
+void tf_cu_t_act_fwd(tf_backend *be, tf_act act, void *y, const void *x, long n, tf_dtype t);
+void tf_cu_t_act_bwd(tf_backend *be, tf_act act, void *dx, const void *dy, const void *y, long n,
+                     tf_dtype t);
+void tf_cu_t_gate_fwd(tf_backend *be, void *y, const void *a, const void *g, long n, tf_dtype t);
+void tf_cu_t_gate_bwd(tf_backend *be, void *da, void *dg, const void *dy, const void *a,
+                      const void *g, long n, tf_dtype t);
+void tf_cu_t_gate_residual_fwd(tf_backend *be, float *out, const float *res, const void *a,
+                               const void *g, long n, tf_dtype t);
+void tf_cu_t_gate_cmajor_fwd(tf_backend *be, void *lr_t, const void *a, const void *g, long ld,
+                             long rows, long inner, int C, tf_dtype t);
+void tf_cu_t_gate_cmajor_bwd(tf_backend *be, void *da, void *dg, const void *dlr_t, const void *a,
+                             const void *g, long ld, long rows, long inner, int C, tf_dtype t);
+void tf_cu_t_opm_bwd(tf_backend *be, void *da, const void *dop, const void *a, int B, int S,
+                     int N, int co, tf_dtype t);
+void tf_cu_t_opm_outer(tf_backend *be, void *outer_p, const void *a, int B, int S, int N, int co,
+                       tf_dtype t);
+void tf_cu_convert(tf_backend *be, void *dst, tf_dtype dt, const void *src, tf_dtype st, long n);
+void tf_cu_check_finite(tf_backend *be, float *flag, const float *x, long n);
 #ifdef __cplusplus
 }
 #endif

@@ -81,10 +81,13 @@ mse_head_fwd_kernel1(float *pred, float *loss, const float *logit, const float *
     if (threadIdx.x == 0) loss[0] = (float)(part[0] / (double)n);
 }
 
+/* seed: the loss's gradient seed in device memory (NULL: 1), folded into
+ * 2/n so that a seed of 1 keeps the unscaled bits */
 extern "C" __global__ void mse_head_bwd_kernel1(float *dlogit, const float *pred,
-                                                const float *target, long n, float dmax)
+                                                const float *target, long n, float dmax,
+                                                const float *seed)
 {
-    const float k = 2.f / (float)n;
+    const float k = 2.f / (float)n * (seed ? *seed : 1.f);
     const long stride = (long)gridDim.x * blockDim.x;
     for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         const float p = pred[i];
@@ -101,24 +104,29 @@ extern "C" void tf_cu_mse_head_fwd(tf_backend *be, float *pred, float *loss, con
 }
 
 extern "C" void tf_cu_mse_head_bwd(tf_backend *be, float *dlogit, const float *pred,
-                                   const float *target, long n, float dmax)
+                                   const float *target, long n, float dmax,
+                                   const float *loss_scale)
 {
     if (n > 0)
         TF_LAUNCH(mse_head_bwd_kernel1, dim3(tf_cu_grid(be, n, EL_THREADS)), dim3(EL_THREADS),
-                  be->stream, dlogit, pred, target, n, dmax);
+                  be->stream, dlogit, pred, target, n, dmax, loss_scale);
 }
 
-/* ---- AdamW (PyTorch formula; hyper = {lr, b1, b2, eps, wd, bc1, bc2} in device
- * memory, read at run time so that a captured graph sees the current step) ---- */
+/* ---- AdamW (PyTorch formula; hyper: ops.h TF_HYPER_* in device memory,
+ * read at run time so that a captured graph sees the current step, the
+ * gradient's multiplier and whether the step is skipped) ---- */
 extern "C" __global__ void adamw_kernel1(float *p, const float *g, float *m, float *v, long n,
                                          const float *hyper)
 {
-    const float lr = hyper[0], b1 = hyper[1], b2 = hyper[2], eps = hyper[3], wd = hyper[4];
-    const float bc1 = hyper[5], bc2 = hyper[6];
+    if (hyper[TF_HYPER_NONFINITE] != 0.f) return; /* a skipped step: p, m, v as they are */
+    const float lr = hyper[TF_HYPER_LR], b1 = hyper[TF_HYPER_B1], b2 = hyper[TF_HYPER_B2];
+    const float eps = hyper[TF_HYPER_EPS], wd = hyper[TF_HYPER_WD];
+    const float bc1 = hyper[TF_HYPER_BC1], bc2 = hyper[TF_HYPER_BC2];
+    const float gmul = hyper[TF_HYPER_GRAD_MUL]; /* 1 multiplies exactly */
     const float step = lr / bc1, sbc2 = sqrtf(bc2), decay = 1.f - lr * wd;
     const long stride = (long)gridDim.x * blockDim.x;
     for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const float gi = g[i];
+        const float gi = g[i] * gmul;
         const float mi = b1 * m[i] + (1.f - b1) * gi;
         const float vi = b2 * v[i] + (1.f - b2) * gi * gi;
         m[i] = mi;

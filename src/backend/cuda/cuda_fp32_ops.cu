@@ -1,0 +1,224 @@
+/* The op table's typed entry points over the fp32 kernels: fp32 only (a
+ * half type is an internal error until the typed kernels exist; caps say
+ * act_types = fp32), and the type conversion and finiteness check, which
+ * take every type. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cuda_common.h"
+
+#include "backend/tf_dtype.h"
+
+static void need_f32(tf_dtype t, const char *op)
+{
+    if (t != TF_F32) {
+        fprintf(stderr, "tinyfold: internal error: cuda %s does not take %s\n", op,
+                tf_dtype_name(t));
+        abort();
+    }
+}
+
+extern "C" {
+
+void tf_cu_t_layernorm_fwd(tf_backend *be, void *out, float *mean, float *rstd, const void *x,
+                           const float *g, const float *b, long rows, int C, float eps,
+                           tf_dtype xt, tf_dtype yt)
+{
+    need_f32(xt, "layernorm_fwd"), need_f32(yt, "layernorm_fwd");
+    tf_cu_layernorm_fwd(be, (float *)out, mean, rstd, (const float *)x, g, b, rows, C, eps);
+}
+void tf_cu_t_layernorm_bwd(tf_backend *be, void *dx, float *dg, float *db, const void *dout,
+                           const void *x, const float *mean, const float *rstd, const float *g,
+                           long rows, int C, int acc, tf_dtype xt, tf_dtype yt)
+{
+    need_f32(xt, "layernorm_bwd"), need_f32(yt, "layernorm_bwd");
+    tf_cu_layernorm_bwd(be, (float *)dx, dg, db, (const float *)dout, (const float *)x, mean,
+                        rstd, g, rows, C, acc);
+}
+void tf_cu_t_layernorm2_fwd(tf_backend *be, void *out, float *stats, const void *x,
+                            const float *g1, const float *b1, const float *g2, const float *b2,
+                            long rows, int C, float eps, tf_dtype xt, tf_dtype yt)
+{
+    need_f32(xt, "layernorm2_fwd"), need_f32(yt, "layernorm2_fwd");
+    tf_cu_layernorm2_fwd(be, (float *)out, stats, (const float *)x, g1, b1, g2, b2, rows, C,
+                         eps);
+}
+void tf_cu_t_layernorm2_bwd(tf_backend *be, void *dx, float *dg1, float *db1, float *dg2,
+                            float *db2, const void *dout, const void *x, const float *stats,
+                            const float *g1, const float *b1, const float *g2, long rows, int C,
+                            int acc, tf_dtype xt, tf_dtype yt)
+{
+    need_f32(xt, "layernorm2_bwd"), need_f32(yt, "layernorm2_bwd");
+    tf_cu_layernorm2_bwd(be, (float *)dx, dg1, db1, dg2, db2, (const float *)dout,
+                         (const float *)x, stats, g1, b1, g2, rows, C, acc);
+}
+void tf_cu_t_softmax_fwd(tf_backend *be, void *y, const void *x, long rows, int cols, tf_dtype t)
+{
+    need_f32(t, "softmax_fwd");
+    tf_cu_softmax_fwd(be, (float *)y, (const float *)x, rows, cols);
+}
+void tf_cu_t_softmax_bwd(tf_backend *be, void *dx, const void *dy, const void *y, long rows,
+                         int cols, tf_dtype t)
+{
+    need_f32(t, "softmax_bwd");
+    tf_cu_softmax_bwd(be, (float *)dx, (const float *)dy, (const float *)y, rows, cols);
+}
+void tf_cu_t_attn_fwd(tf_backend *be, const tf_attn_args *a)
+{
+    need_f32(a->t, "attn_fwd");
+    tf_cu_attn_fwd(be, a);
+}
+void tf_cu_t_attn_bwd(tf_backend *be, const tf_attn_args *a)
+{
+    need_f32(a->t, "attn_bwd");
+    tf_cu_attn_bwd(be, a);
+}
+void tf_cu_t_permute(tf_backend *be, void *out, const void *in, const tf_permute_args *a)
+{
+    need_f32(a->t, "permute");
+    tf_cu_permute(be, (float *)out, (const float *)in, a);
+}
+void tf_cu_t_add_bcast_mid(tf_backend *be, void *y, const void *x, long outer, long mid,
+                           long inner, tf_dtype t)
+{
+    need_f32(t, "add_bcast_mid");
+    tf_cu_add_bcast_mid(be, (float *)y, (const float *)x, outer, mid, inner);
+}
+void tf_cu_t_sum_mid(tf_backend *be, void *y, const void *x, long outer, long mid, long inner,
+                     int acc, tf_dtype t)
+{
+    need_f32(t, "sum_mid");
+    tf_cu_sum_mid(be, (float *)y, (const float *)x, outer, mid, inner, acc);
+}
+void tf_cu_t_add(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t)
+{
+    need_f32(t, "add");
+    tf_cu_add(be, (float *)y, (const float *)a, (const float *)b, n);
+}
+void tf_cu_t_mul(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t)
+{
+    need_f32(t, "mul");
+    tf_cu_mul(be, (float *)y, (const float *)a, (const float *)b, n);
+}
+void tf_cu_t_scale(tf_backend *be, void *y, const void *x, float alpha, long n, tf_dtype t)
+{
+    need_f32(t, "scale");
+    tf_cu_scale(be, (float *)y, (const float *)x, alpha, n);
+}
+void tf_cu_t_act_fwd(tf_backend *be, tf_act act, void *y, const void *x, long n, tf_dtype t)
+{
+    need_f32(t, "act_fwd");
+    tf_cu_act_fwd(be, act, (float *)y, (const float *)x, n);
+}
+void tf_cu_t_act_bwd(tf_backend *be, tf_act act, void *dx, const void *dy, const void *y, long n,
+                     tf_dtype t)
+{
+    need_f32(t, "act_bwd");
+    tf_cu_act_bwd(be, act, (float *)dx, (const float *)dy, (const float *)y, n);
+}
+void tf_cu_t_gate_fwd(tf_backend *be, void *y, const void *a, const void *g, long n, tf_dtype t)
+{
+    need_f32(t, "gate_fwd");
+    tf_cu_gate_fwd(be, (float *)y, (const float *)a, (const float *)g, n);
+}
+void tf_cu_t_gate_bwd(tf_backend *be, void *da, void *dg, const void *dy, const void *a,
+                      const void *g, long n, tf_dtype t)
+{
+    need_f32(t, "gate_bwd");
+    tf_cu_gate_bwd(be, (float *)da, (float *)dg, (const float *)dy, (const float *)a,
+                   (const float *)g, n);
+}
+void tf_cu_t_gate_residual_fwd(tf_backend *be, float *out, const float *res, const void *a,
+                               const void *g, long n, tf_dtype t)
+{
+    need_f32(t, "gate_residual_fwd");
+    tf_cu_gate_residual_fwd(be, out, res, (const float *)a, (const float *)g, n);
+}
+void tf_cu_t_gate_cmajor_fwd(tf_backend *be, void *lr_t, const void *a, const void *g, long ld,
+                             long rows, long inner, int C, tf_dtype t)
+{
+    need_f32(t, "gate_cmajor_fwd");
+    tf_cu_gate_cmajor_fwd(be, (float *)lr_t, (const float *)a, (const float *)g, ld, rows, inner,
+                          C);
+}
+void tf_cu_t_gate_cmajor_bwd(tf_backend *be, void *da, void *dg, const void *dlr_t, const void *a,
+                             const void *g, long ld, long rows, long inner, int C, tf_dtype t)
+{
+    need_f32(t, "gate_cmajor_bwd");
+    tf_cu_gate_cmajor_bwd(be, (float *)da, (float *)dg, (const float *)dlr_t, (const float *)a,
+                          (const float *)g, ld, rows, inner, C);
+}
+void tf_cu_t_opm_bwd(tf_backend *be, void *da, const void *dop, const void *a, int B, int S,
+                     int N, int co, tf_dtype t)
+{
+    need_f32(t, "opm_bwd");
+    tf_cu_opm_bwd(be, (float *)da, (const float *)dop, (const float *)a, B, S, N, co);
+}
+void tf_cu_t_opm_outer(tf_backend *be, void *outer_p, const void *a, int B, int S, int N, int co,
+                       tf_dtype t)
+{
+    need_f32(t, "opm_outer");
+    tf_cu_opm_outer(be, (float *)outer_p, (const float *)a, B, S, N, co);
+}
+
+} /* extern "C" */
+
+/* ---- convert and check_finite: every type ---- */
+
+#define CV_THREADS 256
+
+__device__ __forceinline__ float cv_load(const void *src, tf_dtype st, long i)
+{
+    return st == TF_F32    ? ((const float *)src)[i]
+           : st == TF_BF16 ? tf_bf16_to_f32(((const uint16_t *)src)[i])
+                           : tf_f16_to_f32(((const uint16_t *)src)[i]);
+}
+
+extern "C" __global__ void convert_kernel1(void *dst, tf_dtype dt, const void *src, tf_dtype st,
+                                           long n)
+{
+    const long stride = (long)gridDim.x * blockDim.x;
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const float v = cv_load(src, st, i);
+        if (dt == TF_F32)
+            ((float *)dst)[i] = v;
+        else
+            ((uint16_t *)dst)[i] = dt == TF_BF16 ? tf_f32_to_bf16(v) : tf_f32_to_f16(v);
+    }
+}
+
+/* every thread that sees a non-finite value stores 1: the same value, so the
+ * races are benign and the result does not depend on the order */
+extern "C" __global__ void check_finite_kernel1(float *flag, const float *x, long n)
+{
+    const long stride = (long)gridDim.x * blockDim.x;
+    int bad = 0;
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        bad |= (tf_f32_bits(x[i]) & 0x7f800000u) == 0x7f800000u; /* exponent all ones */
+    if (bad) flag[0] = 1.f;
+}
+
+extern "C" void tf_cu_convert(tf_backend *be, void *dst, tf_dtype dt, const void *src,
+                              tf_dtype st, long n)
+{
+    if (!tf_dtype_valid(dt) || !tf_dtype_valid(st)) {
+        fprintf(stderr, "tinyfold: internal error: cuda convert: element types %d, %d\n",
+                (int)dt, (int)st);
+        abort();
+    }
+    if (n <= 0) return;
+    if (dt == st) {
+        TF_CUDA_CHECK(cudaMemcpyAsync(dst, src, (size_t)n * tf_dtype_size(dt),
+                                      cudaMemcpyDeviceToDevice, be->stream));
+        return;
+    }
+    TF_LAUNCH(convert_kernel1, dim3(tf_cu_grid(be, n, CV_THREADS)), dim3(CV_THREADS), be->stream,
+              dst, dt, src, st, n);
+}
+
+extern "C" void tf_cu_check_finite(tf_backend *be, float *flag, const float *x, long n)
+{
+    if (n > 0)
+        TF_LAUNCH(check_finite_kernel1, dim3(tf_cu_grid(be, n, CV_THREADS)), dim3(CV_THREADS),
+                  be->stream, flag, x, n);
+}
