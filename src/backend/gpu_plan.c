@@ -278,6 +278,10 @@ tf_gpu_gemm_route tf_gpu_route_gemm(const tf_gpu_plan *p, const tf_gpu_caps *cap
     r.splits = 1;
     r.kchunk = s->K;
     const int lib_ok = s->K > 0 && !s->neg_stride;
+    if (s->half) { /* every level: cuBLASLt's half kernels (cuBLAS where it has none) */
+        if (lib_ok) r.engine = TF_GPU_ENG_LT;
+        return r;
+    }
     if (p->level < 3) { /* the baselines: cuBLAS; RELU fused by cuBLASLt on a lone product */
         if (s->relu && s->batch == 1 && s->beta_zero && s->K > 0) r.engine = TF_GPU_ENG_LT;
         return r;
@@ -343,7 +347,7 @@ static int k4_default(const tf_gpu_attn_shape *s)
 tf_gpu_attn_kernel tf_gpu_route_attn(const tf_gpu_plan *p, const tf_gpu_caps *caps,
                                      const tf_gpu_attn_shape *s, int tf32)
 {
-    if (p->level < 3 || p->attn == TF_GPU_ATTN_K1) return TF_GPU_ATTN_KERNEL1;
+    if (p->level < 3 || p->attn == TF_GPU_ATTN_K1 || s->half) return TF_GPU_ATTN_KERNEL1;
     /* kernel2's dbias (kernel2, 3 and 4 use it) copies with cp.async, kernel5
      * multiplies on mma.sync */
     if (!caps || !caps->has_cp_async) return TF_GPU_ATTN_KERNEL1;

@@ -129,6 +129,8 @@ typedef struct {
     int neg_stride; /* batch > 1 with a negative stride */
     int relu;       /* the RELU epilogue */
     int beta_zero;  /* beta == 0 (C not read) */
+    int half;       /* bf16 or fp16 operands or result (cuBLASLt only: the tensor-core
+                       kernels are fp32's) */
 } tf_gpu_gemm_shape;
 
 typedef struct {
@@ -158,6 +160,7 @@ typedef enum {
 typedef struct {
     int L, d;     /* rows (= keys) and head size */
     int backward; /* the backward (else the forward) */
+    int half;     /* bf16 or fp16 operands: kernel1, the typed one */
 } tf_gpu_attn_shape;
 
 tf_gpu_attn_kernel tf_gpu_route_attn(const tf_gpu_plan *p, const tf_gpu_caps *caps,

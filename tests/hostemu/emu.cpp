@@ -1,6 +1,8 @@
 /* hostemu: the CPU implementation behind emu.h (see there for what it is for). */
 #include "emu.h"
 
+#include "backend/tf_dtype.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -655,13 +657,42 @@ static float tf32_round(float x)
     return x;
 }
 
+/* an element type of the library's and its bytes; the types the backend
+ * sends (fp32, fp16, bf16), else a death */
+static tf_dtype emu_type(cudaDataType t)
+{
+    if (t == CUDA_R_32F) return TF_F32;
+    if (t == CUDA_R_16BF) return TF_BF16;
+    if (t == CUDA_R_16F) return TF_F16;
+    emu_die("cuBLAS: an element type the backend does not use");
+    return TF_F32;
+}
+static float emu_ld(const void *p, long i, tf_dtype t)
+{
+    return t == TF_F32    ? ((const float *)p)[i]
+           : t == TF_BF16 ? tf_bf16_to_f32(((const uint16_t *)p)[i])
+                          : tf_f16_to_f32(((const uint16_t *)p)[i]);
+}
+static void emu_st(void *p, long i, tf_dtype t, float v)
+{
+    if (t == TF_F32)
+        ((float *)p)[i] = v;
+    else
+        ((uint16_t *)p)[i] = t == TF_BF16 ? tf_f32_to_bf16(v) : tf_f32_to_f16(v);
+}
+static const void *emu_at(const void *p, long i, tf_dtype t)
+{
+    return (const char *)p + i * (long)tf_dtype_size(t);
+}
+
 /* column-major C[m,n] = alpha op(A) op(B) + beta Cin (Cin: C when null, with
- * C's ldc; not read when beta == 0).
+ * C's ldc; not read when beta == 0); A and B of type abt, C and Cin of ct,
+ * the sum in fp32, C rounded once at the store.
  * split2: K summed in two halves added at the end (as a split-K algorithm
  * would: other bits, no worse accuracy) */
-static void gemm_cm(bool ta, bool tb, int m, int n, int k, float alpha, const float *A, long lda,
-                    const float *B, long ldb, float beta, float *C, long ldc, bool tf32,
-                    bool relu, bool split2 = false, const float *Cin = nullptr)
+static void gemm_cm(bool ta, bool tb, int m, int n, int k, float alpha, const void *A, long lda,
+                    const void *B, long ldb, float beta, void *C, long ldc, bool tf32,
+                    bool relu, bool split2, const void *Cin, tf_dtype abt, tf_dtype ct)
 {
     if (!Cin) Cin = C;
     const int kh = split2 ? k / 2 : k;
@@ -669,8 +700,8 @@ static void gemm_cm(bool ta, bool tb, int m, int n, int k, float alpha, const fl
         for (int i = 0; i < m; ++i) {
             float acc = 0.f, acc2 = 0.f;
             for (int l = 0; l < k; ++l) {
-                float a = ta ? A[l + (long)i * lda] : A[i + (long)l * lda];
-                float b = tb ? B[j + (long)l * ldb] : B[l + (long)j * ldb];
+                float a = emu_ld(A, ta ? l + (long)i * lda : i + (long)l * lda, abt);
+                float b = emu_ld(B, tb ? j + (long)l * ldb : l + (long)j * ldb, abt);
                 if (tf32) {
                     a = tf32_round(a);
                     b = tf32_round(b);
@@ -682,9 +713,9 @@ static void gemm_cm(bool ta, bool tb, int m, int n, int k, float alpha, const fl
             }
             acc += acc2;
             float r = alpha * acc;
-            if (beta != 0.f) r += beta * Cin[i + (long)j * ldc];
+            if (beta != 0.f) r += beta * emu_ld(Cin, i + (long)j * ldc, ct);
             if (relu && r < 0.f) r = 0.f;
-            C[i + (long)j * ldc] = r;
+            emu_st(C, i + (long)j * ldc, ct, r);
         }
 }
 
@@ -731,12 +762,18 @@ cublasStatus_t cublasGetVersion(cublasHandle_t, int *v)
 }
 cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta,
                                           cublasOperation_t tb, int m, int n, int k,
-                                          const void *alpha, const void *A, cudaDataType,
-                                          int lda, long long sA, const void *B, cudaDataType,
+                                          const void *alpha, const void *A, cudaDataType at,
+                                          int lda, long long sA, const void *B, cudaDataType bt,
                                           int ldb, long long sB, const void *beta, void *C,
-                                          cudaDataType, int ldc, long long sC, int batch,
+                                          cudaDataType ct, int ldc, long long sC, int batch,
                                           cublasComputeType_t comp, cublasGemmAlgo_t)
 {
+    if (at != bt) emu_die("cublasGemmStridedBatchedEx: A and B of two types");
+    const tf_dtype abt = emu_type(at), cty = emu_type(ct);
+    if (cty != TF_F32 && cty != abt) emu_die("cublasGemmStridedBatchedEx: unsupported C type");
+    if (abt != TF_F32 && comp != CUBLAS_COMPUTE_32F)
+        emu_die("cublasGemmStridedBatchedEx: half operands need CUBLAS_COMPUTE_32F");
+    const long abz = (long)tf_dtype_size(abt), cz = (long)tf_dtype_size(cty);
     if (m < 0 || n < 0 || k < 0 || batch < 0) return CUBLAS_STATUS_INVALID_VALUE;
     if (lda < (ta == CUBLAS_OP_N ? (m > 1 ? m : 1) : (k > 1 ? k : 1)) ||
         ldb < (tb == CUBLAS_OP_N ? (k > 1 ? k : 1) : (n > 1 ? n : 1)) || ldc < (m > 1 ? m : 1))
@@ -745,24 +782,23 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta
         emu_die("cuBLAS call captured without a user workspace (cublasSetWorkspace)");
     const float al = *(const float *)alpha, be = *(const float *)beta;
     const bool tf32 = comp == CUBLAS_COMPUTE_32F_FAST_TF32 || h->math == CUBLAS_TF32_TENSOR_OP_MATH;
-    const float *Af = (const float *)A, *Bf = (const float *)B;
-    float *Cf = (float *)C;
     if (batch > 0 && m > 0 && n > 0) {
         /* every operand must lie in device memory */
         const long aext = (ta == CUBLAS_OP_N ? (long)(k - 1) * lda + m : (long)(m - 1) * lda + k);
         const long bext = (tb == CUBLAS_OP_N ? (long)(n - 1) * ldb + k : (long)(k - 1) * ldb + n);
         for (int p = 0; p < batch; ++p) {
             if (k > 0) {
-                check_dev(Af + p * sA, aext * 4, "cublasGemm A");
-                check_dev(Bf + p * sB, bext * 4, "cublasGemm B");
+                check_dev(emu_at(A, p * sA, abt), aext * abz, "cublasGemm A");
+                check_dev(emu_at(B, p * sB, abt), bext * abz, "cublasGemm B");
             }
-            check_dev(Cf + p * sC, ((long)(n - 1) * ldc + m) * 4, "cublasGemm C");
+            check_dev(emu_at(C, p * sC, cty), ((long)(n - 1) * ldc + m) * cz, "cublasGemm C");
         }
     }
     submit(h->stream, [=]() {
         for (int p = 0; p < batch; ++p)
-            gemm_cm(ta == CUBLAS_OP_T, tb == CUBLAS_OP_T, m, n, k, al, Af + p * sA, lda,
-                    Bf + p * sB, ldb, be, Cf + p * sC, ldc, tf32, false);
+            gemm_cm(ta == CUBLAS_OP_T, tb == CUBLAS_OP_T, m, n, k, al, emu_at(A, p * sA, abt),
+                    lda, emu_at(B, p * sB, abt), ldb, be, (void *)emu_at(C, p * sC, cty), ldc,
+                    tf32, false, false, nullptr, abt, cty);
     });
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -775,6 +811,7 @@ struct emu_lt_desc {
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
 };
 struct emu_lt_layout {
+    tf_dtype t;
     uint64_t rows, cols;
     int64_t ld;
     int32_t batch;
@@ -833,11 +870,11 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
     }
     return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *l, cudaDataType, uint64_t rows,
-                                          uint64_t cols, int64_t ld)
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *l, cudaDataType t,
+                                          uint64_t rows, uint64_t cols, int64_t ld)
 {
     if (ld < (int64_t)(rows > 1 ? rows : 1)) return CUBLAS_STATUS_INVALID_VALUE;
-    *l = new emu_lt_layout{rows, cols, ld, 1, 0};
+    *l = new emu_lt_layout{emu_type(t), rows, cols, ld, 1, 0};
     return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l,
@@ -944,21 +981,27 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const vo
     if (algo->data[ALG_WS] > wsbytes)
         emu_die("cublasLtMatmul: algorithm needs more workspace than given");
     if (k == 0) emu_die("cublasLtMatmul: K = 0 (the backend sends it to cuBLAS)");
+    /* the type pairs cuBLASLt runs with CUBLAS_COMPUTE_32F: A = B, C = D, and
+     * C either fp32 or A's type */
+    const tf_dtype abt = ad->t, cty = dd->t;
+    if (bd->t != abt || cd->t != cty || (cty != TF_F32 && cty != abt))
+        emu_die("cublasLtMatmul: an operand type combination cuBLASLt does not run");
+    if (abt != TF_F32 && d->comp != CUBLAS_COMPUTE_32F)
+        emu_die("cublasLtMatmul: half operands need CUBLAS_COMPUTE_32F");
+    const long abz = (long)tf_dtype_size(abt), cz = (long)tf_dtype_size(cty);
     const float al = *(const float *)alpha, be = *(const float *)beta;
-    const float *Af = (const float *)A, *Bf = (const float *)B, *Cf = (const float *)C;
-    float *Df = (float *)D;
     const long lda = ad->ld, ldb = bd->ld, ldc = cd->ld, ldd = dd->ld;
     /* C (read when beta != 0) and D may be different buffers, as in cuBLASLt */
     for (int p = 0; p < batch; ++p) {
-        const void *ptrs[4] = {Af + p * ad->stride, Bf + p * bd->stride, Cf + p * cd->stride,
-                               Df + p * dd->stride};
+        const void *ptrs[4] = {emu_at(A, p * ad->stride, abt), emu_at(B, p * bd->stride, abt),
+                               emu_at(C, p * cd->stride, cty), emu_at(D, p * dd->stride, cty)};
         for (int i = 0; i < 4; ++i)
             if ((uintptr_t)ptrs[i] % algo->data[i])
                 emu_die("cublasLtMatmul: operand less aligned than the algorithm was chosen for");
-        check_dev(ptrs[0], ((ad->cols - 1) * lda + ad->rows) * 4, "cublasLtMatmul A");
-        check_dev(ptrs[1], ((bd->cols - 1) * ldb + bd->rows) * 4, "cublasLtMatmul B");
-        if (be != 0.f) check_dev(ptrs[2], ((n - 1) * ldc + m) * 4, "cublasLtMatmul C");
-        check_dev(ptrs[3], ((n - 1) * ldd + m) * 4, "cublasLtMatmul D");
+        check_dev(ptrs[0], ((ad->cols - 1) * lda + ad->rows) * abz, "cublasLtMatmul A");
+        check_dev(ptrs[1], ((bd->cols - 1) * ldb + bd->rows) * abz, "cublasLtMatmul B");
+        if (be != 0.f) check_dev(ptrs[2], ((n - 1) * ldc + m) * cz, "cublasLtMatmul C");
+        check_dev(ptrs[3], ((n - 1) * ldd + m) * cz, "cublasLtMatmul D");
     }
     if (ws) check_dev(ws, wsbytes, "cublasLtMatmul workspace");
     if (s && s->capture && !ws) emu_die("cuBLASLt call captured without a workspace");
@@ -968,8 +1011,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const vo
     const long sa = ad->stride, sb = bd->stride, sd = dd->stride;
     submit(s, [=]() {
         for (int p = 0; p < batch; ++p)
-            gemm_cm(ta, tb, (int)m, (int)n, (int)k, al, Af + p * sa, lda, Bf + p * sb, ldb, be,
-                    Df + p * sd, ldd, tf32, relu, split2, Cf + p * sd);
+            gemm_cm(ta, tb, (int)m, (int)n, (int)k, al, emu_at(A, p * sa, abt), lda,
+                    emu_at(B, p * sb, abt), ldb, be, (void *)emu_at(D, p * sd, cty), ldd, tf32,
+                    relu, split2, emu_at(C, p * sd, cty), abt, cty);
     });
     return CUBLAS_STATUS_SUCCESS;
 }

@@ -278,7 +278,7 @@ TF_ATTN_KERNELS(attn_bwd_dbias_kernel1, attn_bwd_dbias_body, DB_T *DB_TY)
 
 extern "C" void tf_cu_attn_bwd(tf_backend *be, const tf_attn_args *a)
 {
-    const tf_gpu_attn_shape s = {a->L, a->d, 1};
+    const tf_gpu_attn_shape s = {a->L, a->d, 1, a->t != TF_F32};
     switch (tf_gpu_route_attn(&be->plan, &be->caps, &s, be->tf32)) { /* gpu_plan.h */
     case TF_GPU_ATTN_KERNEL5: tf_cu_attn_bwd5(be, a); return;
     case TF_GPU_ATTN_KERNEL4: tf_cu_attn_bwd4(be, a); return;

@@ -94,7 +94,7 @@ TF_ATTN_KERNELS(attn_fwd_kernel1, attn_fwd_body, AF_BR)
 
 extern "C" void tf_cu_attn_fwd(tf_backend *be, const tf_attn_args *a)
 {
-    const tf_gpu_attn_shape s = {a->L, a->d, 0};
+    const tf_gpu_attn_shape s = {a->L, a->d, 0, a->t != TF_F32};
     switch (tf_gpu_route_attn(&be->plan, &be->caps, &s, be->tf32)) { /* gpu_plan.h */
     case TF_GPU_ATTN_KERNEL5: tf_cu_attn_fwd5(be, a); return;
     case TF_GPU_ATTN_KERNEL4: tf_cu_attn_fwd4(be, a); return;

@@ -34,7 +34,14 @@ extern "C" void tf_cu_caps(const tf_backend *be, tf_backend_caps *c)
     c->pipelined_phases = 1;
     c->graphs = 1;
     c->max_head_dim = 64; /* the attention kernels keep a head's row in registers */
-    c->act_types = 1u << TF_F32; /* the kernels are fp32 so far */
+    /* half activations on NVIDIA where cuBLASLt has their GEMMs: bf16 from
+     * compute capability 8.0, fp16 from 7.0; HIP: fp32 only (rocBLAS' half
+     * types are not wired) */
+    c->act_types = 1u << TF_F32;
+    if (be->caps.vendor == TF_GPU_VENDOR_NVIDIA) {
+        if (be->caps.cc_major >= 8) c->act_types |= 1u << TF_BF16;
+        if (be->caps.cc_major >= 7) c->act_types |= 1u << TF_F16;
+    }
 }
 
 extern "C" void tf_cu_graph_destroy(tf_backend *be, void *graph)

@@ -29,11 +29,11 @@
 #define TF_CU_MMA_COUNTERS TF_GPU_MMA_COUNTERS /* split-K tile counters of the tensor-core GEMM */
 #define TF_CU_WGRAD_EVENTS 64  /* the weight-gradient lane's completion events */
 #define TF_CU_LT_CACHE 1024 /* cuBLASLt plan slots (open addressing, a power of two) */
-#define TF_CU_LT_KEY 19      /* longs in a plan key (cuda_gemm.cu: plan_key) */
+#define TF_CU_LT_KEY 21      /* longs in a plan key (cuda_gemm.cu: plan_key) */
 
 /* One cached cuBLASLt plan (descriptors + chosen algorithm) for a GEMM key:
  * shape, leading dimensions, batch and strides, operand alignments, beta == 0
- * or not, epilogue, precision. ok == 0 caches "cuBLASLt has no algorithm"
+ * or not, epilogue, precision, element types. ok == 0 caches "cuBLASLt has no algorithm"
  * (descriptors destroyed; the caller falls back). */
 typedef struct {
     int used, ok;
@@ -346,14 +346,62 @@ void tf_cu_opm_bwd(tf_backend *be, float *da, const float *dop, const float *a, 
 void tf_cu_opm_outer(tf_backend *be, float *outer_p, const float *a, int B, int S, int N,
                      int co);
 /* relu in place on the `batch` strided [M, N] matrices of a GEMM output */
-void tf_cu_relu_strided(tf_backend *be, float *C, int M, int N, long ldc, long strideC,
-                        int batch);
+void tf_cu_relu_strided(tf_backend *be, void *C, int M, int N, long ldc, long strideC,
+                        int batch, tf_dtype t);
 /* the same matrices: dst = src (a GEMM's residual input R into C), and
  * C = aux > 0 ? C : 0 (the DRELU epilogue; aux with C's ldc and strideC) */
-void tf_cu_copy_strided(tf_backend *be, float *dst, const float *src, int M, int N, long ld,
-                        long stride, int batch);
-void tf_cu_drelu_strided(tf_backend *be, float *C, const float *aux, int M, int N, long ldc,
-                         long strideC, int batch);
+void tf_cu_copy_strided(tf_backend *be, void *dst, const void *src, int M, int N, long ld,
+                        long stride, int batch, tf_dtype t);
+void tf_cu_drelu_strided(tf_backend *be, void *C, const void *aux, int M, int N, long ldc,
+                         long strideC, int batch, tf_dtype t);
+
+/* the same ops on bf16 / fp16 (cuda_elementwise.cu: widened, fp32 math, one
+ * rounding at the store) */
+void tf_cu_h_add(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t);
+void tf_cu_h_mul(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t);
+void tf_cu_h_scale(tf_backend *be, void *y, const void *x, float alpha, long n, tf_dtype t);
+void tf_cu_h_act_fwd(tf_backend *be, tf_act act, void *y, const void *x, long n, tf_dtype t);
+void tf_cu_h_act_bwd(tf_backend *be, tf_act act, void *dx, const void *dy, const void *y, long n,
+                     tf_dtype t);
+void tf_cu_h_gate_fwd(tf_backend *be, void *y, const void *a, const void *g, long n, tf_dtype t);
+void tf_cu_h_gate_bwd(tf_backend *be, void *da, void *dg, const void *dy, const void *a,
+                      const void *g, long n, tf_dtype t);
+void tf_cu_h_gate_residual_fwd(tf_backend *be, float *out, const float *res, const void *a,
+                               const void *g, long n, tf_dtype t);
+
+/* cuda_half_ops.cu: the other ops on bf16 / fp16 (any tensor of the op's
+ * types may be fp32 where the op's contract says so) */
+void tf_cu_h_layernorm_fwd(tf_backend *be, void *out, float *mean, float *rstd, const void *x,
+                           const float *g, const float *b, long rows, int C, float eps,
+                           tf_dtype xt, tf_dtype yt);
+void tf_cu_h_layernorm_bwd(tf_backend *be, void *dx, float *dg, float *db, const void *dout,
+                           const void *x, const float *mean, const float *rstd, const float *g,
+                           long rows, int C, int acc, tf_dtype xt, tf_dtype yt);
+void tf_cu_h_layernorm2_fwd(tf_backend *be, void *out, float *stats, const void *x,
+                            const float *g1, const float *b1, const float *g2, const float *b2,
+                            long rows, int C, float eps, tf_dtype xt, tf_dtype yt);
+void tf_cu_h_layernorm2_bwd(tf_backend *be, void *dx, float *dg1, float *db1, float *dg2,
+                            float *db2, const void *dout, const void *x, const float *stats,
+                            const float *g1, const float *b1, const float *g2, long rows, int C,
+                            int acc, tf_dtype xt, tf_dtype yt);
+void tf_cu_h_softmax_fwd(tf_backend *be, void *y, const void *x, long rows, int cols, tf_dtype t);
+void tf_cu_h_softmax_bwd(tf_backend *be, void *dx, const void *dy, const void *y, long rows,
+                         int cols, tf_dtype t);
+void tf_cu_h_attn_fwd(tf_backend *be, const tf_attn_args *a);
+void tf_cu_h_attn_bwd(tf_backend *be, const tf_attn_args *a);
+void tf_cu_h_permute(tf_backend *be, void *out, const void *in, const tf_permute_args *a);
+void tf_cu_h_add_bcast_mid(tf_backend *be, void *y, const void *x, long outer, long mid,
+                           long inner, tf_dtype t);
+void tf_cu_h_sum_mid(tf_backend *be, void *y, const void *x, long outer, long mid, long inner,
+                     int acc, tf_dtype t);
+void tf_cu_h_gate_cmajor_fwd(tf_backend *be, void *lr_t, const void *a, const void *g, long ld,
+                             long rows, long inner, int C, tf_dtype t);
+void tf_cu_h_gate_cmajor_bwd(tf_backend *be, void *da, void *dg, const void *dlr_t, const void *a,
+                             const void *g, long ld, long rows, long inner, int C, tf_dtype t);
+void tf_cu_h_opm_bwd(tf_backend *be, void *da, const void *dop, const void *a, int B, int S,
+                     int N, int co, tf_dtype t);
+void tf_cu_h_opm_outer(tf_backend *be, void *outer_p, const void *a, int B, int S, int N, int co,
+                       tf_dtype t);
 
 /* cuda_gate_cmajor.cu */
 void tf_cu_gate_cmajor_fwd(tf_backend *be, float *lr_t, const float *a, const float *g, long ld,

@@ -2,6 +2,7 @@
  * aligned (a scalar loop takes the tail and unaligned views). Each element is
  * read and written by one thread, so in-place calls (y == a, ...) are safe. */
 #include "cuda_common.h"
+#include "cuda_typed.h"
 
 #define EW_THREADS 256
 
@@ -139,14 +140,101 @@ __device__ __forceinline__ long strided_at(long i, int M, int N, long ld, long s
     return p * stride + r * ld + c;
 }
 
-extern "C" __global__ void relu_strided_kernel1(float *C, int M, int N, long ldc, long strideC,
-                                                long total)
+extern "C" __global__ void relu_strided_kernel1(void *C, int M, int N, long ldc, long strideC,
+                                                long total, tf_dtype t)
 {
     const long stride = (long)gridDim.x * blockDim.x;
     for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
-        float *q = C + strided_at(i, M, N, ldc, strideC);
-        *q = reluf_(*q);
+        const long o = strided_at(i, M, N, ldc, strideC);
+        tf_cu_st(C, o, t, reluf_(tf_cu_ld(C, o, t)));
     }
+}
+
+/* ---- bf16 / fp16 (ops.h): every operand widened, the functor in fp32, one
+ * rounding at the store; each operand has its own type (gate_residual's
+ * out and res are fp32) ---- */
+template <class F>
+__global__ void ew3_typed_kernel1(void *y, tf_dtype yt, const void *u, tf_dtype ut, const void *v,
+                                  tf_dtype vt, const void *w, tf_dtype wt, long n, F f)
+{
+    const long stride = (long)gridDim.x * blockDim.x;
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        tf_cu_st(y, i, yt, f(tf_cu_ld(u, i, ut), tf_cu_ld(v, i, vt), tf_cu_ld(w, i, wt)));
+}
+
+extern "C" __global__ void gate_bwd_typed_kernel1(void *da, void *dg, const void *dy,
+                                                  const void *a, const void *g, long n,
+                                                  tf_dtype t)
+{
+    const long stride = (long)gridDim.x * blockDim.x;
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        float r, q;
+        tf_gate_bwd_one(&r, &q, tf_cu_ld(dy, i, t), tf_cu_ld(a, i, t), tf_cu_ld(g, i, t));
+        tf_cu_st(da, i, t, r);
+        tf_cu_st(dg, i, t, q);
+    }
+}
+
+#define TGRID(n) dim3(tf_cu_grid(be, (n), EW_THREADS))
+
+template <class F>
+static void ew3_typed(tf_backend *be, void *y, tf_dtype yt, const void *u, tf_dtype ut,
+                      const void *v, tf_dtype vt, const void *w, tf_dtype wt, long n, F f)
+{
+    if (n > 0)
+        TF_LAUNCH(ew3_typed_kernel1<F>, TGRID(n), dim3(EW_THREADS), be->stream, y, yt, u, ut, v,
+                  vt, w, wt, n, f);
+}
+
+extern "C" void tf_cu_h_add(tf_backend *be, void *y, const void *a, const void *b, long n,
+                            tf_dtype t)
+{
+    ew3_typed(be, y, t, a, t, b, t, a, t, n, AddF());
+}
+extern "C" void tf_cu_h_mul(tf_backend *be, void *y, const void *a, const void *b, long n,
+                            tf_dtype t)
+{
+    ew3_typed(be, y, t, a, t, b, t, a, t, n, MulF());
+}
+extern "C" void tf_cu_h_scale(tf_backend *be, void *y, const void *x, float alpha, long n,
+                              tf_dtype t)
+{
+    ScaleF f;
+    f.alpha = alpha;
+    ew3_typed(be, y, t, x, t, x, t, x, t, n, f);
+}
+extern "C" void tf_cu_h_act_fwd(tf_backend *be, tf_act act, void *y, const void *x, long n,
+                                tf_dtype t)
+{
+    if (act == TF_ACT_SIGMOID)
+        ew3_typed(be, y, t, x, t, x, t, x, t, n, SigmoidF());
+    else
+        ew3_typed(be, y, t, x, t, x, t, x, t, n, ReluF());
+}
+extern "C" void tf_cu_h_act_bwd(tf_backend *be, tf_act act, void *dx, const void *dy,
+                                const void *y, long n, tf_dtype t)
+{
+    if (act == TF_ACT_SIGMOID)
+        ew3_typed(be, dx, t, dy, t, y, t, dy, t, n, SigmoidBwdF());
+    else
+        ew3_typed(be, dx, t, dy, t, y, t, dy, t, n, ReluBwdF());
+}
+extern "C" void tf_cu_h_gate_fwd(tf_backend *be, void *y, const void *a, const void *g, long n,
+                                 tf_dtype t)
+{
+    ew3_typed(be, y, t, a, t, g, t, a, t, n, GateF());
+}
+extern "C" void tf_cu_h_gate_bwd(tf_backend *be, void *da, void *dg, const void *dy,
+                                 const void *a, const void *g, long n, tf_dtype t)
+{
+    if (n > 0)
+        TF_LAUNCH(gate_bwd_typed_kernel1, TGRID(n), dim3(EW_THREADS), be->stream, da, dg, dy, a,
+                  g, n, t);
+}
+extern "C" void tf_cu_h_gate_residual_fwd(tf_backend *be, float *out, const float *res,
+                                          const void *a, const void *g, long n, tf_dtype t)
+{
+    ew3_typed(be, out, TF_F32, res, TF_F32, a, t, g, t, n, GateResF());
 }
 
 /* ---- host wrappers ---- */
@@ -198,59 +286,67 @@ extern "C" void tf_cu_gate_residual_fwd(tf_backend *be, float *out, const float 
         TF_LAUNCH(gate_residual_fwd_kernel1, GRID(n), dim3(EW_THREADS), be->stream, out, res, a,
                   g, n);
 }
-extern "C" void tf_cu_relu_strided(tf_backend *be, float *C, int M, int N, long ldc,
-                                   long strideC, int batch)
+extern "C" void tf_cu_relu_strided(tf_backend *be, void *C, int M, int N, long ldc,
+                                   long strideC, int batch, tf_dtype t)
 {
     const long total = (long)M * N * batch;
     if (total > 0)
         TF_LAUNCH(relu_strided_kernel1, dim3(tf_cu_grid(be, total, EW_THREADS)),
-                  dim3(EW_THREADS), be->stream, C, M, N, ldc, strideC, total);
+                  dim3(EW_THREADS), be->stream, C, M, N, ldc, strideC, total, t);
 }
 
 /* ---- GEMM helpers (cuda_gemm.cu): the residual input R copied into C before a
  * cuBLAS call that scales C, and the DRELU epilogue after one ---- */
 /* dst[p*stride + r*ld + c] = src[...] for p < batch, r < M, c < N */
-extern "C" __global__ void copy_strided_kernel1(float *dst, const float *src, int M, int N,
-                                                long ld, long stride, long total)
+extern "C" __global__ void copy_strided_kernel1(void *dst, const void *src, int M, int N,
+                                                long ld, long stride, long total, tf_dtype t)
 {
     const long step = (long)gridDim.x * blockDim.x;
     for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
         const long o = strided_at(i, M, N, ld, stride);
-        dst[o] = src[o];
+        if (t == TF_F32)
+            ((float *)dst)[o] = ((const float *)src)[o];
+        else
+            ((uint16_t *)dst)[o] = ((const uint16_t *)src)[o];
     }
 }
 
 /* C = aux > 0 ? C : 0 over the strided matrices (act_bwd's ReLU select) */
-extern "C" __global__ void drelu_strided_kernel1(float *C, const float *aux, int M, int N,
-                                                 long ldc, long strideC, long total)
+extern "C" __global__ void drelu_strided_kernel1(void *C, const void *aux, int M, int N,
+                                                 long ldc, long strideC, long total, tf_dtype t)
 {
     const long step = (long)gridDim.x * blockDim.x;
     for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
         const long o = strided_at(i, M, N, ldc, strideC);
-        C[o] = aux[o] > 0.f ? C[o] : 0.f;
+        tf_cu_st(C, o, t, tf_cu_ld(aux, o, t) > 0.f ? tf_cu_ld(C, o, t) : 0.f);
     }
 }
 
-extern "C" void tf_cu_copy_strided(tf_backend *be, float *dst, const float *src, int M, int N,
-                                   long ld, long stride, int batch)
+extern "C" void tf_cu_copy_strided(tf_backend *be, void *dst, const void *src, int M, int N,
+                                   long ld, long stride, int batch, tf_dtype t)
 {
     const long total = (long)M * N * batch;
     if (total > 0)
         TF_LAUNCH(copy_strided_kernel1, dim3(tf_cu_grid(be, total, EW_THREADS)),
-                  dim3(EW_THREADS), be->stream, dst, src, M, N, ld, stride, total);
+                  dim3(EW_THREADS), be->stream, dst, src, M, N, ld, stride, total, t);
 }
 
-extern "C" void tf_cu_drelu_strided(tf_backend *be, float *C, const float *aux, int M, int N,
-                                    long ldc, long strideC, int batch)
+extern "C" void tf_cu_drelu_strided(tf_backend *be, void *C, const void *aux, int M, int N,
+                                    long ldc, long strideC, int batch, tf_dtype t)
 {
     const long total = (long)M * N * batch;
     if (total <= 0) return;
     /* contiguous matrices: act_bwd's ReLU kernel in place (float4 where
      * aligned, no per-element index arithmetic; the strided kernel's held the
      * pair transition's tf32 mask pass at ~2 TB/s, 49 us a call) */
-    if (ldc == N && (batch == 1 || strideC == (long)M * N))
-        tf_cu_act_bwd(be, TF_ACT_RELU, C, C, aux, total);
-    else
+    if (ldc == N && (batch == 1 || strideC == (long)M * N)) {
+        if (t == TF_F32)
+            tf_cu_act_bwd(be, TF_ACT_RELU, (float *)C, (const float *)C, (const float *)aux,
+                          total);
+        else
+            tf_cu_h_act_bwd(be, TF_ACT_RELU, C, C, aux, total, t);
+    } else {
         TF_LAUNCH(drelu_strided_kernel1, dim3(tf_cu_grid(be, total, EW_THREADS)),
-                  dim3(EW_THREADS), be->stream, C, aux, M, N, ldc, strideC, total);
+                  dim3(EW_THREADS), be->stream, C, aux, M, N, ldc, strideC, total, t);
+    }
 }

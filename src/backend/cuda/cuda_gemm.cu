@@ -36,27 +36,35 @@
 typedef struct {
     cublasOperation_t ta, tb;
     int m, n, k, batch;
-    const float *X, *Y;
-    float *D;
-    const float *Cin; /* the C that beta scales, laid out as D (NULL: D itself) */
+    const void *X, *Y;
+    void *D;
+    const void *Cin; /* the C that beta scales, laid out as D (NULL: D itself) */
     long ldx, ldy, ldd, sx, sy, sd;
     float alpha, beta;
+    tf_dtype xy_t, d_t; /* X and Y; D and Cin */
 } cm_gemm;
 
-static cublasComputeType_t compute_type(const tf_backend *be)
+/* the library's name for an element type */
+static cudaDataType_t cuda_type(tf_dtype t)
 {
-    return be->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    return t == TF_BF16 ? CUDA_R_16BF : t == TF_F16 ? CUDA_R_16F : CUDA_R_32F;
+}
+
+/* fp32 accumulation; TF32 products only for fp32 operands in tf32 */
+static cublasComputeType_t compute_type(const tf_backend *be, tf_dtype ab)
+{
+    return be->tf32 && ab == TF_F32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 }
 
 /* Largest power of two (<= 256) dividing the address of every matrix of the
  * batch: cuBLASLt's heuristic assumes 256-byte aligned operands unless told
  * otherwise, and arena views are only 4-byte aligned in general. */
-static uint32_t align_of(const void *p, long stride, int batch)
+static uint32_t align_of(const void *p, long stride, int batch, tf_dtype t)
 {
     uintptr_t a = (uintptr_t)p;
-    if (batch > 1) a |= (uintptr_t)stride * sizeof(float);
+    if (batch > 1) a |= (uintptr_t)stride * tf_dtype_size(t);
     uint32_t al = 256;
-    while (al > 4 && (a % al) != 0) al >>= 1;
+    while (al > tf_dtype_size(t) && (a % al) != 0) al >>= 1;
     return al;
 }
 
@@ -75,17 +83,19 @@ extern "C" void tf_cu_gemm_destroy_plans(tf_backend *be)
     be->n_plans = 0;
 }
 
-static const float *c_in(const cm_gemm *g) { return g->Cin ? g->Cin : g->D; }
+static const void *c_in(const cm_gemm *g) { return g->Cin ? g->Cin : g->D; }
 
 static void plan_key(const tf_backend *be, const cm_gemm *g, int relu, long key[TF_CU_LT_KEY])
 {
     const int b = g->batch > 1; /* strides only matter in a batch */
     const long k[TF_CU_LT_KEY] = {(long)g->ta, (long)g->tb, g->m, g->n, g->k, g->ldx, g->ldy,
                                   g->ldd, b ? g->sx : 0, b ? g->sy : 0, b ? g->sd : 0, g->batch,
-                                  (long)align_of(g->X, g->sx, g->batch),
-                                  (long)align_of(g->Y, g->sy, g->batch),
-                                  (long)align_of(g->D, g->sd, g->batch), g->beta != 0.f, relu,
-                                  be->tf32, (long)align_of(c_in(g), g->sd, g->batch)};
+                                  (long)align_of(g->X, g->sx, g->batch, g->xy_t),
+                                  (long)align_of(g->Y, g->sy, g->batch, g->xy_t),
+                                  (long)align_of(g->D, g->sd, g->batch, g->d_t), g->beta != 0.f,
+                                  relu, be->tf32,
+                                  (long)align_of(c_in(g), g->sd, g->batch, g->d_t),
+                                  (long)g->xy_t, (long)g->d_t};
     memcpy(key, k, sizeof k);
 }
 
@@ -101,10 +111,10 @@ static tf_cu_lt_plan *plan_slot(tf_backend *be, const long *key)
     }
 }
 
-static void make_layout(cublasLtMatrixLayout_t *l, int rows, int cols, long ld, int batch,
-                        long stride)
+static void make_layout(cublasLtMatrixLayout_t *l, tf_dtype t, int rows, int cols, long ld,
+                        int batch, long stride)
 {
-    TF_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(l, CUDA_R_32F, (uint64_t)rows, (uint64_t)cols,
+    TF_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(l, cuda_type(t), (uint64_t)rows, (uint64_t)cols,
                                                  (int64_t)ld));
     if (batch > 1) {
         const int32_t n = batch;
@@ -124,14 +134,16 @@ static int plan_build(tf_backend *be, tf_cu_lt_plan *pl, const cm_gemm *g, int r
 {
     const cublasLtEpilogue_t epi = relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT;
     const uint64_t ws = TF_CU_WORKSPACE_BYTES;
-    const uint32_t alx = align_of(g->X, g->sx, g->batch), aly = align_of(g->Y, g->sy, g->batch),
-                   ald = align_of(g->D, g->sd, g->batch), alc = align_of(c_in(g), g->sd, g->batch);
+    const uint32_t alx = align_of(g->X, g->sx, g->batch, g->xy_t),
+                   aly = align_of(g->Y, g->sy, g->batch, g->xy_t),
+                   ald = align_of(g->D, g->sd, g->batch, g->d_t),
+                   alc = align_of(c_in(g), g->sd, g->batch, g->d_t);
     cublasLtMatmulPreference_t pref;
     int nres = 0, n = 0;
 
     memset(pl, 0, sizeof *pl);
     memset(res, 0, sizeof *res * (size_t)want);
-    TF_CUBLASLT_CHECK(cublasLtMatmulDescCreate(&pl->desc, compute_type(be), CUDA_R_32F));
+    TF_CUBLASLT_CHECK(cublasLtMatmulDescCreate(&pl->desc, compute_type(be, g->xy_t), CUDA_R_32F));
     TF_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_TRANSA,
                                                      &g->ta, sizeof g->ta));
     TF_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_TRANSB,
@@ -139,11 +151,11 @@ static int plan_build(tf_backend *be, tf_cu_lt_plan *pl, const cm_gemm *g, int r
     TF_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                                      &epi, sizeof epi));
     /* stored shapes (column-major rows x cols) */
-    make_layout(&pl->la, g->ta == CUBLAS_OP_N ? g->m : g->k, g->ta == CUBLAS_OP_N ? g->k : g->m,
+    make_layout(&pl->la, g->xy_t, g->ta == CUBLAS_OP_N ? g->m : g->k, g->ta == CUBLAS_OP_N ? g->k : g->m,
                 g->ldx, g->batch, g->sx);
-    make_layout(&pl->lb, g->tb == CUBLAS_OP_N ? g->k : g->n, g->tb == CUBLAS_OP_N ? g->n : g->k,
+    make_layout(&pl->lb, g->xy_t, g->tb == CUBLAS_OP_N ? g->k : g->n, g->tb == CUBLAS_OP_N ? g->n : g->k,
                 g->ldy, g->batch, g->sy);
-    make_layout(&pl->lc, g->m, g->n, g->ldd, g->batch, g->sd);
+    make_layout(&pl->lc, g->d_t, g->m, g->n, g->ldd, g->batch, g->sd);
     TF_CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     TF_CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
@@ -228,16 +240,19 @@ extern "C" tf_gpu_gemm_shape tf_cu_gemm_shape(const tf_gemm_args *a)
     s.neg_stride = a->batch > 1 && (a->strideA < 0 || a->strideB < 0 || a->strideC < 0);
     s.relu = a->epilogue == TF_EPI_RELU;
     s.beta_zero = a->beta == 0.f;
+    s.half = a->ab_type != TF_F32 || a->c_type != TF_F32;
     return s;
 }
 
 extern "C" void tf_cu_gemm(tf_backend *be, const tf_gemm_args *a, const char *name)
 {
     (void)name; /* kernel names come from cuBLAS; the model's region says which GEMM */
-    if (a->ab_type != TF_F32 || a->c_type != TF_F32) { /* fp32 only so far (ops.h) */
+    /* fp32, or half operands with an fp32 or a same-type half result */
+    if (!tf_dtype_valid(a->ab_type) || !tf_dtype_valid(a->c_type) ||
+        (a->c_type != TF_F32 && a->c_type != a->ab_type)) {
         fprintf(stderr, "tinyfold: internal error: GEMM with %s operands and a %s result: the "
-                "CUDA backend's GEMMs take fp32 only\n", tf_dtype_name(a->ab_type),
-                tf_dtype_name(a->c_type));
+                "CUDA backend takes ab = c, or half operands with an fp32 result\n",
+                tf_dtype_name(a->ab_type), tf_dtype_name(a->c_type));
         abort();
     }
     if (a->M <= 0 || a->N <= 0 || a->batch <= 0) return;
@@ -262,12 +277,11 @@ static void r_into_c(tf_backend *be, tf_gemm_args *a)
 {
     const int contiguous = a->ldc == a->N && (a->batch == 1 || a->strideC == (long)a->M * a->N);
     if (contiguous)
-        TF_CUDA_CHECK(cudaMemcpyAsync(a->C, a->R, sizeof(float) * (size_t)a->M * a->N *
+        TF_CUDA_CHECK(cudaMemcpyAsync(a->C, a->R, tf_dtype_size(a->c_type) * (size_t)a->M * a->N *
                                                       (size_t)a->batch,
                                       cudaMemcpyDeviceToDevice, be->stream));
     else
-        tf_cu_copy_strided(be, (float *)a->C, (const float *)a->R, a->M, a->N, a->ldc,
-                           a->strideC, a->batch);
+        tf_cu_copy_strided(be, a->C, a->R, a->M, a->N, a->ldc, a->strideC, a->batch, a->c_type);
     a->R = NULL;
 }
 
@@ -275,11 +289,12 @@ static void r_into_c(tf_backend *be, tf_gemm_args *a)
  * apply them in theirs) */
 static void epilogue_after(tf_backend *be, const tf_gemm_args *a, int relu)
 {
-    float *C = (float *)a->C; /* fp32: tf_cu_gemm checked the types */
-    if (relu) tf_cu_relu_strided(be, C, a->M, a->N, a->ldc, a->strideC, a->batch);
+    /* on the stored C: max and the select commute with the rounding, so a half
+     * C gets the bits of the epilogue applied before its store */
+    if (relu) tf_cu_relu_strided(be, a->C, a->M, a->N, a->ldc, a->strideC, a->batch, a->c_type);
     if (a->epilogue == TF_EPI_DRELU)
-        tf_cu_drelu_strided(be, C, (const float *)a->aux, a->M, a->N, a->ldc, a->strideC,
-                            a->batch);
+        tf_cu_drelu_strided(be, a->C, a->aux, a->M, a->N, a->ldc, a->strideC, a->batch,
+                            a->c_type);
 }
 
 static void gemm_route(tf_backend *be, tf_gemm_args a)
@@ -289,9 +304,8 @@ static void gemm_route(tf_backend *be, tf_gemm_args a)
     /* swapped operands: X = B (m = N rows of op), Y = A (n = M) */
     const cm_gemm g = {a.transB ? CUBLAS_OP_T : CUBLAS_OP_N,
                        a.transA ? CUBLAS_OP_T : CUBLAS_OP_N,
-                       a.N, a.M, a.K, a.batch, (const float *)a.B, (const float *)a.A,
-                       (float *)a.C, (const float *)a.R, a.ldb, a.lda, a.ldc,
-                       a.strideB, a.strideA, a.strideC, a.alpha, a.beta};
+                       a.N, a.M, a.K, a.batch, a.B, a.A, a.C, a.R, a.ldb, a.lda, a.ldc,
+                       a.strideB, a.strideA, a.strideC, a.alpha, a.beta, a.ab_type, a.c_type};
     const int relu = s.relu;
     switch (r.engine) {
     case TF_GPU_ENG_MMA:
@@ -304,7 +318,7 @@ static void gemm_route(tf_backend *be, tf_gemm_args a)
         /* the fused RELU epilogue, else (level 3) the plain product and the
          * epilogues after it; no algorithm: cuBLAS below */
         if (relu && gemm_lt(be, &g, 1)) return;
-        if (be->plan.level >= 3 && gemm_lt(be, &g, 0)) {
+        if ((be->plan.level >= 3 || s.half) && gemm_lt(be, &g, 0)) {
             epilogue_after(be, &a, relu);
             return;
         }
@@ -315,9 +329,9 @@ static void gemm_route(tf_backend *be, tf_gemm_args a)
     }
     if (a.R) r_into_c(be, &a);
     TF_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-        be->blas, g.ta, g.tb, g.m, g.n, g.k, &a.alpha, a.B, CUDA_R_32F, (int)a.ldb,
-        (long long)a.strideB, a.A, CUDA_R_32F, (int)a.lda, (long long)a.strideA, &a.beta, a.C,
-        CUDA_R_32F, (int)a.ldc, (long long)a.strideC, a.batch, compute_type(be),
-        CUBLAS_GEMM_DEFAULT));
+        be->blas, g.ta, g.tb, g.m, g.n, g.k, &a.alpha, a.B, cuda_type(a.ab_type), (int)a.ldb,
+        (long long)a.strideB, a.A, cuda_type(a.ab_type), (int)a.lda, (long long)a.strideA,
+        &a.beta, a.C, cuda_type(a.c_type), (int)a.ldc, (long long)a.strideC, a.batch,
+        compute_type(be, a.ab_type), CUBLAS_GEMM_DEFAULT));
     epilogue_after(be, &a, relu);
 }

@@ -129,13 +129,15 @@ cublasStatus_t cublasGetVersion(cublasHandle_t, int *v)
 }
 cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta,
                                           cublasOperation_t tb, int m, int n, int k,
-                                          const void *alpha, const void *A, cudaDataType, int lda,
-                                          long long sA, const void *B, cudaDataType, int ldb,
-                                          long long sB, const void *beta, void *C, cudaDataType,
+                                          const void *alpha, const void *A, cudaDataType at, int lda,
+                                          long long sA, const void *B, cudaDataType bt, int ldb,
+                                          long long sB, const void *beta, void *C, cudaDataType ct,
                                           int ldc, long long sC, int batch, cublasComputeType_t,
                                           cublasGemmAlgo_t)
 {
     if (!rb_load()) return CUBLAS_STATUS_NOT_INITIALIZED;
+    /* fp32 only (caps.act_types): rocBLAS' half types are not wired */
+    if (at != CUDA_R_32F || bt != CUDA_R_32F || ct != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
     const int oa = ta == CUBLAS_OP_T ? RB_OP_T : RB_OP_N, ob = tb == CUBLAS_OP_T ? RB_OP_T : RB_OP_N;
     return from_rb(g_rb.gemm((rb_handle)h, oa, ob, m, n, k, alpha, A, RB_F32_R, lda, sA, B,
                              RB_F32_R, ldb, sB, beta, C, RB_F32_R, ldc, sC, C, RB_F32_R, ldc, sC,
