@@ -79,6 +79,13 @@ run train "${TINY[@]}" --use-amp --num-steps 4 --warmup-steps 1 --quiet --json "
 run train "${TINY[@]}" --use-amp --resume "$TMP/fp16.ckpt" --num-steps 2 --quiet \
     --json "$TMP/resumed.json"
 [ $? -eq 0 ] || fail "resumed fp16 run"
+# The precision is the command line's, like --impl: without --use-amp the
+# fp16 checkpoint continues in fp32, with no loss scale.
+run train "${TINY[@]}" --resume "$TMP/fp16.ckpt" --num-steps 1 --log-every 1 \
+    --json "$TMP/resumed32.json"
+[ $? -eq 0 ] || fail "fp16 checkpoint resumed in fp32"
+has "Precision: fp32 (fp32 everywhere)"
+grep -qF "Scale:" "$TMP/out" && fail "an fp32 run shows a loss scale"
 
 if command -v python3 >/dev/null 2>&1; then
     python3 - "$TMP" <<'EOF' || fail "run JSON check"
@@ -107,6 +114,8 @@ assert sorted(b) == [3, 4], b
 for g in b:
     assert a[g] == b[g], (g, a[g], b[g])
 assert load("straight")["summary"]["loss_scale"] == load("resumed")["summary"]["loss_scale"]
+r32 = load("resumed32")
+assert r32["config"]["precision"] == "fp32" and r32["summary"]["loss_scale"] == 1, r32["summary"]
 
 # A checkpoint whose scale overflows fp32 itself: every resumed step skips
 # and halves it.

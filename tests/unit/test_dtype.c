@@ -310,6 +310,30 @@ static void test_arrays(void **state) {
         tf_dtype_from_f32(h2, types[t], g, n);
         for (size_t i = 0; i < n; i++) assert_int_equal(h2[i], to16(g[i]));
     }
+    /* rounding, array against scalar, over fp32 bit patterns 97 apart (every
+     * class: zeros, subnormals, ties, overflow, inf, NaN payloads) and the
+     * lengths around the vector width (the F16C loop and its tail) */
+    for (uint64_t u0 = 0; u0 < (1ull << 32); u0 += 97 * (uint64_t)n) {
+        size_t m = 0;
+        for (; m < n && u0 + 97 * m < (1ull << 32); m++) g[m] = tf_f32_from_bits((uint32_t)(u0 + 97 * m));
+        for (int t = 0; t < 2; t++) {
+            uint16_t (*to16)(float) = types[t] == TF_BF16 ? tf_f32_to_bf16 : tf_f32_to_f16;
+            tf_dtype_from_f32(h2, types[t], g, m);
+            for (size_t i = 0; i < m; i++)
+                if (h2[i] != to16(g[i])) fail_msg("%s: 0x%08x -> 0x%04x, scalar 0x%04x",
+                                                  tf_dtype_name(types[t]), tf_f32_bits(g[i]),
+                                                  h2[i], to16(g[i]));
+        }
+    }
+    for (size_t m = 0; m < 20; m++) {
+        tf_test_fill_normal(g, m, 0.0f, 3.0f, 11 + m);
+        memset(h2, 0xab, 40 * sizeof *h2);
+        tf_dtype_from_f32(h2, TF_F16, g, m);
+        for (size_t i = 0; i < m; i++) assert_int_equal(h2[i], tf_f32_to_f16(g[i]));
+        assert_int_equal(h2[m], 0xabab); /* nothing written past n */
+        tf_dtype_to_f32(f, h2, TF_F16, m);
+        for (size_t i = 0; i < m; i++) assert_true(f[i] == tf_f16_to_f32(h2[i]));
+    }
     tf_test_fill_normal(g, n, 0.0f, 1.0f, 7);
     tf_dtype_to_f32(f, g, TF_F32, n);
     assert_true(tf_test_bits_equal(f, g, n));
