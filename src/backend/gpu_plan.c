@@ -359,11 +359,14 @@ static int k4_default(const tf_gpu_attn_shape *s)
 tf_gpu_attn_kernel tf_gpu_route_attn(const tf_gpu_plan *p, const tf_gpu_caps *caps,
                                      const tf_gpu_attn_shape *s, int tf32)
 {
-    if (p->level < 3 || p->attn == TF_GPU_ATTN_K1 || s->half) return TF_GPU_ATTN_KERNEL1;
+    if (p->level < 3 || p->attn == TF_GPU_ATTN_K1) return TF_GPU_ATTN_KERNEL1;
     /* kernel2's dbias (kernel2, 3 and 4 use it) copies with cp.async, kernel5
      * multiplies on mma.sync */
     if (!caps || !caps->has_cp_async) return TF_GPU_ATTN_KERNEL1;
     const int k5_ok = caps->has_mma_sync;
+    /* half types: kernel5 wherever it fits (its one TF32 MMA per product is
+     * exact on bf16/fp16 inputs), else kernel1 */
+    if (s->half) return k5_ok && k5_fits(s) ? TF_GPU_ATTN_KERNEL5 : TF_GPU_ATTN_KERNEL1;
     const tf_gpu_attn_policy a = p->attn;
     if (a == TF_GPU_ATTN_K5 && k5_ok && k5_fits(s)) return TF_GPU_ATTN_KERNEL5;
     if (a == TF_GPU_ATTN_K4 && s->L >= 1 && s->L <= 128 && s->d >= 1 && s->d <= 32)

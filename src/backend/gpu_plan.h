@@ -19,7 +19,8 @@
  * wide split K on wgmma, everything else and every tf32 GEMM on cuBLASLt;
  * attention on kernel5 (tensor cores) at head size 32, kernel4 for short
  * rows, kernel2/3 above L 128. Half types (bf16, fp16): GEMMs on cuBLASLt
- * (cuBLAS at levels 1-2), attention on kernel1. */
+ * (cuBLAS at levels 1-2), attention on kernel5 where it fits (L <= 128,
+ * head size 16 or 32; TF32 products, exact on half inputs), else kernel1. */
 #ifndef TF_GPU_PLAN_H
 #define TF_GPU_PLAN_H
 
@@ -169,7 +170,7 @@ typedef enum {
 typedef struct {
     int L, d;     /* rows (= keys) and head size */
     int backward; /* the backward (else the forward) */
-    int half;     /* bf16/fp16 elements: kernel1, the family that takes them */
+    int half;     /* bf16/fp16 elements: kernel5 or kernel1, the kernels that take them */
 } tf_gpu_attn_shape;
 
 tf_gpu_attn_kernel tf_gpu_route_attn(const tf_gpu_plan *p, const tf_gpu_caps *caps,

@@ -112,12 +112,23 @@ static void check_shape(int B, int N, int S, int blocks, int md, int pd, int inf
     assert_int_equal(failures, 0);
 }
 
-/* bf16 and fp16 on the device against fp32 on the CPU (the bounds of
- * test_mixed.c, derived there: loss 1e-2, all gradients 3e-2 for bf16, 8x
- * tighter for fp16), every level, eager and graph; the CPU's own half run
- * at the same level is printed beside (the same arithmetic in other
- * summation orders: only roundings that fall on the other side differ). */
-static void check_half(int B, int N, int S, int blocks, int md, int pd) {
+/* bf16 and fp16 on the device, every level, eager and graph, against the
+ * CPU: fp32 and the same half run.
+ * design (the odd shape, 2 blocks): against fp32 within the design bounds of
+ * test_mixed.c (loss 1e-2, all gradients 3e-2) for both half types.
+ * test_mixed.c's 8x tighter fp16 bound assumes its fixture's widths; at the
+ * narrow shape here (msa 12, pair 20) the CPU's own fp16 run is already
+ * 3.6e-3 to 5.6e-3 from fp32, above it: short sums do not average the
+ * roundings out, and the device adds TF32 products of P and dS in attention
+ * (u = 2^-11, fp16's own).
+ * Otherwise (the small problem, 4 blocks of tf_test_weights' large gains,
+ * where the scheme itself drifts past the design bounds: the CPU's bf16 loss
+ * 1.4e-2 from fp32): against the CPU's half run, no further from it than that
+ * run is from fp32. Both runs round every stored tensor once; where their
+ * fp32 values agree the roundings agree, so a correct device run is far
+ * closer to the CPU's half run than either is to fp32, while a wrong element,
+ * offset or type moves the gradients by O(1). */
+static void check_half(int B, int N, int S, int blocks, int md, int pd, int design) {
     tf_config c;
     tf_config_default(&c);
     c.batch = B, c.seq_len = N, c.n_seqs = S, c.n_blocks = blocks, c.msa_dim = md, c.pair_dim = pd;
@@ -141,7 +152,7 @@ static void check_half(int B, int N, int S, int blocks, int md, int pd) {
             h.fusion = tf_fusion_for_impl((tf_impl)impl);
             h.precision = half[k];
             result cpu = run(&h, w, &b);
-            const double lt = k ? 1e-2 / 8 : 1e-2, gt = k ? 3e-2 / 8 : 3e-2;
+            const double lt = 1e-2, gt = 3e-2;
             for (int graph = 0; graph <= 1; graph++) {
                 tf_config g = h;
                 g.backend = TF_BACKEND_CUDA;
@@ -150,14 +161,17 @@ static void check_half(int B, int N, int S, int blocks, int md, int pd) {
                 result x = run(&g, w, &b);
                 const double le = fabs((double)x.loss - ref.loss) / fabs(ref.loss);
                 const double all = tf_test_rel_l2(x.grad, ref.grad, np);
-                const double vs_cpu = tf_test_rel_l2(x.grad, cpu.grad, np);
+                const double cpu_le = fabs((double)cpu.loss - ref.loss) / fabs(ref.loss);
                 const double cpu_all = tf_test_rel_l2(cpu.grad, ref.grad, np);
-                const int ok = le <= lt && all <= gt;
-                printf("  B%d N%d S%d blocks %d: v%d %-5s %s  loss %.2e  all grads %.2e (cpu %s "
-                       "%.2e; cuda vs cpu %s %.2e) %s\n",
-                       B, N, S, blocks, impl, graph ? "graph" : "eager",
-                       tf_precision_name(half[k]), le, all, tf_precision_name(half[k]), cpu_all,
-                       tf_precision_name(half[k]), vs_cpu, ok ? "PASS" : "FAIL");
+                const double vs_le = fabs((double)x.loss - cpu.loss) / fabs(cpu.loss);
+                const double vs_cpu = tf_test_rel_l2(x.grad, cpu.grad, np);
+                const int ok = design ? le <= lt && all <= gt
+                                      : vs_le <= cpu_le && vs_cpu <= cpu_all;
+                const char *pn = tf_precision_name(half[k]);
+                printf("  B%d N%d S%d blocks %d: v%d %-5s %s  vs fp32: loss %.2e grads %.2e (cpu "
+                       "%s %.2e %.2e); vs cpu %s: loss %.2e grads %.2e  %s\n",
+                       B, N, S, blocks, impl, graph ? "graph" : "eager", pn, le, all, pn, cpu_le,
+                       cpu_all, pn, vs_le, vs_cpu, ok ? "PASS" : "FAIL");
                 failures += !ok;
                 free(x.grad);
             }
@@ -167,8 +181,8 @@ static void check_half(int B, int N, int S, int blocks, int md, int pd) {
     assert_int_equal(failures, 0);
 }
 
-static void test_half_odd(void **s) { (void)s; check_half(3, 23, 5, 2, 12, 20); }
-static void test_half_small(void **s) { (void)s; check_half(4, 64, 16, 4, 64, 128); }
+static void test_half_odd(void **s) { (void)s; check_half(3, 23, 5, 2, 12, 20, 1); }
+static void test_half_small(void **s) { (void)s; check_half(4, 64, 16, 4, 64, 128, 0); }
 
 /* The weight gradients run on a lane of their own (cuda_wgrad.cu), into the
  * next module's backward (two slots of temporaries), which must give the

@@ -62,27 +62,48 @@ static void get_t(bk b, float *h, const void *d, size_t n, tf_dtype t)
     free(q);
 }
 
-/* got (type t, widened) against ref32 (the fp32 op) rounded to t: bit for bit */
+/* got (type t, widened) against ref32 (the fp32 op) rounded to t: bit for bit,
+ * but for ties. The two ops run one kernel body, yet the compiler may contract
+ * a multiply-add into an FMA in one instantiation and not in the other: their
+ * fp32 values then differ by a few fp32 ulps, and rounding to t flips where
+ * ref32 lies that close to the midpoint of two neighbours of t. Such a flip
+ * (got one step of t from the rounded ref32, ref32 within K_TIE fp32 ulps of
+ * their midpoint) is counted, not failed; any other difference fails. */
+#define K_TIE 4
+static int tie_flip(uint16_t ga, uint16_t gr, float ref32, tf_dtype t)
+{
+    const int da = (int)ga - (int)gr;
+    if ((ga ^ gr) & 0x8000u || (da != 1 && da != -1)) return 0;
+    const float wa = t == TF_BF16 ? tf_bf16_to_f32(ga) : tf_f16_to_f32(ga);
+    const float wr = t == TF_BF16 ? tf_bf16_to_f32(gr) : tf_f16_to_f32(gr);
+    const float mid = 0.5f * (wa + wr); /* exact: t has fewer significand bits */
+    const float ulp = nextafterf(fabsf(mid), INFINITY) - fabsf(mid);
+    return fabsf(ref32 - mid) <= K_TIE * ulp;
+}
 static void check_exact(const char *op, const char *shape, tf_dtype t, const float *got,
                         const float *ref32, size_t n)
 {
     uint16_t *a = malloc(2 * (n ? n : 1)), *r = malloc(2 * (n ? n : 1));
-    size_t bad = 0, first = 0;
+    size_t bad = 0, first = 0, ties = 0;
     if (t == TF_F32) {
         for (size_t i = 0; i < n; ++i)
             if (memcmp(&got[i], &ref32[i], 4) && !bad++) first = i;
     } else {
         tf_dtype_from_f32(a, t, got, n);
         tf_dtype_from_f32(r, t, ref32, n);
-        for (size_t i = 0; i < n; ++i)
-            if (a[i] != r[i] && !bad++) first = i;
+        for (size_t i = 0; i < n; ++i) {
+            if (a[i] == r[i]) continue;
+            if (tie_flip(a[i], r[i], ref32[i], t)) ++ties;
+            else if (!bad++) first = i;
+        }
     }
     if (bad)
         printf("FAIL %s %s %s: %zu of %zu differ from the rounded fp32 op (first %zu: %g vs %g)\n",
                op, tf_dtype_name(t), shape, bad, n, first, (double)got[first],
                (double)ref32[first]);
     else
-        printf("PASS %s %s %s: exact (%zu)\n", op, tf_dtype_name(t), shape, n);
+        printf("PASS %s %s %s: exact (%zu, %zu ties rounded the other way)\n", op,
+               tf_dtype_name(t), shape, n, ties);
     g_fail += bad != 0;
     free(a), free(r);
 }
@@ -397,17 +418,20 @@ static void test_half_norm(void **state)
     done();
 }
 
-/* ---- attention: half types run kernel1 at every level; against fp32 kernel1 (level 1) ---- */
+/* ---- attention: at level 1 the half types and fp32 run kernel1; at level 3
+ * (L <= 128, d 16 or 32, mma.sync) kernel5 with one TF32 product (exact on
+ * half inputs), as TF32 does with attention kernel5 ---- */
 static void test_half_attention(void **state)
 {
     (void)state;
     g_fail = 0;
-    const int nb = 2, no = 3, nh = 2, L = 37, d = 16, C = nh * d;
-    const size_t n = (size_t)nb * no * L * C, nbias = (size_t)nb * nh * L * L;
-    const size_t nrow = (size_t)nb * no * nh * L;
-    const bk ref_b = g_cu1;
-    for (int li = 0; li < 2; ++li) {
-        const bk b = li == 0 ? g_cu1 : g_cu3;
+    const int shapes[2][2] = {{37, 16}, {70, 32}}; /* L, d */
+    for (int li = 0; li < 4; ++li) {
+        const int lv = li < 2 ? 1 : 3, L = shapes[li % 2][0], d = shapes[li % 2][1];
+        const int nb = 2, no = 3, nh = 2, C = nh * d;
+        const size_t n = (size_t)nb * no * L * C, nbias = (size_t)nb * nh * L * L;
+        const size_t nrow = (size_t)nb * no * nh * L;
+        const bk b = lv == 1 ? g_cu1 : g_cu3, ref_b = lv == 1 ? g_cu1 : g_tf32k5;
         for (int k = 0; k < 2; ++k) {
             const tf_dtype t = k_half[k];
             float *hq = rnd_t(n, 1.f, 90, t), *hk = rnd_t(n, 1.f, 91, t), *hv = rnd_t(n, 1.f, 92, t);
@@ -436,8 +460,7 @@ static void test_half_attention(void **state)
             float *got = malloc(4 * nbias > 4 * n ? 4 * nbias : 4 * n);
             float *ref = malloc(4 * nbias > 4 * n ? 4 * nbias : 4 * n);
             char shape[64];
-            snprintf(shape, sizeof shape, "L%d nb%d no%d nh%d L%d d%d", li ? 3 : 1, nb, no, nh, L,
-                     d);
+            snprintf(shape, sizeof shape, "level%d nb%d no%d nh%d L%d d%d", lv, nb, no, nh, L, d);
             get_t(b, got, a.out.p, n, t), b_get(ref_b, ref, r.out.p, n);
             check_exact("attn_fwd out", shape, t, got, ref, n);
             b_get(b, got, a.lse, nrow), b_get(ref_b, ref, r.lse, nrow);
@@ -472,12 +495,12 @@ static void test_half_opm(void **state)
     const bk b = g_cu3;
     for (int k = 0; k < 2; ++k) {
         const tf_dtype t = k_half[k];
-        const int cos[2] = {12, 32};
-        for (int ci = 0; ci < 2; ++ci) {
-            const int B = 2, S = 9, N = 11, co = cos[ci];
+        /* co 12: kernel2 and kernel1; co 32 (aligned): kernel3, S 40 with
+         * 8 rows a lane and two chunks of s */
+        const int shapes[3][2] = {{12, 9}, {32, 9}, {32, 40}}; /* co, S */
+        for (int ci = 0; ci < 3; ++ci) {
+            const int B = 2, S = shapes[ci][1], N = 11, co = shapes[ci][0];
             const size_t na = (size_t)B * S * N * co, nop = (size_t)B * N * N * co * co;
-            /* co 32 aligned: the fp32 path takes kernel3 (other sums' order) */
-            const int exact = co != 32;
             float *ha = rnd_t(na, 1.f, 100, t), *hd = rnd_t(nop, 1.f, 101, t);
             void *a = put_t(b, ha, na, t), *dop = put_t(b, hd, nop, t), *da = b_alloc(b, na),
                  *op = b_alloc(b, nop);
@@ -489,18 +512,11 @@ static void test_half_opm(void **state)
             b.ops->opm_bwd(b.be, da, dop, a, B, S, N, co, t);
             b.ops->opm_bwd(b.be, da32, dop32, a32, B, S, N, co, TF_F32);
             get_t(b, got, da, na, t), b_get(b, ref, da32, na);
-            if (exact)
-                check_exact("opm_bwd", shape, t, got, ref, na);
-            else
-                check("opm_bwd (bounded)", shape, got, ref, na,
-                      u_of(t) + tol_sum(2.0 * N * co));
+            check_exact("opm_bwd", shape, t, got, ref, na);
             b.ops->opm_outer(b.be, op, a, B, S, N, co, t);
             b.ops->opm_outer(b.be, op32, a32, B, S, N, co, TF_F32);
             get_t(b, got, op, nop, t), b_get(b, ref, op32, nop);
-            if (exact)
-                check_exact("opm_outer", shape, t, got, ref, nop);
-            else
-                check("opm_outer (bounded)", shape, got, ref, nop, u_of(t) + tol_sum(S));
+            check_exact("opm_outer", shape, t, got, ref, nop);
             b_free(b, a), b_free(b, dop), b_free(b, da), b_free(b, op), b_free(b, a32);
             b_free(b, dop32), b_free(b, da32), b_free(b, op32);
             free(ha), free(hd), free(got), free(ref);

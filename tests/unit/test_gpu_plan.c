@@ -531,7 +531,8 @@ static void test_parse(void **state)
 }
 
 /* half types: GEMMs on the libraries (the tensor-core kernels are fp32),
- * attention on kernel1 whatever the policy; act_types by device */
+ * attention on kernel5 where it fits whatever the level-3 policy but k1,
+ * kernel1 elsewhere; act_types by device */
 static void test_half_routes(void **state)
 {
     (void)state;
@@ -563,10 +564,28 @@ static void test_half_routes(void **state)
         assert_int_equal(tf_gpu_plan_parse(attn[i], &over, NULL, 0), 0);
         const tf_gpu_plan q = tf_gpu_plan_apply(p, &over);
         for (int bwd = 0; bwd < 2; ++bwd) {
-            const tf_gpu_attn_shape h = {64, 32, bwd, 1}, f = {64, 32, bwd, 0};
-            assert_int_equal(tf_gpu_route_attn(&q, &caps, &h, 0), TF_GPU_ATTN_KERNEL1);
+            const tf_gpu_attn_shape h = {64, 32, bwd, 1}, h16 = {128, 16, bwd, 1},
+                                    wide = {129, 32, bwd, 1}, d8 = {64, 8, bwd, 1},
+                                    f = {64, 32, bwd, 0};
+            assert_int_equal(tf_gpu_route_attn(&q, &caps, &h, 0), TF_GPU_ATTN_KERNEL5);
+            assert_int_equal(tf_gpu_route_attn(&q, &caps, &h16, 0), TF_GPU_ATTN_KERNEL5);
+            assert_int_equal(tf_gpu_route_attn(&q, &caps, &wide, 0), TF_GPU_ATTN_KERNEL1);
+            assert_int_equal(tf_gpu_route_attn(&q, &caps, &d8, 0), TF_GPU_ATTN_KERNEL1);
             if (i == 0) assert_int_not_equal(tf_gpu_route_attn(&q, &caps, &f, 0), TF_GPU_ATTN_KERNEL1);
         }
+    }
+    for (int level = 1; level <= 2; ++level) { /* the baselines: kernel1 */
+        const tf_gpu_plan b = tf_gpu_plan_default(&caps, 0, level);
+        const tf_gpu_attn_shape h = {64, 32, 0, 1};
+        assert_int_equal(tf_gpu_route_attn(&b, &caps, &h, 0), TF_GPU_ATTN_KERNEL1);
+    }
+    {
+        const tf_gpu_attn_shape h = {64, 32, 0, 1};
+        const tf_gpu_plan port = tf_gpu_plan_portable();
+        assert_int_equal(tf_gpu_route_attn(&port, &caps, &h, 0), TF_GPU_ATTN_KERNEL1);
+        tf_gpu_caps old = caps;
+        old.has_mma_sync = 0;
+        assert_int_equal(tf_gpu_route_attn(&p, &old, &h, 0), TF_GPU_ATTN_KERNEL1);
     }
     /* act_types: bf16 from compute capability 8.0, fp16 from 7.0; AMD: all */
     const unsigned f32 = 1u << TF_F32, bf = 1u << TF_BF16, f16 = 1u << TF_F16;

@@ -111,9 +111,10 @@ __device__ __forceinline__ float tf_f4(const float4 &v, int k)
 
 /* Rows [r0, r0+n) of one head (row r at base + r*sl, channels 0..d-1) into
  * T[0..ROWS), zero-filling rows >= n and channels >= d. vec: d % 4 == 0 and
- * base/sl 16-byte aligned, so whole float4s are read. 1-D blocks of NT. */
-template <int DM, int ROWS, int LD, int NT>
-__device__ __forceinline__ void tf_attn2_load(float (*T)[LD], const float *base, long sl, int r0,
+ * base/sl 16-byte aligned, so 4 elements are read at once. 1-D blocks of NT.
+ * E: the element type in global memory (float or cuda_half.h's), widened. */
+template <int DM, int ROWS, int LD, int NT, class E>
+__device__ __forceinline__ void tf_attn2_load(float (*T)[LD], const E *base, long sl, int r0,
                                               int n, int d, int vec)
 {
     const int tid = threadIdx.x;
@@ -122,13 +123,13 @@ __device__ __forceinline__ void tf_attn2_load(float (*T)[LD], const float *base,
         for (int e = tid; e < ROWS * C4; e += NT) {
             const int r = e / C4, c = (e % C4) * 4;
             float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-            if (r < n && c < d) v = *reinterpret_cast<const float4 *>(base + (long)(r0 + r) * sl + c);
+            if (r < n && c < d) v = tf_cu_ld4(base + (long)(r0 + r) * sl + c);
             *reinterpret_cast<float4 *>(&T[r][c]) = v;
         }
     } else {
         for (int e = tid; e < ROWS * DM; e += NT) {
             const int r = e / DM, c = e % DM;
-            T[r][c] = (r < n && c < d) ? base[(long)(r0 + r) * sl + c] : 0.f;
+            T[r][c] = (r < n && c < d) ? tf_cu_f32(base[(long)(r0 + r) * sl + c]) : 0.f;
         }
     }
 }
@@ -182,23 +183,25 @@ __device__ __forceinline__ float tf_group_sum(float v)
     return v;
 }
 
-/* bias(b, h, i, j) base for item (b, h), or NULL */
-__device__ __forceinline__ const float *tf_attn2_bias(const tf_attn_args &a, int b, int h)
+/* bias(b, h, i, j) base for item (b, h), or NULL (E: the bias' element type) */
+template <class E = float>
+__device__ __forceinline__ const E *tf_attn2_bias(const tf_attn_args &a, int b, int h)
 {
-    return a.bias ? (const float *)a.bias + (long)b * a.bias_sb + (long)h * a.bias_sh : nullptr;
+    return a.bias ? (const E *)a.bias + (long)b * a.bias_sb + (long)h * a.bias_sh : nullptr;
 }
 
 /* bias(i, j) from that base (0 without a bias) */
-__device__ __forceinline__ float tf_attn2_bias_at(const tf_attn_args &a, const float *bb, int i,
-                                                  int j)
+template <class E>
+__device__ __forceinline__ float tf_attn2_bias_at(const tf_attn_args &a, const E *bb, int i, int j)
 {
-    return bb ? bb[(long)i * a.bias_si + (long)j * a.bias_sj] : 0.f;
+    return bb ? tf_cu_f32(bb[(long)i * a.bias_si + (long)j * a.bias_sj]) : 0.f;
 }
 
 /* the score of query i and key j from their dot product: scale q.k + bias
  * (kernel2, kernel3 and kernel4 compute it alike, so their softmaxes agree) */
-__device__ __forceinline__ float tf_attn2_score(const tf_attn_args &a, const float *bb, int i,
-                                                int j, float dot)
+template <class E>
+__device__ __forceinline__ float tf_attn2_score(const tf_attn_args &a, const E *bb, int i, int j,
+                                                float dot)
 {
     return fmaf(a.scale, dot, tf_attn2_bias_at(a, bb, i, j));
 }

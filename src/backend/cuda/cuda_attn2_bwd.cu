@@ -317,9 +317,15 @@ __device__ __forceinline__ void attn_bwd2_dq_body(const tf_attn_args &a, const i
                       * 6 blocks, 80 registers, measured no faster) */
 
 /* One o's tiles (Q and dO rows i0.., K and V rows j0.., lse and D) into one
- * stage's shared buffers: cp.async when the views are float4-aligned
- * (zero-filled past the edges, as tf_attn2_load), else plain loads. */
-template <int DM, int LD>
+ * stage's shared buffers: cp.async when the views are float4-aligned fp32
+ * (zero-filled past the edges, as tf_attn2_load), else loads widened from E
+ * (4 at once when vec). lse and D are fp32 for every E. */
+/* E * as float * where E is float (the cp.async branch; not reached otherwise) */
+template <class E> __device__ __forceinline__ const float *tf_f32p(const E *p)
+{
+    return (const float *)(const void *)p;
+}
+template <int DM, int LD, class E>
 __device__ __forceinline__ void attn_bwd2_dbias_fetch(const tf_attn_args &a, int vec, int b, int o,
                                                       int h, int i0, int ni, int j0, int nj,
                                                       float (*qs)[LD], float (*dos)[LD],
@@ -328,18 +334,18 @@ __device__ __forceinline__ void attn_bwd2_dbias_fetch(const tf_attn_args &a, int
 {
     const int L = a.L, d = a.d, tid = threadIdx.x;
     const long rowbase = (((long)b * a.no + o) * a.nh + h) * L;
-    const float *q = tf_attn_base(a.q, b, o, h, d), *dout = tf_attn_base(a.dout, b, o, h, d);
-    const float *k = tf_attn_base(a.k, b, o, h, d), *v = tf_attn_base(a.v, b, o, h, d);
-    if (vec) {
+    const E *q = tf_attn_at<E>(a.q, b, o, h, d), *dout = tf_attn_at<E>(a.dout, b, o, h, d);
+    const E *k = tf_attn_at<E>(a.k, b, o, h, d), *v = tf_attn_at<E>(a.v, b, o, h, d);
+    if (vec && sizeof(E) == sizeof(float)) {
         constexpr int C4 = DM / 4;
         for (int e = tid; e < DB2_T * C4; e += DB2_NT) {
             const int r = e / C4, c = (e % C4) * 4;
             const bool oki = r < ni && c < d, okj = r < nj && c < d;
             const long ri = (long)(i0 + (oki ? r : 0)), rj = (long)(j0 + (okj ? r : 0));
-            mma_cp(&qs[r][c], q + ri * a.q.sl + c, 16, oki);
-            mma_cp(&dos[r][c], dout + ri * a.dout.sl + c, 16, oki);
-            mma_cp(&ks[r][c], k + rj * a.k.sl + c, 16, okj);
-            mma_cp(&vs[r][c], v + rj * a.v.sl + c, 16, okj);
+            mma_cp(&qs[r][c], tf_f32p(q + ri * a.q.sl + c), 16, oki);
+            mma_cp(&dos[r][c], tf_f32p(dout + ri * a.dout.sl + c), 16, oki);
+            mma_cp(&ks[r][c], tf_f32p(k + rj * a.k.sl + c), 16, okj);
+            mma_cp(&vs[r][c], tf_f32p(v + rj * a.v.sl + c), 16, okj);
         }
         if (tid < DB2_T) {
             const int r = tid < ni ? tid : 0;
@@ -347,10 +353,10 @@ __device__ __forceinline__ void attn_bwd2_dbias_fetch(const tf_attn_args &a, int
             mma_cp(&dd[tid], a.work + rowbase + i0 + r, 4, tid < ni);
         }
     } else {
-        tf_attn2_load<DM, DB2_T, LD, DB2_NT>(qs, q, a.q.sl, i0, ni, d, 0);
-        tf_attn2_load<DM, DB2_T, LD, DB2_NT>(dos, dout, a.dout.sl, i0, ni, d, 0);
-        tf_attn2_load<DM, DB2_T, LD, DB2_NT>(ks, k, a.k.sl, j0, nj, d, 0);
-        tf_attn2_load<DM, DB2_T, LD, DB2_NT>(vs, v, a.v.sl, j0, nj, d, 0);
+        tf_attn2_load<DM, DB2_T, LD, DB2_NT>(qs, q, a.q.sl, i0, ni, d, vec);
+        tf_attn2_load<DM, DB2_T, LD, DB2_NT>(dos, dout, a.dout.sl, i0, ni, d, vec);
+        tf_attn2_load<DM, DB2_T, LD, DB2_NT>(ks, k, a.k.sl, j0, nj, d, vec);
+        tf_attn2_load<DM, DB2_T, LD, DB2_NT>(vs, v, a.v.sl, j0, nj, d, vec);
         if (tid < DB2_T) {
             ls[tid] = tid < ni ? a.lse[rowbase + i0 + tid] : 0.f;
             dd[tid] = tid < ni ? a.work[rowbase + i0 + tid] : 0.f;
@@ -364,7 +370,7 @@ __device__ __forceinline__ void attn_bwd2_dbias_fetch(const tf_attn_args &a, int
  * between two barriers, so the loads' latency was the kernel's time (H200,
  * large problem: 88 us a call at 6% of DRAM bandwidth; 38 us pipelined). The
  * arithmetic and its order are unchanged: the same bits. */
-template <int DM>
+template <int DM, class E>
 __device__ __forceinline__ void attn_bwd2_dbias_body(const tf_attn_args &a, const int vec,
                                                      const int nchunk, float *part)
 {
@@ -392,7 +398,7 @@ __device__ __forceinline__ void attn_bwd2_dbias_body(const tf_attn_args &a, cons
     const int o0 = chunk * opc, o1 = min(a.no, o0 + opc);
     const int i0 = it * DB2_T, j0 = jt * DB2_T;
     const int ni = min(DB2_T, L - i0), nj = min(DB2_T, L - j0);
-    const float *bb = tf_attn2_bias(a, b, h);
+    const E *bb = tf_attn2_bias<E>(a, b, h);
 
     float bv[TM][TN], acc[TM][TN];
 #pragma unroll
@@ -405,7 +411,7 @@ __device__ __forceinline__ void attn_bwd2_dbias_body(const tf_attn_args &a, cons
         }
 
 #define DBIAS_FETCH(o, s)                                                                   \
-    attn_bwd2_dbias_fetch<DM, LD>(a, vec, b, o, h, i0, ni, j0, nj, qs[s], dos[s], ks[s], vs[s], \
+    attn_bwd2_dbias_fetch<DM, LD, E>(a, vec, b, o, h, i0, ni, j0, nj, qs[s], dos[s], ks[s], vs[s], \
                                   ls[s], dd[s])
     if (NS == 2 && o0 < o1) DBIAS_FETCH(o0, 0);
     mma_commit();
@@ -445,15 +451,16 @@ __device__ __forceinline__ void attn_bwd2_dbias_body(const tf_attn_args &a, cons
                 if (part)
                     part[chunk * total + (((long)b * a.nh + h) * L + i) * L + j] = acc[ii][jj];
                 else
-                    ((float *)a.dbias)[(long)b * a.bias_sb + (long)h * a.bias_sh + (long)i * a.bias_si +
-                            (long)j * a.bias_sj] = acc[ii][jj];
+                    ((E *)a.dbias)[(long)b * a.bias_sb + (long)h * a.bias_sh + (long)i * a.bias_si +
+                                   (long)j * a.bias_sj] = acc[ii][jj];
             }
         }
 }
 
 /* dbias(b,h,i,j) = sum over chunks k in order of part[k][b,h,i,j] */
-extern "C" __global__ void attn_bwd_dbias_reduce_kernel2(tf_attn_args a, const float *part,
-                                                         int nchunk)
+template <class E>
+__device__ __forceinline__ void attn_bwd2_dbias_reduce(const tf_attn_args &a, const float *part,
+                                                       int nchunk)
 {
     const long L = a.L, total = (long)a.nb * a.nh * L * L;
     const long stride = (long)gridDim.x * blockDim.x;
@@ -462,9 +469,18 @@ extern "C" __global__ void attn_bwd_dbias_reduce_kernel2(tf_attn_args a, const f
         for (int k = 0; k < nchunk; ++k) s += part[k * total + t];
         const long j = t % L, i = (t / L) % L, bh = t / (L * L);
         const long h = bh % a.nh, b = bh / a.nh;
-        ((float *)a.dbias)[b * a.bias_sb + h * a.bias_sh + i * a.bias_si + j * a.bias_sj] = s;
+        ((E *)a.dbias)[b * a.bias_sb + h * a.bias_sh + i * a.bias_si + j * a.bias_sj] = s;
     }
 }
+#define TF_ATTN2_DBIAS_REDUCE(SFX, E)                                                        \
+    extern "C" __global__ void attn_bwd_dbias_reduce_kernel2##SFX(tf_attn_args a,            \
+                                                                  const float *part, int nchunk) \
+    {                                                                                        \
+        attn_bwd2_dbias_reduce<E>(a, part, nchunk);                                          \
+    }
+TF_ATTN2_DBIAS_REDUCE(, float)
+TF_ATTN2_DBIAS_REDUCE(_bf16, tf_cu_bf16)
+TF_ATTN2_DBIAS_REDUCE(_f16, tf_cu_f16)
 
 #define TF_ATTN2_BWD(VER, DM, BQ, BK, TM, TN, MINB)                                          \
     extern "C" __global__ void __launch_bounds__((BQ / TM) * (BK / TN), MINB)               \
@@ -496,15 +512,19 @@ TF_ATTN2_BWD(3, 32, 32, 64, 4, 8, TF_ATTN3_MINB_BWD)
 TF_ATTN2_BWDQ(3, 16, 32, 64, 4, 8, TF_ATTN3_MINB_BWD)
 TF_ATTN2_BWDQ(3, 32, 32, 64, 4, 8, TF_ATTN3_MINB_BWD)
 
-#define TF_ATTN2_DBIAS(DM)                                                                   \
-    extern "C" __global__ void __launch_bounds__(DB2_NT, DB2_MINB)                                 \
-        attn_bwd_dbias_kernel2_d##DM(tf_attn_args a, int vec, int nchunk, float *part)     \
-    {                                                                                      \
-        attn_bwd2_dbias_body<DM>(a, vec, nchunk, part);                                    \
+#define TF_ATTN2_DBIAS(DM, SFX, E)                                                           \
+    extern "C" __global__ void __launch_bounds__(DB2_NT, DB2_MINB)                           \
+        attn_bwd_dbias_kernel2_d##DM##SFX(tf_attn_args a, int vec, int nchunk, float *part)  \
+    {                                                                                        \
+        attn_bwd2_dbias_body<DM, E>(a, vec, nchunk, part);                                   \
     }
-TF_ATTN2_DBIAS(16)
-TF_ATTN2_DBIAS(32)
-TF_ATTN2_DBIAS(64)
+#define TF_ATTN2_DBIAS_T(SFX, E)                                                             \
+    TF_ATTN2_DBIAS(16, SFX, E)                                                               \
+    TF_ATTN2_DBIAS(32, SFX, E)                                                               \
+    TF_ATTN2_DBIAS(64, SFX, E)
+TF_ATTN2_DBIAS_T(, float)
+TF_ATTN2_DBIAS_T(_bf16, tf_cu_bf16)
+TF_ATTN2_DBIAS_T(_f16, tf_cu_f16)
 
 /* Chunks of o for dbias: enough blocks to fill the GPU (~512), within the
  * backend's scratch area; a function of the shape only. */
@@ -577,12 +597,21 @@ extern "C" void tf_cu_attn_dbias2(tf_backend *be, const tf_attn_args *a, int vec
     float *part = nchunk > 1 ? be->scratch : NULL;
     const long nt = (a->L + DB2_T - 1) / DB2_T;
     const dim3 gb((unsigned)((long)nchunk * a->nb * a->nh * nt * nt)), bb(DB2_NT);
-    if (dm == 16) TF_LAUNCH(attn_bwd_dbias_kernel2_d16, gb, bb, be->stream, *a, vec, nchunk, part);
-    else if (dm == 32) TF_LAUNCH(attn_bwd_dbias_kernel2_d32, gb, bb, be->stream, *a, vec, nchunk, part);
-    else TF_LAUNCH(attn_bwd_dbias_kernel2_d64, gb, bb, be->stream, *a, vec, nchunk, part);
-    if (part) {
-        const long total = (long)a->nb * a->nh * a->L * a->L;
-        TF_LAUNCH(attn_bwd_dbias_reduce_kernel2, dim3(tf_cu_grid(be, total, 256)), dim3(256),
-                  be->stream, *a, (const float *)part, nchunk);
-    }
+#define DBIAS2(SFX)                                                                          \
+    do {                                                                                     \
+        if (dm == 16)                                                                        \
+            TF_LAUNCH(attn_bwd_dbias_kernel2_d16##SFX, gb, bb, be->stream, *a, vec, nchunk, part); \
+        else if (dm == 32)                                                                   \
+            TF_LAUNCH(attn_bwd_dbias_kernel2_d32##SFX, gb, bb, be->stream, *a, vec, nchunk, part); \
+        else                                                                                 \
+            TF_LAUNCH(attn_bwd_dbias_kernel2_d64##SFX, gb, bb, be->stream, *a, vec, nchunk, part); \
+        if (part)                                                                            \
+            TF_LAUNCH(attn_bwd_dbias_reduce_kernel2##SFX, dim3(tf_cu_grid(be, total, 256)),    \
+                      dim3(256), be->stream, *a, (const float *)part, nchunk);               \
+    } while (0)
+    const long total = (long)a->nb * a->nh * a->L * a->L;
+    if (a->t == TF_BF16) DBIAS2(_bf16);
+    else if (a->t == TF_F16) DBIAS2(_f16);
+    else DBIAS2();
+#undef DBIAS2
 }

@@ -166,20 +166,21 @@ struct tf4_bwd {
 #ifdef __cplusplus
 
 /* float4 `q` of row r (rows >= n and channels >= d are zero) of one head */
-__device__ __forceinline__ float4 tf4_ld4(const float *base, long sl, int r, int n, int q, int d,
+template <class E>
+__device__ __forceinline__ float4 tf4_ld4(const E *base, long sl, int r, int n, int q, int d,
                                           int vec)
 {
     float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
     const int c = 4 * q;
     if (r < n && c < d) {
-        const float *p = base + (long)r * sl + c;
+        const E *p = base + (long)r * sl + c;
         if (vec) {
-            v = *reinterpret_cast<const float4 *>(p);
+            v = tf_cu_ld4(p);
         } else {
-            v.x = p[0];
-            if (c + 1 < d) v.y = p[1];
-            if (c + 2 < d) v.z = p[2];
-            if (c + 3 < d) v.w = p[3];
+            v.x = tf_cu_f32(p[0]);
+            if (c + 1 < d) v.y = tf_cu_f32(p[1]);
+            if (c + 2 < d) v.z = tf_cu_f32(p[2]);
+            if (c + 3 < d) v.w = tf_cu_f32(p[3]);
         }
     }
     return v;

@@ -63,7 +63,9 @@ struct tf5_bwd {
     static_assert((LC * DM / 4) % NT == 0, "D: uniform trips for the butterflies");
 };
 
-template <int DM, int LC, bool X3>
+/* E: the element type of q, k, v, bias, out, dout, dq, dk, dv (float or
+ * cuda_half.h's) */
+template <int DM, int LC, bool X3, class E>
 __global__ void __launch_bounds__(tf5_bwd<DM, LC>::NT, tf5_bwd<DM, LC>::MINB)
     attn_bwd_kernel5(tf_attn_args a, int vec, int vout)
 {
@@ -82,16 +84,16 @@ __global__ void __launch_bounds__(tf5_bwd<DM, LC>::NT, tf5_bwd<DM, LC>::MINB)
     int b, o, h;
     tf_attn_decode(a, &b, &o, &h);
     const long rowbase = (((long)b * a.no + o) * a.nh + h) * L;
-    const float *bb = tf_attn2_bias(a, b, h);
+    const E *bb = tf_attn2_bias<E>(a, b, h);
     float *work = a.dbias && a.work ? a.work + rowbase : nullptr;
-    tf_attn2_load<DM, LC, SQ, NT>(Qs, tf_attn_base(a.q, b, o, h, d), a.q.sl, 0, L, d, vec);
-    tf_attn2_load<DM, LC, SQ, NT>(Vs, tf_attn_base(a.v, b, o, h, d), a.v.sl, 0, L, d, vec);
-    tf_attn2_load<DM, LC, SK, NT>(Ks, tf_attn_base(a.k, b, o, h, d), a.k.sl, 0, L, d, vec);
+    tf_attn2_load<DM, LC, SQ, NT>(Qs, tf_attn_at<E>(a.q, b, o, h, d), a.q.sl, 0, L, d, vec);
+    tf_attn2_load<DM, LC, SQ, NT>(Vs, tf_attn_at<E>(a.v, b, o, h, d), a.v.sl, 0, L, d, vec);
+    tf_attn2_load<DM, LC, SK, NT>(Ks, tf_attn_at<E>(a.k, b, o, h, d), a.k.sl, 0, L, d, vec);
     {
         /* dout to shared memory and D, as kernel4's tf4_chunk (rows >= L: 0) */
         constexpr int Q4 = DM / 4;
-        const float *gb = tf_attn_base(a.dout, b, o, h, d);
-        const float *yb = tf_attn_base(a.out, b, o, h, d);
+        const E *gb = tf_attn_at<E>(a.dout, b, o, h, d);
+        const E *yb = tf_attn_at<E>(a.out, b, o, h, d);
         for (int e = tid; e < LC * Q4; e += NT) {
             const int r = e / Q4, c4 = e % Q4;
             const float4 gv = tf4_ld4(gb, a.dout.sl, r, L, c4, d, vec);
@@ -208,19 +210,19 @@ __global__ void __launch_bounds__(tf5_bwd<DM, LC>::NT, tf5_bwd<DM, LC>::MINB)
                         mma_split<X3>(Ks[8 * j + t + 4 * f][8 * (n0 + n) + g], bk[n][f], bs[n][f]);
                 mma_row<NB, X3>(acc[j & 1], ab, as, bk, bs);
             }
-            float *dqb = tf_attn_base(a.dq, b, o, h, d);
+            E *dqb = tf_attn_at<E>(a.dq, b, o, h, d);
 #pragma unroll
             for (int hf = 0; hf < 2; ++hf) {
                 const int i = q0 + r0 + g + 8 * hf;
                 if (i >= L) continue;
-                float *row = dqb + (long)i * a.dq.sl;
+                E *row = dqb + (long)i * a.dq.sl;
 #pragma unroll
                 for (int n = 0; n < NB; ++n) {
                     const int c = 8 * (n0 + n) + 2 * t;
                     const float x0 = a.scale * (acc[0][n][2 * hf] + acc[1][n][2 * hf]);
                     const float x1 = a.scale * (acc[0][n][2 * hf + 1] + acc[1][n][2 * hf + 1]);
                     if (vout) {
-                        *reinterpret_cast<float2 *>(row + c) = make_float2(x0, x1);
+                        tf_cu_st2(row + c, x0, x1);
                     } else {
                         row[c] = x0;
                         row[c + 1] = x1;
@@ -232,26 +234,46 @@ __global__ void __launch_bounds__(tf5_bwd<DM, LC>::NT, tf5_bwd<DM, LC>::MINB)
     }
 
     /* ---- dV and dK of the warp's keys ---- */
-    float *dvb = tf_attn_base(a.dv, b, o, h, d), *dkb = tf_attn_base(a.dk, b, o, h, d);
+    E *dvb = tf_attn_at<E>(a.dv, b, o, h, d), *dkb = tf_attn_at<E>(a.dk, b, o, h, d);
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
         const int j = j0 + g + 8 * hf;
         if (j >= L) continue;
-        float *vrow = dvb + (long)j * a.dv.sl, *krow = dkb + (long)j * a.dk.sl;
+        E *vrow = dvb + (long)j * a.dv.sl, *krow = dkb + (long)j * a.dk.sl;
 #pragma unroll
         for (int n = 0; n < NK; ++n) {
             const int c = 8 * n + 2 * t;
             const float v0 = dv[n][2 * hf], v1 = dv[n][2 * hf + 1];
             const float k0 = a.scale * dk[n][2 * hf], k1 = a.scale * dk[n][2 * hf + 1];
             if (vout) {
-                *reinterpret_cast<float2 *>(vrow + c) = make_float2(v0, v1);
-                *reinterpret_cast<float2 *>(krow + c) = make_float2(k0, k1);
+                tf_cu_st2(vrow + c, v0, v1);
+                tf_cu_st2(krow + c, k0, k1);
             } else {
                 vrow[c] = v0, vrow[c + 1] = v1;
                 krow[c] = k0, krow[c + 1] = k1;
             }
         }
     }
+}
+
+/* fp32: 3xTF32, or TF32 in tf32 precision; a half type: TF32 */
+template <class E>
+static void attn_bwd5(tf_backend *be, const tf_attn_args *a, int vec, int vout)
+{
+    const unsigned grid = (unsigned)((long)a->nb * a->no * a->nh);
+    const bool one = be->tf32 || sizeof(E) < sizeof(float);
+#define BWD5(DM, LC)                                                                         \
+    do {                                                                                     \
+        typedef tf5_bwd<DM, LC> C5;                                                          \
+        if (one)                                                                             \
+            TF_LAUNCH_SMEM((attn_bwd_kernel5<DM, LC, false, E>), grid, C5::NT,               \
+                           sizeof(float) * C5::SMEM, be, *a, vec, vout);                     \
+        else                                                                                 \
+            TF_LAUNCH_SMEM((attn_bwd_kernel5<DM, LC, true, E>), grid, C5::NT,                \
+                           sizeof(float) * C5::SMEM, be, *a, vec, vout);                     \
+    } while (0)
+    TF4_BY_CLASS(a->d, tf_attn4_class(a->L), BWD5); /* d is 16 or 32 (tf_gpu_route_attn) */
+#undef BWD5
 }
 
 extern "C" void tf_cu_attn_bwd5(tf_backend *be, const tf_attn_args *a)
@@ -264,18 +286,6 @@ extern "C" void tf_cu_attn_bwd5(tf_backend *be, const tf_attn_args *a)
     /* float2 stores: rows and the head's base 8-byte aligned in dq, dk and dv */
     const int vout = tf_attn2_view_vec2(&a->dq) && tf_attn2_view_vec2(&a->dk) &&
                      tf_attn2_view_vec2(&a->dv);
-    const unsigned grid = (unsigned)((long)a->nb * a->no * a->nh);
-#define BWD5(DM, LC)                                                                         \
-    do {                                                                                     \
-        typedef tf5_bwd<DM, LC> C5;                                                          \
-        if (be->tf32)                                                                        \
-            TF_LAUNCH_SMEM((attn_bwd_kernel5<DM, LC, false>), grid, C5::NT,                  \
-                           sizeof(float) * C5::SMEM, be, *a, vec, vout);                     \
-        else                                                                                 \
-            TF_LAUNCH_SMEM((attn_bwd_kernel5<DM, LC, true>), grid, C5::NT,                   \
-                           sizeof(float) * C5::SMEM, be, *a, vec, vout);                     \
-    } while (0)
-    TF4_BY_CLASS(a->d, tf_attn4_class(a->L), BWD5); /* d is 16 or 32 (tf_gpu_route_attn) */
-#undef BWD5
+    TF_CU_DISPATCH(a->t, E, attn_bwd5<E>(be, a, vec, vout));
     if (a->dbias) tf_cu_attn_dbias2(be, a, vec); /* D is in a->work */
 }

@@ -34,7 +34,8 @@ struct tf5_fwd {
     static_assert(DM % 8 == 0 && LC % 8 == 0, "kernel5 tiles");
 };
 
-template <int DM, int LC, bool X3>
+/* E: the element type of q, k, v, bias and out (float or cuda_half.h's) */
+template <int DM, int LC, bool X3, class E>
 __global__ void __launch_bounds__(tf5_fwd<DM, LC>::NT) attn_fwd_kernel5(tf_attn_args a, int vec,
                                                                         int vout)
 {
@@ -48,12 +49,12 @@ __global__ void __launch_bounds__(tf5_fwd<DM, LC>::NT) attn_fwd_kernel5(tf_attn_
     const int L = a.L, d = a.d;
     int b, o, h;
     tf_attn_decode(a, &b, &o, &h);
-    const float *bb = tf_attn2_bias(a, b, h);
-    float *ob = tf_attn_base(a.out, b, o, h, d);
+    const E *bb = tf_attn2_bias<E>(a, b, h);
+    E *ob = tf_attn_at<E>(a.out, b, o, h, d);
     float *lseb = a.lse + (((long)b * a.no + o) * a.nh + h) * L;
-    tf_attn2_load<DM, C::RQ, SK, C::NT>(Qs, tf_attn_base(a.q, b, o, h, d), a.q.sl, 0, L, d, vec);
-    tf_attn2_load<DM, LC, SK, C::NT>(Ks, tf_attn_base(a.k, b, o, h, d), a.k.sl, 0, L, d, vec);
-    tf_attn2_load<DM, LC, SV, C::NT>(Vs, tf_attn_base(a.v, b, o, h, d), a.v.sl, 0, L, d, vec);
+    tf_attn2_load<DM, C::RQ, SK, C::NT>(Qs, tf_attn_at<E>(a.q, b, o, h, d), a.q.sl, 0, L, d, vec);
+    tf_attn2_load<DM, LC, SK, C::NT>(Ks, tf_attn_at<E>(a.k, b, o, h, d), a.k.sl, 0, L, d, vec);
+    tf_attn2_load<DM, LC, SV, C::NT>(Vs, tf_attn_at<E>(a.v, b, o, h, d), a.v.sl, 0, L, d, vec);
     __syncthreads();
 
     const int lane = (int)threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -141,13 +142,13 @@ __global__ void __launch_bounds__(tf5_fwd<DM, LC>::NT) attn_fwd_kernel5(tf_attn_
     for (int hf = 0; hf < 2; ++hf) {
         const int i = hf ? ihi : ilo;
         if (i >= L) continue;
-        float *orow = ob + (long)i * a.out.sl;
+        E *orow = ob + (long)i * a.out.sl;
 #pragma unroll
         for (int n = 0; n < NK; ++n) { /* c (row, dims 2t, 2t + 1 of group n) */
             const int c = 8 * n + 2 * t;
             const float x0 = acc[n][2 * hf] * inv[hf], x1 = acc[n][2 * hf + 1] * inv[hf];
             if (vout) {
-                *reinterpret_cast<float2 *>(orow + c) = make_float2(x0, x1);
+                tf_cu_st2(orow + c, x0, x1);
             } else {
                 orow[c] = x0;
                 orow[c + 1] = x1;
@@ -156,24 +157,33 @@ __global__ void __launch_bounds__(tf5_fwd<DM, LC>::NT) attn_fwd_kernel5(tf_attn_
     }
 }
 
+/* fp32: 3xTF32, or TF32 in tf32 precision; a half type: TF32 (exact products
+ * of bf16/fp16 values) */
+template <class E>
+static void attn_fwd5(tf_backend *be, const tf_attn_args *a, int vec, int vout)
+{
+    const unsigned grid = (unsigned)((long)a->nb * a->no * a->nh);
+    const bool one = be->tf32 || sizeof(E) < sizeof(float);
+#define FWD5(DM, LC)                                                                         \
+    do {                                                                                     \
+        typedef tf5_fwd<DM, LC> C5;                                                          \
+        if (one)                                                                             \
+            TF_LAUNCH_SMEM((attn_fwd_kernel5<DM, LC, false, E>), grid, C5::NT,               \
+                           sizeof(float) * C5::SMEM, be, *a, vec, vout);                     \
+        else                                                                                 \
+            TF_LAUNCH_SMEM((attn_fwd_kernel5<DM, LC, true, E>), grid, C5::NT,                \
+                           sizeof(float) * C5::SMEM, be, *a, vec, vout);                     \
+    } while (0)
+    TF4_BY_CLASS(a->d, tf_attn4_class(a->L), FWD5); /* d is 16 or 32 (tf_gpu_route_attn) */
+#undef FWD5
+}
+
 extern "C" void tf_cu_attn_fwd5(tf_backend *be, const tf_attn_args *a)
 {
     if (!tf_attn_check(a)) return;
     const int vec = tf_attn2_view_vec(&a->q) && tf_attn2_view_vec(&a->k) &&
                     tf_attn2_view_vec(&a->v);
-    /* float2 stores: rows and the head's base 8-byte aligned (d is even) */
+    /* pair stores: rows and the head's base 8-byte aligned (d is even) */
     const int vout = tf_attn2_view_vec2(&a->out);
-    const unsigned grid = (unsigned)((long)a->nb * a->no * a->nh);
-#define FWD5(DM, LC)                                                                         \
-    do {                                                                                     \
-        typedef tf5_fwd<DM, LC> C5;                                                          \
-        if (be->tf32)                                                                        \
-            TF_LAUNCH_SMEM((attn_fwd_kernel5<DM, LC, false>), grid, C5::NT,                  \
-                           sizeof(float) * C5::SMEM, be, *a, vec, vout);                     \
-        else                                                                                 \
-            TF_LAUNCH_SMEM((attn_fwd_kernel5<DM, LC, true>), grid, C5::NT,                   \
-                           sizeof(float) * C5::SMEM, be, *a, vec, vout);                     \
-    } while (0)
-    TF4_BY_CLASS(a->d, tf_attn4_class(a->L), FWD5); /* d is 16 or 32 (tf_gpu_route_attn) */
-#undef FWD5
+    TF_CU_DISPATCH(a->t, E, attn_fwd5<E>(be, a, vec, vout));
 }

@@ -31,12 +31,39 @@ struct tf_cu_bf16 {
         return *this;
     }
 };
+/* fp16 <-> fp32 on NVIDIA devices: the cvt instructions (round to nearest
+ * even, subnormals, overflow to inf: tf_dtype.h's bits for every value but
+ * NaN, which cvt makes canonical); a NaN takes tf_dtype.h's conversion, which
+ * keeps its sign and leading payload. The software conversion elsewhere
+ * (host, hostemu, HIP). */
+__host__ __device__ __forceinline__ float tf_cu_f16_to_f32(uint16_t h)
+{
+#if defined(__CUDA_ARCH__)
+    if ((h & 0x7fffu) > 0x7c00u) return tf_f16_to_f32(h);
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+#else
+    return tf_f16_to_f32(h);
+#endif
+}
+__host__ __device__ __forceinline__ uint16_t tf_cu_f32_to_f16(float f)
+{
+#if defined(__CUDA_ARCH__)
+    if ((__float_as_uint(f) & 0x7fffffffu) > 0x7f800000u) return tf_f32_to_f16(f);
+    uint16_t h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#else
+    return tf_f32_to_f16(f);
+#endif
+}
 struct tf_cu_f16 {
     uint16_t u;
-    __host__ __device__ __forceinline__ operator float() const { return tf_f16_to_f32(u); }
+    __host__ __device__ __forceinline__ operator float() const { return tf_cu_f16_to_f32(u); }
     __host__ __device__ __forceinline__ tf_cu_f16 &operator=(float v)
     {
-        u = tf_f32_to_f16(v);
+        u = tf_cu_f32_to_f16(v);
         return *this;
     }
 };
@@ -45,6 +72,36 @@ struct tf_cu_f16 {
 __host__ __device__ __forceinline__ float tf_cu_f32(float v) { return v; }
 __host__ __device__ __forceinline__ float tf_cu_f32(tf_cu_bf16 v) { return (float)v; }
 __host__ __device__ __forceinline__ float tf_cu_f32(tf_cu_f16 v) { return (float)v; }
+
+/* Vector access to global memory: 4 (2) consecutive elements as a float4
+ * (float2), at 4 (2) element alignment; a half type moves 8 (4) bytes. */
+__device__ __forceinline__ float4 tf_cu_ld4(const float *p) { return *(const float4 *)p; }
+template <class T> __device__ __forceinline__ float4 tf_cu_ld4(const T *p)
+{
+    const uint2 r = *(const uint2 *)p;
+    T e[4];
+    e[0].u = (uint16_t)(r.x & 0xffffu), e[1].u = (uint16_t)(r.x >> 16);
+    e[2].u = (uint16_t)(r.y & 0xffffu), e[3].u = (uint16_t)(r.y >> 16);
+    return make_float4((float)e[0], (float)e[1], (float)e[2], (float)e[3]);
+}
+__device__ __forceinline__ void tf_cu_st4(float *p, float4 v) { *(float4 *)p = v; }
+template <class T> __device__ __forceinline__ void tf_cu_st4(T *p, float4 v)
+{
+    T e[4];
+    e[0] = v.x, e[1] = v.y, e[2] = v.z, e[3] = v.w;
+    *(uint2 *)p = make_uint2((uint32_t)e[0].u | (uint32_t)e[1].u << 16,
+                             (uint32_t)e[2].u | (uint32_t)e[3].u << 16);
+}
+__device__ __forceinline__ void tf_cu_st2(float *p, float x, float y)
+{
+    *(float2 *)p = make_float2(x, y);
+}
+template <class T> __device__ __forceinline__ void tf_cu_st2(T *p, float x, float y)
+{
+    T e[2];
+    e[0] = x, e[1] = y;
+    *(uint32_t *)p = (uint32_t)e[0].u | (uint32_t)e[1].u << 16;
+}
 
 /* an internal fault: a type the op does not take */
 static inline void tf_cu_bad_type(const char *op, tf_dtype t)

@@ -117,10 +117,10 @@ opm_bwd_kernel2_t(T *da, const T *dop, const T *a, int S, int N, int co, int PC,
  * warp order at the end: deterministic. */
 #define O3_LD 36
 #define O3_WARPS 8
-template <int SPT>
+template <int SPT, class T>
 __global__ void __launch_bounds__(O3_WARPS * TF_GROUP)
-opm_bwd_kernel3(float *__restrict__ da, const float *__restrict__ dop,
-                const float *__restrict__ a, int S, int N)
+opm_bwd_kernel3(T *__restrict__ da, const T *__restrict__ dop, const T *__restrict__ a, int S,
+                int N)
 {
     constexpr int RS = 4 * SPT; /* rows s per block */
     TF_SMEM(sm);
@@ -129,27 +129,26 @@ opm_bwd_kernel3(float *__restrict__ da, const float *__restrict__ dop,
     const int ns = min(RS, S - s0), st = lane & 3, pt = lane >> 2;
     float *E1 = sm + warp * (64 + RS) * O3_LD, *E2 = E1 + 32 * O3_LD, *As = E2 + 32 * O3_LD;
     const long NC = (long)N * 32;
-    const float *d = dop + (long)b * N * N * 1024;
-    const float *ab = a + ((long)b * S + s0) * NC;
+    const T *d = dop + (long)b * N * N * 1024;
+    const T *ab = a + ((long)b * S + s0) * NC;
     float acc[SPT][4];
 #pragma unroll
     for (int k = 0; k < SPT; ++k)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[k][e] = 0.f;
     for (int j = warp; j < N; j += O3_WARPS) {
-        const float4 *t1 = (const float4 *)(d + ((long)i * N + j) * 1024);
-        const float4 *t2 = (const float4 *)(d + ((long)j * N + i) * 1024);
+        const T *t1 = d + ((long)i * N + j) * 1024, *t2 = d + ((long)j * N + i) * 1024;
 #pragma unroll
         for (int m = 0; m < 8; ++m) { /* 256 float4 a tile: row e / 8, float4 e % 8 */
             const int e = lane + TF_GROUP * m, o = (e >> 3) * O3_LD + (e & 7) * 4;
-            *(float4 *)(E1 + o) = t1[e];
-            *(float4 *)(E2 + o) = t2[e];
+            *(float4 *)(E1 + o) = tf_cu_ld4(t1 + 4 * e);
+            *(float4 *)(E2 + o) = tf_cu_ld4(t2 + 4 * e);
         }
 #pragma unroll
         for (int m = 0; m < SPT; ++m) {
             const int e = lane + TF_GROUP * m, r = e >> 3, c = (e & 7) * 4;
             float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-            if (r < ns) v = *(const float4 *)(ab + (long)r * NC + (long)j * 32 + c);
+            if (r < ns) v = tf_cu_ld4(ab + (long)r * NC + (long)j * 32 + c);
             *(float4 *)(As + r * O3_LD + c) = v;
         }
         tf_syncwarp();
@@ -243,22 +242,35 @@ static void opm_bwd2(tf_backend *be, T *da, const T *dop, const T *a, int B, int
                        S, N, co, g.PC, g.srows, g.ep);
 }
 
-extern "C" void tf_cu_opm_bwd(tf_backend *be, float *da, const float *dop, const float *a, int B,
-                              int S, int N, int co)
+/* kernel3's conditions: co == 32, operands aligned for 4-element loads */
+template <class T> static bool opm_k3_fits(const void *x, const void *y, const void *z, int B, int co)
+{
+    const unsigned al = 4 * (unsigned)sizeof(T);
+    return co == 32 && tf_cu_aligned(x, al) && tf_cu_aligned(y, al) && tf_cu_aligned(z, al) &&
+           B <= 65535;
+}
+template <class T>
+static void opm_bwd(tf_backend *be, T *da, const T *dop, const T *a, int B, int S, int N, int co)
 {
     if (B <= 0 || S <= 0 || N <= 0 || co <= 0) return;
-    if (co == 32 && tf_cu_aligned(da, 16) && tf_cu_aligned(dop, 16) &&
-        tf_cu_aligned(a, 16) && B <= 65535) {
+    if (opm_k3_fits<T>(da, dop, a, B, co)) {
         const int spt = S <= 16 ? 4 : 8, rs = 4 * spt;
         const size_t smem = sizeof(float) * O3_WARPS * (size_t)(64 + rs) * O3_LD;
         const dim3 grid((unsigned)N, (unsigned)B, (unsigned)((S + rs - 1) / rs));
         if (spt == 4)
-            TF_LAUNCH_SMEM(opm_bwd_kernel3<4>, grid, O3_WARPS * TF_GROUP, smem, be, da, dop, a, S, N);
+            TF_LAUNCH_SMEM((opm_bwd_kernel3<4, T>), grid, O3_WARPS * TF_GROUP, smem, be, da, dop,
+                           a, S, N);
         else
-            TF_LAUNCH_SMEM(opm_bwd_kernel3<8>, grid, O3_WARPS * TF_GROUP, smem, be, da, dop, a, S, N);
+            TF_LAUNCH_SMEM((opm_bwd_kernel3<8, T>), grid, O3_WARPS * TF_GROUP, smem, be, da, dop,
+                           a, S, N);
         return;
     }
     opm_bwd2(be, da, dop, a, B, S, N, co);
+}
+extern "C" void tf_cu_opm_bwd(tf_backend *be, float *da, const float *dop, const float *a, int B,
+                              int S, int N, int co)
+{
+    opm_bwd(be, da, dop, a, B, S, N, co);
 }
 
 /* ---- the permuted product (ops.h opm_outer) ----
@@ -277,15 +289,16 @@ extern "C" void tf_cu_opm_bwd(tf_backend *be, float *da, const float *dop, const
 #define OO_JT 8
 #define OO_SC 32
 
+template <class T>
 __global__ void __launch_bounds__(256)
-opm_outer_kernel3(float *__restrict__ out, const float *__restrict__ a, int S, int N)
+opm_outer_kernel3(T *__restrict__ out, const T *__restrict__ a, int S, int N)
 {
     __shared__ __align__(16) float ai[OO_SC][32];
     __shared__ __align__(16) float aj[OO_JT][OO_SC][32];
     const int i = blockIdx.y, b = blockIdx.z, t = (int)threadIdx.x;
     const int qg = t & 7, pg = (t >> 3) & 7, jg = t >> 6; /* a warp: 8 qg x 4 pg */
     const long NC = (long)N * 32;
-    const float *ab = a + (long)b * S * NC;
+    const T *ab = a + (long)b * S * NC;
     const float inv = 1.0f / (float)S;
     const int j0 = (int)blockIdx.x * OO_JT, nj = min(OO_JT, N - j0);
     float acc[2][4][4];
@@ -302,12 +315,12 @@ opm_outer_kernel3(float *__restrict__ out, const float *__restrict__ a, int S, i
             const int r = t >> 3, c = (t & 7) * 4; /* 256 float4: ai's 32 rows */
             const float4 z = make_float4(0.f, 0.f, 0.f, 0.f);
             *(float4 *)&ai[r][c] =
-                r < ns ? *(const float4 *)(ab + (long)(s0 + r) * NC + (long)i * 32 + c) : z;
+                r < ns ? tf_cu_ld4(ab + (long)(s0 + r) * NC + (long)i * 32 + c) : z;
 #pragma unroll
             for (int m = 0; m < OO_JT; ++m)
                 *(float4 *)&aj[m][r][c] =
                     r < ns && m < nj
-                        ? *(const float4 *)(ab + (long)(s0 + r) * NC + (long)(j0 + m) * 32 + c)
+                        ? tf_cu_ld4(ab + (long)(s0 + r) * NC + (long)(j0 + m) * 32 + c)
                         : z;
         }
         __syncthreads();
@@ -331,11 +344,11 @@ opm_outer_kernel3(float *__restrict__ out, const float *__restrict__ a, int S, i
     for (int u = 0; u < 2; ++u) {
         const int jj = 2 * jg + u;
         if (jj >= nj) continue;
-        float *o = out + ((((long)b * N + i) * N + j0 + jj) * 32 + 4 * pg) * 32 + 4 * qg;
+        T *o = out + ((((long)b * N + i) * N + j0 + jj) * 32 + 4 * pg) * 32 + 4 * qg;
 #pragma unroll
         for (int e = 0; e < 4; ++e)
-            *(float4 *)(o + e * 32) = make_float4(acc[u][e][0] * inv, acc[u][e][1] * inv,
-                                                  acc[u][e][2] * inv, acc[u][e][3] * inv);
+            tf_cu_st4(o + e * 32, make_float4(acc[u][e][0] * inv, acc[u][e][1] * inv,
+                                              acc[u][e][2] * inv, acc[u][e][3] * inv));
     }
 }
 
@@ -355,45 +368,40 @@ __device__ __forceinline__ void opm_outer_body1(T *out, const T *a, int B, int S
         out[e] = acc * inv;
     }
 }
-__global__ void opm_outer_kernel1(float *out, const float *a, int B, int S, int N, int co)
-{
-    opm_outer_body1(out, a, B, S, N, co);
-}
-template <class T> __global__ void opm_outer_kernel1_t(T *out, const T *a, int B, int S, int N, int co)
+template <class T> __global__ void opm_outer_kernel1(T *out, const T *a, int B, int S, int N, int co)
 {
     opm_outer_body1(out, a, B, S, N, co);
 }
 
-extern "C" void tf_cu_opm_outer(tf_backend *be, float *outer_p, const float *a, int B, int S,
-                                int N, int co)
+template <class T>
+static void opm_outer(tf_backend *be, T *outer_p, const T *a, int B, int S, int N, int co)
 {
     if (B <= 0 || S <= 0 || N <= 0 || co <= 0) return;
-    if (co == 32 && tf_cu_aligned(outer_p, 16) && tf_cu_aligned(a, 16) && B <= 65535) {
+    if (opm_k3_fits<T>(outer_p, a, a, B, co)) {
         const dim3 grid((unsigned)((N + OO_JT - 1) / OO_JT), (unsigned)N, (unsigned)B);
-        TF_LAUNCH(opm_outer_kernel3, grid, dim3(256), be->stream, outer_p, a, S, N);
+        TF_LAUNCH(opm_outer_kernel3<T>, grid, dim3(256), be->stream, outer_p, a, S, N);
         return;
     }
     const long total = (long)B * N * N * co * co;
-    TF_LAUNCH(opm_outer_kernel1, dim3(tf_cu_grid(be, total, 256)), dim3(256), be->stream, outer_p,
-              a, B, S, N, co);
+    TF_LAUNCH(opm_outer_kernel1<T>, dim3(tf_cu_grid(be, total, 256)), dim3(256), be->stream,
+              outer_p, a, B, S, N, co);
+}
+extern "C" void tf_cu_opm_outer(tf_backend *be, float *outer_p, const float *a, int B, int S,
+                                int N, int co)
+{
+    opm_outer(be, outer_p, a, B, S, N, co);
 }
 
-/* half types: kernel2 (shared tiles in fp32) and opm_outer_kernel1, whose
- * sums run as fp32's do; each output rounded once */
+/* half types: the same kernels with loads widened to fp32 and every sum in
+ * fp32 as fp32's; each output rounded once */
 extern "C" void tf_cu_opm_bwd_h(tf_backend *be, void *da, const void *dop, const void *a, int B,
                                 int S, int N, int co, tf_dtype t)
 {
-    if (B <= 0 || S <= 0 || N <= 0 || co <= 0) return;
-    TF_CU_DISPATCH_HALF(t, T, opm_bwd2(be, (T *)da, (const T *)dop, (const T *)a, B, S, N, co));
+    TF_CU_DISPATCH_HALF(t, T, opm_bwd(be, (T *)da, (const T *)dop, (const T *)a, B, S, N, co));
 }
 
 extern "C" void tf_cu_opm_outer_h(tf_backend *be, void *outer_p, const void *a, int B, int S,
                                   int N, int co, tf_dtype t)
 {
-    if (B <= 0 || S <= 0 || N <= 0 || co <= 0) return;
-    const long total = (long)B * N * N * co * co;
-    TF_CU_DISPATCH_HALF(t, T,
-                        TF_LAUNCH(opm_outer_kernel1_t<T>, dim3(tf_cu_grid(be, total, 256)),
-                                  dim3(256), be->stream, (T *)outer_p, (const T *)a, B, S, N,
-                                  co));
+    TF_CU_DISPATCH_HALF(t, T, opm_outer(be, (T *)outer_p, (const T *)a, B, S, N, co));
 }

@@ -207,7 +207,7 @@ __device__ __forceinline__ float cv_load(const void *src, tf_dtype st, long i)
 {
     return st == TF_F32    ? ((const float *)src)[i]
            : st == TF_BF16 ? tf_bf16_to_f32(((const uint16_t *)src)[i])
-                           : tf_f16_to_f32(((const uint16_t *)src)[i]);
+                           : tf_cu_f16_to_f32(((const uint16_t *)src)[i]);
 }
 
 extern "C" __global__ void convert_kernel1(void *dst, tf_dtype dt, const void *src, tf_dtype st,
@@ -219,7 +219,7 @@ extern "C" __global__ void convert_kernel1(void *dst, tf_dtype dt, const void *s
         if (dt == TF_F32)
             ((float *)dst)[i] = v;
         else
-            ((uint16_t *)dst)[i] = dt == TF_BF16 ? tf_f32_to_bf16(v) : tf_f32_to_f16(v);
+            ((uint16_t *)dst)[i] = dt == TF_BF16 ? tf_f32_to_bf16(v) : tf_cu_f32_to_f16(v);
     }
 }
 
