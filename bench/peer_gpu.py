@@ -51,11 +51,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import tinyopenfold_ref as ref  # noqa: E402
 
-PROBLEMS = {  # B, N, S, blocks: the same as `tinyfold bench` (src/cli/bench.c)
-    "tiny": (2, 32, 8, 2),
-    "small": (4, 64, 16, 4),
-    "large": (4, 128, 32, 4),
-}
+from peer_cpu import PROBLEMS  # noqa: E402  (the CPU peer's shapes: `tinyfold bench`'s)
 MODES = ["eager", "sdpa", "compile", "compile-sdpa", "graphs", "graphs-sdpa"]
 
 
