@@ -8,28 +8,31 @@
 /* relu that lets NaN through, like PyTorch */
 __device__ __forceinline__ float reluf_(float x) { return x < 0.f ? 0.f : x; }
 
-/* y[i] = f(u[i], v[i], w[i]); unused inputs are passed as u. */
-template <class F>
-__device__ __forceinline__ void ew3(float *y, const float *u, const float *v, const float *w,
-                                    long n, F f)
+/* y[i] = f(u[i], v[i], w[i]); unused inputs are passed as u. Any element
+ * types (cuda_half.h): 4 elements a vector access when every pointer is
+ * aligned to 4 elements (a half type's 8 bytes), widened at the load and
+ * rounded once at the store. */
+template <class TY, class TU, class TV, class TW, class F>
+__device__ __forceinline__ void ew3(TY *y, const TU *u, const TV *v, const TW *w, long n, F f)
 {
     const long tid = (long)blockIdx.x * blockDim.x + threadIdx.x;
     const long stride = (long)gridDim.x * blockDim.x;
-    const bool vec = tf_cu_aligned(y, 16) && tf_cu_aligned(u, 16) && tf_cu_aligned(v, 16) &&
-                     tf_cu_aligned(w, 16);
+    const bool vec = tf_cu_aligned(y, 4 * sizeof(TY)) && tf_cu_aligned(u, 4 * sizeof(TU)) &&
+                     tf_cu_aligned(v, 4 * sizeof(TV)) && tf_cu_aligned(w, 4 * sizeof(TW));
     const long nv = vec ? n / 4 : 0;
     for (long i = tid; i < nv; i += stride) {
-        const float4 a = reinterpret_cast<const float4 *>(u)[i];
-        const float4 b = reinterpret_cast<const float4 *>(v)[i];
-        const float4 c = reinterpret_cast<const float4 *>(w)[i];
+        const float4 a = tf_cu_ld4(u + 4 * i);
+        const float4 b = tf_cu_ld4(v + 4 * i);
+        const float4 c = tf_cu_ld4(w + 4 * i);
         float4 r;
         r.x = f(a.x, b.x, c.x);
         r.y = f(a.y, b.y, c.y);
         r.z = f(a.z, b.z, c.z);
         r.w = f(a.w, b.w, c.w);
-        reinterpret_cast<float4 *>(y)[i] = r;
+        tf_cu_st4(y + 4 * i, r);
     }
-    for (long i = nv * 4 + tid; i < n; i += stride) y[i] = f(u[i], v[i], w[i]);
+    for (long i = nv * 4 + tid; i < n; i += stride)
+        y[i] = f(tf_cu_f32(u[i]), tf_cu_f32(v[i]), tf_cu_f32(w[i]));
 }
 
 struct AddF {
@@ -101,33 +104,41 @@ extern "C" __global__ void gate_residual_fwd_kernel1(float *out, const float *re
     ew3(out, res, a, g, n, GateResF());
 }
 
-/* two outputs (tf_gate_bwd_one): da = dy*s, dg = dy*a*s*(1-s) */
-extern "C" __global__ void gate_bwd_kernel1(float *da, float *dg, const float *dy, const float *a,
-                                            const float *g, long n)
+/* two outputs (tf_gate_bwd_one): da = dy*s, dg = dy*a*s*(1-s); any element
+ * type, vectors as ew3 */
+template <class T>
+__device__ __forceinline__ void gate_bwd(T *da, T *dg, const T *dy, const T *a, const T *g,
+                                         long n)
 {
     const long tid = (long)blockIdx.x * blockDim.x + threadIdx.x;
     const long stride = (long)gridDim.x * blockDim.x;
-    const bool vec = tf_cu_aligned(da, 16) && tf_cu_aligned(dg, 16) && tf_cu_aligned(dy, 16) &&
-                     tf_cu_aligned(a, 16) && tf_cu_aligned(g, 16);
+    const unsigned al = 4 * sizeof(T);
+    const bool vec = tf_cu_aligned(da, al) && tf_cu_aligned(dg, al) && tf_cu_aligned(dy, al) &&
+                     tf_cu_aligned(a, al) && tf_cu_aligned(g, al);
     const long nv = vec ? n / 4 : 0;
     for (long i = tid; i < nv; i += stride) {
-        const float4 y4 = reinterpret_cast<const float4 *>(dy)[i];
-        const float4 a4 = reinterpret_cast<const float4 *>(a)[i];
-        const float4 g4 = reinterpret_cast<const float4 *>(g)[i];
+        const float4 y4 = tf_cu_ld4(dy + 4 * i);
+        const float4 a4 = tf_cu_ld4(a + 4 * i);
+        const float4 g4 = tf_cu_ld4(g + 4 * i);
         float4 r, s;
         tf_gate_bwd_one(&r.x, &s.x, y4.x, a4.x, g4.x);
         tf_gate_bwd_one(&r.y, &s.y, y4.y, a4.y, g4.y);
         tf_gate_bwd_one(&r.z, &s.z, y4.z, a4.z, g4.z);
         tf_gate_bwd_one(&r.w, &s.w, y4.w, a4.w, g4.w);
-        reinterpret_cast<float4 *>(da)[i] = r;
-        reinterpret_cast<float4 *>(dg)[i] = s;
+        tf_cu_st4(da + 4 * i, r);
+        tf_cu_st4(dg + 4 * i, s);
     }
     for (long i = nv * 4 + tid; i < n; i += stride) {
         float r, s;
-        tf_gate_bwd_one(&r, &s, dy[i], a[i], g[i]);
+        tf_gate_bwd_one(&r, &s, tf_cu_f32(dy[i]), tf_cu_f32(a[i]), tf_cu_f32(g[i]));
         da[i] = r;
         dg[i] = s;
     }
+}
+extern "C" __global__ void gate_bwd_kernel1(float *da, float *dg, const float *dy, const float *a,
+                                            const float *g, long n)
+{
+    gate_bwd(da, dg, dy, a, g, n);
 }
 
 /* C[p*strideC + r*ldc + c] = relu(...) for p < batch, r < M, c < N */
@@ -149,28 +160,20 @@ extern "C" __global__ void relu_strided_kernel1(float *C, int M, int N, long ldc
     }
 }
 
-/* ---- half types (cuda_half.h): the same functors on scalars, each element
+/* ---- half types (cuda_half.h): the same bodies and functors, each element
  * widened at the load and rounded once at the store ---- */
 template <class TY, class TU, class TV, class TW, class F>
 __global__ void __launch_bounds__(EW_THREADS)
 ew3_kernel_t(TY *y, const TU *u, const TV *v, const TW *w, long n, F f)
 {
-    const long stride = (long)gridDim.x * blockDim.x;
-    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-        y[i] = f(u[i], v[i], w[i]);
+    ew3(y, u, v, w, n, f);
 }
 
 template <class T>
 __global__ void __launch_bounds__(EW_THREADS)
 gate_bwd_kernel_t(T *da, T *dg, const T *dy, const T *a, const T *g, long n)
 {
-    const long stride = (long)gridDim.x * blockDim.x;
-    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        float r, s;
-        tf_gate_bwd_one(&r, &s, dy[i], a[i], g[i]);
-        da[i] = r;
-        dg[i] = s;
-    }
+    gate_bwd(da, dg, dy, a, g, n);
 }
 
 template <class T>
@@ -184,6 +187,7 @@ __global__ void relu_strided_kernel_t(T *C, int M, int N, long ldc, long strideC
 }
 
 #define HGRID(n) dim3(tf_cu_grid(be, (n), EW_THREADS))
+#define GRID(n) dim3(tf_cu_grid(be, ((n) + 3) / 4, EW_THREADS)) /* 4 elements a thread */
 /* y = f(u, v, w) over n elements of type t (unused inputs passed as u) */
 template <class F>
 static void ew3_half(tf_backend *be, void *y, const void *u, const void *v, const void *w,
@@ -191,7 +195,7 @@ static void ew3_half(tf_backend *be, void *y, const void *u, const void *v, cons
 {
     if (n <= 0) return;
     TF_CU_DISPATCH_HALF(t, T,
-                        TF_LAUNCH((ew3_kernel_t<T, T, T, T, F>), HGRID(n), dim3(EW_THREADS),
+                        TF_LAUNCH((ew3_kernel_t<T, T, T, T, F>), GRID(n), dim3(EW_THREADS),
                                   be->stream, (T *)y, (const T *)u, (const T *)v, (const T *)w,
                                   n, f));
 }
@@ -239,7 +243,7 @@ extern "C" void tf_cu_gate_bwd_h(tf_backend *be, void *da, void *dg, const void 
 {
     if (n <= 0) return;
     TF_CU_DISPATCH_HALF(t, T,
-                        TF_LAUNCH(gate_bwd_kernel_t<T>, HGRID(n), dim3(EW_THREADS), be->stream,
+                        TF_LAUNCH(gate_bwd_kernel_t<T>, GRID(n), dim3(EW_THREADS), be->stream,
                                   (T *)da, (T *)dg, (const T *)dy, (const T *)a, (const T *)g,
                                   n));
 }
@@ -249,13 +253,12 @@ extern "C" void tf_cu_gate_residual_fwd_h(tf_backend *be, float *out, const floa
 {
     if (n <= 0) return;
     TF_CU_DISPATCH_HALF(t, T,
-                        TF_LAUNCH((ew3_kernel_t<float, float, T, T, GateResF>), HGRID(n),
+                        TF_LAUNCH((ew3_kernel_t<float, float, T, T, GateResF>), GRID(n),
                                   dim3(EW_THREADS), be->stream, out, res, (const T *)a,
                                   (const T *)g, n, GateResF()));
 }
 
 /* ---- host wrappers ---- */
-#define GRID(n) dim3(tf_cu_grid(be, ((n) + 3) / 4, EW_THREADS))
 
 extern "C" void tf_cu_add(tf_backend *be, float *y, const float *a, const float *b, long n)
 {
@@ -391,7 +394,10 @@ extern "C" void tf_cu_drelu_strided_h(tf_backend *be, void *C, const void *aux, 
                                       long ldc, long strideC, int batch, tf_dtype t)
 {
     const long total = (long)M * N * batch;
-    if (total > 0)
+    if (total <= 0) return;
+    if (ldc == N && (batch == 1 || strideC == (long)M * N)) /* as tf_cu_drelu_strided */
+        tf_cu_act_bwd_h(be, TF_ACT_RELU, C, C, aux, total, t);
+    else
         TF_CU_DISPATCH_HALF(t, T,
                             TF_LAUNCH(drelu_strided_kernel_t<T>, HGRID(total), dim3(EW_THREADS),
                                       be->stream, (T *)C, (const T *)aux, M, N, ldc, strideC,

@@ -84,6 +84,14 @@ template <class T> __device__ __forceinline__ float4 tf_cu_ld4(const T *p)
     e[2].u = (uint16_t)(r.y & 0xffffu), e[3].u = (uint16_t)(r.y >> 16);
     return make_float4((float)e[0], (float)e[1], (float)e[2], (float)e[3]);
 }
+__device__ __forceinline__ float2 tf_cu_ld2(const float *p) { return *(const float2 *)p; }
+template <class T> __device__ __forceinline__ float2 tf_cu_ld2(const T *p)
+{
+    const uint32_t r = *(const uint32_t *)p;
+    T e[2];
+    e[0].u = (uint16_t)(r & 0xffffu), e[1].u = (uint16_t)(r >> 16);
+    return make_float2((float)e[0], (float)e[1]);
+}
 __device__ __forceinline__ void tf_cu_st4(float *p, float4 v) { *(float4 *)p = v; }
 template <class T> __device__ __forceinline__ void tf_cu_st4(T *p, float4 v)
 {

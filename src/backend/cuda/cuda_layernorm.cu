@@ -21,7 +21,12 @@
  * layernorm2 (ops.h: a module's block norm and its own norm in a row, C <=
  * 128) is one launch each way on the same pattern: the intermediate row stays
  * in registers in the forward and is recomputed in the backward, whose four
- * parameter gradients share one tree. */
+ * parameter gradients share one tree.
+ *
+ * Every kernel is a template over the element types of x / dx (TX) and out /
+ * dout (TY) (cuda_half.h): instantiated with floats it is the fp32 kernel,
+ * with a half type the same sums on the widened elements, rounded at the
+ * store. Rows of 64 and 128 take the vector-row kernels at level 3. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -75,7 +80,7 @@ __device__ __forceinline__ void ln2_row_dx(T *dxr, const float (&gv)[LN2_CACHE],
 
 /* ---- forward ---------------------------------------------------------------- */
 template <class TX, class TY>
-__device__ __forceinline__ void layernorm_fwd_kernel1_body(TY *out, float *mean, float *rstd,
+__global__ void __launch_bounds__(LN1_THREADS) layernorm_fwd_kernel1(TY *out, float *mean, float *rstd,
                                                            const TX *x, const float *gamma,
                                                            const float *beta, long rows, int C,
                                                            float eps)
@@ -102,22 +107,9 @@ __device__ __forceinline__ void layernorm_fwd_kernel1_body(TY *out, float *mean,
     }
 }
 
-extern "C" __global__ void __launch_bounds__(LN1_THREADS)
-layernorm_fwd_kernel1(float *out, float *mean, float *rstd, const float *x, const float *gamma,
-                      const float *beta, long rows, int C, float eps)
-{
-    layernorm_fwd_kernel1_body<float, float>(out, mean, rstd, x, gamma, beta, rows, C, eps);
-}
-template <class TX, class TY>
-__global__ void __launch_bounds__(LN1_THREADS)
-layernorm_fwd_kernel1_t(TY *out, float *mean, float *rstd, const TX *x, const float *gamma,
-                        const float *beta, long rows, int C, float eps)
-{
-    layernorm_fwd_kernel1_body<TX, TY>(out, mean, rstd, x, gamma, beta, rows, C, eps);
-}
 
 template <class TX, class TY>
-__device__ __forceinline__ void layernorm_fwd_kernel2_body(TY *out, float *mean, float *rstd,
+__global__ void __launch_bounds__(LN2_THREADS) layernorm_fwd_kernel2(TY *out, float *mean, float *rstd,
                                                            const TX *x, const float *gamma,
                                                            const float *beta, long rows, int C,
                                                            float eps)
@@ -159,25 +151,12 @@ __device__ __forceinline__ void layernorm_fwd_kernel2_body(TY *out, float *mean,
     }
 }
 
-extern "C" __global__ void __launch_bounds__(LN2_THREADS)
-layernorm_fwd_kernel2(float *out, float *mean, float *rstd, const float *x, const float *gamma,
-                      const float *beta, long rows, int C, float eps)
-{
-    layernorm_fwd_kernel2_body<float, float>(out, mean, rstd, x, gamma, beta, rows, C, eps);
-}
-template <class TX, class TY>
-__global__ void __launch_bounds__(LN2_THREADS)
-layernorm_fwd_kernel2_t(TY *out, float *mean, float *rstd, const TX *x, const float *gamma,
-                        const float *beta, long rows, int C, float eps)
-{
-    layernorm_fwd_kernel2_body<TX, TY>(out, mean, rstd, x, gamma, beta, rows, C, eps);
-}
 
 /* ---- backward: dx -------------------------------------------------------------
  * g = dout*gamma, xhat = (x-mean)*rstd:
  * dx = rstd * (g - mean(g) - xhat * mean(g*xhat))  (+= when accumulate) */
 template <class TX, class TY>
-__device__ __forceinline__ void layernorm_bwd_dx_kernel1_body(TX *dx, const TY *dout, const TX *x,
+__global__ void __launch_bounds__(LN1_THREADS) layernorm_bwd_dx_kernel1(TX *dx, const TY *dout, const TX *x,
                                                               const float *mean, const float *rstd,
                                                               const float *gamma, long rows, int C,
                                                               int accumulate)
@@ -204,23 +183,9 @@ __device__ __forceinline__ void layernorm_bwd_dx_kernel1_body(TX *dx, const TY *
     }
 }
 
-extern "C" __global__ void __launch_bounds__(LN1_THREADS)
-layernorm_bwd_dx_kernel1(float *dx, const float *dout, const float *x, const float *mean,
-                         const float *rstd, const float *gamma, long rows, int C, int accumulate)
-{
-    layernorm_bwd_dx_kernel1_body<float, float>(dx, dout, x, mean, rstd, gamma, rows, C,
-                                                accumulate);
-}
-template <class TX, class TY>
-__global__ void __launch_bounds__(LN1_THREADS)
-layernorm_bwd_dx_kernel1_t(TX *dx, const TY *dout, const TX *x, const float *mean,
-                           const float *rstd, const float *gamma, long rows, int C, int accumulate)
-{
-    layernorm_bwd_dx_kernel1_body<TX, TY>(dx, dout, x, mean, rstd, gamma, rows, C, accumulate);
-}
 
 template <class TX, class TY>
-__device__ __forceinline__ void layernorm_bwd_dx_kernel2_body(TX *dx, const TY *dout, const TX *x,
+__global__ void __launch_bounds__(LN2_THREADS) layernorm_bwd_dx_kernel2(TX *dx, const TY *dout, const TX *x,
                                                               const float *mean, const float *rstd,
                                                               const float *gamma, long rows, int C,
                                                               int accumulate)
@@ -257,20 +222,6 @@ __device__ __forceinline__ void layernorm_bwd_dx_kernel2_body(TX *dx, const TY *
     }
 }
 
-extern "C" __global__ void __launch_bounds__(LN2_THREADS)
-layernorm_bwd_dx_kernel2(float *dx, const float *dout, const float *x, const float *mean,
-                         const float *rstd, const float *gamma, long rows, int C, int accumulate)
-{
-    layernorm_bwd_dx_kernel2_body<float, float>(dx, dout, x, mean, rstd, gamma, rows, C,
-                                                accumulate);
-}
-template <class TX, class TY>
-__global__ void __launch_bounds__(LN2_THREADS)
-layernorm_bwd_dx_kernel2_t(TX *dx, const TY *dout, const TX *x, const float *mean,
-                           const float *rstd, const float *gamma, long rows, int C, int accumulate)
-{
-    layernorm_bwd_dx_kernel2_body<TX, TY>(dx, dout, x, mean, rstd, gamma, rows, C, accumulate);
-}
 
 /* ---- backward: dgamma, dbeta -------------------------------------------------
  * Block (32 channels x 8 row lanes) over rows [chunk*rpc, (chunk+1)*rpc) and
@@ -279,7 +230,7 @@ layernorm_bwd_dx_kernel2_t(TX *dx, const TY *dout, const TX *x, const float *mea
 #define DP_TX 32
 #define DP_TY 8
 template <class TX, class TY>
-__device__ __forceinline__ void layernorm_bwd_dparams_kernel1_body(float *part, const TY *dout,
+__global__ void __launch_bounds__(DP_TX *DP_TY) layernorm_bwd_dparams_kernel1(float *part, const TY *dout,
                                                                    const TX *x, const float *mean,
                                                                    const float *rstd, long rows,
                                                                    int C, int c0, int cs, long rpc,
@@ -314,23 +265,6 @@ __device__ __forceinline__ void layernorm_bwd_dparams_kernel1_body(float *part, 
     }
 }
 
-extern "C" __global__ void __launch_bounds__(DP_TX *DP_TY)
-layernorm_bwd_dparams_kernel1(float *part, const float *dout, const float *x, const float *mean,
-                              const float *rstd, long rows, int C, int c0, int cs, long rpc,
-                              int nchunks)
-{
-    layernorm_bwd_dparams_kernel1_body<float, float>(part, dout, x, mean, rstd, rows, C, c0, cs,
-                                                     rpc, nchunks);
-}
-template <class TX, class TY>
-__global__ void __launch_bounds__(DP_TX *DP_TY)
-layernorm_bwd_dparams_kernel1_t(float *part, const TY *dout, const TX *x, const float *mean,
-                                const float *rstd, long rows, int C, int c0, int cs, long rpc,
-                                int nchunks)
-{
-    layernorm_bwd_dparams_kernel1_body<TX, TY>(part, dout, x, mean, rstd, rows, C, c0, cs, rpc,
-                                               nchunks);
-}
 
 extern "C" __global__ void layernorm_bwd_dparams_reduce_kernel1(float *dgamma, float *dbeta,
                                                                 const float *part, int c0, int cs,
@@ -460,7 +394,7 @@ static long ln_rows_per_block(const tf_backend *be, long rows, int W)
 }
 
 template <class TX, class TY>
-__device__ __forceinline__ void layernorm_bwd_kernel2_body(TX *dx, ln_roots o, float *part,
+__global__ void __launch_bounds__(LN2_THREADS) layernorm_bwd_kernel2(TX *dx, ln_roots o, float *part,
                                                            int *count, const TY *dout, const TX *x,
                                                            const float *mean, const float *rstd,
                                                            const float *gamma, long rows, int C,
@@ -493,23 +427,6 @@ __device__ __forceinline__ void layernorm_bwd_kernel2_body(TX *dx, ln_roots o, f
     ln2_block_finish(sp, a, C, part, count, o);
 }
 
-extern "C" __global__ void __launch_bounds__(LN2_THREADS)
-layernorm_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const float *dout,
-                      const float *x, const float *mean, const float *rstd, const float *gamma,
-                      long rows, int C, int accumulate, long rpb)
-{
-    layernorm_bwd_kernel2_body<float, float>(dx, o, part, count, dout, x, mean, rstd, gamma, rows,
-                                             C, accumulate, rpb);
-}
-template <class TX, class TY>
-__global__ void __launch_bounds__(LN2_THREADS)
-layernorm_bwd_kernel2_t(TX *dx, ln_roots o, float *part, int *count, const TY *dout, const TX *x,
-                        const float *mean, const float *rstd, const float *gamma, long rows, int C,
-                        int accumulate, long rpb)
-{
-    layernorm_bwd_kernel2_body<TX, TY>(dx, o, part, count, dout, x, mean, rstd, gamma, rows, C,
-                                       accumulate, rpb);
-}
 
 /* ---- two LayerNorms in a row (ops.h layernorm2, C <= 128) ------------------
  * Forward: one warp per row, x in registers: y1 = LN(x; g1, b1) stays in
@@ -520,7 +437,7 @@ layernorm_bwd_kernel2_t(TX *dx, ln_roots o, float *part, int *count, const TY *d
  * first; the four parameter partial rows (dg1 db1 dg2 db2, 4C floats a
  * block) go through the same tree. */
 template <class TX, class TY>
-__device__ __forceinline__ void layernorm2_fwd_kernel2_body(TY *out, float *stats, const TX *x,
+__global__ void __launch_bounds__(LN2_THREADS) layernorm2_fwd_kernel2(TY *out, float *stats, const TX *x,
                                                             const float *g1, const float *b1,
                                                             const float *g2, const float *b2,
                                                             long rows, int C, float eps)
@@ -556,22 +473,9 @@ __device__ __forceinline__ void layernorm2_fwd_kernel2_body(TY *out, float *stat
     }
 }
 
-extern "C" __global__ void __launch_bounds__(LN2_THREADS)
-layernorm2_fwd_kernel2(float *out, float *stats, const float *x, const float *g1, const float *b1,
-                       const float *g2, const float *b2, long rows, int C, float eps)
-{
-    layernorm2_fwd_kernel2_body<float, float>(out, stats, x, g1, b1, g2, b2, rows, C, eps);
-}
-template <class TX, class TY>
-__global__ void __launch_bounds__(LN2_THREADS)
-layernorm2_fwd_kernel2_t(TY *out, float *stats, const TX *x, const float *g1, const float *b1,
-                         const float *g2, const float *b2, long rows, int C, float eps)
-{
-    layernorm2_fwd_kernel2_body<TX, TY>(out, stats, x, g1, b1, g2, b2, rows, C, eps);
-}
 
 template <class TX, class TY>
-__device__ __forceinline__ void layernorm2_bwd_kernel2_body(TX *dx, ln_roots o, float *part,
+__global__ void __launch_bounds__(LN2_THREADS) layernorm2_bwd_kernel2(TX *dx, ln_roots o, float *part,
                                                             int *count, const TY *dout, const TX *x,
                                                             const float *stats, const float *g1,
                                                             const float *b1, const float *g2,
@@ -621,66 +525,50 @@ __device__ __forceinline__ void layernorm2_bwd_kernel2_body(TX *dx, ln_roots o, 
     ln2_block_finish(sp, a, C, part, count, o);
 }
 
-extern "C" __global__ void __launch_bounds__(LN2_THREADS)
-layernorm2_bwd_kernel2(float *dx, ln_roots o, float *part, int *count, const float *dout,
-                       const float *x, const float *stats, const float *g1, const float *b1,
-                       const float *g2, long rows, int C, int accumulate, long rpb)
-{
-    layernorm2_bwd_kernel2_body<float, float>(dx, o, part, count, dout, x, stats, g1, b1, g2, rows,
-                                              C, accumulate, rpb);
-}
-template <class TX, class TY>
-__global__ void __launch_bounds__(LN2_THREADS)
-layernorm2_bwd_kernel2_t(TX *dx, ln_roots o, float *part, int *count, const TY *dout, const TX *x,
-                         const float *stats, const float *g1, const float *b1, const float *g2,
-                         long rows, int C, int accumulate, long rpb)
-{
-    layernorm2_bwd_kernel2_body<TX, TY>(dx, o, part, count, dout, x, stats, g1, b1, g2, rows, C,
-                                        accumulate, rpb);
-}
 
 /* ---- the one-launch backwards on vector rows: C = 32 VW (VW 2: the MSA's 64
  * channels, VW 4: the pair's 128) with rows and parameters aligned to VW
- * floats. Lane l holds columns VW l .. VW l + VW - 1, loaded as one float2 /
- * float4, the parameters once a warp, and the next row's loads are issued
- * before this row's sums (two rows in flight a warp). The general kernels'
- * scalar loads, guards and index arithmetic made them issue-bound (ncu:
- * 50% occupancy, 14.7 cycles between a warp's instructions, 0.84 TB/s for
- * layernorm2's backward). */
-template <int VW>
-__device__ __forceinline__ void ln_vld(const float *p, float (&v)[LN2_CACHE])
+ * elements. Lane l holds columns VW l .. VW l + VW - 1, loaded as one vector
+ * (float4 / float2, a half type's 8 / 4 bytes), the parameters once a warp,
+ * and the next row's loads are issued before this row's sums (two rows in
+ * flight a warp). The general kernels' scalar loads, guards and index
+ * arithmetic made them issue-bound (ncu: 50% occupancy, 14.7 cycles between
+ * a warp's instructions, 0.84 TB/s for layernorm2's backward). */
+template <int VW, class T>
+__device__ __forceinline__ void ln_vld(const T *p, float (&v)[LN2_CACHE])
 {
     if (VW == 4) {
-        const float4 t = *(const float4 *)p;
+        const float4 t = tf_cu_ld4(p);
         v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
     } else {
-        const float2 t = *(const float2 *)p;
+        const float2 t = tf_cu_ld2(p);
         v[0] = t.x, v[1] = t.y, v[2] = 0.f, v[3] = 0.f;
     }
 }
-template <int VW>
-__device__ __forceinline__ void ln_vst(float *p, const float (&v)[LN2_CACHE], int accumulate)
+/* p's VW elements = v (+= when accumulate: the sum in fp32, rounded once) */
+template <int VW, class T>
+__device__ __forceinline__ void ln_vst(T *p, const float (&v)[LN2_CACHE], int accumulate)
 {
     if (VW == 4) {
         float4 t = make_float4(v[0], v[1], v[2], v[3]);
         if (accumulate) {
-            const float4 q = *(const float4 *)p;
+            const float4 q = tf_cu_ld4(p);
             t = make_float4(q.x + t.x, q.y + t.y, q.z + t.z, q.w + t.w);
         }
-        *(float4 *)p = t;
+        tf_cu_st4(p, t);
     } else {
         float2 t = make_float2(v[0], v[1]);
         if (accumulate) {
-            const float2 q = *(const float2 *)p;
+            const float2 q = tf_cu_ld2(p);
             t = make_float2(q.x + t.x, q.y + t.y);
         }
-        *(float2 *)p = t;
+        tf_cu_st2(p, t.x, t.y);
     }
 }
 /* row r's x and dout at column VW lane, when r < r1 */
-template <int VW>
-__device__ __forceinline__ void ln_vld_row(long r, long r1, int C, int lane, const float *x,
-                                           const float *d, float (&xv)[LN2_CACHE],
+template <int VW, class TX, class TY>
+__device__ __forceinline__ void ln_vld_row(long r, long r1, int C, int lane, const TX *x,
+                                           const TY *d, float (&xv)[LN2_CACHE],
                                            float (&dv)[LN2_CACHE])
 {
     if (r < r1) {
@@ -689,11 +577,11 @@ __device__ __forceinline__ void ln_vld_row(long r, long r1, int C, int lane, con
     }
 }
 
-template <int VW>
+template <int VW, class TX, class TY>
 __global__ void __launch_bounds__(LN2_THREADS)
-layernorm_bwd_kernel2_v(float *dx, ln_roots o, float *part, int *count, const float *dout,
-                        const float *x, const float *mean, const float *rstd, const float *gamma,
-                        long rows, int accumulate, long rpb)
+layernorm_bwd_kernel2_v(TX *dx, ln_roots o, float *part, int *count, const TY *dout, const TX *x,
+                        const float *mean, const float *rstd, const float *gamma, long rows,
+                        int accumulate, long rpb)
 {
     constexpr int NW = LN2_THREADS / TF_GROUP, C = TF_GROUP * VW;
     __shared__ float sp[2][NW][TF_GROUP * LN2_CACHE]; /* dgamma dbeta per warp */
@@ -737,9 +625,10 @@ layernorm_bwd_kernel2_v(float *dx, ln_roots o, float *part, int *count, const fl
 }
 
 /* layernorm2's backward, C 128 */
-extern "C" __global__ void __launch_bounds__(LN2_THREADS)
-layernorm2_bwd_kernel2_c128(float *dx, ln_roots o, float *part, int *count, const float *dout,
-                            const float *x, const float *stats, const float *g1, const float *b1,
+template <class TX, class TY>
+__global__ void __launch_bounds__(LN2_THREADS)
+layernorm2_bwd_kernel2_c128(TX *dx, ln_roots o, float *part, int *count, const TY *dout,
+                            const TX *x, const float *stats, const float *g1, const float *b1,
                             const float *g2, long rows, int accumulate, long rpb)
 {
     constexpr int NW = LN2_THREADS / TF_GROUP, C = 128;
@@ -792,8 +681,8 @@ layernorm2_bwd_kernel2_c128(float *dx, ln_roots o, float *part, int *count, cons
     ln2_block_finish<4, 4>(sp, a, C, part, count, o);
 }
 
-/* The forwards on vector rows (a warp per row, as kernel2): one float2 /
- * float4 load per lane and array instead of VW guarded scalar ones. */
+/* The forwards on vector rows (a warp per row, as kernel2): one vector load
+ * per lane and array instead of VW guarded scalar ones. */
 template <int VW> /* mean and 1/std of the row (two-pass variance) */
 __device__ __forceinline__ void ln_vrow_stats(const float (&v)[LN2_CACHE], float eps, float &mu,
                                               float &rs)
@@ -811,9 +700,9 @@ __device__ __forceinline__ void ln_vrow_stats(const float (&v)[LN2_CACHE], float
     rs = 1.f / sqrtf(tf_warp_sum(q) / C + eps);
 }
 
-template <int VW>
+template <int VW, class TX, class TY>
 __global__ void __launch_bounds__(LN2_THREADS)
-layernorm_fwd_kernel2_v(float *out, float *mean, float *rstd, const float *x, const float *gamma,
+layernorm_fwd_kernel2_v(TY *out, float *mean, float *rstd, const TX *x, const float *gamma,
                         const float *beta, long rows, float eps)
 {
     constexpr int C = TF_GROUP * VW;
@@ -834,10 +723,10 @@ layernorm_fwd_kernel2_v(float *out, float *mean, float *rstd, const float *x, co
     }
 }
 
-extern "C" __global__ void __launch_bounds__(LN2_THREADS)
-layernorm2_fwd_kernel2_c128(float *out, float *stats, const float *x, const float *g1,
-                            const float *b1, const float *g2, const float *b2, long rows,
-                            float eps)
+template <class TX, class TY>
+__global__ void __launch_bounds__(LN2_THREADS)
+layernorm2_fwd_kernel2_c128(TY *out, float *stats, const TX *x, const float *g1, const float *b1,
+                            const float *g2, const float *b2, long rows, float eps)
 {
     const int lane = threadIdx.x % TF_GROUP;
     const long r = (long)blockIdx.x * (LN2_THREADS / TF_GROUP) + (threadIdx.x / TF_GROUP);
@@ -863,60 +752,69 @@ layernorm2_fwd_kernel2_c128(float *out, float *stats, const float *x, const floa
     }
 }
 
-/* ---- host wrappers -------------------------------------------------------------- */
-extern "C" void tf_cu_layernorm_fwd(tf_backend *be, float *out, float *mean, float *rstd,
-                                    const float *x, const float *gamma, const float *beta,
-                                    long rows, int C, float eps)
+/* ---- host side: one path for every type pair (x, dx of type TX; out, dout
+ * of type TY; cuda_half.h), so a half op runs the fp32 op's kernel and sums
+ * on the widened inputs. The vector-row kernels take rows of VW elements
+ * aligned to VW elements, whatever the type: the same choice for a half call
+ * and its fp32 twin at the same offsets. ---- */
+template <class T> static bool ln_valigned(const T *p, int vw)
 {
-    if (rows <= 0 || C <= 0) return;
-    if (be->kernel_level >= 3) {
-        const long nb = (rows + LN2_THREADS / TF_GROUP - 1) / (LN2_THREADS / TF_GROUP);
-        const int vw = C == 128 ? 4 : C == 64 ? 2 : 0, al = 4 * vw; /* vector rows: bytes */
-        const int vec = vw && tf_cu_aligned(out, al) && tf_cu_aligned(x, al) &&
-                        tf_cu_aligned(gamma, al) && tf_cu_aligned(beta, al);
-        if (vec && vw == 4)
-            TF_LAUNCH(layernorm_fwd_kernel2_v<4>, dim3((unsigned)nb), dim3(LN2_THREADS),
-                      be->stream, out, mean, rstd, x, gamma, beta, rows, eps);
-        else if (vec)
-            TF_LAUNCH(layernorm_fwd_kernel2_v<2>, dim3((unsigned)nb), dim3(LN2_THREADS),
-                      be->stream, out, mean, rstd, x, gamma, beta, rows, eps);
-        else
-            TF_LAUNCH(layernorm_fwd_kernel2, dim3((unsigned)nb), dim3(LN2_THREADS), be->stream,
-                      out, mean, rstd, x, gamma, beta, rows, C, eps);
-    } else {
-        TF_LAUNCH(layernorm_fwd_kernel1, dim3((unsigned)rows), dim3(LN1_THREADS), be->stream,
-                  out, mean, rstd, x, gamma, beta, rows, C, eps);
+    return tf_cu_aligned(p, (unsigned)(vw * (int)sizeof(T)));
+}
+/* the vector width of rows of C (4 at 128, 2 at 64, else 0: the general kernels) */
+static int ln_vw(int C) { return C == 128 ? 4 : C == 64 ? 2 : 0; }
+
+template <class TX, class TY>
+static void ln_fwd(tf_backend *be, TY *out, float *mean, float *rstd, const TX *x,
+                   const float *gamma, const float *beta, long rows, int C, float eps)
+{
+    if (be->kernel_level < 3) {
+        TF_LAUNCH((layernorm_fwd_kernel1<TX, TY>), dim3((unsigned)rows), dim3(LN1_THREADS),
+                  be->stream, out, mean, rstd, x, gamma, beta, rows, C, eps);
+        return;
     }
+    const long nb = (rows + LN2_THREADS / TF_GROUP - 1) / (LN2_THREADS / TF_GROUP);
+    const int vw = ln_vw(C);
+    const bool vec = vw && ln_valigned(out, vw) && ln_valigned(x, vw) &&
+                     ln_valigned(gamma, vw) && ln_valigned(beta, vw);
+    if (vec && vw == 4)
+        TF_LAUNCH((layernorm_fwd_kernel2_v<4, TX, TY>), dim3((unsigned)nb), dim3(LN2_THREADS),
+                  be->stream, out, mean, rstd, x, gamma, beta, rows, eps);
+    else if (vec)
+        TF_LAUNCH((layernorm_fwd_kernel2_v<2, TX, TY>), dim3((unsigned)nb), dim3(LN2_THREADS),
+                  be->stream, out, mean, rstd, x, gamma, beta, rows, eps);
+    else
+        TF_LAUNCH((layernorm_fwd_kernel2<TX, TY>), dim3((unsigned)nb), dim3(LN2_THREADS),
+                  be->stream, out, mean, rstd, x, gamma, beta, rows, C, eps);
 }
 
 #define DP_ROWS_PER_CHUNK 64
 #define DP_MAX_CHUNKS 1024
 
-extern "C" void tf_cu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta,
-                                    const float *dout, const float *x, const float *mean,
-                                    const float *rstd, const float *gamma, long rows, int C,
-                                    int accumulate)
+template <class TX, class TY>
+static void ln_bwd(tf_backend *be, TX *dx, float *dgamma, float *dbeta, const TY *dout,
+                   const TX *x, const float *mean, const float *rstd, const float *gamma, long rows,
+                   int C, int accumulate)
 {
-    if (rows <= 0 || C <= 0) return;
     if (be->kernel_level >= 3 && C <= TF_GROUP * LN2_CACHE && (dgamma || dbeta)) {
         const long rpb = ln_rows_per_block(be, rows, 2 * C);
         const long nblk = (rows + rpb - 1) / rpb;
         const ln_roots o = {{dgamma, dbeta, NULL, NULL}, C};
-        const int vw = C == 128 ? 4 : C == 64 ? 2 : 0, al = 4 * vw; /* vector rows: bytes */
-        const int vec = vw && tf_cu_aligned(dx, al) && tf_cu_aligned(dout, al) &&
-                        tf_cu_aligned(x, al) && tf_cu_aligned(gamma, al);
+        const int vw = ln_vw(C);
+        const bool vec = vw && ln_valigned(dx, vw) && ln_valigned(dout, vw) &&
+                         ln_valigned(x, vw) && ln_valigned(gamma, vw);
         if (vec && vw == 4)
-            TF_LAUNCH(layernorm_bwd_kernel2_v<4>, dim3((unsigned)nblk), dim3(LN2_THREADS),
-                      be->stream, dx, o, be->scratch, be->mma_count, dout, x, mean, rstd, gamma,
-                      rows, accumulate, rpb);
+            TF_LAUNCH((layernorm_bwd_kernel2_v<4, TX, TY>), dim3((unsigned)nblk),
+                      dim3(LN2_THREADS), be->stream, dx, o, be->scratch, be->mma_count, dout, x,
+                      mean, rstd, gamma, rows, accumulate, rpb);
         else if (vec)
-            TF_LAUNCH(layernorm_bwd_kernel2_v<2>, dim3((unsigned)nblk), dim3(LN2_THREADS),
-                      be->stream, dx, o, be->scratch, be->mma_count, dout, x, mean, rstd, gamma,
-                      rows, accumulate, rpb);
+            TF_LAUNCH((layernorm_bwd_kernel2_v<2, TX, TY>), dim3((unsigned)nblk),
+                      dim3(LN2_THREADS), be->stream, dx, o, be->scratch, be->mma_count, dout, x,
+                      mean, rstd, gamma, rows, accumulate, rpb);
         else
-            TF_LAUNCH(layernorm_bwd_kernel2, dim3((unsigned)nblk), dim3(LN2_THREADS), be->stream,
-                      dx, o, be->scratch, be->mma_count, dout, x, mean, rstd, gamma, rows, C,
-                      accumulate, rpb);
+            TF_LAUNCH((layernorm_bwd_kernel2<TX, TY>), dim3((unsigned)nblk), dim3(LN2_THREADS),
+                      be->stream, dx, o, be->scratch, be->mma_count, dout, x, mean, rstd, gamma,
+                      rows, C, accumulate, rpb);
         return;
     }
     if (dgamma || dbeta) {
@@ -929,7 +827,7 @@ extern "C" void tf_cu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, fl
         if (cs > C) cs = C;
         for (int c0 = 0; c0 < C; c0 += (int)cs) {
             const int w = (int)(C - c0 < cs ? C - c0 : cs);
-            TF_LAUNCH(layernorm_bwd_dparams_kernel1,
+            TF_LAUNCH((layernorm_bwd_dparams_kernel1<TX, TY>),
                       dim3((unsigned)((w + DP_TX - 1) / DP_TX), (unsigned)nchunks),
                       dim3(DP_TX, DP_TY), be->stream, be->scratch, dout, x, mean, rstd, rows, C,
                       c0, w, rpc, (int)nchunks);
@@ -941,11 +839,11 @@ extern "C" void tf_cu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, fl
     if (!dx) return;
     if (be->kernel_level >= 3) {
         const long nb = (rows + LN2_THREADS / TF_GROUP - 1) / (LN2_THREADS / TF_GROUP);
-        TF_LAUNCH(layernorm_bwd_dx_kernel2, dim3((unsigned)nb), dim3(LN2_THREADS), be->stream, dx,
-                  dout, x, mean, rstd, gamma, rows, C, accumulate);
+        TF_LAUNCH((layernorm_bwd_dx_kernel2<TX, TY>), dim3((unsigned)nb), dim3(LN2_THREADS),
+                  be->stream, dx, dout, x, mean, rstd, gamma, rows, C, accumulate);
     } else {
-        TF_LAUNCH(layernorm_bwd_dx_kernel1, dim3((unsigned)rows), dim3(LN1_THREADS), be->stream,
-                  dx, dout, x, mean, rstd, gamma, rows, C, accumulate);
+        TF_LAUNCH((layernorm_bwd_dx_kernel1<TX, TY>), dim3((unsigned)rows), dim3(LN1_THREADS),
+                  be->stream, dx, dout, x, mean, rstd, gamma, rows, C, accumulate);
     }
 }
 
@@ -957,20 +855,62 @@ static void ln2_too_wide(int C)
     abort();
 }
 
+template <class TX, class TY>
+static void ln2_fwd(tf_backend *be, TY *out, float *stats, const TX *x, const float *g1,
+                    const float *b1, const float *g2, const float *b2, long rows, int C, float eps)
+{
+    if (C > TF_LN2_MAX_C) ln2_too_wide(C);
+    const long nb = (rows + LN2_THREADS / TF_GROUP - 1) / (LN2_THREADS / TF_GROUP);
+    if (C == 128 && ln_valigned(out, 4) && ln_valigned(x, 4) && ln_valigned(g1, 4) &&
+        ln_valigned(b1, 4) && ln_valigned(g2, 4) && ln_valigned(b2, 4))
+        TF_LAUNCH((layernorm2_fwd_kernel2_c128<TX, TY>), dim3((unsigned)nb), dim3(LN2_THREADS),
+                  be->stream, out, stats, x, g1, b1, g2, b2, rows, eps);
+    else
+        TF_LAUNCH((layernorm2_fwd_kernel2<TX, TY>), dim3((unsigned)nb), dim3(LN2_THREADS),
+                  be->stream, out, stats, x, g1, b1, g2, b2, rows, C, eps);
+}
+
+template <class TX, class TY>
+static void ln2_bwd(tf_backend *be, TX *dx, float *dg1, float *db1, float *dg2, float *db2,
+                    const TY *dout, const TX *x, const float *stats, const float *g1,
+                    const float *b1, const float *g2, long rows, int C, int accumulate)
+{
+    if (C > TF_LN2_MAX_C) ln2_too_wide(C);
+    const long rpb = ln_rows_per_block(be, rows, 4 * C);
+    const long nblk = (rows + rpb - 1) / rpb;
+    const ln_roots o = {{dg1, db1, dg2, db2}, C};
+    if (C == 128 && ln_valigned(dx, 4) && ln_valigned(dout, 4) && ln_valigned(x, 4) &&
+        ln_valigned(g1, 4) && ln_valigned(b1, 4) && ln_valigned(g2, 4))
+        TF_LAUNCH((layernorm2_bwd_kernel2_c128<TX, TY>), dim3((unsigned)nblk), dim3(LN2_THREADS),
+                  be->stream, dx, o, be->scratch, be->mma_count, dout, x, stats, g1, b1, g2,
+                  rows, accumulate, rpb);
+    else
+        TF_LAUNCH((layernorm2_bwd_kernel2<TX, TY>), dim3((unsigned)nblk), dim3(LN2_THREADS),
+                  be->stream, dx, o, be->scratch, be->mma_count, dout, x, stats, g1, b1, g2, rows,
+                  C, accumulate, rpb);
+}
+
+extern "C" void tf_cu_layernorm_fwd(tf_backend *be, float *out, float *mean, float *rstd,
+                                    const float *x, const float *gamma, const float *beta,
+                                    long rows, int C, float eps)
+{
+    if (rows > 0 && C > 0) ln_fwd(be, out, mean, rstd, x, gamma, beta, rows, C, eps);
+}
+
+extern "C" void tf_cu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta,
+                                    const float *dout, const float *x, const float *mean,
+                                    const float *rstd, const float *gamma, long rows, int C,
+                                    int accumulate)
+{
+    if (rows > 0 && C > 0)
+        ln_bwd(be, dx, dgamma, dbeta, dout, x, mean, rstd, gamma, rows, C, accumulate);
+}
+
 extern "C" void tf_cu_layernorm2_fwd(tf_backend *be, float *out, float *stats, const float *x,
                                      const float *g1, const float *b1, const float *g2,
                                      const float *b2, long rows, int C, float eps)
 {
-    if (rows <= 0 || C <= 0) return;
-    if (C > TF_LN2_MAX_C) ln2_too_wide(C);
-    const long nb = (rows + LN2_THREADS / TF_GROUP - 1) / (LN2_THREADS / TF_GROUP);
-    if (C == 128 && tf_cu_aligned(out, 16) && tf_cu_aligned(x, 16) && tf_cu_aligned(g1, 16) &&
-        tf_cu_aligned(b1, 16) && tf_cu_aligned(g2, 16) && tf_cu_aligned(b2, 16))
-        TF_LAUNCH(layernorm2_fwd_kernel2_c128, dim3((unsigned)nb), dim3(LN2_THREADS), be->stream,
-                  out, stats, x, g1, b1, g2, b2, rows, eps);
-    else
-        TF_LAUNCH(layernorm2_fwd_kernel2, dim3((unsigned)nb), dim3(LN2_THREADS), be->stream, out,
-                  stats, x, g1, b1, g2, b2, rows, C, eps);
+    if (rows > 0 && C > 0) ln2_fwd(be, out, stats, x, g1, b1, g2, b2, rows, C, eps);
 }
 
 extern "C" void tf_cu_layernorm2_bwd(tf_backend *be, float *dx, float *dg1, float *db1, float *dg2,
@@ -978,80 +918,8 @@ extern "C" void tf_cu_layernorm2_bwd(tf_backend *be, float *dx, float *dg1, floa
                                      const float *stats, const float *g1, const float *b1,
                                      const float *g2, long rows, int C, int accumulate)
 {
-    if (rows <= 0 || C <= 0) return;
-    if (C > TF_LN2_MAX_C) ln2_too_wide(C);
-    const long rpb = ln_rows_per_block(be, rows, 4 * C);
-    const long nblk = (rows + rpb - 1) / rpb;
-    const ln_roots o = {{dg1, db1, dg2, db2}, C};
-    if (C == 128 && tf_cu_aligned(dx, 16) && tf_cu_aligned(dout, 16) && tf_cu_aligned(x, 16) &&
-        tf_cu_aligned(g1, 16) && tf_cu_aligned(b1, 16) && tf_cu_aligned(g2, 16))
-        TF_LAUNCH(layernorm2_bwd_kernel2_c128, dim3((unsigned)nblk), dim3(LN2_THREADS), be->stream,
-                  dx, o, be->scratch, be->mma_count, dout, x, stats, g1, b1, g2, rows, accumulate,
-                  rpb);
-    else
-        TF_LAUNCH(layernorm2_bwd_kernel2, dim3((unsigned)nblk), dim3(LN2_THREADS), be->stream, dx,
-                  o, be->scratch, be->mma_count, dout, x, stats, g1, b1, g2, rows, C, accumulate,
-                  rpb);
-}
-
-/* ---- half types (x, dx of type TX; out, dout of type TY; cuda_half.h): the
- * general kernels of each level instantiated for the pair (the vector-row
- * kernels move floats), the same sums in the same order ---- */
-template <class TX, class TY>
-static void ln_fwd_t(tf_backend *be, TY *out, float *mean, float *rstd, const TX *x,
-                     const float *gamma, const float *beta, long rows, int C, float eps)
-{
-    if (be->kernel_level >= 3) {
-        const long nb = (rows + LN2_THREADS / TF_GROUP - 1) / (LN2_THREADS / TF_GROUP);
-        TF_LAUNCH((layernorm_fwd_kernel2_t<TX, TY>), dim3((unsigned)nb), dim3(LN2_THREADS),
-                  be->stream, out, mean, rstd, x, gamma, beta, rows, C, eps);
-    } else {
-        TF_LAUNCH((layernorm_fwd_kernel1_t<TX, TY>), dim3((unsigned)rows), dim3(LN1_THREADS),
-                  be->stream, out, mean, rstd, x, gamma, beta, rows, C, eps);
-    }
-}
-
-template <class TX, class TY>
-static void ln_bwd_t(tf_backend *be, TX *dx, float *dgamma, float *dbeta, const TY *dout,
-                     const TX *x, const float *mean, const float *rstd, const float *gamma,
-                     long rows, int C, int accumulate)
-{
-    if (be->kernel_level >= 3 && C <= TF_GROUP * LN2_CACHE && (dgamma || dbeta)) {
-        const long rpb = ln_rows_per_block(be, rows, 2 * C);
-        const long nblk = (rows + rpb - 1) / rpb;
-        const ln_roots o = {{dgamma, dbeta, NULL, NULL}, C};
-        TF_LAUNCH((layernorm_bwd_kernel2_t<TX, TY>), dim3((unsigned)nblk), dim3(LN2_THREADS),
-                  be->stream, dx, o, be->scratch, be->mma_count, dout, x, mean, rstd, gamma, rows,
-                  C, accumulate, rpb);
-        return;
-    }
-    if (dgamma || dbeta) { /* the fp32 path's chunks (tf_cu_layernorm_bwd) */
-        long nchunks = (rows + DP_ROWS_PER_CHUNK - 1) / DP_ROWS_PER_CHUNK;
-        if (nchunks > DP_MAX_CHUNKS) nchunks = DP_MAX_CHUNKS;
-        const long rpc = (rows + nchunks - 1) / nchunks;
-        nchunks = (rows + rpc - 1) / rpc;
-        long cs = (long)(TF_CU_SCRATCH_FLOATS / (2 * (size_t)nchunks));
-        if (cs > C) cs = C;
-        for (int c0 = 0; c0 < C; c0 += (int)cs) {
-            const int w = (int)(C - c0 < cs ? C - c0 : cs);
-            TF_LAUNCH((layernorm_bwd_dparams_kernel1_t<TX, TY>),
-                      dim3((unsigned)((w + DP_TX - 1) / DP_TX), (unsigned)nchunks),
-                      dim3(DP_TX, DP_TY), be->stream, be->scratch, dout, x, mean, rstd, rows, C,
-                      c0, w, rpc, (int)nchunks);
-            TF_LAUNCH(layernorm_bwd_dparams_reduce_kernel1, dim3((unsigned)((w + 127) / 128)),
-                      dim3(128), be->stream, dgamma, dbeta, (const float *)be->scratch, c0, w,
-                      (int)nchunks);
-        }
-    }
-    if (!dx) return;
-    if (be->kernel_level >= 3) {
-        const long nb = (rows + LN2_THREADS / TF_GROUP - 1) / (LN2_THREADS / TF_GROUP);
-        TF_LAUNCH((layernorm_bwd_dx_kernel2_t<TX, TY>), dim3((unsigned)nb), dim3(LN2_THREADS),
-                  be->stream, dx, dout, x, mean, rstd, gamma, rows, C, accumulate);
-    } else {
-        TF_LAUNCH((layernorm_bwd_dx_kernel1_t<TX, TY>), dim3((unsigned)rows), dim3(LN1_THREADS),
-                  be->stream, dx, dout, x, mean, rstd, gamma, rows, C, accumulate);
-    }
+    if (rows > 0 && C > 0)
+        ln2_bwd(be, dx, dg1, db1, dg2, db2, dout, x, stats, g1, b1, g2, rows, C, accumulate);
 }
 
 extern "C" void tf_cu_layernorm_fwd_h(tf_backend *be, void *out, float *mean, float *rstd,
@@ -1060,8 +928,8 @@ extern "C" void tf_cu_layernorm_fwd_h(tf_backend *be, void *out, float *mean, fl
 {
     if (rows <= 0 || C <= 0) return;
     TF_CU_DISPATCH2_HALF(xt, yt, TX, TY,
-                         ln_fwd_t(be, (TY *)out, mean, rstd, (const TX *)x, gamma, beta, rows, C,
-                                  eps));
+                         ln_fwd(be, (TY *)out, mean, rstd, (const TX *)x, gamma, beta, rows, C,
+                                eps));
 }
 
 extern "C" void tf_cu_layernorm_bwd_h(tf_backend *be, void *dx, float *dgamma, float *dbeta,
@@ -1071,8 +939,8 @@ extern "C" void tf_cu_layernorm_bwd_h(tf_backend *be, void *dx, float *dgamma, f
 {
     if (rows <= 0 || C <= 0) return;
     TF_CU_DISPATCH2_HALF(xt, yt, TX, TY,
-                         ln_bwd_t(be, (TX *)dx, dgamma, dbeta, (const TY *)dout, (const TX *)x,
-                                  mean, rstd, gamma, rows, C, accumulate));
+                         ln_bwd(be, (TX *)dx, dgamma, dbeta, (const TY *)dout, (const TX *)x,
+                                mean, rstd, gamma, rows, C, accumulate));
 }
 
 extern "C" void tf_cu_layernorm2_fwd_h(tf_backend *be, void *out, float *stats, const void *x,
@@ -1081,12 +949,9 @@ extern "C" void tf_cu_layernorm2_fwd_h(tf_backend *be, void *out, float *stats, 
                                        tf_dtype yt)
 {
     if (rows <= 0 || C <= 0) return;
-    if (C > TF_LN2_MAX_C) ln2_too_wide(C);
-    const long nb = (rows + LN2_THREADS / TF_GROUP - 1) / (LN2_THREADS / TF_GROUP);
     TF_CU_DISPATCH2_HALF(xt, yt, TX, TY,
-                         TF_LAUNCH((layernorm2_fwd_kernel2_t<TX, TY>), dim3((unsigned)nb),
-                                   dim3(LN2_THREADS), be->stream, (TY *)out, stats,
-                                   (const TX *)x, g1, b1, g2, b2, rows, C, eps));
+                         ln2_fwd(be, (TY *)out, stats, (const TX *)x, g1, b1, g2, b2, rows, C,
+                                 eps));
 }
 
 extern "C" void tf_cu_layernorm2_bwd_h(tf_backend *be, void *dx, float *dg1, float *db1,
@@ -1096,13 +961,7 @@ extern "C" void tf_cu_layernorm2_bwd_h(tf_backend *be, void *dx, float *dg1, flo
                                        tf_dtype xt, tf_dtype yt)
 {
     if (rows <= 0 || C <= 0) return;
-    if (C > TF_LN2_MAX_C) ln2_too_wide(C);
-    const long rpb = ln_rows_per_block(be, rows, 4 * C);
-    const long nblk = (rows + rpb - 1) / rpb;
-    const ln_roots o = {{dg1, db1, dg2, db2}, C};
     TF_CU_DISPATCH2_HALF(xt, yt, TX, TY,
-                         TF_LAUNCH((layernorm2_bwd_kernel2_t<TX, TY>), dim3((unsigned)nblk),
-                                   dim3(LN2_THREADS), be->stream, (TX *)dx, o, be->scratch,
-                                   be->mma_count, (const TY *)dout, (const TX *)x, stats, g1, b1,
-                                   g2, rows, C, accumulate, rpb));
+                         ln2_bwd(be, (TX *)dx, dg1, db1, dg2, db2, (const TY *)dout,
+                                 (const TX *)x, stats, g1, b1, g2, rows, C, accumulate));
 }

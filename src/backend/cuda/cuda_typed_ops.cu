@@ -203,24 +203,18 @@ void tf_cu_t_opm_outer(tf_backend *be, void *outer_p, const void *a, int B, int 
 
 #define CV_THREADS 256
 
-__device__ __forceinline__ float cv_load(const void *src, tf_dtype st, long i)
+/* dst = src, element by element (widening exact, narrowing rounded once);
+ * 4 elements a vector access when both are aligned to 4 elements */
+template <class TD, class TS>
+__global__ void __launch_bounds__(CV_THREADS) convert_kernel(TD *dst, const TS *src, long n)
 {
-    return st == TF_F32    ? ((const float *)src)[i]
-           : st == TF_BF16 ? tf_bf16_to_f32(((const uint16_t *)src)[i])
-                           : tf_cu_f16_to_f32(((const uint16_t *)src)[i]);
-}
-
-extern "C" __global__ void convert_kernel1(void *dst, tf_dtype dt, const void *src, tf_dtype st,
-                                           long n)
-{
+    const long tid = (long)blockIdx.x * blockDim.x + threadIdx.x;
     const long stride = (long)gridDim.x * blockDim.x;
-    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const float v = cv_load(src, st, i);
-        if (dt == TF_F32)
-            ((float *)dst)[i] = v;
-        else
-            ((uint16_t *)dst)[i] = dt == TF_BF16 ? tf_f32_to_bf16(v) : tf_cu_f32_to_f16(v);
-    }
+    const long nv = tf_cu_aligned(dst, 4 * sizeof(TD)) && tf_cu_aligned(src, 4 * sizeof(TS))
+                        ? n / 4
+                        : 0;
+    for (long i = tid; i < nv; i += stride) tf_cu_st4(dst + 4 * i, tf_cu_ld4(src + 4 * i));
+    for (long i = nv * 4 + tid; i < n; i += stride) dst[i] = tf_cu_f32(src[i]);
 }
 
 /* every thread that sees a non-finite value stores 1: the same value, so the
@@ -248,8 +242,11 @@ extern "C" void tf_cu_convert(tf_backend *be, void *dst, tf_dtype dt, const void
                                       cudaMemcpyDeviceToDevice, be->stream));
         return;
     }
-    TF_LAUNCH(convert_kernel1, dim3(tf_cu_grid(be, n, CV_THREADS)), dim3(CV_THREADS), be->stream,
-              dst, dt, src, st, n);
+    const dim3 grid(tf_cu_grid(be, (n + 3) / 4, CV_THREADS));
+    TF_CU_DISPATCH(dt, TD,
+                   TF_CU_DISPATCH(st, TS,
+                                  TF_LAUNCH((convert_kernel<TD, TS>), grid, dim3(CV_THREADS),
+                                            be->stream, (TD *)dst, (const TS *)src, n)));
 }
 
 extern "C" void tf_cu_check_finite(tf_backend *be, float *flag, const float *x, long n)
