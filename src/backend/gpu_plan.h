@@ -90,12 +90,20 @@ typedef enum {
 
 typedef enum { TF_GPU_LANE_AUTO = 0, TF_GPU_LANE_ON, TF_GPU_LANE_OFF, TF_GPU_LANE_COUNT_ } tf_gpu_lane;
 
+/* the outer product mean's kernels in bf16/fp16 (fp32 always FFMA) */
+typedef enum {
+    TF_GPU_OPM_AUTO = 0, /* mma.sync where it runs (co 32), else FFMA */
+    TF_GPU_OPM_FFMA,     /* the FFMA kernels (cuda_opm.cu) */
+    TF_GPU_OPM_COUNT_
+} tf_gpu_opm_policy;
+
 typedef struct tf_gpu_plan_s {
     int level;                /* kernel level 1..3: 1-2 are the baselines (cuBLAS, kernel1) */
     tf_gpu_gemm_policy gemm;
     tf_gpu_dw_policy dw;
     tf_gpu_attn_policy attn;
     tf_gpu_lane lane;         /* the weight-gradient lane (ops.h wgrad_*): AUTO is on */
+    tf_gpu_opm_policy opm;
     int wgrad_delay_us;       /* tests only: each lane GEMM held back this long (0: none) */
 } tf_gpu_plan;
 
@@ -108,14 +116,14 @@ tf_gpu_plan tf_gpu_plan_portable(void);
 
 /* `--gpu-plan SPEC`: "default", "portable", or comma-separated key=value
  * (gemm=auto|cublas|mma|wgmma, dw=auto|mma|lt, attn=auto|k1|k2|k3|k4|k5,
- * lane=auto|on|off, wgrad_delay_us=0..100000), each applied over the plan
+ * lane=auto|on|off, opm=auto|ffma, wgrad_delay_us=0..100000), each applied over the plan
  * named before it ("portable,lane=off"; without a name, over default). The
  * result holds AUTO for what is not given: tf_gpu_plan_apply puts it over the
  * device's default. 0 ok; 1 with one line in err naming what is accepted. */
 int tf_gpu_plan_parse(const char *spec, tf_gpu_plan *out, char *err, size_t errlen);
 /* base with every field of over that is not AUTO (level: base's) */
 tf_gpu_plan tf_gpu_plan_apply(tf_gpu_plan base, const tf_gpu_plan *over);
-/* "gemm=auto,dw=auto,attn=auto,lane=auto" (and wgrad_delay_us when set),
+/* "gemm=auto,dw=auto,attn=auto,lane=auto,opm=auto" (and wgrad_delay_us when set),
  * a spec tf_gpu_plan_parse reads back */
 void tf_gpu_plan_format(const tf_gpu_plan *p, char *out, size_t n);
 /* the accepted keys and values, one line (help text, errors) */
@@ -176,6 +184,12 @@ typedef struct {
 tf_gpu_attn_kernel tf_gpu_route_attn(const tf_gpu_plan *p, const tf_gpu_caps *caps,
                                      const tf_gpu_attn_shape *s, int tf32);
 const char *tf_gpu_attn_kernel_name(tf_gpu_attn_kernel k);
+
+/* The outer product mean's backward and product for half types on mma.sync
+ * (cuda_opm_mma.cu: exact products, fp32 sums) at level 3 with co 32 unless
+ * the plan says opm=ffma; else the FFMA kernels (cuda_opm.cu), which the fp32
+ * path always takes. */
+int tf_gpu_opm_on_mma(const tf_gpu_plan *p, const tf_gpu_caps *caps, int co, int half);
 
 #ifdef __cplusplus
 }

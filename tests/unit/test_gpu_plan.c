@@ -476,13 +476,13 @@ static void test_parse(void **state)
     static const struct {
         const char *spec, *formatted;
     } good[] = {
-        {"default", "gemm=auto,dw=auto,attn=auto,lane=auto"},
-        {"portable", "gemm=cublas,dw=lt,attn=k1,lane=auto"},
-        {"gemm=cublas,attn=k4", "gemm=cublas,dw=auto,attn=k4,lane=auto"},
-        {"portable,lane=off", "gemm=cublas,dw=lt,attn=k1,lane=off"},
-        {"gemm=wgmma,dw=mma,attn=k5,lane=on,wgrad_delay_us=2000",
-         "gemm=wgmma,dw=mma,attn=k5,lane=on,wgrad_delay_us=2000"},
-        {"attn=k2,default", "gemm=auto,dw=auto,attn=auto,lane=auto"},
+        {"default", "gemm=auto,dw=auto,attn=auto,lane=auto,opm=auto"},
+        {"portable", "gemm=cublas,dw=lt,attn=k1,lane=auto,opm=ffma"},
+        {"gemm=cublas,attn=k4", "gemm=cublas,dw=auto,attn=k4,lane=auto,opm=auto"},
+        {"portable,lane=off", "gemm=cublas,dw=lt,attn=k1,lane=off,opm=ffma"},
+        {"gemm=wgmma,dw=mma,attn=k5,lane=on,opm=ffma,wgrad_delay_us=2000",
+         "gemm=wgmma,dw=mma,attn=k5,lane=on,opm=ffma,wgrad_delay_us=2000"},
+        {"attn=k2,default", "gemm=auto,dw=auto,attn=auto,lane=auto,opm=auto"},
     };
     for (size_t i = 0; i < sizeof good / sizeof *good; ++i) {
         tf_gpu_plan p, q;
@@ -504,6 +504,7 @@ static void test_parse(void **state)
         {"attn=k6", "attn value 'k6' is not accepted: use auto, k1, k2, k3, k4 or k5"},
         {"dw=wg", "dw value 'wg' is not accepted: use auto, mma or lt"},
         {"lane=1", "lane value '1' is not accepted: use auto, on or off"},
+        {"opm=mma", "opm value 'mma' is not accepted: use auto or ffma"},
         {"gemm=cublas,,attn=k4", "plan '' is not accepted"},
         {"tile=64", "key 'tile' is not accepted: default, portable, or"},
         {"wgrad_delay_us=-1", "wgrad_delay_us value '-1' is not accepted"},
@@ -586,6 +587,20 @@ static void test_half_routes(void **state)
         tf_gpu_caps old = caps;
         old.has_mma_sync = 0;
         assert_int_equal(tf_gpu_route_attn(&p, &old, &h, 0), TF_GPU_ATTN_KERNEL1);
+    }
+    { /* the outer product mean: mma.sync for half types at level 3, co 32, unless opm=ffma */
+        assert_int_equal(tf_gpu_opm_on_mma(&p, &caps, 32, 1), 1);
+        assert_int_equal(tf_gpu_opm_on_mma(&p, &caps, 32, 0), 0);
+        assert_int_equal(tf_gpu_opm_on_mma(&p, &caps, 12, 1), 0);
+        const tf_gpu_plan port = tf_gpu_plan_portable(), l2 = tf_gpu_plan_default(&caps, 0, 2);
+        assert_int_equal(tf_gpu_opm_on_mma(&port, &caps, 32, 1), 0);
+        assert_int_equal(tf_gpu_opm_on_mma(&l2, &caps, 32, 1), 0);
+        assert_int_equal(tf_gpu_plan_parse("opm=ffma", &over, NULL, 0), 0);
+        const tf_gpu_plan q = tf_gpu_plan_apply(p, &over);
+        assert_int_equal(tf_gpu_opm_on_mma(&q, &caps, 32, 1), 0);
+        tf_gpu_caps old = caps;
+        old.has_mma_sync = 0;
+        assert_int_equal(tf_gpu_opm_on_mma(&p, &old, 32, 1), 0);
     }
     /* act_types: bf16 from compute capability 8.0, fp16 from 7.0; AMD: all */
     const unsigned f32 = 1u << TF_F32, bf = 1u << TF_BF16, f16 = 1u << TF_F16;

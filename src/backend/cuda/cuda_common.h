@@ -417,6 +417,11 @@ void tf_cu_opm_bwd_h(tf_backend *be, void *da, const void *dop, const void *a, i
                      int co, tf_dtype t);
 void tf_cu_opm_outer_h(tf_backend *be, void *outer_p, const void *a, int B, int S, int N, int co,
                        tf_dtype t);
+/* cuda_opm_mma.cu (NVIDIA only): co 32, 4-element aligned, level 3 */
+void tf_cu_opm_bwd_mma_h(tf_backend *be, void *da, const void *dop, const void *a, int B, int S,
+                         int N, tf_dtype t);
+void tf_cu_opm_outer_mma_h(tf_backend *be, void *out, const void *a, int B, int S, int N,
+                           tf_dtype t);
 /* a half GEMM's C: relu, R copied in, the DRELU select (cuda_elementwise.cu) */
 void tf_cu_relu_strided_h(tf_backend *be, void *C, int M, int N, long ldc, long strideC, int batch,
                           tf_dtype t);

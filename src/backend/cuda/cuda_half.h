@@ -33,16 +33,17 @@ struct tf_cu_bf16 {
 };
 /* fp16 <-> fp32 on NVIDIA devices: the cvt instructions (round to nearest
  * even, subnormals, overflow to inf: tf_dtype.h's bits for every value but
- * NaN, which cvt makes canonical); a NaN takes tf_dtype.h's conversion, which
- * keeps its sign and leading payload. The software conversion elsewhere
- * (host, hostemu, HIP). */
+ * NaN, which cvt makes canonical); a NaN is selected from tf_dtype.h's rule
+ * written inline (quiet, sign and leading payload kept), so the hot loops
+ * carry no branch or call. The software conversion elsewhere (host,
+ * hostemu, HIP). */
 __host__ __device__ __forceinline__ float tf_cu_f16_to_f32(uint16_t h)
 {
 #if defined(__CUDA_ARCH__)
-    if ((h & 0x7fffu) > 0x7c00u) return tf_f16_to_f32(h);
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-    return f;
+    const uint32_t nan = ((uint32_t)(h & 0x8000u) << 16) | 0x7fc00000u | ((h & 0x03ffu) << 13);
+    return (h & 0x7fffu) > 0x7c00u ? __uint_as_float(nan) : f;
 #else
     return tf_f16_to_f32(h);
 #endif
@@ -50,10 +51,11 @@ __host__ __device__ __forceinline__ float tf_cu_f16_to_f32(uint16_t h)
 __host__ __device__ __forceinline__ uint16_t tf_cu_f32_to_f16(float f)
 {
 #if defined(__CUDA_ARCH__)
-    if ((__float_as_uint(f) & 0x7fffffffu) > 0x7f800000u) return tf_f32_to_f16(f);
+    const uint32_t x = __float_as_uint(f);
     uint16_t h;
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-    return h;
+    const uint16_t nan = (uint16_t)(((x >> 16) & 0x8000u) | 0x7e00u | ((x >> 13) & 0x03ffu));
+    return (x & 0x7fffffffu) > 0x7f800000u ? nan : h;
 #else
     return tf_f32_to_f16(f);
 #endif

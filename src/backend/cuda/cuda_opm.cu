@@ -21,8 +21,8 @@
 #define OPM_PER 4 /* s rows per thread */
 #define OPM_PC 32 /* p per block */
 
-/* body for T = float (opm_bwd_kernel2) and the half types (opm_bwd_kernel2_t,
- * cuda_half.h): the shared tiles hold fp32 values */
+/* kernel2's body, any element type (cuda_half.h): the shared tiles hold fp32
+ * values */
 template <bool V4, class T>
 __device__ __forceinline__ void opm_bwd_body2(T *da, const T *dop, const T *a, int S, int N,
                                               int co, int PC, int srows, int ep)
@@ -89,17 +89,9 @@ __device__ __forceinline__ void opm_bwd_body2(T *da, const T *dop, const T *a, i
     }
 }
 
-template <bool V4>
-__global__ void __launch_bounds__(OPM_THREADS)
-opm_bwd_kernel2(float *da, const float *dop, const float *a, int S, int N, int co, int PC,
-                int srows, int ep)
-{
-    opm_bwd_body2<V4>(da, dop, a, S, N, co, PC, srows, ep);
-}
 template <bool V4, class T>
 __global__ void __launch_bounds__(OPM_THREADS)
-opm_bwd_kernel2_t(T *da, const T *dop, const T *a, int S, int N, int co, int PC, int srows,
-                  int ep)
+opm_bwd_kernel2(T *da, const T *dop, const T *a, int S, int N, int co, int PC, int srows, int ep)
 {
     opm_bwd_body2<V4>(da, dop, a, S, N, co, PC, srows, ep);
 }
@@ -197,7 +189,7 @@ opm_bwd_kernel3(T *__restrict__ da, const T *__restrict__ dop, const T *__restri
     }
 }
 
-/* kernel2's geometry, for fp32 (opm_bwd_kernel2) and a half type (_t) */
+/* kernel2's geometry (every element type) */
 typedef struct {
     int PC, srows, ep;
     bool v4;
@@ -219,26 +211,15 @@ static opm2_geom opm2_plan(int B, int S, int N, int co)
                      __LINE__);
     return g;
 }
-static void opm_bwd2(tf_backend *be, float *da, const float *dop, const float *a, int B, int S,
-                     int N, int co)
-{
-    const opm2_geom g = opm2_plan(B, S, N, co);
-    if (g.v4)
-        TF_LAUNCH_SMEM(opm_bwd_kernel2<true>, g.grid, OPM_THREADS, g.smem, be, da, dop, a, S, N,
-                       co, g.PC, g.srows, g.ep);
-    else
-        TF_LAUNCH_SMEM(opm_bwd_kernel2<false>, g.grid, OPM_THREADS, g.smem, be, da, dop, a, S, N,
-                       co, g.PC, g.srows, g.ep);
-}
 template <class T>
 static void opm_bwd2(tf_backend *be, T *da, const T *dop, const T *a, int B, int S, int N, int co)
 {
     const opm2_geom g = opm2_plan(B, S, N, co);
     if (g.v4)
-        TF_LAUNCH_SMEM((opm_bwd_kernel2_t<true, T>), g.grid, OPM_THREADS, g.smem, be, da, dop, a,
-                       S, N, co, g.PC, g.srows, g.ep);
+        TF_LAUNCH_SMEM((opm_bwd_kernel2<true, T>), g.grid, OPM_THREADS, g.smem, be, da, dop, a, S,
+                       N, co, g.PC, g.srows, g.ep);
     else
-        TF_LAUNCH_SMEM((opm_bwd_kernel2_t<false, T>), g.grid, OPM_THREADS, g.smem, be, da, dop, a,
+        TF_LAUNCH_SMEM((opm_bwd_kernel2<false, T>), g.grid, OPM_THREADS, g.smem, be, da, dop, a,
                        S, N, co, g.PC, g.srows, g.ep);
 }
 
@@ -392,16 +373,29 @@ extern "C" void tf_cu_opm_outer(tf_backend *be, float *outer_p, const float *a, 
     opm_outer(be, outer_p, a, B, S, N, co);
 }
 
-/* half types: the same kernels with loads widened to fp32 and every sum in
- * fp32 as fp32's; each output rounded once */
+/* half types: on mma.sync where the plan says so (cuda_opm_mma.cu), else the
+ * same kernels as fp32 with loads widened to fp32 and every sum in fp32 as
+ * fp32's; each output rounded once */
 extern "C" void tf_cu_opm_bwd_h(tf_backend *be, void *da, const void *dop, const void *a, int B,
                                 int S, int N, int co, tf_dtype t)
 {
+    if (B <= 0 || S <= 0 || N <= 0 || co <= 0) return;
+    if (tf_gpu_opm_on_mma(&be->plan, &be->caps, co, 1) &&
+        opm_k3_fits<tf_cu_bf16>(da, dop, a, B, co)) { /* 2-byte elements either way */
+        tf_cu_opm_bwd_mma_h(be, da, dop, a, B, S, N, t);
+        return;
+    }
     TF_CU_DISPATCH_HALF(t, T, opm_bwd(be, (T *)da, (const T *)dop, (const T *)a, B, S, N, co));
 }
 
 extern "C" void tf_cu_opm_outer_h(tf_backend *be, void *outer_p, const void *a, int B, int S,
                                   int N, int co, tf_dtype t)
 {
+    if (B <= 0 || S <= 0 || N <= 0 || co <= 0) return;
+    if (tf_gpu_opm_on_mma(&be->plan, &be->caps, co, 1) &&
+        opm_k3_fits<tf_cu_bf16>(outer_p, a, a, B, co)) {
+        tf_cu_opm_outer_mma_h(be, outer_p, a, B, S, N, t);
+        return;
+    }
     TF_CU_DISPATCH_HALF(t, T, opm_outer(be, (T *)outer_p, (const T *)a, B, S, N, co));
 }
