@@ -12,7 +12,9 @@
  * from the fp32 value (ops.h). A separate R is copied into C first (the sum
  * post-op reads the destination). DRELU (a select on aux, which post-ops
  * cannot express) gets an fp32 destination in scratch and the epilogue and
- * the store run here.
+ * the store run here. Products of bf16 values are exact in fp32 and summed
+ * in fp32, so the two paths differ by the summation order only (and the
+ * bf16 dot-product instructions flush values below 2^-126 to zero).
  *
  * Not taken here (tf_cpu_gemm_dnnl returns 0, the widening path runs): K 0,
  * a C of another type, entries that share or overlap C (strideC 0: in
