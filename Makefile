@@ -30,6 +30,9 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 120
 EXTRA_PKGS ?=
 PKGS := cmake build-essential pkg-config libopenblas-openmp-dev libcjson-dev libcmocka-dev
+# oneDNN: the CPU's bf16 GEMMs on AVX512-BF16 (CMake TF_DNNL=AUTO finds it;
+# without it they widen to fp32 for OpenBLAS, so the build works either way)
+PKGS += libdnnl-dev
 # Optional: MPI for data parallel runs across processes (mpirun -np P tinyfold
 # train). WITH_MPI=1 installs it (CI does, so the two-rank test runs); the build
 # finds it when present (CMake TF_MPI=AUTO) and works without it.

@@ -201,6 +201,7 @@ int tf_cpu_backend_create(tf_backend **be, const tf_ops **ops, const tf_backend_
     }
     b->threads = threads > 0 ? threads : omp_get_num_procs();
     b->kernel_level = level;
+    b->bf16_dnnl = tf_cpu_dnnl_hw();
     /* OpenBLAS's OpenMP build follows omp_get_max_threads() of the caller;
      * setting both keeps our loops and its GEMMs on the same thread count. */
     omp_set_num_threads(b->threads);
@@ -214,6 +215,7 @@ int tf_cpu_backend_create(tf_backend **be, const tf_ops **ops, const tf_backend_
 void tf_cpu_backend_destroy(tf_backend *be) {
     if (!be)
         return;
+    tf_cpu_dnnl_destroy(be);
     for (int k = 0; k < TF_CPU_SCRATCH_DEPTH; k++)
         free(be->scratch[k].p);
     free(be);
@@ -276,7 +278,8 @@ void tf_cpu_backend_describe(const tf_backend *be, char *out, size_t n) {
     }
     const char *core = openblas_get_corename();
     const int threads = be ? be->threads : omp_get_max_threads();
-    snprintf(out, n, "%s (%s, %s kernels%s), %d thread%s, cores: %d", ver, par,
+    const char *dnnl = be && be->bf16_dnnl ? tf_cpu_dnnl_version() : NULL;
+    snprintf(out, n, "%s (%s, %s kernels%s), %d thread%s, cores: %d%s%s", ver, par,
              core ? core : "unknown", tf_cpu_blas_kernels_note(), threads, threads == 1 ? "" : "s",
-             omp_get_num_procs());
+             omp_get_num_procs(), dnnl ? ", bf16 GEMMs: " : "", dnnl ? dnnl : "");
 }

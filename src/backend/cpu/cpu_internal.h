@@ -28,6 +28,12 @@ struct tf_backend {
         size_t bytes;
     } scratch[TF_CPU_SCRATCH_DEPTH];
     int scratch_top; /* buffers held by tf_cpu_scratch_push */
+    /* bf16 GEMMs take oneDNN's matmul (cpu_gemm_dnnl.c): set at creation when
+     * the build has oneDNN and the CPU AVX512-BF16 (tf_cpu_dnnl_hw); a test
+     * clears it to run the widening path on the same backend */
+    int bf16_dnnl;
+    long dnnl_gemms;           /* GEMMs that oneDNN ran (a test's check of the route) */
+    struct tf_cpu_dnnl *dnnl;  /* its engine and primitive cache, made at the first use */
 };
 
 /* Backend-owned host scratch of at least `bytes`, 64-byte aligned: the buffer
@@ -174,6 +180,15 @@ static inline void tf_cpu_row_store(void *p, tf_dtype t, long off, const float *
 
 /* ---- op implementations (signatures as in tf_ops) ---- */
 void tf_cpu_gemm(tf_backend *be, const tf_gemm_args *a, const char *name);
+/* oneDNN's bf16 matmul (cpu_gemm_dnnl.c): tf_cpu_dnnl_hw says whether this
+ * build has oneDNN and this CPU AVX512-BF16; tf_cpu_gemm_dnnl runs a GEMM
+ * and returns 1, or returns 0 having written nothing where it does not take
+ * that GEMM; tf_cpu_dnnl_destroy frees the cache; tf_cpu_dnnl_version is
+ * "oneDNN x.y.z", NULL in a build without it. */
+int tf_cpu_dnnl_hw(void);
+int tf_cpu_gemm_dnnl(tf_backend *be, const tf_gemm_args *a);
+void tf_cpu_dnnl_destroy(tf_backend *be);
+const char *tf_cpu_dnnl_version(void);
 void tf_cpu_convert(tf_backend *be, void *dst, tf_dtype dt, const void *src, tf_dtype st, long n);
 void tf_cpu_check_finite(tf_backend *be, float *flag, const float *x, long n);
 
