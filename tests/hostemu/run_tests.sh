@@ -55,6 +55,9 @@ for t in "$out"/tests/test_cuda_ops_*.o; do
     g++ $san -fopenmp -o "${t%.o}_hostemu" "$t" "$out"/*.o -lopenblas -lcmocka -lm
 done
 export TF_TEST_HOSTEMU=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+# a waiting OpenMP thread sleeps (libgomp's default spins ~16 ms, taking the
+# core from whatever else runs: the other width, under ctest -j2)
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 # ASan cannot follow every swapcontext stack switch; it warns once about it
 rc=0
 if [ -z "$tests" ]; then
