@@ -84,7 +84,7 @@ test: build
 asan: deps
 	cmake -S . -B $(ASAN_BUILD) $(ASAN_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure -R '^test_'
+	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -R '^test_'
 
 bench: build
 	TINYFOLD=$(BUILD)/tinyfold bench/cpu.sh
