@@ -12,6 +12,9 @@
 # env:   FUZZ_DIR  work dir (binaries, corpora, artifacts); default ${TMPDIR:-/tmp}/tinyfold_fuzz
 #        FUZZ_CC   compiler (default clang-14; needs libclang-rt-14-dev)
 #        FUZZ_ARGS extra libFuzzer flags (e.g. -jobs=2 -workers=2)
+#        FUZZ_JOBS targets built and run at once (default: the processors);
+#                  each fuzzer is one process, so each still gets its seconds
+#                  of a core of its own
 set -euo pipefail
 secs=${1:-30}
 shift || true
@@ -37,9 +40,9 @@ sources() { # target -> the sources it links besides its own file
 }
 seed_kind() { case $1 in checkpoint_meta) echo checkpoint ;; *) echo "$1" ;; esac; }
 
-failed=0
-for t in "${targets[@]}"; do
-    dir="$work/$t"
+# one target: build, seed, fuzz; non-zero when the fuzzer failed
+fuzz_one() {
+    local t=$1 dir="$work/$1" mask="" rc
     mkdir -p "$dir/corpus" "$dir/seed" "$dir/artifacts"
     # shellcheck disable=SC2046,SC2086
     "$cc" -std=c11 -g -O1 -fno-omit-frame-pointer \
@@ -50,7 +53,6 @@ for t in "${targets[@]}"; do
     python3 "$here/make_corpus.py" "$dir/seed" "$(seed_kind "$t")" >&2
     # Seeds are read from seed/; new inputs go to corpus/ (kept between runs).
     # fuzz_compare prints refusals on stderr: -close_fd_mask=2 keeps the log small.
-    mask=""
     [ "$t" = compare ] && mask="-close_fd_mask=2"
     set +e
     # shellcheck disable=SC2086
@@ -66,9 +68,18 @@ for t in "${targets[@]}"; do
     if [ $rc -ne 0 ]; then
         tail -n 60 "$dir/fuzz.log" >&2
         echo "run.sh: fuzz_$t FAILED (libFuzzer exit $rc); reproducer(s): $(ls "$dir/artifacts" | head -5)" >&2
-        failed=1
-    else
-        echo "run.sh: fuzz_$t ok, no crash in ${secs}s; corpus $(ls "$dir/corpus" | wc -l) files; log $dir/fuzz.log" >&2
+        return 1
     fi
+    echo "run.sh: fuzz_$t ok, no crash in ${secs}s; corpus $(ls "$dir/corpus" | wc -l) files; log $dir/fuzz.log" >&2
+}
+
+jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+failed=0
+pids=()
+for t in "${targets[@]}"; do
+    sources "$t" >/dev/null # an unknown target fails here, before any runs
+    fuzz_one "$t" & pids+=($!)
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do sleep 0.2; done
 done
+for p in "${pids[@]}"; do wait "$p" || failed=1; done
 exit $failed

@@ -28,7 +28,9 @@ case "$warp" in 32|64) ;; *) echo "run_tests.sh: --warp takes 32 or 64, not $war
 out=${1:-/tmp/tinyfold-hostemu-w$warp}
 mkdir -p "$out"
 cd "$top"
-flags="-O1 -g $san -Wall -Wextra -Werror -Iinclude -Isrc -Itests/hostemu"
+# -g1: line tables (backtraces with file and line) at ~3/4 of -g's compile
+# time; HOSTEMU_G=-g for variables in a debugger
+flags="-O1 ${HOSTEMU_G:--g1} $san -Wall -Wextra -Werror -Iinclude -Isrc -Itests/hostemu"
 jobs=${JOBS:-$(nproc)}
 pids=()
 # objects are rebuilt only when a source or header is newer
@@ -55,6 +57,9 @@ for t in "$out"/tests/test_cuda_ops_*.o; do
     g++ $san -fopenmp -o "${t%.o}_hostemu" "$t" "$out"/*.o -lopenblas -lcmocka -lm
 done
 export TF_TEST_HOSTEMU=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+# a waiting OpenMP thread sleeps (libgomp's default spins ~16 ms, taking the
+# core from whatever else runs: the other width, under ctest -j2)
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 # ASan cannot follow every swapcontext stack switch; it warns once about it
 rc=0
 if [ -z "$tests" ]; then

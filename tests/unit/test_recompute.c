@@ -100,7 +100,7 @@ static void test_recompute_bits(void **s) {
  * most 2 gamma_n. The chunked outer product mean's other reordered sum,
  * da = A (dOuter^T + dOuter) / S taken chunk by chunk, has 2 N co terms per
  * element: no longer than the pair rows while 2 co <= B N (both tests
- * below: 1472 <= 1587, 4096 <= 16384). A missed, doubled or misplaced chunk
+ * below: 1472 <= 1587, 2048 <= 2048). A missed, doubled or misplaced chunk
  * is off by O(1). */
 static void assert_chunked_close(const tf_config *c, const result *ref, const result *x) {
     const long nz = (long)c->batch * c->seq_len * c->seq_len;
@@ -167,10 +167,14 @@ static void test_chunk_odd(void **s) {
     chunk_cases(&c, ks, 1, 0, blocks_only, 1); /* and blocks, at K 5 */
 }
 
-/* the small problem (one block); at level 3 with --recompute none the arena
- * shrinks (the chunked modules keep nothing). With modules it need not: at
- * S16 N64 the outer product mean's weight-first T ([B, S, co, N, C], eight
- * pair-sized buffers) is the peak, and it is not chunked. */
+/* the default model widths (one block) on a pair that dominates; at level 3
+ * with --recompute none the arena shrinks (the chunked modules keep
+ * nothing). With modules it need not: the outer product mean's weight-first
+ * T ([B, S, co, N, C], eight pair-sized buffers) is the peak, and it is not
+ * chunked. B 2, N 32, S 8 (the small problem's N / 2 and S / 2, half its
+ * batch) with K = N / 4 as K 16 is of N 64: the same chunking at an eighth of
+ * the pair rows and a sixteenth of the triangle products; the smallest B N
+ * the bound above allows (2 co = 64). */
 static void test_chunk_small(void **s) {
     (void)s;
     tf_config c;
@@ -178,7 +182,10 @@ static void test_chunk_small(void **s) {
     c.backend = TF_BACKEND_CPU;
     c.threads = 2;
     c.n_blocks = 1;
-    static const int ks[1] = {16};
+    c.batch = 2;
+    c.seq_len = 32;
+    c.n_seqs = 8;
+    static const int ks[1] = {8};
     chunk_cases(&c, ks, 1, 1, none_modules, 2);
 }
 
