@@ -14,9 +14,9 @@
  * beta on C: the simplest correct way here (the copy is one pass over C).
  *
  * Element types: fp32 operands take the path above and nothing else. bf16
- * operands go to oneDNN's bf16 matmul where the CPU has AVX512-BF16
- * (cpu_gemm_dnnl.c: 2.1-2.7x OpenBLAS fp32 at the activations' shapes,
- * bench/RESULTS.md) and it takes the GEMM. Otherwise bf16
+ * operands go to oneDNN's bf16 matmul where the CPU has AVX512-BF16 and it
+ * takes the GEMM (cpu_gemm_dnnl.c; faster than the widening below: its
+ * figures are in bench/RESULTS.md). Otherwise bf16
  * and fp16 are converted to fp32 (exact) into packed scratch, the fp32 path
  * runs on that, and a half C is rounded once from the fp32 result after the
  * epilogue (ops.h). The op table's ops never allocate: the scratch is the

@@ -200,23 +200,24 @@ static void drelu_store(tf_backend *be, const tf_gemm_args *a, const float *f) {
 #pragma omp parallel num_threads(nt)
     {
         float *x = buf + tf_cpu_pad_floats((size_t)N) * 2 * (size_t)omp_get_thread_num();
-        float *v = x + tf_cpu_pad_floats((size_t)N);
+        float *vb = x + tf_cpu_pad_floats((size_t)N);
 #pragma omp for schedule(static)
         for (long r = 0; r < rows; r++) {
             const long off = (r / a->M) * a->strideC + (r % a->M) * a->ldc;
             const float *fr = f + r * N;
             const float *xr = tf_cpu_row_in(x, a->aux, ct, off, N);
+            /* fp32: C's row itself; a half type: vb, rounded into C below. An
+             * fp32 cr may be that same row and a half one vb: element by
+             * element in place either way. */
+            float *v = tf_cpu_row_out(vb, a->C, ct, off, N, 0);
             if (a->beta != 0.0f) { /* beta == 0 reads neither R nor C */
-                const float *cr = tf_cpu_row_in(v, in, ct, off, N);
+                const float *cr = tf_cpu_row_in(vb, in, ct, off, N);
                 for (long j = 0; j < N; j++) v[j] = fr[j] + a->beta * cr[j];
             } else {
                 memcpy(v, fr, sizeof(float) * (size_t)N);
             }
             for (long j = 0; j < N; j++) v[j] = xr[j] > 0.0f ? v[j] : 0.0f;
-            if (ct == TF_F32)
-                memcpy((float *)a->C + off, v, sizeof(float) * (size_t)N);
-            else
-                tf_cpu_row_store(a->C, ct, off, v, N);
+            tf_cpu_row_store(a->C, ct, off, v, N);
         }
     }
 }
