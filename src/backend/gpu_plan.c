@@ -31,7 +31,6 @@ tf_gpu_plan tf_gpu_plan_portable(void)
     p.attn = TF_GPU_ATTN_K1;
     p.lane = TF_GPU_LANE_AUTO;
     p.opm = TF_GPU_OPM_FFMA;
-    p.trimul = TF_GPU_TRIMUL_OPS;
     return p;
 }
 
@@ -56,7 +55,6 @@ tf_gpu_plan tf_gpu_plan_apply(tf_gpu_plan base, const tf_gpu_plan *o)
     if (o->attn != TF_GPU_ATTN_AUTO) base.attn = o->attn;
     if (o->lane != TF_GPU_LANE_AUTO) base.lane = o->lane;
     if (o->opm != TF_GPU_OPM_AUTO) base.opm = o->opm;
-    if (o->trimul != TF_GPU_TRIMUL_AUTO) base.trimul = o->trimul;
     if (o->wgrad_delay_us > 0) base.wgrad_delay_us = o->wgrad_delay_us;
     return base;
 }
@@ -67,14 +65,13 @@ static const char *const dw_names[TF_GPU_DW_COUNT_] = {"auto", "mma", "lt"};
 static const char *const attn_names[TF_GPU_ATTN_COUNT_] = {"auto", "k1", "k2", "k3", "k4", "k5"};
 static const char *const lane_names[TF_GPU_LANE_COUNT_] = {"auto", "on", "off"};
 static const char *const opm_names[TF_GPU_OPM_COUNT_] = {"auto", "ffma"};
-static const char *const trimul_names[TF_GPU_TRIMUL_COUNT_] = {"auto", "ops"};
 #define TF_GPU_DELAY_MAX 100000
 
 const char *tf_gpu_plan_help(void)
 {
     return "default, portable, or comma-separated key=value over them: gemm=auto|cublas|mma|wgmma, "
            "dw=auto|mma|lt, attn=auto|k1|k2|k3|k4|k5, lane=auto|on|off, opm=auto|ffma, "
-           "trimul=auto|ops, wgrad_delay_us=0..100000";
+           "wgrad_delay_us=0..100000";
 }
 
 static int pick(const char *const *names, int n, const char *v, size_t len)
@@ -134,9 +131,6 @@ int tf_gpu_plan_parse(const char *spec, tf_gpu_plan *out, char *err, size_t errl
             } else if (kl == 3 && !strncmp(s, "opm", 3)) {
                 if ((k = pick(opm_names, TF_GPU_OPM_COUNT_, v, vl)) >= 0) p.opm = k;
                 else return bad(err, errlen, "opm value", v, vl, "use auto or ffma"), 1;
-            } else if (kl == 6 && !strncmp(s, "trimul", 6)) {
-                if ((k = pick(trimul_names, TF_GPU_TRIMUL_COUNT_, v, vl)) >= 0) p.trimul = k;
-                else return bad(err, errlen, "trimul value", v, vl, "use auto or ops"), 1;
             } else if (kl == 14 && !strncmp(s, "wgrad_delay_us", 14)) {
                 char buf[16];
                 char *e = NULL;
@@ -166,9 +160,9 @@ int tf_gpu_plan_parse(const char *spec, tf_gpu_plan *out, char *err, size_t errl
 void tf_gpu_plan_format(const tf_gpu_plan *p, char *out, size_t n)
 {
     if (!out || !n) return;
-    int k = snprintf(out, n, "gemm=%s,dw=%s,attn=%s,lane=%s,opm=%s,trimul=%s",
-                     gemm_names[p->gemm], dw_names[p->dw], attn_names[p->attn],
-                     lane_names[p->lane], opm_names[p->opm], trimul_names[p->trimul]);
+    int k = snprintf(out, n, "gemm=%s,dw=%s,attn=%s,lane=%s,opm=%s", gemm_names[p->gemm],
+                     dw_names[p->dw], attn_names[p->attn], lane_names[p->lane],
+                     opm_names[p->opm]);
     if (p->wgrad_delay_us > 0 && k > 0 && (size_t)k < n)
         snprintf(out + k, n - (size_t)k, ",wgrad_delay_us=%d", p->wgrad_delay_us);
 }
@@ -401,10 +395,4 @@ int tf_gpu_opm_on_mma(const tf_gpu_plan *p, const tf_gpu_caps *caps, int co, int
 {
     return half && p->level >= 3 && p->opm != TF_GPU_OPM_FFMA && caps && caps->has_mma_sync &&
            co == 32;
-}
-
-int tf_gpu_trimul_in_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps)
-{
-    return p->level >= 3 && p->trimul != TF_GPU_TRIMUL_OPS && caps && caps->has_mma_sync &&
-           caps->vendor == TF_GPU_VENDOR_NVIDIA && caps->cc_major >= 8;
 }

@@ -97,13 +97,6 @@ typedef enum {
     TF_GPU_OPM_COUNT_
 } tf_gpu_opm_policy;
 
-/* the triangle multiplication's merged input stage in bf16/fp16 (C 128) */
-typedef enum {
-    TF_GPU_TRIMUL_AUTO = 0, /* one op where it runs (ops.h trimul_in_fwd: mma.sync) */
-    TF_GPU_TRIMUL_OPS,      /* layernorm2, the two GEMMs and the gating as four ops */
-    TF_GPU_TRIMUL_COUNT_
-} tf_gpu_trimul_policy;
-
 typedef struct tf_gpu_plan_s {
     int level;                /* kernel level 1..3: 1-2 are the baselines (cuBLAS, kernel1) */
     tf_gpu_gemm_policy gemm;
@@ -111,7 +104,6 @@ typedef struct tf_gpu_plan_s {
     tf_gpu_attn_policy attn;
     tf_gpu_lane lane;         /* the weight-gradient lane (ops.h wgrad_*): AUTO is on */
     tf_gpu_opm_policy opm;
-    tf_gpu_trimul_policy trimul;
     int wgrad_delay_us;       /* tests only: each lane GEMM held back this long (0: none) */
 } tf_gpu_plan;
 
@@ -124,15 +116,14 @@ tf_gpu_plan tf_gpu_plan_portable(void);
 
 /* `--gpu-plan SPEC`: "default", "portable", or comma-separated key=value
  * (gemm=auto|cublas|mma|wgmma, dw=auto|mma|lt, attn=auto|k1|k2|k3|k4|k5,
- * lane=auto|on|off, opm=auto|ffma, trimul=auto|ops, wgrad_delay_us=0..100000), each
- * applied over the plan
+ * lane=auto|on|off, opm=auto|ffma, wgrad_delay_us=0..100000), each applied over the plan
  * named before it ("portable,lane=off"; without a name, over default). The
  * result holds AUTO for what is not given: tf_gpu_plan_apply puts it over the
  * device's default. 0 ok; 1 with one line in err naming what is accepted. */
 int tf_gpu_plan_parse(const char *spec, tf_gpu_plan *out, char *err, size_t errlen);
 /* base with every field of over that is not AUTO (level: base's) */
 tf_gpu_plan tf_gpu_plan_apply(tf_gpu_plan base, const tf_gpu_plan *over);
-/* "gemm=auto,dw=auto,attn=auto,lane=auto,opm=auto,trimul=auto" (and wgrad_delay_us when set),
+/* "gemm=auto,dw=auto,attn=auto,lane=auto,opm=auto" (and wgrad_delay_us when set),
  * a spec tf_gpu_plan_parse reads back */
 void tf_gpu_plan_format(const tf_gpu_plan *p, char *out, size_t n);
 /* the accepted keys and values, one line (help text, errors) */
@@ -199,11 +190,6 @@ const char *tf_gpu_attn_kernel_name(tf_gpu_attn_kernel k);
  * the plan says opm=ffma; else the FFMA kernels (cuda_opm.cu), which the fp32
  * path always takes. */
 int tf_gpu_opm_on_mma(const tf_gpu_plan *p, const tf_gpu_caps *caps, int co, int half);
-/* The triangle multiplication's input stage as one op (ops.h trimul_in_fwd,
- * cuda_trimul_in.cu: bf16/fp16 mma.sync m16n8k16, compute capability 8.0 up)
- * at level 3 unless the plan says trimul=ops; the model takes it for the
- * half types at C 128 (caps.trimul_in_op). */
-int tf_gpu_trimul_in_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps);
 
 #ifdef __cplusplus
 }

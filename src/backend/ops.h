@@ -156,7 +156,6 @@ typedef struct {
     int opm_bwd_op;       /* the outer product mean's backward as ops->opm_bwd */
     int opm_outer_op;     /* its product in permuted form as ops->opm_outer */
     int trimul_merged;    /* triangle multiplication: projections and gates in one GEMM */
-    int trimul_in_op;     /* its merged input stage as ops->trimul_in_fwd (half types, C 128) */
     /* the weight-gradient lane (ops wgrad_*): used, and the memory
      * wgrad_enable takes */
     int wgrad_lane;
@@ -371,21 +370,6 @@ typedef struct tf_ops {
      * pass that writes outer_p once. Every tensor of type t. ---- */
     void (*opm_outer)(tf_backend *be, void *outer_p, const void *a, int B, int S, int N, int co,
                       tf_dtype t);
-    /* ---- the triangle multiplication's merged input stage in one op (v3,
-     * optional: where caps.trimul_in_op; C 128, t bf16 or fp16):
-     *   y = layernorm2_fwd(x; g1, b1, g2, b2, eps) with its stats [4, rows]
-     *   proj [rows, 4C] = y W^T  (W [4C, C]: rows L, R, gate L, gate R)
-     *   og [rows, C] = y Wog^T   (Wog [C, C])
-     *   lr_t [2, C, rows] = gate_cmajor_fwd(proj, proj + 2C, ld 4C, inner rows)
-     * x fp32; y, proj, og, lr_t, W, Wog of type t; outputs alias nothing. y and
-     * stats are layernorm2_fwd's bits and lr_t gate_cmajor_fwd's of this op's
-     * proj; proj and og are fp32 sums of the exact half products, in the
-     * op's own order, rounded once. One pass where four ops read y twice
-     * and proj once more. ---- */
-    void (*trimul_in_fwd)(tf_backend *be, void *y, float *stats, void *proj, void *og, void *lr_t,
-                          const float *x, const float *g1, const float *b1, const float *g2,
-                          const float *b2, const void *W, const void *Wog, long rows, int C,
-                          float eps, tf_dtype t);
 
     /* ---- embedding: out[t, :] = table[tok[t], :] (zeros for a token outside [0, vocab));
      * bwd: dtable[v,:] += sum over t with tok[t]==v (deterministic) ---- */

@@ -90,8 +90,6 @@ const tf_cli_optdef tf_cli_optdefs[] = {
      "gemm=auto|cublas|mma|wgmma, dw=auto|mma|lt (weight gradients' wide split),\n"
      "attn=auto|k1|k2|k3|k4|k5, lane=auto|on|off (weight-gradient lane),\n"
      "opm=auto|ffma (bf16/fp16 outer product mean on mma.sync or FFMA),\n"
-     "trimul=auto|ops (bf16/fp16 triangle multiplication input: one fused op\n"
-     "or layernorm2, two GEMMs and the gating apart),\n"
      "wgrad_delay_us=0..100000 (tests); e.g. gemm=cublas,attn=k4"},
     /* memory */
     {"recompute", required_argument, TF_OPT_RECOMPUTE, T | B | G, "none|blocks|modules",

@@ -462,18 +462,6 @@ void tf_x_opm_outer(tf_exec *ex, void *outer_p, const void *a, int B, int S, int
     TF_EXEC_OPC(ex, "opm_outer", at_bytes(ex, tf_cost_opm_outer(B, S, N, co)),
                 opm_outer(ex->be, outer_p, a, B, S, N, co, ex->at));
 }
-void tf_x_trimul_in_fwd(tf_exec *ex, void *y, float *stats, void *proj, void *og, void *lr_t,
-                        const float *x, const float *g1, const float *b1, const float *g2,
-                        const float *b2, const void *W, const void *Wog, long rows, int C) {
-    const long n = rows * C;
-    TF_ACCESS(ex,
-              TF_SPANS(A(y, n), F(stats, 4 * rows), A(proj, 4 * n), A(og, n), A(lr_t, 2 * n)),
-              TF_SPANS(F(x, n), F(g1, C), F(b1, C), F(g2, C), F(b2, C), A(W, 4L * C * C),
-                       A(Wog, (long)C * C)));
-    TF_EXEC_OPC(ex, "trimul_in_fwd", tf_cost_trimul_in_fwd(rows, C, tf_dtype_size(ex->at)),
-                trimul_in_fwd(ex->be, y, stats, proj, og, lr_t, x, g1, b1, g2, b2, W, Wog, rows,
-                              C, 1e-5f, ex->at));
-}
 void tf_x_opm_bwd(tf_exec *ex, void *da, const void *dop, const void *a, int B, int S, int N,
                   int co) {
     TF_ACCESS(ex, TF_SPANS(A(da, (long)B * S * N * co)),

@@ -38,11 +38,8 @@ typedef struct {
      *   opm_bwd_op, opm_outer_op: its backward and its permuted product as
      *     one op each (ops.h opm_bwd, opm_outer);
      *   trimul_merged: the triangle multiplication's projections and gates
-     *     as one GEMM (triangle_mult.c);
-     *   trimul_in_op: with trimul_merged, its input stage (layernorm2, that
-     *     GEMM, the output gate's GEMM, the gating) as one op (ops.h
-     *     trimul_in_fwd) in the half types at C 128. */
-    int opm_weight_first, opm_bwd_op, opm_outer_op, trimul_merged, trimul_in_op;
+     *     as one GEMM (triangle_mult.c). */
+    int opm_weight_first, opm_bwd_op, opm_outer_op, trimul_merged;
     /* The weight gradients on a lane of their own (ops.h wgrad_*),
      * overlapping the rest of their module's backward. The executor makes
      * the main queue wait for them where an op would touch their memory
@@ -199,9 +196,6 @@ void tf_x_gate_cmajor_fwd(tf_exec *ex, void *lr_t, const void *a, const void *g,
 void tf_x_gate_cmajor_bwd(tf_exec *ex, void *da, void *dg, const void *dlr_t, const void *a,
                           const void *g, long ld, long rows, long inner, int C);
 void tf_x_opm_outer(tf_exec *ex, void *outer_p, const void *a, int B, int S, int N, int co);
-void tf_x_trimul_in_fwd(tf_exec *ex, void *y, float *stats, void *proj, void *og, void *lr_t,
-                        const float *x, const float *g1, const float *b1, const float *g2,
-                        const float *b2, const void *W, const void *Wog, long rows, int C);
 void tf_x_opm_bwd(tf_exec *ex, void *da, const void *dop, const void *a, int B, int S, int N,
                   int co);
 void tf_x_add_bcast_mid(tf_exec *ex, void *y, const void *x, long outer, long mid, long inner);

@@ -154,14 +154,3 @@ tf_op_cost tf_cost_mse_head_bwd(long n) {
 tf_op_cost tf_cost_adamw(long n) {
     return cost(14.0 * (double)n, 7.0 * (double)n);
 }
-
-tf_op_cost tf_cost_trimul_in_fwd(long rows, int C, size_t elem) {
-    const double n = (double)rows * C, e = (double)elem;
-    const double fl = tf_cost_layernorm2_fwd(rows, C).flops + 2.0 * n * 5.0 * C +
-                      2.0 * n * TF_FLOPS_GATE_FWD;
-    /* x, stats (fp32); y, proj, og, the gated L|R, the weights */
-    const double bytes = F * (n + 4.0 * rows + 4.0 * C) + e * (n + 4.0 * n + n + 2.0 * n) +
-                         e * 5.0 * C * C;
-    tf_op_cost c = {fl, bytes};
-    return c;
-}

@@ -20,10 +20,7 @@
  * output projection's input, which its GEMM reads as such (transA), as do
  * the GEMMs of its weight gradient and of u's gradient (written channel-major
  * straight away): the permutes of u and of its gradient (a pass each way
- * over [rows, C]) are gone. Where the backend offers it (exec.h
- * trimul_in_op: CUDA, bf16/fp16, C 128), the layernorm, the merged GEMM,
- * the output gate's GEMM and the gating are one op (ops.h trimul_in_fwd),
- * which reads x once and y never. */
+ * over [rows, C]) are gone. */
 #include "model/model.h"
 
 static const int to_chan_first[4] = {0, 3, 1, 2}; /* [B,N,N,C] -> [B,C,N,N] */
@@ -51,15 +48,28 @@ void tf_trimul_product(tf_exec *ex, int tA, int tB, const void *A, const void *B
     tf_gemm(ex, &g, name);
 }
 
-/* The input stage as separate ops: the projections and gates (one GEMM when
- * merged), the gating and the channel-first (or -major) copies of L and R */
-static void trimul_in_ops(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
-                          tf_trimul_act *a, int B, int N, int C) {
+void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                   tf_trimul_act *a, float *z_out, const float *z_in) {
+    const tf_config *c = M->c;
+    const int B = c->batch, N = c->seq_len, C = c->pair_dim;
     const long rows = (long)B * N * N, nc = rows * C;
     const int fused = ex->fu.triangle, gate_kernel = ex->level >= 3;
+    const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out;
     const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
-    size_t mark;
+    if (ex->chunk) {
+        tf_trimul_fwd_chunked(ex, M, o, which, a, z_out, z_in);
+        return;
+    }
+    a->chunked = 0;
+    tf_rpush(ex, which ? "triangle_mult_incoming" : "triangle_mult_outgoing");
+    tf_ln2_fwd(ex, M, bn, o->tm[which].ln, &a->bln, &a->ln, z_in, rows, C);
+
     tf_rpush(ex, "projections");
+    size_t mark;
+    /* level 3: projections and gates from one GEMM when the four weights are adjacent */
+    a->merged = fused && gate_kernel && ex->trimul_merged &&
+                o->tm[which].rp == lp + (size_t)C * C && lg == lp + (size_t)2 * C * C &&
+                o->tm[which].rg == lp + (size_t)3 * C * C;
     if (a->merged) {
         a->proj = tf_alloc_at(ex, (size_t)4 * nc);
         a->gate = tf_at(ex, a->proj, 2 * C); /* row r's gates at proj + r * 4C + 2C */
@@ -125,56 +135,6 @@ static void trimul_in_ops(tf_exec *ex, const tf_model *M, const tf_block_off *o,
     }
     tf_rpop(ex);
 
-}
-
-void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
-                   tf_trimul_act *a, float *z_out, const float *z_in) {
-    const tf_config *c = M->c;
-    const int B = c->batch, N = c->seq_len, C = c->pair_dim;
-    const long rows = (long)B * N * N, nc = rows * C;
-    const int fused = ex->fu.triangle, gate_kernel = ex->level >= 3;
-    const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out;
-    const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
-    if (ex->chunk) {
-        tf_trimul_fwd_chunked(ex, M, o, which, a, z_out, z_in);
-        return;
-    }
-    a->chunked = 0;
-    tf_rpush(ex, which ? "triangle_mult_incoming" : "triangle_mult_outgoing");
-    /* level 3: projections and gates from one GEMM when the four weights are adjacent */
-    a->merged = fused && gate_kernel && ex->trimul_merged &&
-                o->tm[which].rp == lp + (size_t)C * C && lg == lp + (size_t)2 * C * C &&
-                o->tm[which].rg == lp + (size_t)3 * C * C;
-    /* and with the backend's op (half types, C 128) the layernorm, both GEMMs
-     * that read its output and the gating in one pass (ops.h trimul_in_fwd) */
-    const int in_op = a->merged && ex->trimul_in_op && ex->at != TF_F32 && C == 128;
-    if (in_op) {
-        tf_rpush(ex, "projections");
-        float *stats = tf_alloc_act(ex, (size_t)4 * rows);
-        a->ln.y = tf_alloc_at(ex, (size_t)nc);
-        a->bln.y = NULL;
-        a->bln.mean = stats, a->bln.rstd = stats + rows;
-        a->ln.mean = stats + 2 * rows, a->ln.rstd = stats + 3 * rows;
-        a->proj = tf_alloc_at(ex, (size_t)4 * nc);
-        a->gate = tf_at(ex, a->proj, 2 * C);
-        a->lp = a->rp = a->lg = a->rg = NULL;
-        a->og = tf_alloc_at(ex, (size_t)nc);
-        a->lr_t = tf_alloc_at(ex, (size_t)2 * nc);
-        a->l_t = a->lr_t;
-        a->r_t = tf_at(ex, a->lr_t, nc);
-        a->cmajor = 1;
-        a->sig = NULL;
-        tf_x_trimul_in_fwd(ex, a->ln.y, stats, a->proj, a->og, a->lr_t, z_in, tf_P(M, bn.w),
-                           tf_P(M, bn.b), tf_P(M, o->tm[which].ln.w), tf_P(M, o->tm[which].ln.b),
-                           tf_x_w(ex, tf_P(M, lp)), tf_x_w(ex, tf_P(M, o->tm[which].og)), rows,
-                           C);
-        tf_rpop(ex);
-    } else {
-        tf_ln2_fwd(ex, M, bn, o->tm[which].ln, &a->bln, &a->ln, z_in, rows, C);
-        trimul_in_ops(ex, M, o, which, a, B, N, C);
-    }
-    size_t mark;
-
     tf_rpush(ex, "triangle_product");
     a->u_p = tf_alloc_at(ex, (size_t)nc);
     mark = tf_arena_mark(ex->arena);
@@ -193,7 +153,7 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
 
     tf_rpush(ex, "output_proj");
     a->out = tf_alloc_at(ex, (size_t)nc);
-    if (!in_op) a->og = tf_alloc_at(ex, (size_t)nc);
+    a->og = tf_alloc_at(ex, (size_t)nc);
     if (a->cmajor) { /* out [rows, C] = (u^T) Wo^T, u stored [C, rows] */
         tf_gemm_args g = tf_gemm_make(ex, 1, 1, (int)rows, C, C, 1.0f, 0.0f, a->u_p, rows, 0,
                                       tf_x_w(ex, tf_P(M, o->tm[which].op)), C, 0, a->out, C, 0,
@@ -203,9 +163,7 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
         tf_linear_fwd(ex, a->out, a->u_p, tf_P(M, o->tm[which].op), rows, C, C, 0.0f,
                       TF_EPI_NONE);
     }
-    if (!in_op)
-        tf_linear_fwd(ex, a->og, a->ln.y, tf_P(M, o->tm[which].og), rows, C, C, 0.0f,
-                      TF_EPI_NONE);
+    tf_linear_fwd(ex, a->og, a->ln.y, tf_P(M, o->tm[which].og), rows, C, C, 0.0f, TF_EPI_NONE);
     if (gate_kernel) {
         a->og_sig = NULL;
         if (z_out) tf_x_gate_residual_fwd(ex, z_out, z_in, a->out, a->og, nc);

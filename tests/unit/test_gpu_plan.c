@@ -476,13 +476,13 @@ static void test_parse(void **state)
     static const struct {
         const char *spec, *formatted;
     } good[] = {
-        {"default", "gemm=auto,dw=auto,attn=auto,lane=auto,opm=auto,trimul=auto"},
-        {"portable", "gemm=cublas,dw=lt,attn=k1,lane=auto,opm=ffma,trimul=ops"},
-        {"gemm=cublas,attn=k4", "gemm=cublas,dw=auto,attn=k4,lane=auto,opm=auto,trimul=auto"},
-        {"portable,lane=off", "gemm=cublas,dw=lt,attn=k1,lane=off,opm=ffma,trimul=ops"},
-        {"gemm=wgmma,dw=mma,attn=k5,lane=on,opm=ffma,trimul=ops,wgrad_delay_us=2000",
-         "gemm=wgmma,dw=mma,attn=k5,lane=on,opm=ffma,trimul=ops,wgrad_delay_us=2000"},
-        {"attn=k2,default", "gemm=auto,dw=auto,attn=auto,lane=auto,opm=auto,trimul=auto"},
+        {"default", "gemm=auto,dw=auto,attn=auto,lane=auto,opm=auto"},
+        {"portable", "gemm=cublas,dw=lt,attn=k1,lane=auto,opm=ffma"},
+        {"gemm=cublas,attn=k4", "gemm=cublas,dw=auto,attn=k4,lane=auto,opm=auto"},
+        {"portable,lane=off", "gemm=cublas,dw=lt,attn=k1,lane=off,opm=ffma"},
+        {"gemm=wgmma,dw=mma,attn=k5,lane=on,opm=ffma,wgrad_delay_us=2000",
+         "gemm=wgmma,dw=mma,attn=k5,lane=on,opm=ffma,wgrad_delay_us=2000"},
+        {"attn=k2,default", "gemm=auto,dw=auto,attn=auto,lane=auto,opm=auto"},
     };
     for (size_t i = 0; i < sizeof good / sizeof *good; ++i) {
         tf_gpu_plan p, q;
@@ -601,23 +601,6 @@ static void test_half_routes(void **state)
         tf_gpu_caps old = caps;
         old.has_mma_sync = 0;
         assert_int_equal(tf_gpu_opm_on_mma(&p, &old, 32, 1), 0);
-    }
-    { /* the triangle multiplication's fused input: level 3 on NVIDIA 8.0 up, unless trimul=ops */
-        assert_int_equal(tf_gpu_trimul_in_fused(&p, &caps), 1);
-        const tf_gpu_plan port = tf_gpu_plan_portable(), l2 = tf_gpu_plan_default(&caps, 0, 2);
-        assert_int_equal(tf_gpu_trimul_in_fused(&port, &caps), 0);
-        assert_int_equal(tf_gpu_trimul_in_fused(&l2, &caps), 0);
-        assert_int_equal(tf_gpu_plan_parse("trimul=ops", &over, NULL, 0), 0);
-        const tf_gpu_plan q = tf_gpu_plan_apply(p, &over);
-        assert_int_equal(tf_gpu_trimul_in_fused(&q, &caps), 0);
-        assert_int_equal(tf_gpu_plan_parse("trimul=fused", &over, NULL, 0), 1);
-        tf_gpu_caps old = caps;
-        old.cc_major = 7;
-        assert_int_equal(tf_gpu_trimul_in_fused(&p, &old), 0);
-        old = caps;
-        old.vendor = TF_GPU_VENDOR_AMD;
-        assert_int_equal(tf_gpu_trimul_in_fused(&p, &old), 0);
-        assert_int_equal(tf_gpu_trimul_in_fused(&p, NULL), 0);
     }
     /* act_types: bf16 from compute capability 8.0, fp16 from 7.0; AMD: all */
     const unsigned f32 = 1u << TF_F32, bf = 1u << TF_BF16, f16 = 1u << TF_F16;

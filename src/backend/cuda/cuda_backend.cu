@@ -334,7 +334,6 @@ static tf_ops make_ops(void)
     o.gate_cmajor_bwd = tf_cu_t_gate_cmajor_bwd;
     o.opm_bwd = tf_cu_t_opm_bwd;
     o.opm_outer = tf_cu_t_opm_outer;
-    o.trimul_in_fwd = tf_cu_trimul_in_fwd;
     o.embed_fwd = tf_cu_embed_fwd;
     o.embed_bwd = tf_cu_embed_bwd;
     o.mse_head_fwd = tf_cu_mse_head_fwd;

@@ -27,7 +27,6 @@ extern "C" void tf_cu_caps(const tf_backend *be, tf_backend_caps *c)
     c->opm_bwd_op = v3;
     c->opm_outer_op = v3;
     c->trimul_merged = v3 && !be->tf32;
-    c->trimul_in_op = c->trimul_merged && tf_gpu_trimul_in_fused(&be->plan, &be->caps);
     c->wgrad_lane = v3 && be->plan.lane != TF_GPU_LANE_OFF;
     c->wgrad_lane_bytes = tf_cu_wgrad_lane_bytes();
     c->prefetch_batches = 1;

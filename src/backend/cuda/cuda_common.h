@@ -475,11 +475,6 @@ void tf_cu_t_opm_bwd(tf_backend *be, void *da, const void *dop, const void *a, i
                      int N, int co, tf_dtype t);
 void tf_cu_t_opm_outer(tf_backend *be, void *outer_p, const void *a, int B, int S, int N, int co,
                        tf_dtype t);
-/* cuda_trimul_in.cu (NVIDIA only): ops.h trimul_in_fwd */
-void tf_cu_trimul_in_fwd(tf_backend *be, void *y, float *stats, void *proj, void *og, void *lr_t,
-                         const float *x, const float *g1, const float *b1, const float *g2,
-                         const float *b2, const void *W, const void *Wog, long rows, int C,
-                         float eps, tf_dtype t);
 void tf_cu_convert(tf_backend *be, void *dst, tf_dtype dt, const void *src, tf_dtype st, long n);
 void tf_cu_check_finite(tf_backend *be, float *flag, const float *x, long n);
 #ifdef __cplusplus

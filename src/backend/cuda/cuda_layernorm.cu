@@ -31,10 +31,10 @@
 #include <stdlib.h>
 
 #include "cuda_common.h"
-#include "cuda_ln_vrow.h"
 
 #define LN1_THREADS 128
 #define LN2_THREADS 256 /* 8 rows per block */
+#define LN2_CACHE 4     /* values per lane held in registers: C <= 128 */
 
 /* ---- a warp's row held in registers (kernel2, C <= TF_GROUP * LN2_CACHE): value k of
  * lane l is column l + 32 k, 0 past C ---------------------------------------- */
@@ -534,6 +534,17 @@ __global__ void __launch_bounds__(LN2_THREADS) layernorm2_bwd_kernel2(TX *dx, ln
  * flight a warp). The general kernels' scalar loads, guards and index
  * arithmetic made them issue-bound (ncu: 50% occupancy, 14.7 cycles between
  * a warp's instructions, 0.84 TB/s for layernorm2's backward). */
+template <int VW, class T>
+__device__ __forceinline__ void ln_vld(const T *p, float (&v)[LN2_CACHE])
+{
+    if (VW == 4) {
+        const float4 t = tf_cu_ld4(p);
+        v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
+    } else {
+        const float2 t = tf_cu_ld2(p);
+        v[0] = t.x, v[1] = t.y, v[2] = 0.f, v[3] = 0.f;
+    }
+}
 /* p's VW elements = v (+= when accumulate: the sum in fp32, rounded once) */
 template <int VW, class T>
 __device__ __forceinline__ void ln_vst(T *p, const float (&v)[LN2_CACHE], int accumulate)
@@ -672,7 +683,22 @@ layernorm2_bwd_kernel2_c128(TX *dx, ln_roots o, float *part, int *count, const T
 
 /* The forwards on vector rows (a warp per row, as kernel2): one vector load
  * per lane and array instead of VW guarded scalar ones. */
-/* (ln_vrow_stats, ln_vld: cuda_ln_vrow.h) */
+template <int VW> /* mean and 1/std of the row (two-pass variance) */
+__device__ __forceinline__ void ln_vrow_stats(const float (&v)[LN2_CACHE], float eps, float &mu,
+                                              float &rs)
+{
+    constexpr int C = TF_GROUP * VW;
+    float s = 0.f, q = 0.f;
+#pragma unroll
+    for (int k = 0; k < VW; ++k) s += v[k];
+    mu = tf_warp_sum(s) / C;
+#pragma unroll
+    for (int k = 0; k < VW; ++k) {
+        const float d = v[k] - mu;
+        q += d * d;
+    }
+    rs = 1.f / sqrtf(tf_warp_sum(q) / C + eps);
+}
 
 template <int VW, class TX, class TY>
 __global__ void __launch_bounds__(LN2_THREADS)
@@ -705,17 +731,24 @@ layernorm2_fwd_kernel2_c128(TY *out, float *stats, const TX *x, const float *g1,
     const int lane = threadIdx.x % TF_GROUP;
     const long r = (long)blockIdx.x * (LN2_THREADS / TF_GROUP) + (threadIdx.x / TF_GROUP);
     if (r >= rows) return;
-    float v[4], p1[4], q1[4], p2[4], q2[4], st[4];
+    float v[4], p[4], q[4], mu1, rs1, mu2, rs2;
     ln_vld<4>(x + r * 128 + 4 * lane, v);
-    ln_vld<4>(g1 + 4 * lane, p1), ln_vld<4>(b1 + 4 * lane, q1);
-    ln_vld<4>(g2 + 4 * lane, p2), ln_vld<4>(b2 + 4 * lane, q2);
-    ln2_vrow128(v, p1, q1, p2, q2, eps, st);
+    ln_vld<4>(g1 + 4 * lane, p);
+    ln_vld<4>(b1 + 4 * lane, q);
+    ln_vrow_stats<4>(v, eps, mu1, rs1);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[k] = (v[k] - mu1) * rs1 * p[k] + q[k]; /* y1 */
+    ln_vrow_stats<4>(v, eps, mu2, rs2);
+    ln_vld<4>(g2 + 4 * lane, p);
+    ln_vld<4>(b2 + 4 * lane, q);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[k] = (v[k] - mu2) * rs2 * p[k] + q[k];
     ln_vst<4>(out + r * 128 + 4 * lane, v, 0);
     if (lane == 0) {
-        stats[r] = st[0];
-        stats[rows + r] = st[1];
-        stats[2 * rows + r] = st[2];
-        stats[3 * rows + r] = st[3];
+        stats[r] = mu1;
+        stats[rows + r] = rs1;
+        stats[2 * rows + r] = mu2;
+        stats[3 * rows + r] = rs2;
     }
 }
 

@@ -1,20 +1,13 @@
-/* The tensor-core instructions of the mma.sync kernels: m16n8k8 with TF32
- * operands and fp32 accumulation (the level-3 GEMM cuda_gemm_mma.cu,
- * attention kernel5, the outer product mean), the TF32 rounding and the
- * 3xTF32 split of an fp32 value into big and small TF32 parts; m16n8k16
- * with bf16 or fp16 operands and fp32 accumulation (cuda_trimul_in.cu).
- * Under hostemu the MMAs are emulated with shuffles (one warp's fragments,
- * the same lane layout).
+/* The tensor-core instruction the level-3 GEMM (cuda_gemm_mma.cu) and
+ * attention kernel5 (cuda_attn5_fwd.cu) share: mma.sync m16n8k8 with TF32
+ * operands and fp32 accumulation, the TF32 rounding, and the 3xTF32 split of
+ * an fp32 value into big and small TF32 parts. Under hostemu the MMA is
+ * emulated with shuffles (one warp's fragments, the same lane layout).
  *
  * Fragments (g = lane / 4, t = lane % 4), per the PTX ISA:
  *   A 16x8: a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4)
  *   B 8x8:  b0 (k t, n g), b1 (k t+4, n g)
- *   C 16x8: c0 (g, 2t), c1 (g, 2t+1), c2 (g+8, 2t), c3 (g+8, 2t+1)
- * m16n8k16, two half values a register (the lower k in the low 16 bits):
- *   A 16x16: a0 (g, 2t..2t+1), a1 (g+8, 2t..2t+1), a2 (g, 2t+8..2t+9),
- *            a3 (g+8, 2t+8..2t+9)
- *   B 16x8:  b0 (k 2t..2t+1, n g), b1 (k 2t+8..2t+9, n g)
- *   C as m16n8k8's */
+ *   C 16x8: c0 (g, 2t), c1 (g, 2t+1), c2 (g+8, 2t), c3 (g+8, 2t+1) */
 #ifndef TF_CUDA_MMA_H
 #define TF_CUDA_MMA_H
 
@@ -58,42 +51,12 @@ static inline void mma_16888(float *c, const uint32_t *a, const uint32_t *b)
         c[3] += a1 * b1;
     }
 }
-/* D = A B + D for m16n8k16 with half operands (E: tf_cu_bf16 or tf_cu_f16),
- * the products exact in fp32 and summed in k order */
-template <class E> static inline float mma_half(uint32_t w, int hi)
-{
-    E e;
-    e.u = (uint16_t)(hi ? w >> 16 : w & 0xffffu);
-    return (float)e;
-}
-template <class E> static inline void mma_16816(float *c, const uint32_t *a, const uint32_t *b)
-{
-    const int lane = emu_lane(), g = lane >> 2, t = lane & 3;
-    const uint32_t mine[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
-    uint32_t all[32 * 6];
-    emu_warp_exchange(mine, 6, all);
-    for (int k = 0; k < 16; ++k) {
-        const int src = (k & 7) >> 1, hk = k >> 3, half = k & 1;
-        const float a0 = mma_half<E>(all[(g * 4 + src) * 6 + 2 * hk], half);
-        const float a1 = mma_half<E>(all[(g * 4 + src) * 6 + 2 * hk + 1], half);
-        const float b0 = mma_half<E>(all[((2 * t) * 4 + src) * 6 + 4 + hk], half);
-        const float b1 = mma_half<E>(all[((2 * t + 1) * 4 + src) * 6 + 4 + hk], half);
-        c[0] += a0 * b0;
-        c[1] += a0 * b1;
-        c[2] += a1 * b0;
-        c[3] += a1 * b1;
-    }
-}
 #elif !TF_HAVE_NV_PTX
 /* HIP: no mma.sync; the kernels built on it are not in that build
  * (tf_hip_nv_only.cu), and the headers' other users never call these */
 __device__ __forceinline__ uint32_t mma_bits(float x) { return __float_as_uint(x); }
 __device__ __forceinline__ float mma_f(uint32_t b) { return __uint_as_float(b); }
 __device__ __forceinline__ void mma_16888(float *, const uint32_t *, const uint32_t *)
-{
-    __builtin_trap();
-}
-template <class E> __device__ __forceinline__ void mma_16816(float *, const uint32_t *, const uint32_t *)
 {
     __builtin_trap();
 }
@@ -104,21 +67,6 @@ __device__ __forceinline__ float mma_f(uint32_t b) { return __uint_as_float(b); 
 __device__ __forceinline__ void mma_16888(float *c, const uint32_t *a, const uint32_t *b)
 {
     asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-template <class E> __device__ __forceinline__ void mma_16816(float *c, const uint32_t *a, const uint32_t *b);
-template <> __device__ __forceinline__ void mma_16816<tf_cu_bf16>(float *c, const uint32_t *a, const uint32_t *b)
-{
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-template <> __device__ __forceinline__ void mma_16816<tf_cu_f16>(float *c, const uint32_t *a, const uint32_t *b)
-{
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));

@@ -1,6 +1,5 @@
 /* The HIP build's entry points of the NVIDIA-only files (cuda_gemm_mma.cu,
- * cuda_gemm_wgmma.cu, cuda_attn5_*.cu, cuda_opm_mma.cu, cuda_trimul_in.cu:
- * mma.sync, wgmma and
+ * cuda_gemm_wgmma.cu, cuda_attn5_*.cu, cuda_opm_mma.cu: mma.sync, wgmma and
  * cp.async PTX), which CMake leaves out of it. Each says it does not run; the routing (the
  * caps of a HIP build have no mma.sync, cp.async or wgmma: gpu_plan.h) never
  * reaches the ones that would fail. */
@@ -43,14 +42,4 @@ extern "C" void tf_cu_opm_outer_mma_h(tf_backend *be, void *out, const void *a, 
     (void)be, (void)out, (void)a, (void)B, (void)S, (void)N, (void)t;
     tf_cuda_fail("tf_cu_opm_outer_mma_h", "the outer product mean's mma.sync kernels are not in "
                  "the HIP build", __FILE__, __LINE__);
-}
-extern "C" void tf_cu_trimul_in_fwd(tf_backend *be, void *y, float *stats, void *proj, void *og,
-                                    void *lr_t, const float *x, const float *g1, const float *b1,
-                                    const float *g2, const float *b2, const void *W,
-                                    const void *Wog, long rows, int C, float eps, tf_dtype t)
-{
-    (void)be, (void)y, (void)stats, (void)proj, (void)og, (void)lr_t, (void)x, (void)g1, (void)b1;
-    (void)g2, (void)b2, (void)W, (void)Wog, (void)rows, (void)C, (void)eps, (void)t;
-    tf_cuda_fail("tf_cu_trimul_in_fwd", "the fused triangle multiplication input (mma.sync) is "
-                 "not in the HIP build", __FILE__, __LINE__);
 }
