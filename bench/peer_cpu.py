@@ -41,6 +41,9 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                    help="bf16: forward and loss under torch.autocast('cpu', bfloat16), "
+                         "fp32 weights and optimizer (the reference's mixed precision)")
     a = ap.parse_args()
 
     B, N, S, blocks = PROBLEMS[a.problem]
@@ -55,12 +58,18 @@ def main():
     opt = ref.make_optimizer(model, 3e-4)
     fwd = torch.compile(model) if a.mode.startswith("compile") else model
 
+    amp = a.precision == "bf16"
+    if amp:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            if (torch.ones(1, 1) @ torch.ones(1, 1)).dtype != torch.bfloat16:
+                sys.exit("peer_cpu.py: this torch's CPU autocast does not apply bf16")
     times = []
     loss = None
     for step in range(a.warmup + a.steps):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = ref.mse_loss(fwd(tokens, pair), target)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+            loss = ref.mse_loss(fwd(tokens, pair), target)
         loss.backward()
         opt.step()
         dt = (time.perf_counter() - t0) * 1e3
@@ -70,7 +79,8 @@ def main():
     n = len(times)
     median = times[n // 2] if n % 2 else 0.5 * (times[n // 2 - 1] + times[n // 2])
     rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"problem": a.problem, "mode": a.mode, "torch": torch.__version__,
+    print(json.dumps({"problem": a.problem, "mode": a.mode, "precision": a.precision,
+                      "torch": torch.__version__,
                       "threads": torch.get_num_threads(), "steps": n,
                       "median_ms": round(median, 2), "peak_rss_mib": round(rss_kib / 1024, 1),
                       "final_loss": None if loss is None or math.isnan(loss.item())

@@ -3,11 +3,13 @@
 # problems of `tinyfold bench`, tinyfold v3 against the reference TinyOpenFold
 # of tests/reference/ (float32, AdamW) in each PyTorch mode (bench/peer_cpu.py:
 # eager, sdpa, compile, compile-sdpa), 2 threads, runs alternated round by
-# round. Prints each run, then per problem the median step time over rounds,
+# round; with --precision bf16, tinyfold --precision bf16 against the same
+# modes under torch.autocast("cpu", bfloat16). Prints each run, then per problem the median step time over rounds,
 # the peak RSS, and tinyfold against the fastest PyTorch mode.
 #
 #   bench/peer_cpu.sh [--install] [--rounds R] [--steps N] [--warmup W]
 #                     [--problems tiny,small] [--modes eager,sdpa,compile,compile-sdpa]
+#                     [--precision fp32|bf16]
 #
 #   --install  create the virtual environment PEER_VENV (default out/peer/venv)
 #              and install PyTorch and numpy into it from PyPI (the default
@@ -22,6 +24,7 @@ bin=${TINYFOLD:-$root/build/tinyfold}
 venv=${PEER_VENV:-$root/out/peer/venv}
 out=${OUT:-$root/out/peer}
 install=0 rounds=3 steps=10 warmup=3 problems=tiny,small modes=eager,sdpa,compile,compile-sdpa
+prec=fp32
 while [ $# -gt 0 ]; do
     case $1 in
     --install) install=1; shift ;;
@@ -30,9 +33,11 @@ while [ $# -gt 0 ]; do
     --warmup) warmup=$2; shift 2 ;;
     --problems) problems=$2; shift 2 ;;
     --modes) modes=$2; shift 2 ;;
+    --precision) prec=$2; shift 2 ;;
     *) echo "bench/peer_cpu.sh: unknown argument '$1' (see the comment at the top)" >&2; exit 2 ;;
     esac
 done
+case $prec in fp32|bf16) ;; *) echo "bench/peer_cpu.sh: --precision: '$prec' is not accepted: expected fp32 or bf16" >&2; exit 2 ;; esac
 if [ ! -x "$bin" ]; then
     echo "bench/peer_cpu.sh: no tinyfold binary at $bin (run make, or set TINYFOLD)" >&2
     exit 2
@@ -57,7 +62,7 @@ declare -A dims=([tiny]="2 32 8 2" [small]="4 64 16 4") # B N S blocks, as src/c
 run_tinyfold() {  # PROBLEM ROUND -> "median_ms peak_rss_mib"
     local p=$1 r=$2 B N S K
     read -r B N S K <<<"${dims[$p]}"
-    "$bin" train --backend cpu --threads 2 --impl v3 --batch-size "$B" --seq-len "$N" \
+    "$bin" train --backend cpu --threads 2 --impl v3 --precision "$prec" --batch-size "$B" --seq-len "$N" \
         --num-seqs "$S" --num-blocks "$K" --num-steps "$steps" --warmup-steps "$warmup" \
         --quiet --json "$out/tinyfold.$p.$r.json" >/dev/null
     "$py" - "$out/tinyfold.$p.$r.json" <<'PY'
@@ -70,7 +75,7 @@ PY
 run_torch() {  # PROBLEM MODE ROUND -> "median_ms peak_rss_mib"
     local p=$1 m=$2 r=$3
     # torch.compile logs what it retries on stderr: kept in a file, shown on failure
-    if ! "$py" "$here/peer_cpu.py" --problem "$p" --mode "$m" --steps "$steps" --warmup "$warmup" \
+    if ! "$py" "$here/peer_cpu.py" --problem "$p" --mode "$m" --precision "$prec" --steps "$steps" --warmup "$warmup" \
         >"$out/torch.$p.$m.$r.json" 2>"$out/torch.$p.$m.$r.log"; then
         tail -20 "$out/torch.$p.$m.$r.log" >&2
         echo "bench/peer_cpu.sh: PyTorch $m on $p failed (log: $out/torch.$p.$m.$r.log)" >&2
@@ -81,7 +86,7 @@ run_torch() {  # PROBLEM MODE ROUND -> "median_ms peak_rss_mib"
 }
 
 torch_ver=$("$py" -c 'import torch; print(torch.__version__)')
-echo "$("$bin" --version 2>/dev/null | head -1) v3 against PyTorch $torch_ver (tests/reference), OMP_NUM_THREADS=2"
+echo "$("$bin" --version 2>/dev/null | head -1) v3 against PyTorch $torch_ver (tests/reference), $prec, OMP_NUM_THREADS=2"
 echo "$steps timed steps after $warmup warm-up per run, $rounds rounds; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "CPU: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
 IFS=, read -ra plist <<<"$problems"
