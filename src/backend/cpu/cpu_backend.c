@@ -278,8 +278,14 @@ void tf_cpu_backend_describe(const tf_backend *be, char *out, size_t n) {
     }
     const char *core = openblas_get_corename();
     const int threads = be ? be->threads : omp_get_max_threads();
-    const char *dnnl = be && be->bf16_dnnl ? tf_cpu_dnnl_version() : NULL;
-    snprintf(out, n, "%s (%s, %s kernels%s), %d thread%s, cores: %d%s%s", ver, par,
+    /* where the half types' GEMMs run: the one thing that decides whether
+     * bf16 saves time on this CPU, not only memory */
+    const char *dnnl = tf_cpu_dnnl_version();
+    const int on_dnnl = be ? be->bf16_dnnl : tf_cpu_dnnl_hw();
+    const char *half = on_dnnl ? dnnl
+                       : dnnl  ? "widened to fp32 (this CPU has no AVX512-BF16)"
+                               : "widened to fp32 (this build has no oneDNN)";
+    snprintf(out, n, "%s (%s, %s kernels%s), %d thread%s, cores: %d, bf16 GEMMs: %s", ver, par,
              core ? core : "unknown", tf_cpu_blas_kernels_note(), threads, threads == 1 ? "" : "s",
-             omp_get_num_procs(), dnnl ? ", bf16 GEMMs: " : "", dnnl ? dnnl : "");
+             omp_get_num_procs(), half);
 }
