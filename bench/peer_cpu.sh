@@ -4,8 +4,9 @@
 # of tests/reference/ (float32, AdamW) in each PyTorch mode (bench/peer_cpu.py:
 # eager, sdpa, compile, compile-sdpa), 2 threads, runs alternated round by
 # round; with --precision bf16, tinyfold --precision bf16 against the same
-# modes under torch.autocast("cpu", bfloat16). Prints each run, then per problem the median step time over rounds,
-# the peak RSS, and tinyfold against the fastest PyTorch mode.
+# modes under torch.autocast("cpu", bfloat16). Prints each run, then per
+# problem the median step time over rounds, the peak RSS, and tinyfold
+# against the fastest PyTorch mode.
 #
 #   bench/peer_cpu.sh [--install] [--rounds R] [--steps N] [--warmup W]
 #                     [--problems tiny,small] [--modes eager,sdpa,compile,compile-sdpa]
