@@ -189,8 +189,9 @@ void tf_gpu_gemm_route_format(const tf_gpu_gemm_route *r, char *out, size_t n)
 
 const char *tf_gpu_attn_kernel_name(tf_gpu_attn_kernel k)
 {
-    static const char *const n[] = {"?", "kernel1", "kernel2", "kernel3", "kernel4", "kernel5"};
-    return (unsigned)k <= TF_GPU_ATTN_KERNEL5 ? n[k] : "?";
+    static const char *const n[] = {"?",       "kernel1", "kernel2", "kernel3",
+                                    "kernel4", "kernel5", "kernel6"};
+    return (unsigned)k <= TF_GPU_ATTN_KERNEL6 ? n[k] : "?";
 }
 
 /* ---- GEMM routing ----------------------------------------------------------
@@ -372,9 +373,11 @@ tf_gpu_attn_kernel tf_gpu_route_attn(const tf_gpu_plan *p, const tf_gpu_caps *ca
      * multiplies on mma.sync */
     if (!caps || !caps->has_cp_async) return TF_GPU_ATTN_KERNEL1;
     const int k5_ok = caps->has_mma_sync;
-    /* half types: kernel5 wherever it fits (its one TF32 MMA per product is
-     * exact on bf16/fp16 inputs), else kernel1 */
-    if (s->half) return k5_ok && k5_fits(s) ? TF_GPU_ATTN_KERNEL5 : TF_GPU_ATTN_KERNEL1;
+    /* half types: kernel6 (flash attention on the m16n8k16 tile, any L) at
+     * head size 16 or 32, else kernel1 */
+    if (s->half)
+        return k5_ok && (s->d == 16 || s->d == 32) && s->L >= 1 ? TF_GPU_ATTN_KERNEL6
+                                                                : TF_GPU_ATTN_KERNEL1;
     const tf_gpu_attn_policy a = p->attn;
     if (a == TF_GPU_ATTN_K5 && k5_ok && k5_fits(s)) return TF_GPU_ATTN_KERNEL5;
     if (a == TF_GPU_ATTN_K4 && s->L >= 1 && s->L <= 128 && s->d >= 1 && s->d <= 32)

@@ -172,13 +172,14 @@ typedef enum {
     TF_GPU_ATTN_KERNEL2,     /* cuda_attn2_*.cu, register tiles */
     TF_GPU_ATTN_KERNEL3,     /* cuda_attn2_*.cu, 64 threads, 8x8 tiles (L > 32) */
     TF_GPU_ATTN_KERNEL4,     /* cuda_attn4_*.cu, one block per (b, o, h) */
-    TF_GPU_ATTN_KERNEL5      /* cuda_attn5_*.cu, mma.sync */
+    TF_GPU_ATTN_KERNEL5,     /* cuda_attn5_*.cu, mma.sync (TF32) */
+    TF_GPU_ATTN_KERNEL6      /* cuda_attn6_*.cu, the half types' flash attention (m16n8k16) */
 } tf_gpu_attn_kernel;
 
 typedef struct {
     int L, d;     /* rows (= keys) and head size */
     int backward; /* the backward (else the forward) */
-    int half;     /* bf16/fp16 elements: kernel5 or kernel1, the kernels that take them */
+    int half;     /* bf16/fp16 elements: kernel6 or kernel1, the kernels that take them */
 } tf_gpu_attn_shape;
 
 tf_gpu_attn_kernel tf_gpu_route_attn(const tf_gpu_plan *p, const tf_gpu_caps *caps,

@@ -323,7 +323,7 @@ static tally route_model(const char *prob, int tf32, const tf_gpu_plan *plan, co
     printf("  %d calls:", t.calls);
     for (int e = 0; e < TF_GPU_ENG_COUNT_; ++e)
         if (t.engines[e]) printf(" %s %d", tf_gpu_engine_name((tf_gpu_engine)e), t.engines[e]);
-    for (int k = 1; k <= TF_GPU_ATTN_KERNEL5; ++k)
+    for (int k = 1; k <= TF_GPU_ATTN_KERNEL6; ++k)
         if (t.kernels[k]) printf(" %s %d", tf_gpu_attn_kernel_name((tf_gpu_attn_kernel)k), t.kernels[k]);
     printf("\n");
     return t;
@@ -532,8 +532,8 @@ static void test_parse(void **state)
 }
 
 /* half types: GEMMs on the libraries (the tensor-core kernels are fp32),
- * attention on kernel5 where it fits whatever the level-3 policy but k1,
- * kernel1 elsewhere; act_types by device */
+ * attention on kernel6 (any L) at head size 16 or 32 whatever the level-3
+ * policy but k1, kernel1 elsewhere; act_types by device */
 static void test_half_routes(void **state)
 {
     (void)state;
@@ -566,13 +566,16 @@ static void test_half_routes(void **state)
         const tf_gpu_plan q = tf_gpu_plan_apply(p, &over);
         for (int bwd = 0; bwd < 2; ++bwd) {
             const tf_gpu_attn_shape h = {64, 32, bwd, 1}, h16 = {128, 16, bwd, 1},
-                                    wide = {129, 32, bwd, 1}, d8 = {64, 8, bwd, 1},
+                                    wide = {2048, 32, bwd, 1}, d8 = {64, 8, bwd, 1},
                                     f = {64, 32, bwd, 0};
-            assert_int_equal(tf_gpu_route_attn(&q, &caps, &h, 0), TF_GPU_ATTN_KERNEL5);
-            assert_int_equal(tf_gpu_route_attn(&q, &caps, &h16, 0), TF_GPU_ATTN_KERNEL5);
-            assert_int_equal(tf_gpu_route_attn(&q, &caps, &wide, 0), TF_GPU_ATTN_KERNEL1);
+            assert_int_equal(tf_gpu_route_attn(&q, &caps, &h, 0), TF_GPU_ATTN_KERNEL6);
+            assert_int_equal(tf_gpu_route_attn(&q, &caps, &h16, 0), TF_GPU_ATTN_KERNEL6);
+            assert_int_equal(tf_gpu_route_attn(&q, &caps, &wide, 0), TF_GPU_ATTN_KERNEL6);
             assert_int_equal(tf_gpu_route_attn(&q, &caps, &d8, 0), TF_GPU_ATTN_KERNEL1);
-            if (i == 0) assert_int_not_equal(tf_gpu_route_attn(&q, &caps, &f, 0), TF_GPU_ATTN_KERNEL1);
+            if (i == 0) {
+                assert_int_not_equal(tf_gpu_route_attn(&q, &caps, &f, 0), TF_GPU_ATTN_KERNEL1);
+                assert_int_not_equal(tf_gpu_route_attn(&q, &caps, &f, 0), TF_GPU_ATTN_KERNEL6);
+            }
         }
     }
     for (int level = 1; level <= 2; ++level) { /* the baselines: kernel1 */

@@ -17,6 +17,7 @@
 #include <math.h>
 
 #include "cuda_attn4.h"
+#include "cuda_attn6.h"
 
 /* ---- D = rowsum(dout * out) ---- */
 template <class T> __device__ __forceinline__ void attn_bwd_dot_body(const tf_attn_args &a)
@@ -289,6 +290,7 @@ extern "C" void tf_cu_attn_bwd(tf_backend *be, const tf_attn_args *a)
 {
     const tf_gpu_attn_shape s = {a->L, a->d, 1, a->t != TF_F32};
     switch (tf_gpu_route_attn(&be->plan, &be->caps, &s, be->tf32)) { /* gpu_plan.h */
+    case TF_GPU_ATTN_KERNEL6: tf_cu_attn_bwd6(be, a); return;
     case TF_GPU_ATTN_KERNEL5: tf_cu_attn_bwd5(be, a); return;
     case TF_GPU_ATTN_KERNEL4: tf_cu_attn_bwd4(be, a); return;
     case TF_GPU_ATTN_KERNEL2: tf_cu_attn_bwd2(be, a, 0); return;

@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "cuda_attn4.h"
+#include "cuda_attn6.h"
 
 #define AF_BR 64 /* queries per block = threads */
 #define AF_BC 32 /* keys per tile */
@@ -96,6 +97,7 @@ extern "C" void tf_cu_attn_fwd(tf_backend *be, const tf_attn_args *a)
 {
     const tf_gpu_attn_shape s = {a->L, a->d, 0, a->t != TF_F32};
     switch (tf_gpu_route_attn(&be->plan, &be->caps, &s, be->tf32)) { /* gpu_plan.h */
+    case TF_GPU_ATTN_KERNEL6: tf_cu_attn_fwd6(be, a); return;
     case TF_GPU_ATTN_KERNEL5: tf_cu_attn_fwd5(be, a); return;
     case TF_GPU_ATTN_KERNEL4: tf_cu_attn_fwd4(be, a); return;
     case TF_GPU_ATTN_KERNEL2: tf_cu_attn_fwd2(be, a, 0); return;

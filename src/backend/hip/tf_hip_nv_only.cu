@@ -1,9 +1,10 @@
 /* The HIP build's entry points of the NVIDIA-only files (cuda_gemm_mma.cu,
- * cuda_gemm_wgmma.cu, cuda_attn5_*.cu, cuda_opm_mma.cu: mma.sync, wgmma and
+ * cuda_gemm_wgmma.cu, cuda_attn5_*.cu, cuda_attn6_*.cu, cuda_opm_mma.cu: mma.sync, wgmma and
  * cp.async PTX), which CMake leaves out of it. Each says it does not run; the routing (the
  * caps of a HIP build have no mma.sync, cp.async or wgmma: gpu_plan.h) never
  * reaches the ones that would fail. */
 #include "backend/cuda/cuda_attn4.h"
+#include "backend/cuda/cuda_attn6.h"
 #include "backend/cuda/cuda_common.h"
 
 extern "C" int tf_cu_wg_probe(tf_backend *be)
@@ -27,6 +28,18 @@ extern "C" void tf_cu_attn_bwd5(tf_backend *be, const tf_attn_args *a)
 {
     (void)be, (void)a;
     tf_cuda_fail("tf_cu_attn_bwd5", "attention kernel5 (mma.sync) is not in the HIP build",
+                 __FILE__, __LINE__);
+}
+extern "C" void tf_cu_attn_fwd6(tf_backend *be, const tf_attn_args *a)
+{
+    (void)be, (void)a;
+    tf_cuda_fail("tf_cu_attn_fwd6", "attention kernel6 (mma.sync) is not in the HIP build",
+                 __FILE__, __LINE__);
+}
+extern "C" void tf_cu_attn_bwd6(tf_backend *be, const tf_attn_args *a)
+{
+    (void)be, (void)a;
+    tf_cuda_fail("tf_cu_attn_bwd6", "attention kernel6 (mma.sync) is not in the HIP build",
                  __FILE__, __LINE__);
 }
 extern "C" void tf_cu_opm_bwd_mma_h(tf_backend *be, void *da, const void *dop, const void *a,

@@ -1,0 +1,77 @@
+/* Attention kernel6: the half types' flash attention on the m16n8k16 tile
+ * (cuda_tile.h), head size 16 or 32, any L (tiles of 64 queries and 64 keys,
+ * the scores never in global memory). Forward cuda_attn6_fwd.cu, backward
+ * cuda_attn6_bwd.cu. Shared here: the tile shapes, the loads of a head's rows
+ * into shared memory as raw 2-byte elements, and the score of a (query, key)
+ * pair in base-2 units, one formula for every kernel so that the backward's
+ * recomputed P is the forward's. */
+#ifndef TF_CUDA_ATTN6_H
+#define TF_CUDA_ATTN6_H
+
+#include "cuda_attn2.h"
+#include "cuda_tile.h"
+
+#ifdef __cplusplus
+template <int DM>
+struct tf6 {
+    static constexpr int BQ = 64, BK = 64; /* queries, keys a tile */
+    static constexpr int NW = 4, NT = 128; /* warps: 16 rows each */
+    static constexpr int LD = DM + 8;      /* row stride (elements): 8 (mod 16) */
+    static constexpr int KD = DM / 16;     /* k steps over the head dimension */
+    static constexpr int ND = DM / 8;      /* n tiles over the head dimension */
+    static constexpr int NJ = BK / 8;      /* n tiles over a key tile */
+    static_assert(DM == 16 || DM == 32, "kernel6: head size 16 or 32");
+};
+
+#define TF6_LOG2E 1.4426950408889634f
+
+/* Rows [r0, r0 + ROWS) of one head (row r at base + r sl, DM elements) into S
+ * (row stride LD), zero past row L; 16-byte copies when vec, by the NT
+ * threads from thread `tid` */
+template <int DM, int ROWS, int LD, int NT, class E>
+__device__ __forceinline__ void tf6_load(uint16_t *S, const E *base, long sl, int r0, int L,
+                                         int vec, int tid)
+{
+    if (vec) {
+        constexpr int C8 = DM / 8;
+        for (int e = tid; e < ROWS * C8; e += NT) {
+            const int r = e / C8, c = (e % C8) * 8;
+            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (r0 + r < L) v = *reinterpret_cast<const float4 *>(base + (long)(r0 + r) * sl + c);
+            *reinterpret_cast<float4 *>(S + r * LD + c) = v;
+        }
+    } else {
+        for (int e = tid; e < ROWS * DM; e += NT) {
+            const int r = e / DM, c = e % DM;
+            S[r * LD + c] = r0 + r < L ? reinterpret_cast<const uint16_t *>(base)[(long)(r0 + r) * sl + c]
+                                       : (uint16_t)0;
+        }
+    }
+}
+
+/* 16-byte rows: base and strides in multiples of 8 elements */
+static inline int tf6_view_vec(const tf_attn_view *v)
+{
+    return ((uintptr_t)v->p & 15u) == 0 && v->sb % 8 == 0 && v->so % 8 == 0 && v->sl % 8 == 0;
+}
+
+/* (scale q.k + bias(i, j)) log2(e): the score in base-2 units */
+template <class E>
+__device__ __forceinline__ float tf6_score2(const tf_attn_args &a, const E *bb, int i, int j,
+                                            float dot)
+{
+    return tf_attn2_score(a, bb, i, j, dot) * TF6_LOG2E;
+}
+#endif /* __cplusplus */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* tf_gpu_route_attn's TF_GPU_ATTN_KERNEL6: bf16 and fp16, d 16 or 32 */
+void tf_cu_attn_fwd6(tf_backend *be, const tf_attn_args *a);
+void tf_cu_attn_bwd6(tf_backend *be, const tf_attn_args *a);
+#ifdef __cplusplus
+}
+#endif
+
+#endif

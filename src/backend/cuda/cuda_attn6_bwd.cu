@@ -1,0 +1,361 @@
+/* Attention backward, kernel6 (cuda_attn6.h): the half types on the m16n8k16
+ * tile, any L. With S = scale q.k + bias, P = exp(S - lse), D_i = dout_i .
+ * out_i, dP = dout v^T and dS = P (dP - D):
+ *   dQ = scale dS k    dK = scale dS^T q    dV = P^T dout    dbias = sum_o dS
+ * Every sum has one owner and a fixed order (no atomics), so results repeat
+ * bit for bit; P and dS are recomputed by each kernel that needs them and
+ * never reach global memory:
+ *   - the dQ kernel, one block per (b, o, h) and 64 queries (a warp per 16),
+ *     keys in tiles of 64; it computes D of its rows first (into `work`);
+ *   - the dK/dV kernel, one block per (b, o, h) and 64 keys (a warp per 16),
+ *     queries in tiles of 64: the transposed scores S^T and dP^T (A = the
+ *     warp's K and V rows, held as fragments) give P^T and dS^T, which are at
+ *     once the A fragments of dV += P^T dout and dK += dS^T q;
+ *   - with a bias, the bias-gradient kernel: one block per (b, h) and 16
+ *     queries x 32 keys, its 4 warps taking o = w, w + 4, ... each through
+ *     shared memory of its own, the 4 partial sums added in warp order. */
+#include <math.h>
+
+#include "cuda_attn6.h"
+
+/* dQ, and D of the block's queries */
+template <int DM, class E>
+__global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_bwd_dq_kernel6(tf_attn_args a, int ntq, int vec)
+{
+    typedef tf6<DM> C;
+    constexpr int LD = C::LD, KD = C::KD, ND = C::ND, NJ = C::NJ, BK = C::BK, BQ = C::BQ;
+    __shared__ __align__(16) uint16_t Qs[BQ * LD];
+    __shared__ __align__(16) uint16_t Gs[BQ * LD]; /* dout */
+    __shared__ __align__(16) uint16_t Ks[BK * LD];
+    __shared__ __align__(16) uint16_t Vs[BK * LD];
+    __shared__ float Ls[BQ], Ds[BQ];
+
+    const int L = a.L, tid = (int)threadIdx.x;
+    int b, o, h, tile;
+    tf_attn_decode(a, ntq, &b, &o, &h, &tile);
+    const int q0 = tile * BQ;
+    const long rowbase = (((long)b * a.no + o) * a.nh + h) * L;
+    const E *bb = tf_attn2_bias<E>(a, b, h);
+    const E *kb = tf_attn_at<E>(a.k, b, o, h, DM), *vb = tf_attn_at<E>(a.v, b, o, h, DM);
+    const E *gb = tf_attn_at<E>(a.dout, b, o, h, DM) + (long)q0 * a.dout.sl;
+    const E *yb = tf_attn_at<E>(a.out, b, o, h, DM) + (long)q0 * a.out.sl;
+    tf6_load<DM, BQ, LD, C::NT>(Qs, tf_attn_at<E>(a.q, b, o, h, DM) + (long)q0 * a.q.sl, a.q.sl, 0,
+                                L - q0, vec, tid);
+    tf6_load<DM, BQ, LD, C::NT>(Gs, gb, a.dout.sl, 0, L - q0, vec, tid);
+    if (tid < BQ) {
+        const int i = q0 + tid;
+        float dd = 0.f, ls = 0.f;
+        if (i < L) {
+#pragma unroll
+            for (int c = 0; c < DM; ++c)
+                dd = fmaf(tf_cu_f32(gb[(long)tid * a.dout.sl + c]), tf_cu_f32(yb[(long)tid * a.out.sl + c]), dd);
+            a.work[rowbase + i] = dd;
+            ls = a.lse[rowbase + i] * TF6_LOG2E;
+        }
+        Ds[tid] = dd;
+        Ls[tid] = ls;
+    }
+    __syncthreads();
+
+    const int lane = tid & 31, g = lane >> 2, t = lane & 3, w = tid >> 5;
+    uint32_t qa[KD][4], ga[KD][4];
+#pragma unroll
+    for (int kk = 0; kk < KD; ++kk) {
+        tf_tile_load_a(qa[kk], Qs, LD, 16 * w, 16 * kk);
+        tf_tile_load_a(ga[kk], Gs, LD, 16 * w, 16 * kk);
+    }
+    const int rlo = 16 * w + g, rhi = rlo + 8, ilo = q0 + rlo, ihi = q0 + rhi;
+    const float lse2[2] = {Ls[rlo], Ls[rhi]}, dd[2] = {Ds[rlo], Ds[rhi]};
+    const bool ok[2] = {ilo < L, ihi < L};
+
+    float dq[ND][4];
+    tf_tile_zero<ND>(dq);
+    for (int k0 = 0; k0 < L; k0 += BK) {
+        __syncthreads();
+        tf6_load<DM, BK, LD, C::NT>(Ks, kb, a.k.sl, k0, L, vec, tid);
+        tf6_load<DM, BK, LD, C::NT>(Vs, vb, a.v.sl, k0, L, vec, tid);
+        __syncthreads();
+        float s[NJ][4], dp[NJ][4];
+        tf_tile_zero<NJ>(s);
+        tf_tile_zero<NJ>(dp);
+#pragma unroll
+        for (int j = 0; j < NJ; ++j)
+#pragma unroll
+            for (int kk = 0; kk < KD; ++kk) {
+                uint32_t kf[2], vf[2];
+                tf_tile_load_bt(kf, Ks, LD, 8 * j, 16 * kk);
+                tf_tile_mma<E>(s[j], qa[kk], kf);
+                tf_tile_load_bt(vf, Vs, LD, 8 * j, 16 * kk);
+                tf_tile_mma<E>(dp[j], ga[kk], vf);
+            }
+#pragma unroll
+        for (int j = 0; j < NJ; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int jk = k0 + 8 * j + 2 * t + (e & 1), hf = e >> 1;
+                float p = 0.f;
+                if (jk < L && ok[hf])
+                    p = exp2f(tf6_score2(a, bb, hf ? ihi : ilo, jk, s[j][e]) - lse2[hf]);
+                s[j][e] = p * (dp[j][e] - dd[hf]);
+            }
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+            uint32_t da[4];
+            tf_tile_c2a<E>(da, s[2 * kk], s[2 * kk + 1]);
+#pragma unroll
+            for (int n = 0; n < ND; ++n) {
+                uint32_t kf[2];
+                tf_tile_load_b(kf, Ks, LD, 8 * n, 16 * kk);
+                tf_tile_mma<E>(dq[n], da, kf);
+            }
+        }
+    }
+    E *dqb = tf_attn_at<E>(a.dq, b, o, h, DM);
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+        if (!ok[hf]) continue;
+        E *row = dqb + (long)(hf ? ihi : ilo) * a.dq.sl;
+#pragma unroll
+        for (int n = 0; n < ND; ++n) {
+            const int c = 8 * n + 2 * t;
+            row[c] = a.scale * dq[n][2 * hf];
+            row[c + 1] = a.scale * dq[n][2 * hf + 1];
+        }
+    }
+}
+
+/* dK and dV of the block's keys (D from the dQ kernel's `work`) */
+template <int DM, class E>
+__global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_bwd_dkv_kernel6(tf_attn_args a, int ntk, int vec)
+{
+    typedef tf6<DM> C;
+    constexpr int LD = C::LD, KD = C::KD, ND = C::ND, BK = C::BK, BQ = C::BQ;
+    __shared__ __align__(16) uint16_t Ks[BK * LD];
+    __shared__ __align__(16) uint16_t Vs[BK * LD];
+    __shared__ __align__(16) uint16_t Qs[BQ * LD];
+    __shared__ __align__(16) uint16_t Gs[BQ * LD];
+    __shared__ float Ls[BQ], Ds[BQ];
+
+    const int L = a.L, tid = (int)threadIdx.x;
+    int b, o, h, tile;
+    tf_attn_decode(a, ntk, &b, &o, &h, &tile);
+    const int k0 = tile * BK;
+    const long rowbase = (((long)b * a.no + o) * a.nh + h) * L;
+    const E *bb = tf_attn2_bias<E>(a, b, h);
+    const E *qb = tf_attn_at<E>(a.q, b, o, h, DM), *gb = tf_attn_at<E>(a.dout, b, o, h, DM);
+    tf6_load<DM, BK, LD, C::NT>(Ks, tf_attn_at<E>(a.k, b, o, h, DM), a.k.sl, k0, L, vec, tid);
+    tf6_load<DM, BK, LD, C::NT>(Vs, tf_attn_at<E>(a.v, b, o, h, DM), a.v.sl, k0, L, vec, tid);
+    __syncthreads();
+
+    const int lane = tid & 31, g = lane >> 2, t = lane & 3, w = tid >> 5;
+    uint32_t ka[KD][4], va[KD][4];
+#pragma unroll
+    for (int kk = 0; kk < KD; ++kk) {
+        tf_tile_load_a(ka[kk], Ks, LD, 16 * w, 16 * kk);
+        tf_tile_load_a(va[kk], Vs, LD, 16 * w, 16 * kk);
+    }
+    const int jlo = k0 + 16 * w + g, jhi = jlo + 8;
+    float dv[ND][4], dk[ND][4];
+    tf_tile_zero<ND>(dv);
+    tf_tile_zero<ND>(dk);
+    for (int q0 = 0; q0 < L; q0 += BQ) {
+        __syncthreads();
+        tf6_load<DM, BQ, LD, C::NT>(Qs, qb, a.q.sl, q0, L, vec, tid);
+        tf6_load<DM, BQ, LD, C::NT>(Gs, gb, a.dout.sl, q0, L, vec, tid);
+        if (tid < BQ) {
+            const int i = q0 + tid;
+            Ls[tid] = i < L ? a.lse[rowbase + i] * TF6_LOG2E : 0.f;
+            Ds[tid] = i < L ? a.work[rowbase + i] : 0.f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int c = 0; c < BQ / 16; ++c) {
+            float st[2][4], dpt[2][4]; /* (key g, g + 8) x (query 2t, 2t + 1) of 8 queries each */
+            tf_tile_zero<2>(st);
+            tf_tile_zero<2>(dpt);
+#pragma unroll
+            for (int u = 0; u < 2; ++u)
+#pragma unroll
+                for (int kk = 0; kk < KD; ++kk) {
+                    uint32_t qf[2], gf[2];
+                    tf_tile_load_bt(qf, Qs, LD, 16 * c + 8 * u, 16 * kk);
+                    tf_tile_mma<E>(st[u], ka[kk], qf);
+                    tf_tile_load_bt(gf, Gs, LD, 16 * c + 8 * u, 16 * kk);
+                    tf_tile_mma<E>(dpt[u], va[kk], gf);
+                }
+#pragma unroll
+            for (int u = 0; u < 2; ++u)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int r = 16 * c + 8 * u + 2 * t + (e & 1), i = q0 + r;
+                    const int j = e < 2 ? jlo : jhi;
+                    float p = 0.f;
+                    if (i < L && j < L) p = exp2f(tf6_score2(a, bb, i, j, st[u][e]) - Ls[r]);
+                    st[u][e] = p;
+                    dpt[u][e] = p * (dpt[u][e] - Ds[r]);
+                }
+            uint32_t pa[4], da[4];
+            tf_tile_c2a<E>(pa, st[0], st[1]);
+            tf_tile_c2a<E>(da, dpt[0], dpt[1]);
+#pragma unroll
+            for (int n = 0; n < ND; ++n) {
+                uint32_t gf[2], qf[2];
+                tf_tile_load_b(gf, Gs, LD, 8 * n, 16 * c);
+                tf_tile_mma<E>(dv[n], pa, gf);
+                tf_tile_load_b(qf, Qs, LD, 8 * n, 16 * c);
+                tf_tile_mma<E>(dk[n], da, qf);
+            }
+        }
+    }
+    E *dvb = tf_attn_at<E>(a.dv, b, o, h, DM), *dkb = tf_attn_at<E>(a.dk, b, o, h, DM);
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+        const int j = hf ? jhi : jlo;
+        if (j >= L) continue;
+        E *vrow = dvb + (long)j * a.dv.sl, *krow = dkb + (long)j * a.dk.sl;
+#pragma unroll
+        for (int n = 0; n < ND; ++n) {
+            const int c = 8 * n + 2 * t;
+            vrow[c] = dv[n][2 * hf];
+            vrow[c + 1] = dv[n][2 * hf + 1];
+            krow[c] = a.scale * dk[n][2 * hf];
+            krow[c + 1] = a.scale * dk[n][2 * hf + 1];
+        }
+    }
+}
+
+/* dbias(b, h, i, j) = sum_o dS: 16 queries x 32 keys a block */
+template <int DM>
+struct tf6_db {
+    static constexpr int QT = 16, KT = 32, NW = 4, NT = NW * 32;
+    static constexpr int LD = tf6<DM>::LD;
+    static constexpr int WS = (2 * QT + 2 * KT) * LD; /* a warp's elements */
+};
+
+template <int DM, class E>
+__global__ void __launch_bounds__(tf6_db<DM>::NT, 4) attn_bwd_dbias_kernel6(tf_attn_args a, int nti, int ntj,
+                                                                        int vec)
+{
+    typedef tf6_db<DM> C;
+    constexpr int LD = C::LD, KD = DM / 16, QT = C::QT, KT = C::KT, NJ = KT / 8, NW = C::NW;
+    __shared__ __align__(16) uint16_t sm[NW * C::WS];
+    __shared__ float Lw[NW][QT], Dw[NW][QT];
+    __shared__ float red[NW - 1][QT * KT];
+
+    const int L = a.L, tid = (int)threadIdx.x, lane = tid & 31, w = tid >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    long idx = blockIdx.x;
+    const int tj = (int)(idx % ntj);
+    idx /= ntj;
+    const int ti = (int)(idx % nti);
+    idx /= nti;
+    const int h = (int)(idx % a.nh), b = (int)(idx / a.nh);
+    const int i0 = ti * QT, j0 = tj * KT;
+    uint16_t *Qs = sm + w * C::WS, *Gs = Qs + QT * LD, *Ks = Gs + QT * LD, *Vs = Ks + KT * LD;
+    const E *bb = tf_attn2_bias<E>(a, b, h);
+    const int ilo = i0 + g, ihi = ilo + 8;
+    const bool ok[2] = {ilo < L, ihi < L};
+
+    float db[NJ][4];
+    tf_tile_zero<NJ>(db);
+    for (int o = w; o < a.no; o += NW) {
+        __syncwarp();
+        tf6_load<DM, QT, LD, 32>(Qs, tf_attn_at<E>(a.q, b, o, h, DM), a.q.sl, i0, L, vec, lane);
+        tf6_load<DM, QT, LD, 32>(Gs, tf_attn_at<E>(a.dout, b, o, h, DM), a.dout.sl, i0, L, vec, lane);
+        tf6_load<DM, KT, LD, 32>(Ks, tf_attn_at<E>(a.k, b, o, h, DM), a.k.sl, j0, L, vec, lane);
+        tf6_load<DM, KT, LD, 32>(Vs, tf_attn_at<E>(a.v, b, o, h, DM), a.v.sl, j0, L, vec, lane);
+        if (lane < QT) {
+            const long rowbase = (((long)b * a.no + o) * a.nh + h) * L;
+            const int i = i0 + lane;
+            Lw[w][lane] = i < L ? a.lse[rowbase + i] * TF6_LOG2E : 0.f;
+            Dw[w][lane] = i < L ? a.work[rowbase + i] : 0.f;
+        }
+        __syncwarp();
+        uint32_t qa[KD][4], ga[KD][4];
+#pragma unroll
+        for (int kk = 0; kk < KD; ++kk) {
+            tf_tile_load_a(qa[kk], Qs, LD, 0, 16 * kk);
+            tf_tile_load_a(ga[kk], Gs, LD, 0, 16 * kk);
+        }
+        float s[NJ][4], dp[NJ][4];
+        tf_tile_zero<NJ>(s);
+        tf_tile_zero<NJ>(dp);
+#pragma unroll
+        for (int j = 0; j < NJ; ++j)
+#pragma unroll
+            for (int kk = 0; kk < KD; ++kk) {
+                uint32_t kf[2], vf[2];
+                tf_tile_load_bt(kf, Ks, LD, 8 * j, 16 * kk);
+                tf_tile_mma<E>(s[j], qa[kk], kf);
+                tf_tile_load_bt(vf, Vs, LD, 8 * j, 16 * kk);
+                tf_tile_mma<E>(dp[j], ga[kk], vf);
+            }
+        const float lse2[2] = {Lw[w][g], Lw[w][g + 8]}, dd[2] = {Dw[w][g], Dw[w][g + 8]};
+#pragma unroll
+        for (int j = 0; j < NJ; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int jk = j0 + 8 * j + 2 * t + (e & 1), hf = e >> 1;
+                if (jk < L && ok[hf]) {
+                    const float p = exp2f(tf6_score2(a, bb, hf ? ihi : ilo, jk, s[j][e]) - lse2[hf]);
+                    db[j][e] += p * (dp[j][e] - dd[hf]);
+                }
+            }
+    }
+    /* the warps' partial sums, added in warp order */
+    if (w > 0)
+#pragma unroll
+        for (int j = 0; j < NJ; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                red[w - 1][(g + 8 * (e >> 1)) * KT + 8 * j + 2 * t + (e & 1)] = db[j][e];
+    __syncthreads();
+    if (w > 0) return;
+    E *dbb = (E *)a.dbias + (long)b * a.bias_sb + (long)h * a.bias_sh;
+#pragma unroll
+    for (int j = 0; j < NJ; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int r = g + 8 * (e >> 1), c = 8 * j + 2 * t + (e & 1);
+            const int i = i0 + r, jk = j0 + c;
+            float v = db[j][e];
+#pragma unroll
+            for (int u = 0; u < NW - 1; ++u) v += red[u][r * KT + c];
+            if (i < L && jk < L) dbb[(long)i * a.bias_si + (long)jk * a.bias_sj] = v;
+        }
+}
+
+template <int DM, class E>
+static void attn_bwd6_d(tf_backend *be, const tf_attn_args *a, int vec)
+{
+    const long bo = (long)a->nb * a->no * a->nh;
+    const int nt = (a->L + 63) / 64;
+    TF_LAUNCH((attn_bwd_dq_kernel6<DM, E>), dim3((unsigned)(bo * nt)), tf6<DM>::NT, be->stream, *a, nt,
+              vec);
+    TF_LAUNCH((attn_bwd_dkv_kernel6<DM, E>), dim3((unsigned)(bo * nt)), tf6<DM>::NT, be->stream, *a, nt,
+              vec);
+    if (a->dbias) {
+        typedef tf6_db<DM> D;
+        const int nti = (a->L + D::QT - 1) / D::QT, ntj = (a->L + D::KT - 1) / D::KT;
+        const long nblk = (long)a->nb * a->nh * nti * ntj;
+        TF_LAUNCH((attn_bwd_dbias_kernel6<DM, E>), dim3((unsigned)nblk), D::NT, be->stream, *a, nti,
+                  ntj, vec);
+    }
+}
+
+template <class E>
+static void attn_bwd6(tf_backend *be, const tf_attn_args *a, int vec)
+{
+    if (a->d == 16)
+        attn_bwd6_d<16, E>(be, a, vec);
+    else
+        attn_bwd6_d<32, E>(be, a, vec);
+}
+
+extern "C" void tf_cu_attn_bwd6(tf_backend *be, const tf_attn_args *a)
+{
+    if (!tf_attn_check(a)) return;
+    const int vec = tf6_view_vec(&a->q) && tf6_view_vec(&a->k) && tf6_view_vec(&a->v) &&
+                    tf6_view_vec(&a->dout);
+    TF_CU_DISPATCH_HALF(a->t, E, attn_bwd6<E>(be, a, vec));
+}

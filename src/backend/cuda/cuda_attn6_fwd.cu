@@ -1,0 +1,149 @@
+/* Attention forward, kernel6: flash attention for the half types on the
+ * m16n8k16 tile (cuda_tile.h). One block per (b, o, h) and tile of 64
+ * queries, one warp per 16 of them; the keys go by in tiles of 64 through
+ * shared memory. A warp holds its queries' A fragments, computes the 16 x 64
+ * scores of a key tile in registers (fp32), adds the pair bias, keeps a
+ * running maximum and sum per row (online softmax, base 2), rescales its
+ * output accumulator and multiplies P (rounded to the type, straight from
+ * the score fragments: tf_tile_c2a) by the tile's V. At the end out = acc /
+ * sum, and lse = max + log(sum) (natural log, as ops.h states) for the
+ * backward. Only q, k, v, the bias, out and lse touch global memory. */
+#include <math.h>
+
+#include "cuda_attn6.h"
+
+template <int DM, class E>
+__global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_fwd_kernel6(tf_attn_args a, int ntq, int vec)
+{
+    typedef tf6<DM> C;
+    constexpr int LD = C::LD, KD = C::KD, ND = C::ND, NJ = C::NJ, BK = C::BK;
+    __shared__ __align__(16) uint16_t Qs[C::BQ * LD];
+    __shared__ __align__(16) uint16_t Ks[BK * LD];
+    __shared__ __align__(16) uint16_t Vs[BK * LD];
+
+    const int L = a.L, tid = (int)threadIdx.x;
+    int b, o, h, tile;
+    tf_attn_decode(a, ntq, &b, &o, &h, &tile);
+    const int q0 = tile * C::BQ;
+    const E *bb = tf_attn2_bias<E>(a, b, h);
+    const E *kb = tf_attn_at<E>(a.k, b, o, h, DM), *vb = tf_attn_at<E>(a.v, b, o, h, DM);
+    tf6_load<DM, C::BQ, LD, C::NT>(Qs, tf_attn_at<E>(a.q, b, o, h, DM) + (long)q0 * a.q.sl,
+                                   a.q.sl, 0, L - q0, vec, tid);
+    __syncthreads();
+
+    const int lane = tid & 31, g = lane >> 2, t = lane & 3, w = tid >> 5;
+    uint32_t qa[KD][4];
+#pragma unroll
+    for (int kk = 0; kk < KD; ++kk) tf_tile_load_a(qa[kk], Qs, LD, 16 * w, 16 * kk);
+    const int ilo = q0 + 16 * w + g, ihi = ilo + 8;
+    /* query rows past L read no bias (their results are not stored) */
+    const E *blo = ilo < L ? bb : nullptr, *bhi = ihi < L ? bb : nullptr;
+
+    float acc[ND][4];
+    tf_tile_zero<ND>(acc);
+    float mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.f, 0.f};
+    for (int k0 = 0; k0 < L; k0 += BK) {
+        __syncthreads(); /* the previous tile's K and V are consumed */
+        tf6_load<DM, BK, LD, C::NT>(Ks, kb, a.k.sl, k0, L, vec, tid);
+        tf6_load<DM, BK, LD, C::NT>(Vs, vb, a.v.sl, k0, L, vec, tid);
+        __syncthreads();
+        float s[NJ][4];
+        tf_tile_zero<NJ>(s);
+#pragma unroll
+        for (int j = 0; j < NJ; ++j)
+#pragma unroll
+            for (int kk = 0; kk < KD; ++kk) {
+                uint32_t kf[2];
+                tf_tile_load_bt(kf, Ks, LD, 8 * j, 16 * kk);
+                tf_tile_mma<E>(s[j], qa[kk], kf);
+            }
+        float tm[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int j = 0; j < NJ; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int jk = k0 + 8 * j + 2 * t + (e & 1);
+                const float v = jk < L ? tf6_score2(a, e < 2 ? blo : bhi, e < 2 ? ilo : ihi, jk, s[j][e])
+                                       : -INFINITY;
+                s[j][e] = v;
+                tm[e >> 1] = fmaxf(tm[e >> 1], v);
+            }
+        float corr[2], base[2];
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+            tm[hf] = fmaxf(tm[hf], __shfl_xor_sync(0xffffffffu, tm[hf], 1));
+            tm[hf] = fmaxf(tm[hf], __shfl_xor_sync(0xffffffffu, tm[hf], 2));
+            const float mn = fmaxf(mx[hf], tm[hf]);
+            /* a row that has seen only -inf keeps 0 for every p */
+            base[hf] = mn == -INFINITY ? 0.f : mn;
+            corr[hf] = exp2f(mx[hf] - base[hf]);
+            mx[hf] = mn;
+        }
+        float ts[2] = {0.f, 0.f};
+#pragma unroll
+        for (int j = 0; j < NJ; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const float p = exp2f(s[j][e] - base[e >> 1]);
+                s[j][e] = p;
+                ts[e >> 1] += p;
+            }
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) sum[hf] = sum[hf] * corr[hf] + ts[hf];
+#pragma unroll
+        for (int n = 0; n < ND; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[n][e] *= corr[e >> 1];
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+            uint32_t pa[4];
+            tf_tile_c2a<E>(pa, s[2 * kk], s[2 * kk + 1]);
+#pragma unroll
+            for (int n = 0; n < ND; ++n) {
+                uint32_t vf[2];
+                tf_tile_load_b(vf, Vs, LD, 8 * n, 16 * kk);
+                tf_tile_mma<E>(acc[n], pa, vf);
+            }
+        }
+    }
+    /* the row sums over the row's 4 lanes (each lane summed its own keys) */
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+        sum[hf] += __shfl_xor_sync(0xffffffffu, sum[hf], 1);
+        sum[hf] += __shfl_xor_sync(0xffffffffu, sum[hf], 2);
+    }
+    float *lseb = a.lse + (((long)b * a.no + o) * a.nh + h) * L;
+    E *ob = tf_attn_at<E>(a.out, b, o, h, DM);
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+        const int i = hf ? ihi : ilo;
+        if (i >= L) continue;
+        const float inv = 1.f / sum[hf];
+        if (t == 0) lseb[i] = (mx[hf] + log2f(sum[hf])) * 0.6931471805599453f;
+        E *orow = ob + (long)i * a.out.sl;
+#pragma unroll
+        for (int n = 0; n < ND; ++n) {
+            const int c = 8 * n + 2 * t;
+            orow[c] = acc[n][2 * hf] * inv;
+            orow[c + 1] = acc[n][2 * hf + 1] * inv;
+        }
+    }
+}
+
+template <class E>
+static void attn_fwd6(tf_backend *be, const tf_attn_args *a, int vec)
+{
+    const int ntq = (a->L + 63) / 64;
+    const dim3 grid((unsigned)((long)a->nb * a->no * a->nh * ntq));
+    if (a->d == 16)
+        TF_LAUNCH((attn_fwd_kernel6<16, E>), grid, tf6<16>::NT, be->stream, *a, ntq, vec);
+    else
+        TF_LAUNCH((attn_fwd_kernel6<32, E>), grid, tf6<32>::NT, be->stream, *a, ntq, vec);
+}
+
+extern "C" void tf_cu_attn_fwd6(tf_backend *be, const tf_attn_args *a)
+{
+    if (!tf_attn_check(a)) return;
+    const int vec = tf6_view_vec(&a->q) && tf6_view_vec(&a->k) && tf6_view_vec(&a->v);
+    TF_CU_DISPATCH_HALF(a->t, E, attn_fwd6<E>(be, a, vec));
+}
