@@ -20,7 +20,7 @@
 
 /* dQ, and D of the block's queries */
 template <int DM, class E>
-__global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_bwd_dq_kernel6(tf_attn_args a, int ntq, int vec)
+__global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_bwd_dq_kernel6(tf_attn_args a, int ntq, int vec)
 {
     typedef tf6<DM> C;
     constexpr int LD = C::LD, KD = C::KD, ND = C::ND, NJ = C::NJ, BK = C::BK, BQ = C::BQ;
@@ -126,7 +126,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_bwd_dq_kernel6(tf_attn_ar
 
 /* dK and dV of the block's keys (D from the dQ kernel's `work`) */
 template <int DM, class E>
-__global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_bwd_dkv_kernel6(tf_attn_args a, int ntk, int vec)
+__global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_bwd_dkv_kernel6(tf_attn_args a, int ntk, int vec)
 {
     typedef tf6<DM> C;
     constexpr int LD = C::LD, KD = C::KD, ND = C::ND, BK = C::BK, BQ = C::BQ;

@@ -13,7 +13,7 @@
 #include "cuda_attn6.h"
 
 template <int DM, class E>
-__global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_fwd_kernel6(tf_attn_args a, int ntq, int vec)
+__global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_fwd_kernel6(tf_attn_args a, int ntq, int vec)
 {
     typedef tf6<DM> C;
     constexpr int LD = C::LD, KD = C::KD, ND = C::ND, NJ = C::NJ, BK = C::BK;
