@@ -38,8 +38,11 @@
  *
  * Shared memory rows are C + 8 and TR_HC + 8 halves (8 mod 64: the fragment
  * loads hit 32 distinct banks). Bytes a block (C = 128): forward 53,248
- * (xn 17,408, W1 chunk 17,408, W2 chunk 18,432), backward 76,800 (+ dy,
- * the partial rows): 4 and 2 blocks an SM fit. The weight chunks are loaded
+ * (xn 17,408, W1 chunk 17,408, W2 chunk 18,432), backward 75,776 (+ dy,
+ * the partial rows). nvcc -Xptxas -v, sm_90a, C = 128: forward 128
+ * registers, no spills (4 blocks an SM); backward held to 168 by
+ * TR_BWD_MINB (3 blocks an SM, 104 bytes of spills; unbounded it took 247);
+ * C = 64: 80 and 168 (no spills). The weight chunks are loaded
  * with plain 16-byte loads between two barriers (cp.async double buffering
  * is the next step).
  *
