@@ -115,7 +115,7 @@ hip:
 
 # The portable kernels' cases of test_cuda_ops on hostemu at both warp widths
 # (the test names are the suite's; tests/hostemu/run_tests.sh --tests)
-HOSTEMU_TESTS ?= test_gemm,test_layernorm,test_layernorm2,test_softmax,test_attention,test_permute,test_opm_bwd,test_opm_outer,test_gate_cmajor,test_bcast_sum,test_elementwise,test_embed,test_mse_head,test_adamw,test_convert,test_check_finite,test_graph,test_half_caps,test_half_elementwise,test_half_data,test_half_norm,test_half_attention,test_half_flash,test_half_opm,test_half_gemm
+HOSTEMU_TESTS ?= test_gemm,test_layernorm,test_layernorm2,test_softmax,test_attention,test_permute,test_opm_bwd,test_opm_outer,test_gate_cmajor,test_bcast_sum,test_elementwise,test_embed,test_mse_head,test_adamw,test_convert,test_check_finite,test_graph,test_half_caps,test_half_elementwise,test_half_data,test_half_norm,test_half_attention,test_half_flash,test_half_opm,test_half_gemm,test_half_transition
 hostemu: deps
 	bash tests/hostemu/run_tests.sh --warp 32 --tests $(HOSTEMU_TESTS)
 	bash tests/hostemu/run_tests.sh --warp 64 --tests $(HOSTEMU_TESTS)

@@ -97,6 +97,13 @@ typedef enum {
     TF_GPU_OPM_COUNT_
 } tf_gpu_opm_policy;
 
+/* the transition's MLP in bf16/fp16 (fp32 and tf32 always compose it) */
+typedef enum {
+    TF_GPU_MLP_AUTO = 0,  /* one fused kernel each way on mma.sync where it runs */
+    TF_GPU_MLP_COMPOSED,  /* LayerNorm and GEMM ops, as fp32 */
+    TF_GPU_MLP_COUNT_
+} tf_gpu_mlp_policy;
+
 typedef struct tf_gpu_plan_s {
     int level;                /* kernel level 1..3: 1-2 are the baselines (cuBLAS, kernel1) */
     tf_gpu_gemm_policy gemm;
@@ -104,6 +111,7 @@ typedef struct tf_gpu_plan_s {
     tf_gpu_attn_policy attn;
     tf_gpu_lane lane;         /* the weight-gradient lane (ops.h wgrad_*): AUTO is on */
     tf_gpu_opm_policy opm;
+    tf_gpu_mlp_policy mlp;
     int wgrad_delay_us;       /* tests only: each lane GEMM held back this long (0: none) */
 } tf_gpu_plan;
 
@@ -116,14 +124,14 @@ tf_gpu_plan tf_gpu_plan_portable(void);
 
 /* `--gpu-plan SPEC`: "default", "portable", or comma-separated key=value
  * (gemm=auto|cublas|mma|wgmma, dw=auto|mma|lt, attn=auto|k1|k2|k3|k4|k5,
- * lane=auto|on|off, opm=auto|ffma, wgrad_delay_us=0..100000), each applied over the plan
+ * lane=auto|on|off, opm=auto|ffma, mlp=auto|composed, wgrad_delay_us=0..100000), each applied over the plan
  * named before it ("portable,lane=off"; without a name, over default). The
  * result holds AUTO for what is not given: tf_gpu_plan_apply puts it over the
  * device's default. 0 ok; 1 with one line in err naming what is accepted. */
 int tf_gpu_plan_parse(const char *spec, tf_gpu_plan *out, char *err, size_t errlen);
 /* base with every field of over that is not AUTO (level: base's) */
 tf_gpu_plan tf_gpu_plan_apply(tf_gpu_plan base, const tf_gpu_plan *over);
-/* "gemm=auto,dw=auto,attn=auto,lane=auto,opm=auto" (and wgrad_delay_us when set),
+/* "gemm=auto,dw=auto,attn=auto,lane=auto,opm=auto,mlp=auto" (and wgrad_delay_us when set),
  * a spec tf_gpu_plan_parse reads back */
 void tf_gpu_plan_format(const tf_gpu_plan *p, char *out, size_t n);
 /* the accepted keys and values, one line (help text, errors) */
@@ -191,6 +199,12 @@ const char *tf_gpu_attn_kernel_name(tf_gpu_attn_kernel k);
  * the plan says opm=ffma; else the FFMA kernels (cuda_opm.cu), which the fp32
  * path always takes. */
 int tf_gpu_opm_on_mma(const tf_gpu_plan *p, const tf_gpu_caps *caps, int co, int half);
+
+/* The transition's MLP as one fused kernel each way (cuda_transition.cu,
+ * mma.sync m16n8k16: ops.h transition_fwd/_bwd, which the model then calls)
+ * for half types at level 3 unless the plan says mlp=composed; else, and
+ * always in fp32 and tf32, the model composes LayerNorm and GEMM ops. */
+int tf_gpu_mlp_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half);
 
 #ifdef __cplusplus
 }

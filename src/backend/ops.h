@@ -143,6 +143,8 @@ typedef enum {
 
 #define TF_MARKS 4         /* ops->mark: timing points per step */
 #define TF_LN2_MAX_C 128 /* layernorm2: widest row (CUDA keeps a row in registers) */
+/* transition_fwd/_bwd: the rows they take (C of 64 or 128) */
+#define TF_TRANSITION_OP_C(C) ((C) == 64 || (C) == 128)
 
 /* What a backend prefers and provides, fixed when it is created (ops->caps):
  * the composition the model should use on it at its kernel level and
@@ -167,6 +169,9 @@ typedef struct {
     int graphs;           /* whole-phase graph capture (ops graph_*) */
     int max_head_dim;     /* widest attention head its kernels take (0: any) */
     unsigned act_types;   /* activation types its ops take: bit (1u << tf_dtype) */
+    /* activation types (bit 1u << tf_dtype) whose level-3 transition at C of
+     * TF_TRANSITION_OP_C runs as ops->transition_fwd/_bwd (0: the composition) */
+    unsigned transition_op;
 } tf_backend_caps;
 
 /* AdamW's hyper-parameters in backend memory (ops adamw, mse_head_bwd,
@@ -370,6 +375,28 @@ typedef struct tf_ops {
      * pass that writes outer_p once. Every tensor of type t. ---- */
     void (*opm_outer)(tf_backend *be, void *outer_p, const void *a, int B, int S, int N, int co,
                       tf_dtype t);
+
+    /* ---- the transition's MLP as one op each way (v3, the types of
+     * caps.transition_op, C of TF_TRANSITION_OP_C), eps given:
+     *   fwd: xn = LN(x; gamma, beta) (mean, rstd [rows] saved), h = relu(xn W1^T),
+     *        x_out = x + h W2^T   (x_out may be x; NULL: only the statistics)
+     *   bwd: dh = dy W2 where h > 0, else 0; dxn = dh W1; dx += LN'(dxn) (the
+     *        residual stream's convention); dgamma, dbeta += as layernorm_bwd's;
+     *        xn, h and dh are assigned for the caller's weight gradients
+     *        (dW2 += dy^T h, dW1 += dh^T xn: GEMMs, so they may take the lane).
+     * W1 [4C, C] and W2 [C, 4C] (the linear layers' [out, in]), xn, h, dh, dy
+     * of type t; x, x_out, dx, the statistics and gamma, beta fp32. xn, h, dh
+     * and dxn are rounded to t where the composition stores them (layernorm_fwd,
+     * gemm RELU, gemm DRELU, gemm); the forward stores neither xn nor h (the
+     * backward recomputes them from x and the statistics). The CPU's ops are
+     * that composition of its ops: the reference. ---- */
+    void (*transition_fwd)(tf_backend *be, float *x_out, float *mean, float *rstd, const float *x,
+                           const float *gamma, const float *beta, const void *W1, const void *W2,
+                           long rows, int C, float eps, tf_dtype t);
+    void (*transition_bwd)(tf_backend *be, float *dx, float *dgamma, float *dbeta, void *xn,
+                           void *h, void *dh, const void *dy, const float *x, const float *mean,
+                           const float *rstd, const float *gamma, const float *beta,
+                           const void *W1, const void *W2, long rows, int C, tf_dtype t);
 
     /* ---- embedding: out[t, :] = table[tok[t], :] (zeros for a token outside [0, vocab));
      * bwd: dtable[v,:] += sum over t with tok[t]==v (deterministic) ---- */

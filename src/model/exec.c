@@ -469,6 +469,32 @@ void tf_x_opm_bwd(tf_exec *ex, void *da, const void *dop, const void *a, int B, 
     TF_EXEC_OPC(ex, "opm_bwd", at_bytes(ex, tf_cost_opm_bwd(B, S, N, co)),
                 opm_bwd(ex->be, da, dop, a, B, S, N, co, ex->at));
 }
+void tf_x_transition_fwd(tf_exec *ex, float *x_out, float *mean, float *rstd, const float *x,
+                         const float *g, const float *b, const float *W1, const float *W2,
+                         long rows, int C) {
+    const long n = rows * C, nw = 4L * C * C;
+    TF_ACCESS(ex, TF_SPANS(F(x_out, x_out ? n : 0), F(mean, rows), F(rstd, rows)),
+              TF_SPANS(F(x, n), F(g, C), F(b, C), A(tf_x_w(ex, W1), nw), A(tf_x_w(ex, W2), nw)));
+    TF_EXEC_OPC(ex, "transition_fwd",
+                tf_cost_transition_fwd(rows, C, (int)tf_dtype_size(ex->at)),
+                transition_fwd(ex->be, x_out, mean, rstd, x, g, b, tf_x_w(ex, W1), tf_x_w(ex, W2),
+                               rows, C, 1e-5f, ex->at));
+}
+void tf_x_transition_bwd(tf_exec *ex, float *dx, float *dg, float *db, void *xn, void *h,
+                         void *dh, const void *dy, const float *x, const float *mean,
+                         const float *rstd, const float *g, const float *b, const float *W1,
+                         const float *W2, long rows, int C) {
+    const long n = rows * C, nw = 4L * C * C;
+    TF_ACCESS(ex,
+              TF_SPANS(F(dx, n), F(dg, C), F(db, C), A(xn, n), A(h, 4 * n), A(dh, 4 * n)),
+              TF_SPANS(F(dx, n), F(dg, C), F(db, C), A(dy, n), F(x, n), F(mean, rows),
+                       F(rstd, rows), F(g, C), F(b, C), A(tf_x_w(ex, W1), nw),
+                       A(tf_x_w(ex, W2), nw)));
+    TF_EXEC_OPC(ex, "transition_bwd",
+                tf_cost_transition_bwd(rows, C, (int)tf_dtype_size(ex->at)),
+                transition_bwd(ex->be, dx, dg, db, xn, h, dh, dy, x, mean, rstd, g, b,
+                               tf_x_w(ex, W1), tf_x_w(ex, W2), rows, C, ex->at));
+}
 void tf_x_add_bcast_mid(tf_exec *ex, void *y, const void *x, long outer, long mid, long inner) {
     TF_ACCESS(ex, TF_SPANS(A(y, outer * mid * inner)),
               TF_SPANS(A(y, outer * mid * inner), A(x, outer * inner)));

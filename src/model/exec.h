@@ -40,6 +40,9 @@ typedef struct {
      *   trimul_merged: the triangle multiplication's projections and gates
      *     as one GEMM (triangle_mult.c). */
     int opm_weight_first, opm_bwd_op, opm_outer_op, trimul_merged;
+    /* the transition's MLP as one op each way (ops.h transition_fwd/_bwd:
+     * the backend's caps.transition_op has the type at; transition.c) */
+    int transition_op;
     /* The weight gradients on a lane of their own (ops.h wgrad_*),
      * overlapping the rest of their module's backward. The executor makes
      * the main queue wait for them where an op would touch their memory
@@ -198,6 +201,15 @@ void tf_x_gate_cmajor_bwd(tf_exec *ex, void *da, void *dg, const void *dlr_t, co
 void tf_x_opm_outer(tf_exec *ex, void *outer_p, const void *a, int B, int S, int N, int co);
 void tf_x_opm_bwd(tf_exec *ex, void *da, const void *dop, const void *a, int B, int S, int N,
                   int co);
+/* the transition's MLP (ops.h transition_fwd/_bwd; W1, W2 the fp32
+ * parameters, read from the copy of type at); x, x_out, dx fp32 */
+void tf_x_transition_fwd(tf_exec *ex, float *x_out, float *mean, float *rstd, const float *x,
+                         const float *g, const float *b, const float *W1, const float *W2,
+                         long rows, int C);
+void tf_x_transition_bwd(tf_exec *ex, float *dx, float *dg, float *db, void *xn, void *h,
+                         void *dh, const void *dy, const float *x, const float *mean,
+                         const float *rstd, const float *g, const float *b, const float *W1,
+                         const float *W2, long rows, int C);
 void tf_x_add_bcast_mid(tf_exec *ex, void *y, const void *x, long outer, long mid, long inner);
 /* x and y of type t (fp32 for weight-gradient partials) */
 void tf_x_sum_mid(tf_exec *ex, void *y, const void *x, long outer, long mid, long inner,

@@ -110,6 +110,26 @@ tf_op_cost tf_cost_opm_outer(int B, int S, int N, int co) {
     return cost(2.0 * B * S * nc * nc, (double)B * S * nc + (double)B * nc * nc);
 }
 
+/* The transition's MLP (ops.h transition_fwd/_bwd), es the activations'
+ * bytes: the forward's LayerNorm and two GEMMs of
+ * 8 rows C^2 each, x read and x_out written (fp32), the weights read once;
+ * the backward's three GEMMs (h again, dh, dxn) and the LayerNorm's, x, dy,
+ * dx (read and written) and xn, h, dh written for the weight gradients. */
+tf_op_cost tf_cost_transition_fwd(long rows, int C, int es) {
+    const double n = (double)rows * C, w = 8.0 * C * C * es / 4.0;
+    tf_op_cost c = tf_cost_layernorm_fwd(rows, C);
+    c.flops += 16.0 * n * C + 4.0 * n * 4;
+    c.bytes = 4.0 * (2.0 * n + 2.0 * rows + 2.0 * C + w);
+    return c;
+}
+tf_op_cost tf_cost_transition_bwd(long rows, int C, int es) {
+    const double n = (double)rows * C, w = 8.0 * C * C * es / 4.0;
+    tf_op_cost c = tf_cost_layernorm_bwd(rows, C, 1);
+    c.flops += 24.0 * n * C + 8.0 * n * 4;
+    c.bytes = 4.0 * (3.0 * n + n * es / 4.0 * (1 + 1 + 4 + 4) + 2.0 * rows + 4.0 * C + w);
+    return c;
+}
+
 /* da = (1/S) a (dop + dop^T): 2 S (N co)^2 per batch entry and the sum of the
  * two dop terms; dop and a read, da written */
 tf_op_cost tf_cost_opm_bwd(int B, int S, int N, int co) {

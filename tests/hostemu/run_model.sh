@@ -40,6 +40,9 @@ rc=0
 for shape in "20 5 8" "64 16 32" "70 33 32"; do
     "$out/model_check" $shape 3 gemm=cublas || rc=1
 done
+# bf16 on both backends: the CUDA one runs the half types' own kernels (the
+# fused transition on the emulated mma.sync); test_mixed's bounds
+"$out/model_check" 20 5 8 3 gemm=cublas bf16 || rc=1
 echo "default GEMM routing (3xTF32 mma.sync where it runs; information only):"
 "$out/model_check" 64 16 32 3 || true
 exit $rc

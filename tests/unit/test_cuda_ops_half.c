@@ -599,6 +599,102 @@ static void test_half_gemm(void **state)
     done();
 }
 
+/* ---- the transition's MLP as one op each way (ops.h transition_fwd/_bwd)
+ * against the CPU's op, which is the composition of its LayerNorm and GEMM
+ * ops. Both round xn, h, dh and dxn to t where the composition stores them;
+ * their fp32 values differ only in the order of the sums (tol_sum of the
+ * longest, 4C = 512 terms: ~1e-5 relative), so a rounding to t lands on the
+ * other neighbour only where a value lies within that of a midpoint: one ulp
+ * of t (2 u) on a few elements. Outputs of type t (xn, h, dh): 2u of the
+ * largest (check()'s max) and normwise. x_out = x + h W2^T and the
+ * gradients are products and sums over those: each flipped input moves a
+ * K-term sum by 2u of one of its terms, in quadrature over the few flips,
+ * well under 2u of the sum's magnitude; the LayerNorm's backward subtracts
+ * row means (dx's terms cancel to ~1/3 of their size here), so dx and dgamma
+ * get 3 x 2u. mean, rstd: fp32 sums in another order, tol_sum(C). A wrong
+ * kernel (a hidden chunk of 64 dropped: 1/8 of every sum) is off by ~10%,
+ * far above. Rows 37 and 200 are not multiples of the 64-row block. ---- */
+static void test_half_transition(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    const bk b = g_cu3, c = g_cpu;
+    tf_backend_caps caps;
+    b.ops->caps(b.be, &caps);
+    const int Cs[2] = {64, 128};
+    const long Rs[2] = {37, 200};
+    for (int k = 0; k < 2; ++k) {
+        const tf_dtype t = k_half[k];
+        if (!(caps.transition_op & 1u << t)) {
+            printf("SKIP transition %s: the plan composes it (caps.transition_op 0x%x)\n",
+                   tf_dtype_name(t), caps.transition_op);
+            continue;
+        }
+        const double u = u_of(t);
+        for (int ci = 0; ci < 2; ++ci)
+            for (int ri = 0; ri < 2; ++ri) {
+                const int C = Cs[ci], H = 4 * C;
+                const long rows = Rs[ri];
+                const size_t n = (size_t)rows * C, nh = (size_t)rows * H, nw = (size_t)H * C;
+                const uint64_t sd = 300 + 10 * k + 4 * ci + 2 * ri;
+                float *hx = rnd(n, 1.f, sd), *hg = rnd(C, 0.1f, sd + 1), *hb = rnd(C, 0.1f, sd + 2);
+                for (int i = 0; i < C; ++i) hg[i] += 1.f;
+                float *hw1 = rnd_t(nw, 1.f / sqrtf((float)C), sd + 3, t);
+                float *hw2 = rnd_t(nw, 1.f / sqrtf((float)H), sd + 4, t);
+                float *hdy = rnd_t(n, 1.f, sd + 5, t), *hdx = rnd(n, 1.f, sd + 6);
+                float *hdg = rnd(2 * C, 1.f, sd + 7);
+                char shape[64];
+                snprintf(shape, sizeof shape, "rows %ld C %d", rows, C);
+                /* the same inputs on both backends */
+                float *xo[2], *mu[2], *rs[2], *dx[2], *dg[2];
+                void *w1[2], *w2[2], *dy[2], *xn[2], *h[2], *dh[2];
+                const bk be2[2] = {b, c};
+                for (int e = 0; e < 2; ++e) {
+                    const bk q = be2[e];
+                    float *x = b_put(q, hx, n), *g = b_put(q, hg, C), *bb = b_put(q, hb, C);
+                    xo[e] = b_alloc(q, n), mu[e] = b_alloc(q, rows), rs[e] = b_alloc(q, rows);
+                    w1[e] = put_t(q, hw1, nw, t), w2[e] = put_t(q, hw2, nw, t);
+                    dy[e] = put_t(q, hdy, n, t), dx[e] = b_put(q, hdx, n);
+                    dg[e] = b_put(q, hdg, 2 * C);
+                    xn[e] = b_alloc(q, n), h[e] = b_alloc(q, nh), dh[e] = b_alloc(q, nh);
+                    q.ops->transition_fwd(q.be, xo[e], mu[e], rs[e], x, g, bb, w1[e], w2[e], rows,
+                                          C, 1e-5f, t);
+                    q.ops->transition_bwd(q.be, dx[e], dg[e], dg[e] + C, xn[e], h[e], dh[e], dy[e],
+                                          x, mu[e], rs[e], g, bb, w1[e], w2[e], rows, C, t);
+                    q.ops->sync(q.be);
+                    b_free(q, x), b_free(q, g), b_free(q, bb);
+                }
+                float *got = malloc(4 * nh), *ref = malloc(4 * nh);
+                char op[64];
+#define TR_CMP(name, dev, nn, tol, half)                                          \
+    do {                                                                          \
+        if (half) get_t(b, got, dev[0], nn, t), get_t(c, ref, dev[1], nn, t);     \
+        else b_get(b, got, (const float *)dev[0], nn), b_get(c, ref, (const float *)dev[1], nn); \
+        snprintf(op, sizeof op, "transition %s %s", name, tf_dtype_name(t));      \
+        check(op, shape, got, ref, nn, tol);                                      \
+    } while (0)
+                TR_CMP("x_out", xo, n, 2 * u, 0);
+                TR_CMP("mean", mu, (size_t)rows, tol_sum(C), 0);
+                TR_CMP("rstd", rs, (size_t)rows, tol_sum(C), 0);
+                TR_CMP("xn", xn, n, 2 * u, 1);
+                TR_CMP("h", h, nh, 2 * u, 1);
+                TR_CMP("dh", dh, nh, 2 * u, 1);
+                TR_CMP("dx", dx, n, 6 * u, 0);
+                TR_CMP("dgamma dbeta", dg, (size_t)(2 * C), 6 * u, 0);
+#undef TR_CMP
+                for (int e = 0; e < 2; ++e) {
+                    const bk q = be2[e];
+                    b_free(q, xo[e]), b_free(q, mu[e]), b_free(q, rs[e]), b_free(q, dx[e]);
+                    b_free(q, dg[e]), b_free(q, w1[e]), b_free(q, w2[e]), b_free(q, dy[e]);
+                    b_free(q, xn[e]), b_free(q, h[e]), b_free(q, dh[e]);
+                }
+                free(hx), free(hg), free(hb), free(hw1), free(hw2), free(hdy), free(hdx);
+                free(hdg), free(got), free(ref);
+            }
+    }
+    done();
+}
+
 /* ---- caps: the activation types by compute capability ---- */
 static void test_half_caps(void **state)
 {
@@ -620,7 +716,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_half_caps),      cmocka_unit_test(test_half_elementwise),
         cmocka_unit_test(test_half_data),      cmocka_unit_test(test_half_norm),
         cmocka_unit_test(test_half_attention), cmocka_unit_test(test_half_opm),
-        cmocka_unit_test(test_half_gemm),
+        cmocka_unit_test(test_half_gemm),      cmocka_unit_test(test_half_transition),
     };
     return tf_cuda_test_main(argc, argv, "test_cuda_ops_half", tests, sizeof tests / sizeof *tests);
 }

@@ -476,13 +476,13 @@ static void test_parse(void **state)
     static const struct {
         const char *spec, *formatted;
     } good[] = {
-        {"default", "gemm=auto,dw=auto,attn=auto,lane=auto,opm=auto"},
-        {"portable", "gemm=cublas,dw=lt,attn=k1,lane=auto,opm=ffma"},
-        {"gemm=cublas,attn=k4", "gemm=cublas,dw=auto,attn=k4,lane=auto,opm=auto"},
-        {"portable,lane=off", "gemm=cublas,dw=lt,attn=k1,lane=off,opm=ffma"},
-        {"gemm=wgmma,dw=mma,attn=k5,lane=on,opm=ffma,wgrad_delay_us=2000",
-         "gemm=wgmma,dw=mma,attn=k5,lane=on,opm=ffma,wgrad_delay_us=2000"},
-        {"attn=k2,default", "gemm=auto,dw=auto,attn=auto,lane=auto,opm=auto"},
+        {"default", "gemm=auto,dw=auto,attn=auto,lane=auto,opm=auto,mlp=auto"},
+        {"portable", "gemm=cublas,dw=lt,attn=k1,lane=auto,opm=ffma,mlp=composed"},
+        {"gemm=cublas,attn=k4", "gemm=cublas,dw=auto,attn=k4,lane=auto,opm=auto,mlp=auto"},
+        {"portable,lane=off", "gemm=cublas,dw=lt,attn=k1,lane=off,opm=ffma,mlp=composed"},
+        {"gemm=wgmma,dw=mma,attn=k5,lane=on,opm=ffma,mlp=composed,wgrad_delay_us=2000",
+         "gemm=wgmma,dw=mma,attn=k5,lane=on,opm=ffma,mlp=composed,wgrad_delay_us=2000"},
+        {"attn=k2,default", "gemm=auto,dw=auto,attn=auto,lane=auto,opm=auto,mlp=auto"},
     };
     for (size_t i = 0; i < sizeof good / sizeof *good; ++i) {
         tf_gpu_plan p, q;
@@ -505,6 +505,7 @@ static void test_parse(void **state)
         {"dw=wg", "dw value 'wg' is not accepted: use auto, mma or lt"},
         {"lane=1", "lane value '1' is not accepted: use auto, on or off"},
         {"opm=mma", "opm value 'mma' is not accepted: use auto or ffma"},
+        {"mlp=fused", "mlp value 'fused' is not accepted: use auto or composed"},
         {"gemm=cublas,,attn=k4", "plan '' is not accepted"},
         {"tile=64", "key 'tile' is not accepted: default, portable, or"},
         {"wgrad_delay_us=-1", "wgrad_delay_us value '-1' is not accepted"},
@@ -604,6 +605,22 @@ static void test_half_routes(void **state)
         tf_gpu_caps old = caps;
         old.has_mma_sync = 0;
         assert_int_equal(tf_gpu_opm_on_mma(&p, &old, 32, 1), 0);
+    }
+    { /* the transition's MLP: one fused kernel each way for half types at level 3 on
+       * mma.sync, unless mlp=composed; fp32, tf32, the portable plan compose it */
+        assert_int_equal(tf_gpu_mlp_fused(&p, &caps, 1), 1);
+        assert_int_equal(tf_gpu_mlp_fused(&p, &caps, 0), 0);
+        const tf_gpu_plan port = tf_gpu_plan_portable(), l2 = tf_gpu_plan_default(&caps, 0, 2);
+        assert_int_equal(tf_gpu_mlp_fused(&port, &caps, 1), 0);
+        assert_int_equal(tf_gpu_mlp_fused(&l2, &caps, 1), 0);
+        assert_int_equal(tf_gpu_plan_parse("mlp=composed", &over, NULL, 0), 0);
+        const tf_gpu_plan q = tf_gpu_plan_apply(p, &over);
+        assert_int_equal(tf_gpu_mlp_fused(&q, &caps, 1), 0);
+        tf_gpu_caps old = caps, amd = caps;
+        old.has_mma_sync = 0;
+        assert_int_equal(tf_gpu_mlp_fused(&p, &old, 1), 0);
+        amd.vendor = TF_GPU_VENDOR_AMD;
+        assert_int_equal(tf_gpu_mlp_fused(&p, &amd, 1), 0);
     }
     /* act_types: bf16 from compute capability 8.0, fp16 from 7.0; AMD: all */
     const unsigned f32 = 1u << TF_F32, bf = 1u << TF_BF16, f16 = 1u << TF_F16;

@@ -246,6 +246,13 @@ void tf_cpu_opm_bwd(tf_backend *be, void *da, const void *dop, const void *a, in
                     int N, int co, tf_dtype t);
 void tf_cpu_opm_outer(tf_backend *be, void *outer_p, const void *a, int B, int S, int N, int co,
                       tf_dtype t);
+void tf_cpu_transition_fwd(tf_backend *be, float *x_out, float *mean, float *rstd, const float *x,
+                           const float *gamma, const float *beta, const void *W1, const void *W2,
+                           long rows, int C, float eps, tf_dtype t);
+void tf_cpu_transition_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta, void *xn,
+                           void *h, void *dh, const void *dy, const float *x, const float *mean,
+                           const float *rstd, const float *gamma, const float *beta,
+                           const void *W1, const void *W2, long rows, int C, tf_dtype t);
 
 void tf_cpu_embed_fwd(tf_backend *be, float *out, const float *table, const int32_t *tok, long n,
                       int C, int vocab);

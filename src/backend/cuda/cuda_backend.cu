@@ -334,6 +334,8 @@ static tf_ops make_ops(void)
     o.gate_cmajor_bwd = tf_cu_t_gate_cmajor_bwd;
     o.opm_bwd = tf_cu_t_opm_bwd;
     o.opm_outer = tf_cu_t_opm_outer;
+    o.transition_fwd = tf_cu_t_transition_fwd;
+    o.transition_bwd = tf_cu_t_transition_bwd;
     o.embed_fwd = tf_cu_embed_fwd;
     o.embed_bwd = tf_cu_embed_bwd;
     o.mse_head_fwd = tf_cu_mse_head_fwd;

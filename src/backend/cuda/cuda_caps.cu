@@ -3,7 +3,8 @@
  * At level 3 the outer product mean runs its product and its backward as
  * single ops (opm_outer, opm_bwd), and in fp32 the triangle multiplication's
  * projections and gates as one GEMM (in tf32 cuBLAS' TF32 GEMMs they would
- * replace are faster). The weight gradients run on a lane of their own.
+ * replace are faster); bf16 and fp16 run the transition's MLP as one op each
+ * way on mma.sync. The weight gradients run on a lane of their own.
  * Batches are drawn by a host thread, staged on the side queue during the
  * backward, and the phases issued back to back; phases can be captured as
  * graphs. */
@@ -35,6 +36,9 @@ extern "C" void tf_cu_caps(const tf_backend *be, tf_backend_caps *c)
     c->graphs = 1;
     c->max_head_dim = 64; /* the attention kernels keep a head's row in registers */
     c->act_types = tf_gpu_act_types(&be->caps); /* gpu_plan.c: by the device */
+    /* the half types' transition as one kernel each way (cuda_transition.cu) */
+    if (tf_gpu_mlp_fused(&be->plan, &be->caps, 1))
+        c->transition_op = c->act_types & (1u << TF_BF16 | 1u << TF_F16);
 }
 
 extern "C" void tf_cu_graph_destroy(tf_backend *be, void *graph)

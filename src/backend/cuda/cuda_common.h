@@ -422,6 +422,15 @@ void tf_cu_opm_bwd_mma_h(tf_backend *be, void *da, const void *dop, const void *
                          int N, tf_dtype t);
 void tf_cu_opm_outer_mma_h(tf_backend *be, void *out, const void *a, int B, int S, int N,
                            tf_dtype t);
+/* cuda_transition.cu (NVIDIA only): ops.h transition_fwd/_bwd, C 64 or 128,
+ * bf16 / fp16 (where gpu_plan.h tf_gpu_mlp_fused says) */
+void tf_cu_transition_fwd_h(tf_backend *be, float *x_out, float *mean, float *rstd,
+                            const float *x, const float *gamma, const float *beta, const void *W1,
+                            const void *W2, long rows, int C, float eps, tf_dtype t);
+void tf_cu_transition_bwd_h(tf_backend *be, float *dx, float *dgamma, float *dbeta, void *xn,
+                            void *h, void *dh, const void *dy, const float *x, const float *mean,
+                            const float *rstd, const float *gamma, const float *beta,
+                            const void *W1, const void *W2, long rows, int C, tf_dtype t);
 /* a half GEMM's C: relu, R copied in, the DRELU select (cuda_elementwise.cu) */
 void tf_cu_relu_strided_h(tf_backend *be, void *C, int M, int N, long ldc, long strideC, int batch,
                           tf_dtype t);
@@ -475,6 +484,13 @@ void tf_cu_t_opm_bwd(tf_backend *be, void *da, const void *dop, const void *a, i
                      int N, int co, tf_dtype t);
 void tf_cu_t_opm_outer(tf_backend *be, void *outer_p, const void *a, int B, int S, int N, int co,
                        tf_dtype t);
+void tf_cu_t_transition_fwd(tf_backend *be, float *x_out, float *mean, float *rstd,
+                            const float *x, const float *gamma, const float *beta, const void *W1,
+                            const void *W2, long rows, int C, float eps, tf_dtype t);
+void tf_cu_t_transition_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta, void *xn,
+                            void *h, void *dh, const void *dy, const float *x, const float *mean,
+                            const float *rstd, const float *gamma, const float *beta,
+                            const void *W1, const void *W2, long rows, int C, tf_dtype t);
 void tf_cu_convert(tf_backend *be, void *dst, tf_dtype dt, const void *src, tf_dtype st, long n);
 void tf_cu_check_finite(tf_backend *be, float *flag, const float *x, long n);
 #ifdef __cplusplus

@@ -196,6 +196,31 @@ void tf_cu_t_opm_outer(tf_backend *be, void *outer_p, const void *a, int B, int 
     else
         tf_cu_opm_outer_h(be, outer_p, a, B, S, N, co, t);
 }
+/* the transition's MLP: only where caps.transition_op says (the half types
+ * on mma.sync, gpu_plan.h tf_gpu_mlp_fused); the model composes it elsewhere */
+static void transition_check(const tf_backend *be, const char *op, int C, tf_dtype t)
+{
+    if (t != TF_F32 && TF_TRANSITION_OP_C(C) && tf_gpu_mlp_fused(&be->plan, &be->caps, 1)) return;
+    fprintf(stderr, "tinyfold: internal error: %s for type %s, C = %d, where the plan composes it\n",
+            op, tf_dtype_name(t), C);
+    abort();
+}
+void tf_cu_t_transition_fwd(tf_backend *be, float *x_out, float *mean, float *rstd,
+                            const float *x, const float *gamma, const float *beta, const void *W1,
+                            const void *W2, long rows, int C, float eps, tf_dtype t)
+{
+    transition_check(be, "transition_fwd", C, t);
+    tf_cu_transition_fwd_h(be, x_out, mean, rstd, x, gamma, beta, W1, W2, rows, C, eps, t);
+}
+void tf_cu_t_transition_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta, void *xn,
+                            void *h, void *dh, const void *dy, const float *x, const float *mean,
+                            const float *rstd, const float *gamma, const float *beta,
+                            const void *W1, const void *W2, long rows, int C, tf_dtype t)
+{
+    transition_check(be, "transition_bwd", C, t);
+    tf_cu_transition_bwd_h(be, dx, dgamma, dbeta, xn, h, dh, dy, x, mean, rstd, gamma, beta, W1,
+                           W2, rows, C, t);
+}
 
 } /* extern "C" */
 

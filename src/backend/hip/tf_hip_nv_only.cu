@@ -1,6 +1,7 @@
 /* The HIP build's entry points of the NVIDIA-only files (cuda_gemm_mma.cu,
- * cuda_gemm_wgmma.cu, cuda_attn5_*.cu, cuda_attn6_*.cu, cuda_opm_mma.cu: mma.sync, wgmma and
- * cp.async PTX), which CMake leaves out of it. Each says it does not run; the routing (the
+ * cuda_gemm_wgmma.cu, cuda_attn5_*.cu, cuda_attn6_*.cu, cuda_opm_mma.cu,
+ * cuda_transition.cu: mma.sync, wgmma and cp.async PTX), which CMake leaves
+ * out of it. Each says it does not run; the routing (the
  * caps of a HIP build have no mma.sync, cp.async or wgmma: gpu_plan.h) never
  * reaches the ones that would fail. */
 #include "backend/cuda/cuda_attn4.h"
@@ -55,4 +56,26 @@ extern "C" void tf_cu_opm_outer_mma_h(tf_backend *be, void *out, const void *a, 
     (void)be, (void)out, (void)a, (void)B, (void)S, (void)N, (void)t;
     tf_cuda_fail("tf_cu_opm_outer_mma_h", "the outer product mean's mma.sync kernels are not in "
                  "the HIP build", __FILE__, __LINE__);
+}
+extern "C" void tf_cu_transition_fwd_h(tf_backend *be, float *x_out, float *mean, float *rstd,
+                                       const float *x, const float *gamma, const float *beta,
+                                       const void *W1, const void *W2, long rows, int C,
+                                       float eps, tf_dtype t)
+{
+    (void)be, (void)x_out, (void)mean, (void)rstd, (void)x, (void)gamma, (void)beta, (void)W1;
+    (void)W2, (void)rows, (void)C, (void)eps, (void)t;
+    tf_cuda_fail("tf_cu_transition_fwd_h", "the transition's mma.sync kernels are not in the HIP "
+                 "build", __FILE__, __LINE__);
+}
+extern "C" void tf_cu_transition_bwd_h(tf_backend *be, float *dx, float *dgamma, float *dbeta,
+                                       void *xn, void *h, void *dh, const void *dy,
+                                       const float *x, const float *mean, const float *rstd,
+                                       const float *gamma, const float *beta, const void *W1,
+                                       const void *W2, long rows, int C, tf_dtype t)
+{
+    (void)be, (void)dx, (void)dgamma, (void)dbeta, (void)xn, (void)h, (void)dh, (void)dy;
+    (void)x, (void)mean, (void)rstd, (void)gamma, (void)beta, (void)W1, (void)W2, (void)rows;
+    (void)C, (void)t;
+    tf_cuda_fail("tf_cu_transition_bwd_h", "the transition's mma.sync kernels are not in the HIP "
+                 "build", __FILE__, __LINE__);
 }
