@@ -25,6 +25,11 @@ PROBLEMS = {  # B, N, S, blocks: the same as `tinyfold bench` (src/cli/bench.c)
     "tiny": (2, 32, 8, 2),
     "small": (4, 64, 16, 4),
     "large": (4, 128, 32, 4),
+    # long sequences (bench/longseq_gpu.sh): one sample, 16 sequences
+    "n256": (1, 256, 16, 4),
+    "n512": (1, 512, 16, 4),
+    "n1024": (1, 1024, 16, 4),
+    "n2048": (1, 2048, 16, 4),
 }
 
 
