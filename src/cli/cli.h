@@ -51,6 +51,9 @@ typedef struct {
     int fusion_override[4]; /* -1 unset, else 0/1: qkv_msa, qkv_triangle, flash, triangle */
     /* train / profile */
     const char *json_path, *save_path, *load_path, *resume_path, *data_path;
+    /* the optimizer files beside --save's and --resume's checkpoints (NULL without) */
+    const char *save_optim_path, *resume_optim_path;
+    char optim_buf[2][4200];
     int save_every; /* 0 = only at the end */
     int quiet, log_every, no_progress, memprof, validate_setup;
     /* data parallel (mpirun): collective deadline, weights check every K steps (0: off) */

@@ -6,6 +6,7 @@
  * --seq-len) is undone: a long option must be spelled in full. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "io/checkpoint.h"
 #include "train/limits.h"
 #include "backend/backend.h"
 #include "backend/gpu_plan.h"
@@ -419,6 +420,11 @@ int tf_cli_parse(tf_cli_opts *o, int cmd, int argc, char **argv)
         tf_cli_error("--save-every: not accepted without --save FILE");
         return TF_EXIT_USAGE;
     }
+    const char *ck[2] = {o->save_path, o->resume_path};
+    const char **optim[2] = {&o->save_optim_path, &o->resume_optim_path};
+    for (int i = 0; i < 2; i++)
+        if (ck[i] && tf_checkpoint_optim_path(ck[i], o->optim_buf[i], sizeof o->optim_buf[i]) == 0)
+            *optim[i] = o->optim_buf[i];
     return tf_cli_check_outputs(o);
 }
 
