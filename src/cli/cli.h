@@ -170,6 +170,16 @@ int tf_cli_blas_max_threads(void);
 int tf_cli_cap_threads(int *threads, char *note, size_t n);
 /* The OpenMP wait policy in effect, for headers ("auto: spin 1000 times, then sleep ..."). */
 const char *tf_cli_omp_wait_info(void);
+/* The --omp-wait setting in force: "auto", "active" or "passive". */
+const char *tf_cli_omp_wait_setting(void);
+
+/* ---- json_stdout.c: `--json -` ---- */
+/* The run JSON's schema; raised when a field changes meaning or goes away. */
+#define TF_RUN_JSON_SCHEMA 1
+int tf_cli_json_is_stdout(const char *path); /* "-" */
+/* Sets standard output aside for the JSON; fd 1 then writes to stderr. */
+int tf_cli_json_stdout_begin(void);
+int tf_cli_json_stdout_write(const char *text, size_t len, char *err, size_t errlen);
 
 /* ---- help.c ---- */
 void tf_cli_help_main(FILE *f);

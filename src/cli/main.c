@@ -15,6 +15,8 @@ static int run_options_cmd(int cmd, int argc, char **argv)
     /* A command that runs (and may write files): a closed stdout must not
      * kill it. help, --version and compare keep the usual SIGPIPE. */
     tf_cli_ignore_sigpipe();
+    if (tf_cli_json_is_stdout(o.json_path) && (rc = tf_cli_json_stdout_begin()) != TF_EXIT_OK)
+        return rc;
     if (o.validate_setup) /* the reference's `--validate-setup` */
         cmd = o.cmd = TF_CMD_VALIDATE;
     char var[64];

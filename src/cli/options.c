@@ -119,7 +119,9 @@ const tf_cli_optdef tf_cli_optdefs[] = {
      "also write --save every K global steps (1..1000000)"},
     {"resume", required_argument, TF_OPT_RESUME, T, "FILE",
      "continue a checkpoint: its model, problem, optimizer state and step; no warm-up"},
-    {"json", required_argument, TF_OPT_JSON, T | B, "FILE", "write the run (every step) as JSON"},
+    {"json", required_argument, TF_OPT_JSON, T | B, "FILE",
+     "write the run (every step) as JSON; '-': to stdout, the rest of the output\n"
+     "then going to stderr"},
     /* output */
     {"enable-memory-profiling", no_argument, TF_OPT_MEMPROF, T, NULL,
      "print the memory breakdown (parameters, gradients, moments, activations, host)"},

@@ -439,7 +439,8 @@ static void watch_signals(const tf_cli_opts *o)
 {
     tf_cli_signals_track(o->save_path);
     tf_cli_signals_track(o->save_optim_path);
-    tf_cli_signals_track(o->json_path);
+    if (!tf_cli_json_is_stdout(o->json_path))
+        tf_cli_signals_track(o->json_path);
     if (o->cmd == TF_CMD_PROFILE && o->out_path) {
         static const char *const files[] = {"kernel_stats.csv", "kernel_trace.csv",
                                             "summary.json", "trace.json"};
