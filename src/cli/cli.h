@@ -41,7 +41,8 @@ enum {
     TF_SET_STEPS = 1u << 9,
     TF_SET_IMPL = 1u << 10,
     TF_SET_DEVICE = 1u << 11,
-    TF_SET_PRECISION = 1u << 12
+    TF_SET_PRECISION = 1u << 12,
+    TF_SET_RECOMPUTE = 1u << 13
 };
 
 typedef struct {
@@ -318,6 +319,14 @@ const char *tf_cli_blas_info(void);
 /* ---- suggest.c ---- */
 size_t tf_cli_edit_distance(const char *a, size_t an, const char *b, size_t bn);
 const tf_cli_optdef *tf_cli_nearest_option(const char *name, size_t len, unsigned cmd);
+/* The nearest of names[0..n) to name by the same rule, NULL when none is near. */
+const char *tf_cli_nearest_name(const char *name, const char *const *names, size_t n);
+
+/* ---- regions.c ---- */
+/* A comma-separated list of profiling region names (--selected-regions,
+ * --profile-regions): TF_EXIT_OK, or one line naming the first unknown name
+ * and the valid ones (TF_EXIT_USAGE). */
+int tf_cli_check_regions(const char *flag, const char *list);
 
 /* ---- bench.c, validate.c, grad.c ---- */
 int tf_cli_bench(tf_cli_opts *o);

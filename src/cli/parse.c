@@ -185,10 +185,12 @@ static int apply(tf_cli_opts *o, int id, const char *flag, const char *arg)
     case TF_OPT_OUT: o->out_path = arg; return nonempty(flag, arg, "a path");
     case TF_OPT_REGIONS:
         o->selected_regions = arg;
-        return nonempty(flag, arg, "comma-separated region names");
+        rc = nonempty(flag, arg, "comma-separated region names");
+        return rc != TF_EXIT_OK ? rc : tf_cli_check_regions(flag, arg);
     case TF_OPT_PROFILE_REGIONS:
         o->profile_regions = arg;
-        return nonempty(flag, arg, "comma-separated region names");
+        rc = nonempty(flag, arg, "comma-separated region names");
+        return rc != TF_EXIT_OK ? rc : tf_cli_check_regions(flag, arg);
     case TF_OPT_INCLUDE_WARMUP: o->include_warmup = 1; return TF_EXIT_OK;
     case TF_OPT_TRACE_STEPS:
         return tf_cli_parse_int(&o->trace_steps, flag, arg, 1, TF_LIM_TRACE_STEPS_MAX);
@@ -211,6 +213,7 @@ static int apply(tf_cli_opts *o, int id, const char *flag, const char *arg)
         rc = tf_cli_parse_choice(&v, flag, arg, recompute_names, recompute_vals, 3,
                                  "none, blocks or modules");
         c->recompute = (tf_recompute)v;
+        o->set |= TF_SET_RECOMPUTE;
         return rc;
     case TF_OPT_CHUNK_SIZE: /* at most --seq-len: tf_config_validate */
         return tf_cli_parse_int(&c->chunk_size, flag, arg, 1, TF_LIM_SEQ_LEN_MAX);
@@ -414,6 +417,11 @@ int tf_cli_parse(tf_cli_opts *o, int cmd, int argc, char **argv)
                            "(docs/amd.md)"
                          : "--counters: not accepted with --gpu-timer events: the counters "
                            "are CUPTI's (the default timer)");
+        return TF_EXIT_USAGE;
+    }
+    if (o->memory_budget > 0 && (o->set & TF_SET_RECOMPUTE)) {
+        tf_cli_error("--recompute: not accepted with --memory-budget: the budget chooses "
+                     "--recompute (and --chunk-size, unless given); give one of the two");
         return TF_EXIT_USAGE;
     }
     if (o->save_every && !o->save_path) {
