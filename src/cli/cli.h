@@ -185,6 +185,10 @@ int tf_cli_json_stdout_write(const char *text, size_t len, char *err, size_t err
 /* ---- help.c ---- */
 void tf_cli_help_main(FILE *f);
 void tf_cli_help_cmd(FILE *f, int cmd);
+void tf_cli_help_compare(FILE *f); /* `compare --help` and `help compare` */
+/* "unknown command 'X' (did you mean Y? expected ...)", context before it
+ * ("help: " or ""); returns TF_EXIT_USAGE. */
+int tf_cli_unknown_command(const char *context, const char *name);
 /* `tinyfold help [cmd]`: returns the exit status. */
 int tf_cli_help_command(int argc, char **argv);
 
