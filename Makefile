@@ -1,8 +1,10 @@
 # tinyfold entry points. The build itself is CMake (CMakeLists.txt); this file
 # installs what is missing, configures, builds, and runs or tests.
 #
-#   make run     deps + Release build in build/ + a 20-step training run
-#   make test    deps + build + every test (ctest)
+#   make run     deps + Release build of the tinyfold binary alone in build/ (its
+#                output in build/make-run.log, shown only on failure) + a 20-step
+#                training run
+#   make test    deps + build of everything (binary and tests) + every test (ctest)
 #   make asan    a second build in build-asan/ with ASan+UBSan, unit tests (ctest -j)
 #   make bench   the CPU benchmark (bench/cpu.sh)
 #   make fuzz    the readers' libFuzzer targets (safetensors, data file, checkpoint
@@ -79,7 +81,15 @@ build: deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
-run: build
+# Only the binary (the test programs build under `make test`), quietly: the
+# configure and compile output goes to a log, printed when a step fails.
+RUN_LOG := $(BUILD)/make-run.log
+run: deps
+	@mkdir -p $(BUILD)
+	@echo "tinyfold: building $(BUILD)/tinyfold (output in $(RUN_LOG))"
+	@{ cmake -S . -B $(BUILD) $(CMAKE_FLAGS) && \
+	   cmake --build $(BUILD) --target tinyfold -j $(JOBS); } >$(RUN_LOG) 2>&1 || \
+	  { tail -n 40 $(RUN_LOG); echo "tinyfold: the build failed; the whole output is in $(RUN_LOG)" >&2; exit 1; }
 	$(BUILD)/tinyfold train --backend auto --num-steps 20
 
 test: build

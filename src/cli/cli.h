@@ -41,7 +41,8 @@ enum {
     TF_SET_STEPS = 1u << 9,
     TF_SET_IMPL = 1u << 10,
     TF_SET_DEVICE = 1u << 11,
-    TF_SET_PRECISION = 1u << 12
+    TF_SET_PRECISION = 1u << 12,
+    TF_SET_RECOMPUTE = 1u << 13
 };
 
 typedef struct {
@@ -51,6 +52,9 @@ typedef struct {
     int fusion_override[4]; /* -1 unset, else 0/1: qkv_msa, qkv_triangle, flash, triangle */
     /* train / profile */
     const char *json_path, *save_path, *load_path, *resume_path, *data_path;
+    /* the optimizer files beside --save's and --resume's checkpoints (NULL without) */
+    const char *save_optim_path, *resume_optim_path;
+    char optim_buf[2][4200];
     int save_every; /* 0 = only at the end */
     int quiet, log_every, no_progress, memprof, validate_setup;
     /* data parallel (mpirun): collective deadline, weights check every K steps (0: off) */
@@ -167,10 +171,24 @@ int tf_cli_blas_max_threads(void);
 int tf_cli_cap_threads(int *threads, char *note, size_t n);
 /* The OpenMP wait policy in effect, for headers ("auto: spin 1000 times, then sleep ..."). */
 const char *tf_cli_omp_wait_info(void);
+/* The --omp-wait setting in force: "auto", "active" or "passive". */
+const char *tf_cli_omp_wait_setting(void);
+
+/* ---- json_stdout.c: `--json -` ---- */
+/* The run JSON's schema; raised when a field changes meaning or goes away. */
+#define TF_RUN_JSON_SCHEMA 1
+int tf_cli_json_is_stdout(const char *path); /* "-" */
+/* Sets standard output aside for the JSON; fd 1 then writes to stderr. */
+int tf_cli_json_stdout_begin(void);
+int tf_cli_json_stdout_write(const char *text, size_t len, char *err, size_t errlen);
 
 /* ---- help.c ---- */
 void tf_cli_help_main(FILE *f);
 void tf_cli_help_cmd(FILE *f, int cmd);
+void tf_cli_help_compare(FILE *f); /* `compare --help` and `help compare` */
+/* "unknown command 'X' (did you mean Y? expected ...)", context before it
+ * ("help: " or ""); returns TF_EXIT_USAGE. */
+int tf_cli_unknown_command(const char *context, const char *name);
 /* `tinyfold help [cmd]`: returns the exit status. */
 int tf_cli_help_command(int argc, char **argv);
 
@@ -305,6 +323,14 @@ const char *tf_cli_blas_info(void);
 /* ---- suggest.c ---- */
 size_t tf_cli_edit_distance(const char *a, size_t an, const char *b, size_t bn);
 const tf_cli_optdef *tf_cli_nearest_option(const char *name, size_t len, unsigned cmd);
+/* The nearest of names[0..n) to name by the same rule, NULL when none is near. */
+const char *tf_cli_nearest_name(const char *name, const char *const *names, size_t n);
+
+/* ---- regions.c ---- */
+/* A comma-separated list of profiling region names (--selected-regions,
+ * --profile-regions): TF_EXIT_OK, or one line naming the first unknown name
+ * and the valid ones (TF_EXIT_USAGE). */
+int tf_cli_check_regions(const char *flag, const char *list);
 
 /* ---- bench.c, validate.c, grad.c ---- */
 int tf_cli_bench(tf_cli_opts *o);

@@ -187,7 +187,7 @@ void tf_cli_help_cmd(FILE *f, int cmd)
     fprintf(f, "\n%s", exit_lines);
 }
 
-static void help_compare(FILE *f)
+void tf_cli_help_compare(FILE *f)
 {
     fputs("Usage: tinyfold compare A B [C ...] [--format table|markdown|csv] [--force]\n\n"
           "Prints runs side by side with ratios against the first: each argument is a run\n"
@@ -226,10 +226,11 @@ int tf_cli_help_command(int argc, char **argv)
             return TF_EXIT_OK;
         }
     if (strcmp(argv[1], "compare") == 0) {
-        help_compare(stdout);
+        tf_cli_help_compare(stdout);
         return TF_EXIT_OK;
     }
-    if (strcmp(argv[1], "help") == 0) {
+    if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "-h") == 0) {
         tf_cli_help_main(stdout);
         return TF_EXIT_OK;
     }
@@ -237,10 +238,21 @@ int tf_cli_help_command(int argc, char **argv)
         char *av[] = {argv[1], (char *)"--help", NULL};
         return tf_report_main(2, av);
     }
+    return tf_cli_unknown_command("help: ", argv[1]);
+}
+
+int tf_cli_unknown_command(const char *context, const char *name)
+{
+    static const char *const names[] = {"train", "validate", "bench", "profile", "grad",
+                                        "compare", "report", "help"};
     char q[64];
-    tf_cli_quote(q, sizeof q, argv[1]);
-    tf_cli_error("help: unknown command '%s' (expected train, validate, bench, profile, grad, "
-                 "compare, report)",
-                 q);
+    tf_cli_quote(q, sizeof q, name);
+    const char *n = tf_cli_nearest_name(name, names, sizeof names / sizeof names[0]);
+    if (n)
+        tf_cli_error("%sunknown command '%s' (did you mean %s?)", context, q, n);
+    else
+        tf_cli_error("%sunknown command '%s' (expected train, validate, bench, profile, grad, "
+                     "compare, report, help; see tinyfold --help)",
+                     context, q);
     return TF_EXIT_USAGE;
 }

@@ -15,6 +15,8 @@ static int run_options_cmd(int cmd, int argc, char **argv)
     /* A command that runs (and may write files): a closed stdout must not
      * kill it. help, --version and compare keep the usual SIGPIPE. */
     tf_cli_ignore_sigpipe();
+    if (tf_cli_json_is_stdout(o.json_path) && (rc = tf_cli_json_stdout_begin()) != TF_EXIT_OK)
+        return rc;
     if (o.validate_setup) /* the reference's `--validate-setup` */
         cmd = o.cmd = TF_CMD_VALIDATE;
     char var[64];
@@ -72,17 +74,19 @@ static int dispatch(int argc, char **argv)
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(sub, cmds[i].name) == 0)
             return run_options_cmd(cmds[i].cmd, argc - 1, argv + 1);
-    if (strcmp(sub, "compare") == 0)
+    if (strcmp(sub, "compare") == 0) {
+        /* the same text as `tinyfold help compare` */
+        for (int i = 2; i < argc; i++)
+            if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+                tf_cli_help_compare(stdout);
+                return TF_EXIT_OK;
+            }
         return tf_compare_main(argc - 1, argv + 1);
+    }
     if (strcmp(sub, "report") == 0)
         return tf_report_main(argc - 1, argv + 1);
     if (strcmp(sub, "help") == 0)
         return tf_cli_help_command(argc - 1, argv + 1);
 
-    char q[64];
-    tf_cli_quote(q, sizeof q, sub);
-    tf_cli_error("unknown command '%s' (expected train, validate, bench, profile, grad, "
-                 "compare, report, help; see tinyfold --help)",
-                 q);
-    return TF_EXIT_USAGE;
+    return tf_cli_unknown_command("", sub);
 }

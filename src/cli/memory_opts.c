@@ -42,6 +42,10 @@ int tf_cli_parse_size(double *out, const char *flag, const char *text) {
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (strcasecmp(p, units[i]) == 0) {
             *out = v * scale[i];
+            /* a byte count must fit a size_t: refused, not saturated, like an integer flag */
+            if (*out >= 18446744073709551616.0)
+                return reject_value(flag, text,
+                                    "a size below 2^64 bytes (16 EiB): the value overflows");
             return TF_EXIT_OK;
         }
     return reject_value(flag, text, expected);

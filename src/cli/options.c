@@ -113,14 +113,20 @@ const tf_cli_optdef tf_cli_optdefs[] = {
     {"data", required_argument, TF_OPT_DATA, T | G, "FILE",
      "train on a data file instead of the synthetic data (its N and S apply)"},
     {"load", required_argument, TF_OPT_LOAD, T | G, "FILE",
-     "start from the weights of a checkpoint"},
+     "start from the weights of a checkpoint or a PyTorch state_dict (also under\n"
+     "module. or with the v2 script's fused projections); a fresh optimizer"},
     {"save", required_argument, TF_OPT_SAVE, T, "FILE",
-     "write a checkpoint at the end (atomically)"},
+     "write a checkpoint at the end (atomically): FILE holds the model's tensors\n"
+     "only (PyTorch strict-loadable), the optimizer state goes beside it\n"
+     "(ck.safetensors -> ck.optim.safetensors; ck -> ck.optim.safetensors)"},
     {"save-every", required_argument, TF_OPT_SAVE_EVERY, T, "K",
      "also write --save every K global steps (1..1000000)"},
     {"resume", required_argument, TF_OPT_RESUME, T, "FILE",
-     "continue a checkpoint: its model, problem, optimizer state and step; no warm-up"},
-    {"json", required_argument, TF_OPT_JSON, T | B, "FILE", "write the run (every step) as JSON"},
+     "continue a checkpoint: its model, problem, optimizer state (the optimizer\n"
+     "file --save wrote beside it) and step; no warm-up"},
+    {"json", required_argument, TF_OPT_JSON, T | B, "FILE",
+     "write the run (every step) as JSON; '-': to stdout, the rest of the output\n"
+     "then going to stderr"},
     /* output */
     {"enable-memory-profiling", no_argument, TF_OPT_MEMPROF, T, NULL,
      "print the memory breakdown (parameters, gradients, moments, activations, host)"},

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_PATHS 12
+#define MAX_PATHS 14
 
 typedef struct {
     const char *flag; /* "--save" */
@@ -165,8 +165,11 @@ int tf_cli_check_outputs(const tf_cli_opts *o)
     add(v, &n, "--data", o->data_path, "the --data file", 0);
     add(v, &n, "--load", o->load_path, "the --load checkpoint", 0);
     add(v, &n, "--resume", o->resume_path, "the --resume checkpoint", 0);
+    add(v, &n, "--resume", o->resume_optim_path, "the --resume checkpoint's optimizer file", 0);
     add(v, &n, "--save", o->save_path, "--save's checkpoint", 1);
-    add(v, &n, "--json", o->json_path, "--json's file", 1);
+    add(v, &n, "--save (its optimizer file)", o->save_optim_path, "--save's optimizer file", 1);
+    if (!tf_cli_json_is_stdout(o->json_path)) /* "-": standard output */
+        add(v, &n, "--json", o->json_path, "--json's file", 1);
     if (o->cmd == TF_CMD_GRAD)
         add(v, &n, "--out", o->out_path, "--out's gradient file", 1);
     /* profile --out DIR: the files it writes there collide like any other. */

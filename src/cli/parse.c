@@ -6,6 +6,7 @@
  * --seq-len) is undone: a long option must be spelled in full. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "io/checkpoint.h"
 #include "train/limits.h"
 #include "backend/backend.h"
 #include "backend/gpu_plan.h"
@@ -184,10 +185,12 @@ static int apply(tf_cli_opts *o, int id, const char *flag, const char *arg)
     case TF_OPT_OUT: o->out_path = arg; return nonempty(flag, arg, "a path");
     case TF_OPT_REGIONS:
         o->selected_regions = arg;
-        return nonempty(flag, arg, "comma-separated region names");
+        rc = nonempty(flag, arg, "comma-separated region names");
+        return rc != TF_EXIT_OK ? rc : tf_cli_check_regions(flag, arg);
     case TF_OPT_PROFILE_REGIONS:
         o->profile_regions = arg;
-        return nonempty(flag, arg, "comma-separated region names");
+        rc = nonempty(flag, arg, "comma-separated region names");
+        return rc != TF_EXIT_OK ? rc : tf_cli_check_regions(flag, arg);
     case TF_OPT_INCLUDE_WARMUP: o->include_warmup = 1; return TF_EXIT_OK;
     case TF_OPT_TRACE_STEPS:
         return tf_cli_parse_int(&o->trace_steps, flag, arg, 1, TF_LIM_TRACE_STEPS_MAX);
@@ -210,6 +213,7 @@ static int apply(tf_cli_opts *o, int id, const char *flag, const char *arg)
         rc = tf_cli_parse_choice(&v, flag, arg, recompute_names, recompute_vals, 3,
                                  "none, blocks or modules");
         c->recompute = (tf_recompute)v;
+        o->set |= TF_SET_RECOMPUTE;
         return rc;
     case TF_OPT_CHUNK_SIZE: /* at most --seq-len: tf_config_validate */
         return tf_cli_parse_int(&c->chunk_size, flag, arg, 1, TF_LIM_SEQ_LEN_MAX);
@@ -415,10 +419,20 @@ int tf_cli_parse(tf_cli_opts *o, int cmd, int argc, char **argv)
                            "are CUPTI's (the default timer)");
         return TF_EXIT_USAGE;
     }
+    if (o->memory_budget > 0 && (o->set & TF_SET_RECOMPUTE)) {
+        tf_cli_error("--recompute: not accepted with --memory-budget: the budget chooses "
+                     "--recompute (and --chunk-size, unless given); give one of the two");
+        return TF_EXIT_USAGE;
+    }
     if (o->save_every && !o->save_path) {
         tf_cli_error("--save-every: not accepted without --save FILE");
         return TF_EXIT_USAGE;
     }
+    const char *ck[2] = {o->save_path, o->resume_path};
+    const char **optim[2] = {&o->save_optim_path, &o->resume_optim_path};
+    for (int i = 0; i < 2; i++)
+        if (ck[i] && tf_checkpoint_optim_path(ck[i], o->optim_buf[i], sizeof o->optim_buf[i]) == 0)
+            *optim[i] = o->optim_buf[i];
     return tf_cli_check_outputs(o);
 }
 

@@ -90,7 +90,8 @@ static cJSON *config_json(const tf_config *c)
     cJSON_AddStringToObject(j, "backend", tf_cli_backend_str(c->backend));
     cJSON_AddNumberToObject(j, "device", c->device);
     cJSON_AddNumberToObject(j, "threads", c->threads);
-    cJSON_AddStringToObject(j, "omp_wait", tf_cli_omp_wait_info());
+    /* the setting, not what auto found at start (which changes with the machine's load) */
+    cJSON_AddStringToObject(j, "omp_wait", tf_cli_omp_wait_setting());
     cJSON_AddStringToObject(j, "precision", tf_precision_name(c->precision));
     cJSON_AddBoolToObject(j, "graph", c->graph);
     cJSON_AddStringToObject(j, "gpu_plan", c->gpu_plan[0] ? c->gpu_plan : "default");
@@ -109,6 +110,7 @@ cJSON *tf_cli_run_json(const char *command, const tf_config *c, size_t params,
                        const tf_cli_summary *s, const tf_cli_steprec *r, int n)
 {
     cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "schema_version", TF_RUN_JSON_SCHEMA);
     cJSON_AddStringToObject(j, "tinyfold_version", TF_VERSION);
     cJSON_AddStringToObject(j, "command", command);
     cJSON_AddItemToObject(j, "build", tf_cli_build_json());

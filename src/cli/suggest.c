@@ -29,29 +29,53 @@ size_t tf_cli_edit_distance(const char *a, size_t an, const char *b, size_t bn)
     return d[an][bn];
 }
 
-/* The option of `cmd` nearest to name[0..len): the fewest edits, at most a
- * third of the name (at least 1); else the longest shared prefix of 3 or more
- * characters (an abbreviation such as "--batch"); else NULL. */
+/* The nearest of several candidates to name[0..len): the fewest edits, at
+ * most a third of the name (at least 1); else the longest shared prefix of 3
+ * or more characters (an abbreviation such as "--batch"). */
+typedef struct {
+    size_t best_d, best_common; /* bounds, exclusive */
+    int best, prefixed;         /* candidate indices, -1: none */
+} nearest;
+
+static nearest nearest_begin(size_t len)
+{
+    return (nearest){(len / 3 > 1 ? len / 3 : 1) + 1, 2, -1, -1};
+}
+
+static void nearest_try(nearest *s, const char *name, size_t len, const char *cand, int idx)
+{
+    size_t dist = tf_cli_edit_distance(name, len, cand, strlen(cand));
+    if (dist < s->best_d) {
+        s->best_d = dist;
+        s->best = idx;
+    }
+    size_t k = 0;
+    while (k < len && cand[k] && cand[k] == name[k])
+        k++;
+    if (k > s->best_common) {
+        s->best_common = k;
+        s->prefixed = idx;
+    }
+}
+
+static int nearest_end(const nearest *s) { return s->best >= 0 ? s->best : s->prefixed; }
+
 const tf_cli_optdef *tf_cli_nearest_option(const char *name, size_t len, unsigned cmd)
 {
-    const tf_cli_optdef *best = NULL, *prefixed = NULL;
-    size_t best_d = (len / 3 > 1 ? len / 3 : 1) + 1, best_common = 2; /* bounds, exclusive */
-    for (int i = 0; i < tf_cli_n_optdefs; i++) {
-        const tf_cli_optdef *o = &tf_cli_optdefs[i];
-        if (!(o->cmds & cmd))
-            continue;
-        size_t dist = tf_cli_edit_distance(name, len, o->name, strlen(o->name));
-        if (dist < best_d) {
-            best_d = dist;
-            best = o;
-        }
-        size_t k = 0;
-        while (k < len && o->name[k] && o->name[k] == name[k])
-            k++;
-        if (k > best_common) {
-            best_common = k;
-            prefixed = o;
-        }
-    }
-    return best ? best : prefixed;
+    nearest s = nearest_begin(len);
+    for (int i = 0; i < tf_cli_n_optdefs; i++)
+        if (tf_cli_optdefs[i].cmds & cmd)
+            nearest_try(&s, name, len, tf_cli_optdefs[i].name, i);
+    int i = nearest_end(&s);
+    return i >= 0 ? &tf_cli_optdefs[i] : NULL;
+}
+
+const char *tf_cli_nearest_name(const char *name, const char *const *names, size_t n)
+{
+    size_t len = strlen(name);
+    nearest s = nearest_begin(len);
+    for (size_t i = 0; i < n; i++)
+        nearest_try(&s, name, len, names[i], (int)i);
+    int i = nearest_end(&s);
+    return i >= 0 ? names[i] : NULL;
 }

@@ -50,3 +50,11 @@ const char *tf_cli_omp_wait_info(void)
         tf_omp_wait_describe(info, sizeof info);
     return info;
 }
+
+const char *tf_cli_omp_wait_setting(void)
+{
+    int applied;
+    static const char *const names[] = {"auto", "active", "passive"};
+    tf_omp_wait w = tf_omp_wait_requested(&applied);
+    return w >= TF_OMP_WAIT_AUTO && w <= TF_OMP_WAIT_PASSIVE ? names[w] : "auto";
+}

@@ -263,7 +263,7 @@ static int dist_setup(run_state *r, const tf_cli_opts *o)
 /* Everything before the first step. Returns an exit status. */
 static int setup(run_state *r, const tf_cli_opts *o)
 {
-    char err[512];
+    char err[2 * 4096 + 512];
     tf_status s;
     r->c = o->cfg;
     /* Read the checkpoint's config first: a wrong file fails before any work. */
@@ -271,7 +271,12 @@ static int setup(run_state *r, const tf_cli_opts *o)
     if (ck) {
         tf_config stored;
         long gs = 0;
-        s = tf_checkpoint_peek_config(ck, &stored, &gs, err, sizeof err);
+        /* before its config is merged: a file without the run's state (a
+         * state_dict of weights, a model file without its optimizer file)
+         * has no problem or training to take */
+        s = o->resume_path ? tf_checkpoint_check_resumable(ck, err, sizeof err) : TF_OK;
+        if (s == TF_OK)
+            s = tf_checkpoint_peek_config(ck, &stored, &gs, err, sizeof err);
         if (s != TF_OK) {
             tf_cli_error("%s: %s", o->resume_path ? "--resume" : "--load", err);
             return TF_EXIT_USAGE;
@@ -433,7 +438,9 @@ static void describe_run(const run_state *r, const tf_cli_opts *o, char *backend
 static void watch_signals(const tf_cli_opts *o)
 {
     tf_cli_signals_track(o->save_path);
-    tf_cli_signals_track(o->json_path);
+    tf_cli_signals_track(o->save_optim_path);
+    if (!tf_cli_json_is_stdout(o->json_path))
+        tf_cli_signals_track(o->json_path);
     if (o->cmd == TF_CMD_PROFILE && o->out_path) {
         static const char *const files[] = {"kernel_stats.csv", "kernel_trace.csv",
                                             "summary.json", "trace.json"};

@@ -255,6 +255,11 @@ int tf_cli_write_json(const char *path, const cJSON *j, char *err, size_t errlen
         return -1;
     }
     size_t len = strlen(text);
+    if (tf_cli_json_is_stdout(path)) {
+        int r = tf_cli_json_stdout_write(text, len, err, errlen);
+        cJSON_free(text);
+        return r;
+    }
     size_t tlen = strlen(path) + 32;
     char *tmp = malloc(tlen);
     if (!tmp) {

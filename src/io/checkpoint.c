@@ -67,7 +67,13 @@ tf_status tf_checkpoint_save(tf_trainer *t, const char *path, long global_step, 
             o->data = src[k] + tab[i].offset;
         }
     }
-    char gs[32], as[32], ls[32], lc[32], lk[32];
+    char gs[32], as[32], ls[32], lc[32], lk[32], sum[17];
+    char op[4096 + 64];
+    if (tf_checkpoint_optim_path(path, op, sizeof op) != 0) {
+        st = tf_ckpt_failf(err, errlen, TF_ERR_IO, path, "the name of its optimizer file is too long",
+                           NULL, NULL);
+        goto done;
+    }
     float scale = 1.0f;
     long clean = 0, skipped = 0;
     tf_trainer_get_loss_scale(t, &scale, &clean, &skipped);
@@ -76,12 +82,19 @@ tf_status tf_checkpoint_save(tf_trainer *t, const char *path, long global_step, 
     snprintf(ls, sizeof ls, "%.9g", (double)scale); /* 9 digits: reads back bit for bit */
     snprintf(lc, sizeof lc, "%ld", clean);
     snprintf(lk, sizeof lk, "%ld", skipped);
+    tf_ckpt_checksum(p, nf, sum);
+    const char *ometa[] = {"format",          OPTIM_FORMAT, "version",          OPTIM_VERSION,
+                           "tinyfold_version", TF_VERSION,  "global_step",      gs,
+                           "adam_step",       as,           META_LOSS_SCALE,    ls,
+                           META_LOSS_CLEAN,   lc,           META_LOSS_SKIPPED,  lk,
+                           META_MODEL_CHECKSUM, sum};
     const char *meta[] = {"format",           CKPT_FORMAT, "version",         CKPT_VERSION,
                           "tinyfold_version", TF_VERSION,  "tinyfold_config", cfg,
-                          "global_step",      gs,          "adam_step",       as,
-                          META_LOSS_SCALE,    ls,          META_LOSS_CLEAN,   lc,
-                          META_LOSS_SKIPPED,  lk};
-    st = tf_st_write(path, out, 3 * nt, meta, sizeof meta / sizeof meta[0] / 2, err, errlen);
+                          "global_step",      gs};
+    /* the optimizer first: when it cannot be written, the model file stays as it was */
+    st = tf_st_write(op, out + nt, 2 * nt, ometa, sizeof ometa / sizeof ometa[0] / 2, err, errlen);
+    if (st == TF_OK)
+        st = tf_st_write(path, out, nt, meta, sizeof meta / sizeof meta[0] / 2, err, errlen);
 done:
     free(cfg);
     free(names);
@@ -100,36 +113,50 @@ static void shape_str(char *s, size_t n, int ndim, const int64_t *shape) {
     if (k < n) snprintf(s + k, n - k, "]");
 }
 
-/* Validates tensor `name` against info and converts it into dst. */
-static tf_status take(const tf_st_file *f, const char *name, const tf_param_info *info, int nonneg,
-                      float *dst, char *err, size_t errlen) {
+/* Validates tensor `name` (under prefix, or inside a fused tensor) against
+ * info and converts it into dst; marks the tensor used in used[] (may be NULL). */
+static tf_status take(const tf_st_file *f, const char *prefix, const char *name,
+                      const tf_param_info *info, int nonneg, float *dst, unsigned char *used,
+                      char *err, size_t errlen) {
     const char *path = tf_st_label(f);
     int64_t want[2] = {info->shape[0], info->shape[1]};
     char ws[64], hs[64];
     shape_str(ws, sizeof ws, info->ndim, want);
-    const tf_st_tensor *t = tf_st_find(f, name);
+    int part = 0, parts = 1;
+    const tf_st_tensor *t = tf_ckpt_find_param(f, prefix, name, &part, &parts);
     if (!t) {
         char msg[256];
-        snprintf(msg, sizeof msg, "missing tensor '%s' (expected F32 %s)", name, ws);
+        snprintf(msg, sizeof msg, "missing tensor '%s%s' (expected F32 %s)", prefix, name, ws);
         return tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path, "%s", msg, NULL);
     }
+    if (!parts) {
+        char msg[320];
+        snprintf(msg, sizeof msg,
+                 "tensor '%s%s' and the fused '%s' both hold parameter '%s': keep one of them",
+                 prefix, name, t->name, name);
+        return tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path, "%s", msg, NULL);
+    }
+    if (used) used[t - tf_st_at(f, 0)] = 1;
     if (t->dtype != TF_ST_F32 && t->dtype != TF_ST_F64) {
         char msg[256];
-        snprintf(msg, sizeof msg, "tensor '%s': dtype %s, expected F32 (F64 is converted)", name,
+        snprintf(msg, sizeof msg, "tensor '%s': dtype %s, expected F32 (F64 is converted)", t->name,
                  tf_st_dtype_name(t->dtype));
         return tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path, "%s", msg, NULL);
     }
+    want[0] *= parts; /* a fused tensor stacks its parts along the rows */
     int same = t->ndim == info->ndim;
     for (int d = 0; same && d < info->ndim; d++)
         same = t->shape[d] == want[d];
     if (!same) {
         char msg[320];
         shape_str(hs, sizeof hs, t->ndim, t->shape);
-        snprintf(msg, sizeof msg, "tensor '%s': shape %s, expected %s for this config", name, hs,
+        shape_str(ws, sizeof ws, info->ndim, want);
+        snprintf(msg, sizeof msg, "tensor '%s': shape %s, expected %s for this config", t->name, hs,
                  ws);
         return tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path, "%s", msg, NULL);
     }
-    const unsigned char *src = t->data;
+    size_t esize = t->dtype == TF_ST_F32 ? 4 : 8;
+    const unsigned char *src = (const unsigned char *)t->data + (size_t)part * info->count * esize;
     for (size_t i = 0; i < info->count; i++) {
         float x;
         if (t->dtype == TF_ST_F32) {
@@ -141,7 +168,8 @@ static tf_status take(const tf_st_file *f, const char *name, const tf_param_info
         }
         if (!isfinite(x) || (nonneg && x < 0.0f)) {
             char msg[256];
-            snprintf(msg, sizeof msg, "tensor '%s': element %zu is %s", name, i,
+            snprintf(msg, sizeof msg, "tensor '%s': element %zu is %s", t->name,
+                     (size_t)part * info->count + i,
                      isfinite(x) ? "negative" : "not finite (as F32)");
             return tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path, "%s", msg, NULL);
         }
@@ -190,17 +218,18 @@ static tf_status check_unexpected(const tf_st_file *f, const tf_param_info *tab,
 tf_status tf_checkpoint_load(tf_trainer *t, const char *path, int with_optimizer, long *global_step,
                              char *err, size_t errlen) {
     const tf_config *tc = tf_trainer_config(t);
-    tf_st_file *f = NULL;
+    tf_st_file *f = NULL, *g = NULL; /* the model file, the optimizer's (f for version 1) */
     tf_status st = tf_st_open(&f, path, err, errlen);
     if (st) return st;
     size_t nt = tf_param_count_tensors(tc), nf = tf_param_count_floats(tc);
     tf_param_info *tab = malloc(nt * sizeof *tab);
     float *buf = malloc((with_optimizer ? 3 : 1) * nf * sizeof *buf);
     char *name = malloc(NAME_MAX_LEN);
+    unsigned char *used = calloc(tf_st_count(f) + 1, 1);
     tf_config fc;
     long gs = 0, adam_step = 0;
     int ours = 0;
-    if (!tab || !buf || !name) {
+    if (!tab || !buf || !name || !used) {
         st = tf_ckpt_failf(err, errlen, TF_ERR_NOMEM, path, "out of memory", NULL, NULL);
         goto done;
     }
@@ -211,10 +240,6 @@ tf_status tf_checkpoint_load(tf_trainer *t, const char *path, int with_optimizer
     if (!tf_st_meta_get(f, "tinyfold_config")) {
         /* inferred from shapes: what the shapes cannot tell is not compared */
         if (!tf_st_meta_get(f, "n_heads_pair")) fc.n_heads_pair = tc->n_heads_pair;
-        if (fc.n_blocks == 0) {
-            fc.outer_dim = tc->outer_dim;
-            fc.n_heads_msa = tc->n_heads_msa;
-        }
     }
     if (tf_io_config_model_diff(&fc, tc, &field, &va, &vb)) {
         char msg[256];
@@ -224,40 +249,58 @@ tf_status tf_checkpoint_load(tf_trainer *t, const char *path, int with_optimizer
         st = tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path, "%s", msg, NULL);
         goto done;
     }
-    if (with_optimizer) {
-        const char *as = tf_st_meta_get(f, "adam_step");
-        if (!as) {
-            st = tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path,
-                       "has no optimizer state (metadata 'adam_step' missing): load it without the "
-                       "optimizer",
-                       NULL, NULL);
-            goto done;
-        }
-        if (!tf_ckpt_parse_step(as, &adam_step)) {
-            st = tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path,
-                       "metadata 'adam_step' is '%s', expected " STEP_EXPECTED, as, NULL);
-            goto done;
-        }
-    }
     float scale = 1.0f;
     long clean = 0, skipped = 0;
     int has_scale = 0;
-    if (with_optimizer &&
-        (st = tf_ckpt_loss_scale(f, &scale, &clean, &skipped, &has_scale, err, errlen)))
+    if (with_optimizer) {
+        if ((st = tf_ckpt_open_optimizer(f, ours, gs, &g, err, errlen))) goto done;
+        const char *as = tf_st_meta_get(g, "adam_step");
+        if (!tf_ckpt_parse_step(as, &adam_step)) {
+            st = tf_ckpt_failf(err, errlen, TF_ERR_USAGE, tf_st_label(g),
+                               "metadata 'adam_step' is '%s', expected " STEP_EXPECTED,
+                               as ? as : "(missing)", NULL);
+            goto done;
+        }
+        if ((st = tf_ckpt_loss_scale(g, &scale, &clean, &skipped, &has_scale, err, errlen)))
+            goto done;
+    }
+    const char *pre = ours ? "" : tf_ckpt_prefix(f);
+    if (ours && (st = check_unexpected(f, tab, nt, with_optimizer && g == f, tc, err, errlen)))
         goto done;
-    if ((st = check_unexpected(f, tab, nt, with_optimizer, tc, err, errlen))) goto done;
+    if (g && g != f && (st = check_unexpected(g, tab, nt, 1, tc, err, errlen))) goto done;
     for (size_t i = 0; i < nt && st == TF_OK; i++) {
-        st = take(f, tab[i].name, &tab[i], 0, buf, err, errlen);
+        st = take(f, pre, tab[i].name, &tab[i], 0, buf, used, err, errlen);
         if (st == TF_OK && with_optimizer) {
             snprintf(name, NAME_MAX_LEN, OPT_M "%s", tab[i].name);
-            st = take(f, name, &tab[i], 0, buf + nf, err, errlen);
+            st = take(g, "", name, &tab[i], 0, buf + nf, NULL, err, errlen);
         }
         if (st == TF_OK && with_optimizer) {
             snprintf(name, NAME_MAX_LEN, OPT_V "%s", tab[i].name);
-            st = take(f, name, &tab[i], 1, buf + 2 * nf, err, errlen);
+            st = take(g, "", name, &tab[i], 1, buf + 2 * nf, NULL, err, errlen);
         }
     }
     if (st) goto done;
+    /* a foreign state_dict: every tensor must have been one of the model's */
+    for (size_t i = 0; !ours && i < tf_st_count(f); i++)
+        if (!used[i]) {
+            char nb[128], msg[320];
+            snprintf(msg, sizeof msg,
+                     "unexpected tensor '%s': not part of a model with n_blocks=%d",
+                     tf_io_printable(nb, sizeof nb, tf_st_at(f, i)->name), tc->n_blocks);
+            st = tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path, "%s", msg, NULL);
+            goto done;
+        }
+    if (g && g != f) {
+        char sum[17];
+        tf_ckpt_checksum(buf, nf, sum);
+        if (strcmp(sum, tf_st_meta_get(g, META_MODEL_CHECKSUM)) != 0) {
+            st = tf_ckpt_failf(err, errlen, TF_ERR_USAGE, tf_st_label(g),
+                               "is not the optimizer state of '%s' (its model checksum differs): "
+                               "the two files are not a pair",
+                               path, NULL);
+            goto done;
+        }
+    }
     /* everything checked: now the trainer changes */
     tf_trainer_set_params(t, buf);
     if (with_optimizer) tf_trainer_set_adam(t, buf + nf, buf + 2 * nf, adam_step);
@@ -267,9 +310,11 @@ tf_status tf_checkpoint_load(tf_trainer *t, const char *path, int with_optimizer
         tf_trainer_set_loss_scale(t, scale, clean, skipped);
     if (global_step) *global_step = gs;
 done:
+    free(used);
     free(name);
     free(buf);
     free(tab);
+    if (g && g != f) tf_st_close(g);
     tf_st_close(f);
     return st;
 }

@@ -1,19 +1,35 @@
-/* Checkpoints: safetensors files holding the parameters under their PyTorch
- * state_dict names (F32, shapes of tf_param_table), the AdamW moments as
- * "optimizer.exp_avg.<name>" / "optimizer.exp_avg_sq.<name>" (every tensor,
- * pair_norm_outer included, so the layout is uniform), and in "__metadata__":
- * "format": "tinyfold-checkpoint", "version": "1", "tinyfold_version",
- * "tinyfold_config" (JSON of the config), "global_step" (optimizer steps taken,
- * warm-up included), "adam_step" (the AdamW step count) and the loss
- * scaler's state: "loss_scale", "loss_scale_clean_steps", "loss_scale_skipped"
- * (fp16's dynamic loss scale; 1, 0, 0 for other precisions). The precision is
- * tinyfold_config's "precision". Loading with the optimizer restores the
- * scaler when both the file and the trainer are fp16.
+/* Checkpoints: two safetensors files.
  *
- * A PyTorch state_dict saved with safetensors.torch.save_file (parameters
- * only, no tinyfold metadata) loads with with_optimizer = 0; its config is
- * inferred from the tensor shapes (n_heads_pair cannot be inferred: default).
- * F64 tensors are converted to F32 on load; other dtypes are refused. */
+ * NAME (the model file) holds the parameters and nothing else, under their
+ * PyTorch state_dict names (F32, shapes of tf_param_table), so PyTorch's
+ * load_state_dict(strict=True) takes it as it is, and in "__metadata__":
+ * "format": "tinyfold-checkpoint", "version": "2", "tinyfold_version",
+ * "tinyfold_config" (JSON of the config), "global_step" (optimizer steps
+ * taken, warm-up included).
+ *
+ * The optimizer file beside it (tf_checkpoint_optim_path: NAME with a
+ * ".safetensors" ending replaced by, or else followed by,
+ * ".optim.safetensors") holds the AdamW moments as
+ * "optimizer.exp_avg.<name>" / "optimizer.exp_avg_sq.<name>" (every tensor,
+ * pair_norm_outer included) and in its metadata "format":
+ * "tinyfold-optimizer", "version": "1", "global_step", "adam_step" (the AdamW
+ * step count), fp16's loss scaler ("loss_scale", "loss_scale_clean_steps",
+ * "loss_scale_skipped"; 1, 0, 0 for other precisions) and "model_checksum"
+ * (FNV-1a 64 of the model file's parameters): a resume checks the two are a
+ * pair. The optimizer file is written first, so a failed save leaves the
+ * previous model file whole; a save that fails between the two is refused
+ * by the next resume (not a pair), and the model file still loads.
+ *
+ * A version 1 file (model and optimizer in one file) still loads and
+ * resumes. A PyTorch state_dict saved with safetensors.torch.save_file
+ * (parameters only, no tinyfold metadata) loads with with_optimizer = 0; its
+ * config is inferred from the tensor shapes (n_heads_pair cannot be
+ * inferred: metadata "n_heads_pair", else the default). Its names may carry
+ * nn.DataParallel's "module." or torch.compile's "_orig_mod." prefix, and the
+ * upstream TinyOpenFold v2 script's fused projections (qkv_proj,
+ * left_right_proj, left_right_gate) are split into ours; any other tensor is
+ * refused by name. F64 tensors are converted to F32 on load; other dtypes are
+ * refused. */
 #ifndef TF_IO_CHECKPOINT_H
 #define TF_IO_CHECKPOINT_H
 
@@ -40,6 +56,13 @@ tf_status tf_checkpoint_save(tf_trainer *t, const char *path, long global_step, 
  * (may be NULL) gets the stored step, 0 for a file without one. */
 tf_status tf_checkpoint_load(tf_trainer *t, const char *path, int with_optimizer, long *global_step,
                              char *err, size_t errlen);
+/* The optimizer file's name for model file model_path; -1 when it does not
+ * fit in n bytes. */
+int tf_checkpoint_optim_path(const char *model_path, char *out, size_t n);
+/* TF_OK when path can be resumed: a tinyfold checkpoint with its optimizer
+ * state (in the file, version 1, or the optimizer file beside it, of the same
+ * global step); else one line saying why and what to do instead. */
+tf_status tf_checkpoint_check_resumable(const char *path, char *err, size_t errlen);
 /* The config stored in the file (tf_config_default + the stored values, or
  * the shape-inferred model for a foreign file), for --resume. */
 tf_status tf_checkpoint_peek_config(const char *path, tf_config *c, long *global_step, char *err,

@@ -7,7 +7,14 @@
 #include "tinyfold.h"
 
 #define CKPT_FORMAT "tinyfold-checkpoint"
-#define CKPT_VERSION "1"
+/* 2: the model's tensors only, the optimizer in a file of its own
+ * (OPTIM_FORMAT); 1: both in one file (still read) */
+#define CKPT_VERSION "2"
+#define CKPT_VERSION_COMBINED "1"
+#define OPTIM_FORMAT "tinyfold-optimizer"
+#define OPTIM_VERSION "1"
+/* the optimizer file's FNV-1a 64 of the model file's parameters, in hex */
+#define META_MODEL_CHECKSUM "model_checksum"
 #define OPT_M "optimizer.exp_avg."
 #define OPT_V "optimizer.exp_avg_sq."
 /* fp16's loss scaler (tf_trainer_get_loss_scale): the scale, the clean steps
@@ -31,6 +38,27 @@ int tf_ckpt_parse_step(const char *s, long *v);
  * checkpoint (not a foreign state_dict). */
 tf_status tf_ckpt_file_config(const tf_st_file *f, tf_config *c, long *gs, int *ours, char *err,
                               size_t errlen);
+
+/* The wrapper prefix of a foreign state_dict's names ("", "module.",
+ * "_orig_mod.", ...): the one under which "msa_embedding.weight" exists. */
+const char *tf_ckpt_prefix(const tf_st_file *f);
+/* The tensor holding parameter `name` (prefix + name, or the upstream v2
+ * script's fused tensor holding it as rows part*R..(part+1)*R of parts*R);
+ * NULL when neither exists; *parts = 0 (and the fused tensor) when both do. */
+const tf_st_tensor *tf_ckpt_find_param(const tf_st_file *f, const char *prefix, const char *name,
+                                       int *part, int *parts);
+/* The first tensor (in name order) that is not prefix + a TinyOpenFold
+ * state_dict name (ours or fused), NULL when every one is. */
+const char *tf_ckpt_first_unknown(const tf_st_file *f, const char *prefix);
+
+/* The FNV-1a 64 of n floats' bytes, as 16 hex digits. */
+void tf_ckpt_checksum(const float *p, size_t n, char out[17]);
+/* The optimizer state of model file f (global step global_step): f itself
+ * for a version 1 file, else its optimizer file, opened into *g and checked
+ * (format, version, the same global step, a checksum present). Refused for
+ * a foreign state_dict (!ours) and a missing file, saying what to do. */
+tf_status tf_ckpt_open_optimizer(const tf_st_file *f, int ours, long global_step,
+                                 tf_st_file **g, char *err, size_t errlen);
 
 /* The loss scaler's state in f's metadata, range-checked: *present = 0 (and
  * nothing else set) for a file without it (all three keys or none). */

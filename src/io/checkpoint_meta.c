@@ -49,11 +49,11 @@ static tf_status check_format(const tf_st_file *f, int *ours, char *err, size_t 
                      NULL);
     if (*ours) {
         const char *ver = tf_st_meta_get(f, "version");
-        if (!ver || strcmp(ver, CKPT_VERSION) != 0)
-            return tf_ckpt_failf(
-                err, errlen, TF_ERR_USAGE, path,
-                "unsupported checkpoint version '%s' (this build reads version " CKPT_VERSION ")",
-                ver ? ver : "(missing)", NULL);
+        if (!ver || (strcmp(ver, CKPT_VERSION) != 0 && strcmp(ver, CKPT_VERSION_COMBINED) != 0))
+            return tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path,
+                                 "unsupported checkpoint version '%s' (this build reads versions "
+                                 CKPT_VERSION_COMBINED " and " CKPT_VERSION ")",
+                                 ver ? ver : "(missing)", NULL);
         if (!tf_st_meta_get(f, "tinyfold_config"))
             return tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path, "metadata 'tinyfold_config' is missing",
                          NULL, NULL);
@@ -71,8 +71,26 @@ static int dim_of(const tf_st_tensor *t, int d, int *v) {
 static tf_status infer_config(const tf_st_file *f, tf_config *c, char *err, size_t errlen) {
     const char *path = tf_st_label(f);
     tf_config_default(c);
-    const tf_st_tensor *e = tf_st_find(f, "msa_embedding.weight");
-    const tf_st_tensor *pe = tf_st_find(f, "pair_embedding.weight");
+    if (tf_st_meta_get(f, "format") && strcmp(tf_st_meta_get(f, "format"), OPTIM_FORMAT) == 0)
+        return tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path,
+                             "is the optimizer file of a checkpoint, not a checkpoint: give the "
+                             "checkpoint written by --save (the optimizer file is read beside it)",
+                             NULL, NULL);
+    const char *pre = tf_ckpt_prefix(f);
+    const char *unknown = tf_ckpt_first_unknown(f, pre);
+    if (unknown)
+        return tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path,
+                             "unknown tensor '%s': a checkpoint without tinyfold metadata must "
+                             "hold a TinyOpenFold state_dict (the names of "
+                             "tests/reference/tinyopenfold_ref.py, or the v2 script's fused "
+                             "qkv_proj, left_right_proj, left_right_gate; optionally all under "
+                             "'module.' or '_orig_mod.')",
+                             unknown, NULL);
+    char nm[128];
+    snprintf(nm, sizeof nm, "%smsa_embedding.weight", pre);
+    const tf_st_tensor *e = tf_st_find(f, nm);
+    snprintf(nm, sizeof nm, "%spair_embedding.weight", pre);
+    const tf_st_tensor *pe = tf_st_find(f, nm);
     if (!e || e->ndim != 2 || !dim_of(e, 0, &c->vocab) || !dim_of(e, 1, &c->msa_dim))
         return tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path,
                      "no tinyfold metadata and no 2-D tensor 'msa_embedding.weight' to infer the "
@@ -83,18 +101,19 @@ static tf_status infer_config(const tf_st_file *f, tf_config *c, char *err, size
                      "no tinyfold metadata and no 2-D tensor 'pair_embedding.weight' to infer the "
                      "model from",
                      NULL, NULL);
-    char nm[128];
     int nb = 0;
-    for (;; nb++) {
-        snprintf(nm, sizeof nm, "evoformer_blocks.%d.msa_row_attention.q_proj.weight", nb);
+    for (;; nb++) { /* fused or not, every block has its row attention's bias projection */
+        snprintf(nm, sizeof nm, "%sevoformer_blocks.%d.msa_row_attention.pair_bias_proj.weight",
+                 pre, nb);
         if (!tf_st_find(f, nm) || nb == INT_MAX - 1) break;
     }
     c->n_blocks = nb;
     if (nb > 0) {
-        const tf_st_tensor *o =
-            tf_st_find(f, "evoformer_blocks.0.outer_product_mean.msa_to_outer.weight");
-        const tf_st_tensor *pb =
-            tf_st_find(f, "evoformer_blocks.0.msa_row_attention.pair_bias_proj.weight");
+        snprintf(nm, sizeof nm, "%sevoformer_blocks.0.outer_product_mean.msa_to_outer.weight", pre);
+        const tf_st_tensor *o = tf_st_find(f, nm);
+        snprintf(nm, sizeof nm, "%sevoformer_blocks.0.msa_row_attention.pair_bias_proj.weight",
+                 pre);
+        const tf_st_tensor *pb = tf_st_find(f, nm);
         if (!dim_of(o, 0, &c->outer_dim) || !dim_of(pb, 0, &c->n_heads_msa))
             return tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path,
                          "cannot infer outer_dim / n_heads_msa: block 0 tensors missing or not 2-D",
@@ -127,7 +146,7 @@ static tf_status infer_config(const tf_st_file *f, tf_config *c, char *err, size
         const char *name;
         int lo, hi;
     } lim[] = {{"msa_dim", 1, TF_LIM_DIM_MAX},        {"pair_dim", 1, TF_LIM_DIM_MAX},
-               {"n_blocks", 0, TF_LIM_BLOCKS_MAX},    {"n_heads_msa", 1, TF_LIM_HEADS_MAX},
+               {"n_blocks", 1, TF_LIM_BLOCKS_MAX},    {"n_heads_msa", 1, TF_LIM_HEADS_MAX},
                {"outer_dim", 1, TF_LIM_OUTER_MAX},    {"n_heads_pair", 1, TF_LIM_HEADS_MAX},
                {"vocab", TF_LIM_VOCAB_MIN, TF_LIM_VOCAB_MAX},
                {"pair_input_dim", TF_LIM_PAIR_INPUT, TF_LIM_PAIR_INPUT}};

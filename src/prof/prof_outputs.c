@@ -194,6 +194,7 @@ static cJSON *summary_json(const tf_prof *p, const cJSON *run) {
     prof_totals t;
     prof_compute_totals(p, &t);
     cJSON *root = cJSON_CreateObject();
+    cJSON_AddNumberToObject(root, "schema_version", TF_PROF_SUMMARY_SCHEMA);
     cJSON_AddStringToObject(root, "tinyfold_version", TF_VERSION);
     static const char *const timers[3] = {"host", "cupti", "events"};
     cJSON_AddStringToObject(root, "backend", p->backend);

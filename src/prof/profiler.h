@@ -19,6 +19,10 @@
 
 #include "tinyfold.h"
 
+/* summary.json's schema (its "schema_version"); raised when a field changes
+ * meaning or goes away. The run JSON under "run" carries its own. */
+#define TF_PROF_SUMMARY_SCHEMA 1
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -130,6 +130,16 @@ if [ ! -e /dev/kfd ]; then
 fi
 bad --profile-regions --profile-regions ""
 bad --profile-regions --profile-regions "forward_pass,,backward_pass"
+# A region no run opens would collect nothing: refused, naming the valid ones.
+bad "'nonexistent' is not a region" --profile-regions nonexistent
+bad "block_0..block_11" train --profile-regions forward_pass,bogus
+bad "did you mean forward_pass?" profile --out "$TMP/prof" --selected-regions forwrd_pass
+bad "'bogus' is not a region" profile --out "$TMP/prof" --selected-regions bogus
+[ -e "$TMP/prof" ] && { echo "FAIL: a refused profile created its --out"; fails=$((fails + 1)); }
+timeout 120 "$BIN" profile --batch-size 1 --seq-len 8 --num-seqs 2 --num-blocks 1 --msa-dim 16 \
+    --pair-dim 32 --backend cpu --threads 1 --warmup-steps 0 --num-steps 1 --quiet \
+    --out "$TMP/prof_ok" --selected-regions "forward_pass, block_0" >/dev/null 2>&1 </dev/null ||
+    { echo "FAIL: valid --selected-regions refused"; fails=$((fails + 1)); }
 
 # Missing values, unknown and misspelt options, stray arguments.
 bad --seq-len --seq-len

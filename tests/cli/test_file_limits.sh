@@ -31,12 +31,16 @@ for v in 9223372036854775807 9223372036854775806 9007199254740993; do
     st_set_meta ck gs.ck "s/\"global_step\":\"1\"/\"global_step\":\"$v\"/"
     refused_file "metadata 'global_step' is '$v'" gs.ck train --resume gs.ck --backend cpu \
         --threads 1 --quiet --num-steps 2
-    st_set_meta ck as.ck "s/\"adam_step\":\"1\"/\"adam_step\":\"$v\"/"
+    cp ck as.ck # the optimizer's counters are in the optimizer file beside it
+    st_set_meta ck.optim.safetensors as.ck.optim.safetensors \
+        "s/\"adam_step\":\"1\"/\"adam_step\":\"$v\"/"
     refused_file "metadata 'adam_step' is '$v'" as.ck train --resume as.ck --backend cpu \
         --threads 1 --quiet --num-steps 2
 done
 # The largest accepted step resumes and counts on without overflow.
 st_set_meta ck big.ck 's/"global_step":"1"/"global_step":"9007199254740992"/'
+st_set_meta ck.optim.safetensors big.ck.optim.safetensors \
+    's/"global_step":"1"/"global_step":"9007199254740992"/'
 run train --resume big.ck --backend cpu --threads 1 --quiet --num-steps 1 --json big.json ||
     fail "global_step 2^53 should resume: $(cat err)"
 # A stored learning rate out of range names the file and the field.

@@ -34,6 +34,12 @@ bad --memory-budget train --memory-budget 0
 bad --memory-budget train --memory-budget -5G
 bad --memory-budget train --memory-budget 5X
 bad --memory-budget train --memory-budget G
+# a byte count that overflows 64 bits is refused, as integer flags' are
+bad "the value overflows" train --memory-budget 18446744073709551616
+bad "the value overflows" train --memory-budget 20000000T
+# the budget chooses --recompute: both given contradict each other
+bad "--recompute: not accepted with --memory-budget" train "${TINY[@]}" --recompute modules --memory-budget 1G
+bad "--recompute: not accepted with --memory-budget" train "${TINY[@]}" --memory-budget 1G --recompute none
 bad --scaling bench --scaling 0
 bad --scaling bench --scaling 64,,128
 bad --scaling bench --scaling 64,5000

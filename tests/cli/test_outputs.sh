@@ -68,11 +68,20 @@ refused "directory does not exist" train "${TINY[@]}" --json nodir/x.json
 long=$(printf 'a%.0s' $(seq 1 250))
 refused "temporary suffix" train "${TINY[@]}" --save "$long"
 refused "temporary suffix" train "${TINY[@]}" --json "$(printf 'b%.0s' $(seq 1 300))"
-# A long but valid name is saved, and its message (if any) is not cut.
-ok=$(printf 'c%.0s' $(seq 1 230))
+# A long but valid name is saved (with its optimizer file, 18 bytes longer),
+# and its message (if any) is not cut.
+ok=$(printf 'c%.0s' $(seq 1 212))
 timeout 120 "$BIN" train "${TINY[@]}" --save "$ok" >out 2>err </dev/null ||
-    { echo "FAIL: a 230-byte name should be saved: $(cat err)"; fails=$((fails + 1)); }
-[ -s "$ok" ] || { echo "FAIL: no checkpoint under the 230-byte name"; fails=$((fails + 1)); }
+    { echo "FAIL: a 212-byte name should be saved: $(cat err)"; fails=$((fails + 1)); }
+[ -s "$ok" ] && [ -s "$ok.optim.safetensors" ] ||
+    { echo "FAIL: no checkpoint pair under the 212-byte name"; fails=$((fails + 1)); }
+# 230 bytes fit, but not with the optimizer file's suffix: refused before the run, naming it.
+refused "optimizer file" train "${TINY[@]}" --save "$(printf 'd%.0s' $(seq 1 230))"
+# The optimizer file is an output like the checkpoint: it must not replace an input.
+cp data.st x.optim.safetensors
+refused "the --data file" train "${DTINY[@]}" --data x.optim.safetensors --save x.safetensors
+refused "the --resume checkpoint's optimizer file" train "${TINY[@]}" --resume ck \
+    --save ck.optim.safetensors
 
 # Nothing left behind by the creatability checks.
 ls | grep -q '\.tmp\.' && { echo "FAIL: temporary files left: $(ls | grep '\.tmp\.')"; fails=$((fails + 1)); }

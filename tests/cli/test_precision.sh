@@ -119,14 +119,16 @@ assert r32["config"]["precision"] == "fp32" and r32["summary"]["loss_scale"] == 
 
 # A checkpoint whose scale overflows fp32 itself: every resumed step skips
 # and halves it.
-raw = open(f"{d}/fp16.ckpt", "rb").read()
+# (the scaler's state is in the optimizer file beside the checkpoint)
+open(f"{d}/huge.ckpt", "wb").write(open(f"{d}/fp16.ckpt", "rb").read())
+raw = open(f"{d}/fp16.ckpt.optim.safetensors", "rb").read()
 n = struct.unpack("<Q", raw[:8])[0]
 head = json.loads(raw[8:8 + n])
 assert head["__metadata__"]["loss_scale"] == str(int(f16["summary"]["loss_scale"])), head["__metadata__"]
 head["__metadata__"]["loss_scale"] = str(2.0 ** 120)
 h = json.dumps(head).encode()
 h += b" " * (-len(h) % 8)
-open(f"{d}/huge.ckpt", "wb").write(struct.pack("<Q", len(h)) + h + raw[8 + n:])
+open(f"{d}/huge.ckpt.optim.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + raw[8 + n:])
 EOF
     run train "${TINY[@]}" --use-amp --resume "$TMP/huge.ckpt" --num-steps 5 --log-every 100 \
         --json "$TMP/huge.json"

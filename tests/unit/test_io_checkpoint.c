@@ -111,6 +111,25 @@ static void rewrite(const char *src, const char *dst, edit_fn edit, void *arg) {
     tf_st_close(f);
 }
 
+/* The optimizer file beside checkpoint p (one of 4 rotating buffers). */
+static const char *optim_of(const char *p) {
+    static char b[4][700];
+    static int k;
+    k = (k + 1) % 4;
+    assert_int_equal(tf_checkpoint_optim_path(p, b[k], sizeof b[k]), 0);
+    return b[k];
+}
+
+/* q and its optimizer file: copies of p's, with the edit applied to the
+ * model file (in_optim 0) or to the optimizer file (1). */
+static void rewrite_pair(const char *p, const char *q, int in_optim, edit_fn edit, void *arg) {
+    char op[700], oq[700];
+    snprintf(op, sizeof op, "%s", optim_of(p));
+    snprintf(oq, sizeof oq, "%s", optim_of(q));
+    rewrite(p, q, in_optim ? NULL : edit, arg);
+    rewrite(op, oq, in_optim ? edit : NULL, arg);
+}
+
 static tf_st_out *find_out(tf_st_out *t, size_t n, const char *name) {
     for (size_t i = 0; i < n; i++)
         if (!strcmp(t[i].name, name)) return &t[i];
@@ -153,14 +172,6 @@ static void edit_add(tf_st_out *t, size_t *n, void *arg) {
     ++*n;
 }
 
-static void edit_drop_optimizer(tf_st_out *t, size_t *n, void *arg) {
-    (void)arg;
-    size_t k = 0;
-    for (size_t i = 0; i < *n; i++)
-        if (strncmp(t[i].name, "optimizer.", 10) != 0) t[k++] = t[i];
-    *n = k;
-}
-
 /* ---- tests ---------------------------------------------------------------------- */
 
 static void test_file_contents(void **state) {
@@ -178,14 +189,19 @@ static void test_file_contents(void **state) {
     size_t nt = tf_param_count_tensors(&c);
     tf_param_info *tab = malloc(nt * sizeof *tab);
     tf_param_table(&c, tab);
-    assert_int_equal(tf_st_count(f), 3 * nt);
+    /* the model file: the parameters only, as PyTorch's state_dict */
+    assert_int_equal(tf_st_count(f), nt);
+    tf_st_file *g = NULL;
+    assert_string_equal(optim_of(p), io_path("a.ckpt.optim.safetensors"));
+    assert_int_equal(tf_st_open(&g, optim_of(p), err, sizeof err), TF_OK);
+    assert_int_equal(tf_st_count(g), 2 * nt);
     static const char *pre[3] = {"", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
     const float *src[3] = {s.p, s.m, s.v};
     for (size_t i = 0; i < nt; i++)
         for (int k = 0; k < 3; k++) {
             char nm[160];
             snprintf(nm, sizeof nm, "%s%s", pre[k], tab[i].name);
-            const tf_st_tensor *x = tf_st_find(f, nm);
+            const tf_st_tensor *x = tf_st_find(k ? g : f, nm);
             if (!x) fail_msg("missing %s", nm);
             assert_int_equal(x->dtype, TF_ST_F32);
             assert_int_equal(x->ndim, tab[i].ndim);
@@ -194,11 +210,16 @@ static void test_file_contents(void **state) {
             assert_memory_equal(x->data, src[k] + tab[i].offset, tab[i].count * sizeof(float));
         }
     assert_string_equal(tf_st_meta_get(f, "format"), "tinyfold-checkpoint");
-    assert_string_equal(tf_st_meta_get(f, "version"), "1");
+    assert_string_equal(tf_st_meta_get(f, "version"), "2");
     assert_string_equal(tf_st_meta_get(f, "global_step"), "3");
+    assert_null(tf_st_meta_get(f, "adam_step"));
+    assert_string_equal(tf_st_meta_get(g, "format"), "tinyfold-optimizer");
+    assert_string_equal(tf_st_meta_get(g, "global_step"), "3");
+    assert_non_null(tf_st_meta_get(g, "model_checksum"));
     char as[32];
     snprintf(as, sizeof as, "%ld", s.step);
-    assert_string_equal(tf_st_meta_get(f, "adam_step"), as);
+    assert_string_equal(tf_st_meta_get(g, "adam_step"), as);
+    tf_st_close(g);
     assert_int_equal(s.step, 3);
     tf_config back;
     assert_int_equal(
@@ -379,40 +400,59 @@ static void test_bad_tensors(void **state) {
     tf_config c2 = tiny(8);
     tf_trainer *u = make(&c2);
 
-    rewrite(p, q, edit_drop, "structure_module.distance_pred.weight");
+    rewrite_pair(p, q, 0, edit_drop, "structure_module.distance_pred.weight");
     LOAD_FAILS(u, q, 0, "missing tensor 'structure_module.distance_pred.weight'", "[1,8]");
-    rewrite(p, q, edit_drop, "optimizer.exp_avg_sq.evoformer_blocks.0.pair_norm_outer.bias");
+    rewrite_pair(p, q, 1, edit_drop, "optimizer.exp_avg_sq.evoformer_blocks.0.pair_norm_outer.bias");
     LOAD_FAILS(u, q, 1,
                "missing tensor 'optimizer.exp_avg_sq.evoformer_blocks.0.pair_norm_outer.bias'");
     assert_int_equal(tf_checkpoint_load(u, q, 0, NULL, err, sizeof err), TF_OK); /* not needed */
     u = (tf_trainer_destroy(u), make(&c2));
-    rewrite(p, q, edit_transpose, "structure_module.distance_pred.weight");
+    rewrite_pair(p, q, 0, edit_transpose, "structure_module.distance_pred.weight");
     LOAD_FAILS(u, q, 0, "tensor 'structure_module.distance_pred.weight'", "shape [8,1]",
                "expected [1,8]");
-    rewrite(p, q, edit_as_i32, "msa_embedding.weight");
+    rewrite_pair(p, q, 0, edit_as_i32, "msa_embedding.weight");
     LOAD_FAILS(u, q, 0, "tensor 'msa_embedding.weight'", "dtype I32");
     g_edit_value = NAN;
-    rewrite(p, q, edit_value, "evoformer_blocks.0.msa_transition.linear2.weight");
+    rewrite_pair(p, q, 0, edit_value, "evoformer_blocks.0.msa_transition.linear2.weight");
     LOAD_FAILS(u, q, 0, "evoformer_blocks.0.msa_transition.linear2.weight", "element 255",
                "not finite");
     g_edit_value = INFINITY;
-    rewrite(p, q, edit_value, "optimizer.exp_avg.msa_embedding.weight");
+    rewrite_pair(p, q, 1, edit_value, "optimizer.exp_avg.msa_embedding.weight");
     LOAD_FAILS(u, q, 1, "optimizer.exp_avg.msa_embedding.weight", "not finite");
     g_edit_value = -1e-6f;
-    rewrite(p, q, edit_value, "optimizer.exp_avg_sq.msa_embedding.weight");
+    rewrite_pair(p, q, 1, edit_value, "optimizer.exp_avg_sq.msa_embedding.weight");
     LOAD_FAILS(u, q, 1, "optimizer.exp_avg_sq.msa_embedding.weight", "negative");
-    rewrite(p, q, edit_add, "evoformer_blocks.1.msa_row_attention.q_proj.weight");
+    rewrite_pair(p, q, 0, edit_add, "evoformer_blocks.1.msa_row_attention.q_proj.weight");
     LOAD_FAILS(u, q, 0, "unexpected tensor 'evoformer_blocks.1.msa_row_attention.q_proj.weight'");
-    rewrite(p, q, edit_add, "optimizer.exp_avg.structure_module.extra");
+    rewrite_pair(p, q, 1, edit_add, "optimizer.exp_avg.structure_module.extra");
     LOAD_FAILS(u, q, 1, "unexpected tensor 'optimizer.exp_avg.structure_module.extra'");
     /* other prefixes are ignored */
-    rewrite(p, q, edit_add, "ema.msa_embedding.weight");
+    rewrite_pair(p, q, 0, edit_add, "ema.msa_embedding.weight");
     assert_int_equal(tf_checkpoint_load(u, q, 1, NULL, err, sizeof err), TF_OK);
-    /* no optimizer tensors: fine without, an error with */
+    /* a model value changed after the save: the optimizer file is not its pair */
     u = (tf_trainer_destroy(u), make(&c2));
-    rewrite(p, q, edit_drop_optimizer, NULL);
-    LOAD_FAILS(u, q, 1, "missing tensor 'optimizer.exp_avg.msa_embedding.weight'");
+    g_edit_value = 0.5f;
+    rewrite_pair(p, q, 0, edit_value, "msa_embedding.weight");
+    LOAD_FAILS(u, q, 1, "model checksum differs", "not a pair");
     assert_int_equal(tf_checkpoint_load(u, q, 0, NULL, err, sizeof err), TF_OK);
+    /* no optimizer file: fine without, an error with, naming the file and --load */
+    u = (tf_trainer_destroy(u), make(&c2));
+    const char *lone = io_path("lone.ckpt");
+    rewrite(p, lone, NULL, NULL);
+    LOAD_FAILS(u, lone, 1, "no optimizer state", "lone.ckpt.optim.safetensors", "does not exist",
+               "--load");
+    assert_int_equal(tf_checkpoint_load(u, lone, 0, NULL, err, sizeof err), TF_OK);
+    assert_fails_with(tf_checkpoint_check_resumable(lone, err, sizeof err), TF_ERR_USAGE, err,
+                      "no optimizer state");
+    assert_int_equal(tf_checkpoint_check_resumable(p, err, sizeof err), TF_OK);
+    /* the optimizer file of another step: not a pair */
+    steps(t, 1, 2);
+    const char *later = io_path("later.ckpt");
+    assert_int_equal(tf_checkpoint_save(t, later, 2, err, sizeof err), TF_OK);
+    rewrite(optim_of(later), optim_of(lone), NULL, NULL);
+    LOAD_FAILS(u, lone, 1, "global step 2", "step 1", "not a pair");
+    /* the optimizer file given as the checkpoint */
+    LOAD_FAILS(u, optim_of(p), 0, "optimizer file", "not a checkpoint");
     tf_trainer_destroy(u);
     tf_trainer_destroy(t);
 }
@@ -525,10 +565,10 @@ static void test_not_a_checkpoint(void **state) {
     float x = 1;
     tf_st_out o = {.name = "x", .dtype = TF_ST_F32, .ndim = 1, .shape = {1}, .data = &x};
     assert_int_equal(tf_st_write(p, &o, 1, NULL, 0, err, sizeof err), TF_OK);
-    LOAD_FAILS(t, p, 0, "msa_embedding.weight");
-    const char *v2[] = {"format", "tinyfold-checkpoint", "version", "2", "tinyfold_config", "{}"};
-    assert_int_equal(tf_st_write(p, &o, 1, v2, 3, err, sizeof err), TF_OK);
-    LOAD_FAILS(t, p, 0, "unsupported checkpoint version '2'");
+    LOAD_FAILS(t, p, 0, "unknown tensor 'x'", "tinyopenfold_ref.py");
+    const char *v3[] = {"format", "tinyfold-checkpoint", "version", "3", "tinyfold_config", "{}"};
+    assert_int_equal(tf_st_write(p, &o, 1, v3, 3, err, sizeof err), TF_OK);
+    LOAD_FAILS(t, p, 0, "unsupported checkpoint version '3'");
     const char *bad_cfg[] = {"format",
                              "tinyfold-checkpoint",
                              "version",
@@ -716,7 +756,7 @@ static void test_loss_scale_round_trip(void **state) {
     assert_int_equal(tf_checkpoint_save(a, p, 2, err, sizeof err), TF_OK);
 
     tf_st_file *f = NULL;
-    assert_int_equal(tf_st_open(&f, p, err, sizeof err), TF_OK);
+    assert_int_equal(tf_st_open(&f, optim_of(p), err, sizeof err), TF_OK);
     assert_string_equal(tf_st_meta_get(f, "loss_scale"), "1024");
     assert_string_equal(tf_st_meta_get(f, "loss_scale_clean_steps"), "17");
     assert_string_equal(tf_st_meta_get(f, "loss_scale_skipped"), "5");
@@ -742,7 +782,7 @@ static void test_loss_scale_round_trip(void **state) {
     /* an fp32 file resumed in fp16: the fp16 run starts GradScaler's scale */
     const char *q = io_path("fp32.ckpt");
     assert_int_equal(tf_checkpoint_save(d, q, 2, err, sizeof err), TF_OK);
-    assert_int_equal(tf_st_open(&f, q, err, sizeof err), TF_OK);
+    assert_int_equal(tf_st_open(&f, optim_of(q), err, sizeof err), TF_OK);
     assert_string_equal(tf_st_meta_get(f, "loss_scale"), "1");
     assert_string_equal(tf_st_meta_get(f, "loss_scale_clean_steps"), "0");
     assert_string_equal(tf_st_meta_get(f, "loss_scale_skipped"), "0");
@@ -802,20 +842,190 @@ static void test_bad_loss_scale(void **state) {
     char err[512] = "";
     assert_int_equal(tf_checkpoint_save(t, p, 0, err, sizeof err), TF_OK);
     static const char *const bad_scale[] = {"-1", "0", "inf", "nan", "abc", "1e39", " 2", "2x", ""};
+    char oq[700];
+    snprintf(oq, sizeof oq, "%s", optim_of(q));
+    rewrite(p, q, NULL, NULL);
     for (size_t i = 0; i < sizeof bad_scale / sizeof bad_scale[0]; i++) {
-        rewrite_meta(p, q, "loss_scale", bad_scale[i]);
+        rewrite_meta(optim_of(p), oq, "loss_scale", bad_scale[i]);
         LOAD_FAILS(t, q, 1, "loss_scale");
     }
-    rewrite_meta(p, q, "loss_scale_clean_steps", "-3");
+    rewrite_meta(optim_of(p), oq, "loss_scale_clean_steps", "-3");
     LOAD_FAILS(t, q, 1, "loss_scale_clean_steps");
-    rewrite_meta(p, q, "loss_scale_skipped", "1.5");
+    rewrite_meta(optim_of(p), oq, "loss_scale_skipped", "1.5");
     LOAD_FAILS(t, q, 1, "loss_scale_skipped");
-    rewrite_meta(p, q, "loss_scale_skipped", NULL); /* two of three */
+    rewrite_meta(optim_of(p), oq, "loss_scale_skipped", NULL); /* two of three */
     LOAD_FAILS(t, q, 1, "loss_scale_skipped", "missing");
     /* weights only: the scaler's keys are not read */
     char e2[512] = "";
     assert_int_equal(tf_checkpoint_load(t, q, 0, NULL, e2, sizeof e2), TF_OK);
     tf_trainer_destroy(t);
+}
+
+/* A version 1 checkpoint (model and optimizer in one file, as written
+ * before the split) still resumes bit for bit. */
+static void test_combined_version1(void **state) {
+    (void)state;
+    tf_config c = tiny(11);
+    tf_trainer *a = make(&c);
+    steps(a, 0, 2);
+    const char *p = io_path("split.ckpt"), *q = io_path("combined.ckpt");
+    char err[512] = "";
+    assert_int_equal(tf_checkpoint_save(a, p, 2, err, sizeof err), TF_OK);
+    tf_st_file *f = NULL, *g = NULL;
+    assert_int_equal(tf_st_open(&f, p, err, sizeof err), TF_OK);
+    assert_int_equal(tf_st_open(&g, optim_of(p), err, sizeof err), TF_OK);
+    size_t nf = tf_st_count(f), ng = tf_st_count(g), n = 0, nm = 0;
+    tf_st_out *t = calloc(nf + ng, sizeof *t);
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < (k ? ng : nf); i++) {
+            const tf_st_tensor *x = tf_st_at(k ? g : f, i);
+            t[n] = (tf_st_out){.name = x->name, .dtype = x->dtype, .ndim = x->ndim,
+                               .data = x->data};
+            memcpy(t[n++].shape, x->shape, sizeof t[0].shape);
+        }
+    const char *meta[32];
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < tf_st_meta_count(k ? g : f); i++) {
+            const char *key, *val;
+            tf_st_meta_at(k ? g : f, i, &key, &val);
+            if (!strcmp(key, "format") || !strcmp(key, "version") ||
+                !strcmp(key, "model_checksum") || !strcmp(key, "tinyfold_version") ||
+                (k && !strcmp(key, "global_step")))
+                continue;
+            meta[2 * nm] = key;
+            meta[2 * nm++ + 1] = val;
+        }
+    meta[2 * nm] = "format";
+    meta[2 * nm++ + 1] = "tinyfold-checkpoint";
+    meta[2 * nm] = "version";
+    meta[2 * nm++ + 1] = "1";
+    assert_int_equal(tf_st_write(q, t, n, meta, nm, err, sizeof err), TF_OK);
+    free(t);
+    tf_st_close(g);
+    tf_st_close(f);
+    assert_int_equal(tf_checkpoint_check_resumable(q, err, sizeof err), TF_OK);
+    tf_trainer *b = make(&c);
+    long gs = -1;
+    assert_int_equal(tf_checkpoint_load(b, q, 1, &gs, err, sizeof err), TF_OK);
+    assert_int_equal(gs, 2);
+    snap sa = take_snap(a), sb = take_snap(b);
+    assert_snap_equal(&sa, &sb, 1);
+    free(sa.p);
+    free(sb.p);
+    tf_trainer_destroy(a);
+    tf_trainer_destroy(b);
+}
+
+/* The parameters as the upstream TinyOpenFold v2 script names them (fused
+ * qkv_proj, left_right_proj, left_right_gate), under prefix; extra: one more
+ * tensor of that name. */
+static void write_fused(const char *path, tf_trainer *tr, const char *prefix, const char *extra) {
+    const tf_config *c = tf_trainer_config(tr);
+    size_t nt = tf_param_count_tensors(c), nf = tf_param_count_floats(c);
+    tf_param_info *tab = malloc(nt * sizeof *tab);
+    tf_param_table(c, tab);
+    float *p = malloc(nf * sizeof *p), *fused = malloc(nf * sizeof *fused);
+    tf_trainer_get_params(tr, p);
+    tf_st_out *o = calloc(nt + 1, sizeof *o);
+    char (*names)[160] = calloc(nt + 1, sizeof *names);
+    static const char *const first[] = {".q_proj.weight", ".left_proj.weight", ".left_gate.weight"};
+    static const char *const fname[] = {".qkv_proj.weight", ".left_right_proj.weight",
+                                        ".left_right_gate.weight"};
+    static const int parts[] = {3, 2, 2};
+    size_t n = 0, used = 0;
+    for (size_t i = 0; i < nt; i++) {
+        const char *nm = tab[i].name;
+        size_t len = strlen(nm);
+        int kind = -1;
+        for (int k = 0; k < 3; k++)
+            if (len > strlen(first[k]) && !strcmp(nm + len - strlen(first[k]), first[k])) kind = k;
+        int skip = 0; /* the later parts of a fused tensor: written with the first */
+        static const char *const later[] = {".k_proj.weight", ".v_proj.weight",
+                                            ".right_proj.weight", ".right_gate.weight"};
+        for (int k = 0; k < 4; k++)
+            if (len > strlen(later[k]) && !strcmp(nm + len - strlen(later[k]), later[k])) skip = 1;
+        if (skip) continue;
+        o[n].dtype = TF_ST_F32;
+        o[n].ndim = tab[i].ndim;
+        o[n].shape[0] = tab[i].shape[0];
+        o[n].shape[1] = tab[i].shape[1];
+        o[n].data = p + tab[i].offset;
+        if (kind >= 0) { /* the parts follow each other in the table */
+            snprintf(names[n], sizeof names[n], "%s%.*s%s", prefix,
+                     (int)(len - strlen(first[kind])), nm, fname[kind]);
+            o[n].shape[0] *= parts[kind];
+            float *dst = fused + used;
+            for (int k = 0; k < parts[kind]; k++)
+                memcpy(dst + k * tab[i].count, p + tab[i + (size_t)k].offset,
+                       tab[i].count * sizeof(float));
+            o[n].data = dst;
+            used += parts[kind] * tab[i].count;
+        } else {
+            snprintf(names[n], sizeof names[n], "%s%s", prefix, nm);
+        }
+        o[n].name = names[n];
+        n++;
+    }
+    if (extra) { /* a copy of the first msa_dim x msa_dim tensor */
+        size_t k = 0;
+        while (o[k].ndim != 2 || o[k].shape[0] != c->msa_dim || o[k].shape[1] != c->msa_dim)
+            k++;
+        o[n] = o[k];
+        o[n++].name = extra;
+    }
+    const char *meta[] = {"format", "pt"};
+    char err[512] = "";
+    assert_int_equal(tf_st_write(path, o, n, meta, 1, err, sizeof err), TF_OK);
+    free(names);
+    free(o);
+    free(fused);
+    free(p);
+    free(tab);
+}
+
+static void test_fused_and_prefixed_names(void **state) {
+    (void)state;
+    tf_config c = tiny(5);
+    tf_trainer *src = make(&c);
+    snap s = take_snap(src);
+    const char *p = io_path("v2.safetensors");
+    char err[512] = "";
+    static const char *const prefixes[] = {"", "module.", "_orig_mod."};
+    for (int k = 0; k < 3; k++) {
+        write_fused(p, src, prefixes[k], NULL);
+        tf_config pc;
+        long gs = -1;
+        assert_int_equal(tf_checkpoint_peek_config(p, &pc, &gs, err, sizeof err), TF_OK);
+        assert_int_equal(pc.n_blocks, 1);
+        assert_int_equal(pc.msa_dim, 8);
+        assert_int_equal(pc.outer_dim, 4);
+        tf_trainer *t = make(&c);
+        assert_int_equal(tf_checkpoint_load(t, p, 0, &gs, err, sizeof err), TF_OK);
+        snap r = take_snap(t);
+        assert_memory_equal(r.p, s.p, s.nf * sizeof(float)); /* split back bit for bit */
+        free(r.p);
+        /* weights only: nothing to resume */
+        LOAD_FAILS(t, p, 1, "no optimizer state", "--load");
+        tf_trainer_destroy(t);
+    }
+    tf_trainer *t = make(&c);
+    /* a name of no TinyOpenFold state_dict: refused by name, before anything */
+    write_fused(p, src, "module.", "module.evoformer_blocks.0.msa_row_attention.wq.weight");
+    tf_config pc;
+    assert_fails_with(tf_checkpoint_peek_config(p, &pc, NULL, err, sizeof err), TF_ERR_USAGE, err,
+                      p, "unknown tensor 'module.evoformer_blocks.0.msa_row_attention.wq.weight'");
+    write_fused(p, src, "", "encoder.weight");
+    LOAD_FAILS(t, p, 0, "unknown tensor 'encoder.weight'");
+    /* both the fused tensor and one of its parts */
+    write_fused(p, src, "", "evoformer_blocks.0.msa_row_attention.q_proj.weight");
+    LOAD_FAILS(t, p, 0, "'evoformer_blocks.0.msa_row_attention.q_proj.weight' and the fused",
+               "qkv_proj.weight' both hold");
+    /* a block beyond the model's */
+    write_fused(p, src, "", "evoformer_blocks.3.msa_transition.linear1.weight");
+    LOAD_FAILS(t, p, 0, "unexpected tensor 'evoformer_blocks.3.msa_transition.linear1.weight'");
+    tf_trainer_destroy(t);
+    tf_trainer_destroy(src);
+    free(s.p);
 }
 
 int main(void) {
@@ -827,7 +1037,8 @@ int main(void) {
         T(test_reference_params_only), T(test_not_a_checkpoint),
         T(test_failed_save_keeps_old), T(test_gradfile),
         T(test_loss_scale_round_trip), T(test_resume_fp16),
-        T(test_bad_loss_scale),
+        T(test_bad_loss_scale),        T(test_combined_version1),
+        T(test_fused_and_prefixed_names),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
