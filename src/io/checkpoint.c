@@ -24,8 +24,9 @@ size_t tf_checkpoint_save_bytes(const tf_config *c) {
 
 size_t tf_checkpoint_load_bytes(const tf_config *c, int with_optimizer) {
     size_t nt = tf_param_count_tensors(c), nf = tf_param_count_floats(c);
-    return (with_optimizer ? 3 : 1) * nf * sizeof(float) + nt * sizeof(tf_param_info) +
-           NAME_MAX_LEN;
+    /* the copies taken, and the file's image (parameters and two moments) */
+    return (with_optimizer ? 3 : 1) * nf * sizeof(float) + 3 * nf * sizeof(float) +
+           nt * sizeof(tf_param_info) + NAME_MAX_LEN;
 }
 
 tf_status tf_checkpoint_save(tf_trainer *t, const char *path, long global_step, char *err,

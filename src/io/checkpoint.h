@@ -26,7 +26,9 @@ extern "C" {
 #endif
 
 /* Host memory tf_checkpoint_save / tf_checkpoint_load allocate for c's model
- * while they run (the parameter copies they stage), for memory planning. */
+ * while they run (the parameter copies they stage, and for a load the file's
+ * image, read into memory: a tinyfold checkpoint's parameters and moments),
+ * for memory planning. */
 size_t tf_checkpoint_save_bytes(const tf_config *c);
 size_t tf_checkpoint_load_bytes(const tf_config *c, int with_optimizer);
 

@@ -175,15 +175,16 @@ static int load_text(const char *path, const char *text, size_t len, cmp_run *r)
 }
 
 static int load(const char *path, cmp_run *r) {
-    int e = 0;
     size_t len = 0;
-    char qp[80];
-    char *text = tf_io_slurp(path, &len, &e);
-    if (!text) return fail("cannot read '%s': %s", q(qp, sizeof qp, path), strerror(e));
+    unsigned char *bytes = NULL;
+    char err[512];
+    if (tf_io_read_file(path, &bytes, &len, TF_IO_MAX_TEXT, err, sizeof err) != 0)
+        return fail("%s", err);
+    const char *text = (const char *)bytes;
     int rc = text[0] == '"' || !strncmp(text, "Name,", 5) /* a CSV, not JSON */
                  ? load_kernel_stats(path, text, r)
                  : load_text(path, text, len, r);
-    free(text);
+    free(bytes);
     return rc;
 }
 
