@@ -19,6 +19,7 @@
 #include <cJSON.h>
 
 #include "io/io_util.h"
+#include "io/text_escape.h"
 #include "prof/compare.h"
 #include "prof/profiler.h"
 
@@ -36,18 +37,16 @@ typedef struct {
     int external;         /* a rocprofv3 kernel_stats.csv: kernels only */
 } cmp_run;
 
-/* One line "tinyfold: compare: ..." on stderr (newlines from the input made
- * spaces), exit status 2. */
+/* One line "tinyfold: compare: ..." on stderr (control characters from the
+ * input escaped: io/text_escape.h), exit status 2. */
 __attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...) {
-    char msg[1024];
+    char msg[1024], safe[4096];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    for (char *p = msg; *p; p++)
-        if (*p == '\n' || *p == '\r') *p = ' ';
     fflush(stdout);
-    fprintf(stderr, "tinyfold: compare: %s\n", msg);
+    fprintf(stderr, "tinyfold: compare: %s\n", tf_text_escape(safe, sizeof safe, msg, 0));
     return 2;
 }
 

@@ -16,18 +16,21 @@
 #include <unistd.h>
 
 #include "io/outcheck.h"
+#include "io/text_escape.h"
 #include "prof/profiler.h"
 #include "prof/report.h"
 
 #define MIB (1024.0 * 1024.0)
 
+/* One line on stderr (control characters from the input escaped:
+ * io/text_escape.h), exit status 2. */
 __attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...) {
+    char msg[2048], safe[8192];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "tinyfold: report: ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fprintf(stderr, "tinyfold: report: %s\n", tf_text_escape(safe, sizeof safe, msg, 0));
     return 2;
 }
 

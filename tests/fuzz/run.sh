@@ -34,7 +34,7 @@ sources() { # target -> the sources it links besides its own file
     safetensors) echo "$io/safetensors.c $io/io_util.c" ;;
     datafile) echo "$io/datafile.c $io/safetensors.c $io/io_util.c" ;;
     checkpoint_meta) echo "$io/checkpoint_meta.c $io/config_json.c $io/safetensors.c $io/io_util.c $root/src/train/config.c $root/src/backend/gpu_plan.c" ;;
-    compare) echo "$root/src/prof/compare.c $root/src/prof/compare_render.c $io/io_util.c" ;;
+    compare) echo "$root/src/prof/compare.c $root/src/prof/compare_render.c $io/io_util.c $io/text_escape.c" ;;
     *) echo "run.sh: unknown target '$1' (expected safetensors, datafile, checkpoint_meta, compare)" >&2; exit 2 ;;
     esac
 }
