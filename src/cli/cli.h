@@ -230,7 +230,8 @@ int tf_cli_check_outputs(const tf_cli_opts *o);
 
 /* ---- signals.c ---- */
 /* SIGINT/SIGTERM: the first sets the flag tf_cli_stop_signal returns; the
- * second removes the tracked temporary files and exits 128 + signal. */
+ * second (one within 250 ms of the first is that one delivered twice)
+ * removes the tracked temporary files and exits 128 + signal. */
 void tf_cli_signals_install(void);
 /* Tracks "<path>.tmp.<pid>" (the atomic writers' temporary name) for removal
  * on the second signal. Call before tf_cli_signals_install. */

@@ -239,6 +239,15 @@ tf_status tf_checkpoint_load(tf_trainer *t, const char *path, int with_optimizer
                        "metadata 'adam_step' is '%s', expected " STEP_EXPECTED, as, NULL);
             goto done;
         }
+        /* an update per global step at most: bounding global_step (the
+         * caller's run) bounds adam_step too */
+        if (adam_step > gs) {
+            char g[32];
+            snprintf(g, sizeof g, "%ld", gs);
+            st = tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path,
+                       "metadata 'adam_step' is '%s', expected at most global_step (%s)", as, g);
+            goto done;
+        }
     }
     float scale = 1.0f;
     long clean = 0, skipped = 0;
