@@ -173,16 +173,20 @@ static int load_text(const char *path, const char *text, size_t len, cmp_run *r)
     return 0;
 }
 
+/* A file's text: a kernel_stats.csv or a JSON document. */
+static int load_any(const char *path, const char *text, size_t len, cmp_run *r) {
+    return text[0] == '"' || !strncmp(text, "Name,", 5) /* a CSV, not JSON */
+               ? load_kernel_stats(path, text, r)
+               : load_text(path, text, len, r);
+}
+
 static int load(const char *path, cmp_run *r) {
     size_t len = 0;
     unsigned char *bytes = NULL;
     char err[512];
     if (tf_io_read_file(path, &bytes, &len, TF_IO_MAX_TEXT, err, sizeof err) != 0)
         return fail("%s", err);
-    const char *text = (const char *)bytes;
-    int rc = text[0] == '"' || !strncmp(text, "Name,", 5) /* a CSV, not JSON */
-                 ? load_kernel_stats(path, text, r)
-                 : load_text(path, text, len, r);
+    int rc = load_any(path, (const char *)bytes, len, r);
     free(bytes);
     return rc;
 }
@@ -567,7 +571,7 @@ int tf_compare_texts(int n, const char *const *labels, const char *const *texts,
     memset(runs, 0, sizeof runs);
     int rc = 0;
     for (int i = 0; i < n; i++) paths[i] = labels[i];
-    for (int i = 0; i < n && rc == 0; i++) rc = load_text(labels[i], texts[i], lens[i], &runs[i]);
+    for (int i = 0; i < n && rc == 0; i++) rc = load_any(labels[i], texts[i], lens[i], &runs[i]);
     if (rc == 0)
         rc = compare_runs(runs, paths, n, force,
                           format == CMP_CSV ? CMP_CSV : format == CMP_MARKDOWN ? CMP_MARKDOWN
