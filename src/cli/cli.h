@@ -165,6 +165,11 @@ int tf_cli_blas_max_threads(void);
 /* Caps *threads at the BLAS limit and the processors available; returns 1
  * and says so in note ("1024 threads capped at 64, ...") when it lowered it. */
 int tf_cli_cap_threads(int *threads, char *note, size_t n);
+/* ---- blas_memory.c ---- */
+/* Under an address-space limit (ulimit -v): room for the buffers OpenBLAS
+ * gives threads threads (it spins when it cannot get one), or one line and
+ * TF_EXIT_USAGE. */
+int tf_cli_check_blas_memory(int threads);
 /* The OpenMP wait policy in effect, for headers ("auto: spin 1000 times, then sleep ..."). */
 const char *tf_cli_omp_wait_info(void);
 
