@@ -5,11 +5,13 @@
 #                output in build/make-run.log, shown only on failure) + a 20-step
 #                training run
 #   make test    deps + build of everything (binary and tests) + every test (ctest)
-#   make asan    a second build in build-asan/ with ASan+UBSan, unit tests (ctest -j)
+#   make asan    a second build in build-asan/ with ASan+UBSan, unit tests and fuzz
+#                replays (ctest -j)
 #   make bench   the CPU benchmark (bench/cpu.sh)
 #   make fuzz    the readers' libFuzzer targets (safetensors, data file, checkpoint
-#                metadata, compare's JSON), FUZZ_SECONDS (120) / 4 each, as many at
-#                once as there are processors (FUZZ_JOBS)
+#                metadata, compare's and report's inputs), FUZZ_SECONDS (120) / 5
+#                each, as many at once as there are processors (FUZZ_JOBS); ctest
+#                replays each target's seeds and their mutations without clang
 #   make report-check  `tinyfold report` rendered by headless Chromium, checked not blank
 #   make hip     the GPU backend compiled with hipcc for AMD GPUs in build-hip/
 #                (Debian's hipcc 5.2: gfx90a and gfx940; HIP_ARCHS overrides)
@@ -98,7 +100,7 @@ test: build
 asan: deps
 	cmake -S . -B $(ASAN_BUILD) $(ASAN_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -R '^test_'
+	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -R '^(test_|fuzz_replay_)'
 
 bench: build
 	TINYFOLD=$(BUILD)/tinyfold bench/cpu.sh
@@ -109,10 +111,10 @@ report-check: build
 	bash tests/report/render.sh $(BUILD)/tinyfold
 
 # The readers' fuzz targets (libFuzzer via clang), bounded in time: each runs
-# FUZZ_SECONDS / 4, one process each, JOBS of them at once (tests/fuzz/run.sh).
+# FUZZ_SECONDS / 5, one process each, JOBS of them at once (tests/fuzz/run.sh).
 fuzz:
 	$(MAKE) deps EXTRA_PKGS="clang-14 libclang-rt-14-dev python3"
-	FUZZ_JOBS=$(JOBS) bash tests/fuzz/run.sh $$(( $(FUZZ_SECONDS) / 4 ))
+	FUZZ_JOBS=$(JOBS) bash tests/fuzz/run.sh $$(( $(FUZZ_SECONDS) / 5 ))
 
 # The HIP build: the library and the CLI (tests need a device), warnings as
 # errors under CI. Compile-only here: Debian ships no AMD GPU runtime libraries

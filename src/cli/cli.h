@@ -169,6 +169,11 @@ int tf_cli_blas_max_threads(void);
 /* Caps *threads at the BLAS limit and the processors available; returns 1
  * and says so in note ("1024 threads capped at 64, ...") when it lowered it. */
 int tf_cli_cap_threads(int *threads, char *note, size_t n);
+/* ---- blas_memory.c ---- */
+/* Under an address-space limit (ulimit -v): room for the buffers OpenBLAS
+ * gives threads threads (it spins when it cannot get one), or one line and
+ * TF_EXIT_USAGE. */
+int tf_cli_check_blas_memory(int threads);
 /* The OpenMP wait policy in effect, for headers ("auto: spin 1000 times, then sleep ..."). */
 const char *tf_cli_omp_wait_info(void);
 /* The --omp-wait setting in force: "auto", "active" or "passive". */
@@ -248,7 +253,8 @@ int tf_cli_check_outputs(const tf_cli_opts *o);
 
 /* ---- signals.c ---- */
 /* SIGINT/SIGTERM: the first sets the flag tf_cli_stop_signal returns; the
- * second removes the tracked temporary files and exits 128 + signal. */
+ * second (one within 250 ms of the first is that one delivered twice)
+ * removes the tracked temporary files and exits 128 + signal. */
 void tf_cli_signals_install(void);
 /* Tracks "<path>.tmp.<pid>" (the atomic writers' temporary name) for removal
  * on the second signal. Call before tf_cli_signals_install. */

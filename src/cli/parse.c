@@ -492,5 +492,5 @@ int tf_cli_resolve_backend(tf_config *c, char *note, size_t notelen)
         size_t len = strlen(note);
         snprintf(note + len, notelen - len, "%s%s", len ? "; " : "", capped);
     }
-    return TF_EXIT_OK;
+    return c->backend == TF_BACKEND_CPU ? tf_cli_check_blas_memory(c->threads) : TF_EXIT_OK;
 }

@@ -144,7 +144,11 @@ cJSON *tf_cli_run_json(const char *command, const tf_config *c, size_t params,
     cJSON *steps = cJSON_AddArrayToObject(j, "steps");
     for (int i = 0; i < n; i++) {
         cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "step", (double)r[i].step);
+        /* the integer's digits: a double formatted by cJSON can lose the
+         * last ones (2^53 came out as 9.00719925474099e+15) */
+        char num[24];
+        snprintf(num, sizeof num, "%ld", r[i].step);
+        cJSON_AddRawToObject(e, "step", num);
         cJSON_AddBoolToObject(e, "warmup", r[i].warmup);
         if (r[i].counter_replay)
             cJSON_AddBoolToObject(e, "counter_replay", 1);

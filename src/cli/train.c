@@ -284,6 +284,17 @@ static int setup(run_state *r, const tf_cli_opts *o)
         int rc = merge_stored(&r->c, &stored, o->set, o->resume_path != NULL);
         if (rc != TF_EXIT_OK)
             return rc;
+        /* every checkpoint the run saves must be one it could resume */
+        long room = TF_CKPT_STEP_MAX - (o->resume_path ? gs : 0);
+        if (room < (long)r->c.warmup_steps + r->c.num_steps) {
+            char q[64];
+            tf_cli_quote(q, sizeof q, ck);
+            tf_cli_error("--num-steps: '%d' is not accepted with --resume '%s' at global step "
+                         "%ld: a checkpoint's global step is at most %lld, so at most %ld more "
+                         "step%s can be taken",
+                         r->c.num_steps, q, gs, TF_CKPT_STEP_MAX, room, room == 1 ? "" : "s");
+            return TF_EXIT_USAGE;
+        }
     }
     if (o->data_path) {
         s = tf_datafile_open(o->data_path, &r->df, err, sizeof err);
@@ -520,6 +531,7 @@ static int train_run(tf_cli_opts *o, tf_dist *d)
     int W = c->warmup_steps, N = c->num_steps, n = 0;
     double timed_ms = 0;
     int failed = 0, stop = 0;
+    long saved_step = -1; /* the global step of the checkpoint last written */
     float *check_buf = o->dist_check_every && d->size > 1
                            ? malloc(tf_param_count_floats(c) * sizeof(float))
                            : NULL;
@@ -608,10 +620,12 @@ static int train_run(tf_cli_opts *o, tf_dist *d)
             failed = TF_EXIT_FAIL;
             break;
         }
-        if (o->save_every && (g + 1) % o->save_every == 0 && i + 1 < W + N &&
-            (rc = save_checkpoint(r.t, o->save_path, g + 1, d)) != TF_EXIT_OK) {
-            failed = rc;
-            break;
+        if (o->save_every && (g + 1) % o->save_every == 0 && i + 1 < W + N) {
+            if ((rc = save_checkpoint(r.t, o->save_path, g + 1, d)) != TF_EXIT_OK) {
+                failed = rc;
+                break;
+            }
+            saved_step = g + 1;
         }
     }
     free(check_buf);
@@ -640,7 +654,9 @@ static int train_run(tf_cli_opts *o, tf_dist *d)
      * the checkpoint is that step's. */
     int wrote_save = 0, wrote_json = 0;
     if (!failed && o->save_path) {
-        failed = save_checkpoint(r.t, o->save_path, r.start + n, d);
+        /* a signal right after a --save-every save: that file is this step's */
+        if (saved_step != r.start + n)
+            failed = save_checkpoint(r.t, o->save_path, r.start + n, d);
         wrote_save = !failed;
     }
     char err[2 * 4096 + 512];

@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "io/io_util.h"
+#include "io/outcheck.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -267,13 +268,9 @@ int tf_cli_write_json(const char *path, const cJSON *j, char *err, size_t errlen
         snprintf(err, errlen, "%s: out of memory", path);
         return -1;
     }
-    snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-    tf_io_remove_stale_tmp(path); /* left by a killed run */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = tf_io_tmp_open(path, tmp, tlen, err, errlen);
     int rc = -1;
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
-    } else {
+    if (fd >= 0) {
         size_t off = 0;
         while (off < len) {
             ssize_t w = write(fd, text + off, len - off);
@@ -292,11 +289,8 @@ int tf_cli_write_json(const char *path, const cJSON *j, char *err, size_t errlen
         if (!ok) {
             snprintf(err, errlen, "%s: write failed: %s", tmp, strerror(saved));
             unlink(tmp);
-        } else if (rename(tmp, path) != 0) {
-            snprintf(err, errlen, "%s: rename failed: %s", path, strerror(errno));
-            unlink(tmp);
         } else {
-            rc = 0;
+            rc = tf_io_commit(tmp, path, err, errlen);
         }
     }
     free(tmp);

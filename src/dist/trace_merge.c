@@ -14,11 +14,13 @@
 
 #include "dist/dist.h"
 #include "io/io_util.h"
+#include "io/outcheck.h"
 
-/* the whole file, or NULL */
+/* the whole file (a regular file the profiler wrote), or NULL */
 static char *slurp(const char *path, size_t *len) {
-    int e = 0;
-    return tf_io_slurp(path, len, &e);
+    unsigned char *b = NULL;
+    char e[8];
+    return tf_io_read_file(path, &b, len, TF_IO_MAX_TEXT, e, 0) == 0 ? (char *)b : NULL;
 }
 
 /* The events of a trace (between "traceEvents":[ and the closing ]}),
@@ -58,14 +60,19 @@ int tf_dist_merge_traces(const char *dir, int nranks, char *err, size_t n) {
     size_t len;
     if (!path || !tmp) goto done;
     snprintf(path, plen, "%s/trace.json", dir);
-    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
     if (!(own = slurp(path, &len))) {
         snprintf(err, n, "merging the ranks' traces: cannot read '%s': %s", path, strerror(errno));
         goto done;
     }
     const char *ev = strstr(own, "\"traceEvents\":[");
-    if (!ev || !(f = fopen(tmp, "wb"))) {
-        snprintf(err, n, "merging the ranks' traces: cannot write '%s'", tmp);
+    int fd = ev ? tf_io_tmp_open(path, tmp, plen + 32, err, 0) : -1;
+    if (fd >= 0 && !(f = fdopen(fd, "wb"))) {
+        close(fd);
+        unlink(tmp);
+    }
+    if (!f) {
+        snprintf(err, n, "merging the ranks' traces: cannot write '%s.tmp.%ld'", path,
+                 (long)getpid());
         goto done;
     }
     fwrite(own, 1, (size_t)(ev - own), f);
@@ -84,11 +91,16 @@ int tf_dist_merge_traces(const char *dir, int nranks, char *err, size_t n) {
         free(rp);
     }
     fputs("\n]}\n", f);
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0) bad = 1;
     if (fclose(f) != 0) bad = 1;
     f = NULL;
-    if (bad || rename(tmp, path) != 0) {
-        if (!bad) snprintf(err, n, "merging the ranks' traces: cannot replace '%s'", path);
+    if (bad) {
         remove(tmp);
+        goto done;
+    }
+    char why[4400];
+    if (tf_io_commit(tmp, path, why, sizeof why) != 0) {
+        snprintf(err, n, "merging the ranks' traces: %s", why);
         goto done;
     }
     rc = 0;

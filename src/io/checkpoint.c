@@ -24,8 +24,9 @@ size_t tf_checkpoint_save_bytes(const tf_config *c) {
 
 size_t tf_checkpoint_load_bytes(const tf_config *c, int with_optimizer) {
     size_t nt = tf_param_count_tensors(c), nf = tf_param_count_floats(c);
-    return (with_optimizer ? 3 : 1) * nf * sizeof(float) + nt * sizeof(tf_param_info) +
-           NAME_MAX_LEN;
+    /* the copies taken, and the file's image (parameters and two moments) */
+    return (with_optimizer ? 3 : 1) * nf * sizeof(float) + 3 * nf * sizeof(float) +
+           nt * sizeof(tf_param_info) + NAME_MAX_LEN;
 }
 
 tf_status tf_checkpoint_save(tf_trainer *t, const char *path, long global_step, char *err,
@@ -259,6 +260,16 @@ tf_status tf_checkpoint_load(tf_trainer *t, const char *path, int with_optimizer
             st = tf_ckpt_failf(err, errlen, TF_ERR_USAGE, tf_st_label(g),
                                "metadata 'adam_step' is '%s', expected " STEP_EXPECTED,
                                as ? as : "(missing)", NULL);
+            goto done;
+        }
+        /* an update per global step at most: bounding global_step (the
+         * caller's run) bounds adam_step too */
+        if (adam_step > gs) {
+            char gsb[32];
+            snprintf(gsb, sizeof gsb, "%ld", gs);
+            st = tf_ckpt_failf(err, errlen, TF_ERR_USAGE, tf_st_label(g),
+                               "metadata 'adam_step' is '%s', expected at most global_step (%s)",
+                               as, gsb);
             goto done;
         }
         if ((st = tf_ckpt_loss_scale(g, &scale, &clean, &skipped, &has_scale, err, errlen)))

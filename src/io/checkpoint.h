@@ -41,8 +41,15 @@
 extern "C" {
 #endif
 
+/* The largest step counter a checkpoint holds (global_step, adam_step): 2^53,
+ * exact in a double. A run that would pass it is refused before it starts,
+ * so every checkpoint saved can be read back. */
+#define TF_CKPT_STEP_MAX 9007199254740992LL
+
 /* Host memory tf_checkpoint_save / tf_checkpoint_load allocate for c's model
- * while they run (the parameter copies they stage), for memory planning. */
+ * while they run (the parameter copies they stage, and for a load the file's
+ * image, read into memory: a tinyfold checkpoint's parameters and moments),
+ * for memory planning. */
 size_t tf_checkpoint_save_bytes(const tf_config *c);
 size_t tf_checkpoint_load_bytes(const tf_config *c, int with_optimizer);
 

@@ -3,6 +3,7 @@
 #ifndef TF_IO_CHECKPOINT_INTERNAL_H
 #define TF_IO_CHECKPOINT_INTERNAL_H
 
+#include "io/checkpoint.h"
 #include "io/safetensors.h"
 #include "tinyfold.h"
 
@@ -26,7 +27,7 @@
 
 /* Step counters stored in a file are at most 2^53: exact in a double (the run
  * JSON), and far from overflowing a long while a run adds its steps. */
-#define STEP_MAX 9007199254740992LL
+#define STEP_MAX TF_CKPT_STEP_MAX
 #define STEP_EXPECTED "a non-negative integer up to 9007199254740992"
 
 /* "<path>: <fmt with a, b made printable>" into err; returns st. */

@@ -140,7 +140,7 @@ tf_status tf_datafile_open(const char *path, tf_datafile **out, char *err, size_
     size_t len = 0;
     /* Read, not mapped: the file may be rewritten or truncated while training
      * runs, and what was validated here is what every batch is drawn from. */
-    if (tf_io_read_file(path, &img, &len, (size_t)PTRDIFF_MAX, err, errlen) != 0) return TF_ERR_IO;
+    if (tf_io_read_file(path, &img, &len, TF_IO_MAX_SAFETENSORS, err, errlen) != 0) return TF_ERR_IO;
     tf_status st = tf_datafile_parse(img, len, path, out, err, errlen);
     if (st) {
         free(img);

@@ -63,32 +63,66 @@ void tf_io_remove_stale_tmp(const char *path) {
     free(dir);
 }
 
+static const char *kind_of(mode_t m) {
+    return S_ISDIR(m)    ? "a directory"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+                         : "not a regular file";
+}
+
+/* 1073741824 -> "1 GiB", else the bytes */
+static void size_str(char *buf, size_t n, size_t v) {
+    static const char *const unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    size_t x = v;
+    while (u < 4 && x >= 1024 && x % 1024 == 0) {
+        x /= 1024;
+        u++;
+    }
+    snprintf(buf, n, "%zu %s", x, unit[u]);
+}
+
 int tf_io_read_file(const char *path, unsigned char **buf, size_t *len, size_t max_len, char *err,
                     size_t errlen) {
     *buf = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char qp[128], lim[32];
+    tf_io_printable(qp, sizeof qp, path);
+    size_str(lim, sizeof lim, max_len);
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused
+     * below); a regular file ignores the flag. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
-        if (errlen) snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        if (errlen) snprintf(err, errlen, "%s: cannot open: %s", qp, strerror(errno));
         return -1;
     }
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        if (errlen) snprintf(err, errlen, "%s: not a regular file", path);
+    if (fstat(fd, &st) != 0) {
+        if (errlen) snprintf(err, errlen, "%s: cannot stat: %s", qp, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        if (errlen)
+            snprintf(err, errlen, "%s: not a regular file (it is %s); expected a regular file of "
+                                  "at most %s",
+                     qp, kind_of(st.st_mode), lim);
         close(fd);
         return -1;
     }
     if ((unsigned long long)st.st_size > max_len) {
         if (errlen)
-            snprintf(err, errlen, "%s: %lld bytes, more than the %zu this reader accepts", path,
-                     (long long)st.st_size, max_len);
+            snprintf(err, errlen, "%s: %lld bytes, more than the %s this reader accepts", qp,
+                     (long long)st.st_size, lim);
         close(fd);
         return -1;
     }
     size_t n = (size_t)st.st_size, got = 0;
     unsigned char *b = malloc(n + 1);
     if (!b) {
-        if (errlen) snprintf(err, errlen, "%s: out of memory for %zu bytes", path, n);
+        if (errlen) snprintf(err, errlen, "%s: out of memory for its %zu bytes", qp, n);
         close(fd);
         return -1;
     }
@@ -97,7 +131,7 @@ int tf_io_read_file(const char *path, unsigned char **buf, size_t *len, size_t m
         ssize_t r = read(fd, b + got, n + 1 - got);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
-            if (errlen) snprintf(err, errlen, "%s: read failed: %s", path, strerror(errno));
+            if (errlen) snprintf(err, errlen, "%s: read failed: %s", qp, strerror(errno));
             free(b);
             close(fd);
             return -1;
@@ -109,7 +143,7 @@ int tf_io_read_file(const char *path, unsigned char **buf, size_t *len, size_t m
     if (got != n) {
         if (errlen)
             snprintf(err, errlen, "%s: changed while being read (%zu bytes read, %zu expected)",
-                     path, got, n);
+                     qp, got, n);
         free(b);
         return -1;
     }
@@ -117,39 +151,4 @@ int tf_io_read_file(const char *path, unsigned char **buf, size_t *len, size_t m
     *buf = b;
     *len = n;
     return 0;
-}
-
-/* A whole file (any kind: a pipe too) into memory, NUL-terminated. */
-char *tf_io_slurp(const char *path, size_t *len, int *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        *err = errno;
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0) break;
-        if (n + 1 == cap) {
-            char *q = realloc(buf, cap * 2);
-            if (!q) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = q;
-            cap *= 2;
-        }
-    }
-    *err = ferror(f) ? EIO : buf ? 0 : ENOMEM;
-    fclose(f);
-    if (*err) {
-        free(buf);
-        return NULL;
-    }
-    buf[n] = 0;
-    *len = n;
-    return buf;
 }

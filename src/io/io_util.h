@@ -13,16 +13,20 @@ const char *tf_io_printable(char *buf, size_t n, const char *s);
  * file is left alone). Called before each atomic write of path; best effort. */
 void tf_io_remove_stale_tmp(const char *path);
 
+/* What a reader accepts at most: the JSON and CSV files of compare and
+ * report (run JSON, summary.json, trace.json, kernel_stats.csv, scaling
+ * JSON), and safetensors files (checkpoints, data files). */
+#define TF_IO_MAX_TEXT ((size_t)1 << 30)          /* 1 GiB */
+#define TF_IO_MAX_SAFETENSORS ((size_t)64 << 30)  /* 64 GiB */
+
 /* Reads a whole regular file into memory (NUL-terminated, *len excludes the
- * NUL). The size is taken from fstat and must be what read returns: a file
- * that shrinks or grows while being read is refused. Returns 0, or -1 with a
- * one-line reason in err. */
+ * NUL). Anything else (a FIFO, a device, a directory) and a file above
+ * max_len bytes are refused before a byte is read; opening never blocks. The
+ * size is taken from fstat and must be what read returns: a file that
+ * shrinks or grows while being read is refused. The bytes are copied, never
+ * mapped, so a later truncation cannot fault the reader. Returns 0, or -1
+ * with a one-line reason in err ("<path>: ..."). */
 int tf_io_read_file(const char *path, unsigned char **buf, size_t *len, size_t max_len, char *err,
                     size_t errlen);
-
-/* Reads a whole file of any kind (a pipe too) into memory, NUL-terminated,
- * *len excluding the NUL; NULL with errno's value in *err on failure. The
- * caller frees it. */
-char *tf_io_slurp(const char *path, size_t *len, int *err);
 
 #endif

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,8 +20,7 @@ struct tf_st_file {
     char *label;
     const unsigned char *buf;
     size_t len;
-    void *map; /* mmap'd image (tf_st_open), unmapped on close */
-    size_t map_len;
+    unsigned char *owned; /* the image read by tf_st_open, freed on close */
     tf_st_tensor *t; /* sorted by name */
     size_t n;
     char **meta_k, **meta_v; /* sorted by key */
@@ -432,47 +430,27 @@ tf_status tf_st_parse_buffer(tf_st_file **out, const void *buf, size_t len, cons
 
 tf_status tf_st_open(tf_st_file **out, const char *path, char *err, size_t errlen) {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        if (errlen) snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    unsigned char *img = NULL;
+    size_t len = 0;
+    /* Read, not mapped: a file truncated by another program while it is
+     * loaded cannot fault the reader (a mapping would raise SIGBUS). */
+    if (tf_io_read_file(path, &img, &len, TF_IO_MAX_SAFETENSORS, err, errlen) != 0)
         return TF_ERR_IO;
-    }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        if (errlen) snprintf(err, errlen, "%s: not a regular file", path);
-        close(fd);
-        return TF_ERR_IO;
-    }
     tf_st_file *f = calloc(1, sizeof *f);
     if (!f) {
-        close(fd);
+        free(img);
         if (errlen) snprintf(err, errlen, "%s: out of memory", path);
         return TF_ERR_NOMEM;
     }
-    size_t len = (size_t)sb.st_size;
-    static const unsigned char empty[1] = {0};
-    f->buf = empty;
-    if (len > 0) {
-        void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m == MAP_FAILED) {
-            if (errlen)
-                snprintf(err, errlen, "%s: cannot map %zu bytes: %s", path, len, strerror(errno));
-            close(fd);
-            free(f);
-            return errno == ENOMEM ? TF_ERR_NOMEM : TF_ERR_IO;
-        }
-        f->map = m;
-        f->map_len = len;
-        f->buf = m;
-    }
-    close(fd);
+    f->owned = img;
+    f->buf = img;
     f->len = len;
     return finish_parse(out, f, path, err, errlen);
 }
 
 void tf_st_close(tf_st_file *f) {
     if (!f) return;
-    if (f->map) munmap(f->map, f->map_len);
+    free(f->owned);
     for (size_t i = 0; i < f->n; i++)
         free((char *)f->t[i].name);
     free(f->t);

@@ -72,9 +72,9 @@ typedef struct tf_st_file tf_st_file;
  * label names the source in error messages (a path, or "buffer"). */
 tf_status tf_st_parse_buffer(tf_st_file **out, const void *buf, size_t len, const char *label,
                              char *err, size_t errlen);
-/* Map (read-only, private) and parse a file. Files are replaced by rename
- * (tf_st_write), never rewritten in place, so a mapping stays valid; a file
- * truncated in place by another program while mapped would raise SIGBUS. */
+/* Read and parse a file (a regular file of at most TF_IO_MAX_SAFETENSORS
+ * bytes: anything else is refused before reading). The bytes are copied,
+ * not mapped: truncating the file while it is loaded cannot fault. */
 tf_status tf_st_open(tf_st_file **out, const char *path, char *err, size_t errlen);
 void tf_st_close(tf_st_file *f);
 

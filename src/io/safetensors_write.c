@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "io/io_util.h"
+#include "io/outcheck.h"
 #include "io/safetensors.h"
 
 static int g_inject_stage; /* test hook, see safetensors.h */
@@ -145,20 +146,6 @@ oom:
     return NULL;
 }
 
-static int fsync_dir_of(const char *path) {
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
-    if (!dir) return -1;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    free(dir);
-    if (fd < 0) return -1;
-    int r = fsync(fd);
-    /* some file systems cannot fsync a directory: nothing more to do there */
-    if (r != 0 && (errno == EINVAL || errno == EROFS)) r = 0;
-    close(fd);
-    return r;
-}
-
 tf_status tf_st_write(const char *path, const tf_st_out *tensors, size_t n, const char *const *meta,
                       size_t n_meta, char *err, size_t errlen) {
     char e[256] = "";
@@ -178,17 +165,18 @@ tf_status tf_st_write(const char *path, const tf_st_out *tensors, size_t n, cons
         if (errlen) snprintf(err, errlen, "%s: cannot write: out of memory", path);
         return TF_ERR_NOMEM;
     }
-    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-
-    tf_io_remove_stale_tmp(path); /* left by a killed run */
-    const char *what = "create";
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int ok = fd >= 0;
-    if (ok) {
+    int fd = tf_io_tmp_open(path, tmp, plen + 32, err, errlen);
+    if (fd < 0) {
+        free(tmp);
+        free(header);
+        return TF_ERR_IO;
+    }
+    const char *what = "write";
+    int ok = 1;
+    {
         unsigned char len8[8];
         for (int i = 0; i < 8; i++)
             len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
-        what = "write";
         ok = write_all(fd, len8, 8) == 0 && write_all(fd, header, hlen) == 0;
         if (ok && stage == 1) {
             errno = EIO;
@@ -217,14 +205,10 @@ tf_status tf_st_write(const char *path, const tf_st_out *tensors, size_t n, cons
             errno = EIO;
             ok = 0;
         }
-        if (ok) {
-            what = "rename";
-            ok = rename(tmp, path) == 0;
-        }
     }
     if (!ok) {
         int saved = errno;
-        if (fd >= 0) unlink(tmp);
+        unlink(tmp);
         if (errlen)
             snprintf(err, errlen,
                      "%s: cannot write (%s of its temporary file %s): %s; the previous file, if "
@@ -235,14 +219,9 @@ tf_status tf_st_write(const char *path, const tf_st_out *tensors, size_t n, cons
         free(header);
         return TF_ERR_IO;
     }
+    int rc = tf_io_commit(tmp, path, err, errlen);
     free(tmp);
     free(header);
-    if (fsync_dir_of(path) != 0) {
-        if (errlen)
-            snprintf(err, errlen, "%s: written, but fsync of its directory failed: %s", path,
-                     strerror(errno));
-        return TF_ERR_IO;
-    }
     (void)nbytes;
-    return TF_OK;
+    return rc == 0 ? TF_OK : TF_ERR_IO;
 }

@@ -19,6 +19,7 @@
 #include <cJSON.h>
 
 #include "io/io_util.h"
+#include "io/text_escape.h"
 #include "prof/compare.h"
 #include "prof/profiler.h"
 
@@ -36,18 +37,16 @@ typedef struct {
     int external;         /* a rocprofv3 kernel_stats.csv: kernels only */
 } cmp_run;
 
-/* One line "tinyfold: compare: ..." on stderr (newlines from the input made
- * spaces), exit status 2. */
+/* One line "tinyfold: compare: ..." on stderr (control characters from the
+ * input escaped: io/text_escape.h), exit status 2. */
 __attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...) {
-    char msg[1024];
+    char msg[1024], safe[4096];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    for (char *p = msg; *p; p++)
-        if (*p == '\n' || *p == '\r') *p = ' ';
     fflush(stdout);
-    fprintf(stderr, "tinyfold: compare: %s\n", msg);
+    fprintf(stderr, "tinyfold: compare: %s\n", tf_text_escape(safe, sizeof safe, msg, 0));
     return 2;
 }
 
@@ -174,16 +173,21 @@ static int load_text(const char *path, const char *text, size_t len, cmp_run *r)
     return 0;
 }
 
+/* A file's text: a kernel_stats.csv or a JSON document. */
+static int load_any(const char *path, const char *text, size_t len, cmp_run *r) {
+    return text[0] == '"' || !strncmp(text, "Name,", 5) /* a CSV, not JSON */
+               ? load_kernel_stats(path, text, r)
+               : load_text(path, text, len, r);
+}
+
 static int load(const char *path, cmp_run *r) {
-    int e = 0;
     size_t len = 0;
-    char qp[80];
-    char *text = tf_io_slurp(path, &len, &e);
-    if (!text) return fail("cannot read '%s': %s", q(qp, sizeof qp, path), strerror(e));
-    int rc = text[0] == '"' || !strncmp(text, "Name,", 5) /* a CSV, not JSON */
-                 ? load_kernel_stats(path, text, r)
-                 : load_text(path, text, len, r);
-    free(text);
+    unsigned char *bytes = NULL;
+    char err[512];
+    if (tf_io_read_file(path, &bytes, &len, TF_IO_MAX_TEXT, err, sizeof err) != 0)
+        return fail("%s", err);
+    int rc = load_any(path, (const char *)bytes, len, r);
+    free(bytes);
     return rc;
 }
 
@@ -567,7 +571,7 @@ int tf_compare_texts(int n, const char *const *labels, const char *const *texts,
     memset(runs, 0, sizeof runs);
     int rc = 0;
     for (int i = 0; i < n; i++) paths[i] = labels[i];
-    for (int i = 0; i < n && rc == 0; i++) rc = load_text(labels[i], texts[i], lens[i], &runs[i]);
+    for (int i = 0; i < n && rc == 0; i++) rc = load_any(labels[i], texts[i], lens[i], &runs[i]);
     if (rc == 0)
         rc = compare_runs(runs, paths, n, force,
                           format == CMP_CSV ? CMP_CSV : format == CMP_MARKDOWN ? CMP_MARKDOWN

@@ -37,7 +37,8 @@ typedef struct {
 void cmp_render(const cmp_table *t, cmp_format fmt, FILE *out);
 
 /* compare over inputs in memory (texts[i] of lens[i] bytes, NUL-terminated,
- * named labels[i]): what `tinyfold compare` does after reading its files, for
+ * named labels[i]; JSON or a kernel_stats.csv, told apart as for files):
+ * what `tinyfold compare` does after reading its files, for
  * tests and the fuzz target. format is a cmp_format. Returns the exit status
  * (errors: one line on stderr). */
 int tf_compare_texts(int n, const char *const *labels, const char *const *texts,

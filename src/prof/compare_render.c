@@ -2,6 +2,7 @@
  * row of run i > 0 is followed by its ratio to the first run. */
 #include <string.h>
 
+#include "io/text_escape.h"
 #include "prof/compare.h"
 
 /* Cell c of row r: c = 0 is the label, then per run i: value, and for i > 0 ratio. */
@@ -44,6 +45,24 @@ static void header(const cmp_table *t, int col, char *buf, size_t n) {
     else snprintf(buf, n, "vs %s", t->labels[0]);
 }
 
+/* Every cell and header as printed: text from the files (names, config
+ * strings, paths) with control characters escaped, and '|' in markdown
+ * (io/text_escape.h). */
+static int esc_flags(cmp_format fmt) { return fmt == CMP_MARKDOWN ? TF_ESC_MARKDOWN : 0; }
+
+static void cell_esc(const cmp_table *t, const cmp_row *r, int col, cmp_format fmt, char *buf,
+                     size_t n) {
+    char raw[256];
+    cell(t, r, col, raw, sizeof raw);
+    tf_text_escape(buf, n, raw, esc_flags(fmt));
+}
+
+static void header_esc(const cmp_table *t, int col, cmp_format fmt, char *buf, size_t n) {
+    char raw[256];
+    header(t, col, raw, sizeof raw);
+    tf_text_escape(buf, n, raw, esc_flags(fmt));
+}
+
 static void csv_field(FILE *out, const char *s) {
     fputc('"', out);
     for (; *s; s++) {
@@ -55,11 +74,11 @@ static void csv_field(FILE *out, const char *s) {
 
 void cmp_render(const cmp_table *t, cmp_format fmt, FILE *out) {
     int nc = ncols(t);
-    char buf[256];
+    char buf[1024];
     if (fmt == CMP_CSV) {
         fputs("\"section\"", out);
         for (int c = 0; c < nc; c++) {
-            header(t, c, buf, sizeof buf);
+            header_esc(t, c, fmt, buf, sizeof buf);
             fputc(',', out);
             csv_field(out, buf);
         }
@@ -68,7 +87,7 @@ void cmp_render(const cmp_table *t, cmp_format fmt, FILE *out) {
             for (size_t r = 0; r < t->sec[s].n; r++) {
                 csv_field(out, t->sec[s].title);
                 for (int c = 0; c < nc; c++) {
-                    cell(t, &t->sec[s].rows[r], c, buf, sizeof buf);
+                    cell_esc(t, &t->sec[s].rows[r], c, fmt, buf, sizeof buf);
                     fputc(',', out);
                     csv_field(out, buf);
                 }
@@ -76,18 +95,22 @@ void cmp_render(const cmp_table *t, cmp_format fmt, FILE *out) {
             }
         return;
     }
-    for (int i = 0; i < t->nruns; i++)
-        fprintf(out, "%s%s = %s\n", fmt == CMP_MARKDOWN ? "- " : "", t->labels[i], t->paths[i]);
+    for (int i = 0; i < t->nruns; i++) {
+        char label[4 * sizeof t->labels[i]], path[1024];
+        tf_text_escape(label, sizeof label, t->labels[i], esc_flags(fmt));
+        tf_text_escape(path, sizeof path, t->paths[i], esc_flags(fmt));
+        fprintf(out, "%s%s = %s\n", fmt == CMP_MARKDOWN ? "- " : "", label, path);
+    }
     /* one column width for all sections, so the tables line up */
     int w[1 + 2 * CMP_MAX_RUNS] = {0};
     for (int c = 0; c < nc; c++) {
-        header(t, c, buf, sizeof buf);
+        header_esc(t, c, fmt, buf, sizeof buf);
         w[c] = (int)strlen(buf);
     }
     for (int s = 0; s < t->nsec; s++)
         for (size_t r = 0; r < t->sec[s].n; r++)
             for (int c = 0; c < nc; c++) {
-                cell(t, &t->sec[s].rows[r], c, buf, sizeof buf);
+                cell_esc(t, &t->sec[s].rows[r], c, fmt, buf, sizeof buf);
                 int l = (int)strlen(buf);
                 if (l > w[c]) w[c] = l;
             }
@@ -99,7 +122,7 @@ void cmp_render(const cmp_table *t, cmp_format fmt, FILE *out) {
         const char *sep = fmt == CMP_MARKDOWN ? " | " : "  ";
         if (fmt == CMP_MARKDOWN) fputs("| ", out);
         for (int c = 0; c < nc; c++) {
-            header(t, c, buf, sizeof buf);
+            header_esc(t, c, fmt, buf, sizeof buf);
             fprintf(out, c ? "%s%*s" : "%s%-*s", c ? sep : "", w[c], buf);
         }
         fputs(fmt == CMP_MARKDOWN ? " |\n" : "\n", out);
@@ -114,7 +137,7 @@ void cmp_render(const cmp_table *t, cmp_format fmt, FILE *out) {
         for (size_t r = 0; r < t->sec[s].n; r++) {
             if (fmt == CMP_MARKDOWN) fputs("| ", out);
             for (int c = 0; c < nc; c++) {
-                cell(t, &t->sec[s].rows[r], c, buf, sizeof buf);
+                cell_esc(t, &t->sec[s].rows[r], c, fmt, buf, sizeof buf);
                 fprintf(out, c ? "%s%*s" : "%s%-*s", c ? sep : "", w[c], buf);
             }
             fputs(fmt == CMP_MARKDOWN ? " |\n" : "\n", out);

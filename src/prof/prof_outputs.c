@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "io/io_util.h"
+#include "io/outcheck.h"
 
 #include "prof/prof_internal.h"
 
@@ -35,38 +36,42 @@ void prof_csv_str(FILE *f, const char *s) {
 
 /* Every profile file is written atomically: "<path>.tmp.<pid>", flushed,
  * fsynced and renamed over path only when complete (a full disk leaves the
- * previous file, never a truncated one). */
-static void tmp_name(char *buf, size_t n, const char *path) {
-    snprintf(buf, n, "%s.tmp.%ld", path, (long)getpid());
-}
-
+ * previous file, never a truncated one), by the writers' shared steps
+ * (io/outcheck.h). */
 FILE *prof_open_out(const char *path, char *err, size_t errlen) {
     char tmp[4300];
-    tmp_name(tmp, sizeof tmp, path);
-    tf_io_remove_stale_tmp(path);
-    FILE *f = fopen(tmp, "w");
-    if (!f && err && errlen) snprintf(err, errlen, "cannot write '%s': %s", tmp, strerror(errno));
+    int fd = tf_io_tmp_open(path, tmp, sizeof tmp, err, errlen);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (fd >= 0 && !f) {
+        if (err && errlen) snprintf(err, errlen, "cannot write '%s': %s", tmp, strerror(errno));
+        close(fd);
+        unlink(tmp);
+    }
     return f;
 }
 
 int prof_close_out(FILE *f, const char *path, int keep, char *err, size_t errlen) {
     char tmp[4300];
-    tmp_name(tmp, sizeof tmp, path);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     int bad = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
     int e = errno;
     if (fclose(f) != 0 && !bad) {
         bad = 1;
         e = errno;
     }
-    if (keep && !bad && rename(tmp, path) != 0) {
-        bad = 1;
-        e = errno;
+    if (!keep || bad) {
+        unlink(tmp);
+        if (keep && err && errlen)
+            snprintf(err, errlen, "error writing '%s': %s (the previous file, if any, is unchanged)",
+                     path, strerror(e));
+        return keep ? -1 : 0;
     }
-    if (!keep || bad) unlink(tmp);
-    if (keep && bad && err && errlen)
-        snprintf(err, errlen, "error writing '%s': %s (the previous file, if any, is unchanged)",
-                 path, strerror(e));
-    return keep && bad ? -1 : 0;
+    char why[4400];
+    if (tf_io_commit(tmp, path, why, sizeof why) != 0) {
+        if (err && errlen) snprintf(err, errlen, "error writing %s", why);
+        return -1;
+    }
+    return 0;
 }
 
 static FILE *open_out(const char *path, char *err, size_t errlen) {

@@ -25,6 +25,8 @@ typedef struct {
     rp_kernel *kernels;    /* by total time, descending */
     size_t nkernels;
     int from_csv;          /* the kernels came from a rocprofv3-style kernel_stats.csv */
+    char file[4200];       /* the file read for path (a directory's summary.json) */
+    char trace_path[4200]; /* the trace.json read beside it, "" when none */
 } rp_run;
 
 /* Reads one RUN argument: a profile directory, a summary.json / run JSON,
@@ -35,6 +37,11 @@ int rp_load(const char *path, rp_run *r, cJSON **scaling, char *err, size_t errl
 void rp_free(rp_run *r);
 const cJSON *rp_get(const cJSON *o, const char *a, const char *b);
 double rp_num(const cJSON *o, const char *a, const char *b, double dflt);
+/* The one output check (io/outcheck.h) of --out against every file the
+ * runs were read from (paths[np]: the arguments, runs[n]: what was read for
+ * them). 0 ok, else one line in err. */
+int rp_check_out(const char *out, const char *const *paths, int np, const rp_run *runs, int n,
+                 char *err, size_t errlen);
 /* 0 if the runs are of one problem, else one line in err naming the knob */
 int rp_check_problem(const rp_run *r, int n, char *err, size_t errlen);
 

@@ -15,18 +15,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/outcheck.h"
+#include "io/text_escape.h"
 #include "prof/profiler.h"
 #include "prof/report.h"
 
 #define MIB (1024.0 * 1024.0)
 
+/* One line on stderr (control characters from the input escaped:
+ * io/text_escape.h), exit status 2. */
 __attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...) {
+    char msg[2048], safe[8192];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "tinyfold: report: ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fprintf(stderr, "tinyfold: report: %s\n", tf_text_escape(safe, sizeof safe, msg, 0));
     return 2;
 }
 
@@ -1046,30 +1050,29 @@ int tf_report_main(int argc, char **argv) {
         }
     }
     if (!rc && !force && rp_check_problem(runs, n, err, sizeof err) != 0) rc = fail("%s", err);
+    if (!rc && rp_check_out(out, paths, np, runs, n, err, sizeof err) != 0) rc = fail("%s", err);
     if (!rc) {
         /* a temporary file beside the output, renamed over it when complete */
-        size_t len = strlen(out) + 16;
+        size_t len = strlen(out) + 32;
         char *tmp = malloc(len);
-        int fd = -1;
-        if (tmp) {
-            snprintf(tmp, len, "%s.XXXXXX", out);
-            fd = mkstemp(tmp);
-            if (fd >= 0) fchmod(fd, 0644); /* mkstemp's 0600 is for secrets */
-        }
+        int fd = tmp ? tf_io_tmp_open(out, tmp, len, err, sizeof err) : -1;
         FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
         if (!f) {
-            rc = fail("cannot write '%s': %s", out, strerror(errno));
+            rc = tmp && fd < 0 ? fail("%s", err) : fail("cannot write '%s': %s", out, strerror(errno));
             if (fd >= 0) {
                 close(fd);
                 unlink(tmp);
             }
         } else {
             page(f, runs, n, scaling);
-            int bad = ferror(f) != 0;
-            if (fclose(f) != 0) bad = 1;
-            if (bad || rename(tmp, out) != 0) {
-                rc = fail("cannot write '%s': %s", out, strerror(errno ? errno : EIO));
+            int bad = ferror(f) != 0 || fflush(f) != 0 || fsync(fileno(f)) != 0;
+            int e = errno;
+            if (fclose(f) != 0 && !bad) bad = 1, e = errno;
+            if (bad) {
+                rc = fail("cannot write '%s': %s", out, strerror(e ? e : EIO));
                 unlink(tmp);
+            } else if (tf_io_commit(tmp, out, err, sizeof err) != 0) {
+                rc = fail("%s", err);
             }
         }
         free(tmp);

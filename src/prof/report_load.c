@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "io/io_util.h"
+#include "io/outcheck.h"
 #include "prof/report.h"
 
 static const char *const knobs[] = {"batch",     "seq_len",     "n_seqs",       "n_blocks",
@@ -17,13 +18,10 @@ static const char *const knobs[] = {"batch",     "seq_len",     "n_seqs",       
 
 /* The whole file must be one JSON value (a truncated or padded file is not). */
 static cJSON *parse_json(const char *path, char *err, size_t errlen) {
-    int e = 0;
     size_t len = 0;
-    char *text = tf_io_slurp(path, &len, &e);
-    if (!text) {
-        snprintf(err, errlen, "cannot read '%s': %s", path, strerror(e));
-        return NULL;
-    }
+    unsigned char *bytes = NULL;
+    if (tf_io_read_file(path, &bytes, &len, TF_IO_MAX_TEXT, err, errlen) != 0) return NULL;
+    char *text = (char *)bytes;
     const char *end = NULL;
     cJSON *doc = cJSON_ParseWithOpts(text, &end, 0);
     if (doc && end) {
@@ -103,13 +101,10 @@ static const char csv_header[] =
     "\"StdDev\"";
 
 static int load_csv(const char *path, rp_run *r, char *err, size_t errlen) {
-    int e = 0;
     size_t len = 0;
-    char *text = tf_io_slurp(path, &len, &e);
-    if (!text) {
-        snprintf(err, errlen, "cannot read '%s': %s", path, strerror(e));
-        return -1;
-    }
+    unsigned char *bytes = NULL;
+    if (tf_io_read_file(path, &bytes, &len, TF_IO_MAX_TEXT, err, errlen) != 0) return -1;
+    char *text = (char *)bytes;
     if (strncmp(text, csv_header, sizeof csv_header - 1) != 0) {
         snprintf(err, errlen,
                  "'%s' is not a kernel_stats.csv (expected the header %s)", path, csv_header);
@@ -195,10 +190,12 @@ int rp_load(const char *path, rp_run *r, cJSON **scaling, char *err, size_t errl
             return -1;
         }
     } else if (ends_with(path, ".csv")) {
+        snprintf(r->file, sizeof r->file, "%s", path);
         return load_csv(path, r, err, errlen);
     } else {
         snprintf(file, sizeof file, "%s", path);
     }
+    snprintf(r->file, sizeof r->file, "%s", file);
     cJSON *doc = parse_json(file, err, errlen);
     if (!doc) return -1;
     if (!cJSON_IsObject(doc)) {
@@ -237,6 +234,7 @@ int rp_load(const char *path, rp_run *r, cJSON **scaling, char *err, size_t errl
     if (slash) snprintf(slash + 1, sizeof tpath - (size_t)(slash + 1 - tpath), "trace.json");
     else snprintf(tpath, sizeof tpath, "trace.json");
     if (r->profile && stat(tpath, &st) == 0) {
+        snprintf(r->trace_path, sizeof r->trace_path, "%s", tpath);
         r->trace = parse_json(tpath, err, errlen);
         if (!r->trace) return -1;
         if (!cJSON_IsArray(rp_get(r->trace, "traceEvents", NULL))) {
@@ -246,6 +244,25 @@ int rp_load(const char *path, rp_run *r, cJSON **scaling, char *err, size_t errl
         }
     }
     return 0;
+}
+
+int rp_check_out(const char *out, const char *const *paths, int np, const rp_run *runs, int n,
+                 char *err, size_t errlen) {
+    static tf_io_path v[3 * RP_MAX_RUNS + 2]; /* --out, np <= RP_MAX_RUNS + 1, 2 per run */
+    int k = 0;
+    memset(v, 0, sizeof v);
+    v[k++] = (tf_io_path){.flag = "--out", .path = out, .what = "the page", .output = 1};
+    for (int i = 0; i < np; i++) /* the arguments (a scaling JSON among them) */
+        v[k++] = (tf_io_path){.flag = "RUN", .path = paths[i], .what = "an input of report"};
+    for (int i = 0; i < n && k + 2 <= (int)(sizeof v / sizeof v[0]); i++) {
+        if (runs[i].file[0])
+            v[k++] = (tf_io_path){.flag = "RUN", .path = runs[i].file,
+                                  .what = "a file report reads"};
+        if (runs[i].trace_path[0])
+            v[k++] = (tf_io_path){.flag = "RUN", .path = runs[i].trace_path,
+                                  .what = "a trace.json report reads"};
+    }
+    return tf_io_check_paths(v, k, err, errlen);
 }
 
 void rp_free(rp_run *r) {

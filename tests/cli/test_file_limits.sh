@@ -37,12 +37,29 @@ for v in 9223372036854775807 9223372036854775806 9007199254740993; do
     refused_file "metadata 'adam_step' is '$v'" as.ck train --resume as.ck --backend cpu \
         --threads 1 --quiet --num-steps 2
 done
-# The largest accepted step resumes and counts on without overflow.
-st_set_meta ck big.ck 's/"global_step":"1"/"global_step":"9007199254740992"/'
+# A run may take a checkpoint up to 2^53 and no further: the checkpoint it
+# saves is one its own --resume reads, and the JSON holds the exact step.
+st_set_meta ck big.ck 's/"global_step":"1"/"global_step":"9007199254740991"/'
 st_set_meta ck.optim.safetensors big.ck.optim.safetensors \
-    's/"global_step":"1"/"global_step":"9007199254740992"/'
-run train --resume big.ck --backend cpu --threads 1 --quiet --num-steps 1 --json big.json ||
-    fail "global_step 2^53 should resume: $(cat err)"
+    's/"global_step":"1"/"global_step":"9007199254740991"/'
+run train --resume big.ck --backend cpu --threads 1 --quiet --num-steps 1 --json big.json \
+    --save top.ck || fail "global_step 2^53 - 1 should resume: $(cat err)"
+tr -d ' \t\n' <big.json | grep -q '"step":9007199254740991,' ||
+    fail "the JSON's step is not exact: $(tr -d ' \t\n' <big.json | grep -o '"step":[^,]*')"
+grep -aq '"global_step":"9007199254740992"' top.ck || fail "the saved checkpoint's step"
+run train --load top.ck --backend cpu --threads 1 --quiet --num-steps 1 ||
+    fail "a checkpoint at 2^53 should load: $(cat err)"
+refused_file "at global step 9007199254740992.*at most 0 more steps" top.ck train --resume top.ck \
+    --backend cpu --threads 1 --quiet --num-steps 1
+st_set_meta ck big.ck 's/"global_step":"1"/"global_step":"9007199254740990"/'
+st_set_meta ck.optim.safetensors big.ck.optim.safetensors \
+    's/"global_step":"1"/"global_step":"9007199254740990"/'
+refused_file "at most 2 more steps" big.ck train --resume big.ck --backend cpu --threads 1 \
+    --quiet --num-steps 3
+cp ck as.ck
+st_set_meta ck.optim.safetensors as.ck.optim.safetensors 's/"adam_step":"1"/"adam_step":"2"/'
+refused_file "'adam_step' is '2', expected at most global_step (1)" as.ck train --resume as.ck \
+    --backend cpu --threads 1 --quiet --num-steps 1
 # A stored learning rate out of range names the file and the field.
 st_set_meta ck lr.ck 's/learning_rate\\":[0-9.e-]*/learning_rate\\":5/'
 refused_file "learning_rate.*expected a number in (0, 1\]" lr.ck train --resume lr.ck \

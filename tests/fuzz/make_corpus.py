@@ -4,10 +4,12 @@ layouts tinyfold writes and reads: checkpoints, data and gradient files, every
 dtype, scalars, empty tensors, metadata) plus truncations of each and a few
 near-miss malformed files; for fuzz_datafile also data files whose values are
 in range, for fuzz_checkpoint_meta checkpoints and foreign state_dicts, for
-fuzz_compare pairs of run / profile JSON documents split by a NUL byte.
+fuzz_compare pairs of run / profile JSON documents and kernel_stats.csv files
+split by a NUL byte, for fuzz_report the same and traces and scaling JSON
+behind a layout byte.
 Standard library only.
 
-usage: make_corpus.py OUT_DIR [safetensors|datafile|checkpoint|compare]
+usage: make_corpus.py OUT_DIR [safetensors|datafile|checkpoint|compare|report]
 """
 import json
 import os
@@ -116,7 +118,8 @@ def main():
         valid["foreign"] = image(foreign)
         valid["foreign_meta"] = image(foreign, {"msa_dim": "8", "n_heads_pair": "2",
                                                 "n_blocks": "1"})
-    if target == "compare":
+    report = target == "report"
+    if target in ("compare", "report"):
         run = {"tinyfold_version": "0.1.0", "command": "train",
                "config": {"batch": 1, "seq_len": 8, "n_seqs": 2, "n_blocks": 1, "msa_dim": 16,
                           "pair_dim": 32, "n_heads_msa": 4, "n_heads_pair": 4, "outer_dim": 32,
@@ -141,7 +144,35 @@ def main():
                 n += 1
         with open(os.path.join(out, "trailing"), "wb") as f:
             f.write(json.dumps(run).encode() + b"\0" + json.dumps(run).encode() + b" {}")
-        print(f"make_corpus: {n + 1} files in {out}")
+        csv = (b'"Name","Calls","TotalDurationNs","AverageNs","Percentage","MinNs","MaxNs",'
+               b'"StdDev"\n"k|1",3,3000,1000.0,75.0,900,1100,10.0\n"k2",1,1000,1000.0,25.0,'
+               b'1000,1000,0.0\n')
+        with open(os.path.join(out, "kernel_stats"), "wb") as f:
+            f.write(csv + b"\0" + csv)
+        if report:
+            # report: the first byte is the layout (fuzz_report.c)
+            trace = {"traceEvents": [
+                {"name": "thread_name", "ph": "M", "pid": 1, "tid": 1, "args": {"name": "host"}},
+                {"name": "forward_pass", "ph": "X", "pid": 1, "tid": 1, "ts": 0, "dur": 50},
+                {"name": "k1", "ph": "X", "pid": 1, "tid": 3, "ts": 5, "dur": 20,
+                 "args": {"region": "forward_pass/block_0/msa_row_attention"}}]}
+            scaling = {"points": [{"N": 16, "peak_bytes": 1e7, "step_ms": 5, "flops": 1e9,
+                                   "gflops": 200},
+                                  {"N": 32, "peak_bytes": 3.5e7, "step_ms": 30, "flops": 7e9,
+                                   "gflops": 233}],
+                       "fit": {"memory_exponent": 1.8, "time_exponent": 2.6}}
+            layouts = {"profile": (0, prof, trace), "run": (1, run, run),
+                       "scaling": (3, run, scaling)}
+            for name, (lay, a, b) in layouts.items():
+                blob = json.dumps(a).encode() + b"\0" + json.dumps(b).encode()
+                for cut in (len(blob), len(blob) // 2):
+                    with open(os.path.join(out, f"report_{name}_{cut}"), "wb") as f:
+                        f.write(bytes([lay]) + blob[:cut])
+                    n += 1
+            with open(os.path.join(out, "report_csv"), "wb") as f:
+                f.write(bytes([2]) + csv)
+            n += 1
+        print(f"make_corpus: {n + 2} files in {out}")
         return
     n = 0
     for name, img in valid.items():

@@ -4,7 +4,8 @@
 #   fuzz_safetensors      the safetensors reader (src/io/safetensors.c)
 #   fuzz_datafile         the data-file loader (src/io/datafile.c)
 #   fuzz_checkpoint_meta  the checkpoint metadata reader (src/io/checkpoint_meta.c)
-#   fuzz_compare          compare's JSON reader and table (src/prof/compare*.c)
+#   fuzz_compare          compare's JSON and CSV readers and table (src/prof/compare*.c)
+#   fuzz_report           report's readers and page (src/prof/report_*.c)
 # Exits non-zero when a fuzzer finds a crash, a leak, a sanitizer report or a
 # broken invariant (the input is kept under $FUZZ_DIR/<target>/artifacts/).
 #
@@ -19,7 +20,7 @@ set -euo pipefail
 secs=${1:-30}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(safetensors datafile checkpoint_meta compare)
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors datafile checkpoint_meta compare report)
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 work=${FUZZ_DIR:-${TMPDIR:-/tmp}/tinyfold_fuzz}
@@ -34,8 +35,9 @@ sources() { # target -> the sources it links besides its own file
     safetensors) echo "$io/safetensors.c $io/io_util.c" ;;
     datafile) echo "$io/datafile.c $io/safetensors.c $io/io_util.c" ;;
     checkpoint_meta) echo "$io/checkpoint_meta.c $io/config_json.c $io/safetensors.c $io/io_util.c $root/src/train/config.c $root/src/backend/gpu_plan.c" ;;
-    compare) echo "$root/src/prof/compare.c $root/src/prof/compare_render.c $io/io_util.c" ;;
-    *) echo "run.sh: unknown target '$1' (expected safetensors, datafile, checkpoint_meta, compare)" >&2; exit 2 ;;
+    compare) echo "$root/src/prof/compare.c $root/src/prof/compare_render.c $io/io_util.c $io/text_escape.c" ;;
+    report) echo "$root/src/prof/report_html.c $root/src/prof/report_load.c $root/src/prof/report_svg.c $io/io_util.c $io/outcheck.c $io/text_escape.c" ;;
+    *) echo "run.sh: unknown target '$1' (expected safetensors, datafile, checkpoint_meta, compare, report)" >&2; exit 2 ;;
     esac
 }
 seed_kind() { case $1 in checkpoint_meta) echo checkpoint ;; *) echo "$1" ;; esac; }
@@ -52,8 +54,9 @@ fuzz_one() {
         -o "$dir/fuzz_$t" "$here/fuzz_$t.c" $(sources "$t") $cjson_flags -lm
     python3 "$here/make_corpus.py" "$dir/seed" "$(seed_kind "$t")" >&2
     # Seeds are read from seed/; new inputs go to corpus/ (kept between runs).
-    # fuzz_compare prints refusals on stderr: -close_fd_mask=2 keeps the log small.
-    [ "$t" = compare ] && mask="-close_fd_mask=2"
+    # fuzz_compare and fuzz_report print refusals on stderr: -close_fd_mask=2
+    # keeps the log small.
+    [ "$t" = compare ] || [ "$t" = report ] && mask="-close_fd_mask=2"
     set +e
     # shellcheck disable=SC2086
     "$dir/fuzz_$t" \

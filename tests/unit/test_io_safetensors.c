@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -342,6 +344,41 @@ static void test_open_errors(void **state) {
     free(img);
 }
 
+/* An opened file truncated by another program: its tensors still read (the
+ * bytes were copied at open; a mapping would fault with SIGBUS here). */
+static void test_truncated_after_open(void **state) {
+    (void)state;
+    size_t len;
+    unsigned char *img = io_image("{" T1 "}", NULL, 8, &len);
+    const char *p = io_path("shrinks.safetensors");
+    io_write_file(p, img, len);
+    free(img);
+    tf_st_file *f = NULL;
+    char err[512] = "";
+    assert_int_equal(tf_st_open(&f, p, err, sizeof err), TF_OK);
+    assert_int_equal(truncate(p, 0), 0);
+    const tf_st_tensor *t = tf_st_find(f, "t");
+    assert_non_null(t);
+    volatile unsigned sum = 0; /* volatile: the reads must happen */
+    for (uint64_t i = 0; i < t->nbytes; i++) sum += ((const unsigned char *)t->data)[i];
+    tf_st_close(f);
+    /* and the next open says what happened to it */
+    assert_fails_with(tf_st_open(&f, p, err, sizeof err), TF_ERR_USAGE, err, p, "truncated");
+}
+
+/* A FIFO is refused at once (opening it does not wait for a writer). */
+static void test_open_fifo(void **state) {
+    (void)state;
+    const char *p = io_path("fifo.safetensors");
+    assert_int_equal(mkfifo(p, 0600), 0);
+    tf_st_file *f = NULL;
+    char err[512] = "";
+    alarm(10); /* a reader that waits for a writer fails here, not at ctest's limit */
+    assert_fails_with(tf_st_open(&f, p, err, sizeof err), TF_ERR_IO, err, p, "a FIFO");
+    alarm(0);
+    assert_null(f);
+}
+
 /* ---- failed saves leave the previous file intact ----------------------------- */
 
 static void write_v(const char *p, float v, tf_status want, char *err, size_t errlen) {
@@ -435,6 +472,8 @@ int main(void) {
         cmocka_unit_test(test_shape_and_offsets),
         cmocka_unit_test(test_bad_metadata),
         cmocka_unit_test_setup_teardown(test_open_errors, io_dir_setup, io_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_truncated_after_open, io_dir_setup, io_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_open_fifo, io_dir_setup, io_dir_teardown),
         cmocka_unit_test_setup_teardown(test_failed_save_keeps_old, io_dir_setup, io_dir_teardown),
         cmocka_unit_test_setup_teardown(test_writer_rejects_bad_args, io_dir_setup,
                                         io_dir_teardown),
