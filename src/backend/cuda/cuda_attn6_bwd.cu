@@ -18,6 +18,27 @@
 
 #include "cuda_attn6.h"
 
+/* S = q k^T and dP = dout v^T of a warp's 16 queries (A fragments qa, ga)
+ * against the NJ x 8 keys of Ks and Vs */
+template <int NJ, int KD, class E>
+__device__ __forceinline__ void tf6_s_dp(float (*s)[4], float (*dp)[4], const uint32_t (*qa)[4],
+                                         const uint32_t (*ga)[4], const uint16_t *Ks,
+                                         const uint16_t *Vs, int LD)
+{
+    tf_tile_zero<NJ>(s);
+    tf_tile_zero<NJ>(dp);
+#pragma unroll
+    for (int j = 0; j < NJ; ++j)
+#pragma unroll
+        for (int kk = 0; kk < KD; ++kk) {
+            uint32_t kf[2], vf[2];
+            tf_tile_load_bt(kf, Ks, LD, 8 * j, 16 * kk);
+            tf_tile_mma<E>(s[j], qa[kk], kf);
+            tf_tile_load_bt(vf, Vs, LD, 8 * j, 16 * kk);
+            tf_tile_mma<E>(dp[j], ga[kk], vf);
+        }
+}
+
 /* dQ, and D of the block's queries */
 template <int DM, class E>
 __global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_bwd_dq_kernel6(tf_attn_args a, int ntq, int vec)
@@ -76,18 +97,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_bwd_dq_kernel6(tf_attn_ar
         tf6_load<DM, BK, LD, C::NT>(Vs, vb, a.v.sl, k0, L, vec, tid);
         __syncthreads();
         float s[NJ][4], dp[NJ][4];
-        tf_tile_zero<NJ>(s);
-        tf_tile_zero<NJ>(dp);
-#pragma unroll
-        for (int j = 0; j < NJ; ++j)
-#pragma unroll
-            for (int kk = 0; kk < KD; ++kk) {
-                uint32_t kf[2], vf[2];
-                tf_tile_load_bt(kf, Ks, LD, 8 * j, 16 * kk);
-                tf_tile_mma<E>(s[j], qa[kk], kf);
-                tf_tile_load_bt(vf, Vs, LD, 8 * j, 16 * kk);
-                tf_tile_mma<E>(dp[j], ga[kk], vf);
-            }
+        tf6_s_dp<NJ, KD, E>(s, dp, qa, ga, Ks, Vs, LD);
 #pragma unroll
         for (int j = 0; j < NJ; ++j)
 #pragma unroll
@@ -278,18 +288,7 @@ __global__ void __launch_bounds__(tf6_db<DM>::NT, 4) attn_bwd_dbias_kernel6(tf_a
             tf_tile_load_a(ga[kk], Gs, LD, 0, 16 * kk);
         }
         float s[NJ][4], dp[NJ][4];
-        tf_tile_zero<NJ>(s);
-        tf_tile_zero<NJ>(dp);
-#pragma unroll
-        for (int j = 0; j < NJ; ++j)
-#pragma unroll
-            for (int kk = 0; kk < KD; ++kk) {
-                uint32_t kf[2], vf[2];
-                tf_tile_load_bt(kf, Ks, LD, 8 * j, 16 * kk);
-                tf_tile_mma<E>(s[j], qa[kk], kf);
-                tf_tile_load_bt(vf, Vs, LD, 8 * j, 16 * kk);
-                tf_tile_mma<E>(dp[j], ga[kk], vf);
-            }
+        tf6_s_dp<NJ, KD, E>(s, dp, qa, ga, Ks, Vs, LD);
         const float lse2[2] = {Lw[w][g], Lw[w][g + 8]}, dd[2] = {Dw[w][g], Dw[w][g + 8]};
 #pragma unroll
         for (int j = 0; j < NJ; ++j)
