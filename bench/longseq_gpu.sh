@@ -5,7 +5,7 @@
 # (bench/peer_gpu.py --mode sdpa), alternated ROUNDS times; medians of the
 # timed steps. A run that does not fit or fails prints its reason.
 #   [TINYFOLD=build-gpu/tinyfold] [NS="256 512 1024 2048"] [STEPS=5] [ROUNDS=2]
-#   [MODE=sdpa] [OUT=out/longseq_gpu] bench/longseq_gpu.sh
+#   [MODE=sdpa] [RUN_TIMEOUT=300] [OUT=out/longseq_gpu] bench/longseq_gpu.sh
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tf=${TINYFOLD:-$here/../build-gpu/tinyfold}
@@ -15,11 +15,11 @@ mode=${MODE:-sdpa}
 mkdir -p "$out"
 for r in $(seq "${ROUNDS:-2}"); do
     for n in ${NS:-256 512 1024 2048}; do
-        timeout 300 "$tf" train --backend cuda --precision bf16 --impl v3 --graph --batch-size 1 \
+        timeout "${RUN_TIMEOUT:-300}" "$tf" train --backend cuda --precision bf16 --impl v3 --graph --batch-size 1 \
             --seq-len "$n" --num-seqs 16 --num-blocks 4 --num-steps "$steps" --warmup-steps 2 \
             --quiet --json "$out/tf.$n.$r.json" >"$out/tf.$n.$r.log" 2>&1 ||
             echo "tinyfold N$n: exit $? ($(tail -n 1 "$out/tf.$n.$r.log"))"
-        timeout 300 python3 "$here/peer_gpu.py" --problem "n$n" --precision bf16 --mode "$mode" \
+        timeout "${RUN_TIMEOUT:-300}" python3 "$here/peer_gpu.py" --problem "n$n" --precision bf16 --mode "$mode" \
             --steps "$steps" --warmup 2 >"$out/pt.$n.$r.json" 2>"$out/pt.$n.$r.log" ||
             echo "PyTorch N$n: exit $? ($(tail -n 1 "$out/pt.$n.$r.log"))"
     done
