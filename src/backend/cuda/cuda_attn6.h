@@ -75,6 +75,19 @@ static inline int tf6_view_vec(const tf_attn_view *v)
     return ((uintptr_t)v->p & 15u) == 0 && v->sb % 8 == 0 && v->so % 8 == 0 && v->sl % 8 == 0;
 }
 
+/* 2^x by the SFU's approximation (relative error ~2^-22, far inside the
+ * rounding of P to the type; 2^-inf = 0); exp2f without PTX */
+__device__ __forceinline__ float tf6_exp2(float x)
+{
+#if TF_HAVE_NV_PTX
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+#else
+    return exp2f(x);
+#endif
+}
+
 /* (scale q.k + bias(i, j)) log2(e): the score in base-2 units (BIAS: the
  * call has a bias; bb is then the item's base, or NULL for a row past L) */
 template <bool BIAS, class E>

@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_bwd_dq_kernel6(tf_attn_ar
                 const int jk = k0 + 8 * j + 2 * t + (e & 1), hf = e >> 1;
                 float p = 0.f;
                 if (jk < L && ok[hf])
-                    p = exp2f(tf6_score2<BIAS>(a, bb, hf ? ihi : ilo, jk, s[j][e]) - lse2[hf]);
+                    p = tf6_exp2(tf6_score2<BIAS>(a, bb, hf ? ihi : ilo, jk, s[j][e]) - lse2[hf]);
                 s[j][e] = p * (dp[j][e] - dd[hf]);
             }
 #pragma unroll
@@ -217,7 +217,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_bwd_dkv_kernel6(tf_attn_a
                     const int r = 16 * c + 8 * u + 2 * t + (e & 1), i = q0 + r;
                     const int j = e < 2 ? jlo : jhi;
                     float p = 0.f;
-                    if (i < L && j < L) p = exp2f(tf6_score2<BIAS>(a, bb, i, j, st[u][e]) - Lt[r]);
+                    if (i < L && j < L) p = tf6_exp2(tf6_score2<BIAS>(a, bb, i, j, st[u][e]) - Lt[r]);
                     st[u][e] = p;
                     dpt[u][e] = p * (dpt[u][e] - Dt[r]);
                 }
@@ -315,7 +315,7 @@ __global__ void __launch_bounds__(tf6_db<DM>::NT, 4) attn_bwd_dbias_kernel6(tf_a
             for (int e = 0; e < 4; ++e) {
                 const int jk = j0 + 8 * j + 2 * t + (e & 1), hf = e >> 1;
                 if (jk < L && ok[hf]) {
-                    const float p = exp2f(tf6_score2<true>(a, bb, hf ? ihi : ilo, jk, s[j][e]) - lse2[hf]);
+                    const float p = tf6_exp2(tf6_score2<true>(a, bb, hf ? ihi : ilo, jk, s[j][e]) - lse2[hf]);
                     db[j][e] += p * (dp[j][e] - dd[hf]);
                 }
             }

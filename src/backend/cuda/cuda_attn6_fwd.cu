@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_fwd_kernel6(tf_attn_args 
             const float mn = fmaxf(mx[hf], tm[hf]);
             /* a row that has seen only -inf keeps 0 for every p */
             base[hf] = mn == -INFINITY ? 0.f : mn;
-            corr[hf] = exp2f(mx[hf] - base[hf]);
+            corr[hf] = tf6_exp2(mx[hf] - base[hf]);
             mx[hf] = mn;
         }
         float ts[2] = {0.f, 0.f};
@@ -93,7 +93,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_fwd_kernel6(tf_attn_args 
         for (int j = 0; j < NJ; ++j)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-                const float p = exp2f(s[j][e] - base[e >> 1]);
+                const float p = tf6_exp2(s[j][e] - base[e >> 1]);
                 s[j][e] = p;
                 ts[e >> 1] += p;
             }
