@@ -8,7 +8,8 @@
 # e.g. bench/gpu_ab.sh --gpu-plan default gemm=cublas   (per-shape GEMMs vs the library)
 # Needs build-gpu/ (bench/gpu.sh STAGES=build); JSON of every run in $GPU_OUT/ab.
 # A run is killed after RUN_TIMEOUT seconds (default 300) and counts as failed.
-# IMPL (default v3) and GRAPH (default --graph; empty for eager) set the runs.
+# IMPL (default v3) and GRAPH (default --graph; empty for eager) set the runs;
+# PRECS the precisions (default "fp32 tf32").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 VAR=${1:?variable}
@@ -24,7 +25,7 @@ mkdir -p "$OUT"
 for rep in $(seq "$REPS"); do
   for prob in small large; do
     if [ $prob = small ]; then N=64; S=16; else N=128; S=32; fi
-    for p in fp32 tf32; do
+    for p in ${PRECS:-fp32 tf32}; do
       for side in A B; do
         val=$A; [ $side = B ] && val=$B
         if [ "${VAR#--}" != "$VAR" ]; then envs=(); opt=("$VAR" "$val"); else envs=("$VAR=$val"); opt=(); fi
@@ -35,13 +36,13 @@ for rep in $(seq "$REPS"); do
     done
   done
 done
-python3 - "$OUT" "$VAR" "$A" "$B" <<'PY'
+python3 - "$OUT" "$VAR" "$A" "$B" "${PRECS:-fp32 tf32}" <<'PY'
 import glob, json, statistics as st, sys
-O, var, a, b = sys.argv[1:5]
+O, var, a, b, precs = sys.argv[1:6]
 print(f"{'problem':8} {'prec':5} {var}={a:>3} ms  {var}={b:>3} ms  B/A    samples/s A -> B"
       f"    peak MiB A -> B (B/A)")
 for prob in ("small", "large"):
-    for p in ("fp32", "tf32"):
+    for p in precs.split():
         med, peak = {}, {}
         for side in ("A", "B"):
             xs, pk = [], []

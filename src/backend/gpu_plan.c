@@ -380,10 +380,11 @@ tf_gpu_attn_kernel tf_gpu_route_attn(const tf_gpu_plan *p, const tf_gpu_caps *ca
     if (!caps || !caps->has_cp_async) return TF_GPU_ATTN_KERNEL1;
     const int k5_ok = caps->has_mma_sync;
     /* half types: kernel6 (flash attention on the m16n8k16 tile, any L) at
-     * head size 16 or 32, else kernel1 */
-    if (s->half)
-        return k5_ok && (s->d == 16 || s->d == 32) && s->L >= 1 ? TF_GPU_ATTN_KERNEL6
-                                                                : TF_GPU_ATTN_KERNEL1;
+     * head size 16 or 32 (kernel5 where it fits under attn=k5), else kernel1 */
+    if (s->half) {
+        if (!k5_ok || (s->d != 16 && s->d != 32) || s->L < 1) return TF_GPU_ATTN_KERNEL1;
+        return p->attn == TF_GPU_ATTN_K5 && k5_fits(s) ? TF_GPU_ATTN_KERNEL5 : TF_GPU_ATTN_KERNEL6;
+    }
     const tf_gpu_attn_policy a = p->attn;
     if (a == TF_GPU_ATTN_K5 && k5_ok && k5_fits(s)) return TF_GPU_ATTN_KERNEL5;
     if (a == TF_GPU_ATTN_K4 && s->L >= 1 && s->L <= 128 && s->d >= 1 && s->d <= 32)

@@ -84,7 +84,8 @@ typedef enum {
     TF_GPU_ATTN_K2,       /* kernel2 everywhere (never kernel4 or 5) */
     TF_GPU_ATTN_K3,       /* kernel3 above L 32, kernel2 below (never kernel4 or 5) */
     TF_GPU_ATTN_K4,       /* kernel4 wherever it runs (L <= 128, d <= 32) */
-    TF_GPU_ATTN_K5,       /* kernel5 (tensor cores) wherever it runs (L <= 128, d 16|32) */
+    TF_GPU_ATTN_K5,       /* kernel5 (tensor cores) wherever it runs (L <= 128, d 16|32),
+                           * the half types too (else kernel6) */
     TF_GPU_ATTN_COUNT_
 } tf_gpu_attn_policy;
 

@@ -415,15 +415,16 @@ static void test_half_attention(void **state)
 {
     (void)state;
     g_fail = 0;
-    /* level 1 (kernel1): the fp32 kernel's result rounded once; level 3's
-     * half attention (kernel6) is test_cuda_ops_flash's */
+    /* kernel1 (level 1) and kernel5 (level 3, attn=k5): the fp32 kernel's
+     * result rounded once; the default half attention (kernel6) is
+     * test_cuda_ops_flash's */
     const int shapes[2][2] = {{37, 16}, {70, 32}}; /* L, d */
-    for (int li = 0; li < 2; ++li) {
-        const int lv = 1, L = shapes[li % 2][0], d = shapes[li % 2][1];
+    for (int li = 0; li < 4; ++li) {
+        const int lv = li < 2 ? 1 : 3, L = shapes[li % 2][0], d = shapes[li % 2][1];
         const int nb = 2, no = 3, nh = 2, C = nh * d;
         const size_t n = (size_t)nb * no * L * C, nbias = (size_t)nb * nh * L * L;
         const size_t nrow = (size_t)nb * no * nh * L;
-        const bk b = g_cu1, ref_b = g_cu1;
+        const bk b = lv == 1 ? g_cu1 : g_cu3k5, ref_b = lv == 1 ? g_cu1 : g_tf32k5;
         for (int k = 0; k < 2; ++k) {
             const tf_dtype t = k_half[k];
             float *hq = rnd_t(n, 1.f, 90, t), *hk = rnd_t(n, 1.f, 91, t), *hv = rnd_t(n, 1.f, 92, t);

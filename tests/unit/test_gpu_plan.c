@@ -534,7 +534,8 @@ static void test_parse(void **state)
 
 /* half types: GEMMs on the libraries (the tensor-core kernels are fp32),
  * attention on kernel6 (any L) at head size 16 or 32 whatever the level-3
- * policy but k1, kernel1 elsewhere; act_types by device */
+ * policy but k1 and k5 (kernel5 where it fits), kernel1 elsewhere; act_types
+ * by device */
 static void test_half_routes(void **state)
 {
     (void)state;
@@ -569,8 +570,10 @@ static void test_half_routes(void **state)
             const tf_gpu_attn_shape h = {64, 32, bwd, 1}, h16 = {128, 16, bwd, 1},
                                     wide = {2048, 32, bwd, 1}, d8 = {64, 8, bwd, 1},
                                     f = {64, 32, bwd, 0};
-            assert_int_equal(tf_gpu_route_attn(&q, &caps, &h, 0), TF_GPU_ATTN_KERNEL6);
-            assert_int_equal(tf_gpu_route_attn(&q, &caps, &h16, 0), TF_GPU_ATTN_KERNEL6);
+            /* attn=k5: kernel5 where it fits (L <= 128) */
+            const tf_gpu_attn_kernel fit = i == 4 ? TF_GPU_ATTN_KERNEL5 : TF_GPU_ATTN_KERNEL6;
+            assert_int_equal(tf_gpu_route_attn(&q, &caps, &h, 0), fit);
+            assert_int_equal(tf_gpu_route_attn(&q, &caps, &h16, 0), fit);
             assert_int_equal(tf_gpu_route_attn(&q, &caps, &wide, 0), TF_GPU_ATTN_KERNEL6);
             assert_int_equal(tf_gpu_route_attn(&q, &caps, &d8, 0), TF_GPU_ATTN_KERNEL1);
             if (i == 0) {

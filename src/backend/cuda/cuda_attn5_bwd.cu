@@ -286,7 +286,6 @@ extern "C" void tf_cu_attn_bwd5(tf_backend *be, const tf_attn_args *a)
     /* float2 stores: rows and the head's base 8-byte aligned in dq, dk and dv */
     const int vout = tf_attn2_view_vec2(&a->dq) && tf_attn2_view_vec2(&a->dk) &&
                      tf_attn2_view_vec2(&a->dv);
-    if (a->t != TF_F32) tf_cu_bad_type(__func__, a->t); /* the half types: kernel6 */
-    attn_bwd5<float>(be, a, vec, vout);
+    TF_CU_DISPATCH(a->t, E, attn_bwd5<E>(be, a, vec, vout)); /* half types: attn=k5 */
     if (a->dbias) tf_cu_attn_dbias2(be, a, vec); /* D is in a->work */
 }

@@ -189,6 +189,5 @@ extern "C" void tf_cu_attn_fwd5(tf_backend *be, const tf_attn_args *a)
                     tf_attn2_view_vec(&a->v);
     /* pair stores: rows and the head's base 8-byte aligned (d is even) */
     const int vout = tf_attn2_view_vec2(&a->out);
-    if (a->t != TF_F32) tf_cu_bad_type(__func__, a->t); /* the half types: kernel6 */
-    attn_fwd5<float>(be, a, vec, vout);
+    TF_CU_DISPATCH(a->t, E, attn_fwd5<E>(be, a, vec, vout)); /* half types: attn=k5 */
 }
