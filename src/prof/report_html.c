@@ -73,6 +73,8 @@ static void css(FILE *f) {
           "svg{font-size:11px;display:block}svg text.lab{fill:#333}svg text.val{fill:#333}"
           "svg tspan.ratio{fill:#b03a2e;font-weight:bold}\n"
           "svg text.ax{fill:#666;font-size:10px}svg .grid{stroke:#eee}\n"
+          "p.warn{color:#7a1f16;background:#fdecea;border-left:4px solid #b03a2e;"
+          "font-size:13px;padding:4px 8px;margin:4px 0 8px}\n"
           ".legend{font-size:11.5px;margin:4px 0}.legend span{margin-right:12px;"
           "white-space:nowrap}.legend i{display:inline-block;width:10px;height:10px;"
           "margin-right:4px;vertical-align:-1px}\n"
@@ -732,17 +734,42 @@ static void roofline_one(FILE *f, const rp_run *r) {
                "(permutes, copies) are in the table only.</p>\n",
             peak / bw);
     qsort(pts, (size_t)np, sizeof pts[0], by_ns);
-    double xlo = 1e9, xhi = 0, ylo = 1e30;
+    double xlo = 1e9, xhi = 0, ylo = 1e30, pmax = 0;
+    int above = 0; /* ops faster than the compute ceiling */
+    const char *above_op = "", *above_mod = "";
     for (int k = 0; k < np; k++) {
         double ai = pts[k].flops > 0 ? pts[k].flops / pts[k].bytes : 0;
         double perf = pts[k].flops / (pts[k].ns * 1e-9);
         if (ai > 0 && ai < xlo) xlo = ai;
         if (ai > xhi) xhi = ai;
         if (perf > 0 && perf < ylo) ylo = perf;
+        if (perf > peak) above++;
+        if (perf > pmax) {
+            pmax = perf;
+            above_op = pts[k].op;
+            above_mod = pts[k].mod;
+        }
+    }
+    int low = above > 0;
+    if (low) {
+        /* the ceiling was measured below what the run achieved (a loaded
+         * machine when it was measured, or a slower kernel than the run's):
+         * the roof is not a bound, and saying so beats points above it */
+        char pm[32];
+        rp_fmt_si(pm, sizeof pm, pmax, "FLOP/s");
+        fprintf(f, "<p class=\"warn\">Compute ceiling measured low: %d op%s ran faster than it "
+                   "(best ",
+                above, above == 1 ? "" : "s");
+        rp_esc(f, above_mod);
+        fputs(" \xc2\xb7 ", f);
+        rp_esc(f, above_op);
+        fprintf(f, ", %s, %.0f%% of the ceiling). The machine was likely busy when the ceiling "
+                   "was measured; the roof is drawn dashed and the table's %% of roof overstates.</p>\n",
+                pm, 100 * pmax / peak);
     }
     xlo = pow(10, floor(log10(xlo > 0 && xlo < 1e9 ? xlo : 0.01)));
     xhi = pow(10, ceil(log10(fmax(xhi, peak / bw) * 2)));
-    double yhi = pow(10, ceil(log10(fmax(peak, second) * 1.5)));
+    double yhi = pow(10, ceil(log10(fmax(fmax(peak, second), pmax) * 1.5)));
     ylo = pow(10, floor(log10(ylo < 1e30 ? ylo : peak / 1e4)));
     if (yhi / ylo > 1e7) ylo = yhi / 1e7;
     const int W = 560, H = 380, L = 60, T = 12, PW = W - L - 16, PH = H - T - 40;
@@ -777,13 +804,22 @@ static void roofline_one(FILE *f, const rp_run *r) {
         xa = ylo / bw;
         ya = ylo;
     }
+    double yr = T + PH - lx(peak, ylo, yhi, PH), xrg = L + lx(ridge, xlo, xhi, PW);
     fprintf(f, "<polyline fill=\"none\" stroke=\"#333\" stroke-width=\"2\" points=\"%.1f,%.1f "
-               "%.1f,%.1f %.1f,%.1f\"><title>roof: min(%s, AI x %s)</title></polyline>\n",
-            L + lx(xa, xlo, xhi, PW), T + PH - lx(ya, ylo, yhi, PH), L + lx(ridge, xlo, xhi, PW),
-            T + PH - lx(peak, ylo, yhi, PH), (double)(L + PW), T + PH - lx(peak, ylo, yhi, PH), a,
-            b);
-    fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"ax\" text-anchor=\"end\">%s</text>\n",
-            L + PW - 4, T + PH - lx(peak, ylo, yhi, PH) - 4, a);
+               "%.1f,%.1f\"><title>bandwidth roof: AI x %s</title></polyline>\n",
+            L + lx(xa, xlo, xhi, PW), T + PH - lx(ya, ylo, yhi, PH), xrg, yr, b);
+    if (low)
+        fprintf(f, "<line class=\"roof-low\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
+                   "stroke=\"#b03a2e\" stroke-width=\"2\" stroke-dasharray=\"6,4\"><title>compute "
+                   "roof %s: measured low (ops ran above it)</title></line>\n"
+                   "<text x=\"%d\" y=\"%.1f\" class=\"ax\" style=\"fill:#b03a2e\" "
+                   "text-anchor=\"end\">%s (measured low)</text>\n",
+                xrg, yr, L + PW, yr, a, L + PW - 4, yr + 12, a);
+    else
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#333\" "
+                   "stroke-width=\"2\"><title>compute roof: %s</title></line>\n"
+                   "<text x=\"%d\" y=\"%.1f\" class=\"ax\" text-anchor=\"end\">%s</text>\n",
+                xrg, yr, L + PW, yr, a, L + PW - 4, yr - 4, a);
     if (second > 0 && second < yhi && second > ylo) {
         /* the other GEMM ceiling (CUDA: fp32 beside TF32), dashed, from its ridge on */
         char t[40];

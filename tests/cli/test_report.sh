@@ -44,6 +44,25 @@ for pat in 'http:' 'https:' 'src=' 'url(' '@import' '<link' '<script' 'href=' '<
     if grep -qiF -- "$pat" "$out"; then fail "the page references '$pat'"; fi
 done
 
+# a compute ceiling below what the ops achieved is flagged, its roof dashed;
+# one far above them is not
+ceiling() { # ceiling FLOPS DIR: v1's profile with that compute ceiling
+    mkdir -p "$2"
+    cp "$TMP/v1/trace.json" "$2/"
+    sed "s/\"compute_flops_per_s\":[[:space:]]*[0-9.e+]*/\"compute_flops_per_s\": $1/" \
+        "$TMP/v1/summary.json" >"$2/summary.json"
+}
+ceiling 1000 "$TMP/low"
+ceiling 1e15 "$TMP/high"
+"$BIN" report "$TMP/low" --out "$TMP/low.html" >/dev/null 2>&1 || fail "report of a low ceiling"
+grep -q '<p class="warn">Compute ceiling measured low: [0-9]* ops\? ran faster' "$TMP/low.html" ||
+    fail "no warning for a compute ceiling below the ops"
+grep -q 'class="roof-low"[^>]*stroke-dasharray' "$TMP/low.html" || fail "the low roof is not dashed"
+grep -q '1 kFLOP/s (measured low)</text>' "$TMP/low.html" || fail "the low roof is not labelled"
+"$BIN" report "$TMP/high" --out "$TMP/high.html" >/dev/null 2>&1 || fail "report of a high ceiling"
+if grep -q 'measured low' "$TMP/high.html"; then fail "a ceiling above every op flagged low"; fi
+grep -q '<title>compute roof: 1 PFLOP/s' "$TMP/high.html" || fail "the solid compute roof is missing"
+
 # a GPU-shaped trace: the ops on two stream tracks of pid 2 (as CUPTI's
 # kernels are) each get a track of their own in the timeline
 mkdir -p "$TMP/gpu"
