@@ -499,21 +499,29 @@ typedef struct {
     char name[64];
 } track;
 
-static void timeline_one(FILE *f, const rp_run *r) {
-    const cJSON *ev = rp_get(r->trace, "traceEvents", NULL), *e;
-    double t0 = -1, t1 = -1;
-    char stepname[64] = "";
-    /* the last traced step: the steadiest */
-    cJSON_ArrayForEach(e, ev) {
+/* The last traced step (the steadiest): its start and end in us, its name. */
+static int last_step(const rp_run *r, double *t0, double *t1, char *name, size_t n) {
+    const cJSON *e;
+    *t0 = *t1 = -1;
+    cJSON_ArrayForEach(e, rp_get(r->trace, "traceEvents", NULL)) {
         const cJSON *ph = rp_get(e, "ph", NULL), *nm = rp_get(e, "name", NULL);
         if (!cJSON_IsString(ph) || strcmp(ph->valuestring, "X") || rp_num(e, "tid", NULL, -1) != 2 ||
             rp_num(e, "pid", NULL, -1) != 1)
             continue;
-        t0 = rp_num(e, "ts", NULL, 0);
-        t1 = t0 + rp_num(e, "dur", NULL, 0);
-        snprintf(stepname, sizeof stepname, "%s", cJSON_IsString(nm) ? nm->valuestring : "step");
+        *t0 = rp_num(e, "ts", NULL, 0);
+        *t1 = *t0 + rp_num(e, "dur", NULL, 0);
+        snprintf(name, n, "%s", cJSON_IsString(nm) ? nm->valuestring : "step");
     }
-    if (t0 < 0 || t1 <= t0) {
+    return *t0 >= 0 && *t1 > *t0;
+}
+
+/* span_us: the time axis's length, one for every timeline on the page (the
+ * longest step), so that runs side by side read at one scale */
+static void timeline_one(FILE *f, const rp_run *r, double span_us) {
+    const cJSON *ev = rp_get(r->trace, "traceEvents", NULL), *e;
+    double t0, t1;
+    char stepname[64] = "";
+    if (!last_step(r, &t0, &t1, stepname, sizeof stepname)) {
         fputs("<p class=\"note\">The trace holds no step.</p>\n", f);
         return;
     }
@@ -544,13 +552,15 @@ static void timeline_one(FILE *f, const rp_run *r) {
     const int label_w = 160, w = 1120, plot = w - label_w - 10, band_h = 18, gap = 4;
     const int nbands = 3, top = 16;
     int h = top + nbands * (band_h + 2) + gap + nt * (band_h + 6) + 24;
-    double scale = plot / (t1 - t0);
+    if (span_us < t1 - t0) span_us = t1 - t0;
+    double scale = plot / span_us;
     fprintf(f, "<p class=\"note\"><b>");
     rp_esc(f, r->label);
-    fprintf(f, "</b>, %s: %.3f ms. Region bands (phase, block, module) above the kernel spans, "
-               "one track per stream or lane; colour: the module. Hover for names and "
-               "durations.</p>\n",
-            stepname, (t1 - t0) * 1e-3);
+    fprintf(f, "</b>, %s: <span class=\"stepms\">%.3f ms</span> on a time axis of "
+               "<span class=\"axisms\">%.3f ms</span>. Region bands (phase, block, module) "
+               "above the kernel spans, one track per stream or lane; colour: the module. Hover "
+               "for names and durations.</p>\n",
+            stepname, (t1 - t0) * 1e-3, span_us * 1e-3);
     fprintf(f, "<svg class=\"chart\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", w, h, w,
             h);
     static const char *const band_names[3] = {"phase", "block", "module"};
@@ -564,7 +574,7 @@ static void timeline_one(FILE *f, const rp_run *r) {
         fputs("</text>\n", f);
     }
     /* the time axis: ticks at a round step */
-    double span_ms = (t1 - t0) * 1e-3, tick = pow(10, floor(log10(span_ms)));
+    double span_ms = span_us * 1e-3, tick = pow(10, floor(log10(span_ms)));
     if (span_ms / tick < 3) tick /= 5;
     else if (span_ms / tick < 6) tick /= 2;
     for (double t = 0; t <= span_ms + 1e-9; t += tick) {
@@ -635,15 +645,33 @@ static void timeline_one(FILE *f, const rp_run *r) {
             fputs("</text>\n", f);
         }
     }
+    /* where the step ends when a longer one sets the axis */
+    if (t1 - t0 < span_us * 0.999) {
+        double xe = label_w + (t1 - t0) * scale;
+        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#b03a2e\" "
+                   "stroke-dasharray=\"4,3\"><title>end of %s: %.3f ms</title></line>"
+                   "<text x=\"%.1f\" y=\"%d\" class=\"ax\" style=\"fill:#b03a2e\">end "
+                   "%.3f ms</text>\n",
+                xe, xe, top, h - 20, stepname, (t1 - t0) * 1e-3, xe + 3, h - 8,
+                (t1 - t0) * 1e-3);
+    }
     fputs("</svg>\n", f);
 }
 
 static void sec_timeline(FILE *f, const rp_run *r, int n) {
     fputs("<section id=\"timeline\"><h2>One step's timeline</h2>\n", f);
+    double span = 0, a, b;
+    char nm[64];
+    for (int i = 0; i < n; i++)
+        if (r[i].trace && last_step(&r[i], &a, &b, nm, sizeof nm) && b - a > span) span = b - a;
+    if (span > 0)
+        fprintf(f, "<p class=\"note\">Every timeline below is drawn on one time scale, "
+                   "0 to %.3f ms (the longest of their steps): equal lengths are equal times.</p>\n",
+                span * 1e-3);
     int any = 0;
     for (int i = 0; i < n; i++) {
         if (!r[i].trace) continue;
-        timeline_one(f, &r[i]);
+        timeline_one(f, &r[i], span);
         any = 1;
     }
     if (!any) fputs("<p class=\"note\">No trace.json among the inputs.</p>\n", f);

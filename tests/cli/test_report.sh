@@ -44,6 +44,17 @@ for pat in 'http:' 'https:' 'src=' 'url(' '@import' '<link' '<script' 'href=' '<
     if grep -qiF -- "$pat" "$out"; then fail "the page references '$pat'"; fi
 done
 
+# the timelines side by side share one time axis: the longest step's
+axes=$(grep -o 'class="axisms">[0-9.]* ms' "$out" | sed 's/.*>//' | sort -u)
+steps=$(grep -o 'class="stepms">[0-9.]* ms' "$out" | sed 's/.*>//' | sort -n)
+[ "$(grep -c 'class="axisms">' "$out")" -eq 2 ] || fail "not two timelines"
+[ "$(printf '%s\n' "$axes" | wc -l)" -eq 1 ] || fail "timelines on different axes: $axes"
+[ "$axes" = "$(printf '%s\n' "$steps" | tail -1)" ] || fail "axis $axes is not the longest step"
+short=$(printf '%s\n' "$steps" | head -1)
+if [ "$short" != "$axes" ]; then
+    grep -q ">end ${short% ms} ms</text>" "$out" || fail "the shorter step's end is not marked"
+fi
+
 # a compute ceiling below what the ops achieved is flagged, its roof dashed;
 # one far above them is not
 ceiling() { # ceiling FLOPS DIR: v1's profile with that compute ceiling
