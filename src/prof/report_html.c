@@ -1052,6 +1052,7 @@ static void page(FILE *f, const rp_run *r, int n, const cJSON *scaling) {
     fprintf(f, "%s(tinyfold %s)</p>\n", n ? " " : "", TF_VERSION);
     sec_overview(f, r, n);
     sec_throughput(f, r, n);
+    rp_sec_steps(f, r, n);
     sec_phases(f, r, n);
     sec_kernels(f, r, n);
     sec_memory(f, r, n);

@@ -31,7 +31,7 @@ out="$TMP/report.html"
 [ -s "$out" ] || fail "no report written"
 
 # every section is there, with its picture
-for id in runs throughput phases kernels memory timeline roofline scaling; do
+for id in runs throughput steps phases kernels memory timeline roofline scaling; do
     grep -q "<section id=\"$id\">" "$out" || fail "section '$id' missing"
 done
 for s in "<svg" "<circle" "<polyline" "<title>" "samples/s" "memory-bound\|memory</td>"; do
@@ -54,6 +54,30 @@ short=$(printf '%s\n' "$steps" | head -1)
 if [ "$short" != "$axes" ]; then
     grep -q ">end ${short% ms} ms</text>" "$out" || fail "the shorter step's end is not marked"
 fi
+
+# each step's time and loss: the profiles' steps, and a run JSON of known
+# steps whose fifth timed step is an outlier
+for v in v1 v3; do
+    grep -q "<b>$v</b>: [0-9]* steps" "$out" || fail "no step panel for $v"
+done
+cat >"$TMP/steps.json" <<'JSON'
+{"config": {"batch": 1}, "summary": {"step_ms": 140.2},
+ "steps": [{"step": 0, "warmup": true, "loss": 9.5, "step_ms": 500},
+           {"step": 1, "warmup": false, "loss": 9.0, "step_ms": 100},
+           {"step": 2, "warmup": false, "loss": 8.0, "step_ms": 102},
+           {"step": 3, "warmup": false, "loss": 7.5, "step_ms": 98},
+           {"step": 4, "warmup": false, "loss": null, "step_ms": 101},
+           {"step": 5, "warmup": false, "loss": 7.0, "step_ms": 300}]}
+JSON
+"$BIN" report "$TMP/steps.json" --out "$TMP/steps.html" >/dev/null 2>&1 || fail "report of a run JSON"
+row='<tr><td>steps.json</td><td>5</td><td>140.200</td><td>101.000</td><td>98.000</td><td>300.000</td>'
+grep -qF "$row" "$TMP/steps.html" || fail "the step statistics are wrong"
+grep -qF '<td>500.000</td><td>9.5000 → 7.0000</td><td class="outliers" style="text-align:left">5 (300.0 ms)</td>' \
+    "$TMP/steps.html" || fail "warm-up, loss or the outlier step is wrong"
+[ "$(grep -c '<rect class="warmup"' "$TMP/steps.html")" -eq 1 ] || fail "not one warm-up bar"
+[ "$(grep -c '<rect class="outlier"' "$TMP/steps.html")" -eq 1 ] || fail "not one outlier bar"
+[ "$(grep -c '<rect class="timed"' "$TMP/steps.html")" -eq 4 ] || fail "not four timed bars"
+grep -q '<polyline class="loss"' "$TMP/steps.html" || fail "no loss line"
 
 # a compute ceiling below what the ops achieved is flagged, its roof dashed;
 # one far above them is not
