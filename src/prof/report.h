@@ -69,6 +69,7 @@ void rp_step_stats(const double *ms, const int *timed, int n, rp_step_stats_t *s
 /* 1 when ms is an outlier: further from the median than the threshold
  * (three scaled MADs and 10% of the median), given at least 3 timed steps */
 int rp_step_outlier(const rp_step_stats_t *s, double ms);
-void rp_sec_steps(FILE *f, const rp_run *r, int n);  /* report_steps.c */
+void rp_sec_steps(FILE *f, const rp_run *r, int n);   /* report_steps.c */
+void rp_sec_memtime(FILE *f, const rp_run *r, int n); /* report_memtime.c */
 
 #endif

@@ -1056,6 +1056,7 @@ static void page(FILE *f, const rp_run *r, int n, const cJSON *scaling) {
     sec_phases(f, r, n);
     sec_kernels(f, r, n);
     sec_memory(f, r, n);
+    rp_sec_memtime(f, r, n);
     sec_timeline(f, r, n);
     sec_roofline(f, r, n);
     if (scaling) sec_scaling(f, scaling);

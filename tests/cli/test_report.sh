@@ -31,7 +31,7 @@ out="$TMP/report.html"
 [ -s "$out" ] || fail "no report written"
 
 # every section is there, with its picture
-for id in runs throughput steps phases kernels memory timeline roofline scaling; do
+for id in runs throughput steps phases kernels memory memtime timeline roofline scaling; do
     grep -q "<section id=\"$id\">" "$out" || fail "section '$id' missing"
 done
 for s in "<svg" "<circle" "<polyline" "<title>" "samples/s" "memory-bound\|memory</td>"; do
@@ -78,6 +78,30 @@ grep -qF '<td>500.000</td><td>9.5000 → 7.0000</td><td class="outliers" style="
 [ "$(grep -c '<rect class="outlier"' "$TMP/steps.html")" -eq 1 ] || fail "not one outlier bar"
 [ "$(grep -c '<rect class="timed"' "$TMP/steps.html")" -eq 4 ] || fail "not four timed bars"
 grep -q '<polyline class="loss"' "$TMP/steps.html" || fail "no loss line"
+
+# memory over time: the trace's counter track, every sample, and a made-up
+# track of known values
+n=$(grep -c '"ph":"C"' "$TMP/v1/trace.json")
+hi=$(grep -o '"backend_MiB":[0-9.]*' "$TMP/v1/trace.json" | sed 's/.*://' | sort -n | tail -1)
+[ "$n" -gt 0 ] || fail "the profile's trace has no memory counter"
+grep -q "<tr><td>v1</td><td>backend_MiB</td><td>$n</td><td>[0-9.]*</td><td>$hi</td>" "$out" ||
+    fail "memory over time: v1's backend counter is not $n samples up to $hi MiB"
+grep -q '<polyline class="counter"' "$out" || fail "memory over time: no counter line"
+mkdir -p "$TMP/mem"
+cp "$TMP/v1/summary.json" "$TMP/mem/"
+cat >"$TMP/mem/trace.json" <<'JSON'
+{"traceEvents": [
+{"name":"step 1","ph":"X","pid":1,"tid":2,"ts":0,"dur":1000},
+{"name":"memory","ph":"C","pid":1,"ts":100,"args":{"backend_MiB":10,"host_rss_MiB":40}},
+{"name":"memory","ph":"C","pid":1,"ts":500,"args":{"backend_MiB":30,"host_rss_MiB":41}},
+{"name":"memory","ph":"C","pid":1,"ts":900,"args":{"backend_MiB":20,"host_rss_MiB":42}}]}
+JSON
+"$BIN" report "$TMP/mem" --out "$TMP/mem.html" >/dev/null 2>&1 || fail "report of a made-up counter track"
+for row in "backend_MiB</td><td>3</td><td>10.000</td><td>30.000</td><td>20.000" \
+           "host_rss_MiB</td><td>3</td><td>40.000</td><td>42.000</td><td>42.000"; do
+    grep -qF "<tr><td>mem</td><td>$row</td></tr>" "$TMP/mem.html" || fail "memory over time: $row"
+done
+grep -q '<svg class="chart memtime"' "$TMP/mem.html" || fail "memory over time: no chart"
 
 # a compute ceiling below what the ops achieved is flagged, its roof dashed;
 # one far above them is not
