@@ -71,5 +71,9 @@ void rp_step_stats(const double *ms, const int *timed, int n, rp_step_stats_t *s
 int rp_step_outlier(const rp_step_stats_t *s, double ms);
 void rp_sec_steps(FILE *f, const rp_run *r, int n);   /* report_steps.c */
 void rp_sec_memtime(FILE *f, const rp_run *r, int n); /* report_memtime.c */
+/* report_kdiff.c: a kernel's change from a to b (ms), given where it ran:
+ * "added", "removed", "faster", "slower" (beyond 5%) or "same" */
+const char *rp_kdiff_status(int in_a, int in_b, double a, double b);
+void rp_sec_kdiff(FILE *f, const rp_run *r, int n);
 
 #endif

@@ -1055,6 +1055,7 @@ static void page(FILE *f, const rp_run *r, int n, const cJSON *scaling) {
     rp_sec_steps(f, r, n);
     sec_phases(f, r, n);
     sec_kernels(f, r, n);
+    rp_sec_kdiff(f, r, n);
     sec_memory(f, r, n);
     rp_sec_memtime(f, r, n);
     sec_timeline(f, r, n);

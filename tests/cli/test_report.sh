@@ -31,7 +31,7 @@ out="$TMP/report.html"
 [ -s "$out" ] || fail "no report written"
 
 # every section is there, with its picture
-for id in runs throughput steps phases kernels memory memtime timeline roofline scaling; do
+for id in runs throughput steps phases kernels kdiff memory memtime timeline roofline scaling; do
     grep -q "<section id=\"$id\">" "$out" || fail "section '$id' missing"
 done
 for s in "<svg" "<circle" "<polyline" "<title>" "samples/s" "memory-bound\|memory</td>"; do
@@ -102,6 +102,32 @@ for row in "backend_MiB</td><td>3</td><td>10.000</td><td>30.000</td><td>20.000" 
     grep -qF "<tr><td>mem</td><td>$row</td></tr>" "$TMP/mem.html" || fail "memory over time: $row"
 done
 grep -q '<svg class="chart memtime"' "$TMP/mem.html" || fail "memory over time: no chart"
+
+# kernel by kernel: the later profile against the first, and two
+# kernel_stats.csv files of known kernels (one of each change)
+grep -q '<p class="note"><b>v3</b> against <b>v1</b>: kernel time' "$out" ||
+    fail "no kernel difference of v3 against v1"
+hdr='"Name","Calls","TotalDurationNs","AverageNs","Percentage","MinNs","MaxNs","StdDev"'
+printf '%s\n"k1",10,100000000,1,1,1,1,0\n"k2",5,50000000,1,1,1,1,0\n"k3",2,20000000,1,1,1,1,0\n"k5",1,10000000,1,1,1,1,0\n' \
+    "$hdr" >"$TMP/a.csv"
+printf '%s\n"k1",10,60000000,1,1,1,1,0\n"k2",5,80000000,1,1,1,1,0\n"k4",3,30000000,1,1,1,1,0\n"k5",1,10200000,1,1,1,1,0\n' \
+    "$hdr" >"$TMP/b.csv"
+"$BIN" report "$TMP/a.csv" "$TMP/b.csv" --out "$TMP/kdiff.html" >/dev/null 2>&1 ||
+    fail "report of two kernel_stats.csv"
+grep -o '<td class="name" title="k[0-9]">k[0-9]</td><td class="st"[^>]*>[a-z]*</td><td>[^<]*</td><td>[^<]*</td><td>[^<]*</td><td>[^<]*</td>' \
+    "$TMP/kdiff.html" | sed 's/<[^>]*>/ /g; s/  */ /g; s/^ //; s/ $//' >"$TMP/kdiff.txt"
+cat >"$TMP/kdiff.want" <<'TXT'
+k1 faster 100.000 60.000 -40.000 0.60×
+k2 slower 50.000 80.000 +30.000 1.60×
+k4 added - 30.000 +30.000 -
+k3 removed 20.000 - -20.000 -
+k5 same 10.000 10.200 +0.200 1.02×
+TXT
+diff "$TMP/kdiff.want" "$TMP/kdiff.txt" >/dev/null || fail "kernel difference: $(cat "$TMP/kdiff.txt")"
+for c in "added</td><td>1</td><td>+30.000" "removed</td><td>1</td><td>-20.000" \
+         "faster</td><td>1</td><td>-40.000" "slower</td><td>1</td><td>+30.000"; do
+    grep -qF "<tr><td>$c</td></tr>" "$TMP/kdiff.html" || fail "kernel difference counts: $c"
+done
 
 # a compute ceiling below what the ops achieved is flagged, its roof dashed;
 # one far above them is not
