@@ -111,6 +111,11 @@ static void chart(FILE *f, const memtrack *m, double span, double vmax) {
         rp_esc(f, m->step_names[k]);
         fputs("</text>\n", f);
     }
+    for (int k = 0; k <= 4; k++) { /* time ticks */
+        double x = L + k * PW / 4.0;
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"ax\" text-anchor=\"middle\">%.3g</text>\n",
+                x, T + PH + 13, span * 1e-3 * k / 4);
+    }
     for (int k = 0; k <= 4; k++) {
         double y = T + PH - k * PH / 4.0;
         fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>"
