@@ -59,4 +59,21 @@ void rp_svg_stacked(FILE *f, int rows, const char *const *row_labels, int segs,
                     const double *v /* rows * segs */, const char *unit, double scale);
 void rp_svg_legend(FILE *f, int n, const char *const *names, const char *const *colors);
 
+/* ---- panels in files of their own ---- */
+/* The spread of the timed steps' times (timed[i] != 0), in ms. */
+typedef struct {
+    int n;
+    double mean, median, min, max, sd, mad, threshold;
+} rp_step_stats_t;
+void rp_step_stats(const double *ms, const int *timed, int n, rp_step_stats_t *s);
+/* 1 when ms is an outlier: further from the median than the threshold
+ * (three scaled MADs and 10% of the median), given at least 3 timed steps */
+int rp_step_outlier(const rp_step_stats_t *s, double ms);
+void rp_sec_steps(FILE *f, const rp_run *r, int n);   /* report_steps.c */
+void rp_sec_memtime(FILE *f, const rp_run *r, int n); /* report_memtime.c */
+/* report_kdiff.c: a kernel's change from a to b (ms), given where it ran:
+ * "added", "removed", "faster", "slower" (beyond 5%) or "same" */
+const char *rp_kdiff_status(int in_a, int in_b, double a, double b);
+void rp_sec_kdiff(FILE *f, const rp_run *r, int n);
+
 #endif

@@ -73,6 +73,8 @@ static void css(FILE *f) {
           "svg{font-size:11px;display:block}svg text.lab{fill:#333}svg text.val{fill:#333}"
           "svg tspan.ratio{fill:#b03a2e;font-weight:bold}\n"
           "svg text.ax{fill:#666;font-size:10px}svg .grid{stroke:#eee}\n"
+          "p.warn{color:#7a1f16;background:#fdecea;border-left:4px solid #b03a2e;"
+          "font-size:13px;padding:4px 8px;margin:4px 0 8px}\n"
           ".legend{font-size:11.5px;margin:4px 0}.legend span{margin-right:12px;"
           "white-space:nowrap}.legend i{display:inline-block;width:10px;height:10px;"
           "margin-right:4px;vertical-align:-1px}\n"
@@ -497,21 +499,29 @@ typedef struct {
     char name[64];
 } track;
 
-static void timeline_one(FILE *f, const rp_run *r) {
-    const cJSON *ev = rp_get(r->trace, "traceEvents", NULL), *e;
-    double t0 = -1, t1 = -1;
-    char stepname[64] = "";
-    /* the last traced step: the steadiest */
-    cJSON_ArrayForEach(e, ev) {
+/* The last traced step (the steadiest): its start and end in us, its name. */
+static int last_step(const rp_run *r, double *t0, double *t1, char *name, size_t n) {
+    const cJSON *e;
+    *t0 = *t1 = -1;
+    cJSON_ArrayForEach(e, rp_get(r->trace, "traceEvents", NULL)) {
         const cJSON *ph = rp_get(e, "ph", NULL), *nm = rp_get(e, "name", NULL);
         if (!cJSON_IsString(ph) || strcmp(ph->valuestring, "X") || rp_num(e, "tid", NULL, -1) != 2 ||
             rp_num(e, "pid", NULL, -1) != 1)
             continue;
-        t0 = rp_num(e, "ts", NULL, 0);
-        t1 = t0 + rp_num(e, "dur", NULL, 0);
-        snprintf(stepname, sizeof stepname, "%s", cJSON_IsString(nm) ? nm->valuestring : "step");
+        *t0 = rp_num(e, "ts", NULL, 0);
+        *t1 = *t0 + rp_num(e, "dur", NULL, 0);
+        snprintf(name, n, "%s", cJSON_IsString(nm) ? nm->valuestring : "step");
     }
-    if (t0 < 0 || t1 <= t0) {
+    return *t0 >= 0 && *t1 > *t0;
+}
+
+/* span_us: the time axis's length, one for every timeline on the page (the
+ * longest step), so that runs side by side read at one scale */
+static void timeline_one(FILE *f, const rp_run *r, double span_us) {
+    const cJSON *ev = rp_get(r->trace, "traceEvents", NULL), *e;
+    double t0, t1;
+    char stepname[64] = "";
+    if (!last_step(r, &t0, &t1, stepname, sizeof stepname)) {
         fputs("<p class=\"note\">The trace holds no step.</p>\n", f);
         return;
     }
@@ -542,13 +552,15 @@ static void timeline_one(FILE *f, const rp_run *r) {
     const int label_w = 160, w = 1120, plot = w - label_w - 10, band_h = 18, gap = 4;
     const int nbands = 3, top = 16;
     int h = top + nbands * (band_h + 2) + gap + nt * (band_h + 6) + 24;
-    double scale = plot / (t1 - t0);
+    if (span_us < t1 - t0) span_us = t1 - t0;
+    double scale = plot / span_us;
     fprintf(f, "<p class=\"note\"><b>");
     rp_esc(f, r->label);
-    fprintf(f, "</b>, %s: %.3f ms. Region bands (phase, block, module) above the kernel spans, "
-               "one track per stream or lane; colour: the module. Hover for names and "
-               "durations.</p>\n",
-            stepname, (t1 - t0) * 1e-3);
+    fprintf(f, "</b>, %s: <span class=\"stepms\">%.3f ms</span> on a time axis of "
+               "<span class=\"axisms\">%.3f ms</span>. Region bands (phase, block, module) "
+               "above the kernel spans, one track per stream or lane; colour: the module. Hover "
+               "for names and durations.</p>\n",
+            stepname, (t1 - t0) * 1e-3, span_us * 1e-3);
     fprintf(f, "<svg class=\"chart\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", w, h, w,
             h);
     static const char *const band_names[3] = {"phase", "block", "module"};
@@ -562,7 +574,7 @@ static void timeline_one(FILE *f, const rp_run *r) {
         fputs("</text>\n", f);
     }
     /* the time axis: ticks at a round step */
-    double span_ms = (t1 - t0) * 1e-3, tick = pow(10, floor(log10(span_ms)));
+    double span_ms = span_us * 1e-3, tick = pow(10, floor(log10(span_ms)));
     if (span_ms / tick < 3) tick /= 5;
     else if (span_ms / tick < 6) tick /= 2;
     for (double t = 0; t <= span_ms + 1e-9; t += tick) {
@@ -633,15 +645,33 @@ static void timeline_one(FILE *f, const rp_run *r) {
             fputs("</text>\n", f);
         }
     }
+    /* where the step ends when a longer one sets the axis */
+    if (t1 - t0 < span_us * 0.999) {
+        double xe = label_w + (t1 - t0) * scale;
+        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#b03a2e\" "
+                   "stroke-dasharray=\"4,3\"><title>end of %s: %.3f ms</title></line>"
+                   "<text x=\"%.1f\" y=\"%d\" class=\"ax\" style=\"fill:#b03a2e\">end "
+                   "%.3f ms</text>\n",
+                xe, xe, top, h - 20, stepname, (t1 - t0) * 1e-3, xe + 3, h - 8,
+                (t1 - t0) * 1e-3);
+    }
     fputs("</svg>\n", f);
 }
 
 static void sec_timeline(FILE *f, const rp_run *r, int n) {
     fputs("<section id=\"timeline\"><h2>One step's timeline</h2>\n", f);
+    double span = 0, a, b;
+    char nm[64];
+    for (int i = 0; i < n; i++)
+        if (r[i].trace && last_step(&r[i], &a, &b, nm, sizeof nm) && b - a > span) span = b - a;
+    if (span > 0)
+        fprintf(f, "<p class=\"note\">Every timeline below is drawn on one time scale, "
+                   "0 to %.3f ms (the longest of their steps): equal lengths are equal times.</p>\n",
+                span * 1e-3);
     int any = 0;
     for (int i = 0; i < n; i++) {
         if (!r[i].trace) continue;
-        timeline_one(f, &r[i]);
+        timeline_one(f, &r[i], span);
         any = 1;
     }
     if (!any) fputs("<p class=\"note\">No trace.json among the inputs.</p>\n", f);
@@ -732,17 +762,42 @@ static void roofline_one(FILE *f, const rp_run *r) {
                "(permutes, copies) are in the table only.</p>\n",
             peak / bw);
     qsort(pts, (size_t)np, sizeof pts[0], by_ns);
-    double xlo = 1e9, xhi = 0, ylo = 1e30;
+    double xlo = 1e9, xhi = 0, ylo = 1e30, pmax = 0;
+    int above = 0; /* ops faster than the compute ceiling */
+    const char *above_op = "", *above_mod = "";
     for (int k = 0; k < np; k++) {
         double ai = pts[k].flops > 0 ? pts[k].flops / pts[k].bytes : 0;
         double perf = pts[k].flops / (pts[k].ns * 1e-9);
         if (ai > 0 && ai < xlo) xlo = ai;
         if (ai > xhi) xhi = ai;
         if (perf > 0 && perf < ylo) ylo = perf;
+        if (perf > peak) above++;
+        if (perf > pmax) {
+            pmax = perf;
+            above_op = pts[k].op;
+            above_mod = pts[k].mod;
+        }
+    }
+    int low = above > 0;
+    if (low) {
+        /* the ceiling was measured below what the run achieved (a loaded
+         * machine when it was measured, or a slower kernel than the run's):
+         * the roof is not a bound, and saying so beats points above it */
+        char pm[32];
+        rp_fmt_si(pm, sizeof pm, pmax, "FLOP/s");
+        fprintf(f, "<p class=\"warn\">Compute ceiling measured low: %d op%s ran faster than it "
+                   "(best ",
+                above, above == 1 ? "" : "s");
+        rp_esc(f, above_mod);
+        fputs(" \xc2\xb7 ", f);
+        rp_esc(f, above_op);
+        fprintf(f, ", %s, %.0f%% of the ceiling). The machine was likely busy when the ceiling "
+                   "was measured; the roof is drawn dashed and the table's %% of roof overstates.</p>\n",
+                pm, 100 * pmax / peak);
     }
     xlo = pow(10, floor(log10(xlo > 0 && xlo < 1e9 ? xlo : 0.01)));
     xhi = pow(10, ceil(log10(fmax(xhi, peak / bw) * 2)));
-    double yhi = pow(10, ceil(log10(fmax(peak, second) * 1.5)));
+    double yhi = pow(10, ceil(log10(fmax(fmax(peak, second), pmax) * 1.5)));
     ylo = pow(10, floor(log10(ylo < 1e30 ? ylo : peak / 1e4)));
     if (yhi / ylo > 1e7) ylo = yhi / 1e7;
     const int W = 560, H = 380, L = 60, T = 12, PW = W - L - 16, PH = H - T - 40;
@@ -777,13 +832,22 @@ static void roofline_one(FILE *f, const rp_run *r) {
         xa = ylo / bw;
         ya = ylo;
     }
+    double yr = T + PH - lx(peak, ylo, yhi, PH), xrg = L + lx(ridge, xlo, xhi, PW);
     fprintf(f, "<polyline fill=\"none\" stroke=\"#333\" stroke-width=\"2\" points=\"%.1f,%.1f "
-               "%.1f,%.1f %.1f,%.1f\"><title>roof: min(%s, AI x %s)</title></polyline>\n",
-            L + lx(xa, xlo, xhi, PW), T + PH - lx(ya, ylo, yhi, PH), L + lx(ridge, xlo, xhi, PW),
-            T + PH - lx(peak, ylo, yhi, PH), (double)(L + PW), T + PH - lx(peak, ylo, yhi, PH), a,
-            b);
-    fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"ax\" text-anchor=\"end\">%s</text>\n",
-            L + PW - 4, T + PH - lx(peak, ylo, yhi, PH) - 4, a);
+               "%.1f,%.1f\"><title>bandwidth roof: AI x %s</title></polyline>\n",
+            L + lx(xa, xlo, xhi, PW), T + PH - lx(ya, ylo, yhi, PH), xrg, yr, b);
+    if (low)
+        fprintf(f, "<line class=\"roof-low\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
+                   "stroke=\"#b03a2e\" stroke-width=\"2\" stroke-dasharray=\"6,4\"><title>compute "
+                   "roof %s: measured low (ops ran above it)</title></line>\n"
+                   "<text x=\"%d\" y=\"%.1f\" class=\"ax\" style=\"fill:#b03a2e\" "
+                   "text-anchor=\"end\">%s (measured low)</text>\n",
+                xrg, yr, L + PW, yr, a, L + PW - 4, yr + 12, a);
+    else
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#333\" "
+                   "stroke-width=\"2\"><title>compute roof: %s</title></line>\n"
+                   "<text x=\"%d\" y=\"%.1f\" class=\"ax\" text-anchor=\"end\">%s</text>\n",
+                xrg, yr, L + PW, yr, a, L + PW - 4, yr - 4, a);
     if (second > 0 && second < yhi && second > ylo) {
         /* the other GEMM ceiling (CUDA: fp32 beside TF32), dashed, from its ridge on */
         char t[40];
@@ -988,9 +1052,12 @@ static void page(FILE *f, const rp_run *r, int n, const cJSON *scaling) {
     fprintf(f, "%s(tinyfold %s)</p>\n", n ? " " : "", TF_VERSION);
     sec_overview(f, r, n);
     sec_throughput(f, r, n);
+    rp_sec_steps(f, r, n);
     sec_phases(f, r, n);
     sec_kernels(f, r, n);
+    rp_sec_kdiff(f, r, n);
     sec_memory(f, r, n);
+    rp_sec_memtime(f, r, n);
     sec_timeline(f, r, n);
     sec_roofline(f, r, n);
     if (scaling) sec_scaling(f, scaling);

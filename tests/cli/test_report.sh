@@ -31,7 +31,7 @@ out="$TMP/report.html"
 [ -s "$out" ] || fail "no report written"
 
 # every section is there, with its picture
-for id in runs throughput phases kernels memory timeline roofline scaling; do
+for id in runs throughput steps phases kernels kdiff memory memtime timeline roofline scaling; do
     grep -q "<section id=\"$id\">" "$out" || fail "section '$id' missing"
 done
 for s in "<svg" "<circle" "<polyline" "<title>" "samples/s" "memory-bound\|memory</td>"; do
@@ -43,6 +43,110 @@ grep -q "compute ceiling" "$out" || fail "no compute ceiling on the roofline"
 for pat in 'http:' 'https:' 'src=' 'url(' '@import' '<link' '<script' 'href=' '<img'; do
     if grep -qiF -- "$pat" "$out"; then fail "the page references '$pat'"; fi
 done
+
+# the timelines side by side share one time axis: the longest step's
+axes=$(grep -o 'class="axisms">[0-9.]* ms' "$out" | sed 's/.*>//' | sort -u)
+steps=$(grep -o 'class="stepms">[0-9.]* ms' "$out" | sed 's/.*>//' | sort -n)
+[ "$(grep -c 'class="axisms">' "$out")" -eq 2 ] || fail "not two timelines"
+[ "$(printf '%s\n' "$axes" | wc -l)" -eq 1 ] || fail "timelines on different axes: $axes"
+[ "$axes" = "$(printf '%s\n' "$steps" | tail -1)" ] || fail "axis $axes is not the longest step"
+short=$(printf '%s\n' "$steps" | head -1)
+if [ "$short" != "$axes" ]; then
+    grep -q ">end ${short% ms} ms</text>" "$out" || fail "the shorter step's end is not marked"
+fi
+
+# each step's time and loss: the profiles' steps, and a run JSON of known
+# steps whose fifth timed step is an outlier
+for v in v1 v3; do
+    grep -q "<b>$v</b>: [0-9]* steps" "$out" || fail "no step panel for $v"
+done
+cat >"$TMP/steps.json" <<'JSON'
+{"config": {"batch": 1}, "summary": {"step_ms": 140.2},
+ "steps": [{"step": 0, "warmup": true, "loss": 9.5, "step_ms": 500},
+           {"step": 1, "warmup": false, "loss": 9.0, "step_ms": 100},
+           {"step": 2, "warmup": false, "loss": 8.0, "step_ms": 102},
+           {"step": 3, "warmup": false, "loss": 7.5, "step_ms": 98},
+           {"step": 4, "warmup": false, "loss": null, "step_ms": 101},
+           {"step": 5, "warmup": false, "loss": 7.0, "step_ms": 300}]}
+JSON
+"$BIN" report "$TMP/steps.json" --out "$TMP/steps.html" >/dev/null 2>&1 || fail "report of a run JSON"
+row='<tr><td>steps.json</td><td>5</td><td>140.200</td><td>101.000</td><td>98.000</td><td>300.000</td>'
+grep -qF "$row" "$TMP/steps.html" || fail "the step statistics are wrong"
+grep -qF '<td>500.000</td><td>9.5000 → 7.0000</td><td class="outliers" style="text-align:left">5 (300.0 ms)</td>' \
+    "$TMP/steps.html" || fail "warm-up, loss or the outlier step is wrong"
+[ "$(grep -c '<rect class="warmup"' "$TMP/steps.html")" -eq 1 ] || fail "not one warm-up bar"
+[ "$(grep -c '<rect class="outlier"' "$TMP/steps.html")" -eq 1 ] || fail "not one outlier bar"
+[ "$(grep -c '<rect class="timed"' "$TMP/steps.html")" -eq 4 ] || fail "not four timed bars"
+grep -q '<polyline class="loss"' "$TMP/steps.html" || fail "no loss line"
+
+# memory over time: the trace's counter track, every sample, and a made-up
+# track of known values
+n=$(grep -c '"ph":"C"' "$TMP/v1/trace.json")
+hi=$(grep -o '"backend_MiB":[0-9.]*' "$TMP/v1/trace.json" | sed 's/.*://' | sort -n | tail -1)
+[ "$n" -gt 0 ] || fail "the profile's trace has no memory counter"
+grep -q "<tr><td>v1</td><td>backend_MiB</td><td>$n</td><td>[0-9.]*</td><td>$hi</td>" "$out" ||
+    fail "memory over time: v1's backend counter is not $n samples up to $hi MiB"
+grep -q '<polyline class="counter"' "$out" || fail "memory over time: no counter line"
+mkdir -p "$TMP/mem"
+cp "$TMP/v1/summary.json" "$TMP/mem/"
+cat >"$TMP/mem/trace.json" <<'JSON'
+{"traceEvents": [
+{"name":"step 1","ph":"X","pid":1,"tid":2,"ts":0,"dur":1000},
+{"name":"memory","ph":"C","pid":1,"ts":100,"args":{"backend_MiB":10,"host_rss_MiB":40}},
+{"name":"memory","ph":"C","pid":1,"ts":500,"args":{"backend_MiB":30,"host_rss_MiB":41}},
+{"name":"memory","ph":"C","pid":1,"ts":900,"args":{"backend_MiB":20,"host_rss_MiB":42}}]}
+JSON
+"$BIN" report "$TMP/mem" --out "$TMP/mem.html" >/dev/null 2>&1 || fail "report of a made-up counter track"
+for row in "backend_MiB</td><td>3</td><td>10.000</td><td>30.000</td><td>20.000" \
+           "host_rss_MiB</td><td>3</td><td>40.000</td><td>42.000</td><td>42.000"; do
+    grep -qF "<tr><td>mem</td><td>$row</td></tr>" "$TMP/mem.html" || fail "memory over time: $row"
+done
+grep -q '<svg class="chart memtime"' "$TMP/mem.html" || fail "memory over time: no chart"
+
+# kernel by kernel: the later profile against the first, and two
+# kernel_stats.csv files of known kernels (one of each change)
+grep -q '<p class="note"><b>v3</b> against <b>v1</b>: kernel time' "$out" ||
+    fail "no kernel difference of v3 against v1"
+hdr='"Name","Calls","TotalDurationNs","AverageNs","Percentage","MinNs","MaxNs","StdDev"'
+printf '%s\n"k1",10,100000000,1,1,1,1,0\n"k2",5,50000000,1,1,1,1,0\n"k3",2,20000000,1,1,1,1,0\n"k5",1,10000000,1,1,1,1,0\n' \
+    "$hdr" >"$TMP/a.csv"
+printf '%s\n"k1",10,60000000,1,1,1,1,0\n"k2",5,80000000,1,1,1,1,0\n"k4",3,30000000,1,1,1,1,0\n"k5",1,10200000,1,1,1,1,0\n' \
+    "$hdr" >"$TMP/b.csv"
+"$BIN" report "$TMP/a.csv" "$TMP/b.csv" --out "$TMP/kdiff.html" >/dev/null 2>&1 ||
+    fail "report of two kernel_stats.csv"
+grep -o '<td class="name" title="k[0-9]">k[0-9]</td><td class="st"[^>]*>[a-z]*</td><td>[^<]*</td><td>[^<]*</td><td>[^<]*</td><td>[^<]*</td>' \
+    "$TMP/kdiff.html" | sed 's/<[^>]*>/ /g; s/  */ /g; s/^ //; s/ $//' >"$TMP/kdiff.txt"
+cat >"$TMP/kdiff.want" <<'TXT'
+k1 faster 100.000 60.000 -40.000 0.60×
+k2 slower 50.000 80.000 +30.000 1.60×
+k4 added - 30.000 +30.000 -
+k3 removed 20.000 - -20.000 -
+k5 same 10.000 10.200 +0.200 1.02×
+TXT
+diff "$TMP/kdiff.want" "$TMP/kdiff.txt" >/dev/null || fail "kernel difference: $(cat "$TMP/kdiff.txt")"
+for c in "added</td><td>1</td><td>+30.000" "removed</td><td>1</td><td>-20.000" \
+         "faster</td><td>1</td><td>-40.000" "slower</td><td>1</td><td>+30.000"; do
+    grep -qF "<tr><td>$c</td></tr>" "$TMP/kdiff.html" || fail "kernel difference counts: $c"
+done
+
+# a compute ceiling below what the ops achieved is flagged, its roof dashed;
+# one far above them is not
+ceiling() { # ceiling FLOPS DIR: v1's profile with that compute ceiling
+    mkdir -p "$2"
+    cp "$TMP/v1/trace.json" "$2/"
+    sed "s/\"compute_flops_per_s\":[[:space:]]*[0-9.e+]*/\"compute_flops_per_s\": $1/" \
+        "$TMP/v1/summary.json" >"$2/summary.json"
+}
+ceiling 1000 "$TMP/low"
+ceiling 1e15 "$TMP/high"
+"$BIN" report "$TMP/low" --out "$TMP/low.html" >/dev/null 2>&1 || fail "report of a low ceiling"
+grep -q '<p class="warn">Compute ceiling measured low: [0-9]* ops\? ran faster' "$TMP/low.html" ||
+    fail "no warning for a compute ceiling below the ops"
+grep -q 'class="roof-low"[^>]*stroke-dasharray' "$TMP/low.html" || fail "the low roof is not dashed"
+grep -q '1 kFLOP/s (measured low)</text>' "$TMP/low.html" || fail "the low roof is not labelled"
+"$BIN" report "$TMP/high" --out "$TMP/high.html" >/dev/null 2>&1 || fail "report of a high ceiling"
+if grep -q 'measured low' "$TMP/high.html"; then fail "a ceiling above every op flagged low"; fi
+grep -q '<title>compute roof: 1 PFLOP/s' "$TMP/high.html" || fail "the solid compute roof is missing"
 
 # a GPU-shaped trace: the ops on two stream tracks of pid 2 (as CUPTI's
 # kernels are) each get a track of their own in the timeline

@@ -42,7 +42,7 @@ fi
 # every section made it into the rendered document
 timeout 120 "$CHROME" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --dump-dom \
     "file://$OUT/report.html" >"$TMP/dom.html" 2>/dev/null
-for id in runs throughput phases kernels memory timeline roofline; do
+for id in runs throughput steps phases kernels kdiff memory memtime timeline roofline; do
     grep -q "<section id=\"$id\">" "$TMP/dom.html" || { echo "render: section $id missing"; exit 1; }
 done
 echo "render: report rendered and checked"
