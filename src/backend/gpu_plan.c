@@ -64,7 +64,8 @@ tf_gpu_plan tf_gpu_plan_apply(tf_gpu_plan base, const tf_gpu_plan *o)
 /* ---- names ---------------------------------------------------------------- */
 static const char *const gemm_names[TF_GPU_GEMM_COUNT_] = {"auto", "cublas", "mma", "wgmma"};
 static const char *const dw_names[TF_GPU_DW_COUNT_] = {"auto", "mma", "lt"};
-static const char *const attn_names[TF_GPU_ATTN_COUNT_] = {"auto", "k1", "k2", "k3", "k4", "k5"};
+static const char *const attn_names[TF_GPU_ATTN_COUNT_] = {"auto", "k1", "k2", "k3",
+                                                            "k4",   "k5", "k6"};
 static const char *const lane_names[TF_GPU_LANE_COUNT_] = {"auto", "on", "off"};
 static const char *const opm_names[TF_GPU_OPM_COUNT_] = {"auto", "ffma"};
 static const char *const mlp_names[TF_GPU_MLP_COUNT_] = {"auto", "composed"};
@@ -73,7 +74,7 @@ static const char *const mlp_names[TF_GPU_MLP_COUNT_] = {"auto", "composed"};
 const char *tf_gpu_plan_help(void)
 {
     return "default, portable, or comma-separated key=value over them: gemm=auto|cublas|mma|wgmma, "
-           "dw=auto|mma|lt, attn=auto|k1|k2|k3|k4|k5, lane=auto|on|off, opm=auto|ffma, "
+           "dw=auto|mma|lt, attn=auto|k1|k2|k3|k4|k5|k6, lane=auto|on|off, opm=auto|ffma, "
            "mlp=auto|composed, wgrad_delay_us=0..100000";
 }
 
@@ -127,7 +128,7 @@ int tf_gpu_plan_parse(const char *spec, tf_gpu_plan *out, char *err, size_t errl
                 else return bad(err, errlen, "dw value", v, vl, "use auto, mma or lt"), 1;
             } else if (kl == 4 && !strncmp(s, "attn", 4)) {
                 if ((k = pick(attn_names, TF_GPU_ATTN_COUNT_, v, vl)) >= 0) p.attn = k;
-                else return bad(err, errlen, "attn value", v, vl, "use auto, k1, k2, k3, k4 or k5"), 1;
+                else return bad(err, errlen, "attn value", v, vl, "use auto, k1, k2, k3, k4, k5 or k6"), 1;
             } else if (kl == 4 && !strncmp(s, "lane", 4)) {
                 if ((k = pick(lane_names, TF_GPU_LANE_COUNT_, v, vl)) >= 0) p.lane = k;
                 else return bad(err, errlen, "lane value", v, vl, "use auto, on or off"), 1;
@@ -385,7 +386,8 @@ tf_gpu_attn_kernel tf_gpu_route_attn(const tf_gpu_plan *p, const tf_gpu_caps *ca
         if (!k5_ok || (s->d != 16 && s->d != 32) || s->L < 1) return TF_GPU_ATTN_KERNEL1;
         return p->attn == TF_GPU_ATTN_K5 && k5_fits(s) ? TF_GPU_ATTN_KERNEL5 : TF_GPU_ATTN_KERNEL6;
     }
-    const tf_gpu_attn_policy a = p->attn;
+    /* k6 names the half types' kernel: fp32 and tf32 route as auto */
+    const tf_gpu_attn_policy a = p->attn == TF_GPU_ATTN_K6 ? TF_GPU_ATTN_AUTO : p->attn;
     if (a == TF_GPU_ATTN_K5 && k5_ok && k5_fits(s)) return TF_GPU_ATTN_KERNEL5;
     if (a == TF_GPU_ATTN_K4 && s->L >= 1 && s->L <= 128 && s->d >= 1 && s->d <= 32)
         return TF_GPU_ATTN_KERNEL4;

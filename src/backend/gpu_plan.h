@@ -86,6 +86,7 @@ typedef enum {
     TF_GPU_ATTN_K4,       /* kernel4 wherever it runs (L <= 128, d <= 32) */
     TF_GPU_ATTN_K5,       /* kernel5 (tensor cores) wherever it runs (L <= 128, d 16|32),
                            * the half types too (else kernel6) */
+    TF_GPU_ATTN_K6,       /* the half types on kernel6 wherever it runs (fp32, tf32: auto) */
     TF_GPU_ATTN_COUNT_
 } tf_gpu_attn_policy;
 
@@ -124,7 +125,7 @@ tf_gpu_plan tf_gpu_plan_default(const tf_gpu_caps *caps, int tf32, int level);
 tf_gpu_plan tf_gpu_plan_portable(void);
 
 /* `--gpu-plan SPEC`: "default", "portable", or comma-separated key=value
- * (gemm=auto|cublas|mma|wgmma, dw=auto|mma|lt, attn=auto|k1|k2|k3|k4|k5,
+ * (gemm=auto|cublas|mma|wgmma, dw=auto|mma|lt, attn=auto|k1|k2|k3|k4|k5|k6,
  * lane=auto|on|off, opm=auto|ffma, mlp=auto|composed, wgrad_delay_us=0..100000), each applied over the plan
  * named before it ("portable,lane=off"; without a name, over default). The
  * result holds AUTO for what is not given: tf_gpu_plan_apply puts it over the

@@ -501,7 +501,7 @@ static void test_parse(void **state)
         {"", "empty"},
         {"fast", "plan 'fast' is not accepted: default, portable, or"},
         {"gemm=tensor", "gemm value 'tensor' is not accepted: use auto, cublas, mma or wgmma"},
-        {"attn=k6", "attn value 'k6' is not accepted: use auto, k1, k2, k3, k4 or k5"},
+        {"attn=k7", "attn value 'k7' is not accepted: use auto, k1, k2, k3, k4, k5 or k6"},
         {"dw=wg", "dw value 'wg' is not accepted: use auto, mma or lt"},
         {"lane=1", "lane value '1' is not accepted: use auto, on or off"},
         {"opm=mma", "opm value 'mma' is not accepted: use auto or ffma"},
@@ -562,8 +562,8 @@ static void test_half_routes(void **state)
         assert_int_equal(tf_gpu_route_gemm(&q, &caps, &big, 0).engine, TF_GPU_ENG_LT);
         assert_int_equal(tf_gpu_route_gemm(&q, &caps, &dw, 0).engine, TF_GPU_ENG_LT);
     }
-    const char *attn[] = {"attn=auto", "attn=k2", "attn=k3", "attn=k4", "attn=k5"};
-    for (int i = 0; i < 5; ++i) {
+    const char *attn[] = {"attn=auto", "attn=k2", "attn=k3", "attn=k4", "attn=k5", "attn=k6"};
+    for (int i = 0; i < 6; ++i) {
         assert_int_equal(tf_gpu_plan_parse(attn[i], &over, NULL, 0), 0);
         const tf_gpu_plan q = tf_gpu_plan_apply(p, &over);
         for (int bwd = 0; bwd < 2; ++bwd) {
