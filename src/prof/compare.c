@@ -89,6 +89,14 @@ static int csv_field(const char **s, char *out, size_t n) {
     return 1;
 }
 
+/* A rocprofv3 summary of something else than kernels (told by `by`). */
+static int not_kernels(const char *path, const char *kind, const char *by) {
+    return fail("'%s' is rocprofv3's %s statistics (by %s), not kernels: compare reads "
+                "rocprofv3's kernel_stats.csv, a profile's summary.json or its directory, "
+                "or a run JSON",
+                path, kind, by);
+}
+
 /* rocprofv3 --stats kernel summary: "Name","Calls","TotalDurationNs",... one
  * row per kernel; as a profile with only "kernels" (name, calls, total_ns). */
 static int load_kernel_stats(const char *path, const char *text, cmp_run *r) {
@@ -104,6 +112,8 @@ static int load_kernel_stats(const char *path, const char *text, cmp_run *r) {
     if (f < 0 || col_name < 0 || col_calls < 0 || col_total < 0)
         return fail("'%s' is not a rocprofv3 kernel_stats.csv (expected the columns "
                     "\"Name\",\"Calls\",\"TotalDurationNs\")", path);
+    const char *kind = tf_cmp_stats_kind_of_path(path);
+    if (kind) return not_kernels(path, kind, "its name");
     r->doc = cJSON_CreateObject();
     cJSON *ks = r->doc ? cJSON_AddArrayToObject(r->doc, "kernels") : NULL;
     if (!ks) return fail("out of memory");
@@ -126,6 +136,9 @@ static int load_kernel_stats(const char *path, const char *text, cmp_run *r) {
         }
         if (f < 0 || !name[0] || calls < 0 || total < 0)
             return fail("'%s' line %d: a row needs a name, calls and TotalDurationNs", path, line);
+        /* the kind every row so far shares, NULL after a row that may be a kernel */
+        const char *rk = tf_cmp_stats_kind_of_row(name);
+        kind = line == 2 ? rk : kind && rk && !strcmp(kind, rk) ? kind : NULL;
         cJSON *k = cJSON_CreateObject();
         if (!k || !cJSON_AddStringToObject(k, "name", name) ||
             !cJSON_AddNumberToObject(k, "calls", calls) ||
@@ -135,6 +148,7 @@ static int load_kernel_stats(const char *path, const char *text, cmp_run *r) {
         }
         cJSON_AddItemToArray(ks, k);
     }
+    if (kind) return not_kernels(path, kind, "its rows");
     r->profile = r->doc;
     r->run = NULL;
     r->external = 1;

@@ -53,4 +53,11 @@ void cmp_render_json(const cmp_table *t, FILE *out);
 int tf_compare_texts(int n, const char *const *labels, const char *const *texts,
                      const size_t *lens, int force, int format, FILE *out);
 
+/* rocprofv3 --stats summaries that are not kernel_stats.csv: what one holds
+ * ("memory copy", "HIP API", ...) by its file name, or by a row's name
+ * (every row of such a file has one); NULL where it may be a kernel table
+ * (compare_rocprof.c). */
+const char *tf_cmp_stats_kind_of_path(const char *path);
+const char *tf_cmp_stats_kind_of_row(const char *name);
+
 #endif

@@ -379,6 +379,38 @@ static void test_rocprof_stats(void **state) {
     assert_int_equal(count_lines(err), 1);
     free(out);
     free(err);
+    /* rocprofv3's other summaries share the header: refused by name or rows */
+    static const struct {
+        const char *file, *rows, *kind, *by;
+    } other[] = {
+        {"1234_memory_copy_stats.csv", "\"k\",1,5\n", "memory copy", "its name"},
+        {"1234_hip_api_stats.csv", "\"k\",1,5\n", "HIP API", "its name"},
+        {"hsa_api_stats.csv", "\"k\",1,5\n", "HSA API", "its name"},
+        {"copies.csv", "\"MEMORY_COPY_HOST_TO_DEVICE\",2,5\n\"MEMORY_COPY_DEVICE_TO_HOST\",1,4\n",
+         "memory copy", "its rows"},
+        {"api.csv", "\"hipLaunchKernel\",40,5\n\"hipMemcpyAsync\",3,4\n", "HIP API", "its rows"},
+    };
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+        char p[400], text[512];
+        path_of(p, sizeof p, other[i].file);
+        snprintf(text, sizeof text, "\"Name\",\"Calls\",\"TotalDurationNs\"\n%s", other[i].rows);
+        assert_int_equal(tp_write(p, text), 0);
+        assert_int_equal(compare(&out, &err, v2, p, NULL), 2);
+        assert_int_equal(count_lines(err), 1);
+        assert_non_null(strstr(err, p));
+        assert_non_null(strstr(err, other[i].kind));
+        assert_non_null(strstr(err, other[i].by));
+        assert_non_null(strstr(err, "kernel_stats.csv")); /* what is accepted */
+        free(out);
+        free(err);
+        unlink(p);
+    }
+    /* a kernel table with one API-like row among kernels is still kernels */
+    assert_int_equal(tp_write(bad, "\"Name\",\"Calls\",\"TotalDurationNs\"\n"
+                                   "\"hipFooKernel\",1,5\n\"Cijk_x\",2,7\n"), 0);
+    assert_int_equal(compare(&out, &err, v2, bad, NULL), 0);
+    free(out);
+    free(err);
     assert_int_equal(tp_write(bad, "\"Kernel\",\"Count\"\n\"k\",1\n"), 0);
     assert_int_equal(compare(&out, &err, v2, bad, NULL), 2);
     assert_non_null(strstr(err, "not a rocprofv3 kernel_stats.csv"));
