@@ -166,7 +166,9 @@ static const char *cmd_intro(int cmd)
                "For each problem and level: 2 warm-up steps, then --steps timed steps; prints\n"
                "the median step time, samples/s, achieved GFLOP/s, peak memory, and on the CPU\n"
                "the machine's own cblas_sgemm GFLOP/s (1024^3 and the model-like 16384x128x128,\n"
-               "median of 5) with the fraction of it the step reaches.\n\n"
+               "the fastest call in 150 ms each) with the fraction of it the step reaches: of\n"
+               "the faster shape, measured again after each row (the better of before and\n"
+               "after), so that a neighbour on the cores cannot lower the reference alone.\n\n"
                "Example:\n"
                "  OMP_NUM_THREADS=2 tinyfold bench --backend cpu --threads 2 --problems "
                "tiny,small\n\n";
