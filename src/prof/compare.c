@@ -2,8 +2,9 @@
  *
  * Reads profiler summaries (summary.json, the run JSON under "run"; a
  * profile directory stands for its summary.json), run JSON files
- * (`train --json`) or rocprofv3's kernel summaries (`--stats`:
- * *_kernel_stats.csv, the AMD external route) and prints them side by side,
+ * (`train --json`) or kernel tables (a profile's kernel_stats.csv, or
+ * rocprofv3's `--stats` *_kernel_stats.csv, the AMD external route; its
+ * other summaries are refused: compare_rocprof.c) and prints them side by side,
  * with ratios vs the first run. Runs are only comparable at the same problem:
  * a differing knob (batch, seq_len, ...) is refused with exit 2 unless
  * --force; a kernel_stats.csv carries no configuration and is not checked
@@ -559,8 +560,9 @@ int tf_compare_main(int argc, char **argv) {
             force = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: " USAGE "\n"
-                   "  A, B, ...: profile summary.json files (or their directories) or run JSON "
-                   "files (train --json)\n");
+                   "  A, B, ...: profile summary.json files (or their directories), run JSON "
+                   "files (train --json) or kernel tables (a profile's kernel_stats.csv, "
+                   "rocprofv3's *_kernel_stats.csv)\n");
             return 0;
         } else if (!strncmp(a, "--format", 8) && (a[8] == 0 || a[8] == '=')) {
             val = a[8] ? a + 9 : (i + 1 < argc ? argv[++i] : NULL);
@@ -672,8 +674,8 @@ static int compare_runs(cmp_run *runs, const char *const *paths, int n, int forc
         }
         kernel_rows(ker, runs, n);
         counter_rows(cnt, runs, n);
-        if (fmt == CMP_JSON) cmp_render_json(t, out);
-        else cmp_render(t, fmt, out);
+        if (fmt != CMP_JSON) cmp_render(t, fmt, out);
+        else if (cmp_render_json(t, out) != 0) rc = fail("out of memory");
         fflush(out);
     }
     if (t)

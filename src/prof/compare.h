@@ -39,7 +39,8 @@ typedef struct {
 } cmp_table;
 
 void cmp_render(const cmp_table *t, cmp_format fmt, FILE *out);
-void cmp_render_json(const cmp_table *t, FILE *out);
+/* 0, or -1 out of memory (nothing printed) */
+int cmp_render_json(const cmp_table *t, FILE *out);
 
 /* The width at which the text and markdown tables start shortening kernel
  * names (head...tail): they widen it until distinct names stay distinct. */

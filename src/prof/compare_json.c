@@ -61,7 +61,7 @@ static cJSON *row_json(const cmp_table *t, const cmp_row *r) {
     return j;
 }
 
-void cmp_render_json(const cmp_table *t, FILE *out) {
+int cmp_render_json(const cmp_table *t, FILE *out) {
     cJSON *doc = cJSON_CreateObject(), *runs = NULL, *secs = NULL;
     int bad = !doc;
     if (!bad) {
@@ -90,9 +90,8 @@ void cmp_render_json(const cmp_table *t, FILE *out) {
     if (txt) {
         fputs(txt, out);
         fputc('\n', out);
-    } else {
-        fputs("{\"error\": \"out of memory\"}\n", out);
     }
     cJSON_free(txt);
     cJSON_Delete(doc);
+    return txt ? 0 : -1;
 }
