@@ -166,7 +166,9 @@ static const char *cmd_intro(int cmd)
                "For each problem and level: 2 warm-up steps, then --steps timed steps; prints\n"
                "the median step time, samples/s, achieved GFLOP/s, peak memory, and on the CPU\n"
                "the machine's own cblas_sgemm GFLOP/s (1024^3 and the model-like 16384x128x128,\n"
-               "median of 5) with the fraction of it the step reaches.\n\n"
+               "the fastest call in 150 ms each) with the fraction of it the step reaches: of\n"
+               "the faster shape, measured again after each row (the better of before and\n"
+               "after), so that a neighbour on the cores cannot lower the reference alone.\n\n"
                "Example:\n"
                "  OMP_NUM_THREADS=2 tinyfold bench --backend cpu --threads 2 --problems "
                "tiny,small\n\n";
@@ -189,11 +191,14 @@ void tf_cli_help_cmd(FILE *f, int cmd)
 
 void tf_cli_help_compare(FILE *f)
 {
-    fputs("Usage: tinyfold compare A B [C ...] [--format table|markdown|csv] [--force]\n\n"
+    fputs("Usage: tinyfold compare A B [C ...] [--format table|markdown|csv|json] [--force]\n\n"
           "Prints runs side by side with ratios against the first: each argument is a run\n"
-          "JSON (tinyfold train --json FILE) or a profile's summary.json (tinyfold profile\n"
-          "--out DIR writes DIR/summary.json). Runs are comparable only at the same problem:\n"
-          "a differing knob (batch, seq_len, ...) is refused (exit 2) unless --force.\n\n"
+          "JSON (tinyfold train --json FILE), a profile's summary.json (tinyfold profile\n"
+          "--out DIR writes DIR/summary.json) or its directory, or rocprofv3's\n"
+          "kernel_stats.csv (--stats). Runs are comparable only at the same problem:\n"
+          "a differing knob (batch, seq_len, ...) is refused (exit 2) unless --force.\n"
+          "The table and markdown shorten long kernel names (head...tail); csv and json\n"
+          "carry them whole.\n\n"
           "Examples:\n"
           "  tinyfold --impl v1 --json v1.json && tinyfold --impl v2 --json v2.json\n"
           "  tinyfold compare v1.json v2.json\n"

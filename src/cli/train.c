@@ -8,6 +8,7 @@
 #include "io/datafile.h"
 #include "prof/markers.h"
 #include "prof/profiler.h"
+#include "train/nonfinite.h"
 
 #include <cJSON.h>
 #include <math.h>
@@ -579,21 +580,23 @@ static int train_run(tf_cli_opts *o, tf_dist *d)
         if (s != TF_OK) {
             if (live)
                 tf_cli_progress_clear();
-            /* Before the run's first update the weights (initial or loaded) and
-             * the data made the loss, not the learning rate. */
-            if ((s == TF_ERR_NONFINITE || !isfinite(st.loss)) && i == 0)
-                tf_cli_error("loss is not finite at the run's first step, before any update "
-                             "(global step %ld, loss %g): the %s or the data cause it, not the "
-                             "learning rate",
-                             g, (double)st.loss,
-                             o->resume_path || o->load_path ? "checkpoint's weights"
-                                                            : "initial weights");
-            else if (s == TF_ERR_NONFINITE || !isfinite(st.loss))
-                tf_cli_error("loss is not finite at %s step %d/%d (global step %ld, loss %g); "
-                             "try a lower --learning-rate",
-                             warm ? "warm-up" : "timed", k, warm ? W : N, g, (double)st.loss);
-            else
+            /* what became non-finite, from what can be checked after the
+             * step (train/nonfinite.h) */
+            if (s == TF_ERR_NONFINITE || !isfinite(st.loss)) {
+                tf_nonfinite_why why;
+                char cause[640];
+                tf_nonfinite_explain(r.t, &why);
+                tf_nonfinite_describe(&why, c->precision, i == 0,
+                                      o->resume_path || o->load_path ? "checkpoint's weights"
+                                                                     : "initial weights",
+                                      g, cause, sizeof cause);
+                tf_cli_error("loss is not finite in the forward of %s step %d/%d (global step "
+                             "%ld, loss %g%s): %s",
+                             warm ? "warm-up" : "timed", k, warm ? W : N, g, (double)st.loss,
+                             i == 0 ? ", the run's first step, before any update" : "", cause);
+            } else {
                 tf_cli_error("training step failed at global step %ld (status %d)", g, (int)s);
+            }
             failed = s == TF_ERR_NONFINITE ? TF_EXIT_FAIL : tf_cli_exit_for(s);
             if (failed == TF_EXIT_OK)
                 failed = TF_EXIT_FAIL;

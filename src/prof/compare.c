@@ -1,9 +1,10 @@
-/* `tinyfold compare A B [C ...] [--format table|markdown|csv] [--force]`
+/* `tinyfold compare A B [C ...] [--format table|markdown|csv|json] [--force]`
  *
  * Reads profiler summaries (summary.json, the run JSON under "run"; a
  * profile directory stands for its summary.json), run JSON files
- * (`train --json`) or rocprofv3's kernel summaries (`--stats`:
- * *_kernel_stats.csv, the AMD external route) and prints them side by side,
+ * (`train --json`) or kernel tables (a profile's kernel_stats.csv, or
+ * rocprofv3's `--stats` *_kernel_stats.csv, the AMD external route; its
+ * other summaries are refused: compare_rocprof.c) and prints them side by side,
  * with ratios vs the first run. Runs are only comparable at the same problem:
  * a differing knob (batch, seq_len, ...) is refused with exit 2 unless
  * --force; a kernel_stats.csv carries no configuration and is not checked
@@ -89,6 +90,14 @@ static int csv_field(const char **s, char *out, size_t n) {
     return 1;
 }
 
+/* A rocprofv3 summary of something else than kernels (told by `by`). */
+static int not_kernels(const char *path, const char *kind, const char *by) {
+    return fail("'%s' is rocprofv3's %s statistics (by %s), not kernels: compare reads "
+                "rocprofv3's kernel_stats.csv, a profile's summary.json or its directory, "
+                "or a run JSON",
+                path, kind, by);
+}
+
 /* rocprofv3 --stats kernel summary: "Name","Calls","TotalDurationNs",... one
  * row per kernel; as a profile with only "kernels" (name, calls, total_ns). */
 static int load_kernel_stats(const char *path, const char *text, cmp_run *r) {
@@ -104,6 +113,8 @@ static int load_kernel_stats(const char *path, const char *text, cmp_run *r) {
     if (f < 0 || col_name < 0 || col_calls < 0 || col_total < 0)
         return fail("'%s' is not a rocprofv3 kernel_stats.csv (expected the columns "
                     "\"Name\",\"Calls\",\"TotalDurationNs\")", path);
+    const char *kind = tf_cmp_stats_kind_of_path(path);
+    if (kind) return not_kernels(path, kind, "its name");
     r->doc = cJSON_CreateObject();
     cJSON *ks = r->doc ? cJSON_AddArrayToObject(r->doc, "kernels") : NULL;
     if (!ks) return fail("out of memory");
@@ -126,6 +137,9 @@ static int load_kernel_stats(const char *path, const char *text, cmp_run *r) {
         }
         if (f < 0 || !name[0] || calls < 0 || total < 0)
             return fail("'%s' line %d: a row needs a name, calls and TotalDurationNs", path, line);
+        /* the kind every row so far shares, NULL after a row that may be a kernel */
+        const char *rk = tf_cmp_stats_kind_of_row(name);
+        kind = line == 2 ? rk : kind && rk && !strcmp(kind, rk) ? kind : NULL;
         cJSON *k = cJSON_CreateObject();
         if (!k || !cJSON_AddStringToObject(k, "name", name) ||
             !cJSON_AddNumberToObject(k, "calls", calls) ||
@@ -135,6 +149,7 @@ static int load_kernel_stats(const char *path, const char *text, cmp_run *r) {
         }
         cJSON_AddItemToArray(ks, k);
     }
+    if (kind) return not_kernels(path, kind, "its rows");
     r->profile = r->doc;
     r->run = NULL;
     r->external = 1;
@@ -226,19 +241,46 @@ static int check_knobs(cmp_run *r, int n, const char *const *paths) {
     return 0;
 }
 
-static cmp_row *add_row(cmp_section *s, const char *label, int prec) {
+/* "name what" in a new heap string (name whole), or NULL out of memory. */
+static char *join_label(const char *name, const char *what) {
+    size_t a = strlen(name), b = strlen(what);
+    char *l = malloc(a + 1 + b + 1);
+    if (!l) return NULL;
+    memcpy(l, name, a);
+    l[a] = ' ';
+    memcpy(l + a + 1, what, b + 1);
+    return l;
+}
+
+/* A row labelled `label` (taken: freed here on failure), of kernel `name_len`
+ * bytes at its start when a kernel row. */
+static cmp_row *add_row_owned(cmp_section *s, char *label, size_t name_len, int prec) {
+    if (!label) return NULL;
     if (s->n == s->cap) {
         size_t nc = s->cap ? s->cap * 2 : 16;
         cmp_row *q = realloc(s->rows, nc * sizeof *q);
-        if (!q) return NULL;
+        if (!q) {
+            free(label);
+            return NULL;
+        }
         s->rows = q;
         s->cap = nc;
     }
     cmp_row *r = &s->rows[s->n++];
     memset(r, 0, sizeof *r);
-    snprintf(r->label, sizeof r->label, "%s", label);
+    r->label = label;
+    r->name_len = name_len;
     r->prec = prec;
     return r;
+}
+
+static cmp_row *add_row(cmp_section *s, const char *label, int prec) {
+    return add_row_owned(s, strdup(label), 0, prec);
+}
+
+/* A kernel row: "name what", the name whole. */
+static cmp_row *add_kernel_row(cmp_section *s, const char *name, const char *what, int prec) {
+    return add_row_owned(s, join_label(name, what), strlen(name), prec);
 }
 
 /* A numeric row from run.summary.<key> (scaled), skipped when no run has it. */
@@ -412,11 +454,8 @@ static void kernel_rows(cmp_section *s, const cmp_run *r, int n) {
     for (int i = 0; i < n; i++)
         if (index_build(&ix[i], get(r[i].profile, "kernels", NULL)) != 0) ix[i].n = 0;
     for (int k = 0; k < nn; k++) {
-        char label[160];
-        snprintf(label, sizeof label, "%.140s ms", names[k]);
-        cmp_row *ms = add_row(s, label, 3);
-        snprintf(label, sizeof label, "%.140s calls", names[k]);
-        cmp_row *calls = add_row(s, label, 0);
+        cmp_row *ms = add_kernel_row(s, names[k], "ms", 3);
+        cmp_row *calls = ms ? add_kernel_row(s, names[k], "calls", 0) : NULL;
         if (!ms || !calls) break;
         ms = &s->rows[s->n - 2]; /* add_row may have moved the array */
         for (int i = 0; i < n; i++) {
@@ -450,8 +489,6 @@ static void counter_rows(cmp_section *s, const cmp_run *r, int n) {
             if (!nm) continue;
             cJSON_ArrayForEach(m, get(k, "metrics", NULL)) {
                 if (!cJSON_IsNumber(m) || !m->string) continue;
-                char label[160];
-                snprintf(label, sizeof label, "%.100s %.50s", nm, m->string);
                 if (ncopies == capcopies) {
                     size_t nc = capcopies ? 2 * capcopies : 64;
                     char **q2 = realloc(copies, nc * sizeof *q2);
@@ -462,7 +499,7 @@ static void counter_rows(cmp_section *s, const cmp_run *r, int n) {
                     copies = q2;
                     capcopies = nc;
                 }
-                char *cp = strdup(label);
+                char *cp = join_label(nm, m->string);
                 int added = cp ? set_add(&seen, &nseen, cp) : -1;
                 if (added != 1) {
                     free(cp);
@@ -471,7 +508,7 @@ static void counter_rows(cmp_section *s, const cmp_run *r, int n) {
                     continue;
                 }
                 copies[ncopies++] = cp;
-                cmp_row *row = add_row(s, label, 3);
+                cmp_row *row = add_kernel_row(s, nm, m->string, 3);
                 if (!row) {
                     oom = 1;
                     break;
@@ -507,7 +544,7 @@ static void make_label(const char *path, char *out, size_t n) {
     if (l > 4 && !strcmp(out + l - 4, ".csv")) out[l - 4] = 0;
 }
 
-#define USAGE "tinyfold compare A B [C ...] [--format table|markdown|csv] [--force]"
+#define USAGE "tinyfold compare A B [C ...] [--format table|markdown|csv|json] [--force]"
 
 static int compare_runs(cmp_run *runs, const char *const *paths, int n, int force, cmp_format fmt,
                         FILE *out);
@@ -523,18 +560,20 @@ int tf_compare_main(int argc, char **argv) {
             force = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: " USAGE "\n"
-                   "  A, B, ...: profile summary.json files (or their directories) or run JSON "
-                   "files (train --json)\n");
+                   "  A, B, ...: profile summary.json files (or their directories), run JSON "
+                   "files (train --json) or kernel tables (a profile's kernel_stats.csv, "
+                   "rocprofv3's *_kernel_stats.csv)\n");
             return 0;
         } else if (!strncmp(a, "--format", 8) && (a[8] == 0 || a[8] == '=')) {
             val = a[8] ? a + 9 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!val) return fail("--format needs a value (table, markdown or csv)");
+            if (!val) return fail("--format needs a value (table, markdown, csv or json)");
             if (!strcmp(val, "table")) fmt = CMP_TABLE;
             else if (!strcmp(val, "markdown") || !strcmp(val, "md")) fmt = CMP_MARKDOWN;
             else if (!strcmp(val, "csv")) fmt = CMP_CSV;
+            else if (!strcmp(val, "json")) fmt = CMP_JSON;
             else {
                 char qv[80];
-                return fail("--format: '%s' is not accepted: expected table, markdown or csv",
+                return fail("--format: '%s' is not accepted: expected table, markdown, csv or json",
                             q(qv, sizeof qv, val));
             }
         } else if (a[0] == '-' && a[1]) {
@@ -574,8 +613,10 @@ int tf_compare_texts(int n, const char *const *labels, const char *const *texts,
     for (int i = 0; i < n && rc == 0; i++) rc = load_any(labels[i], texts[i], lens[i], &runs[i]);
     if (rc == 0)
         rc = compare_runs(runs, paths, n, force,
-                          format == CMP_CSV ? CMP_CSV : format == CMP_MARKDOWN ? CMP_MARKDOWN
-                                                                               : CMP_TABLE,
+                          format == CMP_CSV        ? CMP_CSV
+                          : format == CMP_MARKDOWN ? CMP_MARKDOWN
+                          : format == CMP_JSON     ? CMP_JSON
+                                                   : CMP_TABLE,
                           out);
     for (int i = 0; i < n; i++) cJSON_Delete(runs[i].doc);
     return rc;
@@ -633,11 +674,15 @@ static int compare_runs(cmp_run *runs, const char *const *paths, int n, int forc
         }
         kernel_rows(ker, runs, n);
         counter_rows(cnt, runs, n);
-        cmp_render(t, fmt, out);
+        if (fmt != CMP_JSON) cmp_render(t, fmt, out);
+        else if (cmp_render_json(t, out) != 0) rc = fail("out of memory");
         fflush(out);
     }
     if (t)
-        for (int s = 0; s < 4; s++) free(t->sec[s].rows);
+        for (int s = 0; s < 4; s++) {
+            for (size_t r = 0; r < t->sec[s].n; r++) free(t->sec[s].rows[r].label);
+            free(t->sec[s].rows);
+        }
     free(t);
     return rc;
 }

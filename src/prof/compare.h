@@ -1,5 +1,5 @@
-/* compare: the table model shared by compare.c (reading runs, building rows)
- * and compare_render.c (table, markdown, csv). */
+/* compare: the table model shared by compare.c (reading runs, building rows),
+ * compare_render.c (table, markdown, csv) and compare_json.c (json). */
 #ifndef TF_PROF_COMPARE_H
 #define TF_PROF_COMPARE_H
 
@@ -8,11 +8,15 @@
 
 #define CMP_MAX_RUNS 16
 
-typedef enum { CMP_TABLE = 0, CMP_MARKDOWN = 1, CMP_CSV = 2 } cmp_format;
+typedef enum { CMP_TABLE = 0, CMP_MARKDOWN = 1, CMP_CSV = 2, CMP_JSON = 3 } cmp_format;
 
-/* One row: a numeric value per run (with ratios vs the first run) or text. */
+/* One row: a numeric value per run (with ratios vs the first run) or text.
+ * label is whole (a kernel's name is never cut here); on kernel rows its
+ * first name_len bytes are the kernel's name and the rest, after a space,
+ * what the row holds ("ms", "calls", a counter's metric). */
 typedef struct {
-    char label[160];
+    char *label;              /* heap, owned by the row */
+    size_t name_len;          /* 0: not a kernel row */
     int text;                 /* 1: s[] holds text cells, no ratios */
     double v[CMP_MAX_RUNS];
     int has[CMP_MAX_RUNS];
@@ -35,6 +39,12 @@ typedef struct {
 } cmp_table;
 
 void cmp_render(const cmp_table *t, cmp_format fmt, FILE *out);
+/* 0, or -1 out of memory (nothing printed) */
+int cmp_render_json(const cmp_table *t, FILE *out);
+
+/* The width at which the text and markdown tables start shortening kernel
+ * names (head...tail): they widen it until distinct names stay distinct. */
+#define CMP_NAME_WIDTH 72
 
 /* compare over inputs in memory (texts[i] of lens[i] bytes, NUL-terminated,
  * named labels[i]; JSON or a kernel_stats.csv, told apart as for files):
@@ -43,5 +53,12 @@ void cmp_render(const cmp_table *t, cmp_format fmt, FILE *out);
  * (errors: one line on stderr). */
 int tf_compare_texts(int n, const char *const *labels, const char *const *texts,
                      const size_t *lens, int force, int format, FILE *out);
+
+/* rocprofv3 --stats summaries that are not kernel_stats.csv: what one holds
+ * ("memory copy", "HIP API", ...) by its file name, or by a row's name
+ * (every row of such a file has one); NULL where it may be a kernel table
+ * (compare_rocprof.c). */
+const char *tf_cmp_stats_kind_of_path(const char *path);
+const char *tf_cmp_stats_kind_of_row(const char *name);
 
 #endif

@@ -55,6 +55,9 @@ struct tf_trainer {
     void *wh;
     tf_loss_scaler scaler;
     long adam_step; /* updates made: a step skipped by the loss scaler makes none */
+    /* the last step's loss was not finite and the step stopped after its
+     * forward: the weights and the device batch are what that forward read */
+    int nonfinite_held;
     tf_range *ranges; /* trainable contiguous ranges for AdamW */
     int nranges;
     tf_arena arena;
@@ -860,6 +863,23 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
     float loss = 0;
     t->ops->download(t->be, &loss, t->loss, sizeof loss);
     if (!isfinite(loss)) rc = TF_ERR_NONFINITE;
+    t->nonfinite_held = 0;
+    if (rc == TF_ERR_NONFINITE && !(t->dist && t->dist->size > 1)) {
+        /* a non-finite loss ends the run: no backward and no update, so
+         * that the weights stay those this forward read (for
+         * tf_trainer_explain_nonfinite). Ranks would all have to agree. */
+        t->nonfinite_held = 1;
+        if (st) {
+            memset(st, 0, sizeof *st);
+            st->loss = loss;
+            st->data_ms = t1 - t0;
+            st->forward_ms = t2 - t1;
+            st->step_ms = t2 - t0;
+            st->loss_scale = t->scaler.scale;
+        }
+        tf_prof_step_end(t->prof, step);
+        return rc;
+    }
     run_phase(t, 1, issue_backward_step, t->reduce_in_bwd ? stage_reduced : stage_next);
     sample_memory(t);
     double t3 = now_ms();
@@ -972,6 +992,17 @@ tf_status tf_trainer_grad(tf_trainer *t, const tf_batch *b, float *loss, float *
         t->ops->download(t->be, pred, t->pred,
                          (size_t)t->cfg.batch * t->cfg.seq_len * t->cfg.seq_len * sizeof(float));
     return isfinite(*loss) ? TF_OK : TF_ERR_NONFINITE;
+}
+
+int tf_trainer_nonfinite_held(const tf_trainer *t) { return t->nonfinite_held; }
+
+void tf_trainer_get_batch(tf_trainer *t, tf_batch *host) {
+    size_t sz[3];
+    batch_sizes(t, sz);
+    t->ops->sync(t->be);
+    t->ops->download(t->be, host->tokens, t->tokens, sz[0]);
+    t->ops->download(t->be, host->pair, t->pair, sz[1]);
+    t->ops->download(t->be, host->target, t->target, sz[2]);
 }
 
 void tf_trainer_get_params(tf_trainer *t, float *host) {

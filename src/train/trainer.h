@@ -14,4 +14,13 @@ tf_status tf_trainer_create_on(tf_trainer **out, const tf_config *c, tf_backend 
                                const tf_ops *ops, const tf_backend_caps *caps, char *err,
                                size_t errlen);
 
+/* After a step returned TF_ERR_NONFINITE: 1 if it stopped after its
+ * forward, so that the trainer's weights and batch are those the forward
+ * read (not under data parallelism, nor when the phases were issued back to
+ * back: then the step ran to its end). */
+int tf_trainer_nonfinite_held(const tf_trainer *t);
+/* The batch on the device (this rank's, of the last step) into host (its
+ * buffers sized for the trainer's batch). */
+void tf_trainer_get_batch(tf_trainer *t, tf_batch *host);
+
 #endif

@@ -2,8 +2,8 @@
 # Values read from files are range-checked and reported by file and field:
 # checkpoint step counters near 2^63, a stored learning rate out of range;
 # --threads above what the BLAS build and the machine support is capped and
-# said once; a non-finite loss before any update blames the weights or the
-# data (not the learning rate) and leaves mean_loss null; compare refuses
+# said once; a non-finite loss before any update names what overflowed (fp32's
+# or fp16's range), not the learning rate, and leaves mean_loss null; compare refuses
 # trailing data with one line.
 # Usage: test_file_limits.sh path/to/tinyfold
 set -u
@@ -83,11 +83,29 @@ rc=$?
 if [ $rc -eq 1 ]; then
     grep -q "before any update" err || fail "non-finite first step: message: $(cat err)"
     grep -q "learning-rate" err && fail "non-finite first step: blames the learning rate: $(cat err)"
+    grep -q "overflows fp32's range: the batch's pair features reach 3.40282e+38" err ||
+        fail "FLT_MAX pair features: the overflow is not named: $(cat err)"
     tr -d ' \t\n' <huge.json | grep -q '"mean_loss":null' || fail "mean_loss should be null"
     tr -d ' \t\n' <huge.json | grep -q '"status":"failed"' || fail "status should be failed"
 else
     fail "FLT_MAX pair features: expected a non-finite loss (exit 1), got $rc: $(cat err)"
 fi
+
+# Pair features of 1e8 overflow fp16's range in the forward, not fp32's:
+# found by the same forward in fp32, and bf16 named.
+cp "$ROOT/tests/fixtures/tiny.safetensors" big.st
+for i in $(seq 0 63); do st_put_bytes big.st $((off + 4 * i)) '\x20\xbc\xbe\x4c'; done
+run train --batch-size 1 --num-blocks 1 --msa-dim 16 --pair-dim 32 --backend cpu --threads 1 \
+    --quiet --warmup-steps 1 --num-steps 1 --data big.st --precision fp16
+[ $? -eq 1 ] || fail "1e8 pair features in fp16: expected exit 1: $(cat err)"
+[ "$(wc -l <err)" -eq 1 ] || fail "1e8 pair features in fp16: not one line: $(cat err)"
+grep -q "same forward in fp32 gives loss [0-9.]*: the forward leaves fp16's range" err &&
+    grep -q "pair features reach 1e+08" err && grep -q "bf16" err ||
+    fail "1e8 pair features in fp16: the overflow is not named: $(cat err)"
+grep -q "learning-rate\|initial weights" err && fail "1e8 pair features in fp16: wrong cause: $(cat err)"
+run train --batch-size 1 --num-blocks 1 --msa-dim 16 --pair-dim 32 --backend cpu --threads 1 \
+    --quiet --warmup-steps 1 --num-steps 1 --data big.st --precision bf16 ||
+    fail "1e8 pair features in bf16: $(cat err)"
 
 # The memory check counts saving: a model whose parameters alone exceed the
 # machine is refused before anything is allocated, naming the rule, saving

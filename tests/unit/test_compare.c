@@ -379,11 +379,153 @@ static void test_rocprof_stats(void **state) {
     assert_int_equal(count_lines(err), 1);
     free(out);
     free(err);
+    /* rocprofv3's other summaries share the header: refused by name or rows */
+    static const struct {
+        const char *file, *rows, *kind, *by;
+    } other[] = {
+        {"1234_memory_copy_stats.csv", "\"k\",1,5\n", "memory copy", "its name"},
+        {"1234_hip_api_stats.csv", "\"k\",1,5\n", "HIP API", "its name"},
+        {"hsa_api_stats.csv", "\"k\",1,5\n", "HSA API", "its name"},
+        {"copies.csv", "\"MEMORY_COPY_HOST_TO_DEVICE\",2,5\n\"MEMORY_COPY_DEVICE_TO_HOST\",1,4\n",
+         "memory copy", "its rows"},
+        {"api.csv", "\"hipLaunchKernel\",40,5\n\"hipMemcpyAsync\",3,4\n", "HIP API", "its rows"},
+    };
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+        char p[400], text[512];
+        path_of(p, sizeof p, other[i].file);
+        snprintf(text, sizeof text, "\"Name\",\"Calls\",\"TotalDurationNs\"\n%s", other[i].rows);
+        assert_int_equal(tp_write(p, text), 0);
+        assert_int_equal(compare(&out, &err, v2, p, NULL), 2);
+        assert_int_equal(count_lines(err), 1);
+        assert_non_null(strstr(err, p));
+        assert_non_null(strstr(err, other[i].kind));
+        assert_non_null(strstr(err, other[i].by));
+        assert_non_null(strstr(err, "kernel_stats.csv")); /* what is accepted */
+        free(out);
+        free(err);
+        unlink(p);
+    }
+    /* a kernel table with one API-like row among kernels is still kernels */
+    assert_int_equal(tp_write(bad, "\"Name\",\"Calls\",\"TotalDurationNs\"\n"
+                                   "\"hipFooKernel\",1,5\n\"Cijk_x\",2,7\n"), 0);
+    assert_int_equal(compare(&out, &err, v2, bad, NULL), 0);
+    free(out);
+    free(err);
     assert_int_equal(tp_write(bad, "\"Kernel\",\"Count\"\n\"k\",1\n"), 0);
     assert_int_equal(compare(&out, &err, v2, bad, NULL), 2);
     assert_non_null(strstr(err, "not a rocprofv3 kernel_stats.csv"));
     free(out);
     free(err);
+}
+
+
+/* Kernel names longer than any cut: two Tensile-like names differing only at
+ * the end, two only in the middle. csv and json carry them whole; the text
+ * and markdown tables shorten them but keep them distinct and say where the
+ * whole names are. */
+#define LONG_HEAD "Cijk_Alik_Bljk_SB_MT128x128x16_MI32x32x1x2_SN_1LDSB0_APM1_ABV0_ACED0_AF0EM2_" \
+                  "AF1EM1_AMAS3_ASE_ASGT_ASLT_ASAE01_ASCE01_ASEM2_BL1_BS1_DTLA0_DTLB0_DTVA0"
+#define LONG_TAIL "_DTVB0_DVO0_ETSP_EPS1_FL0_GRVW4_GSU1_GSUASB_GLS0_ISA90a_IU1_K1_KLA_LBSPP128_" \
+                  "LPA0_LPB8_LDL1_LRVW4_WSGRA0_WSGRB0_WG32_8_1_WGM8"
+static const char *const long_names[] = {LONG_HEAD LONG_TAIL "_VW1", LONG_HEAD LONG_TAIL "_VW2",
+                                         LONG_HEAD "_MIDA" LONG_TAIL, LONG_HEAD "_MIDB" LONG_TAIL};
+
+/* The first column of each row of the table's section `title`. */
+static int table_labels(const char *out, const char *title, char lab[][400], int max) {
+    const char *p = strstr(out, title);
+    int n = 0;
+    if (!p) return 0;
+    p = strchr(p, '\n') + 1;
+    p = strchr(p, '\n') + 1; /* the header row */
+    if (!strncmp(p, "|-", 2)) p = strchr(p, '\n') + 1;
+    while (*p && *p != '\n' && n < max) {
+        const char *eol = strchr(p, '\n');
+        if (*p == '|') p += 2;
+        const char *end = strstr(p, "  ");
+        if (!end || end > eol) end = eol;
+        snprintf(lab[n++], 400, "%.*s", (int)(end - p), p);
+        p = eol + 1;
+    }
+    return n;
+}
+
+static void test_long_names(void **state) {
+    (void)state;
+    paths();
+    char ks[400], *out, *err, csv[4096] = "\"Name\",\"Calls\",\"TotalDurationNs\"\n";
+    for (int i = 0; i < 4; i++)
+        snprintf(csv + strlen(csv), sizeof csv - strlen(csv), "\"%s\",%d,%d000000\n",
+                 long_names[i], 10 + i, 4 - i);
+    path_of(ks, sizeof ks, "long_kernel_stats.csv");
+    assert_int_equal(tp_write(ks, csv), 0);
+    for (int md = 0; md < 2; md++) {
+        int rc = compare(&out, &err, v2, ks, md ? "--format=markdown" : "--format=table", NULL);
+        if (rc) fprintf(stderr, "%s", err);
+        assert_int_equal(rc, 0);
+        if (getenv("TF_TEST_VERBOSE")) fputs(out, stderr);
+        char lab[64][400];
+        int n = table_labels(out, "Top kernels", lab, 64);
+        int longs = 0;
+        for (int i = 0; i < n; i++) {
+            longs += !strncmp(lab[i], "Cijk", 4);
+            assert_true(strlen(lab[i]) < 140); /* shortened */
+            for (int j = 0; j < i; j++) assert_string_not_equal(lab[i], lab[j]);
+        }
+        assert_int_equal(longs, 8); /* ms and calls of each */
+        assert_non_null(strstr(out, "..."));
+        assert_non_null(strstr(out, "--format csv or --format json prints them whole"));
+        free(out);
+        free(err);
+    }
+    /* csv: whole */
+    assert_int_equal(compare(&out, &err, v2, ks, "--format", "csv", NULL), 0);
+    for (int i = 0; i < 4; i++) {
+        char want[400];
+        snprintf(want, sizeof want, "\"%s ms\"", long_names[i]);
+        assert_non_null(strstr(out, want));
+        snprintf(want, sizeof want, "\"%s calls\"", long_names[i]);
+        assert_non_null(strstr(out, want));
+    }
+    assert_null(strstr(out, "..."));
+    free(out);
+    free(err);
+    /* json: the runs, the sections, kernel rows with the whole name */
+    assert_int_equal(compare(&out, &err, v2, ks, "--format", "json", NULL), 0);
+    cJSON *doc = cJSON_Parse(out);
+    assert_non_null(doc);
+    assert_int_equal(cJSON_GetObjectItem(doc, "schema_version")->valueint, 1);
+    cJSON *runs = cJSON_GetObjectItem(doc, "runs");
+    assert_int_equal(cJSON_GetArraySize(runs), 2);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(runs, 1), "label")->valuestring,
+                        "long_kernel_stats");
+    int seen = 0, perf = 0;
+    cJSON *sec, *row;
+    cJSON_ArrayForEach(sec, cJSON_GetObjectItem(doc, "sections")) {
+        cJSON_ArrayForEach(row, cJSON_GetObjectItem(sec, "rows")) {
+            const char *metric = cJSON_GetObjectItem(row, "metric")->valuestring;
+            cJSON *k = cJSON_GetObjectItem(row, "kernel"), *vals = cJSON_GetObjectItem(row, "values");
+            assert_int_equal(cJSON_GetArraySize(vals), 2);
+            if (!strcmp(metric, "samples/s")) {
+                perf = 1;
+                assert_true(cJSON_GetArrayItem(vals, 0)->valuedouble == 100.0);
+                assert_true(cJSON_IsNull(cJSON_GetArrayItem(vals, 1))); /* no run in a csv */
+            }
+            for (int i = 0; i < 4; i++)
+                if (k && !strcmp(k->valuestring, long_names[i]) &&
+                    !strcmp(cJSON_GetObjectItem(row, "quantity")->valuestring, "calls")) {
+                    seen |= 1 << i;
+                    assert_true(cJSON_GetArrayItem(vals, 1)->valuedouble == 10 + i);
+                    assert_true(cJSON_IsNull(cJSON_GetArrayItem(vals, 0)));
+                    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(row, "ratios")), 2);
+                }
+        }
+    }
+    assert_int_equal(seen, 15);
+    assert_true(perf);
+    cJSON_Delete(doc);
+    free(out);
+    free(err);
+    unlink(ks);
 }
 
 static void test_bad_files(void **state) {
@@ -422,6 +564,7 @@ int main(void) {
         cmocka_unit_test(test_refuse_mismatch),
         cmocka_unit_test(test_refuse_precision),
         cmocka_unit_test(test_rocprof_stats),
+        cmocka_unit_test(test_long_names),
         cmocka_unit_test(test_bad_files),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -13,6 +13,7 @@
 
 #include "model_testutil.h"
 #include "tinyfold.h"
+#include "train/nonfinite.h"
 
 static void small_config(tf_config *c, int impl) {
     tf_config_default(c);
@@ -159,7 +160,41 @@ static void test_nonfinite(void **s) {
     tf_trainer_set_params(t, p);
     tf_step_stats st;
     assert_int_equal(tf_trainer_step(t, 0, &st), TF_ERR_NONFINITE);
+    /* the step stopped after its forward: the NaN weights are found as they
+     * were, not the update's */
+    tf_nonfinite_why w;
+    tf_nonfinite_explain(t, &w);
+    assert_true(w.held);
+    assert_int_equal(w.input_bad, 0);
+    assert_int_equal(w.weights_bad, 21 * 16);
+    assert_string_equal(w.weights_tensor, "msa_embedding.weight");
+    char msg[640];
+    tf_nonfinite_describe(&w, c.precision, 1, "initial weights", 0, msg, sizeof msg);
+    assert_non_null(strstr(msg, "336 of the"));
+    assert_non_null(strstr(msg, "initial weights"));
+    assert_null(strstr(msg, "learning-rate"));
+    tf_nonfinite_describe(&w, c.precision, 0, "initial weights", 7, msg, sizeof msg);
+    assert_non_null(strstr(msg, "update of global step 6"));
+    assert_non_null(strstr(msg, "--learning-rate"));
     free(p);
+    tf_trainer_destroy(t);
+
+    /* a non-finite sample, with finite weights: the input is named */
+    assert_int_equal(tf_trainer_create(&t, &c, err, sizeof err), TF_OK);
+    tf_batch b = alloc_batch(&c);
+    tf_data_batch(c.seed, 0, &b);
+    b.pair[(size_t)9 * 9 * 65 + 5] = INFINITY; /* sample 1 */
+    assert_int_equal(tf_trainer_step_batch(t, &b, &st), TF_ERR_NONFINITE);
+    tf_nonfinite_explain(t, &w);
+    assert_int_equal(w.input_bad, 1);
+    assert_int_equal(w.input_sample, 1);
+    assert_int_equal(w.weights_bad, 0);
+    tf_nonfinite_describe(&w, c.precision, 1, "initial weights", 0, msg, sizeof msg);
+    assert_non_null(strstr(msg, "input sample itself is not finite"));
+    assert_non_null(strstr(msg, "sample 1's pair features"));
+    free(b.tokens);
+    free(b.pair);
+    free(b.target);
     tf_trainer_destroy(t);
 }
 
