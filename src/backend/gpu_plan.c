@@ -68,14 +68,14 @@ static const char *const attn_names[TF_GPU_ATTN_COUNT_] = {"auto", "k1", "k2", "
                                                             "k4",   "k5", "k6"};
 static const char *const lane_names[TF_GPU_LANE_COUNT_] = {"auto", "on", "off"};
 static const char *const opm_names[TF_GPU_OPM_COUNT_] = {"auto", "ffma"};
-static const char *const mlp_names[TF_GPU_MLP_COUNT_] = {"auto", "composed"};
+static const char *const mlp_names[TF_GPU_MLP_COUNT_] = {"auto", "composed", "fused"};
 #define TF_GPU_DELAY_MAX 100000
 
 const char *tf_gpu_plan_help(void)
 {
     return "default, portable, or comma-separated key=value over them: gemm=auto|cublas|mma|wgmma, "
            "dw=auto|mma|lt, attn=auto|k1|k2|k3|k4|k5|k6, lane=auto|on|off, opm=auto|ffma, "
-           "mlp=auto|composed, wgrad_delay_us=0..100000";
+           "mlp=auto|composed|fused, wgrad_delay_us=0..100000";
 }
 
 static int pick(const char *const *names, int n, const char *v, size_t len)
@@ -137,7 +137,7 @@ int tf_gpu_plan_parse(const char *spec, tf_gpu_plan *out, char *err, size_t errl
                 else return bad(err, errlen, "opm value", v, vl, "use auto or ffma"), 1;
             } else if (kl == 3 && !strncmp(s, "mlp", 3)) {
                 if ((k = pick(mlp_names, TF_GPU_MLP_COUNT_, v, vl)) >= 0) p.mlp = k;
-                else return bad(err, errlen, "mlp value", v, vl, "use auto or composed"), 1;
+                else return bad(err, errlen, "mlp value", v, vl, "use auto, composed or fused"), 1;
             } else if (kl == 14 && !strncmp(s, "wgrad_delay_us", 14)) {
                 char buf[16];
                 char *e = NULL;
@@ -380,11 +380,12 @@ tf_gpu_attn_kernel tf_gpu_route_attn(const tf_gpu_plan *p, const tf_gpu_caps *ca
      * multiplies on mma.sync */
     if (!caps || !caps->has_cp_async) return TF_GPU_ATTN_KERNEL1;
     const int k5_ok = caps->has_mma_sync;
-    /* half types: kernel6 (flash attention on the m16n8k16 tile, any L) at
-     * head size 16 or 32 (kernel5 where it fits under attn=k5), else kernel1 */
+    /* half types at head size 16 or 32: kernel5 where it fits (L <= 128; it
+     * measured faster than kernel6 there), kernel6 (flash attention on the
+     * m16n8k16 tile, any L) above, or everywhere under attn=k6; else kernel1 */
     if (s->half) {
         if (!k5_ok || (s->d != 16 && s->d != 32) || s->L < 1) return TF_GPU_ATTN_KERNEL1;
-        return p->attn == TF_GPU_ATTN_K5 && k5_fits(s) ? TF_GPU_ATTN_KERNEL5 : TF_GPU_ATTN_KERNEL6;
+        return p->attn != TF_GPU_ATTN_K6 && k5_fits(s) ? TF_GPU_ATTN_KERNEL5 : TF_GPU_ATTN_KERNEL6;
     }
     /* k6 names the half types' kernel: fp32 and tf32 route as auto */
     const tf_gpu_attn_policy a = p->attn == TF_GPU_ATTN_K6 ? TF_GPU_ATTN_AUTO : p->attn;
@@ -411,6 +412,6 @@ int tf_gpu_opm_on_mma(const tf_gpu_plan *p, const tf_gpu_caps *caps, int co, int
 
 int tf_gpu_mlp_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half)
 {
-    return half && p->level >= 3 && p->mlp != TF_GPU_MLP_COMPOSED && caps &&
+    return half && p->level >= 3 && p->mlp == TF_GPU_MLP_FUSED && caps &&
            caps->vendor == TF_GPU_VENDOR_NVIDIA && caps->has_mma_sync;
 }

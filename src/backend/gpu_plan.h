@@ -84,9 +84,8 @@ typedef enum {
     TF_GPU_ATTN_K2,       /* kernel2 everywhere (never kernel4 or 5) */
     TF_GPU_ATTN_K3,       /* kernel3 above L 32, kernel2 below (never kernel4 or 5) */
     TF_GPU_ATTN_K4,       /* kernel4 wherever it runs (L <= 128, d <= 32) */
-    TF_GPU_ATTN_K5,       /* kernel5 (tensor cores) wherever it runs (L <= 128, d 16|32),
-                           * the half types too (else kernel6) */
-    TF_GPU_ATTN_K6,       /* the half types on kernel6 wherever it runs (fp32, tf32: auto) */
+    TF_GPU_ATTN_K5,       /* kernel5 (tensor cores) wherever it runs (L <= 128, d 16|32) */
+    TF_GPU_ATTN_K6,       /* the half types on kernel6 at every L (fp32, tf32: auto) */
     TF_GPU_ATTN_COUNT_
 } tf_gpu_attn_policy;
 
@@ -101,8 +100,9 @@ typedef enum {
 
 /* the transition's MLP in bf16/fp16 (fp32 and tf32 always compose it) */
 typedef enum {
-    TF_GPU_MLP_AUTO = 0,  /* one fused kernel each way on mma.sync where it runs */
+    TF_GPU_MLP_AUTO = 0,  /* composed: the fused kernel's whole step is not yet measured */
     TF_GPU_MLP_COMPOSED,  /* LayerNorm and GEMM ops, as fp32 */
+    TF_GPU_MLP_FUSED,     /* one fused kernel each way on mma.sync where it runs */
     TF_GPU_MLP_COUNT_
 } tf_gpu_mlp_policy;
 
@@ -126,7 +126,7 @@ tf_gpu_plan tf_gpu_plan_portable(void);
 
 /* `--gpu-plan SPEC`: "default", "portable", or comma-separated key=value
  * (gemm=auto|cublas|mma|wgmma, dw=auto|mma|lt, attn=auto|k1|k2|k3|k4|k5|k6,
- * lane=auto|on|off, opm=auto|ffma, mlp=auto|composed, wgrad_delay_us=0..100000), each applied over the plan
+ * lane=auto|on|off, opm=auto|ffma, mlp=auto|composed|fused, wgrad_delay_us=0..100000), each applied over the plan
  * named before it ("portable,lane=off"; without a name, over default). The
  * result holds AUTO for what is not given: tf_gpu_plan_apply puts it over the
  * device's default. 0 ok; 1 with one line in err naming what is accepted. */
@@ -204,7 +204,7 @@ int tf_gpu_opm_on_mma(const tf_gpu_plan *p, const tf_gpu_caps *caps, int co, int
 
 /* The transition's MLP as one fused kernel each way (cuda_transition.cu,
  * mma.sync m16n8k16: ops.h transition_fwd/_bwd, which the model then calls)
- * for half types at level 3 unless the plan says mlp=composed; else, and
+ * for half types at level 3 where the plan says mlp=fused; else, and
  * always in fp32 and tf32, the model composes LayerNorm and GEMM ops. */
 int tf_gpu_mlp_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half);
 

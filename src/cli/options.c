@@ -90,7 +90,8 @@ const tf_cli_optdef tf_cli_optdefs[] = {
      "gemm=auto|cublas|mma|wgmma, dw=auto|mma|lt (weight gradients' wide split),\n"
      "attn=auto|k1|k2|k3|k4|k5|k6, lane=auto|on|off (weight-gradient lane),\n"
      "opm=auto|ffma (bf16/fp16 outer product mean on mma.sync or FFMA),\n"
-     "mlp=auto|composed (bf16/fp16 transition as one fused kernel each way or LN + GEMMs),\n"
+     "mlp=auto|composed|fused (bf16/fp16 transition as LN + GEMM ops, auto, or one\n"
+     "fused kernel each way),\n"
      "wgrad_delay_us=0..100000 (tests); e.g. gemm=cublas,attn=k4"},
     /* memory */
     {"recompute", required_argument, TF_OPT_RECOMPUTE, T | B | G, "none|blocks|modules",

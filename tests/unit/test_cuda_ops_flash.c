@@ -1,6 +1,7 @@
-/* The half types' attention (bf16, fp16; kernel6 where the build has
- * mma.sync, else kernel1) against attention computed in double on the host
- * from the same rounded inputs.
+/* The half types' attention (bf16, fp16) against attention computed in
+ * double on the host from the same rounded inputs: kernel6 on every shape
+ * (the plan's attn=k6), and the default route (kernel5 up to L 128, kernel6
+ * above); kernel1 for both where the build has no mma.sync.
  *
  * Bound, element by element. The kernel computes scores, softmax and sums in
  * fp32 and rounds three things to the type t (unit roundoff u: 2^-8 bf16,
@@ -92,10 +93,10 @@ static void check_bound(const char *op, const char *shape, tf_dtype t, const flo
 }
 
 typedef struct {
-    int nb, no, nh, L, d, sl;
+    int nb, no, nh, L, d, sl, bias; /* bias 0: none (the triangle attentions) */
 } shape_t;
 
-static void run_case(const shape_t *s, tf_dtype t)
+static void run_case(bk be, const char *route, const shape_t *s, tf_dtype t)
 {
     const int nb = s->nb, no = s->no, nh = s->nh, L = s->L, d = s->d, sl = s->sl, C = nh * d;
     const size_t n = (size_t)nb * no * L * sl, nbias = (size_t)nb * L * L * nh;
@@ -103,13 +104,14 @@ static void run_case(const shape_t *s, tf_dtype t)
     const double scale = 1.0 / sqrt((double)d);
     float *q = rnd_t(n, 1.f, 190, t), *k = rnd_t(n, 1.f, 191, t), *v = rnd_t(n, 1.f, 192, t);
     float *dout = rnd_t(n, 1.f, 194, t), *bias = rnd_t(nbias, 1.f, 193, t);
-    /* masks: the last 3 keys of every row, and every key of query row 1 */
-    for (int b = 0; b < nb; ++b)
+    /* masks: the last 3 keys of every row, and every key of query row 1;
+     * without a bias: zeros in the reference */
+    if (!s->bias) memset(bias, 0, 4 * nbias);
+    for (int b = 0; b < nb && s->bias; ++b)
         for (int i = 0; i < L; ++i)
             for (int j = 0; j < L; ++j)
                 for (int h = 0; h < nh; ++h)
                     if (j >= L - 3 || i == 1) bias[(((size_t)b * L + i) * L + j) * nh + h] = -60.f;
-    bk be = g_cu3;
     tf_attn_args a;
     memset(&a, 0, sizeof a);
     a.nb = nb, a.no = no, a.nh = nh, a.L = L, a.d = d, a.scale = (float)scale, a.t = t;
@@ -120,15 +122,16 @@ static void run_case(const shape_t *s, tf_dtype t)
         views[i]->p = src[i] ? put_t(be, src[i], n, t) : b_nan(be, n);
         views[i]->sb = (long)no * L * sl, views[i]->so = (long)L * sl, views[i]->sl = sl;
     }
-    a.bias = put_t(be, bias, nbias, t);
-    a.dbias = b_nan(be, nbias);
+    a.bias = s->bias ? put_t(be, bias, nbias, t) : NULL;
+    a.dbias = s->bias ? b_nan(be, nbias) : NULL;
     a.lse = b_nan(be, nrow), a.work = b_nan(be, nrow);
     be.ops->attn_fwd(be.be, &a);
     be.ops->attn_bwd(be.be, &a);
     float *out = malloc(4 * n), *g[4], *lse = malloc(4 * nrow);
     get_t(be, out, a.out.p, n, t);
     for (int i = 0; i < 3; ++i) g[i] = malloc(4 * n), get_t(be, g[i], views[4 + i]->p, n, t);
-    g[3] = malloc(4 * nbias), get_t(be, g[3], a.dbias, nbias, t);
+    g[3] = malloc(4 * nbias);
+    if (s->bias) get_t(be, g[3], a.dbias, nbias, t);
     b_get(be, lse, a.lse, nrow);
 
     /* the reference in double, with magnitudes */
@@ -189,8 +192,8 @@ static void run_case(const shape_t *s, tf_dtype t)
 #undef AT
 #undef BI
             }
-    char shape[96];
-    snprintf(shape, sizeof shape, "nb%d no%d nh%d L%d d%d sl%d", nb, no, nh, L, d, sl);
+    char shape[112];
+    snprintf(shape, sizeof shape, "%s nb%d no%d nh%d L%d d%d sl%d", route, nb, no, nh, L, d, sl);
     check_bound("attn_fwd out", shape, t, out, ro, mo, n, sl, C, L * amax(v, n));
     {
         size_t bad = 0;
@@ -203,9 +206,10 @@ static void run_case(const shape_t *s, tf_dtype t)
     check_bound("attn_bwd dq", shape, t, g[0], rq, mq, n, sl, C, scale * L * amax(k, n));
     check_bound("attn_bwd dk", shape, t, g[1], rk, mk, n, sl, C, scale * L * amax(q, n));
     check_bound("attn_bwd dv", shape, t, g[2], rv, mv, n, sl, C, L * amax(dout, n));
-    check_bound("attn_bwd dbias", shape, t, g[3], rb, mb, nbias, 0, 0, 0.0);
+    if (s->bias) check_bound("attn_bwd dbias", shape, t, g[3], rb, mb, nbias, 0, 0, 0.0);
     for (int i = 0; i < 8; ++i) b_free(be, views[i]->p);
-    b_free(be, (void *)a.bias), b_free(be, a.dbias), b_free(be, a.lse), b_free(be, a.work);
+    if (s->bias) b_free(be, (void *)a.bias), b_free(be, a.dbias);
+    b_free(be, a.lse), b_free(be, a.work);
     free(q), free(k), free(v), free(dout), free(bias), free(out), free(lse);
     for (int i = 0; i < 4; ++i) free(g[i]);
     free(ro), free(mo), free(rq), free(mq), free(rk), free(mk), free(rv), free(mv);
@@ -216,13 +220,21 @@ static void test_half_flash(void **state)
 {
     (void)state;
     g_fail = 0;
-    /* nb, no, nh, L, d, sl: two key tiles and a part (L 131), one part tile
-     * (37), scalar loads (sl not a multiple of 8), the MSA row shape (d 16) */
+    /* nb, no, nh, L, d, sl, bias: two key tiles and a part (L 131), one part
+     * tile (37), scalar loads (sl not a multiple of 8), the MSA row shape (d
+     * 16), no bias (the triangle attentions) below and above L 128 */
     const shape_t shapes[] = {
-        {2, 3, 2, 37, 16, 32}, {1, 2, 2, 131, 32, 64}, {2, 2, 2, 70, 32, 66}, {1, 5, 4, 64, 16, 64},
+        {2, 3, 2, 37, 16, 32, 1}, {1, 2, 2, 131, 32, 64, 1}, {2, 2, 2, 70, 32, 66, 1},
+        {1, 5, 4, 64, 16, 64, 1}, {1, 3, 2, 96, 32, 64, 0},  {1, 2, 1, 150, 32, 32, 0},
     };
+    const tf_gpu_plan k6 = plan_of(TF_GPU_GEMM_AUTO, TF_GPU_DW_AUTO, TF_GPU_ATTN_K6);
+    bk b6 = bk_create(3, 0, &k6, NULL);
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; ++s)
-        for (int k = 0; k < 2; ++k) run_case(&shapes[s], k ? TF_F16 : TF_BF16);
+        for (int k = 0; k < 2; ++k) {
+            run_case(b6, "attn=k6", &shapes[s], k ? TF_F16 : TF_BF16);
+            run_case(g_cu3, "default", &shapes[s], k ? TF_F16 : TF_BF16);
+        }
+    tf_cuda_backend_destroy(b6.be);
     done();
 }
 

@@ -619,7 +619,9 @@ static void test_half_transition(void **state)
 {
     (void)state;
     g_fail = 0;
-    const bk b = g_cu3, c = g_cpu;
+    tf_gpu_plan fused = plan_of(TF_GPU_GEMM_MMA, TF_GPU_DW_AUTO, TF_GPU_ATTN_AUTO);
+    fused.mlp = TF_GPU_MLP_FUSED;
+    const bk b = bk_create(3, 0, &fused, NULL), c = g_cpu;
     tf_backend_caps caps;
     b.ops->caps(b.be, &caps);
     const int Cs[2] = {64, 128};
@@ -693,6 +695,7 @@ static void test_half_transition(void **state)
                 free(hdg), free(got), free(ref);
             }
     }
+    tf_cuda_backend_destroy(b.be);
     done();
 }
 

@@ -505,7 +505,7 @@ static void test_parse(void **state)
         {"dw=wg", "dw value 'wg' is not accepted: use auto, mma or lt"},
         {"lane=1", "lane value '1' is not accepted: use auto, on or off"},
         {"opm=mma", "opm value 'mma' is not accepted: use auto or ffma"},
-        {"mlp=fused", "mlp value 'fused' is not accepted: use auto or composed"},
+        {"mlp=one", "mlp value 'one' is not accepted: use auto, composed or fused"},
         {"gemm=cublas,,attn=k4", "plan '' is not accepted"},
         {"tile=64", "key 'tile' is not accepted: default, portable, or"},
         {"wgrad_delay_us=-1", "wgrad_delay_us value '-1' is not accepted"},
@@ -533,9 +533,9 @@ static void test_parse(void **state)
 }
 
 /* half types: GEMMs on the libraries (the tensor-core kernels are fp32),
- * attention on kernel6 (any L) at head size 16 or 32 whatever the level-3
- * policy but k1 and k5 (kernel5 where it fits), kernel1 elsewhere; act_types
- * by device */
+ * attention at head size 16 or 32 on kernel5 where it fits and kernel6 above
+ * (every L under attn=k6) whatever the level-3 policy but k1, kernel1
+ * elsewhere; act_types by device */
 static void test_half_routes(void **state)
 {
     (void)state;
@@ -570,8 +570,8 @@ static void test_half_routes(void **state)
             const tf_gpu_attn_shape h = {64, 32, bwd, 1}, h16 = {128, 16, bwd, 1},
                                     wide = {2048, 32, bwd, 1}, d8 = {64, 8, bwd, 1},
                                     f = {64, 32, bwd, 0};
-            /* attn=k5: kernel5 where it fits (L <= 128) */
-            const tf_gpu_attn_kernel fit = i == 4 ? TF_GPU_ATTN_KERNEL5 : TF_GPU_ATTN_KERNEL6;
+            /* kernel5 where it fits (L <= 128), but under attn=k6 */
+            const tf_gpu_attn_kernel fit = i == 5 ? TF_GPU_ATTN_KERNEL6 : TF_GPU_ATTN_KERNEL5;
             assert_int_equal(tf_gpu_route_attn(&q, &caps, &h, 0), fit);
             assert_int_equal(tf_gpu_route_attn(&q, &caps, &h16, 0), fit);
             assert_int_equal(tf_gpu_route_attn(&q, &caps, &wide, 0), TF_GPU_ATTN_KERNEL6);
@@ -610,9 +610,14 @@ static void test_half_routes(void **state)
         assert_int_equal(tf_gpu_opm_on_mma(&p, &old, 32, 1), 0);
     }
     { /* the transition's MLP: one fused kernel each way for half types at level 3 on
-       * mma.sync, unless mlp=composed; fp32, tf32, the portable plan compose it */
-        assert_int_equal(tf_gpu_mlp_fused(&p, &caps, 1), 1);
-        assert_int_equal(tf_gpu_mlp_fused(&p, &caps, 0), 0);
+       * mma.sync under mlp=fused; by default, in fp32, tf32 and the portable plan
+       * LayerNorm and GEMM ops */
+        assert_int_equal(tf_gpu_mlp_fused(&p, &caps, 1), 0);
+        tf_gpu_plan fz;
+        assert_int_equal(tf_gpu_plan_parse("mlp=fused", &fz, NULL, 0), 0);
+        const tf_gpu_plan f = tf_gpu_plan_apply(p, &fz);
+        assert_int_equal(tf_gpu_mlp_fused(&f, &caps, 1), 1);
+        assert_int_equal(tf_gpu_mlp_fused(&f, &caps, 0), 0);
         const tf_gpu_plan port = tf_gpu_plan_portable(), l2 = tf_gpu_plan_default(&caps, 0, 2);
         assert_int_equal(tf_gpu_mlp_fused(&port, &caps, 1), 0);
         assert_int_equal(tf_gpu_mlp_fused(&l2, &caps, 1), 0);
@@ -621,9 +626,9 @@ static void test_half_routes(void **state)
         assert_int_equal(tf_gpu_mlp_fused(&q, &caps, 1), 0);
         tf_gpu_caps old = caps, amd = caps;
         old.has_mma_sync = 0;
-        assert_int_equal(tf_gpu_mlp_fused(&p, &old, 1), 0);
+        assert_int_equal(tf_gpu_mlp_fused(&f, &old, 1), 0);
         amd.vendor = TF_GPU_VENDOR_AMD;
-        assert_int_equal(tf_gpu_mlp_fused(&p, &amd, 1), 0);
+        assert_int_equal(tf_gpu_mlp_fused(&f, &amd, 1), 0);
     }
     /* act_types: bf16 from compute capability 8.0, fp16 from 7.0; AMD: all */
     const unsigned f32 = 1u << TF_F32, bf = 1u << TF_BF16, f16 = 1u << TF_F16;

@@ -9,7 +9,6 @@
 #define TF_CUDA_ATTN6_H
 
 #include "cuda_attn2.h"
-#include "cuda_gemm_mma.h" /* mma_cp, mma_commit, mma_wait */
 #include "cuda_tile.h"
 
 #ifdef __cplusplus
@@ -50,51 +49,17 @@ __device__ __forceinline__ void tf6_load(uint16_t *S, const E *base, long sl, in
     }
 }
 
-/* The same rows with cp.async (16-byte copies, zero-filled past L) when vec,
- * to be waited for with mma_wait; else loaded at once */
-template <int DM, int ROWS, int LD, int NT, class E>
-__device__ __forceinline__ void tf6_load_async(uint16_t *S, const E *base, long sl, int r0, int L,
-                                               int vec, int tid)
-{
-    if (!vec) {
-        tf6_load<DM, ROWS, LD, NT>(S, base, sl, r0, L, 0, tid);
-        return;
-    }
-    constexpr int C8 = DM / 8;
-    for (int e = tid; e < ROWS * C8; e += NT) {
-        const int r = e / C8, c = (e % C8) * 8;
-        const bool ok = r0 + r < L;
-        const E *src = ok ? base + (long)(r0 + r) * sl + c : base;
-        mma_cp(reinterpret_cast<float *>(S + r * LD + c), reinterpret_cast<const float *>(src), 16, ok);
-    }
-}
-
 /* 16-byte rows: base and strides in multiples of 8 elements */
 static inline int tf6_view_vec(const tf_attn_view *v)
 {
     return ((uintptr_t)v->p & 15u) == 0 && v->sb % 8 == 0 && v->so % 8 == 0 && v->sl % 8 == 0;
 }
 
-/* 2^x by the SFU's approximation (relative error ~2^-22, far inside the
- * rounding of P to the type; 2^-inf = 0); exp2f without PTX */
-__device__ __forceinline__ float tf6_exp2(float x)
-{
-#if TF_HAVE_NV_PTX
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-#else
-    return exp2f(x);
-#endif
-}
-
-/* (scale q.k + bias(i, j)) log2(e): the score in base-2 units (BIAS: the
- * call has a bias; bb is then the item's base, or NULL for a row past L) */
-template <bool BIAS, class E>
+/* (scale q.k + bias(i, j)) log2(e): the score in base-2 units */
+template <class E>
 __device__ __forceinline__ float tf6_score2(const tf_attn_args &a, const E *bb, int i, int j,
                                             float dot)
 {
-    if (!BIAS) return a.scale * dot * TF6_LOG2E;
     return tf_attn2_score(a, bb, i, j, dot) * TF6_LOG2E;
 }
 #endif /* __cplusplus */

@@ -40,15 +40,15 @@ __device__ __forceinline__ void tf6_s_dp(float (*s)[4], float (*dp)[4], const ui
 }
 
 /* dQ, and D of the block's queries */
-template <int DM, bool BIAS, class E>
-__global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_bwd_dq_kernel6(tf_attn_args a, int ntq, int vec)
+template <int DM, class E>
+__global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_bwd_dq_kernel6(tf_attn_args a, int ntq, int vec)
 {
     typedef tf6<DM> C;
     constexpr int LD = C::LD, KD = C::KD, ND = C::ND, NJ = C::NJ, BK = C::BK, BQ = C::BQ;
     __shared__ __align__(16) uint16_t Qs[BQ * LD];
-    __shared__ __align__(16) uint16_t Gs[BQ * LD];    /* dout */
-    __shared__ __align__(16) uint16_t Ks[2][BK * LD]; /* key tiles t and t + 1 */
-    __shared__ __align__(16) uint16_t Vs[2][BK * LD];
+    __shared__ __align__(16) uint16_t Gs[BQ * LD]; /* dout */
+    __shared__ __align__(16) uint16_t Ks[BK * LD];
+    __shared__ __align__(16) uint16_t Vs[BK * LD];
     __shared__ float Ls[BQ], Ds[BQ];
 
     const int L = a.L, tid = (int)threadIdx.x;
@@ -60,12 +60,9 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_bwd_dq_kernel6(tf_attn_ar
     const E *kb = tf_attn_at<E>(a.k, b, o, h, DM), *vb = tf_attn_at<E>(a.v, b, o, h, DM);
     const E *gb = tf_attn_at<E>(a.dout, b, o, h, DM) + (long)q0 * a.dout.sl;
     const E *yb = tf_attn_at<E>(a.out, b, o, h, DM) + (long)q0 * a.out.sl;
-    tf6_load_async<DM, BQ, LD, C::NT>(Qs, tf_attn_at<E>(a.q, b, o, h, DM) + (long)q0 * a.q.sl,
-                                      a.q.sl, 0, L - q0, vec, tid);
-    tf6_load_async<DM, BQ, LD, C::NT>(Gs, gb, a.dout.sl, 0, L - q0, vec, tid);
-    tf6_load_async<DM, BK, LD, C::NT>(Ks[0], kb, a.k.sl, 0, L, vec, tid);
-    tf6_load_async<DM, BK, LD, C::NT>(Vs[0], vb, a.v.sl, 0, L, vec, tid);
-    mma_commit();
+    tf6_load<DM, BQ, LD, C::NT>(Qs, tf_attn_at<E>(a.q, b, o, h, DM) + (long)q0 * a.q.sl, a.q.sl, 0,
+                                L - q0, vec, tid);
+    tf6_load<DM, BQ, LD, C::NT>(Gs, gb, a.dout.sl, 0, L - q0, vec, tid);
     if (tid < BQ) {
         const int i = q0 + tid;
         float dd = 0.f, ls = 0.f;
@@ -79,7 +76,6 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_bwd_dq_kernel6(tf_attn_ar
         Ds[tid] = dd;
         Ls[tid] = ls;
     }
-    mma_wait<0>();
     __syncthreads();
 
     const int lane = tid & 31, g = lane >> 2, t = lane & 3, w = tid >> 5;
@@ -95,16 +91,13 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_bwd_dq_kernel6(tf_attn_ar
 
     float dq[ND][4];
     tf_tile_zero<ND>(dq);
-    for (int k0 = 0, buf = 0; k0 < L; k0 += BK, buf ^= 1) {
-        const bool more = k0 + BK < L; /* the next tile's copies run meanwhile */
-        if (more) {
-            tf6_load_async<DM, BK, LD, C::NT>(Ks[buf ^ 1], kb, a.k.sl, k0 + BK, L, vec, tid);
-            tf6_load_async<DM, BK, LD, C::NT>(Vs[buf ^ 1], vb, a.v.sl, k0 + BK, L, vec, tid);
-            mma_commit();
-        }
-        const uint16_t *Kt = Ks[buf];
+    for (int k0 = 0; k0 < L; k0 += BK) {
+        __syncthreads();
+        tf6_load<DM, BK, LD, C::NT>(Ks, kb, a.k.sl, k0, L, vec, tid);
+        tf6_load<DM, BK, LD, C::NT>(Vs, vb, a.v.sl, k0, L, vec, tid);
+        __syncthreads();
         float s[NJ][4], dp[NJ][4];
-        tf6_s_dp<NJ, KD, E>(s, dp, qa, ga, Kt, Vs[buf], LD);
+        tf6_s_dp<NJ, KD, E>(s, dp, qa, ga, Ks, Vs, LD);
 #pragma unroll
         for (int j = 0; j < NJ; ++j)
 #pragma unroll
@@ -112,7 +105,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_bwd_dq_kernel6(tf_attn_ar
                 const int jk = k0 + 8 * j + 2 * t + (e & 1), hf = e >> 1;
                 float p = 0.f;
                 if (jk < L && ok[hf])
-                    p = tf6_exp2(tf6_score2<BIAS>(a, bb, hf ? ihi : ilo, jk, s[j][e]) - lse2[hf]);
+                    p = exp2f(tf6_score2(a, bb, hf ? ihi : ilo, jk, s[j][e]) - lse2[hf]);
                 s[j][e] = p * (dp[j][e] - dd[hf]);
             }
 #pragma unroll
@@ -122,12 +115,10 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_bwd_dq_kernel6(tf_attn_ar
 #pragma unroll
             for (int n = 0; n < ND; ++n) {
                 uint32_t kf[2];
-                tf_tile_load_b(kf, Kt, LD, 8 * n, 16 * kk);
+                tf_tile_load_b(kf, Ks, LD, 8 * n, 16 * kk);
                 tf_tile_mma<E>(dq[n], da, kf);
             }
         }
-        if (more) mma_wait<0>();
-        __syncthreads(); /* the next tile is in; this one is consumed */
     }
     E *dqb = tf_attn_at<E>(a.dq, b, o, h, DM);
 #pragma unroll
@@ -144,16 +135,16 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_bwd_dq_kernel6(tf_attn_ar
 }
 
 /* dK and dV of the block's keys (D from the dQ kernel's `work`) */
-template <int DM, bool BIAS, class E>
-__global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_bwd_dkv_kernel6(tf_attn_args a, int ntk, int vec)
+template <int DM, class E>
+__global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_bwd_dkv_kernel6(tf_attn_args a, int ntk, int vec)
 {
     typedef tf6<DM> C;
     constexpr int LD = C::LD, KD = C::KD, ND = C::ND, BK = C::BK, BQ = C::BQ;
     __shared__ __align__(16) uint16_t Ks[BK * LD];
     __shared__ __align__(16) uint16_t Vs[BK * LD];
-    __shared__ __align__(16) uint16_t Qs[2][BQ * LD]; /* query tiles t and t + 1 */
-    __shared__ __align__(16) uint16_t Gs[2][BQ * LD];
-    __shared__ float Ls[2][BQ], Ds[2][BQ];
+    __shared__ __align__(16) uint16_t Qs[BQ * LD];
+    __shared__ __align__(16) uint16_t Gs[BQ * LD];
+    __shared__ float Ls[BQ], Ds[BQ];
 
     const int L = a.L, tid = (int)threadIdx.x;
     int b, o, h, tile;
@@ -162,21 +153,8 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_bwd_dkv_kernel6(tf_attn_a
     const long rowbase = (((long)b * a.no + o) * a.nh + h) * L;
     const E *bb = tf_attn2_bias<E>(a, b, h);
     const E *qb = tf_attn_at<E>(a.q, b, o, h, DM), *gb = tf_attn_at<E>(a.dout, b, o, h, DM);
-    /* the query tile q0's copies (and its lse, D) into buffer buf */
-    auto issue = [&](int q0, int buf) {
-        tf6_load_async<DM, BQ, LD, C::NT>(Qs[buf], qb, a.q.sl, q0, L, vec, tid);
-        tf6_load_async<DM, BQ, LD, C::NT>(Gs[buf], gb, a.dout.sl, q0, L, vec, tid);
-        mma_commit();
-        if (tid < BQ) {
-            const int i = q0 + tid;
-            Ls[buf][tid] = i < L ? a.lse[rowbase + i] * TF6_LOG2E : 0.f;
-            Ds[buf][tid] = i < L ? a.work[rowbase + i] : 0.f;
-        }
-    };
-    tf6_load_async<DM, BK, LD, C::NT>(Ks, tf_attn_at<E>(a.k, b, o, h, DM), a.k.sl, k0, L, vec, tid);
-    tf6_load_async<DM, BK, LD, C::NT>(Vs, tf_attn_at<E>(a.v, b, o, h, DM), a.v.sl, k0, L, vec, tid);
-    issue(0, 0);
-    mma_wait<0>();
+    tf6_load<DM, BK, LD, C::NT>(Ks, tf_attn_at<E>(a.k, b, o, h, DM), a.k.sl, k0, L, vec, tid);
+    tf6_load<DM, BK, LD, C::NT>(Vs, tf_attn_at<E>(a.v, b, o, h, DM), a.v.sl, k0, L, vec, tid);
     __syncthreads();
 
     const int lane = tid & 31, g = lane >> 2, t = lane & 3, w = tid >> 5;
@@ -190,11 +168,16 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_bwd_dkv_kernel6(tf_attn_a
     float dv[ND][4], dk[ND][4];
     tf_tile_zero<ND>(dv);
     tf_tile_zero<ND>(dk);
-    for (int q0 = 0, buf = 0; q0 < L; q0 += BQ, buf ^= 1) {
-        const bool more = q0 + BQ < L; /* the next tile's copies run meanwhile */
-        if (more) issue(q0 + BQ, buf ^ 1);
-        const uint16_t *Qt = Qs[buf], *Gt = Gs[buf];
-        const float *Lt = Ls[buf], *Dt = Ds[buf];
+    for (int q0 = 0; q0 < L; q0 += BQ) {
+        __syncthreads();
+        tf6_load<DM, BQ, LD, C::NT>(Qs, qb, a.q.sl, q0, L, vec, tid);
+        tf6_load<DM, BQ, LD, C::NT>(Gs, gb, a.dout.sl, q0, L, vec, tid);
+        if (tid < BQ) {
+            const int i = q0 + tid;
+            Ls[tid] = i < L ? a.lse[rowbase + i] * TF6_LOG2E : 0.f;
+            Ds[tid] = i < L ? a.work[rowbase + i] : 0.f;
+        }
+        __syncthreads();
 #pragma unroll
         for (int c = 0; c < BQ / 16; ++c) {
             float st[2][4], dpt[2][4]; /* (key g, g + 8) x (query 2t, 2t + 1) of 8 queries each */
@@ -205,9 +188,9 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_bwd_dkv_kernel6(tf_attn_a
 #pragma unroll
                 for (int kk = 0; kk < KD; ++kk) {
                     uint32_t qf[2], gf[2];
-                    tf_tile_load_bt(qf, Qt, LD, 16 * c + 8 * u, 16 * kk);
+                    tf_tile_load_bt(qf, Qs, LD, 16 * c + 8 * u, 16 * kk);
                     tf_tile_mma<E>(st[u], ka[kk], qf);
-                    tf_tile_load_bt(gf, Gt, LD, 16 * c + 8 * u, 16 * kk);
+                    tf_tile_load_bt(gf, Gs, LD, 16 * c + 8 * u, 16 * kk);
                     tf_tile_mma<E>(dpt[u], va[kk], gf);
                 }
 #pragma unroll
@@ -217,9 +200,9 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_bwd_dkv_kernel6(tf_attn_a
                     const int r = 16 * c + 8 * u + 2 * t + (e & 1), i = q0 + r;
                     const int j = e < 2 ? jlo : jhi;
                     float p = 0.f;
-                    if (i < L && j < L) p = tf6_exp2(tf6_score2<BIAS>(a, bb, i, j, st[u][e]) - Lt[r]);
+                    if (i < L && j < L) p = exp2f(tf6_score2(a, bb, i, j, st[u][e]) - Ls[r]);
                     st[u][e] = p;
-                    dpt[u][e] = p * (dpt[u][e] - Dt[r]);
+                    dpt[u][e] = p * (dpt[u][e] - Ds[r]);
                 }
             uint32_t pa[4], da[4];
             tf_tile_c2a<E>(pa, st[0], st[1]);
@@ -227,14 +210,12 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_bwd_dkv_kernel6(tf_attn_a
 #pragma unroll
             for (int n = 0; n < ND; ++n) {
                 uint32_t gf[2], qf[2];
-                tf_tile_load_b(gf, Gt, LD, 8 * n, 16 * c);
+                tf_tile_load_b(gf, Gs, LD, 8 * n, 16 * c);
                 tf_tile_mma<E>(dv[n], pa, gf);
-                tf_tile_load_b(qf, Qt, LD, 8 * n, 16 * c);
+                tf_tile_load_b(qf, Qs, LD, 8 * n, 16 * c);
                 tf_tile_mma<E>(dk[n], da, qf);
             }
         }
-        if (more) mma_wait<0>();
-        __syncthreads(); /* the next tile is in; this one is consumed */
     }
     E *dvb = tf_attn_at<E>(a.dv, b, o, h, DM), *dkb = tf_attn_at<E>(a.dk, b, o, h, DM);
 #pragma unroll
@@ -315,7 +296,7 @@ __global__ void __launch_bounds__(tf6_db<DM>::NT, 4) attn_bwd_dbias_kernel6(tf_a
             for (int e = 0; e < 4; ++e) {
                 const int jk = j0 + 8 * j + 2 * t + (e & 1), hf = e >> 1;
                 if (jk < L && ok[hf]) {
-                    const float p = tf6_exp2(tf6_score2<true>(a, bb, hf ? ihi : ilo, jk, s[j][e]) - lse2[hf]);
+                    const float p = exp2f(tf6_score2(a, bb, hf ? ihi : ilo, jk, s[j][e]) - lse2[hf]);
                     db[j][e] += p * (dp[j][e] - dd[hf]);
                 }
             }
@@ -348,14 +329,10 @@ static void attn_bwd6_d(tf_backend *be, const tf_attn_args *a, int vec)
 {
     const long bo = (long)a->nb * a->no * a->nh;
     const int nt = (a->L + 63) / 64;
-    const dim3 grid((unsigned)(bo * nt));
-    if (a->bias) {
-        TF_LAUNCH((attn_bwd_dq_kernel6<DM, true, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vec);
-        TF_LAUNCH((attn_bwd_dkv_kernel6<DM, true, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vec);
-    } else {
-        TF_LAUNCH((attn_bwd_dq_kernel6<DM, false, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vec);
-        TF_LAUNCH((attn_bwd_dkv_kernel6<DM, false, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vec);
-    }
+    TF_LAUNCH((attn_bwd_dq_kernel6<DM, E>), dim3((unsigned)(bo * nt)), tf6<DM>::NT, be->stream, *a, nt,
+              vec);
+    TF_LAUNCH((attn_bwd_dkv_kernel6<DM, E>), dim3((unsigned)(bo * nt)), tf6<DM>::NT, be->stream, *a, nt,
+              vec);
     if (a->dbias) {
         typedef tf6_db<DM> D;
         const int nti = (a->L + D::QT - 1) / D::QT, ntj = (a->L + D::KT - 1) / D::KT;

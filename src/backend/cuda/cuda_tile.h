@@ -122,7 +122,7 @@ __device__ __forceinline__ uint32_t tf_tile_ld32(const uint16_t *p)
 __device__ __forceinline__ void tf_tile_load_a(uint32_t *a, const uint16_t *s, int ld, int r0, int k0)
 {
     const int lane = (int)threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const uint16_t *p = s + (r0 + g) * ld + k0 + 2 * t;
+    const uint16_t *p = s + (long)(r0 + g) * ld + k0 + 2 * t;
     a[0] = tf_tile_ld32(p);
     a[1] = tf_tile_ld32(p + 8 * ld);
     a[2] = tf_tile_ld32(p + 8);
@@ -134,7 +134,7 @@ __device__ __forceinline__ void tf_tile_load_a(uint32_t *a, const uint16_t *s, i
 __device__ __forceinline__ void tf_tile_load_bt(uint32_t *b, const uint16_t *s, int ld, int n0, int k0)
 {
     const int lane = (int)threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const uint16_t *p = s + (n0 + g) * ld + k0 + 2 * t;
+    const uint16_t *p = s + (long)(n0 + g) * ld + k0 + 2 * t;
     b[0] = tf_tile_ld32(p);
     b[1] = tf_tile_ld32(p + 8);
 }
@@ -144,7 +144,7 @@ __device__ __forceinline__ void tf_tile_load_bt(uint32_t *b, const uint16_t *s, 
 __device__ __forceinline__ void tf_tile_load_b(uint32_t *b, const uint16_t *s, int ld, int n0, int k0)
 {
     const int lane = (int)threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const uint16_t *p = s + (k0 + 2 * t) * ld + n0 + g;
+    const uint16_t *p = s + (long)(k0 + 2 * t) * ld + n0 + g;
     b[0] = (uint32_t)p[0] | ((uint32_t)p[ld] << 16);
     b[1] = (uint32_t)p[8 * ld] | ((uint32_t)p[9 * ld] << 16);
 }
