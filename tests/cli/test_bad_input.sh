@@ -102,7 +102,7 @@ for v in fp32 tf32 bf16; do bad --use-amp --use-amp --precision "$v"; done
 bad --use-amp --precision bf16 --use-amp
 bad --use-amp --use-amp=1
 bad --use-amp bench --use-amp --precision fp32
-for v in fast gemm=tensor attn=k6,gemm=auto "lane=" tile=64 wgrad_delay_us=-5 ""; do
+for v in fast gemm=tensor attn=k7,gemm=auto "lane=" tile=64 wgrad_delay_us=-5 ""; do
     bad --gpu-plan --gpu-plan "$v"
 done
 bad --gpu-plan bench --gpu-plan gemm=fast
