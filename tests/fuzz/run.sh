@@ -34,9 +34,9 @@ sources() { # target -> the sources it links besides its own file
     case $1 in
     safetensors) echo "$io/safetensors.c $io/io_util.c" ;;
     datafile) echo "$io/datafile.c $io/safetensors.c $io/io_util.c" ;;
-    checkpoint_meta) echo "$io/checkpoint_meta.c $io/config_json.c $io/safetensors.c $io/io_util.c $root/src/train/config.c $root/src/backend/gpu_plan.c" ;;
-    compare) echo "$root/src/prof/compare.c $root/src/prof/compare_render.c $io/io_util.c $io/text_escape.c" ;;
-    report) echo "$root/src/prof/report_html.c $root/src/prof/report_load.c $root/src/prof/report_svg.c $io/io_util.c $io/outcheck.c $io/text_escape.c" ;;
+    checkpoint_meta) echo "$io/checkpoint_meta.c $io/checkpoint_names.c $root/src/model/params.c $io/config_json.c $io/safetensors.c $io/io_util.c $root/src/train/config.c $root/src/backend/gpu_plan.c" ;;
+    compare) echo "$root"/src/prof/compare*.c "$io/io_util.c $io/text_escape.c" ;;
+    report) echo "$root"/src/prof/report_*.c "$io/io_util.c $io/outcheck.c $io/text_escape.c" ;;
     *) echo "run.sh: unknown target '$1' (expected safetensors, datafile, checkpoint_meta, compare, report)" >&2; exit 2 ;;
     esac
 }
