@@ -75,5 +75,7 @@ void rp_sec_memtime(FILE *f, const rp_run *r, int n); /* report_memtime.c */
  * "added", "removed", "faster", "slower" (beyond 5%) or "same" */
 const char *rp_kdiff_status(int in_a, int in_b, double a, double b);
 void rp_sec_kdiff(FILE *f, const rp_run *r, int n);
+/* report_ranks.c: per rank of a profile of several ranks, nothing for one */
+void rp_sec_ranks(FILE *f, const rp_run *r, int n);
 
 #endif

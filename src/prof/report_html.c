@@ -1053,6 +1053,7 @@ static void page(FILE *f, const rp_run *r, int n, const cJSON *scaling) {
     sec_overview(f, r, n);
     sec_throughput(f, r, n);
     rp_sec_steps(f, r, n);
+    rp_sec_ranks(f, r, n);
     sec_phases(f, r, n);
     sec_kernels(f, r, n);
     rp_sec_kdiff(f, r, n);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `tinyfold report`: the page of two small CPU profiles (and a
 # kernel_stats.csv, and a scaling JSON) has every section and references
-# nothing outside itself; bad input is one line, exit 2, and leaves no file.
+# nothing outside itself; a 2-rank profile (under mpirun, skipped without it)
+# has a rank panel, one rank none; bad input is one line, exit 2, and leaves
+# no file.
 # Usage: test_report.sh path/to/tinyfold
 set -u
 BIN=${1:?usage: $0 path/to/tinyfold}
@@ -210,6 +212,41 @@ bad "runs differ in precision" "$TMP/v1" "$TMP/bf16" --out "$TMP/bad.html"
 "$BIN" report "$TMP/v1" "$TMP/bf16" --force --out "$TMP/prec.html" >/dev/null 2>&1 ||
     fail "--force did not report runs of two precisions"
 grep -q "an fp32 ceiling, this run is bf16" "$TMP/prec.html" || fail "the bf16 roofline note is missing"
+
+# the rank panel: per rank of a 2-rank profile (under mpirun), none for one rank
+if grep -q '<section id="ranks">' "$out"; then fail "a rank panel for single-rank profiles"; fi
+if ! command -v mpirun >/dev/null 2>&1; then
+    echo "SKIP: no mpirun (rank panel)"
+elif ! ldd "$BIN" 2>/dev/null | grep -q libmpi; then
+    echo "SKIP: tinyfold built without MPI (rank panel)"
+else
+    export OMPI_MCA_btl_vader_single_copy_mechanism=none
+    MPI=(mpirun --oversubscribe -np 2)
+    [ "$(id -u)" = 0 ] && MPI=(mpirun --allow-run-as-root --oversubscribe -np 2)
+    if ! timeout 300 "${MPI[@]}" "$BIN" profile "${tiny[@]}" --batch-size 2 --out "$TMP/rk" \
+        >"$TMP/log" 2>&1 </dev/null; then
+        cat "$TMP/log"
+        fail "profile under mpirun"
+    else
+        "$BIN" report "$TMP/rk" --out "$TMP/rk.html" >/dev/null 2>&1 || fail "report of 2 ranks"
+        grep -q '<section id="ranks">' "$TMP/rk.html" || fail "no rank panel for 2 ranks"
+        for k in 0 1; do
+            grep -q "<tr><td>$k</td><td>[0-9.]*</td><td>[0-9.]*</td><td>[0-9.]*</td>" \
+                "$TMP/rk.html" || fail "rank panel: no row for rank $k"
+        done
+        grep -q '<b>rk</b>: 2 ranks; skew <span class="skew">[0-9.]* ms</span>' "$TMP/rk.html" ||
+            fail "rank panel: no skew"
+        [ "$(grep -c '<title>rank [01]: [0-9.]* ms</title>' "$TMP/rk.html")" -eq 2 ] ||
+            fail "rank panel: not two all-reduce bars"
+        # a rank's summary.json missing: its row says so, the page is written
+        mkdir -p "$TMP/rk1"
+        cp "$TMP/rk/summary.json" "$TMP/rk1/"
+        "$BIN" report "$TMP/rk1" --out "$TMP/rk1.html" >/dev/null 2>&1 ||
+            fail "report of 2 ranks, one summary missing"
+        grep -q '<tr><td>1</td><td colspan="5"[^>]*>[^<]*rank1/summary.json[^<]*cannot open' "$TMP/rk1.html" ||
+            fail "rank panel: the missing rank is not named"
+    fi
+fi
 
 if [ "$fails" -ne 0 ]; then
     echo "$fails failure(s)"
