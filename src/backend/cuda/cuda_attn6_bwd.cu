@@ -108,17 +108,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_bwd_dq_kernel6(tf_attn_ar
                     p = exp2f(tf6_score2(a, bb, hf ? ihi : ilo, jk, s[j][e]) - lse2[hf]);
                 s[j][e] = p * (dp[j][e] - dd[hf]);
             }
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-            uint32_t da[4];
-            tf_tile_c2a<E>(da, s[2 * kk], s[2 * kk + 1]);
-#pragma unroll
-            for (int n = 0; n < ND; ++n) {
-                uint32_t kf[2];
-                tf_tile_load_b(kf, Ks, LD, 8 * n, 16 * kk);
-                tf_tile_mma<E>(dq[n], da, kf);
-            }
-        }
+        tf_tile_mul_c<BK / 16, ND, E>(dq, s, Ks, LD); /* dq += dS K */
     }
     E *dqb = tf_attn_at<E>(a.dq, b, o, h, DM);
 #pragma unroll

@@ -94,17 +94,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_fwd_kernel6(tf_attn_args 
         for (int n = 0; n < ND; ++n)
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[n][e] *= corr[e >> 1];
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-            uint32_t pa[4];
-            tf_tile_c2a<E>(pa, s[2 * kk], s[2 * kk + 1]);
-#pragma unroll
-            for (int n = 0; n < ND; ++n) {
-                uint32_t vf[2];
-                tf_tile_load_b(vf, Vs, LD, 8 * n, 16 * kk);
-                tf_tile_mma<E>(acc[n], pa, vf);
-            }
-        }
+        tf_tile_mul_c<BK / 16, ND, E>(acc, s, Vs, LD); /* acc += P V */
     }
     /* the row sums over the row's 4 lanes (each lane summed its own keys) */
 #pragma unroll

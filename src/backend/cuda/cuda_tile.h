@@ -160,6 +160,26 @@ __device__ __forceinline__ void tf_tile_c2a(uint32_t *a, const float *c0, const 
     a[3] = tf_tile_pack<E>(c1[2], c1[3]);
 }
 
+/* acc[n] += P B for n < N: P the 16 x 16 KK fp32 values of the 2 KK C tiles
+ * c (rounded to E as A fragments: tf_tile_c2a), B the row-major [16 KK][ld]
+ * array s (P V with s = V, dS K with s = K) */
+template <int KK, int N, class E>
+__device__ __forceinline__ void tf_tile_mul_c(float (*acc)[4], const float (*c)[4],
+                                              const uint16_t *s, int ld)
+{
+#pragma unroll
+    for (int kk = 0; kk < KK; ++kk) {
+        uint32_t a[4];
+        tf_tile_c2a<E>(a, c[2 * kk], c[2 * kk + 1]);
+#pragma unroll
+        for (int n = 0; n < N; ++n) {
+            uint32_t b[2];
+            tf_tile_load_b(b, s, ld, 8 * n, 16 * kk);
+            tf_tile_mma<E>(acc[n], a, b);
+        }
+    }
+}
+
 /* N accumulator tiles to zero */
 template <int N>
 __device__ __forceinline__ void tf_tile_zero(float (*c)[4])
