@@ -63,11 +63,12 @@ void tf_io_remove_stale_tmp(const char *path) {
     free(dir);
 }
 
-static const char *kind_of(mode_t m) {
+const char *tf_io_kind_of(mode_t m) {
     return S_ISDIR(m)    ? "a directory"
            : S_ISFIFO(m) ? "a FIFO"
            : S_ISCHR(m)  ? "a character device"
            : S_ISBLK(m)  ? "a block device"
+           : S_ISLNK(m)  ? "a symbolic link"
            : S_ISSOCK(m) ? "a socket"
                          : "not a regular file";
 }
@@ -108,7 +109,7 @@ int tf_io_read_file(const char *path, unsigned char **buf, size_t *len, size_t m
         if (errlen)
             snprintf(err, errlen, "%s: not a regular file (it is %s); expected a regular file of "
                                   "at most %s",
-                     qp, kind_of(st.st_mode), lim);
+                     qp, tf_io_kind_of(st.st_mode), lim);
         close(fd);
         return -1;
     }

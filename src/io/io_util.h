@@ -3,10 +3,15 @@
 #define TF_IO_UTIL_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Copies s into buf (size n) for an error message: non-printable bytes become
  * '?', long strings are cut with "...". Returns buf. */
 const char *tf_io_printable(char *buf, size_t n, const char *s);
+
+/* What a file of mode m is, for a refusal: "a directory", "a FIFO", "a
+ * symbolic link" (lstat's), ..., else "not a regular file". */
+const char *tf_io_kind_of(mode_t m);
 
 /* Removes "<path>.tmp.<pid>" files that a killed process left beside path:
  * those whose pid is not a running process (another live writer's temporary

@@ -13,16 +13,6 @@
 
 #include "io/io_util.h"
 
-static const char *kind_of(mode_t m) {
-    return S_ISDIR(m)    ? "a directory"
-           : S_ISFIFO(m) ? "a FIFO"
-           : S_ISCHR(m)  ? "a character device"
-           : S_ISBLK(m)  ? "a block device"
-           : S_ISLNK(m)  ? "a symbolic link"
-           : S_ISSOCK(m) ? "a socket"
-                         : "not a regular file";
-}
-
 static int refuse(const tf_io_path *e, const char *why, char *err, size_t errlen) {
     char q[64];
     tf_io_printable(q, sizeof q, e->path);
@@ -49,7 +39,7 @@ int tf_io_target_ok(const char *path, char *why, size_t n) {
         snprintf(why, n,
                  "it exists and is %s; outputs are written to a temporary file renamed over "
                  "the name, which would replace it: give a regular file's name",
-                 kind_of(st.st_mode));
+                 tf_io_kind_of(st.st_mode));
     return -1;
 }
 
