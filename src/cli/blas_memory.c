@@ -13,31 +13,19 @@
 #include "cli.h"
 
 #include <cblas.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
 
-/* OpenBLAS's BUFFER_SIZE on x86-64 with its page and offset margins (the
- * size of the mmap seen failing in blas_memory_alloc). */
-#define BLAS_BUFFER_BYTES 135266304ull
+#include "ompwait/tf_blas_room.h"
 
 int tf_cli_check_blas_memory(int threads)
 {
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
-        return TF_EXIT_OK;
     int have = openblas_get_num_threads(); /* buffers made at start-up */
     unsigned long long more = threads > have ? (unsigned long long)(threads - have) : 0;
-    unsigned long long need = (more + 1) * BLAS_BUFFER_BYTES;
-    void *p = mmap(NULL, (size_t)need, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
-    if (p != MAP_FAILED) {
-        munmap(p, (size_t)need);
-        return TF_EXIT_OK;
-    }
+    unsigned long long need = (more + 1) * TF_BLAS_BUFFER_BYTES, limit = 0;
+    if (tf_blas_room_fits(need, &limit)) return TF_EXIT_OK;
     tf_cli_error("--threads: OpenBLAS with %d thread%s needs %llu MiB more address space for its "
                  "buffers (129 MiB a thread, %d made at start-up, and one spare), more than the "
                  "limit of %llu MiB (ulimit -v) leaves: lower --threads or raise ulimit -v",
                  threads, threads == 1 ? "" : "s", need >> 20, have,
-                 (unsigned long long)rl.rlim_cur >> 20);
+                 limit >> 20);
     return TF_EXIT_USAGE;
 }

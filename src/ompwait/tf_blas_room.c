@@ -7,22 +7,16 @@
  * tf_omp_wait.c, linked after it: see there) and reserves that much, never
  * touched; when the limit cannot hold it, one line and exit 2 instead. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT, MAP_NORESERVE */
+#include "tf_blas_room.h"
+
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
 #include <unistd.h>
-
-/* OpenBLAS's BUFFER_SIZE on x86-64 with its margins (src/cli/blas_memory.c) */
-#define BLAS_BUFFER_BYTES 135266304ull
 
 __attribute__((constructor)) static void tf_blas_room_init(void)
 {
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
-        return;
     long n = 0;
     const char *env = getenv("OMP_NUM_THREADS");
     if (env && *env)
@@ -33,19 +27,15 @@ __attribute__((constructor)) static void tf_blas_room_init(void)
     }
     if (n > 1024)
         n = 1024;
-    unsigned long long need = (unsigned long long)n * BLAS_BUFFER_BYTES;
-    void *p = mmap(NULL, (size_t)need, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
-    if (p != MAP_FAILED) {
-        munmap(p, (size_t)need);
+    unsigned long long limit = 0;
+    if (tf_blas_room_fits((unsigned long long)n * TF_BLAS_BUFFER_BYTES, &limit))
         return;
-    }
     char msg[320];
     int len = snprintf(msg, sizeof msg,
                        "tinyfold: the address-space limit of %llu MiB (ulimit -v) cannot hold "
                        "OpenBLAS's start-up buffers (%ld thread%s x 129 MiB): raise ulimit -v "
                        "or set OMP_NUM_THREADS lower\n",
-                       (unsigned long long)rl.rlim_cur >> 20, n, n == 1 ? "" : "s");
+                       limit >> 20, n, n == 1 ? "" : "s");
     if (len > 0) {
         ssize_t w = write(STDERR_FILENO, msg, (size_t)len < sizeof msg ? (size_t)len : sizeof msg);
         (void)w;
