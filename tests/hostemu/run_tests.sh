@@ -5,26 +5,36 @@
 # without a GPU. The warp width is a compile-time choice: 32 (NVIDIA, RDNA)
 # or 64 (CDNA: an AMD Instinct wavefront).
 #
-#   tests/hostemu/run_tests.sh [--asan] [--warp 32|64] [--tests a,b,..] [build dir]
+#   tests/hostemu/run_tests.sh [--asan] [--warp 32|64] [--tests a,b,..|--list all|ctest] [build dir]
 #   TF_TEST_FILTER='*attention*' tests/hostemu/run_tests.sh
 #
 # --tests runs the named test_cuda_ops cases one after another (each a run
 # of the family binary that holds it, with TF_TEST_FILTER=name) and fails
-# when any fails, or when no family holds a name.
+# when any fails, or when no family holds a name. --list runs the cases of
+# tests/hostemu/cases: all of them, or those ctest runs at this width.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 san=""
 warp=32
 tests=""
+list=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --asan) san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"; shift ;;
     --warp) warp=$2; shift 2 ;;
     --tests) tests=$2; shift 2 ;;
+    --list) list=$2; shift 2 ;;
     *) break ;;
     esac
 done
 case "$warp" in 32|64) ;; *) echo "run_tests.sh: --warp takes 32 or 64, not $warp" >&2; exit 2 ;; esac
+if [ -n "$list" ]; then
+    case "$list" in all|ctest) ;; *) echo "run_tests.sh: --list takes all or ctest, not $list" >&2; exit 2 ;; esac
+    [ -z "$tests" ] || { echo "run_tests.sh: --tests and --list name the cases twice: give one" >&2; exit 2; }
+    tests=$(awk -v mode="$list" -v w="$warp" '!/^#/ && NF {
+        if (mode == "all" || NF == 1 || ($2 == "w64" && w == 64)) printf "%s%s", (n++ ? "," : ""), $1
+    }' "$(dirname "$0")/cases")
+fi
 out=${1:-/tmp/tinyfold-hostemu-w$warp}
 mkdir -p "$out"
 cd "$top"
