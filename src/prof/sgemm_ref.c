@@ -1,7 +1,7 @@
-/* bench's sgemm reference (sgemm_ref.h). A median of 5 calls of a few ms
- * each, taken once at the start, read half the machine's rate whenever
- * another process held a core for those ~20 ms, and steps timed later on a
- * quiet machine then showed 111-161% of it. */
+/* bench's sgemm reference (sgemm_ref.h). A median of a few short calls,
+ * taken once at the start, read half the machine's rate whenever another
+ * process held a core meanwhile, and steps timed later on a quiet machine
+ * then showed more than 100% of it (bench/RESULTS.md). */
 #define _POSIX_C_SOURCE 200809L
 #include "prof/sgemm_ref.h"
 

@@ -839,7 +839,7 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
     double t1 = now_ms();
     tf_region_pop(t->prof); /* data_loading */
     /* --graph: captured at the last warm-up step, so that every timed step is
-     * a replay (its time without the capture's ~7 ms); without warm-up steps
+     * a replay (its time without the capture's); without warm-up steps
      * (e.g. after --resume) at the first step. --counters on CUDA needs eager
      * steps until it has run (prof.h). */
     const int capture_now = !warmup || step == t->cfg.warmup_steps - 1;

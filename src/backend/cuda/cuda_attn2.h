@@ -24,8 +24,7 @@
  * per thread in 64-thread blocks (~80% / ~60% by the same count). For L > 32
  * it is the default at padded head size 32 (triangle attention); at 16 (MSA
  * row attention) kernel2 stays: kernel3 measured slower there on the H200
- * (small problem: forward 22.9 us against kernel2's 11.2, backward 48.2
- * against 38.3). `--gpu-plan attn=k2` or `attn=k3` forces one of the two at
+ * (bench/RESULTS.md). `--gpu-plan attn=k2` or `attn=k3` forces one of the two at
  * every head size (tf_gpu_route_attn). */
 #ifndef TF_CUDA_ATTN2_H
 #define TF_CUDA_ATTN2_H

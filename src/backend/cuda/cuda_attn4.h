@@ -55,10 +55,11 @@
  * Dispatch (tf_gpu_route_attn, gpu_plan.c), by the H200 timings of
  * bench/cuda_kernels.sh attn (the model's head sizes are 16 and 32): level 3
  * runs kernel4 for the backward at L <= 128 except d 16 with 32 < L <= 64
- * (MSA row, small problem: kernel2 38.5 us vs 43.9), and for the forward at
- * L <= 32 (MSA column: 4.98 vs 7.00 us) and at d 32 with L <= 64 (triangle,
- * small: 30.9 vs 31.4); elsewhere the forward keeps kernel2/3, which measured
- * faster (triangle large 213 vs 224 us, MSA row large 66 vs 87 us).
+ * (the MSA row attention at the small problem, where kernel2 measured
+ * faster), and for the forward at L <= 32 (the MSA column attention) and at
+ * d 32 with L <= 64 (the triangle attentions at the small problem);
+ * elsewhere the forward keeps kernel2/3, which measured faster there
+ * (bench/RESULTS.md).
  * `--gpu-plan attn=k4` forces kernel4 wherever it runs (L <= 128, any d <=
  * 32, padded), attn=k2 or k3 those kernels. */
 #ifndef TF_CUDA_ATTN4_H

@@ -10,8 +10,8 @@
  * inner], r = b*inner + p, p contiguous) along r; a thread's r is the same
  * for all its elements there, so its (b, p) is one division. 256 threads,
  * 16 elements each; a full tile issues all its row-major loads before using
- * any (the guarded loop of the edge tiles did not keep them in flight: the
- * forward took 84 us at the large problem, 53 us this way). The gating
+ * any (the guarded loop of the edge tiles did not keep them in flight and
+ * measured slower: bench/RESULTS.md). The gating
  * arithmetic is gate_fwd/_bwd's (tf_sigmoidf, tf_gate_bwd_one in
  * cuda_common.h), so the results are bit for bit those of the gating op
  * followed by the permute. */

@@ -13,11 +13,11 @@
  * and 7e-6 at K = 16384, against cuBLAS' 4e-7 (tests/unit/test_cuda_ops_gemm.c).
  * tf32 precision (--precision tf32) runs one MMA per product.
  *
- * Speed (bench/cuda_kernels.sh gemm, H200, 3xTF32 against cuBLAS' fp32 SIMT
- * kernels): 1.0x-1.3x on GEMMs with many 128 x 128 tiles (the large
- * problem's pair projections, dX, the outer product), slower on small tiles
- * and split K (weight gradients), and in tf32 2x-4x slower than cuBLAS'
- * TF32 kernels. So by default (tf_gpu_route_gemm) it takes only the first
+ * Speed (bench/cuda_kernels.sh gemm, 3xTF32 against cuBLAS' fp32 SIMT
+ * kernels; figures in bench/RESULTS.md): level or faster on GEMMs with many
+ * 128 x 128 tiles (the large problem's pair projections, dX, the outer
+ * product), slower on small tiles and split K (weight gradients), and in
+ * tf32 several times slower than cuBLAS' TF32 kernels. So by default (tf_gpu_route_gemm) it takes only the first
  * kind, in fp32, where the wgmma kernel does not run. mma.sync caps it: 3xTF32 triples the tensor work, and the
  * TF32 rate of mma.sync on Hopper is well below that of wgmma.
  *
@@ -198,8 +198,8 @@ static void mma_pick(tf_backend *be, const mma_args &p, int batch, int ta, int t
  * ... in order, then the 8 warp sums are added in warp order: the order is
  * fixed, so the result does not depend on timing (graph replays and eager
  * runs give the same bits). Every SM reads: the last-arriving split adding
- * all partials alone (mma_finish without sep) took 83-342 us on the weight
- * gradients, latency-bound in one block. */
+ * all partials alone (mma_finish without sep) was latency-bound in one
+ * block on the weight gradients. */
 #define SK_WARPS 8
 template <int VW>
 __global__ void __launch_bounds__(SK_WARPS * 32) splitk_reduce_kernel(mma_args p, long total)

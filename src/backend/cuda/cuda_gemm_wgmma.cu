@@ -2,7 +2,7 @@
  * mma.sync kernel's contract and split K (cuda_gemm_mma.h), with the tensor
  * work on wgmma.mma_async m64n128k8, which mma.sync cannot reach on sm_90
  * (its TF32 rate is well below wgmma's; our mma.sync 3xTF32 kernel ran the
- * large problem's pair GEMMs at ~65 TFLOP/s, about cuBLAS' FFMA speed).
+ * large problem's pair GEMMs at about cuBLAS' FFMA speed).
  *
  * Block: 128 x 128 tile of C, two warpgroups (256 threads), each 64 rows x
  * 128 columns, accumulators in registers (64 per thread, wgmma's layout is
@@ -22,9 +22,9 @@
  * is slice k 2t, t + 4 is 2t + 1): A's two values per row are one 8-byte
  * load, and B's conversion puts each k at its logical place.
  *
- * Speed (bench/cuda_kernels.sh gemm, H200): 1.24-1.96x cuBLAS' fp32 kernels
- * on the shapes tf_gpu_route_gemm sends here (full tiles, K >= 128, no split
- * K), 45-72 TFLOP/s of fp32 work, under half of the tensor cores' TF32 peak
+ * Speed (bench/cuda_kernels.sh gemm; figures in bench/RESULTS.md): faster
+ * than cuBLAS' fp32 kernels on the shapes tf_gpu_route_gemm sends here (full
+ * tiles, K >= 128, no split K), under half of the tensor cores' TF32 peak
  * over 3. Two groups of MMAs in flight with one barrier per slice (MODE 2)
  * is the schedule; what limits it is one block per SM (up to 224 registers a
  * thread) and B converted per slice by the whole block (NOTES.md). The tile
@@ -426,8 +426,8 @@ static void wg_launch(tf_backend *be, const mma_args &p, int batch)
  * with tiles for at least 3 waves of one block an SM (the route's wg_short),
  * two blocks an SM (MODE 0, 2 stages: 108-111 KB of shared memory;
  * __launch_bounds__ caps the registers at 128, a few spill): one block's
- * loads, conversion and epilogue then overlap the other's MMAs (the large
- * problem's fp32 pair GEMMs, H200: 124.0 -> 131.4 samples/s). */
+ * loads, conversion and epilogue then overlap the other's MMAs (faster on
+ * the large problem's fp32 pair GEMMs: bench/RESULTS.md). */
 template <bool TA, bool TB, int VEC>
 static void wg_pick(tf_backend *be, const mma_args &p, int batch, int wg_short)
 {

@@ -332,7 +332,7 @@ __device__ void ln_tree_add(float *part, int *count, int W, const ln_roots &o)
             float t = 0.f;
             int k = 0;
             /* the loads of 16 rows in flight, then added in order (a loop of
-             * load-then-add waited for L2 once per row: ~4 us per level) */
+             * load-then-add waited for L2 once per row) */
             for (; k + 16 <= members; k += 16) {
                 float v[16];
 #pragma unroll

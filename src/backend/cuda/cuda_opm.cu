@@ -103,8 +103,7 @@ opm_bwd_kernel2(T *da, const T *dop, const T *a, int S, int N, int co, int PC, i
  * SPT rows s = st + 4k and 4 columns p = 4 pt .. 4 pt + 3,
  *   sum_q a[s,q] E1[p][q]  and  sum_q a[s,q] E2[q][p],
  * reading every operand as a float4 (per 4 q: SPT + 8 loads for 32 SPT
- * FMAs; kernel2 runs two barriers and one float4 FMA group per j and reached
- * 5 TFLOP/s). Rows of pitch O3_LD: float4-aligned, and each 8-lane phase of a
+ * FMAs; kernel2 runs two barriers and one float4 FMA group per j). Rows of pitch O3_LD: float4-aligned, and each 8-lane phase of a
  * load (4 st x 2 pt) touches distinct banks. The warps' sums are added in
  * warp order at the end: deterministic. */
 #define O3_LD 36
@@ -261,9 +260,8 @@ extern "C" void tf_cu_opm_bwd(tf_backend *be, float *da, const float *dop, const
  * + 1 in registers while s runs over chunks of 32 staged in shared memory
  * (a[b, s, i, :] and a[b, s, j0..j0+7, :]), in index order: per s one float4
  * of a[s, i, p..] and two of a[s, j, q..] for 32 FMAs. The products are FFMA
- * work (4.3 GFLOP at the large problem, its floor ~65 us; a first version
- * with one float4 of outputs per j issued 9 shared loads per 32 FMAs and
- * took 320 us there). Blocks in flight write neighbouring 32 KB stretches
+ * work (a first version with one float4 of outputs per j issued 9 shared
+ * loads per 32 FMAs and was several times slower: bench/RESULTS.md). Blocks in flight write neighbouring 32 KB stretches
  * (j the fastest grid axis). Where the GEMM wrote [B, N, co, N, co] and a
  * permute read and wrote it again, outer_p is written once.
  * opm_outer_kernel1: any co or alignment, an output per thread. */

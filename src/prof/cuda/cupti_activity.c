@@ -177,9 +177,8 @@ static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain dom, CUpt
 
 /* Completed activity buffers are kept for reuse (up to POOL_MAX, freed with
  * the profiler): CUPTI asks for a buffer after every flush, i.e. every step,
- * and a fresh 4 MB one is paid for again as CUPTI fills it. On the H200 a
- * profiled small v3 step's data_loading (its first region) measured 0.46-
- * 0.54 ms with the pool against 0.63-0.74 without (bench/RESULTS.md, commit
+ * and a fresh 4 MB one is paid for again as CUPTI fills it: a profiled
+ * step's first region measured shorter with the pool (bench/RESULTS.md,
  * 346a901). */
 #define POOL_MAX 8
 static pthread_mutex_t g_pool_mu = PTHREAD_MUTEX_INITIALIZER;
