@@ -36,9 +36,9 @@ limited 4000000 1 || fail "ulimit -v 4000000: $(cat err)"
 # The limit: what a CPU-only build's run of this problem needs on one thread
 # (OpenBLAS's two buffers of 129 MiB, the CPU libraries and the run:
 # bench/RESULTS.md has the figure, "GPU libraries loaded on demand"), and
-# half as much again for another machine's libraries. The GPU libraries a
-# GPU build used to link (CUDA runtime, cuBLAS, cuBLASLt, CUPTI, NCCL) take
-# more than the whole limit by themselves.
+# 1.6 times that for another machine's libraries. The GPU libraries a GPU
+# build used to link (CUDA runtime, cuBLAS, cuBLASLt, CUPTI, NCCL) take more
+# than the whole limit by themselves.
 if "$BIN" validate 2>/dev/null | grep -q "^Build: backends cpu, \(cuda\|hip\)"; then
     (ulimit -v 600000 && OMP_NUM_THREADS=1 timeout 60 "$BIN" train --batch-size 1 --seq-len 16 \
         --num-seqs 4 --num-blocks 1 --num-steps 2 --warmup-steps 0 --threads 1 >out 2>err </dev/null)
