@@ -13,7 +13,7 @@ int tf_backend_create(tf_backend_kind *kind, const tf_backend_opts *o, tf_backen
     *ops = NULL;
     tf_backend_kind k = *kind;
     const tf_backend_kind gpu = tf_built_with_hip() ? TF_BACKEND_HIP : TF_BACKEND_CUDA;
-    if (k == TF_BACKEND_AUTO) k = tf_cuda_backend_available(why, sizeof why) ? gpu : TF_BACKEND_CPU;
+    if (k == TF_BACKEND_AUTO) k = tf_gpu_auto_available(why, sizeof why) ? gpu : TF_BACKEND_CPU;
     int rc;
     if (k == TF_BACKEND_CUDA || k == TF_BACKEND_HIP) {
         const char *name = k == TF_BACKEND_HIP ? "hip" : "cuda";

@@ -39,9 +39,14 @@ void tf_cpu_backend_describe(const tf_backend *be, char *out, size_t n);
  * not simply this CPU: "" or e.g. " set by OPENBLAS_CORETYPE=Haswell". */
 const char *tf_cpu_blas_kernels_note(void);
 
-/* CUDA: defined by src/backend/cuda when built with CUDA, else by a stub that
+/* The GPU backend (CUDA or HIP), defined by src/backend/loader in GPU builds
+ * (it forwards to the GPU module, backend/gpu_module.h), else by a stub that
  * always reports "not built with CUDA". */
-int tf_cuda_backend_available(char *why, size_t n); /* 1 if a usable device exists */
+/* 1 if a usable device exists; loads the GPU module (its libraries) first */
+int tf_cuda_backend_available(char *why, size_t n);
+/* --backend auto: asks the GPU driver first and loads the GPU module only
+ * where it finds a device, then as tf_cuda_backend_available */
+int tf_gpu_auto_available(char *why, size_t n);
 /* Why no device is usable, in a few words for a header line ("no usable GPU
  * (driver too old for CUDA 13)"); tf_cuda_backend_available's `why` has the
  * runtime's own words, for `tinyfold validate`. */

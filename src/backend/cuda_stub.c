@@ -13,6 +13,8 @@ int tf_cuda_backend_available(char *why, size_t n)
     return 0;
 }
 
+int tf_gpu_auto_available(char *why, size_t n) { return tf_cuda_backend_available(why, n); }
+
 void tf_cuda_unavailable_brief(char *out, size_t n)
 {
     if (out && n) snprintf(out, n, "this build has no CUDA backend");

@@ -252,10 +252,16 @@ int tf_cli_write_json(const char *path, const struct cJSON *j, char *err, size_t
 int tf_cli_check_outputs(const tf_cli_opts *o);
 
 /* ---- signals.c ---- */
-/* SIGINT/SIGTERM: the first sets the flag tf_cli_stop_signal returns; the
- * second (one within 250 ms of the first is that one delivered twice)
- * removes the tracked temporary files and exits 128 + signal. */
+/* SIGINT/SIGTERM: the first sets the flag tf_cli_stop_signal returns and a
+ * deadline (signals.c): a run whose step loop has not ended by then exits as
+ * for a second signal. The second (one within 250 ms of the first is that
+ * one delivered twice) removes the tracked temporary files and exits 128 +
+ * signal. */
 void tf_cli_signals_install(void);
+/* The step loop: a step took ms (the deadline follows the longest), and the
+ * loop has ended (no deadline from then on: the run writes its outputs). */
+void tf_cli_signals_step_ms(double ms);
+void tf_cli_signals_steps_over(void);
 /* Tracks "<path>.tmp.<pid>" (the atomic writers' temporary name) for removal
  * on the second signal. Call before tf_cli_signals_install. */
 void tf_cli_signals_track(const char *path);

@@ -89,6 +89,7 @@ int tf_cli_grad(tf_cli_opts *o)
     tf_datafile_batch(d, 0, &b);
     float loss = 0;
     s = tf_trainer_grad(t, &b, &loss, pred);
+    tf_cli_signals_steps_over();
     if (s != TF_OK) {
         if (s == TF_ERR_NONFINITE)
             tf_cli_error("loss is not finite (loss %g)", (double)loss);

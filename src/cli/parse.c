@@ -462,7 +462,7 @@ int tf_cli_resolve_backend(tf_config *c, char *note, size_t notelen)
             return TF_EXIT_USAGE;
         }
     } else if (c->backend == TF_BACKEND_AUTO) {
-        if (tf_cuda_backend_available(why, sizeof why)) {
+        if (tf_gpu_auto_available(why, sizeof why)) {
             c->backend = hip ? TF_BACKEND_HIP : TF_BACKEND_CUDA;
             snprintf(note, notelen, "auto: %s", hip ? "an AMD GPU is usable (HIP)"
                                                     : "a CUDA device is usable");

@@ -1,10 +1,16 @@
 /* Signals and stdout of a run.
  *
- * SIGINT / SIGTERM: the first one only sets a flag; the step loop stops after
- * the current step and the run writes what it has (train.c). A second one
- * removes the temporary files of the run's outputs and exits at once with
- * 128 + the signal: the atomic writers rename a complete temporary file over
- * the output, so an output is then either its previous version or complete.
+ * SIGINT / SIGTERM: the first one sets a flag; the step loop stops after the
+ * current step and the run writes what it has (train.c). A step that does
+ * not end (OpenBLAS retrying a failed allocation for ever, a device that
+ * hangs) would hold the run for ever, so the first signal also sets a
+ * deadline: if the step loop has not ended by then, the run exits as for a
+ * second signal. The deadline is TF_STOP_GRACE_S after the signal, or
+ * TF_STOP_STEPS times the longest step the run has taken when that is longer
+ * (a slow step is not a stuck one). A second signal removes the temporary
+ * files of the run's outputs and exits at once with 128 + the signal: the
+ * atomic writers rename a complete temporary file over the output, so an
+ * output is then either its previous version or complete.
  *
  * SIGPIPE is ignored by the commands that run (train, profile, grad, bench,
  * validate; main.c): a closed stdout must not kill a run
@@ -15,6 +21,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,17 +29,51 @@
 #include <unistd.h>
 
 #define MAX_TRACKED 8
+#define TF_STOP_GRACE_S 10 /* the deadline's least seconds after the first signal */
+#define TF_STOP_STEPS 3    /* ... or this many of the longest step so far */
 
 static volatile sig_atomic_t g_signal;
 static struct timespec g_first; /* when the first signal came */
-/* Written before the handlers are installed, read only by the handler. */
+/* Written before the handlers are installed, read only by the handlers. */
 static char g_tmp[MAX_TRACKED][PATH_MAX + 32];
 static int g_ntmp;
+/* the deadline in seconds, kept by the step loop (tf_cli_signals_step_ms) */
+static volatile sig_atomic_t g_grace_s = TF_STOP_GRACE_S;
+static double g_longest_ms;
+/* set once the step loop has ended: no deadline from then on */
+static volatile sig_atomic_t g_over;
 
 static void put(const char *s)
 {
     ssize_t r = write(STDERR_FILENO, s, strlen(s));
     (void)r;
+}
+
+/* s with n's decimal digits appended (no stdio in a handler) */
+static void put_int(char *s, size_t cap, long n)
+{
+    char d[24];
+    int k = 0;
+    do
+        d[k++] = (char)('0' + n % 10);
+    while ((n /= 10) > 0 && k < (int)sizeof d);
+    size_t len = strlen(s);
+    while (k > 0 && len + 1 < cap)
+        s[len++] = d[--k];
+    s[len] = '\0';
+}
+
+/* Removes the temporary files, says why in one line and exits 128 + sig. */
+static void exit_now(int sig, const char *why)
+{
+    for (int i = 0; i < g_ntmp; i++)
+        unlink(g_tmp[i]);
+    char line[256] = "tinyfold: ";
+    strcat(line, sig == SIGINT ? "interrupted by SIGINT" : "terminated by SIGTERM");
+    strcat(line, why);
+    strcat(line, ": exiting now; outputs not yet written are left as they were\n");
+    put(line);
+    _exit(128 + sig);
 }
 
 /* One signal can arrive twice at once: `timeout` and shells forward it to
@@ -48,6 +89,8 @@ static void on_signal(int sig)
     if (!g_signal) {
         g_first = now;
         g_signal = sig;
+        if (!g_over)
+            alarm((unsigned)g_grace_s);
         errno = saved;
         return;
     }
@@ -56,14 +99,35 @@ static void on_signal(int sig)
         errno = saved;
         return;
     }
-    for (int i = 0; i < g_ntmp; i++)
-        unlink(g_tmp[i]);
-    put(sig == SIGINT ? "tinyfold: interrupted (SIGINT) again: exiting now; outputs not yet "
-                        "written are left as they were\n"
-                      : "tinyfold: terminated (SIGTERM) again: exiting now; outputs not yet "
-                        "written are left as they were\n");
-    errno = saved;
-    _exit(128 + sig);
+    exit_now(sig, " again");
+}
+
+/* The first signal's deadline: the step under way has not ended. */
+static void on_deadline(int sig)
+{
+    (void)sig;
+    if (g_over || !g_signal)
+        return; /* the step loop ended meanwhile: the run is writing its outputs */
+    char why[96] = " and the step under way did not end within ";
+    put_int(why, sizeof why, (long)g_grace_s);
+    strcat(why, " s of it");
+    exit_now((int)g_signal, why);
+}
+
+void tf_cli_signals_step_ms(double ms)
+{
+    if (!(ms > g_longest_ms))
+        return;
+    g_longest_ms = ms;
+    double s = ceil(TF_STOP_STEPS * ms * 1e-3);
+    if (s > TF_STOP_GRACE_S)
+        g_grace_s = s < 86400 ? (sig_atomic_t)s : 86400;
+}
+
+void tf_cli_signals_steps_over(void)
+{
+    g_over = 1;
+    alarm(0); /* a deadline that comes anyway finds g_over set */
 }
 
 void tf_cli_signals_track(const char *path)
@@ -84,6 +148,8 @@ void tf_cli_signals_install(void)
     sa.sa_flags = SA_RESTART; /* reads and writes carry on; the loop polls the flag */
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sa.sa_handler = on_deadline;
+    sigaction(SIGALRM, &sa, NULL);
 }
 
 int tf_cli_stop_signal(void) { return (int)g_signal; }

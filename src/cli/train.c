@@ -577,6 +577,7 @@ static int train_run(tf_cli_opts *o, tf_dist *d)
                               .skipped = st.skipped,
                               .loss_scale = st.loss_scale};
         e->samples_per_sec = e->step_ms > 0 ? c->batch / (e->step_ms * 1e-3) : 0.0;
+        tf_cli_signals_step_ms(e->step_ms);
         if (s != TF_OK) {
             if (live)
                 tf_cli_progress_clear();
@@ -631,6 +632,7 @@ static int train_run(tf_cli_opts *o, tf_dist *d)
             saved_step = g + 1;
         }
     }
+    tf_cli_signals_steps_over();
     free(check_buf);
     if (live)
         tf_cli_progress_clear();

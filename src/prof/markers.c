@@ -73,16 +73,18 @@ static void vendor_pop(void)
 }
 
 #elif defined(TF_HAVE_CUDA)
-#include <cuda_profiler_api.h>
-#include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExt.h> /* header-only: NVTX loads nothing unless a tool injects itself */
+
+#include "backend/gpu_module.h"
 
 /* The domain is created on first use; markers come from the model's thread. */
 static nvtxDomainHandle_t tf_domain;
 
+/* cudaProfilerStart/Stop, in the GPU module: nothing to collect before it is loaded */
 static void prof_collect(int on)
 {
-    if (on) (void)cudaProfilerStart();
-    else (void)cudaProfilerStop();
+    const tf_gpu_api *g = tf_gpu_loaded();
+    if (g) g->profiler_collect(on);
 }
 static void vendor_push(const char *name)
 {

@@ -2,8 +2,10 @@
 # SIGINT / SIGTERM during training: the run stops after the current step,
 # writes --json (status "interrupted", the steps done) and a checkpoint that
 # resumes, prints one line and exits 130 / 143, with no temporary file left.
-# A second signal exits at once and still removes the temporary files. A
-# stale "<out>.tmp.<pid>" of a dead process is removed at the next save.
+# A step that does not end within the first signal's deadline: the run exits
+# then, writing nothing and leaving the outputs as they were. A second signal
+# exits at once and still removes the temporary files. A stale
+# "<out>.tmp.<pid>" of a dead process is removed at the next save.
 # Usage: test_signals.sh path/to/tinyfold
 set -u
 . "$(cd "$(dirname "$0")" && pwd)/lib_st.sh"
@@ -79,6 +81,35 @@ rc=$?
 [ $rc -eq 130 ] || fail "second SIGINT: exit $rc, expected 130 (stderr: $(cat err))"
 [ "$(wc -l <err)" -le 1 ] || fail "second SIGINT: more than one line: $(cat err)"
 ls | grep -q '\.tmp\.' && fail "second SIGINT: temporary files left: $(ls | grep '\.tmp\.')"
+
+# A step that does not end: SIGTERM inside the run's first step, then the
+# process is stopped (SIGSTOP) so that the step cannot end, and continued
+# after the deadline (10 s when no step has completed yet) has passed. The
+# run exits 143 at once, in one line, writing nothing: --json keeps its
+# previous contents, --save was never written, no temporary file is left.
+rm -f w.safetensors w.optim.safetensors w.json out err
+echo previous >w.json
+"$BIN" train --batch-size 4 --seq-len 64 --num-seqs 16 --num-blocks 2 --backend cpu --threads 1 \
+    --warmup-steps 1 --num-steps 3 --save w.safetensors --json w.json >out 2>err </dev/null &
+pid=$!
+# the header's last lines are printed just before the first step starts
+for _ in $(seq 1 600); do grep -q "^   Memory planned" out 2>/dev/null && break; sleep 0.1; done
+grep -q "^   Memory planned" out || fail "deadline: the run printed no header: $(cat err)"
+sleep 0.3
+kill -TERM $pid
+sleep 0.3 # the handler has run and set the deadline
+kill -STOP $pid
+sleep 11
+kill -CONT $pid
+wait $pid
+rc=$?
+[ $rc -eq 143 ] || fail "deadline: exit $rc, expected 143 (stderr: $(cat err))"
+[ "$(wc -l <err)" -eq 1 ] || fail "deadline: expected one line on stderr: $(cat err)"
+grep -q "^tinyfold: terminated by SIGTERM and the step under way did not end within 10 s of it: exiting now; outputs not yet written are left as they were$" err ||
+    fail "deadline: message: $(cat err)"
+[ "$(cat w.json)" = previous ] || fail "deadline: --json was replaced: $(head -c 200 w.json)"
+[ ! -e w.safetensors ] && [ ! -e w.optim.safetensors ] || fail "deadline: --save was written"
+ls | grep -q '\.tmp\.' && fail "deadline: temporary files left: $(ls | grep '\.tmp\.')"
 
 # A stale temporary file of a dead process is removed at the next save; a
 # live process's is not.

@@ -99,6 +99,13 @@ extern "C" void tf_cuda_unavailable_brief(char *out, size_t n)
         snprintf(out, n, "%d GPU(s) usable", count);
 }
 
+/* Linked directly, without the module's loader (hostemu, the kernel
+ * benchmark): auto is this check. */
+extern "C" int tf_gpu_auto_available(char *why, size_t n)
+{
+    return tf_cuda_backend_available(why, n);
+}
+
 /* the GPU backend is built by nvcc (CUDA) or hipcc (HIP), never both */
 extern "C" int tf_built_with_cuda(void) { return !TF_GPU_HIP; }
 extern "C" int tf_built_with_hip(void) { return TF_GPU_HIP; }
