@@ -10,6 +10,7 @@
 
 #include "io/io_util.h"
 #include "io/outcheck.h"
+#include "prof/compare.h"
 #include "prof/report.h"
 
 static const char *const knobs[] = {"batch",     "seq_len",     "n_seqs",       "n_blocks",
@@ -111,6 +112,14 @@ static int load_csv(const char *path, rp_run *r, char *err, size_t errlen) {
         free(text);
         return -1;
     }
+    const char *kind = tf_cmp_stats_kind_of_path(path); /* the same header, not kernels */
+    if (kind) {
+        snprintf(err, errlen,
+                 "'%s' is rocprofv3's %s statistics (by its name), not kernels: report reads "
+                 "rocprofv3's kernel_stats.csv", path, kind);
+        free(text);
+        return -1;
+    }
     size_t lines = 0;
     for (const char *p = text; *p; p++) lines += *p == '\n';
     r->kernels = calloc(lines + 1, sizeof *r->kernels);
@@ -137,6 +146,9 @@ static int load_csv(const char *path, rp_run *r, char *err, size_t errlen) {
             free(text);
             return -1;
         }
+        /* the kind every row so far shares, NULL after a row that may be a kernel */
+        const char *rk = tf_cmp_stats_kind_of_row(f[0]);
+        kind = row == 2 ? rk : kind && rk && !strcmp(kind, rk) ? kind : NULL;
         rp_kernel *k = &r->kernels[r->nkernels++];
         snprintf(k->name, sizeof k->name, "%s", f[0]);
         k->calls = calls;
@@ -144,6 +156,12 @@ static int load_csv(const char *path, rp_run *r, char *err, size_t errlen) {
         p = strchr(q, '\n');
     }
     free(text);
+    if (kind) {
+        snprintf(err, errlen,
+                 "'%s' is rocprofv3's %s statistics (by its rows), not kernels: report reads "
+                 "rocprofv3's kernel_stats.csv", path, kind);
+        return -1;
+    }
     qsort(r->kernels, r->nkernels, sizeof *r->kernels, by_total);
     r->from_csv = 1;
     return 0;
