@@ -36,7 +36,7 @@ sources() { # target -> the sources it links besides its own file
     datafile) echo "$io/datafile.c $io/safetensors.c $io/io_util.c" ;;
     checkpoint_meta) echo "$io/checkpoint_meta.c $io/checkpoint_names.c $root/src/model/params.c $io/config_json.c $io/safetensors.c $io/io_util.c $root/src/train/config.c $root/src/backend/gpu_plan.c" ;;
     compare) echo "$root"/src/prof/compare*.c "$io/io_util.c $io/text_escape.c" ;;
-    report) echo "$root"/src/prof/report_*.c "$io/io_util.c $io/outcheck.c $io/text_escape.c" ;;
+    report) echo "$root"/src/prof/report_*.c "$root/src/prof/compare_rocprof.c $io/io_util.c $io/outcheck.c $io/text_escape.c" ;;
     *) echo "run.sh: unknown target '$1' (expected safetensors, datafile, checkpoint_meta, compare, report)" >&2; exit 2 ;;
     esac
 }
