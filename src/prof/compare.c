@@ -137,9 +137,7 @@ static int load_kernel_stats(const char *path, const char *text, cmp_run *r) {
         }
         if (f < 0 || !name[0] || calls < 0 || total < 0)
             return fail("'%s' line %d: a row needs a name, calls and TotalDurationNs", path, line);
-        /* the kind every row so far shares, NULL after a row that may be a kernel */
-        const char *rk = tf_cmp_stats_kind_of_row(name);
-        kind = line == 2 ? rk : kind && rk && !strcmp(kind, rk) ? kind : NULL;
+        kind = tf_cmp_stats_kind_of_rows(kind, name, line == 2);
         cJSON *k = cJSON_CreateObject();
         if (!k || !cJSON_AddStringToObject(k, "name", name) ||
             !cJSON_AddNumberToObject(k, "calls", calls) ||

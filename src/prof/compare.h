@@ -55,10 +55,11 @@ int tf_compare_texts(int n, const char *const *labels, const char *const *texts,
                      const size_t *lens, int force, int format, FILE *out);
 
 /* rocprofv3 --stats summaries that are not kernel_stats.csv: what one holds
- * ("memory copy", "HIP API", ...) by its file name, or by a row's name
- * (every row of such a file has one); NULL where it may be a kernel table
- * (compare_rocprof.c). */
+ * ("memory copy", "HIP API", ...) by its file name; or by its rows, read in
+ * order: the kind all rows so far share (sofar, the previous call's result)
+ * with row `name` added (first: it is the first row), NULL once a row may be
+ * a kernel. NULL where it may be a kernel table (compare_rocprof.c). */
 const char *tf_cmp_stats_kind_of_path(const char *path);
-const char *tf_cmp_stats_kind_of_row(const char *name);
+const char *tf_cmp_stats_kind_of_rows(const char *sofar, const char *name, int first);
 
 #endif

@@ -48,7 +48,7 @@ static int upper_id(const char *s) { /* [A-Z0-9_]+ */
     return 1;
 }
 
-const char *tf_cmp_stats_kind_of_row(const char *name) {
+static const char *kind_of_row(const char *name) {
     if (!strncmp(name, "MEMORY_COPY_", 12)) return "memory copy";
     if (!strncmp(name, "MEMORY_ALLOCATION_", 18)) return "memory allocation";
     if (!strncmp(name, "SCRATCH_MEMORY_", 15)) return "scratch memory";
@@ -60,4 +60,10 @@ const char *tf_cmp_stats_kind_of_row(const char *name) {
         (!strcmp(name, "KERNEL_DISPATCH") || strstr(name, "_API") || !strcmp(name, "MEMORY_COPY")))
         return "tracing domain";
     return NULL;
+}
+
+const char *tf_cmp_stats_kind_of_rows(const char *sofar, const char *name, int first) {
+    const char *rk = kind_of_row(name);
+    if (first) return rk;
+    return sofar && rk && !strcmp(sofar, rk) ? sofar : NULL;
 }

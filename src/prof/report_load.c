@@ -146,9 +146,7 @@ static int load_csv(const char *path, rp_run *r, char *err, size_t errlen) {
             free(text);
             return -1;
         }
-        /* the kind every row so far shares, NULL after a row that may be a kernel */
-        const char *rk = tf_cmp_stats_kind_of_row(f[0]);
-        kind = row == 2 ? rk : kind && rk && !strcmp(kind, rk) ? kind : NULL;
+        kind = tf_cmp_stats_kind_of_rows(kind, f[0], row == 2);
         rp_kernel *k = &r->kernels[r->nkernels++];
         snprintf(k->name, sizeof k->name, "%s", f[0]);
         k->calls = calls;
