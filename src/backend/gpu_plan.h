@@ -100,7 +100,7 @@ typedef enum {
 
 /* the transition's MLP in bf16/fp16 (fp32 and tf32 always compose it) */
 typedef enum {
-    TF_GPU_MLP_AUTO = 0,  /* composed: the fused kernel's whole step is not yet measured */
+    TF_GPU_MLP_AUTO = 0,  /* fused where it runs (half types, mma.sync), else composed */
     TF_GPU_MLP_COMPOSED,  /* LayerNorm and GEMM ops, as fp32 */
     TF_GPU_MLP_FUSED,     /* one fused kernel each way on mma.sync where it runs */
     TF_GPU_MLP_COUNT_

@@ -570,8 +570,8 @@ static void test_half_routes(void **state)
             const tf_gpu_attn_shape h = {64, 32, bwd, 1}, h16 = {128, 16, bwd, 1},
                                     wide = {2048, 32, bwd, 1}, d8 = {64, 8, bwd, 1},
                                     f = {64, 32, bwd, 0};
-            /* kernel5 where it fits (L <= 128), but under attn=k6 */
-            const tf_gpu_attn_kernel fit = i == 5 ? TF_GPU_ATTN_KERNEL6 : TF_GPU_ATTN_KERNEL5;
+            /* kernel6, or kernel5 where it fits (L <= 128) under attn=k5 */
+            const tf_gpu_attn_kernel fit = i == 4 ? TF_GPU_ATTN_KERNEL5 : TF_GPU_ATTN_KERNEL6;
             assert_int_equal(tf_gpu_route_attn(&q, &caps, &h, 0), fit);
             assert_int_equal(tf_gpu_route_attn(&q, &caps, &h16, 0), fit);
             assert_int_equal(tf_gpu_route_attn(&q, &caps, &wide, 0), TF_GPU_ATTN_KERNEL6);
@@ -610,9 +610,9 @@ static void test_half_routes(void **state)
         assert_int_equal(tf_gpu_opm_on_mma(&p, &old, 32, 1), 0);
     }
     { /* the transition's MLP: one fused kernel each way for half types at level 3 on
-       * mma.sync under mlp=fused; by default, in fp32, tf32 and the portable plan
-       * LayerNorm and GEMM ops */
-        assert_int_equal(tf_gpu_mlp_fused(&p, &caps, 1), 0);
+       * mma.sync (by default and under mlp=fused); under mlp=composed, in fp32,
+       * tf32 and the portable plan LayerNorm and GEMM ops */
+        assert_int_equal(tf_gpu_mlp_fused(&p, &caps, 1), 1);
         tf_gpu_plan fz;
         assert_int_equal(tf_gpu_plan_parse("mlp=fused", &fz, NULL, 0), 0);
         const tf_gpu_plan f = tf_gpu_plan_apply(p, &fz);

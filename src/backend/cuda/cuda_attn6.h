@@ -9,6 +9,7 @@
 #define TF_CUDA_ATTN6_H
 
 #include "cuda_attn2.h"
+#include "cuda_gemm_mma.h" /* mma_cp, mma_commit, mma_wait */
 #include "cuda_tile.h"
 
 #ifdef __cplusplus
@@ -27,25 +28,54 @@ struct tf6 {
 
 /* Rows [r0, r0 + ROWS) of one head (row r at base + r sl, DM elements) into S
  * (row stride LD), zero past row L; 16-byte copies when vec, by the NT
- * threads from thread `tid` */
+ * threads from thread `tid`. With vec every load is issued before the first
+ * store: a store to shared memory between them would order the loads one by
+ * one. */
 template <int DM, int ROWS, int LD, int NT, class E>
 __device__ __forceinline__ void tf6_load(uint16_t *S, const E *base, long sl, int r0, int L,
                                          int vec, int tid)
 {
     if (vec) {
-        constexpr int C8 = DM / 8;
-        for (int e = tid; e < ROWS * C8; e += NT) {
-            const int r = e / C8, c = (e % C8) * 8;
-            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-            if (r0 + r < L) v = *reinterpret_cast<const float4 *>(base + (long)(r0 + r) * sl + c);
-            *reinterpret_cast<float4 *>(S + r * LD + c) = v;
+        constexpr int C8 = DM / 8, N = (ROWS * C8 + NT - 1) / NT;
+        float4 v[N];
+#pragma unroll
+        for (int u = 0; u < N; ++u) {
+            const int e = tid + u * NT, r = e / C8, c = (e % C8) * 8;
+            v[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (e < ROWS * C8 && r0 + r < L)
+                v[u] = *reinterpret_cast<const float4 *>(base + (long)(r0 + r) * sl + c);
         }
-    } else {
+#pragma unroll
+        for (int u = 0; u < N; ++u) {
+            const int e = tid + u * NT, r = e / C8, c = (e % C8) * 8;
+            if (e < ROWS * C8) *reinterpret_cast<float4 *>(S + r * LD + c) = v[u];
+        }
+    } else { /* the rare unaligned view: element by element, few registers */
+        const uint16_t *b16 = reinterpret_cast<const uint16_t *>(base);
+#pragma unroll 1
         for (int e = tid; e < ROWS * DM; e += NT) {
             const int r = e / DM, c = e % DM;
-            S[r * LD + c] = r0 + r < L ? reinterpret_cast<const uint16_t *>(base)[(long)(r0 + r) * sl + c]
-                                       : (uint16_t)0;
+            S[r * LD + c] = r0 + r < L ? b16[(long)(r0 + r) * sl + c] : (uint16_t)0;
         }
+    }
+}
+
+/* The same rows with cp.async (16-byte copies, zero-filled past L) when vec,
+ * to be waited for with mma_wait; else loaded at once */
+template <int DM, int ROWS, int LD, int NT, class E>
+__device__ __forceinline__ void tf6_load_async(uint16_t *S, const E *base, long sl, int r0, int L,
+                                               int vec, int tid)
+{
+    if (!vec) {
+        tf6_load<DM, ROWS, LD, NT>(S, base, sl, r0, L, 0, tid);
+        return;
+    }
+    constexpr int C8 = DM / 8;
+    for (int e = tid; e < ROWS * C8; e += NT) {
+        const int r = e / C8, c = (e % C8) * 8;
+        const bool ok = r0 + r < L;
+        const E *src = ok ? base + (long)(r0 + r) * sl + c : base;
+        mma_cp(reinterpret_cast<float *>(S + r * LD + c), reinterpret_cast<const float *>(src), 16, ok);
     }
 }
 
@@ -55,11 +85,26 @@ static inline int tf6_view_vec(const tf_attn_view *v)
     return ((uintptr_t)v->p & 15u) == 0 && v->sb % 8 == 0 && v->so % 8 == 0 && v->sl % 8 == 0;
 }
 
-/* (scale q.k + bias(i, j)) log2(e): the score in base-2 units */
-template <class E>
+/* 2^x by the SFU's approximation (relative error ~2^-22, far inside the
+ * rounding of P to the type; 2^-inf = 0); exp2f without PTX */
+__device__ __forceinline__ float tf6_exp2(float x)
+{
+#if TF_HAVE_NV_PTX
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+#else
+    return exp2f(x);
+#endif
+}
+
+/* (scale q.k + bias(i, j)) log2(e): the score in base-2 units (BIAS: the
+ * call has a bias; bb is then the item's base, or NULL for a row past L) */
+template <bool BIAS, class E>
 __device__ __forceinline__ float tf6_score2(const tf_attn_args &a, const E *bb, int i, int j,
                                             float dot)
 {
+    if (!BIAS) return a.scale * dot * TF6_LOG2E;
     return tf_attn2_score(a, bb, i, j, dot) * TF6_LOG2E;
 }
 #endif /* __cplusplus */

@@ -40,15 +40,15 @@ __device__ __forceinline__ void tf6_s_dp(float (*s)[4], float (*dp)[4], const ui
 }
 
 /* dQ, and D of the block's queries */
-template <int DM, class E>
-__global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_bwd_dq_kernel6(tf_attn_args a, int ntq, int vec)
+template <int DM, bool BIAS, class E>
+__global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dq_kernel6(tf_attn_args a, int ntq, int vec)
 {
     typedef tf6<DM> C;
     constexpr int LD = C::LD, KD = C::KD, ND = C::ND, NJ = C::NJ, BK = C::BK, BQ = C::BQ;
     __shared__ __align__(16) uint16_t Qs[BQ * LD];
-    __shared__ __align__(16) uint16_t Gs[BQ * LD]; /* dout */
-    __shared__ __align__(16) uint16_t Ks[BK * LD];
-    __shared__ __align__(16) uint16_t Vs[BK * LD];
+    __shared__ __align__(16) uint16_t Gs[BQ * LD];    /* dout */
+    __shared__ __align__(16) uint16_t Ks[2][BK * LD]; /* key tiles t and t + 1 */
+    __shared__ __align__(16) uint16_t Vs[2][BK * LD];
     __shared__ float Ls[BQ], Ds[BQ];
 
     const int L = a.L, tid = (int)threadIdx.x;
@@ -60,9 +60,12 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_bwd_dq_kernel6(tf_attn_ar
     const E *kb = tf_attn_at<E>(a.k, b, o, h, DM), *vb = tf_attn_at<E>(a.v, b, o, h, DM);
     const E *gb = tf_attn_at<E>(a.dout, b, o, h, DM) + (long)q0 * a.dout.sl;
     const E *yb = tf_attn_at<E>(a.out, b, o, h, DM) + (long)q0 * a.out.sl;
-    tf6_load<DM, BQ, LD, C::NT>(Qs, tf_attn_at<E>(a.q, b, o, h, DM) + (long)q0 * a.q.sl, a.q.sl, 0,
-                                L - q0, vec, tid);
-    tf6_load<DM, BQ, LD, C::NT>(Gs, gb, a.dout.sl, 0, L - q0, vec, tid);
+    tf6_load_async<DM, BQ, LD, C::NT>(Qs, tf_attn_at<E>(a.q, b, o, h, DM) + (long)q0 * a.q.sl,
+                                      a.q.sl, 0, L - q0, vec, tid);
+    tf6_load_async<DM, BQ, LD, C::NT>(Gs, gb, a.dout.sl, 0, L - q0, vec, tid);
+    tf6_load_async<DM, BK, LD, C::NT>(Ks[0], kb, a.k.sl, 0, L, vec, tid);
+    tf6_load_async<DM, BK, LD, C::NT>(Vs[0], vb, a.v.sl, 0, L, vec, tid);
+    mma_commit();
     if (tid < BQ) {
         const int i = q0 + tid;
         float dd = 0.f, ls = 0.f;
@@ -76,6 +79,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_bwd_dq_kernel6(tf_attn_ar
         Ds[tid] = dd;
         Ls[tid] = ls;
     }
+    mma_wait<0>();
     __syncthreads();
 
     const int lane = tid & 31, g = lane >> 2, t = lane & 3, w = tid >> 5;
@@ -91,13 +95,17 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_bwd_dq_kernel6(tf_attn_ar
 
     float dq[ND][4];
     tf_tile_zero<ND>(dq);
-    for (int k0 = 0; k0 < L; k0 += BK) {
-        __syncthreads();
-        tf6_load<DM, BK, LD, C::NT>(Ks, kb, a.k.sl, k0, L, vec, tid);
-        tf6_load<DM, BK, LD, C::NT>(Vs, vb, a.v.sl, k0, L, vec, tid);
-        __syncthreads();
+    #pragma unroll 1
+    for (int k0 = 0, buf = 0; k0 < L; k0 += BK, buf ^= 1) {
+        const bool more = k0 + BK < L; /* the next tile's copies run meanwhile */
+        if (more) {
+            tf6_load_async<DM, BK, LD, C::NT>(Ks[buf ^ 1], kb, a.k.sl, k0 + BK, L, vec, tid);
+            tf6_load_async<DM, BK, LD, C::NT>(Vs[buf ^ 1], vb, a.v.sl, k0 + BK, L, vec, tid);
+            mma_commit();
+        }
+        const uint16_t *Kt = Ks[buf];
         float s[NJ][4], dp[NJ][4];
-        tf6_s_dp<NJ, KD, E>(s, dp, qa, ga, Ks, Vs, LD);
+        tf6_s_dp<NJ, KD, E>(s, dp, qa, ga, Kt, Vs[buf], LD);
 #pragma unroll
         for (int j = 0; j < NJ; ++j)
 #pragma unroll
@@ -105,10 +113,12 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_bwd_dq_kernel6(tf_attn_ar
                 const int jk = k0 + 8 * j + 2 * t + (e & 1), hf = e >> 1;
                 float p = 0.f;
                 if (jk < L && ok[hf])
-                    p = exp2f(tf6_score2(a, bb, hf ? ihi : ilo, jk, s[j][e]) - lse2[hf]);
+                    p = tf6_exp2(tf6_score2<BIAS>(a, bb, hf ? ihi : ilo, jk, s[j][e]) - lse2[hf]);
                 s[j][e] = p * (dp[j][e] - dd[hf]);
             }
-        tf_tile_mul_c<BK / 16, ND, E>(dq, s, Ks, LD); /* dq += dS K */
+        tf_tile_mul_c<BK / 16, ND, E>(dq, s, Kt, LD); /* dq += dS K */
+        if (more) mma_wait<0>();
+        __syncthreads(); /* the next tile is in; this one is consumed */
     }
     E *dqb = tf_attn_at<E>(a.dq, b, o, h, DM);
 #pragma unroll
@@ -125,16 +135,16 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_bwd_dq_kernel6(tf_attn_ar
 }
 
 /* dK and dV of the block's keys (D from the dQ kernel's `work`) */
-template <int DM, class E>
-__global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_bwd_dkv_kernel6(tf_attn_args a, int ntk, int vec)
+template <int DM, bool BIAS, class E>
+__global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dkv_kernel6(tf_attn_args a, int ntk, int vec)
 {
     typedef tf6<DM> C;
     constexpr int LD = C::LD, KD = C::KD, ND = C::ND, BK = C::BK, BQ = C::BQ;
     __shared__ __align__(16) uint16_t Ks[BK * LD];
     __shared__ __align__(16) uint16_t Vs[BK * LD];
-    __shared__ __align__(16) uint16_t Qs[BQ * LD];
-    __shared__ __align__(16) uint16_t Gs[BQ * LD];
-    __shared__ float Ls[BQ], Ds[BQ];
+    __shared__ __align__(16) uint16_t Qs[2][BQ * LD]; /* query tiles t and t + 1 */
+    __shared__ __align__(16) uint16_t Gs[2][BQ * LD];
+    __shared__ float Ls[2][BQ], Ds[2][BQ];
 
     const int L = a.L, tid = (int)threadIdx.x;
     int b, o, h, tile;
@@ -143,8 +153,21 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_bwd_dkv_kernel6(tf_attn_a
     const long rowbase = (((long)b * a.no + o) * a.nh + h) * L;
     const E *bb = tf_attn2_bias<E>(a, b, h);
     const E *qb = tf_attn_at<E>(a.q, b, o, h, DM), *gb = tf_attn_at<E>(a.dout, b, o, h, DM);
-    tf6_load<DM, BK, LD, C::NT>(Ks, tf_attn_at<E>(a.k, b, o, h, DM), a.k.sl, k0, L, vec, tid);
-    tf6_load<DM, BK, LD, C::NT>(Vs, tf_attn_at<E>(a.v, b, o, h, DM), a.v.sl, k0, L, vec, tid);
+    /* the query tile q0's copies (and its lse, D) into buffer buf */
+    auto issue = [&](int q0, int buf) {
+        tf6_load_async<DM, BQ, LD, C::NT>(Qs[buf], qb, a.q.sl, q0, L, vec, tid);
+        tf6_load_async<DM, BQ, LD, C::NT>(Gs[buf], gb, a.dout.sl, q0, L, vec, tid);
+        mma_commit();
+        if (tid < BQ) {
+            const int i = q0 + tid;
+            Ls[buf][tid] = i < L ? a.lse[rowbase + i] * TF6_LOG2E : 0.f;
+            Ds[buf][tid] = i < L ? a.work[rowbase + i] : 0.f;
+        }
+    };
+    tf6_load_async<DM, BK, LD, C::NT>(Ks, tf_attn_at<E>(a.k, b, o, h, DM), a.k.sl, k0, L, vec, tid);
+    tf6_load_async<DM, BK, LD, C::NT>(Vs, tf_attn_at<E>(a.v, b, o, h, DM), a.v.sl, k0, L, vec, tid);
+    issue(0, 0);
+    mma_wait<0>();
     __syncthreads();
 
     const int lane = tid & 31, g = lane >> 2, t = lane & 3, w = tid >> 5;
@@ -158,16 +181,12 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_bwd_dkv_kernel6(tf_attn_a
     float dv[ND][4], dk[ND][4];
     tf_tile_zero<ND>(dv);
     tf_tile_zero<ND>(dk);
-    for (int q0 = 0; q0 < L; q0 += BQ) {
-        __syncthreads();
-        tf6_load<DM, BQ, LD, C::NT>(Qs, qb, a.q.sl, q0, L, vec, tid);
-        tf6_load<DM, BQ, LD, C::NT>(Gs, gb, a.dout.sl, q0, L, vec, tid);
-        if (tid < BQ) {
-            const int i = q0 + tid;
-            Ls[tid] = i < L ? a.lse[rowbase + i] * TF6_LOG2E : 0.f;
-            Ds[tid] = i < L ? a.work[rowbase + i] : 0.f;
-        }
-        __syncthreads();
+    #pragma unroll 1
+    for (int q0 = 0, buf = 0; q0 < L; q0 += BQ, buf ^= 1) {
+        const bool more = q0 + BQ < L; /* the next tile's copies run meanwhile */
+        if (more) issue(q0 + BQ, buf ^ 1);
+        const uint16_t *Qt = Qs[buf], *Gt = Gs[buf];
+        const float *Lt = Ls[buf], *Dt = Ds[buf];
 #pragma unroll
         for (int c = 0; c < BQ / 16; ++c) {
             float st[2][4], dpt[2][4]; /* (key g, g + 8) x (query 2t, 2t + 1) of 8 queries each */
@@ -178,9 +197,9 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_bwd_dkv_kernel6(tf_attn_a
 #pragma unroll
                 for (int kk = 0; kk < KD; ++kk) {
                     uint32_t qf[2], gf[2];
-                    tf_tile_load_bt(qf, Qs, LD, 16 * c + 8 * u, 16 * kk);
+                    tf_tile_load_bt(qf, Qt, LD, 16 * c + 8 * u, 16 * kk);
                     tf_tile_mma<E>(st[u], ka[kk], qf);
-                    tf_tile_load_bt(gf, Gs, LD, 16 * c + 8 * u, 16 * kk);
+                    tf_tile_load_bt(gf, Gt, LD, 16 * c + 8 * u, 16 * kk);
                     tf_tile_mma<E>(dpt[u], va[kk], gf);
                 }
 #pragma unroll
@@ -190,9 +209,9 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_bwd_dkv_kernel6(tf_attn_a
                     const int r = 16 * c + 8 * u + 2 * t + (e & 1), i = q0 + r;
                     const int j = e < 2 ? jlo : jhi;
                     float p = 0.f;
-                    if (i < L && j < L) p = exp2f(tf6_score2(a, bb, i, j, st[u][e]) - Ls[r]);
+                    if (i < L && j < L) p = tf6_exp2(tf6_score2<BIAS>(a, bb, i, j, st[u][e]) - Lt[r]);
                     st[u][e] = p;
-                    dpt[u][e] = p * (dpt[u][e] - Ds[r]);
+                    dpt[u][e] = p * (dpt[u][e] - Dt[r]);
                 }
             uint32_t pa[4], da[4];
             tf_tile_c2a<E>(pa, st[0], st[1]);
@@ -200,13 +219,154 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_bwd_dkv_kernel6(tf_attn_a
 #pragma unroll
             for (int n = 0; n < ND; ++n) {
                 uint32_t gf[2], qf[2];
-                tf_tile_load_b(gf, Gs, LD, 8 * n, 16 * c);
+                tf_tile_load_b(gf, Gt, LD, 8 * n, 16 * c);
                 tf_tile_mma<E>(dv[n], pa, gf);
-                tf_tile_load_b(qf, Qs, LD, 8 * n, 16 * c);
+                tf_tile_load_b(qf, Qt, LD, 8 * n, 16 * c);
                 tf_tile_mma<E>(dk[n], da, qf);
             }
         }
+        if (more) mma_wait<0>();
+        __syncthreads(); /* the next tile is in; this one is consumed */
     }
+    E *dvb = tf_attn_at<E>(a.dv, b, o, h, DM), *dkb = tf_attn_at<E>(a.dk, b, o, h, DM);
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+        const int j = hf ? jhi : jlo;
+        if (j >= L) continue;
+        E *vrow = dvb + (long)j * a.dv.sl, *krow = dkb + (long)j * a.dk.sl;
+#pragma unroll
+        for (int n = 0; n < ND; ++n) {
+            const int c = 8 * n + 2 * t;
+            vrow[c] = dv[n][2 * hf];
+            vrow[c + 1] = dv[n][2 * hf + 1];
+            krow[c] = a.scale * dk[n][2 * hf];
+            krow[c + 1] = a.scale * dk[n][2 * hf + 1];
+        }
+    }
+}
+
+/* L <= 128: the whole backward of one (b, o, h) in one block of 8 warps,
+ * five products and no recomputation. Warp w first takes queries 16w..: S
+ * and dP of its rows against every key give P and dS, rounded to the type
+ * and kept in shared memory by query rows, and dQ += dS K; then keys 16w..:
+ * P^T and dS^T read back transposed (tf_tile_load_at) give dV += P^T dout
+ * and dK += dS^T q. */
+template <int DM>
+struct tf6_one {
+    static constexpr int LC = 128, NW = 8, NT = NW * 32;
+    static constexpr int LD = DM + 8, LP = LC + 8; /* operand rows, P and dS rows */
+    static constexpr int SMEM = (4 * LC * LD + 2 * LC * LP) * 2 + 2 * LC * 4; /* bytes */
+};
+
+template <int DM, bool BIAS, class E>
+__global__ void __launch_bounds__(tf6_one<DM>::NT, 2) attn_bwd_kernel6(tf_attn_args a, int vec)
+{
+    typedef tf6_one<DM> C;
+    constexpr int LC = C::LC, LD = C::LD, LP = C::LP, KD = DM / 16, ND = DM / 8;
+    TF_SMEM(smf);
+    uint16_t *Qs = reinterpret_cast<uint16_t *>(smf), *Ks = Qs + LC * LD, *Vs = Ks + LC * LD;
+    uint16_t *Gs = Vs + LC * LD, *Ps = Gs + LC * LD, *Ss = Ps + LC * LP;
+    float *Ls = reinterpret_cast<float *>(Ss + LC * LP), *Ds = Ls + LC;
+
+    const int L = a.L, tid = (int)threadIdx.x;
+    int b, o, h;
+    tf_attn_decode(a, &b, &o, &h);
+    const long rowbase = (((long)b * a.no + o) * a.nh + h) * L;
+    const E *bb = tf_attn2_bias<E>(a, b, h);
+    const E *gb = tf_attn_at<E>(a.dout, b, o, h, DM), *yb = tf_attn_at<E>(a.out, b, o, h, DM);
+    tf6_load_async<DM, LC, LD, C::NT>(Qs, tf_attn_at<E>(a.q, b, o, h, DM), a.q.sl, 0, L, vec, tid);
+    tf6_load_async<DM, LC, LD, C::NT>(Ks, tf_attn_at<E>(a.k, b, o, h, DM), a.k.sl, 0, L, vec, tid);
+    tf6_load_async<DM, LC, LD, C::NT>(Vs, tf_attn_at<E>(a.v, b, o, h, DM), a.v.sl, 0, L, vec, tid);
+    tf6_load_async<DM, LC, LD, C::NT>(Gs, gb, a.dout.sl, 0, L, vec, tid);
+    mma_commit();
+    if (tid < LC) { /* D and lse of query tid (D also into `work`, for the dbias kernel) */
+        float dd = 0.f, ls = 0.f;
+        if (tid < L) {
+#pragma unroll
+            for (int c = 0; c < DM; ++c)
+                dd = fmaf(tf_cu_f32(gb[(long)tid * a.dout.sl + c]), tf_cu_f32(yb[(long)tid * a.out.sl + c]), dd);
+            a.work[rowbase + tid] = dd;
+            ls = a.lse[rowbase + tid] * TF6_LOG2E;
+        }
+        Ds[tid] = dd;
+        Ls[tid] = ls;
+    }
+    mma_wait<0>();
+    __syncthreads();
+
+    const int lane = tid & 31, g = lane >> 2, t = lane & 3, w = tid >> 5;
+    {
+        uint32_t qa[KD][4], ga[KD][4];
+#pragma unroll
+        for (int kk = 0; kk < KD; ++kk) {
+            tf_tile_load_a(qa[kk], Qs, LD, 16 * w, 16 * kk);
+            tf_tile_load_a(ga[kk], Gs, LD, 16 * w, 16 * kk);
+        }
+        const int ilo = 16 * w + g, ihi = ilo + 8;
+        const float lse2[2] = {Ls[ilo], Ls[ihi]}, dd[2] = {Ds[ilo], Ds[ihi]};
+        const bool ok[2] = {ilo < L, ihi < L};
+        float dq[ND][4];
+        tf_tile_zero<ND>(dq);
+#pragma unroll
+        for (int kh = 0; kh < LC; kh += 64) {
+            if (kh >= L) break;
+            float s[8][4], dp[8][4];
+            tf6_s_dp<8, KD, E>(s, dp, qa, ga, Ks + kh * LD, Vs + kh * LD, LD);
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int jk = kh + 8 * j + 2 * t + (e & 1), hf = e >> 1;
+                    float p = 0.f;
+                    if (jk < L && ok[hf])
+                        p = tf6_exp2(tf6_score2<BIAS>(a, bb, hf ? ihi : ilo, jk, s[j][e]) - lse2[hf]);
+                    s[j][e] = p;
+                    dp[j][e] = p * (dp[j][e] - dd[hf]);
+                }
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+#pragma unroll
+                for (int hf = 0; hf < 2; ++hf) {
+                    const int r = hf ? ihi : ilo, c = kh + 8 * j + 2 * t;
+                    *reinterpret_cast<uint32_t *>(Ps + r * LP + c) = tf_tile_pack<E>(s[j][2 * hf], s[j][2 * hf + 1]);
+                    *reinterpret_cast<uint32_t *>(Ss + r * LP + c) = tf_tile_pack<E>(dp[j][2 * hf], dp[j][2 * hf + 1]);
+                }
+            tf_tile_mul_c<4, ND, E>(dq, dp, Ks + kh * LD, LD); /* dq += dS K */
+        }
+        E *dqb = tf_attn_at<E>(a.dq, b, o, h, DM);
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+            if (!ok[hf]) continue;
+            E *row = dqb + (long)(hf ? ihi : ilo) * a.dq.sl;
+#pragma unroll
+            for (int n = 0; n < ND; ++n) {
+                const int c = 8 * n + 2 * t;
+                row[c] = a.scale * dq[n][2 * hf];
+                row[c + 1] = a.scale * dq[n][2 * hf + 1];
+            }
+        }
+    }
+    __syncthreads(); /* every row of P and dS is in */
+    if (16 * w >= L) return;
+    float dv[ND][4], dk[ND][4];
+    tf_tile_zero<ND>(dv);
+    tf_tile_zero<ND>(dk);
+    const int nq = (L + 15) / 16; /* rows past L hold P = dS = 0 and zero operands */
+#pragma unroll 2
+    for (int c = 0; c < nq; ++c) {
+        uint32_t pa[4], da[4];
+        tf_tile_load_at(pa, Ps, LP, 16 * w, 16 * c);
+        tf_tile_load_at(da, Ss, LP, 16 * w, 16 * c);
+#pragma unroll
+        for (int n = 0; n < ND; ++n) {
+            uint32_t gf[2], qf[2];
+            tf_tile_load_b(gf, Gs, LD, 8 * n, 16 * c);
+            tf_tile_mma<E>(dv[n], pa, gf);
+            tf_tile_load_b(qf, Qs, LD, 8 * n, 16 * c);
+            tf_tile_mma<E>(dk[n], da, qf);
+        }
+    }
+    const int jlo = 16 * w + g, jhi = jlo + 8;
     E *dvb = tf_attn_at<E>(a.dv, b, o, h, DM), *dkb = tf_attn_at<E>(a.dk, b, o, h, DM);
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
@@ -286,7 +446,7 @@ __global__ void __launch_bounds__(tf6_db<DM>::NT, 4) attn_bwd_dbias_kernel6(tf_a
             for (int e = 0; e < 4; ++e) {
                 const int jk = j0 + 8 * j + 2 * t + (e & 1), hf = e >> 1;
                 if (jk < L && ok[hf]) {
-                    const float p = exp2f(tf6_score2(a, bb, hf ? ihi : ilo, jk, s[j][e]) - lse2[hf]);
+                    const float p = tf6_exp2(tf6_score2<true>(a, bb, hf ? ihi : ilo, jk, s[j][e]) - lse2[hf]);
                     db[j][e] += p * (dp[j][e] - dd[hf]);
                 }
             }
@@ -318,11 +478,25 @@ template <int DM, class E>
 static void attn_bwd6_d(tf_backend *be, const tf_attn_args *a, int vec)
 {
     const long bo = (long)a->nb * a->no * a->nh;
-    const int nt = (a->L + 63) / 64;
-    TF_LAUNCH((attn_bwd_dq_kernel6<DM, E>), dim3((unsigned)(bo * nt)), tf6<DM>::NT, be->stream, *a, nt,
-              vec);
-    TF_LAUNCH((attn_bwd_dkv_kernel6<DM, E>), dim3((unsigned)(bo * nt)), tf6<DM>::NT, be->stream, *a, nt,
-              vec);
+    if (a->L <= tf6_one<DM>::LC) { /* one block a head */
+        typedef tf6_one<DM> C1;
+        if (a->bias)
+            TF_LAUNCH_SMEM((attn_bwd_kernel6<DM, true, E>), dim3((unsigned)bo), C1::NT, C1::SMEM, be,
+                           *a, vec);
+        else
+            TF_LAUNCH_SMEM((attn_bwd_kernel6<DM, false, E>), dim3((unsigned)bo), C1::NT, C1::SMEM, be,
+                           *a, vec);
+    } else {
+        const int nt = (a->L + 63) / 64;
+        const dim3 grid((unsigned)(bo * nt));
+        if (a->bias) {
+            TF_LAUNCH((attn_bwd_dq_kernel6<DM, true, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vec);
+            TF_LAUNCH((attn_bwd_dkv_kernel6<DM, true, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vec);
+        } else {
+            TF_LAUNCH((attn_bwd_dq_kernel6<DM, false, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vec);
+            TF_LAUNCH((attn_bwd_dkv_kernel6<DM, false, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vec);
+        }
+    }
     if (a->dbias) {
         typedef tf6_db<DM> D;
         const int nti = (a->L + D::QT - 1) / D::QT, ntj = (a->L + D::KT - 1) / D::KT;

@@ -5,21 +5,22 @@
  * scores of a key tile in registers (fp32), adds the pair bias, keeps a
  * running maximum and sum per row (online softmax, base 2), rescales its
  * output accumulator and multiplies P (rounded to the type, straight from
- * the score fragments: tf_tile_c2a) by the tile's V. At the end out = acc /
+ * the score fragments: tf_tile_c2a) by the tile's V; the next tile's K and V
+ * arrive by cp.async meanwhile (two buffers). At the end out = acc /
  * sum, and lse = max + log(sum) (natural log, as ops.h states) for the
  * backward. Only q, k, v, the bias, out and lse touch global memory. */
 #include <math.h>
 
 #include "cuda_attn6.h"
 
-template <int DM, class E>
-__global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_fwd_kernel6(tf_attn_args a, int ntq, int vec)
+template <int DM, bool BIAS, class E>
+__global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_fwd_kernel6(tf_attn_args a, int ntq, int vec)
 {
     typedef tf6<DM> C;
     constexpr int LD = C::LD, KD = C::KD, ND = C::ND, NJ = C::NJ, BK = C::BK;
     __shared__ __align__(16) uint16_t Qs[C::BQ * LD];
-    __shared__ __align__(16) uint16_t Ks[BK * LD];
-    __shared__ __align__(16) uint16_t Vs[BK * LD];
+    __shared__ __align__(16) uint16_t Ks[2][BK * LD]; /* key tiles t and t + 1 */
+    __shared__ __align__(16) uint16_t Vs[2][BK * LD];
 
     const int L = a.L, tid = (int)threadIdx.x;
     int b, o, h, tile;
@@ -27,8 +28,12 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_fwd_kernel6(tf_attn_args 
     const int q0 = tile * C::BQ;
     const E *bb = tf_attn2_bias<E>(a, b, h);
     const E *kb = tf_attn_at<E>(a.k, b, o, h, DM), *vb = tf_attn_at<E>(a.v, b, o, h, DM);
-    tf6_load<DM, C::BQ, LD, C::NT>(Qs, tf_attn_at<E>(a.q, b, o, h, DM) + (long)q0 * a.q.sl,
-                                   a.q.sl, 0, L - q0, vec, tid);
+    tf6_load_async<DM, C::BQ, LD, C::NT>(Qs, tf_attn_at<E>(a.q, b, o, h, DM) + (long)q0 * a.q.sl,
+                                         a.q.sl, 0, L - q0, vec, tid);
+    tf6_load_async<DM, BK, LD, C::NT>(Ks[0], kb, a.k.sl, 0, L, vec, tid);
+    tf6_load_async<DM, BK, LD, C::NT>(Vs[0], vb, a.v.sl, 0, L, vec, tid);
+    mma_commit();
+    mma_wait<0>();
     __syncthreads();
 
     const int lane = tid & 31, g = lane >> 2, t = lane & 3, w = tid >> 5;
@@ -42,11 +47,16 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_fwd_kernel6(tf_attn_args 
     float acc[ND][4];
     tf_tile_zero<ND>(acc);
     float mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.f, 0.f};
-    for (int k0 = 0; k0 < L; k0 += BK) {
-        __syncthreads(); /* the previous tile's K and V are consumed */
-        tf6_load<DM, BK, LD, C::NT>(Ks, kb, a.k.sl, k0, L, vec, tid);
-        tf6_load<DM, BK, LD, C::NT>(Vs, vb, a.v.sl, k0, L, vec, tid);
-        __syncthreads();
+    #pragma unroll 1
+    for (int k0 = 0, buf = 0; k0 < L; k0 += BK, buf ^= 1) {
+        /* the next tile's copies run while this one is computed */
+        const bool more = k0 + BK < L;
+        if (more) {
+            tf6_load_async<DM, BK, LD, C::NT>(Ks[buf ^ 1], kb, a.k.sl, k0 + BK, L, vec, tid);
+            tf6_load_async<DM, BK, LD, C::NT>(Vs[buf ^ 1], vb, a.v.sl, k0 + BK, L, vec, tid);
+            mma_commit();
+        }
+        const uint16_t *Kt = Ks[buf], *Vt = Vs[buf];
         float s[NJ][4];
         tf_tile_zero<NJ>(s);
 #pragma unroll
@@ -54,7 +64,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_fwd_kernel6(tf_attn_args 
 #pragma unroll
             for (int kk = 0; kk < KD; ++kk) {
                 uint32_t kf[2];
-                tf_tile_load_bt(kf, Ks, LD, 8 * j, 16 * kk);
+                tf_tile_load_bt(kf, Kt, LD, 8 * j, 16 * kk);
                 tf_tile_mma<E>(s[j], qa[kk], kf);
             }
         float tm[2] = {-INFINITY, -INFINITY};
@@ -63,7 +73,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_fwd_kernel6(tf_attn_args 
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 const int jk = k0 + 8 * j + 2 * t + (e & 1);
-                const float v = jk < L ? tf6_score2(a, e < 2 ? blo : bhi, e < 2 ? ilo : ihi, jk, s[j][e])
+                const float v = jk < L ? tf6_score2<BIAS>(a, e < 2 ? blo : bhi, e < 2 ? ilo : ihi, jk, s[j][e])
                                        : -INFINITY;
                 s[j][e] = v;
                 tm[e >> 1] = fmaxf(tm[e >> 1], v);
@@ -76,7 +86,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_fwd_kernel6(tf_attn_args 
             const float mn = fmaxf(mx[hf], tm[hf]);
             /* a row that has seen only -inf keeps 0 for every p */
             base[hf] = mn == -INFINITY ? 0.f : mn;
-            corr[hf] = exp2f(mx[hf] - base[hf]);
+            corr[hf] = tf6_exp2(mx[hf] - base[hf]);
             mx[hf] = mn;
         }
         float ts[2] = {0.f, 0.f};
@@ -84,7 +94,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_fwd_kernel6(tf_attn_args 
         for (int j = 0; j < NJ; ++j)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-                const float p = exp2f(s[j][e] - base[e >> 1]);
+                const float p = tf6_exp2(s[j][e] - base[e >> 1]);
                 s[j][e] = p;
                 ts[e >> 1] += p;
             }
@@ -94,7 +104,9 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 3) attn_fwd_kernel6(tf_attn_args 
         for (int n = 0; n < ND; ++n)
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[n][e] *= corr[e >> 1];
-        tf_tile_mul_c<BK / 16, ND, E>(acc, s, Vs, LD); /* acc += P V */
+        tf_tile_mul_c<BK / 16, ND, E>(acc, s, Vt, LD); /* acc += P V */
+        if (more) mma_wait<0>();
+        __syncthreads(); /* the next tile is in; this one is consumed */
     }
     /* the row sums over the row's 4 lanes (each lane summed its own keys) */
 #pragma unroll
@@ -125,10 +137,15 @@ static void attn_fwd6(tf_backend *be, const tf_attn_args *a, int vec)
 {
     const int ntq = (a->L + 63) / 64;
     const dim3 grid((unsigned)((long)a->nb * a->no * a->nh * ntq));
-    if (a->d == 16)
-        TF_LAUNCH((attn_fwd_kernel6<16, E>), grid, tf6<16>::NT, be->stream, *a, ntq, vec);
+    const bool bias = a->bias != nullptr;
+    if (a->d == 16 && bias)
+        TF_LAUNCH((attn_fwd_kernel6<16, true, E>), grid, tf6<16>::NT, be->stream, *a, ntq, vec);
+    else if (a->d == 16)
+        TF_LAUNCH((attn_fwd_kernel6<16, false, E>), grid, tf6<16>::NT, be->stream, *a, ntq, vec);
+    else if (bias)
+        TF_LAUNCH((attn_fwd_kernel6<32, true, E>), grid, tf6<32>::NT, be->stream, *a, ntq, vec);
     else
-        TF_LAUNCH((attn_fwd_kernel6<32, E>), grid, tf6<32>::NT, be->stream, *a, ntq, vec);
+        TF_LAUNCH((attn_fwd_kernel6<32, false, E>), grid, tf6<32>::NT, be->stream, *a, ntq, vec);
 }
 
 extern "C" void tf_cu_attn_fwd6(tf_backend *be, const tf_attn_args *a)

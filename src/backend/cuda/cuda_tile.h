@@ -111,42 +111,91 @@ __device__ __forceinline__ void tf_tile_mma(float *c, const uint32_t *a, const u
 #endif
 
 /* Shared-memory tiles hold E's bits as uint16_t, row-major with a row stride
- * ld (elements, even). A row stride of 8 (mod 16) elements puts the 8 rows x
- * 4 words of a fragment load in 32 distinct banks. */
-__device__ __forceinline__ uint32_t tf_tile_ld32(const uint16_t *p)
+ * ld (elements, a multiple of 8). A row stride of 8 (mod 16) elements puts
+ * the 8 rows x 16 bytes of a fragment load in 32 distinct banks. */
+
+/* The fragment loads: one ldmatrix each (NM 8x8 matrices of 2-byte
+ * elements; lane l names row l % 8 of matrix l / 8, 16 bytes: the array
+ * 16-byte aligned, ld and the column a multiple of 8). Lane (g, t) receives
+ * row g, elements 2t and 2t + 1 of each matrix, or with TRANS rows 2t and
+ * 2t + 1 of column g. Under hostemu the row addresses go round the warp and
+ * each lane reads its elements, so the addressing below is what the
+ * emulator tests. */
+#ifdef TF_CUDA_HOSTEMU
+template <int NM, bool TRANS>
+static inline void tf_tile_ldsm(uint32_t *r, const uint16_t *p)
 {
-    return *reinterpret_cast<const uint32_t *>(p);
+    const uint64_t u = (uint64_t)(uintptr_t)p;
+    const uint32_t mine[2] = {(uint32_t)u, (uint32_t)(u >> 32)};
+    uint32_t all[32 * 2];
+    emu_warp_exchange(mine, 2, all);
+    const int lane = emu_lane(), g = lane >> 2, t = lane & 3;
+    for (int m = 0; m < NM; ++m) {
+        const int i0 = TRANS ? 8 * m + 2 * t : 8 * m + g, i1 = TRANS ? i0 + 1 : i0;
+        const uint16_t *r0 = (const uint16_t *)(uintptr_t)((uint64_t)all[2 * i0] | ((uint64_t)all[2 * i0 + 1] << 32));
+        const uint16_t *r1 = (const uint16_t *)(uintptr_t)((uint64_t)all[2 * i1] | ((uint64_t)all[2 * i1 + 1] << 32));
+        r[m] = TRANS ? (uint32_t)r0[g] | ((uint32_t)r1[g] << 16)
+                     : (uint32_t)r0[2 * t] | ((uint32_t)r0[2 * t + 1] << 16);
+    }
 }
+#elif !TF_HAVE_NV_PTX
+template <int NM, bool TRANS>
+__device__ __forceinline__ void tf_tile_ldsm(uint32_t *, const uint16_t *)
+{
+    __builtin_trap();
+}
+#else
+template <int NM, bool TRANS>
+__device__ __forceinline__ void tf_tile_ldsm(uint32_t *r, const uint16_t *p)
+{
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    if (NM == 4 && TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(a));
+    else if (NM == 4)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(a));
+    else if (TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];"
+                     : "=r"(r[0]), "=r"(r[1])
+                     : "r"(a));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
+                     : "=r"(r[0]), "=r"(r[1])
+                     : "r"(a));
+}
+#endif
 
 /* A fragment of the 16x16 tile at (r0, k0) of a row-major [rows][ld] array */
 __device__ __forceinline__ void tf_tile_load_a(uint32_t *a, const uint16_t *s, int ld, int r0, int k0)
 {
-    const int lane = (int)threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const uint16_t *p = s + (long)(r0 + g) * ld + k0 + 2 * t;
-    a[0] = tf_tile_ld32(p);
-    a[1] = tf_tile_ld32(p + 8 * ld);
-    a[2] = tf_tile_ld32(p + 8);
-    a[3] = tf_tile_ld32(p + 8 * ld + 8);
+    const int lane = (int)threadIdx.x & 31, m = lane >> 3;
+    tf_tile_ldsm<4, false>(a, s + (long)(r0 + (lane & 7) + 8 * (m & 1)) * ld + k0 + 8 * (m >> 1));
+}
+
+/* A fragment of the 16x16 tile at (r0, k0) of A = S^T, S a row-major
+ * [k][ld] array (P^T and dS^T from P and dS stored by query rows) */
+__device__ __forceinline__ void tf_tile_load_at(uint32_t *a, const uint16_t *s, int ld, int r0, int k0)
+{
+    const int lane = (int)threadIdx.x & 31, m = lane >> 3;
+    tf_tile_ldsm<4, true>(a, s + (long)(k0 + (lane & 7) + 8 * (m >> 1)) * ld + r0 + 8 * (m & 1));
 }
 
 /* B fragment (k0..k0+15 x n0..n0+7) of B = S^T, S a row-major [n][ld] array
  * (the rows of S are B's columns: K's rows for Q K^T, a weight's for x W^T) */
 __device__ __forceinline__ void tf_tile_load_bt(uint32_t *b, const uint16_t *s, int ld, int n0, int k0)
 {
-    const int lane = (int)threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const uint16_t *p = s + (long)(n0 + g) * ld + k0 + 2 * t;
-    b[0] = tf_tile_ld32(p);
-    b[1] = tf_tile_ld32(p + 8);
+    const int lane = (int)threadIdx.x & 31;
+    tf_tile_ldsm<2, false>(b, s + (long)(n0 + (lane & 7)) * ld + k0 + 8 * ((lane >> 3) & 1));
 }
 
-/* B fragment (k0.. x n0..) of B = S, S a row-major [k][ld] array (V for P V):
- * two 2-byte loads a register */
+/* B fragment (k0.. x n0..) of B = S, S a row-major [k][ld] array (V for P V) */
 __device__ __forceinline__ void tf_tile_load_b(uint32_t *b, const uint16_t *s, int ld, int n0, int k0)
 {
-    const int lane = (int)threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const uint16_t *p = s + (long)(k0 + 2 * t) * ld + n0 + g;
-    b[0] = (uint32_t)p[0] | ((uint32_t)p[ld] << 16);
-    b[1] = (uint32_t)p[8 * ld] | ((uint32_t)p[9 * ld] << 16);
+    const int lane = (int)threadIdx.x & 31;
+    tf_tile_ldsm<2, true>(b, s + (long)(k0 + (lane & 7) + 8 * ((lane >> 3) & 1)) * ld + n0);
 }
 
 /* The A fragment of the 16x16 tile formed by two C tiles (columns 0-7 in
