@@ -67,14 +67,14 @@ static const char *const dw_names[TF_GPU_DW_COUNT_] = {"auto", "mma", "lt"};
 static const char *const attn_names[TF_GPU_ATTN_COUNT_] = {"auto", "k1", "k2", "k3",
                                                             "k4",   "k5", "k6"};
 static const char *const lane_names[TF_GPU_LANE_COUNT_] = {"auto", "on", "off"};
-static const char *const opm_names[TF_GPU_OPM_COUNT_] = {"auto", "ffma"};
+static const char *const opm_names[TF_GPU_OPM_COUNT_] = {"auto", "ffma", "composed"};
 static const char *const mlp_names[TF_GPU_MLP_COUNT_] = {"auto", "composed", "fused"};
 #define TF_GPU_DELAY_MAX 100000
 
 const char *tf_gpu_plan_help(void)
 {
     return "default, portable, or comma-separated key=value over them: gemm=auto|cublas|mma|wgmma, "
-           "dw=auto|mma|lt, attn=auto|k1|k2|k3|k4|k5|k6, lane=auto|on|off, opm=auto|ffma, "
+           "dw=auto|mma|lt, attn=auto|k1|k2|k3|k4|k5|k6, lane=auto|on|off, opm=auto|ffma|composed, "
            "mlp=auto|composed|fused, wgrad_delay_us=0..100000";
 }
 
@@ -134,7 +134,7 @@ int tf_gpu_plan_parse(const char *spec, tf_gpu_plan *out, char *err, size_t errl
                 else return bad(err, errlen, "lane value", v, vl, "use auto, on or off"), 1;
             } else if (kl == 3 && !strncmp(s, "opm", 3)) {
                 if ((k = pick(opm_names, TF_GPU_OPM_COUNT_, v, vl)) >= 0) p.opm = k;
-                else return bad(err, errlen, "opm value", v, vl, "use auto or ffma"), 1;
+                else return bad(err, errlen, "opm value", v, vl, "use auto, ffma or composed"), 1;
             } else if (kl == 3 && !strncmp(s, "mlp", 3)) {
                 if ((k = pick(mlp_names, TF_GPU_MLP_COUNT_, v, vl)) >= 0) p.mlp = k;
                 else return bad(err, errlen, "mlp value", v, vl, "use auto, composed or fused"), 1;
@@ -408,6 +408,12 @@ int tf_gpu_opm_on_mma(const tf_gpu_plan *p, const tf_gpu_caps *caps, int co, int
 {
     return half && p->level >= 3 && p->opm != TF_GPU_OPM_FFMA && caps && caps->has_mma_sync &&
            co == 32;
+}
+
+int tf_gpu_opm_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half)
+{
+    return half && p->level >= 3 && p->opm == TF_GPU_OPM_AUTO && caps &&
+           caps->vendor == TF_GPU_VENDOR_NVIDIA && caps->has_mma_sync && caps->has_cp_async;
 }
 
 int tf_gpu_mlp_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half)

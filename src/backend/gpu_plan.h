@@ -93,8 +93,10 @@ typedef enum { TF_GPU_LANE_AUTO = 0, TF_GPU_LANE_ON, TF_GPU_LANE_OFF, TF_GPU_LAN
 
 /* the outer product mean's kernels in bf16/fp16 (fp32 always FFMA) */
 typedef enum {
-    TF_GPU_OPM_AUTO = 0, /* mma.sync where it runs (co 32), else FFMA */
-    TF_GPU_OPM_FFMA,     /* the FFMA kernels (cuda_opm.cu) */
+    TF_GPU_OPM_AUTO = 0,  /* the forward as one kernel where it runs (tf_gpu_opm_fused),
+                             the product and the backward on mma.sync (co 32), else FFMA */
+    TF_GPU_OPM_FFMA,      /* the FFMA kernels (cuda_opm.cu), composed */
+    TF_GPU_OPM_COMPOSED,  /* the product and the backward on mma.sync, composed */
     TF_GPU_OPM_COUNT_
 } tf_gpu_opm_policy;
 
@@ -126,7 +128,7 @@ tf_gpu_plan tf_gpu_plan_portable(void);
 
 /* `--gpu-plan SPEC`: "default", "portable", or comma-separated key=value
  * (gemm=auto|cublas|mma|wgmma, dw=auto|mma|lt, attn=auto|k1|k2|k3|k4|k5|k6,
- * lane=auto|on|off, opm=auto|ffma, mlp=auto|composed|fused, wgrad_delay_us=0..100000), each applied over the plan
+ * lane=auto|on|off, opm=auto|ffma|composed, mlp=auto|composed|fused, wgrad_delay_us=0..100000), each applied over the plan
  * named before it ("portable,lane=off"; without a name, over default). The
  * result holds AUTO for what is not given: tf_gpu_plan_apply puts it over the
  * device's default. 0 ok; 1 with one line in err naming what is accepted. */
@@ -201,6 +203,14 @@ const char *tf_gpu_attn_kernel_name(tf_gpu_attn_kernel k);
  * the plan says opm=ffma; else the FFMA kernels (cuda_opm.cu), which the fp32
  * path always takes. */
 int tf_gpu_opm_on_mma(const tf_gpu_plan *p, const tf_gpu_caps *caps, int co, int half);
+
+/* The outer product mean's forward as one kernel (cuda_opm_fused.cu, ops.h
+ * opm_fwd: the [B, N, N, co, co] product never in memory) for half types at
+ * level 3 on NVIDIA's mma.sync and cp.async unless the plan says
+ * opm=composed or opm=ffma; shapes TF_OPM_FWD_OP_SHAPE, S up to
+ * TF_GPU_OPM_FWD_MAX_S (its a rows staged whole in shared memory) */
+#define TF_GPU_OPM_FWD_MAX_S 64
+int tf_gpu_opm_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half);
 
 /* The transition's MLP as one fused kernel each way (cuda_transition.cu,
  * mma.sync m16n8k16: ops.h transition_fwd/_bwd, which the model then calls)

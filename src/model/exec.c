@@ -469,6 +469,14 @@ void tf_x_opm_bwd(tf_exec *ex, void *da, const void *dop, const void *a, int B, 
     TF_EXEC_OPC(ex, "opm_bwd", at_bytes(ex, tf_cost_opm_bwd(B, S, N, co)),
                 opm_bwd(ex->be, da, dop, a, B, S, N, co, ex->at));
 }
+void tf_x_opm_fwd(tf_exec *ex, float *z_out, const float *z_in, const void *a, const float *W,
+                  int B, int S, int N, int co, int cz) {
+    const long nz = (long)B * N * N * cz;
+    TF_ACCESS(ex, TF_SPANS(F(z_out, nz)),
+              TF_SPANS(F(z_in, nz), A(a, (long)B * S * N * co), A(tf_x_w(ex, W), (long)cz * co * co)));
+    TF_EXEC_OPC(ex, "opm_fwd", tf_cost_opm_fwd(B, S, N, co, cz, (int)tf_dtype_size(ex->at)),
+                opm_fwd(ex->be, z_out, z_in, a, tf_x_w(ex, W), B, S, N, co, cz, ex->at));
+}
 void tf_x_transition_fwd(tf_exec *ex, float *x_out, float *mean, float *rstd, const float *x,
                          const float *g, const float *b, const float *W1, const float *W2,
                          long rows, int C) {

@@ -43,6 +43,10 @@ typedef struct {
     /* the transition's MLP as one op each way (ops.h transition_fwd/_bwd:
      * the backend's caps.transition_op has the type at; transition.c) */
     int transition_op;
+    /* the outer product mean's forward as one op (ops.h opm_fwd: the
+     * backend's caps.opm_fwd_op has the type at, the shape is
+     * TF_OPM_FWD_OP_SHAPE and S at most this; 0: composed) */
+    int opm_fwd_max_s;
     /* The weight gradients on a lane of their own (ops.h wgrad_*),
      * overlapping the rest of their module's backward. The executor makes
      * the main queue wait for them where an op would touch their memory
@@ -201,6 +205,10 @@ void tf_x_gate_cmajor_bwd(tf_exec *ex, void *da, void *dg, const void *dlr_t, co
 void tf_x_opm_outer(tf_exec *ex, void *outer_p, const void *a, int B, int S, int N, int co);
 void tf_x_opm_bwd(tf_exec *ex, void *da, const void *dop, const void *a, int B, int S, int N,
                   int co);
+/* z_out = z_in + the outer product mean of a through W (ops.h opm_fwd; W the
+ * fp32 parameter, read from the copy of type at) */
+void tf_x_opm_fwd(tf_exec *ex, float *z_out, const float *z_in, const void *a, const float *W,
+                  int B, int S, int N, int co, int cz);
 /* the transition's MLP (ops.h transition_fwd/_bwd; W1, W2 the fp32
  * parameters, read from the copy of type at); x, x_out, dx fp32 */
 void tf_x_transition_fwd(tf_exec *ex, float *x_out, float *mean, float *rstd, const float *x,

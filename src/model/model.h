@@ -82,6 +82,7 @@ typedef struct {
     void *a_t;              /* a permuted to [B, N, S, co] */
     void *t;                /* T[b,s,p,j,c] = sum_q a[b,s,j,q] Wpair[c, p*co+q] */
     int chunked;            /* --chunk-size (outer_product_chunk.c): only ln and a kept */
+    int fused;              /* the forward as one op (ops.h opm_fwd): only ln and a kept */
 } tf_opm_act;
 
 typedef struct {

@@ -110,6 +110,16 @@ tf_op_cost tf_cost_opm_outer(int B, int S, int N, int co) {
     return cost(2.0 * B * S * nc * nc, (double)B * S * nc + (double)B * nc * nc);
 }
 
+/* The outer product mean's forward as one op (ops.h opm_fwd), es the
+ * activations' bytes: the product's and the projection's FLOPs; a and W
+ * read once, z_in read and z_out written (fp32); the product never stored */
+tf_op_cost tf_cost_opm_fwd(int B, int S, int N, int co, int cz, int es) {
+    const double nc = (double)N * co, pairs = (double)B * N * N;
+    tf_op_cost c = {2.0 * B * S * nc * nc + 2.0 * pairs * co * co * cz,
+                    es * ((double)B * S * nc + (double)cz * co * co) + 8.0 * pairs * cz};
+    return c;
+}
+
 /* The transition's MLP (ops.h transition_fwd/_bwd), es the activations'
  * bytes: the forward's LayerNorm and two GEMMs of
  * 8 rows C^2 each, x read and x_out written (fp32), the weights read once;

@@ -532,6 +532,65 @@ static void test_half_opm(void **state)
     done();
 }
 
+/* ---- the outer product mean's forward as one op (ops.h opm_fwd) against
+ * the CPU's op, the composition opm_outer + GEMM. Both round the product o
+ * to t (it is what the composition stores); their fp32 sums over s differ
+ * in order and, on the tensor cores, by truncation (tol_sum(S) + S/8 U:
+ * ~1e-6 relative), so an o lands on the other neighbour of t only within
+ * that of a midpoint: one ulp of t (2u) on a few of the 1024 terms of an
+ * output. The projection's K = 1024 fp32 sums differ in order and
+ * truncation: tol_sum(1024) + 1024/8 U. Measured on the projection alone
+ * (z_out - z_in), against its largest value and normwise: 2u plus those.
+ * A dropped chunk of 2 p (1/16 of every output's terms) is off by ~25%,
+ * an exchanged pair (i, j) by ~100%. N of 11 and 21 leave the 8 x 16 pair
+ * tiles partial; S of 9 and 40 pad the s steps of 16; S 64 is the largest
+ * the kernel takes. ---- */
+static void test_half_opm_fwd(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    const bk b = g_cu3, c = g_cpu;
+    tf_backend_caps caps;
+    b.ops->caps(b.be, &caps);
+    const int shapes[4][4] = {{2, 9, 11, 64}, {1, 40, 21, 128}, {1, 64, 9, 128}, {2, 1, 5, 64}};
+    for (int k = 0; k < 2; ++k) {
+        const tf_dtype t = k_half[k];
+        if (!(caps.opm_fwd_op & 1u << t)) {
+            printf("SKIP opm_fwd %s: the plan composes it (caps.opm_fwd_op 0x%x)\n",
+                   tf_dtype_name(t), caps.opm_fwd_op);
+            continue;
+        }
+        const double u = u_of(t);
+        for (int si = 0; si < 4; ++si) {
+            const int B = shapes[si][0], S = shapes[si][1], N = shapes[si][2], cz = shapes[si][3];
+            const int co = 32;
+            const size_t na = (size_t)B * S * N * co, nw = (size_t)cz * co * co,
+                         nz = (size_t)B * N * N * cz;
+            const uint64_t sd = 400 + 10 * k + si;
+            float *ha = rnd_t(na, 1.f, sd, t), *hw = rnd_t(nw, 1.f / 32.f, sd + 1, t);
+            float *hz = rnd(nz, 1.f, sd + 2);
+            float *out[2];
+            const bk be2[2] = {b, c};
+            for (int e = 0; e < 2; ++e) {
+                const bk q = be2[e];
+                void *a = put_t(q, ha, na, t), *w = put_t(q, hw, nw, t);
+                float *z = b_put(q, hz, nz), *zo = b_nan(q, nz);
+                q.ops->opm_fwd(q.be, zo, z, a, w, B, S, N, co, cz, t);
+                out[e] = malloc(4 * nz);
+                b_get(q, out[e], zo, nz);
+                b_free(q, a), b_free(q, w), b_free(q, z), b_free(q, zo);
+            }
+            for (size_t i = 0; i < nz; ++i) out[0][i] -= hz[i], out[1][i] -= hz[i];
+            char shape[64], op[32];
+            snprintf(shape, sizeof shape, "B%d S%d N%d cz%d", B, S, N, cz);
+            snprintf(op, sizeof op, "opm_fwd %s", tf_dtype_name(t));
+            check(op, shape, out[0], out[1], nz, 2 * u + tol_sum(1024) + 1024 / 8.0 * U);
+            free(out[0]), free(out[1]), free(ha), free(hw), free(hz);
+        }
+    }
+    done();
+}
+
 /* ---- GEMMs: ab bf16/fp16 x c fp32/the same half, the epilogues and R ---- */
 static void test_half_gemm(void **state)
 {
@@ -721,6 +780,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_half_data),      cmocka_unit_test(test_half_norm),
         cmocka_unit_test(test_half_attention), cmocka_unit_test(test_half_opm),
         cmocka_unit_test(test_half_gemm),      cmocka_unit_test(test_half_transition),
+        cmocka_unit_test(test_half_opm_fwd),
     };
     return tf_cuda_test_main(argc, argv, "test_cuda_ops_half", tests, sizeof tests / sizeof *tests);
 }

@@ -504,7 +504,7 @@ static void test_parse(void **state)
         {"attn=k7", "attn value 'k7' is not accepted: use auto, k1, k2, k3, k4, k5 or k6"},
         {"dw=wg", "dw value 'wg' is not accepted: use auto, mma or lt"},
         {"lane=1", "lane value '1' is not accepted: use auto, on or off"},
-        {"opm=mma", "opm value 'mma' is not accepted: use auto or ffma"},
+        {"opm=mma", "opm value 'mma' is not accepted: use auto, ffma or composed"},
         {"mlp=one", "mlp value 'one' is not accepted: use auto, composed or fused"},
         {"gemm=cublas,,attn=k4", "plan '' is not accepted"},
         {"tile=64", "key 'tile' is not accepted: default, portable, or"},
@@ -608,6 +608,32 @@ static void test_half_routes(void **state)
         tf_gpu_caps old = caps;
         old.has_mma_sync = 0;
         assert_int_equal(tf_gpu_opm_on_mma(&p, &old, 32, 1), 0);
+        /* opm=composed: the same kernels, composed */
+        assert_int_equal(tf_gpu_plan_parse("opm=composed", &over, NULL, 0), 0);
+        const tf_gpu_plan cm = tf_gpu_plan_apply(p, &over);
+        assert_int_equal(tf_gpu_opm_on_mma(&cm, &caps, 32, 1), 1);
+    }
+    { /* its forward as one kernel: half types at level 3 on NVIDIA's mma.sync and
+       * cp.async by default; composed under opm=composed or opm=ffma, in fp32 and
+       * tf32, at levels 1-2, in the portable plan and on AMD */
+        assert_int_equal(tf_gpu_opm_fused(&p, &caps, 1), 1);
+        assert_int_equal(tf_gpu_opm_fused(&p, &caps, 0), 0);
+        const tf_gpu_plan port = tf_gpu_plan_portable(), l2 = tf_gpu_plan_default(&caps, 0, 2);
+        assert_int_equal(tf_gpu_opm_fused(&port, &caps, 1), 0);
+        assert_int_equal(tf_gpu_opm_fused(&l2, &caps, 1), 0);
+        const char *off[2] = {"opm=composed", "opm=ffma"};
+        for (int k = 0; k < 2; ++k) {
+            assert_int_equal(tf_gpu_plan_parse(off[k], &over, NULL, 0), 0);
+            const tf_gpu_plan q = tf_gpu_plan_apply(p, &over);
+            assert_int_equal(tf_gpu_opm_fused(&q, &caps, 1), 0);
+        }
+        tf_gpu_caps old = caps, amd = caps, nocp = caps;
+        old.has_mma_sync = 0;
+        assert_int_equal(tf_gpu_opm_fused(&p, &old, 1), 0);
+        nocp.has_cp_async = 0;
+        assert_int_equal(tf_gpu_opm_fused(&p, &nocp, 1), 0);
+        amd.vendor = TF_GPU_VENDOR_AMD;
+        assert_int_equal(tf_gpu_opm_fused(&p, &amd, 1), 0);
     }
     { /* the transition's MLP: one fused kernel each way for half types at level 3 on
        * mma.sync (by default and under mlp=fused); under mlp=composed, in fp32,

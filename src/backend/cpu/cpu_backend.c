@@ -176,6 +176,7 @@ static const tf_ops cpu_ops = {
     .gate_cmajor_bwd = tf_cpu_gate_cmajor_bwd,
     .opm_bwd = tf_cpu_opm_bwd,
     .opm_outer = tf_cpu_opm_outer,
+    .opm_fwd = tf_cpu_opm_fwd,
     .transition_fwd = tf_cpu_transition_fwd,
     .transition_bwd = tf_cpu_transition_bwd,
     .embed_fwd = tf_cpu_embed_fwd,

@@ -246,6 +246,8 @@ void tf_cpu_opm_bwd(tf_backend *be, void *da, const void *dop, const void *a, in
                     int N, int co, tf_dtype t);
 void tf_cpu_opm_outer(tf_backend *be, void *outer_p, const void *a, int B, int S, int N, int co,
                       tf_dtype t);
+void tf_cpu_opm_fwd(tf_backend *be, float *z_out, const float *z_in, const void *a, const void *W,
+                    int B, int S, int N, int co, int cz, tf_dtype t);
 void tf_cpu_transition_fwd(tf_backend *be, float *x_out, float *mean, float *rstd, const float *x,
                            const float *gamma, const float *beta, const void *W1, const void *W2,
                            long rows, int C, float eps, tf_dtype t);

@@ -88,3 +88,25 @@ void tf_cpu_opm_outer(tf_backend *be, void *outer_p, const void *a, int B, int S
     tf_cpu_narrow(be, outer_p, t, of, no);
     tf_cpu_scratch_pop(be);
 }
+
+/* The forward as one op (ops.h opm_fwd): the composition the model runs
+ * without it, opm_outer into scratch and the residual GEMM */
+void tf_cpu_opm_fwd(tf_backend *be, float *z_out, const float *z_in, const void *a, const void *W,
+                    int B, int S, int N, int co, int cz, tf_dtype t) {
+    tf_cpu_dtype_check(t, "opm_fwd");
+    const long pairs = (long)B * N * N;
+    void *op = tf_cpu_scratch_push(be, (size_t)pairs * co * co * tf_dtype_size(t));
+    tf_cpu_opm_outer(be, op, a, B, S, N, co, t);
+    tf_gemm_args g = {0};
+    g.transB = 1;
+    g.M = (int)pairs, g.N = cz, g.K = co * co;
+    g.alpha = 1.0f, g.beta = 1.0f;
+    g.A = op, g.lda = co * co;
+    g.B = W, g.ldb = co * co;
+    g.C = z_out, g.ldc = cz;
+    g.batch = 1;
+    g.R = z_in;
+    g.ab_type = t, g.c_type = TF_F32;
+    tf_cpu_gemm(be, &g, "opm_fwd");
+    tf_cpu_scratch_pop(be);
+}

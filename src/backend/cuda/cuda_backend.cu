@@ -341,6 +341,7 @@ static tf_ops make_ops(void)
     o.gate_cmajor_bwd = tf_cu_t_gate_cmajor_bwd;
     o.opm_bwd = tf_cu_t_opm_bwd;
     o.opm_outer = tf_cu_t_opm_outer;
+    o.opm_fwd = tf_cu_opm_fwd_h;
     o.transition_fwd = tf_cu_t_transition_fwd;
     o.transition_bwd = tf_cu_t_transition_bwd;
     o.embed_fwd = tf_cu_embed_fwd;

@@ -39,6 +39,11 @@ extern "C" void tf_cu_caps(const tf_backend *be, tf_backend_caps *c)
     /* the half types' transition as one kernel each way (cuda_transition.cu) */
     if (tf_gpu_mlp_fused(&be->plan, &be->caps, 1))
         c->transition_op = c->act_types & (1u << TF_BF16 | 1u << TF_F16);
+    /* and the outer product mean's forward (cuda_opm_fused.cu) */
+    if (v3 && tf_gpu_opm_fused(&be->plan, &be->caps, 1)) {
+        c->opm_fwd_op = c->act_types & (1u << TF_BF16 | 1u << TF_F16);
+        c->opm_fwd_max_s = TF_GPU_OPM_FWD_MAX_S;
+    }
 }
 
 extern "C" void tf_cu_graph_destroy(tf_backend *be, void *graph)
