@@ -207,9 +207,9 @@ int tf_gpu_opm_on_mma(const tf_gpu_plan *p, const tf_gpu_caps *caps, int co, int
 /* The outer product mean's forward as one kernel (cuda_opm_fused.cu, ops.h
  * opm_fwd: the [B, N, N, co, co] product never in memory) for half types at
  * level 3 on NVIDIA's mma.sync and cp.async unless the plan says
- * opm=composed or opm=ffma; shapes TF_OPM_FWD_OP_SHAPE, S up to
- * TF_GPU_OPM_FWD_MAX_S (its a rows staged whole in shared memory) */
-#define TF_GPU_OPM_FWD_MAX_S 64
+ * opm=composed or opm=ffma; shapes TF_OPM_FUSED_OP_SHAPE, S up to
+ * TF_GPU_OPM_FUSED_MAX_S (its a rows staged whole in shared memory) */
+#define TF_GPU_OPM_FUSED_MAX_S 64
 int tf_gpu_opm_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half);
 
 /* The transition's MLP as one fused kernel each way (cuda_transition.cu,

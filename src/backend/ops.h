@@ -145,8 +145,9 @@ typedef enum {
 #define TF_LN2_MAX_C 128 /* layernorm2: widest row (CUDA keeps a row in registers) */
 /* transition_fwd/_bwd: the rows they take (C of 64 or 128) */
 #define TF_TRANSITION_OP_C(C) ((C) == 64 || (C) == 128)
-/* opm_fwd: the shapes it takes (co 32, cz 64 or 128; S up to caps.opm_fwd_max_s) */
-#define TF_OPM_FWD_OP_SHAPE(co, cz) ((co) == 32 && ((cz) == 64 || (cz) == 128))
+/* opm_fwd, opm_bwd_dz: the shapes they take (co 32, cz 64 or 128; S up to
+ * caps.opm_fused_max_s) */
+#define TF_OPM_FUSED_OP_SHAPE(co, cz) ((co) == 32 && ((cz) == 64 || (cz) == 128))
 
 /* What a backend prefers and provides, fixed when it is created (ops->caps):
  * the composition the model should use on it at its kernel level and
@@ -174,10 +175,11 @@ typedef struct {
     /* activation types (bit 1u << tf_dtype) whose level-3 transition at C of
      * TF_TRANSITION_OP_C runs as ops->transition_fwd/_bwd (0: the composition) */
     unsigned transition_op;
-    /* activation types whose level-3 outer product mean forward runs as
-     * ops->opm_fwd (TF_OPM_FWD_OP_SHAPE, S <= opm_fwd_max_s; 0: composed) */
-    unsigned opm_fwd_op;
-    int opm_fwd_max_s;
+    /* activation types whose level-3 outer product mean runs as ops->opm_fwd
+     * and ops->opm_bwd_dz (TF_OPM_FUSED_OP_SHAPE, S <= opm_fused_max_s; 0:
+     * composed) */
+    unsigned opm_fused_op;
+    int opm_fused_max_s;
 } tf_backend_caps;
 
 /* AdamW's hyper-parameters in backend memory (ops adamw, mse_head_bwd,
@@ -382,7 +384,7 @@ typedef struct tf_ops {
     void (*opm_outer)(tf_backend *be, void *outer_p, const void *a, int B, int S, int N, int co,
                       tf_dtype t);
     /* ---- the outer product mean's forward from a as one op (v3, the types
-     * of caps.opm_fwd_op, TF_OPM_FWD_OP_SHAPE):
+     * of caps.opm_fused_op, TF_OPM_FUSED_OP_SHAPE):
      *   z_out[b,i,j,c] = z_in[b,i,j,c] + sum_{p,q} outer_p[b,i,j,p,q] W[c, p*co+q]
      * outer_p as opm_outer computes it (rounded to t) but never stored. a
      * [B, S, N, co] and W [cz, co*co] of type t; z_in, z_out [B, N, N, cz]
@@ -390,6 +392,12 @@ typedef struct tf_ops {
      * ops (opm_outer, the GEMM with R): the reference. ---- */
     void (*opm_fwd)(tf_backend *be, float *z_out, const float *z_in, const void *a, const void *W,
                     int B, int S, int N, int co, int cz, tf_dtype t);
+    /* ---- and its backward from dz [B, N, N, cz] (type t) as one op:
+     *   dop = dz W (rounded to t), da = opm_bwd's of dop (assigned, type t),
+     *   dW [cz, co*co] (fp32) += dz^T outer_p (outer_p as opm_outer's)
+     * neither outer_p nor dop stored. The CPU's op is that composition. ---- */
+    void (*opm_bwd_dz)(tf_backend *be, void *da, float *dW, const void *dz, const void *a,
+                       const void *W, int B, int S, int N, int co, int cz, tf_dtype t);
 
     /* ---- the transition's MLP as one op each way (v3, the types of
      * caps.transition_op, C of TF_TRANSITION_OP_C), eps given:

@@ -477,6 +477,14 @@ void tf_x_opm_fwd(tf_exec *ex, float *z_out, const float *z_in, const void *a, c
     TF_EXEC_OPC(ex, "opm_fwd", tf_cost_opm_fwd(B, S, N, co, cz, (int)tf_dtype_size(ex->at)),
                 opm_fwd(ex->be, z_out, z_in, a, tf_x_w(ex, W), B, S, N, co, cz, ex->at));
 }
+void tf_x_opm_bwd_dz(tf_exec *ex, void *da, float *dW, const void *dz, const void *a,
+                     const float *W, int B, int S, int N, int co, int cz) {
+    const long na = (long)B * S * N * co, nw = (long)cz * co * co;
+    TF_ACCESS(ex, TF_SPANS(A(da, na), F(dW, nw)),
+              TF_SPANS(F(dW, nw), A(dz, (long)B * N * N * cz), A(a, na), A(tf_x_w(ex, W), nw)));
+    TF_EXEC_OPC(ex, "opm_bwd_dz", tf_cost_opm_bwd_dz(B, S, N, co, cz, (int)tf_dtype_size(ex->at)),
+                opm_bwd_dz(ex->be, da, dW, dz, a, tf_x_w(ex, W), B, S, N, co, cz, ex->at));
+}
 void tf_x_transition_fwd(tf_exec *ex, float *x_out, float *mean, float *rstd, const float *x,
                          const float *g, const float *b, const float *W1, const float *W2,
                          long rows, int C) {

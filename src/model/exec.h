@@ -43,10 +43,10 @@ typedef struct {
     /* the transition's MLP as one op each way (ops.h transition_fwd/_bwd:
      * the backend's caps.transition_op has the type at; transition.c) */
     int transition_op;
-    /* the outer product mean's forward as one op (ops.h opm_fwd: the
-     * backend's caps.opm_fwd_op has the type at, the shape is
-     * TF_OPM_FWD_OP_SHAPE and S at most this; 0: composed) */
-    int opm_fwd_max_s;
+    /* the outer product mean as one op each way (ops.h opm_fwd, opm_bwd_dz:
+     * the backend's caps.opm_fused_op has the type at, the shape is
+     * TF_OPM_FUSED_OP_SHAPE and S at most this; 0: composed) */
+    int opm_fused_max_s;
     /* The weight gradients on a lane of their own (ops.h wgrad_*),
      * overlapping the rest of their module's backward. The executor makes
      * the main queue wait for them where an op would touch their memory
@@ -209,6 +209,9 @@ void tf_x_opm_bwd(tf_exec *ex, void *da, const void *dop, const void *a, int B, 
  * fp32 parameter, read from the copy of type at) */
 void tf_x_opm_fwd(tf_exec *ex, float *z_out, const float *z_in, const void *a, const float *W,
                   int B, int S, int N, int co, int cz);
+/* its backward from dz (type at): da assigned, dW (fp32) += (ops.h opm_bwd_dz) */
+void tf_x_opm_bwd_dz(tf_exec *ex, void *da, float *dW, const void *dz, const void *a,
+                     const float *W, int B, int S, int N, int co, int cz);
 /* the transition's MLP (ops.h transition_fwd/_bwd; W1, W2 the fp32
  * parameters, read from the copy of type at); x, x_out, dx fp32 */
 void tf_x_transition_fwd(tf_exec *ex, float *x_out, float *mean, float *rstd, const float *x,

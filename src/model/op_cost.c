@@ -120,6 +120,16 @@ tf_op_cost tf_cost_opm_fwd(int B, int S, int N, int co, int cz, int es) {
     return c;
 }
 
+/* Its backward from dz (ops.h opm_bwd_dz): the product again, dop = dz W,
+ * dW += dz^T outer_p and da's two terms; dz, a and W read once, da written,
+ * dW read and written (fp32) */
+tf_op_cost tf_cost_opm_bwd_dz(int B, int S, int N, int co, int cz, int es) {
+    const double nc = (double)N * co, pairs = (double)B * N * N, K = (double)co * co;
+    tf_op_cost c = {6.0 * B * S * nc * nc + 4.0 * pairs * K * cz,
+                    es * (pairs * cz + 2.0 * B * S * nc + cz * K) + 8.0 * cz * K};
+    return c;
+}
+
 /* The transition's MLP (ops.h transition_fwd/_bwd), es the activations'
  * bytes: the forward's LayerNorm and two GEMMs of
  * 8 rows C^2 each, x read and x_out written (fp32), the weights read once;

@@ -19,9 +19,9 @@
  * permute and two skinny GEMMs that each read the [B, N, N, co*co]
  * gradient.
  *
- * Where the backend takes it (exec.h opm_fwd_max_s) the forward is one op
- * (ops.h opm_fwd) that never stores outer_p; the backward forms it again
- * (opm_outer) for the reference composition's backward.
+ * Where the backend takes it (exec.h opm_fused_max_s) the forward is one op
+ * (ops.h opm_fwd) and so is the backward from dz (opm_bwd_dz): neither
+ * stores outer_p or its gradient.
  *
  * With --chunk-size the reference composition runs the product and
  * everything after it K rows of the pair at a time (outer_product_chunk.c).
@@ -48,8 +48,8 @@ void tf_opm_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, tf_opm_ac
     tf_linear_fwd(ex, a->a, a->ln.y, tf_P(M, o->opm_outer), rows, cm, co, 0.0f, TF_EPI_NONE);
     tf_rpop(ex);
     a->a_t = a->t = a->outer_p = NULL;
-    a->fused = !ex->chunk && !ex->opm_weight_first && S <= ex->opm_fwd_max_s &&
-               TF_OPM_FWD_OP_SHAPE(co, c->pair_dim);
+    a->fused = !ex->chunk && !ex->opm_weight_first && S <= ex->opm_fused_max_s &&
+               TF_OPM_FUSED_OP_SHAPE(co, c->pair_dim);
     if (a->fused) {
         a->chunked = 0;
         tf_rpush(ex, "outer_product");
@@ -142,13 +142,11 @@ void tf_opm_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, const tf_
         const void *dzh = tf_x_stream_grad(ex, dz, (long)B * N * N * c->pair_dim);
         if (a->t) {
             opm_wf_bwd(ex, M, o, a, da, dzh);
-        } else if (a->fused) { /* outer_p again, for this backward only */
-            tf_opm_act r = *a;
+        } else if (a->fused) {
             tf_rpush(ex, "outer_product");
-            r.outer_p = tf_alloc_at(ex, (size_t)B * N * N * co * co);
-            tf_x_opm_outer(ex, r.outer_p, a->a, B, S, N, co);
+            tf_x_opm_bwd_dz(ex, da, tf_G(M, o->opm_pair), dzh, a->a, tf_P(M, o->opm_pair), B, S,
+                            N, co, c->pair_dim);
             tf_rpop(ex);
-            opm_ref_bwd(ex, M, o, &r, da, dzh);
         } else {
             opm_ref_bwd(ex, M, o, a, da, dzh);
         }

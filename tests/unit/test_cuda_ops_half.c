@@ -555,9 +555,9 @@ static void test_half_opm_fwd(void **state)
     const int shapes[4][4] = {{2, 9, 11, 64}, {1, 40, 21, 128}, {1, 64, 9, 128}, {2, 1, 5, 64}};
     for (int k = 0; k < 2; ++k) {
         const tf_dtype t = k_half[k];
-        if (!(caps.opm_fwd_op & 1u << t)) {
-            printf("SKIP opm_fwd %s: the plan composes it (caps.opm_fwd_op 0x%x)\n",
-                   tf_dtype_name(t), caps.opm_fwd_op);
+        if (!(caps.opm_fused_op & 1u << t)) {
+            printf("SKIP opm_fwd %s: the plan composes it (caps.opm_fused_op 0x%x)\n",
+                   tf_dtype_name(t), caps.opm_fused_op);
             continue;
         }
         const double u = u_of(t);
@@ -586,6 +586,68 @@ static void test_half_opm_fwd(void **state)
             snprintf(op, sizeof op, "opm_fwd %s", tf_dtype_name(t));
             check(op, shape, out[0], out[1], nz, 2 * u + tol_sum(1024) + 1024 / 8.0 * U);
             free(out[0]), free(out[1]), free(ha), free(hw), free(hz);
+        }
+    }
+    done();
+}
+
+/* ---- and its backward from dz as one op (ops.h opm_bwd_dz) against the
+ * CPU's composition (opm_outer, dop = dz W rounded to t, dW += dz^T o,
+ * opm_bwd). o and dop are rounded to t on both sides from fp32 sums that
+ * differ in order and truncation (~1e-6 relative), so a few land on the
+ * other neighbour of t (2u each); da sums K = 2 N co products of those and
+ * is rounded once more: 2u for its own rounding, 2u for the flipped terms,
+ * and tol_sum(K) + K/4 U for the order and the tensor cores (as opm_bwd's
+ * test). dW (fp32, its increment checked): 2u for flipped o plus tol_sum
+ * and K/8 U over its K = B N N pairs. A dropped tile of j, a mirror term
+ * left out (half of da) or a wrong split are off by 10-100%. ---- */
+static void test_half_opm_bwd_dz(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    const bk b = g_cu3, c = g_cpu;
+    tf_backend_caps caps;
+    b.ops->caps(b.be, &caps);
+    const int shapes[3][4] = {{2, 9, 11, 64}, {1, 40, 21, 128}, {1, 64, 9, 128}};
+    for (int k = 0; k < 2; ++k) {
+        const tf_dtype t = k_half[k];
+        if (!(caps.opm_fused_op & 1u << t)) {
+            printf("SKIP opm_bwd_dz %s: the plan composes it (caps.opm_fused_op 0x%x)\n",
+                   tf_dtype_name(t), caps.opm_fused_op);
+            continue;
+        }
+        const double u = u_of(t);
+        for (int si = 0; si < 3; ++si) {
+            const int B = shapes[si][0], S = shapes[si][1], N = shapes[si][2], cz = shapes[si][3];
+            const int co = 32;
+            const size_t na = (size_t)B * S * N * co, nw = (size_t)cz * co * co,
+                         nz = (size_t)B * N * N * cz;
+            const uint64_t sd = 450 + 10 * k + si;
+            float *ha = rnd_t(na, 1.f, sd, t), *hw = rnd_t(nw, 1.f / 32.f, sd + 1, t);
+            float *hdz = rnd_t(nz, 1.f, sd + 2, t), *hdw = rnd(nw, 1.f, sd + 3);
+            float *da[2], *dw[2];
+            const bk be2[2] = {b, c};
+            for (int e = 0; e < 2; ++e) {
+                const bk q = be2[e];
+                void *a = put_t(q, ha, na, t), *w = put_t(q, hw, nw, t), *dz = put_t(q, hdz, nz, t);
+                void *dad = b_nan(q, na);
+                float *dwd = b_put(q, hdw, nw);
+                q.ops->opm_bwd_dz(q.be, dad, dwd, dz, a, w, B, S, N, co, cz, t);
+                da[e] = malloc(4 * na), dw[e] = malloc(4 * nw);
+                get_t(q, da[e], dad, na, t);
+                b_get(q, dw[e], dwd, nw);
+                b_free(q, a), b_free(q, w), b_free(q, dz), b_free(q, dad), b_free(q, dwd);
+            }
+            for (size_t i = 0; i < nw; ++i) dw[0][i] -= hdw[i], dw[1][i] -= hdw[i];
+            char shape[64], op[40];
+            snprintf(shape, sizeof shape, "B%d S%d N%d cz%d", B, S, N, cz);
+            const double kda = 2.0 * N * co, kdw = (double)B * N * N;
+            snprintf(op, sizeof op, "opm_bwd_dz da %s", tf_dtype_name(t));
+            check(op, shape, da[0], da[1], na, 4 * u + tol_sum(kda) + kda / 4.0 * U);
+            snprintf(op, sizeof op, "opm_bwd_dz dW %s", tf_dtype_name(t));
+            check(op, shape, dw[0], dw[1], nw, 2 * u + tol_sum(kdw) + kdw / 8.0 * U);
+            for (int e = 0; e < 2; ++e) free(da[e]), free(dw[e]);
+            free(ha), free(hw), free(hdz), free(hdw);
         }
     }
     done();
@@ -780,7 +842,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_half_data),      cmocka_unit_test(test_half_norm),
         cmocka_unit_test(test_half_attention), cmocka_unit_test(test_half_opm),
         cmocka_unit_test(test_half_gemm),      cmocka_unit_test(test_half_transition),
-        cmocka_unit_test(test_half_opm_fwd),
+        cmocka_unit_test(test_half_opm_fwd),   cmocka_unit_test(test_half_opm_bwd_dz),
     };
     return tf_cuda_test_main(argc, argv, "test_cuda_ops_half", tests, sizeof tests / sizeof *tests);
 }

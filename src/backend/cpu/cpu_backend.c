@@ -177,6 +177,7 @@ static const tf_ops cpu_ops = {
     .opm_bwd = tf_cpu_opm_bwd,
     .opm_outer = tf_cpu_opm_outer,
     .opm_fwd = tf_cpu_opm_fwd,
+    .opm_bwd_dz = tf_cpu_opm_bwd_dz,
     .transition_fwd = tf_cpu_transition_fwd,
     .transition_bwd = tf_cpu_transition_bwd,
     .embed_fwd = tf_cpu_embed_fwd,

@@ -248,6 +248,8 @@ void tf_cpu_opm_outer(tf_backend *be, void *outer_p, const void *a, int B, int S
                       tf_dtype t);
 void tf_cpu_opm_fwd(tf_backend *be, float *z_out, const float *z_in, const void *a, const void *W,
                     int B, int S, int N, int co, int cz, tf_dtype t);
+void tf_cpu_opm_bwd_dz(tf_backend *be, void *da, float *dW, const void *dz, const void *a,
+                       const void *W, int B, int S, int N, int co, int cz, tf_dtype t);
 void tf_cpu_transition_fwd(tf_backend *be, float *x_out, float *mean, float *rstd, const float *x,
                            const float *gamma, const float *beta, const void *W1, const void *W2,
                            long rows, int C, float eps, tf_dtype t);

@@ -110,3 +110,36 @@ void tf_cpu_opm_fwd(tf_backend *be, float *z_out, const float *z_in, const void 
     tf_cpu_gemm(be, &g, "opm_fwd");
     tf_cpu_scratch_pop(be);
 }
+
+/* The backward from dz as one op (ops.h opm_bwd_dz): the composition the
+ * model runs without it (opm_outer, the two GEMMs of the projection's
+ * backward, opm_bwd) */
+void tf_cpu_opm_bwd_dz(tf_backend *be, void *da, float *dW, const void *dz, const void *a,
+                       const void *W, int B, int S, int N, int co, int cz, tf_dtype t) {
+    tf_cpu_dtype_check(t, "opm_bwd_dz");
+    const long pairs = (long)B * N * N, K = (long)co * co;
+    const size_t es = tf_dtype_size(t);
+    char *op = tf_cpu_scratch_push(be, 2 * (size_t)pairs * K * es), *dop = op + (size_t)pairs * K * es;
+    tf_cpu_opm_outer(be, op, a, B, S, N, co, t);
+    tf_gemm_args g = {0}; /* dop = dz W */
+    g.M = (int)pairs, g.N = (int)K, g.K = cz;
+    g.alpha = 1.0f;
+    g.A = dz, g.lda = cz;
+    g.B = W, g.ldb = K;
+    g.C = dop, g.ldc = K;
+    g.batch = 1;
+    g.ab_type = t, g.c_type = t;
+    tf_cpu_gemm(be, &g, "opm_bwd_dz_dop");
+    tf_gemm_args w = {0}; /* dW += dz^T outer_p */
+    w.transA = 1;
+    w.M = cz, w.N = (int)K, w.K = (int)pairs;
+    w.alpha = 1.0f, w.beta = 1.0f;
+    w.A = dz, w.lda = cz;
+    w.B = op, w.ldb = K;
+    w.C = dW, w.ldc = K;
+    w.batch = 1;
+    w.ab_type = t, w.c_type = TF_F32;
+    tf_cpu_gemm(be, &w, "opm_bwd_dz_dw");
+    tf_cpu_opm_bwd(be, da, dop, a, B, S, N, co, t);
+    tf_cpu_scratch_pop(be);
+}

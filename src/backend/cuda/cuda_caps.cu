@@ -41,8 +41,8 @@ extern "C" void tf_cu_caps(const tf_backend *be, tf_backend_caps *c)
         c->transition_op = c->act_types & (1u << TF_BF16 | 1u << TF_F16);
     /* and the outer product mean's forward (cuda_opm_fused.cu) */
     if (v3 && tf_gpu_opm_fused(&be->plan, &be->caps, 1)) {
-        c->opm_fwd_op = c->act_types & (1u << TF_BF16 | 1u << TF_F16);
-        c->opm_fwd_max_s = TF_GPU_OPM_FWD_MAX_S;
+        c->opm_fused_op = c->act_types & (1u << TF_BF16 | 1u << TF_F16);
+        c->opm_fused_max_s = TF_GPU_OPM_FUSED_MAX_S;
     }
 }
 

@@ -1,5 +1,5 @@
 /* The outer product mean's forward as one kernel for bf16 / fp16 (ops.h
- * opm_fwd, co = 32, cz 64 or 128, S <= TF_GPU_OPM_FWD_MAX_S), on mma.sync m16n8k16
+ * opm_fwd, co = 32, cz 64 or 128, S <= TF_GPU_OPM_FUSED_MAX_S), on mma.sync m16n8k16
  * (cuda_tile.h). NVIDIA only; the HIP build and fp32 / tf32 compose
  * opm_outer and a GEMM (outer_product.c, gpu_plan.h tf_gpu_opm_fused).
  *
@@ -164,7 +164,7 @@ static void opf_fwd(tf_backend *be, float *z_out, const float *z_in, const void 
 extern "C" void tf_cu_opm_fwd_h(tf_backend *be, float *z_out, const float *z_in, const void *a,
                                 const void *W, int B, int S, int N, int co, int cz, tf_dtype t)
 {
-    if (!TF_OPM_FWD_OP_SHAPE(co, cz) || S < 1 || S > TF_GPU_OPM_FWD_MAX_S || (t != TF_BF16 && t != TF_F16) ||
+    if (!TF_OPM_FUSED_OP_SHAPE(co, cz) || S < 1 || S > TF_GPU_OPM_FUSED_MAX_S || (t != TF_BF16 && t != TF_F16) ||
         !tf_cu_aligned(a, 16) || !tf_cu_aligned(W, 16) || !tf_cu_aligned(z_in, 8) ||
         !tf_cu_aligned(z_out, 8))
         tf_cuda_fail("opm_fwd", "shape, type or alignment outside the fused kernel's (caps.opm_fused)",

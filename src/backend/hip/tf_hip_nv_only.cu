@@ -1,5 +1,5 @@
 /* The HIP build's entry points of the NVIDIA-only files (cuda_gemm_mma.cu,
- * cuda_gemm_wgmma.cu, cuda_attn5_*.cu, cuda_attn6_*.cu, cuda_opm_mma.cu, cuda_opm_fused.cu,
+ * cuda_gemm_wgmma.cu, cuda_attn5_*.cu, cuda_attn6_*.cu, cuda_opm_mma.cu, cuda_opm_fused*.cu,
  * cuda_transition.cu: mma.sync, wgmma and cp.async PTX), which CMake leaves
  * out of it. Each says it does not run; the routing (the
  * caps of a HIP build have no mma.sync, cp.async or wgmma: gpu_plan.h) never
@@ -63,6 +63,15 @@ extern "C" void tf_cu_opm_fwd_h(tf_backend *be, float *z_out, const float *z_in,
     (void)be, (void)z_out, (void)z_in, (void)a, (void)W, (void)B, (void)S, (void)N, (void)co;
     (void)cz, (void)t;
     tf_cuda_fail("tf_cu_opm_fwd_h", "the outer product mean's fused kernel is not in the HIP "
+                 "build", __FILE__, __LINE__);
+}
+extern "C" void tf_cu_opm_bwd_dz_h(tf_backend *be, void *da, float *dW, const void *dz,
+                                   const void *a, const void *W, int B, int S, int N, int co,
+                                   int cz, tf_dtype t)
+{
+    (void)be, (void)da, (void)dW, (void)dz, (void)a, (void)W, (void)B, (void)S, (void)N, (void)co;
+    (void)cz, (void)t;
+    tf_cuda_fail("tf_cu_opm_bwd_dz_h", "the outer product mean's fused kernels are not in the HIP "
                  "build", __FILE__, __LINE__);
 }
 extern "C" void tf_cu_transition_fwd_h(tf_backend *be, float *x_out, float *mean, float *rstd,
