@@ -67,22 +67,25 @@ __device__ __forceinline__ void opb_stage_a(uint16_t *As, const uint16_t *ab, in
     }
 }
 
-static inline size_t opb_da_smem(int sp, int cz)
+/* bytes of the da kernel's shared memory with nbuf buffers of the tiles */
+static inline size_t opb_da_smem(int sp, int cz, int nbuf)
 {
-    return 2u * (2u * (size_t)cz * OPB_NLD + 2u * 64u * (size_t)(cz + 8) + (size_t)sp * OPB_ALD +
+    return 2u * (2u * (size_t)cz * OPB_NLD +
+                 (size_t)nbuf * (2u * 64u * (size_t)(cz + 8) + (size_t)sp * OPB_ALD) +
                  2u * 32u * (size_t)OPB_ALD);
 }
 
 template <class E, int CZ>
 __global__ void __launch_bounds__(OPB_THREADS, 1)
 opm_bwd_da_kernel(uint16_t *da, const uint16_t *dz, const uint16_t *a, const uint16_t *W, int S,
-                  int N, float inv_s)
+                  int N, float inv_s, int nbuf)
 {
     TF_SMEM(smf);
     const int sp = (S + 15) & ~15, mt = sp / 16;
-    uint16_t *Ws1 = (uint16_t *)smf, *Ws2 = Ws1 + CZ * OPB_NLD, *D1 = Ws2 + CZ * OPB_NLD;
-    uint16_t *D2 = D1 + 64 * (CZ + 8), *As = D2 + 64 * (CZ + 8), *Ds1 = As + sp * OPB_ALD;
-    uint16_t *Ds2 = Ds1 + 32 * OPB_ALD;
+    constexpr int DT = 2 * 64 * (CZ + 8); /* a buffer's dz rows (the pairs', the mirrors') */
+    const int TB = DT + sp * OPB_ALD;      /* a buffer: dz rows, then a's rows */
+    uint16_t *Ws1 = (uint16_t *)smf, *Ws2 = Ws1 + CZ * OPB_NLD, *Tb = Ws2 + CZ * OPB_NLD;
+    uint16_t *Ds1 = Tb + nbuf * TB, *Ds2 = Ds1 + 32 * OPB_ALD;
     const int tid = (int)threadIdx.x, w = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const int i0 = (int)blockIdx.x * OPB_TI, p0 = (int)blockIdx.y * OPB_PG, b = (int)blockIdx.z;
     const uint16_t *ab = a + (long)b * S * N * 32, *dzb = dz + (long)b * N * N * CZ;
@@ -96,21 +99,38 @@ opm_bwd_da_kernel(uint16_t *da, const uint16_t *dz, const uint16_t *a, const uin
         const int r = e >> 7, pl = (e >> 5) & 3, q = e & 31;
         Ws2[r * OPB_NLD + 32 * pl + q] = W[(long)r * 1024 + 32 * q + p0 + pl];
     }
+    /* tile j0's rows into buffer k (one cp.async group with W's, first) */
+    auto stage = [&](int j0, int k) {
+        uint16_t *D1 = Tb + k * TB;
+        opb_stage_dz<CZ>(D1, dzb, i0, j0, N, false, tid);
+        opb_stage_dz<CZ>(D1 + 64 * (CZ + 8), dzb, i0, j0, N, true, tid);
+        opb_stage_a(D1 + DT, ab, j0, S, sp, N, tid);
+        mma_commit();
+    };
     /* da's tiles (s, (p', i)): 4 columns of 8 by mt rows of 16; warp w has
      * tiles w and w + 8 */
     float acc[2][4];
     tf_tile_zero<2>(acc);
     const int ma = w & 3, na = (w >> 2) * 8; /* stage A: pairs 16 ma.., columns 8 na.. */
 
+    if (nbuf == 2) stage(0, 0);
 #pragma unroll 1
-    for (int j0 = 0; j0 < N; j0 += OPB_TJ) {
-        __syncthreads(); /* the last tile's readers are done */
-        opb_stage_dz<CZ>(D1, dzb, i0, j0, N, false, tid);
-        opb_stage_dz<CZ>(D2, dzb, i0, j0, N, true, tid);
-        opb_stage_a(As, ab, j0, S, sp, N, tid);
-        mma_commit();
-        mma_wait<0>();
+    for (int j0 = 0, it = 0; j0 < N; j0 += OPB_TJ, ++it) {
+        /* with two buffers the next tile's copies run while this one is
+         * computed (its buffer was last read before the barrier that ended
+         * the last tile); with one, this tile's are issued now */
+        const int k = nbuf == 2 ? it & 1 : 0;
+        if (nbuf == 1) {
+            stage(j0, 0);
+            mma_wait<0>();
+        } else if (j0 + OPB_TJ < N) {
+            stage(j0 + OPB_TJ, k ^ 1);
+            mma_wait<1>();
+        } else {
+            mma_wait<0>();
+        }
         __syncthreads();
+        const uint16_t *D1 = Tb + k * TB, *D2 = D1 + 64 * (CZ + 8), *As = D1 + DT;
         /* A: dop's tile and its mirror's, 16 pairs x 64 columns a warp */
         float c1[8][4], c2[8][4];
         tf_tile_zero<8>(c1);
@@ -155,6 +175,7 @@ opm_bwd_da_kernel(uint16_t *da, const uint16_t *dz, const uint16_t *a, const uin
                 tf_tile_mma<E>(acc[u], af, b2);
             }
         }
+        __syncthreads(); /* Ds and this tile's buffer are free */
     }
     uint16_t *dab = da + (long)b * S * N * 32;
 #pragma unroll
@@ -173,9 +194,10 @@ opm_bwd_da_kernel(uint16_t *da, const uint16_t *dz, const uint16_t *a, const uin
     }
 }
 
+/* the dW kernel's: two buffers of a tile's rows, and o's tile */
 static inline size_t opb_dw_smem(int sp, int cz)
 {
-    return 2u * ((size_t)sp * OPB_XLD + (size_t)sp * OPB_ALD + 64u * (size_t)(cz + 8) +
+    return 2u * (2u * ((size_t)sp * OPB_XLD + (size_t)sp * OPB_ALD + 64u * (size_t)(cz + 8)) +
                  64u * (size_t)OPB_NLD);
 }
 
@@ -187,21 +209,19 @@ opm_bwd_dw_kernel(float *part, const uint16_t *dz, const uint16_t *a, int B, int
     constexpr int MW = CZ / 64; /* dW's 16-row tiles of c a warp */
     TF_SMEM(smf);
     const int sp = (S + 15) & ~15, nt = (N + 7) / 8;
-    uint16_t *Xs = (uint16_t *)smf, *As = Xs + sp * OPB_XLD, *Dz = As + sp * OPB_ALD;
-    uint16_t *Os = Dz + 64 * (CZ + 8);
+    const int TB = sp * OPB_XLD + sp * OPB_ALD + 64 * (CZ + 8); /* a buffer: Xs, As, Dz */
+    uint16_t *Tb = (uint16_t *)smf, *Os = Tb + 2 * TB;
     const int tid = (int)threadIdx.x, w = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const int p0 = (int)blockIdx.x * OPB_PG, split = (int)blockIdx.y, splits = (int)gridDim.y;
     const int wm = w & 3, wn = w >> 2;
-    float acc[MW][8][4];
-#pragma unroll
-    for (int m = 0; m < MW; ++m) tf_tile_zero<8>(acc[m]);
-
-#pragma unroll 1
-    for (long tile = split; tile < (long)B * nt * nt; tile += splits) {
+    const long ntiles = (long)B * nt * nt;
+    /* tile `tile`'s rows into buffer k: dz and a's j rows by cp.async (one
+     * group), a's i rows of the 4 p transposed by plain loads */
+    auto stage = [&](long tile, int k) {
         const int b = (int)(tile / ((long)nt * nt)), r = (int)(tile % ((long)nt * nt));
         const int i0 = (r / nt) * OPB_TI, j0 = (r % nt) * OPB_TJ;
         const uint16_t *ab = a + (long)b * S * N * 32;
-        __syncthreads(); /* the last tile's readers are done */
+        uint16_t *Xs = Tb + k * TB, *As = Xs + sp * OPB_XLD, *Dz = As + sp * OPB_ALD;
         opb_stage_dz<CZ>(Dz, dz + (long)b * N * N * CZ, i0, j0, N, false, tid);
         opb_stage_a(As, ab, j0, S, sp, N, tid);
         mma_commit();
@@ -210,8 +230,25 @@ opm_bwd_dw_kernel(float *part, const uint16_t *dz, const uint16_t *a, int B, int
             Xs[s * OPB_XLD + 8 * pl + i] =
                 s < S && i0 + i < N ? ab[((long)s * N + i0 + i) * 32 + p0 + pl] : (uint16_t)0;
         }
-        mma_wait<0>();
+    };
+    float acc[MW][8][4];
+#pragma unroll
+    for (int m = 0; m < MW; ++m) tf_tile_zero<8>(acc[m]);
+
+    if (split < ntiles) stage(split, 0);
+#pragma unroll 1
+    for (long tile = split, it = 0; tile < ntiles; tile += splits, ++it) {
+        /* the next tile's rows arrive while this one is computed: its buffer
+         * was last read before the barrier that ended the last tile */
+        const int k = (int)(it & 1);
+        if (tile + splits < ntiles) {
+            stage(tile + splits, k ^ 1);
+            mma_wait<1>();
+        } else {
+            mma_wait<0>();
+        }
         __syncthreads();
+        const uint16_t *Xs = Tb + k * TB, *As = Xs + sp * OPB_XLD, *Dz = As + sp * OPB_ALD;
         /* 1. o's tile: rows (p', i) x columns (j = w, q), K = S */
         float c1[2][4][4];
         tf_tile_zero<4>(c1[0]);
@@ -252,6 +289,7 @@ opm_bwd_dw_kernel(float *part, const uint16_t *dz, const uint16_t *a, int B, int
                 for (int m = 0; m < MW; ++m) tf_tile_mma<E>(acc[m][n], af[m], bf);
             }
         }
+        __syncthreads(); /* Os and this tile's buffer are free */
     }
     /* the block's partial dW columns: part[split][c][32 p0 + col] */
     float *pb = part + (long)split * CZ * 1024;
@@ -284,9 +322,10 @@ static void opb_bwd(tf_backend *be, void *da, float *dW, const void *dz, const v
     const int sp = (S + 15) & ~15;
     const float inv_s = 1.0f / (float)S;
     const dim3 gda((unsigned)((N + OPB_TI - 1) / OPB_TI), 32u / OPB_PG, (unsigned)B);
-    TF_LAUNCH_SMEM((opm_bwd_da_kernel<E, CZ>), gda, OPB_THREADS, opb_da_smem(sp, CZ), be,
+    const int nbuf = opb_da_smem(sp, CZ, 2) <= (size_t)227 * 1024 ? 2 : 1;
+    TF_LAUNCH_SMEM((opm_bwd_da_kernel<E, CZ>), gda, OPB_THREADS, opb_da_smem(sp, CZ, nbuf), be,
                    (uint16_t *)da, (const uint16_t *)dz, (const uint16_t *)a, (const uint16_t *)W,
-                   S, N, inv_s);
+                   S, N, inv_s, nbuf);
     const long nt = (N + 7) / 8, tiles = (long)B * nt * nt, n = (long)CZ * 1024;
     long splits = (long)(TF_CU_WORKSPACE_BYTES / sizeof(float)) / n;
     if (splits > OPB_DW_SPLITS) splits = OPB_DW_SPLITS;
