@@ -17,6 +17,8 @@ for f in src/backend/cuda/*.cu tests/hostemu/emu.cpp; do
 done
 # the profiler's GPU side is not emulated: its CPU-only stub (no TF_HAVE_CUDA)
 for f in src/model/*.c src/train/*.c src/backend/cpu/*.c src/prof/*.c src/io/*.c \
+         src/backend/backend.c src/backend/gpu_plan.c src/dist/dist_env.c src/dist/reduce.c \
+         src/dist/bucket.c src/dist/trace_merge.c src/dist/dist_single.c \
          tests/unit/testutil.c tests/hostemu/model_check.c; do
     def=-DTF_HAVE_CUDA=1
     case $f in src/prof/*) def= ;; esac
@@ -41,8 +43,10 @@ for shape in "20 5 8" "64 16 32" "70 33 32"; do
     "$out/model_check" $shape 3 gemm=cublas || rc=1
 done
 # bf16 on both backends: the CUDA one runs the half types' own kernels (the
-# fused transition on the emulated mma.sync); test_mixed's bounds
+# fused transition on the emulated mma.sync; at outer_dim 32 the fused outer
+# product mean, at 8 its composition); test_mixed's bounds
 "$out/model_check" 20 5 8 3 gemm=cublas bf16 || rc=1
+"$out/model_check" 20 5 32 3 gemm=cublas bf16 || rc=1
 echo "default GEMM routing (3xTF32 mma.sync where it runs; information only):"
 "$out/model_check" 64 16 32 3 || true
 exit $rc
