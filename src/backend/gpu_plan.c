@@ -32,6 +32,7 @@ tf_gpu_plan tf_gpu_plan_portable(void)
     p.lane = TF_GPU_LANE_AUTO;
     p.opm = TF_GPU_OPM_FFMA;
     p.mlp = TF_GPU_MLP_COMPOSED;
+    p.trimul = TF_GPU_TRIMUL_COMPOSED;
     return p;
 }
 
@@ -57,6 +58,7 @@ tf_gpu_plan tf_gpu_plan_apply(tf_gpu_plan base, const tf_gpu_plan *o)
     if (o->lane != TF_GPU_LANE_AUTO) base.lane = o->lane;
     if (o->opm != TF_GPU_OPM_AUTO) base.opm = o->opm;
     if (o->mlp != TF_GPU_MLP_AUTO) base.mlp = o->mlp;
+    if (o->trimul != TF_GPU_TRIMUL_AUTO) base.trimul = o->trimul;
     if (o->wgrad_delay_us > 0) base.wgrad_delay_us = o->wgrad_delay_us;
     return base;
 }
@@ -69,13 +71,14 @@ static const char *const attn_names[TF_GPU_ATTN_COUNT_] = {"auto", "k1", "k2", "
 static const char *const lane_names[TF_GPU_LANE_COUNT_] = {"auto", "on", "off"};
 static const char *const opm_names[TF_GPU_OPM_COUNT_] = {"auto", "ffma", "composed"};
 static const char *const mlp_names[TF_GPU_MLP_COUNT_] = {"auto", "composed", "fused"};
+static const char *const trimul_names[TF_GPU_TRIMUL_COUNT_] = {"auto", "composed"};
 #define TF_GPU_DELAY_MAX 100000
 
 const char *tf_gpu_plan_help(void)
 {
     return "default, portable, or comma-separated key=value over them: gemm=auto|cublas|mma|wgmma, "
            "dw=auto|mma|lt, attn=auto|k1|k2|k3|k4|k5|k6, lane=auto|on|off, opm=auto|ffma|composed, "
-           "mlp=auto|composed|fused, wgrad_delay_us=0..100000";
+           "mlp=auto|composed|fused, trimul=auto|composed, wgrad_delay_us=0..100000";
 }
 
 static int pick(const char *const *names, int n, const char *v, size_t len)
@@ -138,6 +141,9 @@ int tf_gpu_plan_parse(const char *spec, tf_gpu_plan *out, char *err, size_t errl
             } else if (kl == 3 && !strncmp(s, "mlp", 3)) {
                 if ((k = pick(mlp_names, TF_GPU_MLP_COUNT_, v, vl)) >= 0) p.mlp = k;
                 else return bad(err, errlen, "mlp value", v, vl, "use auto, composed or fused"), 1;
+            } else if (kl == 6 && !strncmp(s, "trimul", 6)) {
+                if ((k = pick(trimul_names, TF_GPU_TRIMUL_COUNT_, v, vl)) >= 0) p.trimul = k;
+                else return bad(err, errlen, "trimul value", v, vl, "use auto or composed"), 1;
             } else if (kl == 14 && !strncmp(s, "wgrad_delay_us", 14)) {
                 char buf[16];
                 char *e = NULL;
@@ -167,9 +173,10 @@ int tf_gpu_plan_parse(const char *spec, tf_gpu_plan *out, char *err, size_t errl
 void tf_gpu_plan_format(const tf_gpu_plan *p, char *out, size_t n)
 {
     if (!out || !n) return;
-    int k = snprintf(out, n, "gemm=%s,dw=%s,attn=%s,lane=%s,opm=%s,mlp=%s",
+    int k = snprintf(out, n, "gemm=%s,dw=%s,attn=%s,lane=%s,opm=%s,mlp=%s,trimul=%s",
                      gemm_names[p->gemm], dw_names[p->dw], attn_names[p->attn],
-                     lane_names[p->lane], opm_names[p->opm], mlp_names[p->mlp]);
+                     lane_names[p->lane], opm_names[p->opm], mlp_names[p->mlp],
+                     trimul_names[p->trimul]);
     if (p->wgrad_delay_us > 0 && k > 0 && (size_t)k < n)
         snprintf(out + k, n - (size_t)k, ",wgrad_delay_us=%d", p->wgrad_delay_us);
 }
@@ -413,6 +420,12 @@ int tf_gpu_opm_on_mma(const tf_gpu_plan *p, const tf_gpu_caps *caps, int co, int
 int tf_gpu_opm_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half)
 {
     return half && p->level >= 3 && p->opm == TF_GPU_OPM_AUTO && caps &&
+           caps->vendor == TF_GPU_VENDOR_NVIDIA && caps->has_mma_sync && caps->has_cp_async;
+}
+
+int tf_gpu_trimul_proj(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half)
+{
+    return half && p->level >= 3 && p->trimul == TF_GPU_TRIMUL_AUTO && caps &&
            caps->vendor == TF_GPU_VENDOR_NVIDIA && caps->has_mma_sync && caps->has_cp_async;
 }
 

@@ -108,6 +108,13 @@ typedef enum {
     TF_GPU_MLP_COUNT_
 } tf_gpu_mlp_policy;
 
+/* the triangle multiplication's projections and gates in bf16/fp16 */
+typedef enum {
+    TF_GPU_TRIMUL_AUTO = 0, /* one kernel each way where it runs (tf_gpu_trimul_proj) */
+    TF_GPU_TRIMUL_COMPOSED, /* the merged GEMM and gate_cmajor_fwd/_bwd */
+    TF_GPU_TRIMUL_COUNT_
+} tf_gpu_trimul_policy;
+
 typedef struct tf_gpu_plan_s {
     int level;                /* kernel level 1..3: 1-2 are the baselines (cuBLAS, kernel1) */
     tf_gpu_gemm_policy gemm;
@@ -116,6 +123,7 @@ typedef struct tf_gpu_plan_s {
     tf_gpu_lane lane;         /* the weight-gradient lane (ops.h wgrad_*): AUTO is on */
     tf_gpu_opm_policy opm;
     tf_gpu_mlp_policy mlp;
+    tf_gpu_trimul_policy trimul;
     int wgrad_delay_us;       /* tests only: each lane GEMM held back this long (0: none) */
 } tf_gpu_plan;
 
@@ -128,14 +136,16 @@ tf_gpu_plan tf_gpu_plan_portable(void);
 
 /* `--gpu-plan SPEC`: "default", "portable", or comma-separated key=value
  * (gemm=auto|cublas|mma|wgmma, dw=auto|mma|lt, attn=auto|k1|k2|k3|k4|k5|k6,
- * lane=auto|on|off, opm=auto|ffma|composed, mlp=auto|composed|fused, wgrad_delay_us=0..100000), each applied over the plan
+ * lane=auto|on|off, opm=auto|ffma|composed, mlp=auto|composed|fused,
+ * trimul=auto|composed, wgrad_delay_us=0..100000), each applied over the plan
  * named before it ("portable,lane=off"; without a name, over default). The
  * result holds AUTO for what is not given: tf_gpu_plan_apply puts it over the
  * device's default. 0 ok; 1 with one line in err naming what is accepted. */
 int tf_gpu_plan_parse(const char *spec, tf_gpu_plan *out, char *err, size_t errlen);
 /* base with every field of over that is not AUTO (level: base's) */
 tf_gpu_plan tf_gpu_plan_apply(tf_gpu_plan base, const tf_gpu_plan *over);
-/* "gemm=auto,dw=auto,attn=auto,lane=auto,opm=auto,mlp=auto" (and wgrad_delay_us when set),
+/* "gemm=auto,dw=auto,attn=auto,lane=auto,opm=auto,mlp=auto,trimul=auto" (and
+ * wgrad_delay_us when set),
  * a spec tf_gpu_plan_parse reads back */
 void tf_gpu_plan_format(const tf_gpu_plan *p, char *out, size_t n);
 /* the accepted keys and values, one line (help text, errors) */
@@ -217,6 +227,12 @@ int tf_gpu_opm_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half);
  * for half types at level 3 where the plan says mlp=fused; else, and
  * always in fp32 and tf32, the model composes LayerNorm and GEMM ops. */
 int tf_gpu_mlp_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half);
+
+/* The triangle multiplication's projections and gates as one kernel each
+ * way (cuda_trimul_proj.cu, ops.h trimul_proj_fwd/_bwd: proj never stored)
+ * for half types at level 3 on NVIDIA's mma.sync and cp.async unless the plan
+ * says trimul=composed; else the merged GEMM and gate_cmajor ops. */
+int tf_gpu_trimul_proj(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half);
 
 #ifdef __cplusplus
 }

@@ -145,6 +145,8 @@ typedef enum {
 #define TF_LN2_MAX_C 128 /* layernorm2: widest row (CUDA keeps a row in registers) */
 /* transition_fwd/_bwd: the rows they take (C of 64 or 128) */
 #define TF_TRANSITION_OP_C(C) ((C) == 64 || (C) == 128)
+/* trimul_proj_fwd/_bwd: the channels they take */
+#define TF_TRIMUL_PROJ_OP_C(C) ((C) == 128)
 /* opm_fwd, opm_bwd_dz: the shapes they take (co 32, cz 64 or 128; S up to
  * caps.opm_fused_max_s) */
 #define TF_OPM_FUSED_OP_SHAPE(co, cz) ((co) == 32 && ((cz) == 64 || (cz) == 128))
@@ -180,6 +182,10 @@ typedef struct {
      * composed) */
     unsigned opm_fused_op;
     int opm_fused_max_s;
+    /* activation types whose level-3 triangle multiplication (merged) forms
+     * its projections and gates as ops->trimul_proj_fwd/_bwd
+     * (TF_TRIMUL_PROJ_OP_C; 0: the GEMM and gate_cmajor ops) */
+    unsigned trimul_proj_op;
 } tf_backend_caps;
 
 /* AdamW's hyper-parameters in backend memory (ops adamw, mse_head_bwd,
@@ -363,6 +369,18 @@ typedef struct tf_ops {
     void (*gate_cmajor_bwd)(tf_backend *be, void *da, void *dg, const void *dlr_t,
                             const void *a, const void *g, long ld, long rows, long inner, int C,
                             tf_dtype t);
+    /* ---- the triangle multiplication's projections and gates (v3, merged,
+     * the types of caps.trimul_proj_op, TF_TRIMUL_PROJ_OP_C), y [rows, C]:
+     *   fwd: proj = y W4^T rounded to t ([rows, 4C]: L R | gate L, gate R),
+     *        lr_t = gate_cmajor_fwd's of proj (ld 4C, inner = rows), og = y Wog^T
+     *   bwd: proj again, dproj [rows, 4C] = gate_cmajor_bwd's (values' gradients
+     *        at columns 0.., the gates' at 2C..)
+     * proj never stored. W4 [4C, C], Wog [C, C], every tensor of type t. The
+     * CPU's ops are that composition. ---- */
+    void (*trimul_proj_fwd)(tf_backend *be, void *lr_t, void *og, const void *y, const void *W4,
+                            const void *Wog, long rows, int C, tf_dtype t);
+    void (*trimul_proj_bwd)(tf_backend *be, void *dproj, const void *dlr_t, const void *y,
+                            const void *W4, long rows, int C, tf_dtype t);
     /* fused gate + residual (v3): out = res + a * sigmoid(g) (out may be res);
      * out and res are fp32 (a residual stream), a and g of type t */
     void (*gate_residual_fwd)(tf_backend *be, float *out, const float *res, const void *a,

@@ -477,6 +477,23 @@ void tf_x_opm_fwd(tf_exec *ex, float *z_out, const float *z_in, const void *a, c
     TF_EXEC_OPC(ex, "opm_fwd", tf_cost_opm_fwd(B, S, N, co, cz, (int)tf_dtype_size(ex->at)),
                 opm_fwd(ex->be, z_out, z_in, a, tf_x_w(ex, W), B, S, N, co, cz, ex->at));
 }
+void tf_x_trimul_proj_fwd(tf_exec *ex, void *lr_t, void *og, const void *y, const float *W4,
+                          const float *Wog, long rows, int C) {
+    const long n = rows * C, nw = (long)C * C;
+    TF_ACCESS(ex, TF_SPANS(A(lr_t, 2 * n), A(og, n)),
+              TF_SPANS(A(y, n), A(tf_x_w(ex, W4), 4 * nw), A(tf_x_w(ex, Wog), nw)));
+    TF_EXEC_OPC(ex, "trimul_proj_fwd", tf_cost_trimul_proj(rows, C, 0, (int)tf_dtype_size(ex->at)),
+                trimul_proj_fwd(ex->be, lr_t, og, y, tf_x_w(ex, W4), tf_x_w(ex, Wog), rows, C,
+                                ex->at));
+}
+void tf_x_trimul_proj_bwd(tf_exec *ex, void *dproj, const void *dlr_t, const void *y,
+                          const float *W4, long rows, int C) {
+    const long n = rows * C, nw = (long)C * C;
+    TF_ACCESS(ex, TF_SPANS(A(dproj, 4 * n)),
+              TF_SPANS(A(dlr_t, 2 * n), A(y, n), A(tf_x_w(ex, W4), 4 * nw)));
+    TF_EXEC_OPC(ex, "trimul_proj_bwd", tf_cost_trimul_proj(rows, C, 1, (int)tf_dtype_size(ex->at)),
+                trimul_proj_bwd(ex->be, dproj, dlr_t, y, tf_x_w(ex, W4), rows, C, ex->at));
+}
 void tf_x_opm_bwd_dz(tf_exec *ex, void *da, float *dW, const void *dz, const void *a,
                      const float *W, int B, int S, int N, int co, int cz) {
     const long na = (long)B * S * N * co, nw = (long)cz * co * co;

@@ -47,6 +47,10 @@ typedef struct {
      * the backend's caps.opm_fused_op has the type at, the shape is
      * TF_OPM_FUSED_OP_SHAPE and S at most this; 0: composed) */
     int opm_fused_max_s;
+    /* the triangle multiplication's projections and gates as one op each
+     * way (ops.h trimul_proj_fwd/_bwd: caps.trimul_proj_op has the type at,
+     * C is TF_TRIMUL_PROJ_OP_C; triangle_mult.c, merged composition only) */
+    int trimul_proj_op;
     /* The weight gradients on a lane of their own (ops.h wgrad_*),
      * overlapping the rest of their module's backward. The executor makes
      * the main queue wait for them where an op would touch their memory
@@ -209,6 +213,13 @@ void tf_x_opm_bwd(tf_exec *ex, void *da, const void *dop, const void *a, int B, 
  * fp32 parameter, read from the copy of type at) */
 void tf_x_opm_fwd(tf_exec *ex, float *z_out, const float *z_in, const void *a, const float *W,
                   int B, int S, int N, int co, int cz);
+/* the triangle multiplication's projections and gates (ops.h
+ * trimul_proj_fwd/_bwd; W4, Wog the fp32 parameters, read from the copy of
+ * type at) */
+void tf_x_trimul_proj_fwd(tf_exec *ex, void *lr_t, void *og, const void *y, const float *W4,
+                          const float *Wog, long rows, int C);
+void tf_x_trimul_proj_bwd(tf_exec *ex, void *dproj, const void *dlr_t, const void *y,
+                          const float *W4, long rows, int C);
 /* its backward from dz (type at): da assigned, dW (fp32) += (ops.h opm_bwd_dz) */
 void tf_x_opm_bwd_dz(tf_exec *ex, void *da, float *dW, const void *dz, const void *a,
                      const float *W, int B, int S, int N, int co, int cz);

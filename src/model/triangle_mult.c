@@ -20,7 +20,12 @@
  * output projection's input, which its GEMM reads as such (transA), as do
  * the GEMMs of its weight gradient and of u's gradient (written channel-major
  * straight away): the permutes of u and of its gradient (a pass each way
- * over [rows, C]) are gone. */
+ * over [rows, C]) are gone.
+ *
+ * Where the backend takes it (exec.h trimul_proj_op) the merged projections,
+ * the gating and og's GEMM are one op (ops.h trimul_proj_fwd) that keeps
+ * nothing of proj; the backward's gating forms proj again from y
+ * (trimul_proj_bwd). */
 #include "model/model.h"
 
 static const int to_chan_first[4] = {0, 3, 1, 2}; /* [B,N,N,C] -> [B,C,N,N] */
@@ -56,6 +61,7 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     const int fused = ex->fu.triangle, gate_kernel = ex->level >= 3;
     const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out;
     const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
+    a->proj_op = 0;
     if (ex->chunk) {
         tf_trimul_fwd_chunked(ex, M, o, which, a, z_out, z_in);
         return;
@@ -70,7 +76,11 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     a->merged = fused && gate_kernel && ex->trimul_merged &&
                 o->tm[which].rp == lp + (size_t)C * C && lg == lp + (size_t)2 * C * C &&
                 o->tm[which].rg == lp + (size_t)3 * C * C;
-    if (a->merged) {
+    a->proj_op = a->merged && ex->trimul_proj_op && TF_TRIMUL_PROJ_OP_C(C);
+    if (a->proj_op) {
+        a->proj = a->gate = NULL; /* formed in the op, never stored */
+        a->lp = a->rp = a->lg = a->rg = NULL;
+    } else if (a->merged) {
         a->proj = tf_alloc_at(ex, (size_t)4 * nc);
         a->gate = tf_at(ex, a->proj, 2 * C); /* row r's gates at proj + r * 4C + 2C */
         tf_linear_fwd(ex, a->proj, a->ln.y, tf_P(M, lp), rows, C, 4 * C, 0.0f, TF_EPI_NONE);
@@ -102,7 +112,11 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     a->r_t = tf_at(ex, a->lr_t, nc);
     a->cmajor = ex->level >= 3;
     a->sig = NULL;
-    if (gate_kernel && fused) { /* gating and transpose to [2, C, rows] in one pass (ops.h
+    if (a->proj_op) { /* og too, from the same rows of y */
+        a->og = tf_alloc_at(ex, (size_t)nc);
+        tf_x_trimul_proj_fwd(ex, a->lr_t, a->og, a->ln.y, tf_P(M, lp), tf_P(M, o->tm[which].og),
+                             rows, C);
+    } else if (gate_kernel && fused) { /* gating and transpose to [2, C, rows] in one pass (ops.h
                                    gate_cmajor_fwd; level 3: channel-major) */
         tf_x_gate_cmajor_fwd(ex, a->lr_t, a->proj, a->merged ? tf_at(ex, a->proj, 2 * C) : a->gate,
                              a->merged ? 4 * C : 2 * C, rows, rows, C);
@@ -153,7 +167,7 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
 
     tf_rpush(ex, "output_proj");
     a->out = tf_alloc_at(ex, (size_t)nc);
-    a->og = tf_alloc_at(ex, (size_t)nc);
+    if (!a->proj_op) a->og = tf_alloc_at(ex, (size_t)nc);
     if (a->cmajor) { /* out [rows, C] = (u^T) Wo^T, u stored [C, rows] */
         tf_gemm_args g = tf_gemm_make(ex, 1, 1, (int)rows, C, C, 1.0f, 0.0f, a->u_p, rows, 0,
                                       tf_x_w(ex, tf_P(M, o->tm[which].op)), C, 0, a->out, C, 0,
@@ -163,7 +177,8 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
         tf_linear_fwd(ex, a->out, a->u_p, tf_P(M, o->tm[which].op), rows, C, C, 0.0f,
                       TF_EPI_NONE);
     }
-    tf_linear_fwd(ex, a->og, a->ln.y, tf_P(M, o->tm[which].og), rows, C, C, 0.0f, TF_EPI_NONE);
+    if (!a->proj_op)
+        tf_linear_fwd(ex, a->og, a->ln.y, tf_P(M, o->tm[which].og), rows, C, C, 0.0f, TF_EPI_NONE);
     if (gate_kernel) {
         a->og_sig = NULL;
         if (z_out) tf_x_gate_residual_fwd(ex, z_out, z_in, a->out, a->og, nc);
@@ -200,7 +215,7 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     const tf_config *c = M->c;
     const int B = c->batch, N = c->seq_len, C = c->pair_dim;
     const long rows = (long)B * N * N, nc = rows * C;
-    const int fused = a->proj != NULL, gate_kernel = a->og_sig == NULL;
+    const int fused = a->proj != NULL || a->proj_op, gate_kernel = a->og_sig == NULL;
     const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out;
     const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
     if (a->chunked) {
@@ -262,7 +277,11 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     tf_rpush(ex, "gating");
     /* d(projection) and d(gate logits); merged: one [rows, 4C] gradient */
     void *dproj, *dgate;
-    if (gate_kernel && fused) { /* from the channel-first gradient in one pass */
+    if (a->proj_op) { /* proj again from y, the merged [rows, 4C] gradient */
+        dproj = tf_alloc_at(ex, (size_t)4 * nc);
+        dgate = NULL;
+        tf_x_trimul_proj_bwd(ex, dproj, dlr_t, a->ln.y, tf_P(M, lp), rows, C);
+    } else if (gate_kernel && fused) { /* from the channel-first gradient in one pass */
         dproj = tf_alloc_at(ex, (size_t)4 * nc);
         dgate = tf_at(ex, dproj, a->merged ? 2 * C : 2 * nc);
         tf_x_gate_cmajor_bwd(ex, dproj, dgate, dlr_t, a->proj,

@@ -246,6 +246,7 @@ static void compose(tf_trainer *t) {
     t->ex.opm_outer_op = v3 && k->opm_outer_op;
     t->ex.trimul_merged = v3 && k->trimul_merged;
     t->ex.transition_op = v3 && (k->transition_op >> t->at & 1u); /* ex.at: setup_model */
+    t->ex.trimul_proj_op = v3 && (k->trimul_proj_op >> t->at & 1u);
     t->ex.opm_fused_max_s = v3 && (k->opm_fused_op >> t->at & 1u) ? k->opm_fused_max_s : 0;
     t->ex.wgrad_async = v3 && k->wgrad_lane && t->ops->wgrad_enable != NULL &&
                         t->cfg.recompute == TF_RECOMPUTE_NONE;

@@ -653,6 +653,69 @@ static void test_half_opm_bwd_dz(void **state)
     done();
 }
 
+/* ---- the triangle multiplication's projections and gates (ops.h
+ * trimul_proj_fwd/_bwd) against the CPU's composition (the merged GEMM,
+ * gate_cmajor_fwd/_bwd, og's GEMM). Both round proj and og to t from K = C
+ * fp32 sums that differ in order and truncation (~1e-6 relative), so a few
+ * land on the other neighbour of t: og within 2u of its largest value; the
+ * gated L|R and the gradients are products of a value and a gate's sigmoid
+ * (or its derivative) that may each have flipped, rounded once more: 4u.
+ * Rows 37 and 300 leave the 128-row blocks partial and the channel-major
+ * rows unaligned; a value read from the wrong channel or a gate's half
+ * exchanged is off by ~100%. ---- */
+static void test_half_trimul_proj(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    const bk b = g_cu3, c = g_cpu;
+    tf_backend_caps caps;
+    b.ops->caps(b.be, &caps);
+    const long Rs[2] = {37, 300};
+    const int C = 128;
+    for (int k = 0; k < 2; ++k) {
+        const tf_dtype t = k_half[k];
+        if (!(caps.trimul_proj_op & 1u << t)) {
+            printf("SKIP trimul_proj %s: the plan composes it (caps.trimul_proj_op 0x%x)\n",
+                   tf_dtype_name(t), caps.trimul_proj_op);
+            continue;
+        }
+        const double u = u_of(t);
+        for (int ri = 0; ri < 2; ++ri) {
+            const long rows = Rs[ri];
+            const size_t n = (size_t)rows * C, nw = (size_t)C * C;
+            const uint64_t sd = 500 + 10 * k + ri;
+            float *hy = rnd_t(n, 1.f, sd, t), *hw4 = rnd_t(4 * nw, 1.f / sqrtf((float)C), sd + 1, t);
+            float *hwo = rnd_t(nw, 1.f / sqrtf((float)C), sd + 2, t), *hd = rnd_t(2 * n, 1.f, sd + 3, t);
+            float *lr[2], *og[2], *dp[2];
+            const bk be2[2] = {b, c};
+            for (int e = 0; e < 2; ++e) {
+                const bk q = be2[e];
+                void *y = put_t(q, hy, n, t), *w4 = put_t(q, hw4, 4 * nw, t), *wo = put_t(q, hwo, nw, t);
+                void *dl = put_t(q, hd, 2 * n, t);
+                void *lrd = b_nan(q, 2 * n), *ogd = b_nan(q, n), *dpd = b_nan(q, 4 * n);
+                q.ops->trimul_proj_fwd(q.be, lrd, ogd, y, w4, wo, rows, C, t);
+                q.ops->trimul_proj_bwd(q.be, dpd, dl, y, w4, rows, C, t);
+                lr[e] = malloc(8 * n), og[e] = malloc(4 * n), dp[e] = malloc(16 * n);
+                get_t(q, lr[e], lrd, 2 * n, t), get_t(q, og[e], ogd, n, t);
+                get_t(q, dp[e], dpd, 4 * n, t);
+                b_free(q, y), b_free(q, w4), b_free(q, wo), b_free(q, dl), b_free(q, lrd);
+                b_free(q, ogd), b_free(q, dpd);
+            }
+            char shape[32], op[48];
+            snprintf(shape, sizeof shape, "rows %ld C %d", rows, C);
+            snprintf(op, sizeof op, "trimul_proj_fwd lr_t %s", tf_dtype_name(t));
+            check(op, shape, lr[0], lr[1], 2 * n, 4 * u);
+            snprintf(op, sizeof op, "trimul_proj_fwd og %s", tf_dtype_name(t));
+            check(op, shape, og[0], og[1], n, 2 * u);
+            snprintf(op, sizeof op, "trimul_proj_bwd dproj %s", tf_dtype_name(t));
+            check(op, shape, dp[0], dp[1], 4 * n, 4 * u);
+            for (int e = 0; e < 2; ++e) free(lr[e]), free(og[e]), free(dp[e]);
+            free(hy), free(hw4), free(hwo), free(hd);
+        }
+    }
+    done();
+}
+
 /* ---- GEMMs: ab bf16/fp16 x c fp32/the same half, the epilogues and R ---- */
 static void test_half_gemm(void **state)
 {
@@ -843,6 +906,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_half_attention), cmocka_unit_test(test_half_opm),
         cmocka_unit_test(test_half_gemm),      cmocka_unit_test(test_half_transition),
         cmocka_unit_test(test_half_opm_fwd),   cmocka_unit_test(test_half_opm_bwd_dz),
+        cmocka_unit_test(test_half_trimul_proj),
     };
     return tf_cuda_test_main(argc, argv, "test_cuda_ops_half", tests, sizeof tests / sizeof *tests);
 }

@@ -476,13 +476,13 @@ static void test_parse(void **state)
     static const struct {
         const char *spec, *formatted;
     } good[] = {
-        {"default", "gemm=auto,dw=auto,attn=auto,lane=auto,opm=auto,mlp=auto"},
-        {"portable", "gemm=cublas,dw=lt,attn=k1,lane=auto,opm=ffma,mlp=composed"},
-        {"gemm=cublas,attn=k4", "gemm=cublas,dw=auto,attn=k4,lane=auto,opm=auto,mlp=auto"},
-        {"portable,lane=off", "gemm=cublas,dw=lt,attn=k1,lane=off,opm=ffma,mlp=composed"},
-        {"gemm=wgmma,dw=mma,attn=k5,lane=on,opm=ffma,mlp=composed,wgrad_delay_us=2000",
-         "gemm=wgmma,dw=mma,attn=k5,lane=on,opm=ffma,mlp=composed,wgrad_delay_us=2000"},
-        {"attn=k2,default", "gemm=auto,dw=auto,attn=auto,lane=auto,opm=auto,mlp=auto"},
+        {"default", "gemm=auto,dw=auto,attn=auto,lane=auto,opm=auto,mlp=auto,trimul=auto"},
+        {"portable", "gemm=cublas,dw=lt,attn=k1,lane=auto,opm=ffma,mlp=composed,trimul=composed"},
+        {"gemm=cublas,attn=k4", "gemm=cublas,dw=auto,attn=k4,lane=auto,opm=auto,mlp=auto,trimul=auto"},
+        {"portable,lane=off", "gemm=cublas,dw=lt,attn=k1,lane=off,opm=ffma,mlp=composed,trimul=composed"},
+        {"gemm=wgmma,dw=mma,attn=k5,lane=on,opm=ffma,mlp=composed,trimul=composed,wgrad_delay_us=2000",
+         "gemm=wgmma,dw=mma,attn=k5,lane=on,opm=ffma,mlp=composed,trimul=composed,wgrad_delay_us=2000"},
+        {"attn=k2,default", "gemm=auto,dw=auto,attn=auto,lane=auto,opm=auto,mlp=auto,trimul=auto"},
     };
     for (size_t i = 0; i < sizeof good / sizeof *good; ++i) {
         tf_gpu_plan p, q;
@@ -655,6 +655,24 @@ static void test_half_routes(void **state)
         assert_int_equal(tf_gpu_mlp_fused(&f, &old, 1), 0);
         amd.vendor = TF_GPU_VENDOR_AMD;
         assert_int_equal(tf_gpu_mlp_fused(&f, &amd, 1), 0);
+    }
+    { /* the triangle multiplication's projections and gates: one kernel each way for
+       * half types at level 3 on NVIDIA's mma.sync and cp.async by default; the GEMM
+       * and gate ops under trimul=composed, in fp32 and tf32, at levels 1-2, in the
+       * portable plan and on AMD */
+        assert_int_equal(tf_gpu_trimul_proj(&p, &caps, 1), 1);
+        assert_int_equal(tf_gpu_trimul_proj(&p, &caps, 0), 0);
+        const tf_gpu_plan port = tf_gpu_plan_portable(), l2 = tf_gpu_plan_default(&caps, 0, 2);
+        assert_int_equal(tf_gpu_trimul_proj(&port, &caps, 1), 0);
+        assert_int_equal(tf_gpu_trimul_proj(&l2, &caps, 1), 0);
+        assert_int_equal(tf_gpu_plan_parse("trimul=composed", &over, NULL, 0), 0);
+        const tf_gpu_plan q = tf_gpu_plan_apply(p, &over);
+        assert_int_equal(tf_gpu_trimul_proj(&q, &caps, 1), 0);
+        tf_gpu_caps old = caps, amd = caps;
+        old.has_mma_sync = 0;
+        assert_int_equal(tf_gpu_trimul_proj(&p, &old, 1), 0);
+        amd.vendor = TF_GPU_VENDOR_AMD;
+        assert_int_equal(tf_gpu_trimul_proj(&p, &amd, 1), 0);
     }
     /* act_types: bf16 from compute capability 8.0, fp16 from 7.0; AMD: all */
     const unsigned f32 = 1u << TF_F32, bf = 1u << TF_BF16, f16 = 1u << TF_F16;

@@ -39,7 +39,10 @@ extern "C" void tf_cu_caps(const tf_backend *be, tf_backend_caps *c)
     /* the half types' transition as one kernel each way (cuda_transition.cu) */
     if (tf_gpu_mlp_fused(&be->plan, &be->caps, 1))
         c->transition_op = c->act_types & (1u << TF_BF16 | 1u << TF_F16);
-    /* and the outer product mean's forward (cuda_opm_fused.cu) */
+    /* the triangle multiplication's projections and gates (cuda_trimul_proj.cu) */
+    if (v3 && c->trimul_merged && tf_gpu_trimul_proj(&be->plan, &be->caps, 1))
+        c->trimul_proj_op = c->act_types & (1u << TF_BF16 | 1u << TF_F16);
+    /* and the outer product mean (cuda_opm_fused*.cu) */
     if (v3 && tf_gpu_opm_fused(&be->plan, &be->caps, 1)) {
         c->opm_fused_op = c->act_types & (1u << TF_BF16 | 1u << TF_F16);
         c->opm_fused_max_s = TF_GPU_OPM_FUSED_MAX_S;

@@ -1,5 +1,5 @@
 /* The HIP build's entry points of the NVIDIA-only files (cuda_gemm_mma.cu,
- * cuda_gemm_wgmma.cu, cuda_attn5_*.cu, cuda_attn6_*.cu, cuda_opm_mma.cu, cuda_opm_fused*.cu,
+ * cuda_gemm_wgmma.cu, cuda_attn5_*.cu, cuda_attn6_*.cu, cuda_opm_mma.cu, cuda_opm_fused*.cu, cuda_trimul_proj.cu,
  * cuda_transition.cu: mma.sync, wgmma and cp.async PTX), which CMake leaves
  * out of it. Each says it does not run; the routing (the
  * caps of a HIP build have no mma.sync, cp.async or wgmma: gpu_plan.h) never
@@ -73,6 +73,22 @@ extern "C" void tf_cu_opm_bwd_dz_h(tf_backend *be, void *da, float *dW, const vo
     (void)cz, (void)t;
     tf_cuda_fail("tf_cu_opm_bwd_dz_h", "the outer product mean's fused kernels are not in the HIP "
                  "build", __FILE__, __LINE__);
+}
+extern "C" void tf_cu_trimul_proj_fwd_h(tf_backend *be, void *lr_t, void *og, const void *y,
+                                        const void *W4, const void *Wog, long rows, int C,
+                                        tf_dtype t)
+{
+    (void)be, (void)lr_t, (void)og, (void)y, (void)W4, (void)Wog, (void)rows, (void)C, (void)t;
+    tf_cuda_fail("tf_cu_trimul_proj_fwd_h", "the triangle multiplication's mma.sync kernels are "
+                 "not in the HIP build", __FILE__, __LINE__);
+}
+extern "C" void tf_cu_trimul_proj_bwd_h(tf_backend *be, void *dproj, const void *dlr_t,
+                                        const void *y, const void *W4, long rows, int C,
+                                        tf_dtype t)
+{
+    (void)be, (void)dproj, (void)dlr_t, (void)y, (void)W4, (void)rows, (void)C, (void)t;
+    tf_cuda_fail("tf_cu_trimul_proj_bwd_h", "the triangle multiplication's mma.sync kernels are "
+                 "not in the HIP build", __FILE__, __LINE__);
 }
 extern "C" void tf_cu_transition_fwd_h(tf_backend *be, float *x_out, float *mean, float *rstd,
                                        const float *x, const float *gamma, const float *beta,
