@@ -60,7 +60,8 @@ ASAN_FLAGS := -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g -fno-omit-f
 
 all: build
 
-# Installs only what dpkg says is missing: nothing to do means no apt at all.
+# Installs only what dpkg says is missing: nothing to do means no apt at all;
+# apt-get's output goes to a temporary log, shown (its end) only on failure.
 deps:
 	@if ! command -v dpkg-query >/dev/null 2>&1; then \
 	  echo "tinyfold: not a Debian system: make sure these (or their equivalents) are installed: $(PKGS)"; \
@@ -74,10 +75,14 @@ deps:
 	if [ "$$(id -u)" = 0 ]; then sudo=""; \
 	elif command -v sudo >/dev/null 2>&1; then sudo="sudo"; \
 	else echo "tinyfold: missing packages and no root or sudo to install them; as root run: apt-get install -y --no-install-recommends$$missing" >&2; exit 1; fi; \
+	log=$$(mktemp "$${TMPDIR:-/tmp}/tinyfold-apt.XXXXXX") || exit 1; \
 	echo "tinyfold: installing$$missing"; \
-	$$sudo apt-get update -qq && \
-	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing || \
-	{ echo "tinyfold: apt-get failed; install these packages, then rerun make:$$missing" >&2; exit 1; }
+	if $$sudo apt-get update -qq >"$$log" 2>&1 && \
+	   $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+	     $$missing >>"$$log" 2>&1; then rm -f "$$log"; \
+	else tail -n 20 "$$log"; \
+	  echo "tinyfold: apt-get failed (its output: $$log); install these packages, then rerun make:$$missing" >&2; \
+	  exit 1; fi
 
 build: deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)

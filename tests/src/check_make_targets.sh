@@ -5,7 +5,8 @@
 #    (tinyfold_gpu) only where a GPU is usable (HAVE_GPU=1, or found on this
 #    machine), its output to a log, and runs no test; `make test` builds
 #    every target (the test programs and the GPU module included) and runs
-#    ctest.
+#    ctest. Installing missing packages keeps apt-get's output in a log
+#    unless it fails (an apt-get stand-in on PATH; nothing is installed).
 #  - The targets, read from a configured build directory's dependency graph
 #    (BUILD_DIR, a Makefile generator's: CMakeFiles/Makefile2): the tinyfold
 #    target does not reach the GPU module (else `make run` would compile it
@@ -57,6 +58,25 @@ fi
 tst=$(make -s -n -C "$ROOT" test BUILD=$B 2>&1) || fail "make -n test: $tst"
 grep -E -- "cmake --build $B -j" <<<"$tst" | grep -qv -- "--target" || fail "make test does not build every target"
 grep -q -- "ctest --test-dir $B" <<<"$tst" || fail "make test does not run ctest"
+
+# Installing what is missing is quiet: apt-get's output (a stand-in printing
+# 75 lines here) goes to a log, shown only when it fails.
+if command -v dpkg-query >/dev/null 2>&1; then
+    fake=$(mktemp -d)
+    printf '#!/bin/sh\nfor i in $(seq 75); do echo "Get:$i progress"; done\n[ -z "$TF_FAKE_APT_FAIL" ]\n' \
+        >"$fake/apt-get"
+    printf '#!/bin/sh\nexec "$@"\n' >"$fake/sudo"
+    chmod +x "$fake/apt-get" "$fake/sudo"
+    out=$(PATH=$fake:$PATH make -s -C "$ROOT" deps EXTRA_PKGS=tf-no-such-package TMPDIR="$fake" 2>&1) ||
+        fail "make deps with a missing package: $(tail -3 <<<"$out")"
+    [ "$(wc -l <<<"$out")" -eq 1 ] || fail "make deps is not one line: $(head -3 <<<"$out")"
+    grep -q "Get:" <<<"$out" && fail "make deps shows apt-get's progress"
+    out=$(PATH=$fake:$PATH TF_FAKE_APT_FAIL=1 make -s -C "$ROOT" deps EXTRA_PKGS=tf-no-such-package \
+        TMPDIR="$fake" 2>&1) && fail "make deps passed a failed apt-get"
+    grep -q "Get:75" <<<"$out" && grep -q "apt-get failed (its output: $fake/tinyfold-apt" <<<"$out" ||
+        fail "a failed apt-get: its output's end and its log not shown: $(tail -2 <<<"$out")"
+    rm -rf "$fake"
+fi
 
 # The targets' dependencies, from a configured build directory.
 M=$BUILD_DIR/CMakeFiles/Makefile2
