@@ -1,9 +1,9 @@
 # tinyfold entry points. The build itself is CMake (CMakeLists.txt); this file
 # installs what is missing, configures, builds, and runs or tests.
 #
-#   make run     deps + Release build of the tinyfold binary alone in build/ (its
-#                output in build/make-run.log, shown only on failure) + a 20-step
-#                training run
+#   make run     deps + Release build of the tinyfold binary alone in build/, and
+#                of its GPU module where a GPU is usable (the output in
+#                build/make-run.log, shown only on failure) + a 20-step training run
 #   make test    deps + build of everything (binary and tests) + every test (ctest)
 #   make asan    a second build in build-asan/ with ASan+UBSan, unit tests and fuzz
 #                replays (ctest -j)
@@ -60,7 +60,8 @@ ASAN_FLAGS := -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g -fno-omit-f
 
 all: build
 
-# Installs only what dpkg says is missing: nothing to do means no apt at all.
+# Installs only what dpkg says is missing: nothing to do means no apt at all;
+# apt-get's output goes to a temporary log, shown (its end) only on failure.
 deps:
 	@if ! command -v dpkg-query >/dev/null 2>&1; then \
 	  echo "tinyfold: not a Debian system: make sure these (or their equivalents) are installed: $(PKGS)"; \
@@ -74,23 +75,36 @@ deps:
 	if [ "$$(id -u)" = 0 ]; then sudo=""; \
 	elif command -v sudo >/dev/null 2>&1; then sudo="sudo"; \
 	else echo "tinyfold: missing packages and no root or sudo to install them; as root run: apt-get install -y --no-install-recommends$$missing" >&2; exit 1; fi; \
+	log=$$(mktemp "$${TMPDIR:-/tmp}/tinyfold-apt.XXXXXX") || exit 1; \
 	echo "tinyfold: installing$$missing"; \
-	$$sudo apt-get update -qq && \
-	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing || \
-	{ echo "tinyfold: apt-get failed; install these packages, then rerun make:$$missing" >&2; exit 1; }
+	if $$sudo apt-get update -qq >"$$log" 2>&1 && \
+	   $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+	     $$missing >>"$$log" 2>&1; then rm -f "$$log"; \
+	else tail -n 20 "$$log"; \
+	  echo "tinyfold: apt-get failed (its output: $$log); install these packages, then rerun make:$$missing" >&2; \
+	  exit 1; fi
 
 build: deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Only the binary (the test programs build under `make test`), quietly: the
-# configure and compile output goes to a log, printed when a step fails.
+# Only what the run uses (the test programs build under `make test`), quietly:
+# the configure and compile output goes to a log, printed when a step fails.
+# The GPU module (target tinyfold_gpu, loaded for a GPU run only) is built when
+# the machine has a GPU its driver can use: NVIDIA's control device or
+# `nvidia-smi -L` listing one, or ROCm's /dev/kfd. HAVE_GPU=0 or 1 overrides.
+HAVE_GPU ?= $(shell { [ -e /dev/nvidiactl ] || [ -e /dev/kfd ] || nvidia-smi -L >/dev/null 2>&1; } \
+                    && echo 1 || echo 0)
 RUN_LOG := $(BUILD)/make-run.log
+RUN_TARGETS = tinyfold$(if $(filter 1,$(HAVE_GPU)), tinyfold_gpu)
+comma := ,
+RUN_WHAT = $(BUILD)/tinyfold$(if $(filter 1,$(HAVE_GPU)), and its GPU module)$(comma) output in \
+           $(RUN_LOG)$(if $(filter 1,$(HAVE_GPU)),, (no GPU found: the GPU module is left to make build))
 run: deps
 	@mkdir -p $(BUILD)
-	@echo "tinyfold: building $(BUILD)/tinyfold (output in $(RUN_LOG))"
+	@echo "tinyfold: building $(RUN_WHAT)"
 	@{ cmake -S . -B $(BUILD) $(CMAKE_FLAGS) && \
-	   cmake --build $(BUILD) --target tinyfold -j $(JOBS); } >$(RUN_LOG) 2>&1 || \
+	   cmake --build $(BUILD) --target $(RUN_TARGETS) -j $(JOBS); } >$(RUN_LOG) 2>&1 || \
 	  { tail -n 40 $(RUN_LOG); echo "tinyfold: the build failed; the whole output is in $(RUN_LOG)" >&2; exit 1; }
 	$(BUILD)/tinyfold train --backend auto --num-steps 20
 

@@ -46,9 +46,14 @@ if [ ! -d "$BASE" ]; then # a revision: unpack it next to the builds
 fi
 [ -f "$src/CMakeLists.txt" ] || { echo "ab_rev: $src holds no tinyfold source tree"; exit 2; }
 
+# The binary, and the GPU module where the tree has a target for it (an older
+# tree's binary depends on its module, so it comes with the binary there).
 build() { # source dir, build dir, log name
-  cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DTF_TESTS=OFF $CUDA_FLAGS > "$OUT/$3.cmake.log" 2>&1 &&
-    cmake --build "$2" -j "$((JOBS / 2 > 0 ? JOBS / 2 : 1))" --target tinyfold > "$OUT/$3.build.log" 2>&1
+  cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DTF_TESTS=OFF $CUDA_FLAGS > "$OUT/$3.cmake.log" 2>&1 ||
+    return 1
+  local targets=tinyfold
+  grep -qw tinyfold_gpu <<<"$(cmake --build "$2" --target help 2>/dev/null)" && targets="tinyfold tinyfold_gpu"
+  cmake --build "$2" -j "$((JOBS / 2 > 0 ? JOBS / 2 : 1))" --target $targets > "$OUT/$3.build.log" 2>&1
 }
 BASE_T="$OUT/build-base/tinyfold" CUR_T="$BUILD/tinyfold"
 if [ -n "${BASE_BIN:-}" ] && [ -n "${CUR_BIN:-}" ]; then # binaries built already

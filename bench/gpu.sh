@@ -107,7 +107,7 @@ if has overhead; then
   NB=${BUILD}-nohooks
   cmake -S . -B "$NB" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DTF_CUDA=ON \
         -DTF_PROF_HOOKS=OFF -DTF_TESTS=OFF > "$OUT/cmake_nohooks.log" 2>&1 &&
-    cmake --build "$NB" -j "$(nproc)" --target tinyfold > "$OUT/build_nohooks.log" 2>&1 ||
+    cmake --build "$NB" -j "$(nproc)" --target tinyfold tinyfold_gpu > "$OUT/build_nohooks.log" 2>&1 ||
     { echo "overhead: no-hooks build failed"; tail -5 "$OUT/build_nohooks.log"; }
   A="--backend cuda --impl v3 --batch-size 4 --seq-len 64 --num-seqs 16 --num-steps $STEPS --quiet"
   for rep in 1 2 3; do

@@ -8,7 +8,7 @@
 
 int tf_backend_create(tf_backend_kind *kind, const tf_backend_opts *o, tf_backend **be,
                       const tf_ops **ops, tf_backend_caps *caps, char *err, size_t errlen) {
-    char why[256] = "";
+    char why[1024] = ""; /* the GPU module's load error names paths */
     *be = NULL;
     *ops = NULL;
     tf_backend_kind k = *kind;

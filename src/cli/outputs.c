@@ -54,7 +54,9 @@ int tf_cli_check_outputs(const tf_cli_opts *o)
     }
     char err[PATH_MAX + 512];
     if (tf_io_check_paths(v, n, err, sizeof err) != 0) {
-        tf_cli_error("%s", err);
+        /* a refused --json (/dev/stdout, say): the name that means standard output */
+        const int json = strncmp(err, "--json:", 7) == 0;
+        tf_cli_error("%s%s", err, json ? " (--json - writes the JSON to standard output)" : "");
         return TF_EXIT_USAGE;
     }
     return TF_EXIT_OK;

@@ -438,7 +438,7 @@ int tf_cli_parse(tf_cli_opts *o, int cmd, int argc, char **argv)
 
 int tf_cli_resolve_backend(tf_config *c, char *note, size_t notelen)
 {
-    char why[256] = "";
+    char why[1024] = ""; /* the GPU module's load error names paths */
     note[0] = '\0';
     /* one GPU backend per build: CUDA (nvcc) or HIP (hipcc) */
     const int hip = tf_built_with_hip();

@@ -49,7 +49,7 @@ static tf_status level_loss(const tf_config *base, tf_impl impl, float *loss, ch
 int tf_cli_validate(tf_cli_opts *o)
 {
     tf_config c = o->cfg;
-    char note[384], err[512], why[256] = "";
+    char note[384], err[512], why[1024] = "";
     tiny_problem(&c);
     if (tf_config_validate(&c, err, sizeof err) != TF_OK) {
         tf_cli_error("%s", err);

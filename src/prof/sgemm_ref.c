@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "prof/sgemm_ref.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -29,6 +30,15 @@ double tf_sgemm_ref_for_row(const tf_sgemm_ref *before, const tf_sgemm_ref *afte
     for (int i = 0; i < 4; i++)
         if (v[i] > best) best = v[i];
     return best;
+}
+
+int tf_sgemm_pct_cell(char *out, size_t n, double gflops, double ref) {
+    if (!n) return 0;
+    out[0] = '\0';
+    if (!(ref > 0)) return 0;
+    const int low = gflops > ref;
+    snprintf(out, n, "%.0f%%%s", 100.0 * gflops / ref, low ? "!" : "");
+    return low;
 }
 
 #define MAX_CALLS 4096

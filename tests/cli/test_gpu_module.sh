@@ -5,7 +5,8 @@
 #    is this build's, whatever the machine's devices;
 #  - a CPU run maps none of the GPU libraries;
 #  - without the module (a copy of the binary alone), --backend cuda/hip is
-#    one line naming the missing file and exit 2, and an auto run trains on
+#    one line naming the missing file and the command that builds it (its
+#    build directory's target tinyfold_gpu), and exit 2, and an auto run trains on
 #    the CPU; a file of that name that is not the module is refused in one
 #    line too.
 # Skipped (77) in a build without a GPU backend.
@@ -47,8 +48,17 @@ alone/tinyfold train "${TINY[@]}" --backend "$gpu" --num-steps 1 >out 2>err </de
 rc=$?
 [ $rc -eq 2 ] || fail "--backend $gpu without the module: exit $rc, expected 2"
 [ "$(wc -l <err)" -eq 1 ] || fail "--backend $gpu without the module: not one line: $(cat err)"
-grep -q "^tinyfold: --backend: '$gpu' is not available: cannot load the $WORD backend: .*$MODULE: cannot open shared object file" err ||
+grep -q "^tinyfold: --backend: '$gpu' is not available: cannot load the $WORD backend: .*alone/$MODULE does not exist" err ||
     fail "--backend $gpu without the module: $(cat err)"
+# ... and the command that builds it, in this binary's build directory (the
+# target exists there: help lists it, nothing is built)
+BUILT=$(cd "$(dirname "$BIN")" && pwd -P)
+grep -qF "this binary's build makes it with: cmake --build $BUILT --target tinyfold_gpu (then copy $BUILT/$MODULE next to the binary)" err ||
+    fail "--backend $gpu without the module does not say how to build it: $(cat err)"
+if command -v cmake >/dev/null 2>&1 && [ -f "$BUILT/CMakeCache.txt" ]; then
+    cmake --build "$BUILT" --target help 2>/dev/null | grep -qw tinyfold_gpu ||
+        fail "the build directory $BUILT has no target tinyfold_gpu"
+fi
 alone/tinyfold train "${TINY[@]}" --num-steps 1 >out 2>err </dev/null ||
     fail "auto without the module: exit $?: $(cat err)"
 alone/tinyfold validate >out 2>err

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `--json -`: the run JSON alone on stdout (one document), the human output
-# on stderr, no file named "-"; the run JSON and summary.json carry
+# on stderr, no file named "-" (/dev/stdout, which the rename would replace,
+# is refused naming `--json -`); the run JSON and summary.json carry
 # "schema_version"; config.omp_wait is the setting, not what auto found.
 # Usage: test_json_stdout.sh path/to/tinyfold
 set -u
@@ -35,6 +36,12 @@ timeout 120 "$BIN" train "${TINY[@]}" --quiet --json - 2>err </dev/null | true
 rc=${PIPESTATUS[0]}
 [ "$rc" -eq 1 ] && [ "$(wc -l <err)" -ge 1 ] && grep -q "^tinyfold: .*standard output" err ||
     fail "a closed stdout: exit $rc, stderr: $(cat err)"
+# /dev/stdout would be replaced by the rename: refused in one line that names `--json -`
+timeout 120 "$BIN" train "${TINY[@]}" --quiet --json /dev/stdout >out 2>err </dev/null
+rc=$?
+[ "$rc" -eq 2 ] && [ "$(wc -l <err)" -eq 1 ] && [ ! -s out ] &&
+    grep -q "^tinyfold: --json: '/dev/stdout' is not accepted: .*(--json - writes the JSON to standard output)$" err ||
+    fail "--json /dev/stdout: exit $rc, stderr: $(cat err)"
 # bench too
 timeout 300 "$BIN" bench --problems tiny --impls v1 --steps 1 --threads 2 --backend cpu --json - \
     >out 2>err </dev/null || fail "bench --json - exited $?"

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Is a PNG a real picture? Decodes it with the standard library only and
-prints its size, distinct colours and share of non-white pixels; exits 1
-when it looks blank (too few colours or almost all white).
-Usage: png_check.py FILE.png [min_colours] [min_nonwhite_fraction]"""
+prints its size, distinct colours, share of non-white pixels and count of
+coloured ones (not grey: channels more than 40 apart); exits 1 when it looks
+blank (too few colours, almost all white, or fewer coloured pixels than
+asked: grey text alone is no chart).
+Usage: png_check.py FILE.png [min_colours] [min_nonwhite_fraction] [min_coloured_pixels]"""
 import struct
 import sys
 import zlib
@@ -58,18 +60,23 @@ def main():
     path = sys.argv[1]
     min_colours = int(sys.argv[2]) if len(sys.argv) > 2 else 16
     min_ink = float(sys.argv[3]) if len(sys.argv) > 3 else 0.02
+    min_coloured = int(sys.argv[4]) if len(sys.argv) > 4 else 0
     w, h, bpp, rows = decode(path)
-    colours, ink = set(), 0
+    colours, ink, coloured = set(), 0, 0
     for line in rows:
         for x in range(0, w * bpp, bpp):
             px = line[x:x + 3]
             colours.add(px)
             if px != b"\xff\xff\xff":
                 ink += 1
+                if max(px) - min(px) > 40:
+                    coloured += 1
     frac = ink / float(w * h)
-    print("%s: %dx%d, %d distinct colours, %.1f%% non-white" % (path, w, h, len(colours), 100 * frac))
-    if len(colours) < min_colours or frac < min_ink:
-        print("looks blank (want >= %d colours and >= %.0f%% non-white)" % (min_colours, 100 * min_ink))
+    print("%s: %dx%d, %d distinct colours, %.1f%% non-white, %d coloured pixels"
+          % (path, w, h, len(colours), 100 * frac, coloured))
+    if len(colours) < min_colours or frac < min_ink or coloured < min_coloured:
+        print("looks blank (want >= %d colours, >= %.0f%% non-white and >= %d coloured pixels)"
+              % (min_colours, 100 * min_ink, min_coloured))
         return 1
     return 0
 

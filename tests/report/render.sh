@@ -2,7 +2,12 @@
 # Renders `tinyfold report` of two small CPU profiles in a real browser
 # (headless Chromium) and checks the picture: not blank (png_check.py), and
 # a blank page is told apart (so the check can fail). Every section must be
-# in the rendered DOM. With OUT given, the report and the PNG stay there.
+# in the rendered DOM. The panels that draw (step time and loss, the kernel
+# difference, memory over time, the timelines, the roofline, and the rank
+# panel of a 2-rank profile where mpirun and an MPI build are there) are
+# each rendered alone (section_pngs.py) and their pictures checked for
+# drawing in colour beyond the heading's rule, which a text-only panel is
+# shown to fail. With OUT given, the report and the PNGs stay there.
 # Usage: render.sh path/to/tinyfold [OUT]
 set -euo pipefail
 BIN=$(realpath "${1:?usage: $0 path/to/tinyfold [OUT]}")
@@ -45,4 +50,37 @@ timeout 120 "$CHROME" --headless --no-sandbox --disable-gpu --disable-dev-shm-us
 for id in runs throughput steps phases kernels kdiff memory memtime timeline roofline; do
     grep -q "<section id=\"$id\">" "$TMP/dom.html" || { echo "render: section $id missing"; exit 1; }
 done
+
+# Each drawing panel in a picture of its own: not blank, and coloured beyond
+# its heading's rule (a blue rule 2 px high, ~2,300 pixels at this width): a
+# chart's bars and lines, the kernel table's coloured changes.
+panels="steps kdiff memtime timeline roofline"
+python3 "$HERE/section_pngs.py" "$CHROME" "$OUT/report.html" "$OUT" panel $panels runs >"$TMP/panels.log" ||
+    { echo "render: the panels could not be rendered"; exit 1; }
+for id in $panels; do
+    python3 "$HERE/png_check.py" "$OUT/panel-$id.png" 64 0.03 3000 ||
+        { echo "render: the $id panel draws nothing"; exit 1; }
+done
+# the check tells a text-only panel (the runs table) apart
+if python3 "$HERE/png_check.py" "$OUT/panel-runs.png" 64 0.03 3000 >/dev/null; then
+    echo "render: the text-only runs panel passed the drawing check"
+    exit 1
+fi
+
+# The rank panel, from a profile of 2 ranks (where mpirun and an MPI build are).
+if command -v mpirun >/dev/null 2>&1 && grep -q libmpi <<<"$(ldd "$BIN" 2>/dev/null)"; then
+    export OMPI_MCA_btl_vader_single_copy_mechanism=none
+    MPI=(mpirun --oversubscribe -np 2)
+    [ "$(id -u)" = 0 ] && MPI=(mpirun --allow-run-as-root --oversubscribe -np 2)
+    timeout 300 "${MPI[@]}" "$BIN" profile "${tiny[@]}" --batch-size 2 --out "$TMP/rk" >"$TMP/log" 2>&1 </dev/null ||
+        { cat "$TMP/log"; exit 1; }
+    "$BIN" report "$TMP/rk" --out "$OUT/ranks.html" >/dev/null
+    python3 "$HERE/section_pngs.py" "$CHROME" "$OUT/ranks.html" "$OUT" panel ranks >"$TMP/panels.log" ||
+        { echo "render: the rank panel could not be rendered"; exit 1; }
+    [ -f "$OUT/panel-ranks.png" ] || { echo "render: no rank panel for 2 ranks"; exit 1; }
+    python3 "$HERE/png_check.py" "$OUT/panel-ranks.png" 64 0.03 3000 ||
+        { echo "render: the ranks panel draws nothing"; exit 1; }
+else
+    echo "render: no mpirun or no MPI build: the rank panel is not rendered"
+fi
 echo "render: report rendered and checked"

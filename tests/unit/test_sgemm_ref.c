@@ -1,7 +1,8 @@
 /* bench's sgemm reference: the fastest call, not a median, and the better
  * shape of the measurements around a row. A machine whose other core is
  * taken for most of the calls (the 2-core development VM, shared) must
- * still give the quiet machine's rate. */
+ * still give the quiet machine's rate; a row faster than its reference is
+ * flagged, not shown as a plain share above 100%. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,6 +31,22 @@ static void test_row_reference(void **state) {
     assert_true(tf_sgemm_ref_for_row(&before, &skinny_wins) == 150.0);
 }
 
+static void test_pct_cell(void **state) {
+    (void)state;
+    char c[24];
+    /* within the reference: a plain percentage */
+    assert_int_equal(tf_sgemm_pct_cell(c, sizeof c, 52.0, 100.0), 0);
+    assert_string_equal(c, "52%");
+    assert_int_equal(tf_sgemm_pct_cell(c, sizeof c, 100.0, 100.0), 0);
+    assert_string_equal(c, "100%");
+    /* above it: the reference measured low, flagged */
+    assert_int_equal(tf_sgemm_pct_cell(c, sizeof c, 46.8, 31.8), 1);
+    assert_string_equal(c, "147%!");
+    /* no reference (GPU rows): empty */
+    assert_int_equal(tf_sgemm_pct_cell(c, sizeof c, 46.8, 0.0), 0);
+    assert_string_equal(c, "");
+}
+
 static void test_measure(void **state) {
     (void)state;
     tf_sgemm_ref r = {0, 0};
@@ -41,6 +58,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fastest_call),
         cmocka_unit_test(test_row_reference),
+        cmocka_unit_test(test_pct_cell),
         cmocka_unit_test(test_measure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

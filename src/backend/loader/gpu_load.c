@@ -1,12 +1,14 @@
 /* Loading the GPU module (gpu_module.h) from the executable's directory, and
  * asking the driver alone whether a device exists, so that --backend auto on
  * a machine without a GPU loads no GPU library. */
-#define _DEFAULT_SOURCE /* readlink */
+#define _DEFAULT_SOURCE /* readlink, realpath */
 #include "backend/gpu_module.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -31,10 +33,10 @@ static const tf_gpu_host host = {
 
 static const tf_gpu_api *api;
 static int tried;
-static char load_err[PATH_MAX + 256];
+static char load_err[3 * PATH_MAX + 512];
 
-/* the module's path: the executable's directory and TF_GPU_MODULE_FILE */
-static int module_path(char *out, size_t n)
+/* the module's path: the executable's directory (dir) and TF_GPU_MODULE_FILE */
+static int module_path(char *out, size_t n, char *dir, size_t dn)
 {
     char exe[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -43,17 +45,73 @@ static int module_path(char *out, size_t n)
     char *slash = strrchr(exe, '/');
     if (!slash) return -1;
     *slash = '\0';
-    int w = snprintf(out, n, "%s/%s", exe, TF_GPU_MODULE_FILE);
+    int w = snprintf(dir, dn, "%s", exe);
+    if (w <= 0 || (size_t)w >= dn) return -1;
+    w = snprintf(out, n, "%s/%s", exe, TF_GPU_MODULE_FILE);
     return w > 0 && (size_t)w < n ? 0 : -1;
+}
+
+/* s as one shell word: as it is when plain, else in single quotes */
+static void shell_word(char *out, size_t n, const char *s)
+{
+    static const char plain[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                "0123456789_./+-=:,@%";
+    if (s[0] && strspn(s, plain) == strlen(s)) {
+        snprintf(out, n, "%s", s);
+        return;
+    }
+    size_t k = 0;
+    if (k + 1 < n) out[k++] = '\'';
+    for (; *s && k + 5 < n; s++) {
+        if (*s == '\'') { /* ' -> '\'' */
+            memcpy(out + k, "'\\''", 4);
+            k += 4;
+        } else {
+            out[k++] = *s;
+        }
+    }
+    if (k + 1 < n) out[k++] = '\'';
+    out[k < n ? k : n - 1] = '\0';
+}
+
+/* The module file is not there: the command that builds it (the target
+ * tinyfold_gpu of the build directory this executable was configured in). */
+static void say_missing(const char *path, const char *dir)
+{
+    char built[PATH_MAX], here[PATH_MAX], word[2 * PATH_MAX + 8];
+    if (!realpath(TF_GPU_MODULE_BUILD_DIR, built)) {
+        snprintf(load_err, sizeof load_err,
+                 "cannot load the " TF_GPU_NAME " backend: %s does not exist, and the build "
+                 "directory this binary came from (%s) is gone: build tinyfold and its GPU "
+                 "module together (make build)",
+                 path, TF_GPU_MODULE_BUILD_DIR);
+        return;
+    }
+    shell_word(word, sizeof word, built);
+    if (realpath(dir, here) && strcmp(built, here) == 0)
+        snprintf(load_err, sizeof load_err,
+                 "cannot load the " TF_GPU_NAME " backend: %s is not built; build it with: "
+                 "cmake --build %s --target tinyfold_gpu",
+                 path, word);
+    else
+        snprintf(load_err, sizeof load_err,
+                 "cannot load the " TF_GPU_NAME " backend: %s does not exist; this binary's "
+                 "build makes it with: cmake --build %s --target tinyfold_gpu (then copy %s/"
+                 TF_GPU_MODULE_FILE " next to the binary)",
+                 path, word, built);
 }
 
 static const tf_gpu_api *open_module(void)
 {
-    char path[PATH_MAX];
-    if (module_path(path, sizeof path) != 0) {
+    char path[PATH_MAX], dir[PATH_MAX];
+    if (module_path(path, sizeof path, dir, sizeof dir) != 0) {
         snprintf(load_err, sizeof load_err,
                  "cannot load the " TF_GPU_NAME " backend: the executable's directory is not "
                  "readable from /proc/self/exe, where " TF_GPU_MODULE_FILE " is looked for");
+        return NULL;
+    }
+    if (access(path, F_OK) != 0 && errno == ENOENT) {
+        say_missing(path, dir);
         return NULL;
     }
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
