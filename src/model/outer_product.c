@@ -21,7 +21,7 @@
  *
  * Where the backend takes it (exec.h opm_fused_max_s) the forward is one op
  * (ops.h opm_fwd) and so is the backward from dz (opm_bwd_dz): neither
- * stores outer_p or its gradient.
+ * stores outer_p or its gradient, so --chunk-size leaves them whole.
  *
  * With --chunk-size the reference composition runs the product and
  * everything after it K rows of the pair at a time (outer_product_chunk.c).
@@ -48,7 +48,8 @@ void tf_opm_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, tf_opm_ac
     tf_linear_fwd(ex, a->a, a->ln.y, tf_P(M, o->opm_outer), rows, cm, co, 0.0f, TF_EPI_NONE);
     tf_rpop(ex);
     a->a_t = a->t = a->outer_p = NULL;
-    a->fused = !ex->chunk && !ex->opm_weight_first && S <= ex->opm_fused_max_s &&
+    /* the fused ops keep nothing N^2-sized: with --chunk-size too */
+    a->fused = !ex->opm_weight_first && S <= ex->opm_fused_max_s &&
                TF_OPM_FUSED_OP_SHAPE(co, c->pair_dim);
     if (a->fused) {
         a->chunked = 0;
