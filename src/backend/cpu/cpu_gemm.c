@@ -218,3 +218,19 @@ void tf_cpu_gemm(tf_backend *be, const tf_gemm_args *a, const char *name) {
         return;
     gemm_mixed(be, a);
 }
+
+void tf_cpu_gemm_packed(tf_backend *be, int tA, int tB, int M, int N, int K, const void *A,
+                        const void *B, void *C, float beta, const void *R, tf_dtype t, tf_dtype ct,
+                        const char *name) {
+    tf_gemm_args g = {0};
+    g.transA = tA, g.transB = tB;
+    g.M = M, g.N = N, g.K = K;
+    g.alpha = 1.0f, g.beta = beta;
+    g.A = A, g.lda = tA ? M : K;
+    g.B = B, g.ldb = tB ? K : N;
+    g.C = C, g.ldc = N;
+    g.batch = 1;
+    g.R = R;
+    g.ab_type = t, g.c_type = ct;
+    tf_cpu_gemm(be, &g, name);
+}

@@ -180,6 +180,11 @@ static inline void tf_cpu_row_store(void *p, tf_dtype t, long off, const float *
 
 /* ---- op implementations (signatures as in tf_ops) ---- */
 void tf_cpu_gemm(tf_backend *be, const tf_gemm_args *a, const char *name);
+/* one unbatched row-major GEMM of packed operands (lda, ldb, ldc from the
+ * shapes): C (type ct) = op(A) op(B) + beta (R or, R NULL, C); A, B of type t */
+void tf_cpu_gemm_packed(tf_backend *be, int tA, int tB, int M, int N, int K, const void *A,
+                        const void *B, void *C, float beta, const void *R, tf_dtype t, tf_dtype ct,
+                        const char *name);
 /* oneDNN's bf16 matmul (cpu_gemm_dnnl.c): tf_cpu_dnnl_hw says whether this
  * build has oneDNN and this CPU AVX512-BF16; tf_cpu_gemm_dnnl runs a GEMM
  * and returns 1, or returns 0 having written nothing where it does not take

@@ -97,17 +97,8 @@ void tf_cpu_opm_fwd(tf_backend *be, float *z_out, const float *z_in, const void 
     const long pairs = (long)B * N * N;
     void *op = tf_cpu_scratch_push(be, (size_t)pairs * co * co * tf_dtype_size(t));
     tf_cpu_opm_outer(be, op, a, B, S, N, co, t);
-    tf_gemm_args g = {0};
-    g.transB = 1;
-    g.M = (int)pairs, g.N = cz, g.K = co * co;
-    g.alpha = 1.0f, g.beta = 1.0f;
-    g.A = op, g.lda = co * co;
-    g.B = W, g.ldb = co * co;
-    g.C = z_out, g.ldc = cz;
-    g.batch = 1;
-    g.R = z_in;
-    g.ab_type = t, g.c_type = TF_F32;
-    tf_cpu_gemm(be, &g, "opm_fwd");
+    tf_cpu_gemm_packed(be, 0, 1, (int)pairs, cz, co * co, op, W, z_out, 1.0f, z_in, t, TF_F32,
+                       "opm_fwd");
     tf_cpu_scratch_pop(be);
 }
 
@@ -121,25 +112,11 @@ void tf_cpu_opm_bwd_dz(tf_backend *be, void *da, float *dW, const void *dz, cons
     const size_t es = tf_dtype_size(t);
     char *op = tf_cpu_scratch_push(be, 2 * (size_t)pairs * K * es), *dop = op + (size_t)pairs * K * es;
     tf_cpu_opm_outer(be, op, a, B, S, N, co, t);
-    tf_gemm_args g = {0}; /* dop = dz W */
-    g.M = (int)pairs, g.N = (int)K, g.K = cz;
-    g.alpha = 1.0f;
-    g.A = dz, g.lda = cz;
-    g.B = W, g.ldb = K;
-    g.C = dop, g.ldc = K;
-    g.batch = 1;
-    g.ab_type = t, g.c_type = t;
-    tf_cpu_gemm(be, &g, "opm_bwd_dz_dop");
-    tf_gemm_args w = {0}; /* dW += dz^T outer_p */
-    w.transA = 1;
-    w.M = cz, w.N = (int)K, w.K = (int)pairs;
-    w.alpha = 1.0f, w.beta = 1.0f;
-    w.A = dz, w.lda = cz;
-    w.B = op, w.ldb = K;
-    w.C = dW, w.ldc = K;
-    w.batch = 1;
-    w.ab_type = t, w.c_type = TF_F32;
-    tf_cpu_gemm(be, &w, "opm_bwd_dz_dw");
+    /* dop = dz W; dW += dz^T outer_p */
+    tf_cpu_gemm_packed(be, 0, 0, (int)pairs, (int)K, cz, dz, W, dop, 0.0f, NULL, t, t,
+                       "opm_bwd_dz_dop");
+    tf_cpu_gemm_packed(be, 1, 0, cz, (int)K, (int)pairs, dz, op, dW, 1.0f, NULL, t, TF_F32,
+                       "opm_bwd_dz_dw");
     tf_cpu_opm_bwd(be, da, dop, a, B, S, N, co, t);
     tf_cpu_scratch_pop(be);
 }

@@ -8,16 +8,7 @@
 /* y[rows, C] W[n, C]^T into out [rows, n] (type t) */
 static void proj(tf_backend *be, void *out, const void *y, const void *W, long rows, int C, int n,
                  tf_dtype t) {
-    tf_gemm_args g = {0};
-    g.transB = 1;
-    g.M = (int)rows, g.N = n, g.K = C;
-    g.alpha = 1.0f;
-    g.A = y, g.lda = C;
-    g.B = W, g.ldb = C;
-    g.C = out, g.ldc = n;
-    g.batch = 1;
-    g.ab_type = t, g.c_type = t;
-    tf_cpu_gemm(be, &g, "trimul_proj");
+    tf_cpu_gemm_packed(be, 0, 1, (int)rows, n, C, y, W, out, 0.0f, NULL, t, t, "trimul_proj");
 }
 
 void tf_cpu_trimul_proj_fwd(tf_backend *be, void *lr_t, void *og, const void *y, const void *W4,
