@@ -19,8 +19,8 @@
 
 #include <cJSON.h>
 
-#include "io/io_util.h"
-#include "io/text_escape.h"
+#include "fileio/io_util.h"
+#include "fileio/text_escape.h"
 #include "prof/compare.h"
 #include "prof/profiler.h"
 
@@ -39,7 +39,7 @@ typedef struct {
 } cmp_run;
 
 /* One line "tinyfold: compare: ..." on stderr (control characters from the
- * input escaped: io/text_escape.h), exit status 2. */
+ * input escaped: fileio/text_escape.h), exit status 2. */
 __attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...) {
     char msg[1024], safe[4096];
     va_list ap;

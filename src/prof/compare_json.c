@@ -6,7 +6,7 @@
 
 #include <cJSON.h>
 
-#include "io/text_escape.h"
+#include "fileio/text_escape.h"
 #include "prof/compare.h"
 
 /* Text from the files as the other formats print it (control characters and

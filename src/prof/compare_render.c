@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/text_escape.h"
+#include "fileio/text_escape.h"
 #include "prof/compare.h"
 
 /* Cell c of row r: c = 0 is the label, then per run i: value, and for i > 0 ratio. */
@@ -52,7 +52,7 @@ static void header(const cmp_table *t, int col, char *buf, size_t n) {
 
 /* Every cell and header as printed: text from the files (names, config
  * strings, paths) with control characters escaped, and '|' in markdown
- * (io/text_escape.h). */
+ * (fileio/text_escape.h). */
 static int esc_flags(cmp_format fmt) { return fmt == CMP_MARKDOWN ? TF_ESC_MARKDOWN : 0; }
 
 /* shown: the label as the table shows it (NULL: r->label) */

@@ -9,8 +9,8 @@
 #include <cJSON.h>
 #include <unistd.h>
 
-#include "io/io_util.h"
-#include "io/outcheck.h"
+#include "fileio/io_util.h"
+#include "fileio/outcheck.h"
 
 #include "prof/prof_internal.h"
 
@@ -37,7 +37,7 @@ void prof_csv_str(FILE *f, const char *s) {
 /* Every profile file is written atomically: "<path>.tmp.<pid>", flushed,
  * fsynced and renamed over path only when complete (a full disk leaves the
  * previous file, never a truncated one), by the writers' shared steps
- * (io/outcheck.h). */
+ * (fileio/outcheck.h). */
 FILE *prof_open_out(const char *path, char *err, size_t errlen) {
     char tmp[4300];
     int fd = tf_io_tmp_open(path, tmp, sizeof tmp, err, errlen);

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "io/io_util.h"
-#include "io/outcheck.h"
+#include "fileio/io_util.h"
+#include "fileio/outcheck.h"
 #include "prof/compare.h"
 #include "prof/report.h"
 

@@ -16,7 +16,7 @@ for f in src/backend/cuda/*.cu tests/hostemu/emu.cpp; do
         -o "$out/$(basename "$f").o" & pids+=($!)
 done
 # the profiler's GPU side is not emulated: its CPU-only stub (no TF_HAVE_CUDA)
-for f in src/model/*.c src/train/*.c src/backend/cpu/*.c src/prof/*.c src/io/*.c \
+for f in src/model/*.c src/train/*.c src/backend/cpu/*.c src/prof/*.c src/io/*.c src/fileio/*.c \
          tests/unit/testutil.c tests/hostemu/model_check.c; do
     def=-DTF_HAVE_CUDA=1
     case $f in src/prof/*) def= ;; esac

@@ -1,6 +1,6 @@
 /* Text from a file made safe for a terminal or a markdown table. */
-#ifndef TF_IO_TEXT_ESCAPE_H
-#define TF_IO_TEXT_ESCAPE_H
+#ifndef TF_FILEIO_TEXT_ESCAPE_H
+#define TF_FILEIO_TEXT_ESCAPE_H
 
 #include <stddef.h>
 

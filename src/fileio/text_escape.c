@@ -1,6 +1,6 @@
 /* Text from a file made safe for a terminal or a markdown table
  * (text_escape.h). */
-#include "io/text_escape.h"
+#include "fileio/text_escape.h"
 
 #include <stdio.h>
 #include <string.h>
