@@ -73,15 +73,6 @@ static void header_esc(const cmp_table *t, int col, cmp_format fmt, char *buf, s
     tf_text_escape(buf, n, raw, esc_flags(fmt));
 }
 
-static void csv_field(FILE *out, const char *s) {
-    fputc('"', out);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', out);
-        fputc(*s, out);
-    }
-    fputc('"', out);
-}
-
 /* Moves i back (dir < 0) or forward to the start of a UTF-8 character. */
 static size_t char_start(const char *s, size_t i, size_t lo, size_t hi, int dir) {
     while (i > lo && i < hi && ((unsigned char)s[i] & 0xC0) == 0x80) i += dir < 0 ? (size_t)-1 : 1;
@@ -218,16 +209,16 @@ static void render_csv(const cmp_table *t, FILE *out, char *buf, size_t bufn) {
     for (int c = 0; c < nc; c++) {
         header_esc(t, c, CMP_CSV, buf, bufn);
         fputc(',', out);
-        csv_field(out, buf);
+        tf_csv_str(out, buf);
     }
     fputc('\n', out);
     for (int s = 0; s < t->nsec; s++)
         for (size_t r = 0; r < t->sec[s].n; r++) {
-            csv_field(out, t->sec[s].title);
+            tf_csv_str(out, t->sec[s].title);
             for (int c = 0; c < nc; c++) {
                 cell_esc(t, &t->sec[s].rows[r], NULL, c, CMP_CSV, buf, bufn);
                 fputc(',', out);
-                csv_field(out, buf);
+                tf_csv_str(out, buf);
             }
             fputc('\n', out);
         }

@@ -241,8 +241,6 @@ void prof_record_launch(tf_prof *p, const prof_launch *l);
 int prof_name_matches(tf_prof *p, uint32_t name);
 /* Peak resident set size of the process so far (getrusage). */
 size_t prof_host_peak_rss(void);
-/* mkdir -p; 0 ok, else -1 with errno set. */
-int prof_mkdir_p(const char *dir);
 
 /* ---- op costs (opcost.c) ---- */
 /* Adds a kernel's duration to op (path, name) */
@@ -312,14 +310,6 @@ typedef struct {
 } prof_module;
 prof_module *prof_modules(const tf_prof *p, size_t *n);
 
-/* JSON/CSV string escaping into a FILE. */
-void prof_json_str(FILE *f, const char *s);
-/* Atomic output files (prof_outputs.c): open writes "<path>.tmp.<pid>";
- * close with keep renames it over path when every write succeeded (else
- * removes it; returns -1 with err set), without keep removes it. */
-FILE *prof_open_out(const char *path, char *err, size_t errlen);
-int prof_close_out(FILE *f, const char *path, int keep, char *err, size_t errlen);
-void prof_csv_str(FILE *f, const char *s);
 
 /* ---- GPU (src/prof/cuda or the stub in prof_gpu_stub.c) ---- */
 /* Start CUPTI activity collection; 0 ok, else one line in err. */

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "fileio/outfile.h"
 #include "prof/prof_internal.h"
 
 int64_t prof_now_ns(void) {
@@ -35,30 +35,6 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
-}
-
-int prof_mkdir_p(const char *dir) {
-    char buf[4096];
-    size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof buf) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    memcpy(buf, dir, n + 1);
-    for (char *s = buf + 1; *s; s++) {
-        if (*s != '/') continue;
-        *s = 0;
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-        *s = '/';
-    }
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-    struct stat st;
-    if (stat(buf, &st) != 0) return -1;
-    if (!S_ISDIR(st.st_mode)) {
-        errno = ENOTDIR;
-        return -1;
-    }
-    return 0;
 }
 
 /* Splits the comma-separated list into interned names. */
@@ -187,7 +163,7 @@ tf_prof *tf_prof_create(const tf_prof_opts *o, char *err, size_t errlen) {
     p->paths[0].selected = p->nsel == 0;
     p->npaths = 1;
     if (!p->paths[0].path) goto fail;
-    if (p->out_dir && prof_mkdir_p(p->out_dir) != 0) {
+    if (p->out_dir && tf_io_mkdir_p(p->out_dir) != 0) {
         set_err(err, errlen, "profile output directory '%s': %s", p->out_dir, strerror(errno));
         goto fail;
     }
@@ -342,7 +318,7 @@ int tf_prof_finish(tf_prof *p, const struct cJSON *run, FILE *out, char *err, si
     if (p->out_dir) {
         static const char *const files[4] = {"kernel_stats.csv", "kernel_trace.csv",
                                              "summary.json", "trace.json"};
-        if (prof_mkdir_p(p->out_dir) != 0) {
+        if (tf_io_mkdir_p(p->out_dir) != 0) {
             set_err(err, errlen, "profile output directory '%s': %s", p->out_dir, strerror(errno));
             rc = -1;
         }
