@@ -1,7 +1,7 @@
 /* compare: the table model shared by compare.c (reading runs, building rows),
  * compare_render.c (table, markdown, csv) and compare_json.c (json). */
-#ifndef TF_PROF_COMPARE_H
-#define TF_PROF_COMPARE_H
+#ifndef TF_REPORT_COMPARE_H
+#define TF_REPORT_COMPARE_H
 
 #include <stddef.h>
 #include <stdio.h>

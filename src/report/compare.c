@@ -21,8 +21,8 @@
 
 #include "fileio/io_util.h"
 #include "fileio/text_escape.h"
-#include "prof/compare.h"
-#include "prof/profiler.h"
+#include "report/commands.h"
+#include "report/compare.h"
 
 /* The knobs that define the problem (docs/model.md section 1, and the
  * article's "fix batch size, sequence length, MSA depth, block count, AMP mode

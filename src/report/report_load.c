@@ -10,8 +10,8 @@
 
 #include "fileio/io_util.h"
 #include "fileio/outcheck.h"
-#include "prof/compare.h"
-#include "prof/report.h"
+#include "report/compare.h"
+#include "report/report.h"
 
 static const char *const knobs[] = {"batch",     "seq_len",     "n_seqs",       "n_blocks",
                                     "msa_dim",   "pair_dim",    "n_heads_msa",  "n_heads_pair",

@@ -1,7 +1,7 @@
 /* `tinyfold report`: the runs it reads (report_load.c), the SVG pieces it
  * draws with (report_svg.c) and the page (report_html.c). */
-#ifndef TF_PROF_REPORT_H
-#define TF_PROF_REPORT_H
+#ifndef TF_REPORT_REPORT_H
+#define TF_REPORT_REPORT_H
 
 #include <stddef.h>
 #include <stdio.h>

@@ -17,8 +17,9 @@
 
 #include "fileio/outcheck.h"
 #include "fileio/text_escape.h"
-#include "prof/profiler.h"
-#include "prof/report.h"
+#include "report/commands.h"
+#include "report/report.h"
+#include "tinyfold.h"
 
 #define MIB (1024.0 * 1024.0)
 
