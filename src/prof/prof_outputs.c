@@ -56,23 +56,6 @@ int prof_write_stats_csv(const tf_prof *p, const char *path, char *err, size_t e
     return close_out(f, path, err, errlen);
 }
 
-static const tf_prof *sort_p;
-static int by_start(const void *a, const void *b) {
-    const prof_launch *x = &sort_p->launches[*(const size_t *)a];
-    const prof_launch *y = &sort_p->launches[*(const size_t *)b];
-    if (x->start != y->start) return x->start < y->start ? -1 : 1;
-    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
-}
-
-size_t *prof_launch_order(const tf_prof *p) {
-    size_t *idx = malloc((p->nlaunch + 1) * sizeof *idx);
-    if (!idx) return NULL;
-    for (size_t i = 0; i < p->nlaunch; i++) idx[i] = i;
-    sort_p = p;
-    qsort(idx, p->nlaunch, sizeof *idx, by_start);
-    return idx;
-}
-
 int prof_write_trace_csv(const tf_prof *p, const char *path, char *err, size_t errlen) {
     size_t *idx = prof_launch_order(p);
     if (!idx) {
