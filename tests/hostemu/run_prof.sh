@@ -9,6 +9,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-/tmp/tinyfold-hostemu-prof}
 mkdir -p "$out"
+rm -f "$out"/*.o # every object there is linked: none of a file since moved
 cd "$top"
 flags="-O1 -g -Wall -Wextra -Werror -Iinclude -Isrc -Itests/hostemu"
 pids=()
