@@ -21,8 +21,10 @@
 
 #include "fileio/io_util.h"
 #include "fileio/text_escape.h"
+#include "report/cmp_table.h"
 #include "report/commands.h"
 #include "report/compare.h"
+#include "report/compare_rocprof.h"
 
 /* The knobs that define the problem (docs/model.md section 1, and the
  * article's "fix batch size, sequence length, MSA depth, block count, AMP mode

@@ -7,7 +7,7 @@
 #include <cJSON.h>
 
 #include "fileio/text_escape.h"
-#include "report/compare.h"
+#include "report/cmp_table.h"
 
 /* Text from the files as the other formats print it (control characters and
  * bytes that are not UTF-8 as "\xHH"), so the document is valid UTF-8. */

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "fileio/text_escape.h"
-#include "report/compare.h"
+#include "report/cmp_table.h"
 
 /* Cell c of row r: c = 0 is the label, then per run i: value, and for i > 0 ratio. */
 static void cell(const cmp_table *t, const cmp_row *r, int col, char *buf, size_t n) {

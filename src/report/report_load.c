@@ -10,7 +10,7 @@
 
 #include "fileio/io_util.h"
 #include "fileio/outcheck.h"
-#include "report/compare.h"
+#include "report/compare_rocprof.h"
 #include "report/report.h"
 
 static const char *const knobs[] = {"batch",     "seq_len",     "n_seqs",       "n_blocks",
