@@ -6,7 +6,7 @@
 #include <getopt.h>
 #include <string.h>
 
-#include "prof/profiler.h"
+#include "report/commands.h"
 
 static const char *const usage_lines =
     "Usage:\n"

@@ -2,7 +2,7 @@
  * status (0 ok, 1 failure during a run, 2 bad input). */
 #include "cli.h"
 #include "dist/dist.h"
-#include "prof/profiler.h"
+#include "report/commands.h"
 
 #include <string.h>
 

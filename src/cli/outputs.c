@@ -1,9 +1,9 @@
 /* The files a command will write, checked before any work by the one check
- * every subcommand uses (src/io/outcheck.h): the inputs and outputs of train,
+ * every subcommand uses (src/fileio/outcheck.h): the inputs and outputs of train,
  * profile, grad and bench as named by their options. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
-#include "io/outcheck.h"
+#include "fileio/outcheck.h"
 
 #include <stdio.h>
 #include <string.h>

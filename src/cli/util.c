@@ -2,8 +2,8 @@
  * parsers, formatting, clocks, atomic JSON writes. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
-#include "io/io_util.h"
-#include "io/outcheck.h"
+#include "fileio/io_util.h"
+#include "fileio/outcheck.h"
 
 #include <cJSON.h>
 #include <errno.h>

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "dist/dist.h"
-#include "io/io_util.h"
-#include "io/outcheck.h"
+#include "fileio/io_util.h"
+#include "fileio/outcheck.h"
 
 /* the whole file (a regular file the profiler wrote), or NULL */
 static char *slurp(const char *path, size_t *len) {

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio/io_util.h"
 #include "io/checkpoint_internal.h"
 #include "io/config_json.h"
-#include "io/io_util.h"
 #include "io/safetensors.h"
 
 /* ---- save -------------------------------------------------------------------- */

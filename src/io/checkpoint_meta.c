@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio/io_util.h"
 #include "train/limits.h"
 #include "io/checkpoint_internal.h"
 #include "io/config_json.h"
-#include "io/io_util.h"
 #include "io/safetensors.h"
 
 tf_status tf_ckpt_failf(char *err, size_t errlen, tf_status st, const char *path, const char *fmt,

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/io_util.h"
+#include "fileio/io_util.h"
 #include "io/safetensors.h"
 
 struct tf_datafile {

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io/io_util.h"
+#include "fileio/io_util.h"
 
 struct tf_st_file {
     char *label;

@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io/io_util.h"
-#include "io/outcheck.h"
+#include "fileio/io_util.h"
+#include "fileio/outcheck.h"
 #include "io/safetensors.h"
 
 static int g_inject_stage; /* test hook, see safetensors.h */

@@ -229,20 +229,24 @@ static inline uint32_t prof_ctx_op(uint64_t c) {
 /* The ops' times are the device's (CUPTI or events), not the host's. */
 static inline int prof_device_timed(const tf_prof *p) { return p->timer != PROF_TIMER_HOST; }
 
-/* ---- helpers (profiler.c) ---- */
+/* ---- the system (prof_sys.c) ---- */
 int64_t prof_now_ns(void);
 /* Grow *arr to hold at least need elements of size elem; 0 ok, -1 out of memory. */
 int prof_reserve(void **arr, size_t *cap, size_t need, size_t elem);
+/* Resident set size of the process now (/proc/self/statm), 0 if unknown. */
+size_t prof_current_rss(void);
+/* Peak resident set size of the process so far (getrusage). */
+size_t prof_host_peak_rss(void);
+
+/* ---- region paths (intern.c) ---- */
 /* Child path of parent named name_id (created if missing); PROF_NONE on OOM. */
 uint32_t prof_path_child(tf_prof *p, uint32_t parent, uint32_t name_id);
+
+/* ---- launches (record.c) ---- */
 /* Record one collected launch (stats, regions, step, trace rows). */
 void prof_record_launch(tf_prof *p, const prof_launch *l);
 /* Does name id match the counter pattern (cached)? */
 int prof_name_matches(tf_prof *p, uint32_t name);
-/* Peak resident set size of the process so far (getrusage). */
-size_t prof_host_peak_rss(void);
-/* mkdir -p; 0 ok, else -1 with errno set. */
-int prof_mkdir_p(const char *dir);
 
 /* ---- op costs (opcost.c) ---- */
 /* Adds a kernel's duration to op (path, name) */
@@ -278,19 +282,23 @@ void prof_cpuc_end(prof_cpuc *c, uint32_t name);
 struct cJSON *prof_cpuc_json(const prof_cpuc *c, const tf_prof *p);
 void prof_cpuc_print(const prof_cpuc *c, const tf_prof *p, FILE *out);
 
-/* ---- outputs ---- */
-/* Kernel name ids sorted by total time descending (kind == kernel, calls > 0). */
-uint32_t *prof_sorted_kernels(const tf_prof *p, size_t *n, int kind);
-/* Indices of the trace rows in start order (CUDA buffers arrive out of order). */
-size_t *prof_launch_order(const tf_prof *p);
+/* ---- outputs (finish.c calls them) ---- */
+/* kernel_stats.csv, kernel_trace.csv, summary.json (prof_outputs.c) */
 int prof_write_stats_csv(const tf_prof *p, const char *path, char *err, size_t errlen);
 int prof_write_trace_csv(const tf_prof *p, const char *path, char *err, size_t errlen);
 int prof_write_summary(const tf_prof *p, const struct cJSON *run, const char *path, char *err,
                        size_t errlen);
+/* trace.json (prof_trace.c) */
 int prof_write_trace_json(const tf_prof *p, const char *path, char *err, size_t errlen);
-void prof_print_report(const tf_prof *p, FILE *out);
+/* The printed profile (prof_print.c). */
+void prof_print(const tf_prof *p, FILE *out);
 
-/* Totals the report and summary share. */
+/* ---- derived figures (prof_stats.c) ---- */
+/* Kernel name ids sorted by total time descending (kind == kernel, calls > 0). */
+uint32_t *prof_sorted_kernels(const tf_prof *p, size_t *n, int kind);
+/* Indices of the trace rows in start order (CUDA buffers arrive out of order). */
+size_t *prof_launch_order(const tf_prof *p);
+/* Totals the printed profile and summary.json share. */
 typedef struct {
     int64_t step_ns;                 /* wall time of the collected steps */
     int64_t phase_ns[4];             /* data_loading, forward_pass, backward_pass, optimizer_step */
@@ -312,14 +320,6 @@ typedef struct {
 } prof_module;
 prof_module *prof_modules(const tf_prof *p, size_t *n);
 
-/* JSON/CSV string escaping into a FILE. */
-void prof_json_str(FILE *f, const char *s);
-/* Atomic output files (prof_outputs.c): open writes "<path>.tmp.<pid>";
- * close with keep renames it over path when every write succeeded (else
- * removes it; returns -1 with err set), without keep removes it. */
-FILE *prof_open_out(const char *path, char *err, size_t errlen);
-int prof_close_out(FILE *f, const char *path, int keep, char *err, size_t errlen);
-void prof_csv_str(FILE *f, const char *s);
 
 /* ---- GPU (src/prof/cuda or the stub in prof_gpu_stub.c) ---- */
 /* Start CUPTI activity collection; 0 ok, else one line in err. */

@@ -1,85 +1,23 @@
 /* kernel_stats.csv (rocprofv3 layout), kernel_trace.csv (one row per traced
  * launch) and summary.json. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cJSON.h>
-#include <unistd.h>
 
-#include "io/io_util.h"
-#include "io/outcheck.h"
-
+#include "fileio/outfile.h"
+#include "fileio/text_escape.h"
 #include "prof/prof_internal.h"
 
-void prof_json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20 || c >= 0x7f) fprintf(f, "\\u%04x", c); /* keep traces ASCII */
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
-
-void prof_csv_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-/* Every profile file is written atomically: "<path>.tmp.<pid>", flushed,
- * fsynced and renamed over path only when complete (a full disk leaves the
- * previous file, never a truncated one), by the writers' shared steps
- * (io/outcheck.h). */
-FILE *prof_open_out(const char *path, char *err, size_t errlen) {
-    char tmp[4300];
-    int fd = tf_io_tmp_open(path, tmp, sizeof tmp, err, errlen);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (fd >= 0 && !f) {
-        if (err && errlen) snprintf(err, errlen, "cannot write '%s': %s", tmp, strerror(errno));
-        close(fd);
-        unlink(tmp);
-    }
-    return f;
-}
-
-int prof_close_out(FILE *f, const char *path, int keep, char *err, size_t errlen) {
-    char tmp[4300];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    int bad = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
-    int e = errno;
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        e = errno;
-    }
-    if (!keep || bad) {
-        unlink(tmp);
-        if (keep && err && errlen)
-            snprintf(err, errlen, "error writing '%s': %s (the previous file, if any, is unchanged)",
-                     path, strerror(e));
-        return keep ? -1 : 0;
-    }
-    char why[4400];
-    if (tf_io_commit(tmp, path, why, sizeof why) != 0) {
-        if (err && errlen) snprintf(err, errlen, "error writing %s", why);
-        return -1;
-    }
-    return 0;
-}
-
+/* Every profile file is written atomically (fileio/outfile.h). */
 static FILE *open_out(const char *path, char *err, size_t errlen) {
-    return prof_open_out(path, err, errlen);
+    return tf_io_open_out(path, err, errlen);
 }
 
 static int close_out(FILE *f, const char *path, char *err, size_t errlen) {
-    return prof_close_out(f, path, 1, err, errlen);
+    return tf_io_close_out(f, path, 1, err, errlen);
 }
 
 static double stddev(const prof_stat *s) {
@@ -108,7 +46,7 @@ int prof_write_stats_csv(const tf_prof *p, const char *path, char *err, size_t e
                "\"MaxNs\",\"StdDev\"\n");
     for (size_t i = 0; i < n; i++) {
         const prof_stat *s = &p->kstats[ids[i]];
-        prof_csv_str(f, p->names.strs[ids[i]]);
+        tf_csv_str(f, p->names.strs[ids[i]]);
         fprintf(f, ",%llu,%lld,%.3f,%.6f,%lld,%lld,%.3f\n", (unsigned long long)s->calls,
                 (long long)s->total_ns, (double)s->total_ns / (double)s->calls,
                 pct_of(s->total_ns, p->kernel_total_ns, n), (long long)s->min_ns,
@@ -116,23 +54,6 @@ int prof_write_stats_csv(const tf_prof *p, const char *path, char *err, size_t e
     }
     free(ids);
     return close_out(f, path, err, errlen);
-}
-
-static const tf_prof *sort_p;
-static int by_start(const void *a, const void *b) {
-    const prof_launch *x = &sort_p->launches[*(const size_t *)a];
-    const prof_launch *y = &sort_p->launches[*(const size_t *)b];
-    if (x->start != y->start) return x->start < y->start ? -1 : 1;
-    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
-}
-
-size_t *prof_launch_order(const tf_prof *p) {
-    size_t *idx = malloc((p->nlaunch + 1) * sizeof *idx);
-    if (!idx) return NULL;
-    for (size_t i = 0; i < p->nlaunch; i++) idx[i] = i;
-    sort_p = p;
-    qsort(idx, p->nlaunch, sizeof *idx, by_start);
-    return idx;
 }
 
 int prof_write_trace_csv(const tf_prof *p, const char *path, char *err, size_t errlen) {
@@ -150,9 +71,9 @@ int prof_write_trace_csv(const tf_prof *p, const char *path, char *err, size_t e
                "\"Block\",\"Registers\",\"SharedMemBytes\"\n");
     for (size_t i = 0; i < p->nlaunch; i++) {
         const prof_launch *l = &p->launches[idx[i]];
-        prof_csv_str(f, p->names.strs[l->name]);
+        tf_csv_str(f, p->names.strs[l->name]);
         fputc(',', f);
-        prof_csv_str(f, p->paths[l->path].path);
+        tf_csv_str(f, p->paths[l->path].path);
         fprintf(f, ",%ld,%lld,%lld,%lld,", p->steps[l->step].step, (long long)(l->start - p->t0),
                 (long long)(l->end - p->t0), (long long)(l->end - l->start));
         if (l->grid[0]) {

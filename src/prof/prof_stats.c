@@ -1,5 +1,6 @@
-/* Derived figures shared by the printed report and summary.json: kernels by
- * time, step/phase totals, module regions aggregated over blocks. */
+/* Derived figures shared by the printed profile and the files: kernels by
+ * time, launches by start, step/phase totals, module regions aggregated
+ * over blocks. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,22 @@ uint32_t *prof_sorted_kernels(const tf_prof *p, size_t *n, int kind) {
     sort_p = p; /* single-threaded: finish runs on the model's thread */
     qsort(ids, *n, sizeof *ids, by_total_desc);
     return ids;
+}
+
+static int by_start(const void *a, const void *b) {
+    const prof_launch *x = &sort_p->launches[*(const size_t *)a];
+    const prof_launch *y = &sort_p->launches[*(const size_t *)b];
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+size_t *prof_launch_order(const tf_prof *p) {
+    size_t *idx = malloc((p->nlaunch + 1) * sizeof *idx);
+    if (!idx) return NULL;
+    for (size_t i = 0; i < p->nlaunch; i++) idx[i] = i;
+    sort_p = p;
+    qsort(idx, p->nlaunch, sizeof *idx, by_start);
+    return idx;
 }
 
 typedef struct {

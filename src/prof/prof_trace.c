@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio/outfile.h"
+#include "fileio/text_escape.h"
 #include "prof/prof_internal.h"
 
 #define PID_HOST 1
@@ -48,7 +50,7 @@ static void ts_us(FILE *f, const char *key, int64_t ns) {
 static void meta(FILE *f, int *first, const char *what, int pid, int tid, const char *name) {
     fprintf(f, "%s\n{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
             *first ? "" : ",", what, pid, tid);
-    prof_json_str(f, name);
+    tf_json_str(f, name);
     fputs("}}", f);
     *first = 0;
 }
@@ -56,7 +58,7 @@ static void meta(FILE *f, int *first, const char *what, int pid, int tid, const 
 static void x_begin(FILE *f, int *first, const char *name, int pid, int tid, int64_t start,
                     int64_t dur) {
     fprintf(f, "%s\n{\"name\":", *first ? "" : ",");
-    prof_json_str(f, name);
+    tf_json_str(f, name);
     fprintf(f, ",\"ph\":\"X\",\"pid\":%d,\"tid\":%d", pid, tid);
     ts_us(f, "ts", start);
     ts_us(f, "dur", dur < 0 ? 0 : dur);
@@ -103,7 +105,7 @@ int prof_write_trace_json(const tf_prof *p, const char *path, char *err, size_t 
         snprintf(err, errlen, "profiler: out of memory writing trace.json");
         goto done;
     }
-    f = prof_open_out(path, err, errlen);
+    f = tf_io_open_out(path, err, errlen);
     if (!f) goto done;
     fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"tinyfold_version\":\"" TF_VERSION "\"", f);
     fprintf(f, ",\"traced_steps\":%zu,\"trace_max_steps\":%d,\"trace_cap_hit\":%s},\n",
@@ -131,7 +133,7 @@ int prof_write_trace_json(const tf_prof *p, const char *path, char *err, size_t 
         x_begin(f, &first, p->names.strs[q->name], PID_HOST, TID_REGIONS, rev[i].start - p->t0,
                 rev[i].end - rev[i].start);
         fputs(",\"args\":{\"path\":", f);
-        prof_json_str(f, q->path);
+        tf_json_str(f, q->path);
         fprintf(f, ",\"step\":%ld}}", p->steps[rev[i].step].step);
     }
 
@@ -167,11 +169,11 @@ int prof_write_trace_json(const tf_prof *p, const char *path, char *err, size_t 
         }
         x_begin(f, &first, p->names.strs[l->name], pid, tid, l->start - p->t0, l->end - l->start);
         fputs(",\"args\":{\"region\":", f);
-        prof_json_str(f, p->paths[l->path].path);
+        tf_json_str(f, p->paths[l->path].path);
         fprintf(f, ",\"step\":%ld", p->steps[l->step].step);
         if (l->op != l->name && l->op != PROF_CTX_NO_OP && l->op < p->names.n) {
             fputs(",\"op\":", f);
-            prof_json_str(f, p->names.strs[l->op]);
+            tf_json_str(f, p->names.strs[l->op]);
         }
         if (l->grid[0])
             fprintf(f, ",\"grid\":\"%ux%ux%u\",\"block\":\"%ux%ux%u\",\"registers\":%d,"
@@ -212,7 +214,7 @@ int prof_write_trace_json(const tf_prof *p, const char *path, char *err, size_t 
     fputs("\n]}\n", f);
     rc = 0;
 done:
-    if (f && prof_close_out(f, path, rc == 0, err, errlen) != 0) rc = -1;
+    if (f && tf_io_close_out(f, path, rc == 0, err, errlen) != 0) rc = -1;
     free(order);
     free(rev);
     free(lanes);

@@ -1,33 +1,15 @@
-/* Profiler lifecycle (create, memory samples, finish, destroy) and the one
- * place where a collected launch is folded into the aggregates. */
+/* Profiler lifecycle: create (options, timer, output directory), memory
+ * samples, all-reduces, destroy. finish.c ends it; record.c folds each
+ * collected launch in. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "fileio/outfile.h"
 #include "prof/prof_internal.h"
-
-int64_t prof_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-int prof_reserve(void **arr, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return 0;
-    size_t nc = *cap ? *cap : 64;
-    while (nc < need) nc *= 2;
-    void *q = realloc(*arr, nc * elem);
-    if (!q) return -1;
-    *arr = q;
-    *cap = nc;
-    return 0;
-}
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...) {
     if (!err || !errlen) return;
@@ -35,30 +17,6 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
-}
-
-int prof_mkdir_p(const char *dir) {
-    char buf[4096];
-    size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof buf) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    memcpy(buf, dir, n + 1);
-    for (char *s = buf + 1; *s; s++) {
-        if (*s != '/') continue;
-        *s = 0;
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-        *s = '/';
-    }
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-    struct stat st;
-    if (stat(buf, &st) != 0) return -1;
-    if (!S_ISDIR(st.st_mode)) {
-        errno = ENOTDIR;
-        return -1;
-    }
-    return 0;
 }
 
 /* Splits the comma-separated list into interned names. */
@@ -187,7 +145,7 @@ tf_prof *tf_prof_create(const tf_prof_opts *o, char *err, size_t errlen) {
     p->paths[0].selected = p->nsel == 0;
     p->npaths = 1;
     if (!p->paths[0].path) goto fail;
-    if (p->out_dir && prof_mkdir_p(p->out_dir) != 0) {
+    if (p->out_dir && tf_io_mkdir_p(p->out_dir) != 0) {
         set_err(err, errlen, "profile output directory '%s': %s", p->out_dir, strerror(errno));
         goto fail;
     }
@@ -220,19 +178,9 @@ fail:
     return NULL;
 }
 
-static size_t current_rss(void) {
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (!f) return 0;
-    unsigned long size = 0, res = 0;
-    int ok = fscanf(f, "%lu %lu", &size, &res) == 2;
-    fclose(f);
-    long page = sysconf(_SC_PAGESIZE);
-    return ok && page > 0 ? (size_t)res * (size_t)page : 0;
-}
-
 void tf_prof_memory(tf_prof *p, size_t backend_bytes, size_t host_bytes) {
     if (!p) return;
-    if (host_bytes == 0) host_bytes = current_rss();
+    if (host_bytes == 0) host_bytes = prof_current_rss();
     p->mem_samples++;
     if (backend_bytes > p->peak_backend) p->peak_backend = backend_bytes;
     if (host_bytes > p->peak_host) p->peak_host = host_bytes;
@@ -265,109 +213,6 @@ void tf_prof_comm(tf_prof *p, int64_t start_ns, int64_t end_ns, double bytes) {
     p->comm[p->ncomm++] = (prof_comm){start_ns, end_ns, bytes, (uint32_t)p->cur_step};
 }
 
-int prof_name_matches(tf_prof *p, uint32_t name) {
-    if (!p->counters) return 0;
-    if (name >= p->name_match_cap) {
-        size_t old = p->name_match_cap;
-        if (prof_reserve((void **)&p->name_match, &p->name_match_cap, (size_t)name + 1, 1)) return 0;
-        memset(p->name_match + old, -1, p->name_match_cap - old);
-    }
-    if (p->name_match[name] < 0)
-        p->name_match[name] = strstr(p->names.strs[name], p->counters) != NULL;
-    return p->name_match[name];
-}
-
-void prof_record_launch(tf_prof *p, const prof_launch *l) {
-    if (l->name >= p->kstats_cap) {
-        size_t old = p->kstats_cap;
-        if (prof_reserve((void **)&p->kstats, &p->kstats_cap, (size_t)l->name + 1,
-                         sizeof *p->kstats)) {
-            p->oom = 1;
-            return;
-        }
-        memset(p->kstats + old, 0, (p->kstats_cap - old) * sizeof *p->kstats);
-    }
-    int64_t d = l->end - l->start;
-    if (d < 0) d = 0;
-    prof_stat *s = &p->kstats[l->name];
-    if (s->calls == 0 || d < s->min_ns) s->min_ns = d;
-    if (d > s->max_ns) s->max_ns = d;
-    s->calls++;
-    s->total_ns += d;
-    double delta = (double)d - s->mean;
-    s->mean += delta / (double)s->calls;
-    s->m2 += delta * ((double)d - s->mean);
-    s->kind = l->kind;
-    prof_step *st = &p->steps[l->step];
-    if (l->kind == PROF_KIND_KERNEL) {
-        p->kernel_total_ns += d;
-        p->launches_total++;
-        st->launches++;
-        st->kernel_ns += d;
-        p->paths[l->path].launches++;
-        prof_opcost_time(p, l->path, l->op, d);
-        /* inclusive kernel time up the tree, within the selection only */
-        for (uint32_t q = l->path; p->paths[q].selected; q = p->paths[q].parent) {
-            p->paths[q].kernel_ns += d;
-            if (q == PROF_ROOT) break;
-        }
-    }
-    if (st->traced) {
-        if (p->nlaunch == p->cap_launch &&
-            prof_reserve((void **)&p->launches, &p->cap_launch, p->nlaunch + 1,
-                         sizeof *p->launches)) {
-            p->oom = 1;
-            return;
-        }
-        p->launches[p->nlaunch++] = *l;
-    }
-}
-
-int tf_prof_finish(tf_prof *p, const struct cJSON *run, FILE *out, char *err, size_t errlen) {
-    if (!p) {
-        set_err(err, errlen, "profiler: finish called without a profiler");
-        return -1;
-    }
-    if (p->finished) {
-        set_err(err, errlen, "profiler: finish called twice");
-        return -1;
-    }
-    p->finished = 1;
-    if (p->in_step) tf_prof_step_end(p, p->steps[p->cur_step].step);
-    if (p->gpu) {
-        prof_gpu_drain(p, 1);
-        prof_gpu_stop(p);
-    }
-    int rc = 0;
-    if (p->out_dir) {
-        static const char *const files[4] = {"kernel_stats.csv", "kernel_trace.csv",
-                                             "summary.json", "trace.json"};
-        if (prof_mkdir_p(p->out_dir) != 0) {
-            set_err(err, errlen, "profile output directory '%s': %s", p->out_dir, strerror(errno));
-            rc = -1;
-        }
-        for (int i = 0; i < 4 && rc == 0; i++) {
-            char path[4200];
-            snprintf(path, sizeof path, "%s/%s", p->out_dir, files[i]);
-            switch (i) {
-            case 0: rc = prof_write_stats_csv(p, path, err, errlen); break;
-            case 1: rc = prof_write_trace_csv(p, path, err, errlen); break;
-            case 2: rc = prof_write_summary(p, run, path, err, errlen); break;
-            default: rc = prof_write_trace_json(p, path, err, errlen); break;
-            }
-        }
-    }
-    if (out) {
-        prof_print_report(p, out);
-        if (p->out_dir && rc == 0)
-            fprintf(out, "Profile written to %s/ (kernel_stats.csv, kernel_trace.csv, "
-                         "summary.json, trace.json: open trace.json in ui.perfetto.dev)\n",
-                    p->out_dir);
-        fflush(out);
-    }
-    return rc;
-}
-
 void tf_prof_destroy(tf_prof *p) {
     if (!p) return;
     if (p->gpu) prof_gpu_free(p);
@@ -390,10 +235,4 @@ void tf_prof_destroy(tf_prof *p) {
     free(p->selected);
     free(p->counters);
     free(p);
-}
-
-size_t prof_host_peak_rss(void) {
-    struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
-    return (size_t)ru.ru_maxrss * 1024;
 }

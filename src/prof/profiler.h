@@ -74,11 +74,6 @@ void tf_prof_watch_arena(tf_prof *p, const size_t *top);
 int tf_prof_finish(tf_prof *p, const struct cJSON *run, FILE *out, char *err, size_t errlen);
 void tf_prof_destroy(tf_prof *p);
 
-/* `tinyfold compare A B ...`; argv[0] is "compare"; returns the exit status. */
-int tf_compare_main(int argc, char **argv);
-/* `tinyfold report RUN... --out FILE`; argv[0] is "report"; returns the exit status. */
-int tf_report_main(int argc, char **argv);
-
 #ifdef __cplusplus
 }
 #endif

@@ -1,5 +1,5 @@
 /* libFuzzer target over `tinyfold compare`'s reader and table
- * (src/prof/compare.c, compare_render.c).
+ * (src/report/compare.c, compare_render.c).
  *
  * The input is two documents split at the first NUL byte (the same text
  * twice when there is none); the output format comes from the input's
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prof/compare.h"
+#include "report/compare.h"
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \

@@ -1,5 +1,5 @@
 /* libFuzzer target over `tinyfold report`'s readers and page
- * (src/prof/report_load.c, report_html.c, report_svg.c): the files it
+ * (src/report/report_load.c, report_html.c, report_svg.c): the files it
  * reads, written from the input, then the whole command.
  *
  * The input's first byte picks the layout, the rest is two documents split
@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "prof/profiler.h"
+#include "report/commands.h"
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \

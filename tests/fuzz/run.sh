@@ -4,8 +4,8 @@
 #   fuzz_safetensors      the safetensors reader (src/io/safetensors.c)
 #   fuzz_datafile         the data-file loader (src/io/datafile.c)
 #   fuzz_checkpoint_meta  the checkpoint metadata reader (src/io/checkpoint_meta.c)
-#   fuzz_compare          compare's JSON and CSV readers and table (src/prof/compare*.c)
-#   fuzz_report           report's readers and page (src/prof/report_*.c)
+#   fuzz_compare          compare's JSON and CSV readers and table (src/report/compare*.c)
+#   fuzz_report           report's readers and page (src/report/report_*.c)
 # Exits non-zero when a fuzzer finds a crash, a leak, a sanitizer report or a
 # broken invariant (the input is kept under $FUZZ_DIR/<target>/artifacts/).
 #
@@ -30,13 +30,14 @@ command -v "$cc" >/dev/null || { echo "run.sh: $cc not found (apt-get install cl
 cjson_flags=$(pkg-config --cflags --libs libcjson 2>/dev/null || echo "-I/usr/include/cjson -lcjson")
 
 io="$root/src/io"
+fio="$root/src/fileio"
 sources() { # target -> the sources it links besides its own file
     case $1 in
-    safetensors) echo "$io/safetensors.c $io/io_util.c" ;;
-    datafile) echo "$io/datafile.c $io/safetensors.c $io/io_util.c" ;;
-    checkpoint_meta) echo "$io/checkpoint_meta.c $io/checkpoint_names.c $root/src/model/params.c $io/config_json.c $io/safetensors.c $io/io_util.c $root/src/train/config.c $root/src/backend/gpu_plan.c" ;;
-    compare) echo "$root"/src/prof/compare*.c "$io/io_util.c $io/text_escape.c" ;;
-    report) echo "$root"/src/prof/report_*.c "$root/src/prof/compare_rocprof.c $io/io_util.c $io/outcheck.c $io/text_escape.c" ;;
+    safetensors) echo "$io/safetensors.c $fio/io_util.c" ;;
+    datafile) echo "$io/datafile.c $io/safetensors.c $fio/io_util.c" ;;
+    checkpoint_meta) echo "$io/checkpoint_meta.c $io/checkpoint_names.c $root/src/model/params.c $io/config_json.c $io/safetensors.c $fio/io_util.c $root/src/train/config.c $root/src/backend/gpu_plan.c" ;;
+    compare) echo "$root"/src/report/compare*.c "$fio/io_util.c $fio/text_escape.c" ;;
+    report) echo "$root"/src/report/report_*.c "$root/src/report/compare_rocprof.c $fio/io_util.c $fio/outcheck.c $fio/text_escape.c" ;;
     *) echo "run.sh: unknown target '$1' (expected safetensors, datafile, checkpoint_meta, compare, report)" >&2; exit 2 ;;
     esac
 }

@@ -8,6 +8,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-/tmp/tinyfold-hostemu-model}
 mkdir -p "$out"
+rm -f "$out"/*.o # every object there is linked: none of a file since moved
 cd "$top"
 flags="-O1 -g -Wall -Wextra -Werror -Iinclude -Isrc -Itests/hostemu"
 pids=()
@@ -16,7 +17,7 @@ for f in src/backend/cuda/*.cu tests/hostemu/emu.cpp; do
         -o "$out/$(basename "$f").o" & pids+=($!)
 done
 # the profiler's GPU side is not emulated: its CPU-only stub (no TF_HAVE_CUDA)
-for f in src/model/*.c src/train/*.c src/backend/cpu/*.c src/prof/*.c src/io/*.c \
+for f in src/model/*.c src/train/*.c src/backend/cpu/*.c src/prof/*.c src/io/*.c src/fileio/*.c \
          src/backend/backend.c src/backend/gpu_plan.c src/dist/dist_env.c src/dist/reduce.c \
          src/dist/bucket.c src/dist/trace_merge.c src/dist/dist_single.c \
          tests/unit/testutil.c tests/hostemu/model_check.c; do

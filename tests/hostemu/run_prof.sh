@@ -9,6 +9,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-/tmp/tinyfold-hostemu-prof}
 mkdir -p "$out"
+rm -f "$out"/*.o # every object there is linked: none of a file since moved
 cd "$top"
 flags="-O1 -g -Wall -Wextra -Werror -Iinclude -Isrc -Itests/hostemu"
 pids=()
@@ -20,8 +21,8 @@ done
 # CUPTI is not emulated: the profiler's CPU-only stub for it (no TF_HAVE_CUDA),
 # the event clock compiled in (TF_HAVE_GPU_EVENTS)
 for f in src/model/*.c src/train/*.c src/backend/cpu/*.c src/backend/gpu_plan.c src/backend/backend.c \
-         src/prof/*.c src/io/*.c src/dist/dist_env.c src/dist/reduce.c src/dist/bucket.c src/dist/trace_merge.c \
-         src/dist/dist_single.c tests/hostemu/prof_check.c; do
+         src/prof/*.c src/io/*.c src/fileio/*.c src/dist/dist_env.c src/dist/reduce.c src/dist/bucket.c \
+         src/dist/trace_merge.c src/dist/dist_single.c tests/hostemu/prof_check.c; do
     def=-DTF_HAVE_CUDA=1
     case $f in src/prof/*) def=-DTF_HAVE_GPU_EVENTS=1 ;; esac
     gcc -std=c11 -D_POSIX_C_SOURCE=200809L $flags $def -fopenmp -Itests/unit \

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "report/commands.h"
 #include "test_prof_util.h"
 
 static char tmpdir[256];

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/text_escape.h"
-#include "prof/compare.h"
+#include "fileio/text_escape.h"
+#include "report/cmp_table.h"
 
 /* Cell c of row r: c = 0 is the label, then per run i: value, and for i > 0 ratio. */
 static void cell(const cmp_table *t, const cmp_row *r, int col, char *buf, size_t n) {
@@ -52,7 +52,7 @@ static void header(const cmp_table *t, int col, char *buf, size_t n) {
 
 /* Every cell and header as printed: text from the files (names, config
  * strings, paths) with control characters escaped, and '|' in markdown
- * (io/text_escape.h). */
+ * (fileio/text_escape.h). */
 static int esc_flags(cmp_format fmt) { return fmt == CMP_MARKDOWN ? TF_ESC_MARKDOWN : 0; }
 
 /* shown: the label as the table shows it (NULL: r->label) */
@@ -71,15 +71,6 @@ static void header_esc(const cmp_table *t, int col, cmp_format fmt, char *buf, s
     char raw[256];
     header(t, col, raw, sizeof raw);
     tf_text_escape(buf, n, raw, esc_flags(fmt));
-}
-
-static void csv_field(FILE *out, const char *s) {
-    fputc('"', out);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', out);
-        fputc(*s, out);
-    }
-    fputc('"', out);
 }
 
 /* Moves i back (dir < 0) or forward to the start of a UTF-8 character. */
@@ -218,16 +209,16 @@ static void render_csv(const cmp_table *t, FILE *out, char *buf, size_t bufn) {
     for (int c = 0; c < nc; c++) {
         header_esc(t, c, CMP_CSV, buf, bufn);
         fputc(',', out);
-        csv_field(out, buf);
+        tf_csv_str(out, buf);
     }
     fputc('\n', out);
     for (int s = 0; s < t->nsec; s++)
         for (size_t r = 0; r < t->sec[s].n; r++) {
-            csv_field(out, t->sec[s].title);
+            tf_csv_str(out, t->sec[s].title);
             for (int c = 0; c < nc; c++) {
                 cell_esc(t, &t->sec[s].rows[r], NULL, c, CMP_CSV, buf, bufn);
                 fputc(',', out);
-                csv_field(out, buf);
+                tf_csv_str(out, buf);
             }
             fputc('\n', out);
         }

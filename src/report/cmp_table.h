@@ -1,7 +1,8 @@
-/* compare: the table model shared by compare.c (reading runs, building rows),
- * compare_render.c (table, markdown, csv) and compare_json.c (json). */
-#ifndef TF_PROF_COMPARE_H
-#define TF_PROF_COMPARE_H
+/* compare's table: the rows that compare.c builds from the runs it read and
+ * that compare_render.c (table, markdown, csv) and compare_json.c (json)
+ * print. */
+#ifndef TF_REPORT_CMP_TABLE_H
+#define TF_REPORT_CMP_TABLE_H
 
 #include <stddef.h>
 #include <stdio.h>
@@ -45,21 +46,5 @@ int cmp_render_json(const cmp_table *t, FILE *out);
 /* The width at which the text and markdown tables start shortening kernel
  * names (head...tail): they widen it until distinct names stay distinct. */
 #define CMP_NAME_WIDTH 72
-
-/* compare over inputs in memory (texts[i] of lens[i] bytes, NUL-terminated,
- * named labels[i]; JSON or a kernel_stats.csv, told apart as for files):
- * what `tinyfold compare` does after reading its files, for
- * tests and the fuzz target. format is a cmp_format. Returns the exit status
- * (errors: one line on stderr). */
-int tf_compare_texts(int n, const char *const *labels, const char *const *texts,
-                     const size_t *lens, int force, int format, FILE *out);
-
-/* rocprofv3 --stats summaries that are not kernel_stats.csv: what one holds
- * ("memory copy", "HIP API", ...) by its file name; or by its rows, read in
- * order: the kind all rows so far share (sofar, the previous call's result)
- * with row `name` added (first: it is the first row), NULL once a row may be
- * a kernel. NULL where it may be a kernel table (compare_rocprof.c). */
-const char *tf_cmp_stats_kind_of_path(const char *path);
-const char *tf_cmp_stats_kind_of_rows(const char *sofar, const char *name, int first);
 
 #endif

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prof/report.h"
+#include "report/report.h"
 
 #define MAX_SERIES 4
 

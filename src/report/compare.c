@@ -19,10 +19,12 @@
 
 #include <cJSON.h>
 
-#include "io/io_util.h"
-#include "io/text_escape.h"
-#include "prof/compare.h"
-#include "prof/profiler.h"
+#include "fileio/io_util.h"
+#include "fileio/text_escape.h"
+#include "report/cmp_table.h"
+#include "report/commands.h"
+#include "report/compare.h"
+#include "report/compare_rocprof.h"
 
 /* The knobs that define the problem (docs/model.md section 1, and the
  * article's "fix batch size, sequence length, MSA depth, block count, AMP mode
@@ -39,7 +41,7 @@ typedef struct {
 } cmp_run;
 
 /* One line "tinyfold: compare: ..." on stderr (control characters from the
- * input escaped: io/text_escape.h), exit status 2. */
+ * input escaped: fileio/text_escape.h), exit status 2. */
 __attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...) {
     char msg[1024], safe[4096];
     va_list ap;

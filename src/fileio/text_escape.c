@@ -1,6 +1,6 @@
-/* Text from a file made safe for a terminal or a markdown table
- * (text_escape.h). */
-#include "io/text_escape.h"
+/* Text made safe for a terminal, a markdown table, a JSON string or a CSV
+ * field (text_escape.h). */
+#include "fileio/text_escape.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -53,4 +53,24 @@ char *tf_text_escape(char *out, size_t n, const char *s, int flags) {
     }
     out[j] = '\0';
     return out;
+}
+
+void tf_json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20 || c >= 0x7f) fprintf(f, "\\u%04x", c); /* the file stays ASCII */
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+void tf_csv_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
 }

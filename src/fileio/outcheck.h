@@ -14,8 +14,8 @@
  * fsyncs it, and tf_io_commit checks the target once more (it may have
  * become a FIFO or a link while the command ran), renames and fsyncs the
  * directory. */
-#ifndef TF_IO_OUTCHECK_H
-#define TF_IO_OUTCHECK_H
+#ifndef TF_FILEIO_OUTCHECK_H
+#define TF_FILEIO_OUTCHECK_H
 
 #include <limits.h>
 #include <stddef.h>

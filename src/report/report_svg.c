@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "prof/report.h"
+#include "report/report.h"
 
 void rp_esc(FILE *f, const char *s) {
     for (; *s; s++) {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prof/report.h"
+#include "report/report.h"
 
 #define MAX_DRAWN 4000 /* steps drawn per run; the statistics take them all */
 

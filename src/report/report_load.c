@@ -8,10 +8,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "io/io_util.h"
-#include "io/outcheck.h"
-#include "prof/compare.h"
-#include "prof/report.h"
+#include "fileio/io_util.h"
+#include "fileio/outcheck.h"
+#include "report/compare_rocprof.h"
+#include "report/report.h"
 
 static const char *const knobs[] = {"batch",     "seq_len",     "n_seqs",       "n_blocks",
                                     "msa_dim",   "pair_dim",    "n_heads_msa",  "n_heads_pair",

@@ -1,6 +1,7 @@
-/* Small helpers shared by the src/io files (and the CLI's atomic writes). */
-#ifndef TF_IO_UTIL_H
-#define TF_IO_UTIL_H
+/* Small helpers of every reader and writer of files: a path or a file's
+ * kind in a message, stale temporary files, a bounded whole-file read. */
+#ifndef TF_FILEIO_IO_UTIL_H
+#define TF_FILEIO_IO_UTIL_H
 
 #include <stddef.h>
 #include <sys/types.h>

@@ -1,5 +1,6 @@
-/* The printed profile report: top kernels, launches per step, phase shares,
- * time per module over all blocks, peak memory, trace window, counters. */
+/* The printed profile, at finish: top kernels, launches per step, phase
+ * shares, time per module over all blocks, peak memory, trace window,
+ * counters. What reads the files afterwards (compare, report) is src/report. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,7 +128,7 @@ static void bytes_h(char *buf, size_t n, double b) {
     else snprintf(buf, n, "%.1f MiB", b / 1048576.0);
 }
 
-void prof_print_report(const tf_prof *p, FILE *out) {
+void prof_print(const tf_prof *p, FILE *out) {
     prof_totals t;
     prof_compute_totals(p, &t);
     fprintf(out, "== tinyfold profile: %s, %zu step%s collected (warm-up %s), regions: %s ==\n",

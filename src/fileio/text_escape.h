@@ -1,8 +1,10 @@
-/* Text from a file made safe for a terminal or a markdown table. */
-#ifndef TF_IO_TEXT_ESCAPE_H
-#define TF_IO_TEXT_ESCAPE_H
+/* Text made safe for where it is written: text from a file for a terminal
+ * or a markdown table, any name as a JSON string or a CSV field. */
+#ifndef TF_FILEIO_TEXT_ESCAPE_H
+#define TF_FILEIO_TEXT_ESCAPE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 enum { TF_ESC_MARKDOWN = 1 /* also '|' as "\|": it would end a table cell */ };
 
@@ -12,5 +14,11 @@ enum { TF_ESC_MARKDOWN = 1 /* also '|' as "\|": it would end a table cell */ };
  * break of the input reaches the output; with TF_ESC_MARKDOWN '|' becomes
  * "\|". Cut at a character boundary when out is too short. Returns out. */
 char *tf_text_escape(char *out, size_t n, const char *s, int flags);
+
+/* s as a quoted JSON string: '"' and '\' escaped, every byte below 0x20
+ * or above 0x7e as "\u00HH" (the file stays ASCII). */
+void tf_json_str(FILE *f, const char *s);
+/* s as a quoted CSV field (RFC 4180: '"' doubled). */
+void tf_csv_str(FILE *f, const char *s);
 
 #endif

@@ -1,7 +1,7 @@
 /* The one check of the files a command writes (see outcheck.h). */
 #define _DEFAULT_SOURCE /* realpath */
 #define _POSIX_C_SOURCE 200809L
-#include "io/outcheck.h"
+#include "fileio/outcheck.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io/io_util.h"
+#include "fileio/io_util.h"
 
 static int refuse(const tf_io_path *e, const char *why, char *err, size_t errlen) {
     char q[64];

@@ -1,7 +1,7 @@
 /* `tinyfold report`: the runs it reads (report_load.c), the SVG pieces it
  * draws with (report_svg.c) and the page (report_html.c). */
-#ifndef TF_PROF_REPORT_H
-#define TF_PROF_REPORT_H
+#ifndef TF_REPORT_REPORT_H
+#define TF_REPORT_REPORT_H
 
 #include <stddef.h>
 #include <stdio.h>
@@ -37,7 +37,7 @@ int rp_load(const char *path, rp_run *r, cJSON **scaling, char *err, size_t errl
 void rp_free(rp_run *r);
 const cJSON *rp_get(const cJSON *o, const char *a, const char *b);
 double rp_num(const cJSON *o, const char *a, const char *b, double dflt);
-/* The one output check (io/outcheck.h) of --out against every file the
+/* The one output check (fileio/outcheck.h) of --out against every file the
  * runs were read from (paths[np]: the arguments, runs[n]: what was read for
  * them). 0 ok, else one line in err. */
 int rp_check_out(const char *out, const char *const *paths, int np, const rp_run *runs, int n,

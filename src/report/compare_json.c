@@ -6,8 +6,8 @@
 
 #include <cJSON.h>
 
-#include "io/text_escape.h"
-#include "prof/compare.h"
+#include "fileio/text_escape.h"
+#include "report/cmp_table.h"
 
 /* Text from the files as the other formats print it (control characters and
  * bytes that are not UTF-8 as "\xHH"), so the document is valid UTF-8. */

@@ -15,15 +15,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io/outcheck.h"
-#include "io/text_escape.h"
-#include "prof/profiler.h"
-#include "prof/report.h"
+#include "fileio/outcheck.h"
+#include "fileio/text_escape.h"
+#include "report/commands.h"
+#include "report/report.h"
+#include "tinyfold.h"
 
 #define MIB (1024.0 * 1024.0)
 
 /* One line on stderr (control characters from the input escaped:
- * io/text_escape.h), exit status 2. */
+ * fileio/text_escape.h), exit status 2. */
 __attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...) {
     char msg[2048], safe[8192];
     va_list ap;

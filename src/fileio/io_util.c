@@ -1,6 +1,6 @@
-/* Small helpers shared by the src/io files. */
+/* Small file helpers shared by every reader and writer (io_util.h). */
 #define _POSIX_C_SOURCE 200809L
-#include "io/io_util.h"
+#include "fileio/io_util.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/io_util.h"
-#include "prof/report.h"
+#include "fileio/io_util.h"
+#include "report/report.h"
 
 #define MAX_RANKS 256 /* ranks read per run; a larger count is named, not read */
 

@@ -6,7 +6,7 @@
  * domains are no kernels. */
 #include <string.h>
 
-#include "prof/compare.h"
+#include "report/compare_rocprof.h"
 
 typedef struct {
     const char *suffix, *what;

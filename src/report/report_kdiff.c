@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prof/report.h"
+#include "report/report.h"
 
 #define MAX_ROWS 30   /* rows shown per pair; the counts take them all */
 #define SAME_FRAC 0.05 /* within 5% either way: the same */
