@@ -69,16 +69,16 @@ static const char *const dw_names[TF_GPU_DW_COUNT_] = {"auto", "mma", "lt"};
 static const char *const attn_names[TF_GPU_ATTN_COUNT_] = {"auto", "k1", "k2", "k3",
                                                             "k4",   "k5", "k6"};
 static const char *const lane_names[TF_GPU_LANE_COUNT_] = {"auto", "on", "off"};
-static const char *const opm_names[TF_GPU_OPM_COUNT_] = {"auto", "ffma", "composed"};
+static const char *const opm_names[TF_GPU_OPM_COUNT_] = {"auto", "ffma", "composed", "fused"};
 static const char *const mlp_names[TF_GPU_MLP_COUNT_] = {"auto", "composed", "fused"};
-static const char *const trimul_names[TF_GPU_TRIMUL_COUNT_] = {"auto", "composed"};
+static const char *const trimul_names[TF_GPU_TRIMUL_COUNT_] = {"auto", "composed", "fused"};
 #define TF_GPU_DELAY_MAX 100000
 
 const char *tf_gpu_plan_help(void)
 {
     return "default, portable, or comma-separated key=value over them: gemm=auto|cublas|mma|wgmma, "
-           "dw=auto|mma|lt, attn=auto|k1|k2|k3|k4|k5|k6, lane=auto|on|off, opm=auto|ffma|composed, "
-           "mlp=auto|composed|fused, trimul=auto|composed, wgrad_delay_us=0..100000";
+           "dw=auto|mma|lt, attn=auto|k1|k2|k3|k4|k5|k6, lane=auto|on|off, opm=auto|ffma|composed|fused, "
+           "mlp=auto|composed|fused, trimul=auto|composed|fused, wgrad_delay_us=0..100000";
 }
 
 static int pick(const char *const *names, int n, const char *v, size_t len)
@@ -137,13 +137,13 @@ int tf_gpu_plan_parse(const char *spec, tf_gpu_plan *out, char *err, size_t errl
                 else return bad(err, errlen, "lane value", v, vl, "use auto, on or off"), 1;
             } else if (kl == 3 && !strncmp(s, "opm", 3)) {
                 if ((k = pick(opm_names, TF_GPU_OPM_COUNT_, v, vl)) >= 0) p.opm = k;
-                else return bad(err, errlen, "opm value", v, vl, "use auto, ffma or composed"), 1;
+                else return bad(err, errlen, "opm value", v, vl, "use auto, ffma, composed or fused"), 1;
             } else if (kl == 3 && !strncmp(s, "mlp", 3)) {
                 if ((k = pick(mlp_names, TF_GPU_MLP_COUNT_, v, vl)) >= 0) p.mlp = k;
                 else return bad(err, errlen, "mlp value", v, vl, "use auto, composed or fused"), 1;
             } else if (kl == 6 && !strncmp(s, "trimul", 6)) {
                 if ((k = pick(trimul_names, TF_GPU_TRIMUL_COUNT_, v, vl)) >= 0) p.trimul = k;
-                else return bad(err, errlen, "trimul value", v, vl, "use auto or composed"), 1;
+                else return bad(err, errlen, "trimul value", v, vl, "use auto, composed or fused"), 1;
             } else if (kl == 14 && !strncmp(s, "wgrad_delay_us", 14)) {
                 char buf[16];
                 char *e = NULL;
@@ -419,13 +419,15 @@ int tf_gpu_opm_on_mma(const tf_gpu_plan *p, const tf_gpu_caps *caps, int co, int
 
 int tf_gpu_opm_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half)
 {
-    return half && p->level >= 3 && p->opm == TF_GPU_OPM_AUTO && caps &&
+    const int on = p->opm == TF_GPU_OPM_AUTO || p->opm == TF_GPU_OPM_FUSED;
+    return half && p->level >= 3 && on && caps &&
            caps->vendor == TF_GPU_VENDOR_NVIDIA && caps->has_mma_sync && caps->has_cp_async;
 }
 
 int tf_gpu_trimul_proj(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half)
 {
-    return half && p->level >= 3 && p->trimul == TF_GPU_TRIMUL_AUTO && caps &&
+    const int on = p->trimul == TF_GPU_TRIMUL_AUTO || p->trimul == TF_GPU_TRIMUL_FUSED;
+    return half && p->level >= 3 && on && caps &&
            caps->vendor == TF_GPU_VENDOR_NVIDIA && caps->has_mma_sync && caps->has_cp_async;
 }
 

@@ -97,6 +97,7 @@ typedef enum {
                              the product and the backward on mma.sync (co 32), else FFMA */
     TF_GPU_OPM_FFMA,      /* the FFMA kernels (cuda_opm.cu), composed */
     TF_GPU_OPM_COMPOSED,  /* the product and the backward on mma.sync, composed */
+    TF_GPU_OPM_FUSED,     /* one kernel each way where it runs, else as auto */
     TF_GPU_OPM_COUNT_
 } tf_gpu_opm_policy;
 
@@ -112,6 +113,7 @@ typedef enum {
 typedef enum {
     TF_GPU_TRIMUL_AUTO = 0, /* one kernel each way where it runs (tf_gpu_trimul_proj) */
     TF_GPU_TRIMUL_COMPOSED, /* the merged GEMM and gate_cmajor_fwd/_bwd */
+    TF_GPU_TRIMUL_FUSED,    /* one kernel each way where it runs */
     TF_GPU_TRIMUL_COUNT_
 } tf_gpu_trimul_policy;
 
@@ -136,8 +138,8 @@ tf_gpu_plan tf_gpu_plan_portable(void);
 
 /* `--gpu-plan SPEC`: "default", "portable", or comma-separated key=value
  * (gemm=auto|cublas|mma|wgmma, dw=auto|mma|lt, attn=auto|k1|k2|k3|k4|k5|k6,
- * lane=auto|on|off, opm=auto|ffma|composed, mlp=auto|composed|fused,
- * trimul=auto|composed, wgrad_delay_us=0..100000), each applied over the plan
+ * lane=auto|on|off, opm=auto|ffma|composed|fused, mlp=auto|composed|fused,
+ * trimul=auto|composed|fused, wgrad_delay_us=0..100000), each applied over the plan
  * named before it ("portable,lane=off"; without a name, over default). The
  * result holds AUTO for what is not given: tf_gpu_plan_apply puts it over the
  * device's default. 0 ok; 1 with one line in err naming what is accepted. */
@@ -216,8 +218,8 @@ int tf_gpu_opm_on_mma(const tf_gpu_plan *p, const tf_gpu_caps *caps, int co, int
 
 /* The outer product mean's forward as one kernel (cuda_opm_fused.cu, ops.h
  * opm_fwd: the [B, N, N, co, co] product never in memory) for half types at
- * level 3 on NVIDIA's mma.sync and cp.async unless the plan says
- * opm=composed or opm=ffma; shapes TF_OPM_FUSED_OP_SHAPE, S up to
+ * level 3 on NVIDIA's mma.sync and cp.async under opm=auto or opm=fused;
+ * shapes TF_OPM_FUSED_OP_SHAPE, S up to
  * TF_GPU_OPM_FUSED_MAX_S (its a rows staged whole in shared memory) */
 #define TF_GPU_OPM_FUSED_MAX_S 64
 int tf_gpu_opm_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half);
@@ -230,8 +232,8 @@ int tf_gpu_mlp_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half);
 
 /* The triangle multiplication's projections and gates as one kernel each
  * way (cuda_trimul_proj.cu, ops.h trimul_proj_fwd/_bwd: proj never stored)
- * for half types at level 3 on NVIDIA's mma.sync and cp.async unless the plan
- * says trimul=composed; else the merged GEMM and gate_cmajor ops. */
+ * for half types at level 3 on NVIDIA's mma.sync and cp.async under
+ * trimul=auto or trimul=fused; else the merged GEMM and gate_cmajor ops. */
 int tf_gpu_trimul_proj(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half);
 
 #ifdef __cplusplus

@@ -549,7 +549,9 @@ static void test_half_opm_fwd(void **state)
 {
     (void)state;
     g_fail = 0;
-    const bk b = g_cu3, c = g_cpu;
+    tf_gpu_plan fused = plan_of(TF_GPU_GEMM_MMA, TF_GPU_DW_AUTO, TF_GPU_ATTN_AUTO);
+    fused.opm = TF_GPU_OPM_FUSED;
+    const bk b = bk_create(3, 0, &fused, NULL), c = g_cpu;
     tf_backend_caps caps;
     b.ops->caps(b.be, &caps);
     const int shapes[4][4] = {{2, 9, 11, 64}, {1, 40, 21, 128}, {1, 64, 9, 128}, {2, 1, 5, 64}};
@@ -588,6 +590,7 @@ static void test_half_opm_fwd(void **state)
             free(out[0]), free(out[1]), free(ha), free(hw), free(hz);
         }
     }
+    tf_cuda_backend_destroy(b.be);
     done();
 }
 
@@ -605,7 +608,9 @@ static void test_half_opm_bwd_dz(void **state)
 {
     (void)state;
     g_fail = 0;
-    const bk b = g_cu3, c = g_cpu;
+    tf_gpu_plan fused = plan_of(TF_GPU_GEMM_MMA, TF_GPU_DW_AUTO, TF_GPU_ATTN_AUTO);
+    fused.opm = TF_GPU_OPM_FUSED;
+    const bk b = bk_create(3, 0, &fused, NULL), c = g_cpu;
     tf_backend_caps caps;
     b.ops->caps(b.be, &caps);
     const int shapes[3][4] = {{2, 9, 11, 64}, {1, 40, 21, 128}, {1, 64, 9, 128}};
@@ -650,6 +655,7 @@ static void test_half_opm_bwd_dz(void **state)
             free(ha), free(hw), free(hdz), free(hdw);
         }
     }
+    tf_cuda_backend_destroy(b.be);
     done();
 }
 
@@ -667,7 +673,9 @@ static void test_half_trimul_proj(void **state)
 {
     (void)state;
     g_fail = 0;
-    const bk b = g_cu3, c = g_cpu;
+    tf_gpu_plan fused = plan_of(TF_GPU_GEMM_MMA, TF_GPU_DW_AUTO, TF_GPU_ATTN_AUTO);
+    fused.trimul = TF_GPU_TRIMUL_FUSED;
+    const bk b = bk_create(3, 0, &fused, NULL), c = g_cpu;
     tf_backend_caps caps;
     b.ops->caps(b.be, &caps);
     const long Rs[2] = {37, 300};
@@ -713,6 +721,7 @@ static void test_half_trimul_proj(void **state)
             free(hy), free(hw4), free(hwo), free(hd);
         }
     }
+    tf_cuda_backend_destroy(b.be);
     done();
 }
 

@@ -504,7 +504,7 @@ static void test_parse(void **state)
         {"attn=k7", "attn value 'k7' is not accepted: use auto, k1, k2, k3, k4, k5 or k6"},
         {"dw=wg", "dw value 'wg' is not accepted: use auto, mma or lt"},
         {"lane=1", "lane value '1' is not accepted: use auto, on or off"},
-        {"opm=mma", "opm value 'mma' is not accepted: use auto, ffma or composed"},
+        {"opm=mma", "opm value 'mma' is not accepted: use auto, ffma, composed or fused"},
         {"mlp=one", "mlp value 'one' is not accepted: use auto, composed or fused"},
         {"gemm=cublas,,attn=k4", "plan '' is not accepted"},
         {"tile=64", "key 'tile' is not accepted: default, portable, or"},
@@ -621,6 +621,10 @@ static void test_half_routes(void **state)
         const tf_gpu_plan port = tf_gpu_plan_portable(), l2 = tf_gpu_plan_default(&caps, 0, 2);
         assert_int_equal(tf_gpu_opm_fused(&port, &caps, 1), 0);
         assert_int_equal(tf_gpu_opm_fused(&l2, &caps, 1), 0);
+        assert_int_equal(tf_gpu_plan_parse("opm=fused", &over, NULL, 0), 0);
+        const tf_gpu_plan fz = tf_gpu_plan_apply(p, &over);
+        assert_int_equal(tf_gpu_opm_fused(&fz, &caps, 1), 1);
+        assert_int_equal(tf_gpu_opm_fused(&fz, &caps, 0), 0);
         const char *off[2] = {"opm=composed", "opm=ffma"};
         for (int k = 0; k < 2; ++k) {
             assert_int_equal(tf_gpu_plan_parse(off[k], &over, NULL, 0), 0);
@@ -665,6 +669,10 @@ static void test_half_routes(void **state)
         const tf_gpu_plan port = tf_gpu_plan_portable(), l2 = tf_gpu_plan_default(&caps, 0, 2);
         assert_int_equal(tf_gpu_trimul_proj(&port, &caps, 1), 0);
         assert_int_equal(tf_gpu_trimul_proj(&l2, &caps, 1), 0);
+        assert_int_equal(tf_gpu_plan_parse("trimul=fused", &over, NULL, 0), 0);
+        const tf_gpu_plan fz = tf_gpu_plan_apply(p, &over);
+        assert_int_equal(tf_gpu_trimul_proj(&fz, &caps, 1), 1);
+        assert_int_equal(tf_gpu_trimul_proj(&fz, &caps, 0), 0);
         assert_int_equal(tf_gpu_plan_parse("trimul=composed", &over, NULL, 0), 0);
         const tf_gpu_plan q = tf_gpu_plan_apply(p, &over);
         assert_int_equal(tf_gpu_trimul_proj(&q, &caps, 1), 0);
