@@ -44,10 +44,11 @@ for shape in "20 5 8" "64 16 32" "70 33 32"; do
     "$out/model_check" $shape 3 gemm=cublas || rc=1
 done
 # bf16 on both backends: the CUDA one runs the half types' own kernels (the
-# fused transition on the emulated mma.sync; at outer_dim 32 the fused outer
-# product mean, at 8 its composition); test_mixed's bounds
+# fused transition on the emulated mma.sync; at outer_dim 32 with every
+# fused kernel named: the outer product mean's, the triangle projections',
+# kernel6); test_mixed's bounds
 "$out/model_check" 20 5 8 3 gemm=cublas bf16 || rc=1
-"$out/model_check" 20 5 32 3 gemm=cublas bf16 || rc=1
+"$out/model_check" 20 5 32 3 gemm=cublas,attn=k6,mlp=fused,opm=fused,trimul=fused bf16 || rc=1
 echo "default GEMM routing (3xTF32 mma.sync where it runs; information only):"
 "$out/model_check" 64 16 32 3 || true
 exit $rc
