@@ -387,12 +387,13 @@ tf_gpu_attn_kernel tf_gpu_route_attn(const tf_gpu_plan *p, const tf_gpu_caps *ca
      * multiplies on mma.sync */
     if (!caps || !caps->has_cp_async) return TF_GPU_ATTN_KERNEL1;
     const int k5_ok = caps->has_mma_sync;
-    /* half types at head size 16 or 32: kernel6 (flash attention on the
-     * m16n8k16 tile, any L), or kernel5 where it fits under attn=k5; else
-     * kernel1 */
+    /* half types at head size 16 or 32: kernel5 where it fits (L <= 128),
+     * kernel6 (flash attention on the m16n8k16 tile, any L) above, or
+     * everywhere under attn=k6 (measured against kernel5 before it becomes
+     * the default); else kernel1 */
     if (s->half) {
         if (!k5_ok || (s->d != 16 && s->d != 32) || s->L < 1) return TF_GPU_ATTN_KERNEL1;
-        return p->attn == TF_GPU_ATTN_K5 && k5_fits(s) ? TF_GPU_ATTN_KERNEL5 : TF_GPU_ATTN_KERNEL6;
+        return p->attn != TF_GPU_ATTN_K6 && k5_fits(s) ? TF_GPU_ATTN_KERNEL5 : TF_GPU_ATTN_KERNEL6;
     }
     /* k6 names the half types' kernel: fp32 and tf32 route as auto */
     const tf_gpu_attn_policy a = p->attn == TF_GPU_ATTN_K6 ? TF_GPU_ATTN_AUTO : p->attn;
@@ -419,20 +420,18 @@ int tf_gpu_opm_on_mma(const tf_gpu_plan *p, const tf_gpu_caps *caps, int co, int
 
 int tf_gpu_opm_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half)
 {
-    const int on = p->opm == TF_GPU_OPM_AUTO || p->opm == TF_GPU_OPM_FUSED;
-    return half && p->level >= 3 && on && caps &&
+    return half && p->level >= 3 && p->opm == TF_GPU_OPM_FUSED && caps &&
            caps->vendor == TF_GPU_VENDOR_NVIDIA && caps->has_mma_sync && caps->has_cp_async;
 }
 
 int tf_gpu_trimul_proj(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half)
 {
-    const int on = p->trimul == TF_GPU_TRIMUL_AUTO || p->trimul == TF_GPU_TRIMUL_FUSED;
-    return half && p->level >= 3 && on && caps &&
+    return half && p->level >= 3 && p->trimul == TF_GPU_TRIMUL_FUSED && caps &&
            caps->vendor == TF_GPU_VENDOR_NVIDIA && caps->has_mma_sync && caps->has_cp_async;
 }
 
 int tf_gpu_mlp_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half)
 {
-    return half && p->level >= 3 && p->mlp != TF_GPU_MLP_COMPOSED && caps &&
+    return half && p->level >= 3 && p->mlp == TF_GPU_MLP_FUSED && caps &&
            caps->vendor == TF_GPU_VENDOR_NVIDIA && caps->has_mma_sync;
 }

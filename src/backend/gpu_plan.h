@@ -93,17 +93,16 @@ typedef enum { TF_GPU_LANE_AUTO = 0, TF_GPU_LANE_ON, TF_GPU_LANE_OFF, TF_GPU_LAN
 
 /* the outer product mean's kernels in bf16/fp16 (fp32 always FFMA) */
 typedef enum {
-    TF_GPU_OPM_AUTO = 0,  /* the forward as one kernel where it runs (tf_gpu_opm_fused),
-                             the product and the backward on mma.sync (co 32), else FFMA */
+    TF_GPU_OPM_AUTO = 0,  /* the product and the backward on mma.sync (co 32), else FFMA */
     TF_GPU_OPM_FFMA,      /* the FFMA kernels (cuda_opm.cu), composed */
     TF_GPU_OPM_COMPOSED,  /* the product and the backward on mma.sync, composed */
-    TF_GPU_OPM_FUSED,     /* one kernel each way where it runs, else as auto */
+    TF_GPU_OPM_FUSED,     /* one kernel each way where it runs (tf_gpu_opm_fused), else as auto */
     TF_GPU_OPM_COUNT_
 } tf_gpu_opm_policy;
 
 /* the transition's MLP in bf16/fp16 (fp32 and tf32 always compose it) */
 typedef enum {
-    TF_GPU_MLP_AUTO = 0,  /* fused where it runs (half types, mma.sync), else composed */
+    TF_GPU_MLP_AUTO = 0,  /* composed (until the fused kernels are measured on a GPU) */
     TF_GPU_MLP_COMPOSED,  /* LayerNorm and GEMM ops, as fp32 */
     TF_GPU_MLP_FUSED,     /* one fused kernel each way on mma.sync where it runs */
     TF_GPU_MLP_COUNT_
@@ -111,9 +110,9 @@ typedef enum {
 
 /* the triangle multiplication's projections and gates in bf16/fp16 */
 typedef enum {
-    TF_GPU_TRIMUL_AUTO = 0, /* one kernel each way where it runs (tf_gpu_trimul_proj) */
+    TF_GPU_TRIMUL_AUTO = 0, /* as composed */
     TF_GPU_TRIMUL_COMPOSED, /* the merged GEMM and gate_cmajor_fwd/_bwd */
-    TF_GPU_TRIMUL_FUSED,    /* one kernel each way where it runs */
+    TF_GPU_TRIMUL_FUSED,    /* one kernel each way where it runs (tf_gpu_trimul_proj) */
     TF_GPU_TRIMUL_COUNT_
 } tf_gpu_trimul_policy;
 
@@ -218,8 +217,8 @@ int tf_gpu_opm_on_mma(const tf_gpu_plan *p, const tf_gpu_caps *caps, int co, int
 
 /* The outer product mean's forward as one kernel (cuda_opm_fused.cu, ops.h
  * opm_fwd: the [B, N, N, co, co] product never in memory) for half types at
- * level 3 on NVIDIA's mma.sync and cp.async under opm=auto or opm=fused;
- * shapes TF_OPM_FUSED_OP_SHAPE, S up to
+ * level 3 on NVIDIA's mma.sync and cp.async under opm=fused (auto composes
+ * until the fused kernels are measured on a GPU); shapes TF_OPM_FUSED_OP_SHAPE, S up to
  * TF_GPU_OPM_FUSED_MAX_S (its a rows staged whole in shared memory) */
 #define TF_GPU_OPM_FUSED_MAX_S 64
 int tf_gpu_opm_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half);
@@ -233,7 +232,8 @@ int tf_gpu_mlp_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half);
 /* The triangle multiplication's projections and gates as one kernel each
  * way (cuda_trimul_proj.cu, ops.h trimul_proj_fwd/_bwd: proj never stored)
  * for half types at level 3 on NVIDIA's mma.sync and cp.async under
- * trimul=auto or trimul=fused; else the merged GEMM and gate_cmajor ops. */
+ * trimul=fused; else (auto, until measured on a GPU) the merged GEMM and
+ * gate_cmajor ops. */
 int tf_gpu_trimul_proj(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half);
 
 #ifdef __cplusplus

@@ -416,8 +416,7 @@ static void test_half_attention(void **state)
     (void)state;
     g_fail = 0;
     /* kernel1 (level 1) and kernel5 (level 3, attn=k5): the fp32 kernel's
-     * result rounded once; the default half attention (kernel6) is
-     * test_cuda_ops_flash's */
+     * result rounded once; kernel6 is test_cuda_ops_flash's */
     const int shapes[2][2] = {{37, 16}, {70, 32}}; /* L, d */
     for (int li = 0; li < 4; ++li) {
         const int lv = li < 2 ? 1 : 3, L = shapes[li % 2][0], d = shapes[li % 2][1];

@@ -570,8 +570,8 @@ static void test_half_routes(void **state)
             const tf_gpu_attn_shape h = {64, 32, bwd, 1}, h16 = {128, 16, bwd, 1},
                                     wide = {2048, 32, bwd, 1}, d8 = {64, 8, bwd, 1},
                                     f = {64, 32, bwd, 0};
-            /* kernel6, or kernel5 where it fits (L <= 128) under attn=k5 */
-            const tf_gpu_attn_kernel fit = i == 4 ? TF_GPU_ATTN_KERNEL5 : TF_GPU_ATTN_KERNEL6;
+            /* kernel5 where it fits (L <= 128), kernel6 above or everywhere under attn=k6 */
+            const tf_gpu_attn_kernel fit = i == 5 ? TF_GPU_ATTN_KERNEL6 : TF_GPU_ATTN_KERNEL5;
             assert_int_equal(tf_gpu_route_attn(&q, &caps, &h, 0), fit);
             assert_int_equal(tf_gpu_route_attn(&q, &caps, &h16, 0), fit);
             assert_int_equal(tf_gpu_route_attn(&q, &caps, &wide, 0), TF_GPU_ATTN_KERNEL6);
@@ -613,10 +613,10 @@ static void test_half_routes(void **state)
         const tf_gpu_plan cm = tf_gpu_plan_apply(p, &over);
         assert_int_equal(tf_gpu_opm_on_mma(&cm, &caps, 32, 1), 1);
     }
-    { /* its forward as one kernel: half types at level 3 on NVIDIA's mma.sync and
-       * cp.async by default; composed under opm=composed or opm=ffma, in fp32 and
-       * tf32, at levels 1-2, in the portable plan and on AMD */
-        assert_int_equal(tf_gpu_opm_fused(&p, &caps, 1), 1);
+    { /* its fused kernels: half types at level 3 on NVIDIA's mma.sync and cp.async
+       * under opm=fused; composed by default, under opm=composed or opm=ffma, in
+       * fp32 and tf32, at levels 1-2, in the portable plan and on AMD */
+        assert_int_equal(tf_gpu_opm_fused(&p, &caps, 1), 0); /* auto composes */
         assert_int_equal(tf_gpu_opm_fused(&p, &caps, 0), 0);
         const tf_gpu_plan port = tf_gpu_plan_portable(), l2 = tf_gpu_plan_default(&caps, 0, 2);
         assert_int_equal(tf_gpu_opm_fused(&port, &caps, 1), 0);
@@ -633,16 +633,16 @@ static void test_half_routes(void **state)
         }
         tf_gpu_caps old = caps, amd = caps, nocp = caps;
         old.has_mma_sync = 0;
-        assert_int_equal(tf_gpu_opm_fused(&p, &old, 1), 0);
+        assert_int_equal(tf_gpu_opm_fused(&fz, &old, 1), 0);
         nocp.has_cp_async = 0;
-        assert_int_equal(tf_gpu_opm_fused(&p, &nocp, 1), 0);
+        assert_int_equal(tf_gpu_opm_fused(&fz, &nocp, 1), 0);
         amd.vendor = TF_GPU_VENDOR_AMD;
-        assert_int_equal(tf_gpu_opm_fused(&p, &amd, 1), 0);
+        assert_int_equal(tf_gpu_opm_fused(&fz, &amd, 1), 0);
     }
     { /* the transition's MLP: one fused kernel each way for half types at level 3 on
-       * mma.sync (by default and under mlp=fused); under mlp=composed, in fp32,
-       * tf32 and the portable plan LayerNorm and GEMM ops */
-        assert_int_equal(tf_gpu_mlp_fused(&p, &caps, 1), 1);
+       * mma.sync under mlp=fused; by default, under mlp=composed, in fp32, tf32
+       * and the portable plan LayerNorm and GEMM ops */
+        assert_int_equal(tf_gpu_mlp_fused(&p, &caps, 1), 0); /* auto composes */
         tf_gpu_plan fz;
         assert_int_equal(tf_gpu_plan_parse("mlp=fused", &fz, NULL, 0), 0);
         const tf_gpu_plan f = tf_gpu_plan_apply(p, &fz);
@@ -661,10 +661,10 @@ static void test_half_routes(void **state)
         assert_int_equal(tf_gpu_mlp_fused(&f, &amd, 1), 0);
     }
     { /* the triangle multiplication's projections and gates: one kernel each way for
-       * half types at level 3 on NVIDIA's mma.sync and cp.async by default; the GEMM
-       * and gate ops under trimul=composed, in fp32 and tf32, at levels 1-2, in the
-       * portable plan and on AMD */
-        assert_int_equal(tf_gpu_trimul_proj(&p, &caps, 1), 1);
+       * half types at level 3 on NVIDIA's mma.sync and cp.async under trimul=fused;
+       * the GEMM and gate ops by default, under trimul=composed, in fp32 and tf32,
+       * at levels 1-2, in the portable plan and on AMD */
+        assert_int_equal(tf_gpu_trimul_proj(&p, &caps, 1), 0); /* auto composes */
         assert_int_equal(tf_gpu_trimul_proj(&p, &caps, 0), 0);
         const tf_gpu_plan port = tf_gpu_plan_portable(), l2 = tf_gpu_plan_default(&caps, 0, 2);
         assert_int_equal(tf_gpu_trimul_proj(&port, &caps, 1), 0);
@@ -678,9 +678,9 @@ static void test_half_routes(void **state)
         assert_int_equal(tf_gpu_trimul_proj(&q, &caps, 1), 0);
         tf_gpu_caps old = caps, amd = caps;
         old.has_mma_sync = 0;
-        assert_int_equal(tf_gpu_trimul_proj(&p, &old, 1), 0);
+        assert_int_equal(tf_gpu_trimul_proj(&fz, &old, 1), 0);
         amd.vendor = TF_GPU_VENDOR_AMD;
-        assert_int_equal(tf_gpu_trimul_proj(&p, &amd, 1), 0);
+        assert_int_equal(tf_gpu_trimul_proj(&fz, &amd, 1), 0);
     }
     /* act_types: bf16 from compute capability 8.0, fp16 from 7.0; AMD: all */
     const unsigned f32 = 1u << TF_F32, bf = 1u << TF_BF16, f16 = 1u << TF_F16;
