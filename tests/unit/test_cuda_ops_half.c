@@ -531,20 +531,22 @@ static void test_half_opm(void **state)
     done();
 }
 
-/* ---- the outer product mean's forward as one op (ops.h opm_fwd) against
- * the CPU's op, the composition opm_outer + GEMM. Both round the product o
- * to t (it is what the composition stores); their fp32 sums over s differ
- * in order and, on the tensor cores, by truncation (tol_sum(S) + S/8 U:
- * ~1e-6 relative), so an o lands on the other neighbour of t only within
- * that of a midpoint: one ulp of t (2u) on a few of the 1024 terms of an
- * output. The projection's K = 1024 fp32 sums differ in order and
- * truncation: tol_sum(1024) + 1024/8 U. Measured on the projection alone
- * (z_out - z_in), against its largest value and normwise: 2u plus those.
- * A dropped chunk of 2 p (1/16 of every output's terms) is off by ~25%,
- * an exchanged pair (i, j) by ~100%. N of 11 and 21 leave the 8 x 16 pair
- * tiles partial; S of 9 and 40 pad the s steps of 16; S 64 is the largest
- * the kernel takes. ---- */
-static void test_half_opm_fwd(void **state)
+/* ---- the outer product mean as one op each way (ops.h opm_fwd,
+ * opm_bwd_dz) against the CPU's ops, the compositions they replace (opm_outer
+ * + GEMM; opm_outer, dop = dz W, dW += dz^T o, opm_bwd). Both sides round
+ * the product o and dop to t from fp32 sums that differ in order and, on
+ * the tensor cores, by truncation (~1e-6 relative), so a few land on the
+ * other neighbour of t: one ulp (2u) of a few terms of a sum.
+ *   z_out - z_in (the projection, K = 1024 terms): 2u + tol_sum(1024) +
+ *     1024/8 U, against its largest value and normwise;
+ *   da (K = 2 N co terms, rounded once more): 4u + tol_sum(K) + K/4 U (as
+ *     opm_bwd's test);
+ *   dW's increment (fp32, K = B N N pairs): 2u + tol_sum(K) + K/8 U.
+ * A dropped chunk of 2 p (1/16 of an output's terms) is off by ~25%, a
+ * mirror term left out (half of da) by ~70%, an exchanged pair by ~100%.
+ * N 11 and 21 leave the pair tiles partial; S 9 and 40 pad the s steps of
+ * 16; S 64 is the largest the kernels take (the backward's one buffer). ---- */
+static void test_half_opm_fused(void **state)
 {
     (void)state;
     g_fail = 0;
@@ -557,7 +559,7 @@ static void test_half_opm_fwd(void **state)
     for (int k = 0; k < 2; ++k) {
         const tf_dtype t = k_half[k];
         if (!(caps.opm_fused_op & 1u << t)) {
-            printf("SKIP opm_fwd %s: the plan composes it (caps.opm_fused_op 0x%x)\n",
+            printf("SKIP opm_fwd, opm_bwd_dz %s: the plan composes them (caps.opm_fused_op 0x%x)\n",
                    tf_dtype_name(t), caps.opm_fused_op);
             continue;
         }
@@ -569,89 +571,39 @@ static void test_half_opm_fwd(void **state)
                          nz = (size_t)B * N * N * cz;
             const uint64_t sd = 400 + 10 * k + si;
             float *ha = rnd_t(na, 1.f, sd, t), *hw = rnd_t(nw, 1.f / 32.f, sd + 1, t);
-            float *hz = rnd(nz, 1.f, sd + 2);
-            float *out[2];
-            const bk be2[2] = {b, c};
-            for (int e = 0; e < 2; ++e) {
-                const bk q = be2[e];
-                void *a = put_t(q, ha, na, t), *w = put_t(q, hw, nw, t);
-                float *z = b_put(q, hz, nz), *zo = b_nan(q, nz);
-                q.ops->opm_fwd(q.be, zo, z, a, w, B, S, N, co, cz, t);
-                out[e] = malloc(4 * nz);
-                b_get(q, out[e], zo, nz);
-                b_free(q, a), b_free(q, w), b_free(q, z), b_free(q, zo);
-            }
-            for (size_t i = 0; i < nz; ++i) out[0][i] -= hz[i], out[1][i] -= hz[i];
-            char shape[64], op[32];
-            snprintf(shape, sizeof shape, "B%d S%d N%d cz%d", B, S, N, cz);
-            snprintf(op, sizeof op, "opm_fwd %s", tf_dtype_name(t));
-            check(op, shape, out[0], out[1], nz, 2 * u + tol_sum(1024) + 1024 / 8.0 * U);
-            free(out[0]), free(out[1]), free(ha), free(hw), free(hz);
-        }
-    }
-    tf_cuda_backend_destroy(b.be);
-    done();
-}
-
-/* ---- and its backward from dz as one op (ops.h opm_bwd_dz) against the
- * CPU's composition (opm_outer, dop = dz W rounded to t, dW += dz^T o,
- * opm_bwd). o and dop are rounded to t on both sides from fp32 sums that
- * differ in order and truncation (~1e-6 relative), so a few land on the
- * other neighbour of t (2u each); da sums K = 2 N co products of those and
- * is rounded once more: 2u for its own rounding, 2u for the flipped terms,
- * and tol_sum(K) + K/4 U for the order and the tensor cores (as opm_bwd's
- * test). dW (fp32, its increment checked): 2u for flipped o plus tol_sum
- * and K/8 U over its K = B N N pairs. A dropped tile of j, a mirror term
- * left out (half of da) or a wrong split are off by 10-100%. ---- */
-static void test_half_opm_bwd_dz(void **state)
-{
-    (void)state;
-    g_fail = 0;
-    tf_gpu_plan fused = plan_of(TF_GPU_GEMM_MMA, TF_GPU_DW_AUTO, TF_GPU_ATTN_AUTO);
-    fused.opm = TF_GPU_OPM_FUSED;
-    const bk b = bk_create(3, 0, &fused, NULL), c = g_cpu;
-    tf_backend_caps caps;
-    b.ops->caps(b.be, &caps);
-    const int shapes[3][4] = {{2, 9, 11, 64}, {1, 40, 21, 128}, {1, 64, 9, 128}};
-    for (int k = 0; k < 2; ++k) {
-        const tf_dtype t = k_half[k];
-        if (!(caps.opm_fused_op & 1u << t)) {
-            printf("SKIP opm_bwd_dz %s: the plan composes it (caps.opm_fused_op 0x%x)\n",
-                   tf_dtype_name(t), caps.opm_fused_op);
-            continue;
-        }
-        const double u = u_of(t);
-        for (int si = 0; si < 3; ++si) {
-            const int B = shapes[si][0], S = shapes[si][1], N = shapes[si][2], cz = shapes[si][3];
-            const int co = 32;
-            const size_t na = (size_t)B * S * N * co, nw = (size_t)cz * co * co,
-                         nz = (size_t)B * N * N * cz;
-            const uint64_t sd = 450 + 10 * k + si;
-            float *ha = rnd_t(na, 1.f, sd, t), *hw = rnd_t(nw, 1.f / 32.f, sd + 1, t);
-            float *hdz = rnd_t(nz, 1.f, sd + 2, t), *hdw = rnd(nw, 1.f, sd + 3);
-            float *da[2], *dw[2];
+            float *hz = rnd(nz, 1.f, sd + 2), *hdz = rnd_t(nz, 1.f, sd + 3, t);
+            float *hdw = rnd(nw, 1.f, sd + 4);
+            float *zo[2], *da[2], *dw[2];
             const bk be2[2] = {b, c};
             for (int e = 0; e < 2; ++e) {
                 const bk q = be2[e];
                 void *a = put_t(q, ha, na, t), *w = put_t(q, hw, nw, t), *dz = put_t(q, hdz, nz, t);
+                float *z = b_put(q, hz, nz), *zod = b_nan(q, nz), *dwd = b_put(q, hdw, nw);
                 void *dad = b_nan(q, na);
-                float *dwd = b_put(q, hdw, nw);
+                q.ops->opm_fwd(q.be, zod, z, a, w, B, S, N, co, cz, t);
                 q.ops->opm_bwd_dz(q.be, dad, dwd, dz, a, w, B, S, N, co, cz, t);
-                da[e] = malloc(4 * na), dw[e] = malloc(4 * nw);
+                zo[e] = malloc(4 * nz), da[e] = malloc(4 * na), dw[e] = malloc(4 * nw);
+                b_get(q, zo[e], zod, nz);
                 get_t(q, da[e], dad, na, t);
                 b_get(q, dw[e], dwd, nw);
-                b_free(q, a), b_free(q, w), b_free(q, dz), b_free(q, dad), b_free(q, dwd);
+                b_free(q, a), b_free(q, w), b_free(q, dz), b_free(q, z), b_free(q, zod);
+                b_free(q, dwd), b_free(q, dad);
             }
-            for (size_t i = 0; i < nw; ++i) dw[0][i] -= hdw[i], dw[1][i] -= hdw[i];
+            for (int e = 0; e < 2; ++e) {
+                for (size_t i = 0; i < nz; ++i) zo[e][i] -= hz[i];
+                for (size_t i = 0; i < nw; ++i) dw[e][i] -= hdw[i];
+            }
             char shape[64], op[40];
             snprintf(shape, sizeof shape, "B%d S%d N%d cz%d", B, S, N, cz);
             const double kda = 2.0 * N * co, kdw = (double)B * N * N;
+            snprintf(op, sizeof op, "opm_fwd %s", tf_dtype_name(t));
+            check(op, shape, zo[0], zo[1], nz, 2 * u + tol_sum(1024) + 1024 / 8.0 * U);
             snprintf(op, sizeof op, "opm_bwd_dz da %s", tf_dtype_name(t));
             check(op, shape, da[0], da[1], na, 4 * u + tol_sum(kda) + kda / 4.0 * U);
             snprintf(op, sizeof op, "opm_bwd_dz dW %s", tf_dtype_name(t));
             check(op, shape, dw[0], dw[1], nw, 2 * u + tol_sum(kdw) + kdw / 8.0 * U);
-            for (int e = 0; e < 2; ++e) free(da[e]), free(dw[e]);
-            free(ha), free(hw), free(hdz), free(hdw);
+            for (int e = 0; e < 2; ++e) free(zo[e]), free(da[e]), free(dw[e]);
+            free(ha), free(hw), free(hz), free(hdz), free(hdw);
         }
     }
     tf_cuda_backend_destroy(b.be);
@@ -913,7 +865,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_half_data),      cmocka_unit_test(test_half_norm),
         cmocka_unit_test(test_half_attention), cmocka_unit_test(test_half_opm),
         cmocka_unit_test(test_half_gemm),      cmocka_unit_test(test_half_transition),
-        cmocka_unit_test(test_half_opm_fwd),   cmocka_unit_test(test_half_opm_bwd_dz),
+        cmocka_unit_test(test_half_opm_fused),
         cmocka_unit_test(test_half_trimul_proj),
     };
     return tf_cuda_test_main(argc, argv, "test_cuda_ops_half", tests, sizeof tests / sizeof *tests);
