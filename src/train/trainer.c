@@ -16,9 +16,9 @@
 
 #include "backend/backend.h"
 #include "dist/dist.h"
-#include "backend/gpu_plan.h"
 #include "model/model.h"
 #include "train/memplan.h"
+#include "train/plan.h"
 #include "prof/prof.h"
 #include "prof/profiler.h"
 #include "train/loss_scale.h"
@@ -28,7 +28,7 @@
 typedef struct { size_t off, n; } tf_range;
 
 struct tf_trainer {
-    tf_config cfg; /* cfg.batch: this rank's samples */
+    tf_plan plan; /* the backend, the model's layout and composition, the arena */
     tf_config pub; /* what tf_trainer_config reports: the global batch */
     /* data parallel (tf_trainer_set_dist): this rank draws samples
      * [boff, boff + cfg.batch) of the global batch of gbatch */
@@ -38,20 +38,10 @@ struct tf_trainer {
      * phase itself (issue_backward_step), so that the captured backward
      * holds the buckets' all-reduces and their join */
     int reduce_in_bwd;
-    /* what each backward stage writes into the gradients (exec.h grad_hi,
-     * recorded while planning): the buckets follow from it */
-    size_t *grad_hi;
-    int nstages;
-    const tf_ops *ops;
-    tf_backend *be;
-    tf_backend_caps caps; /* what the backend prefers and provides */
-    tf_param_info *table;
-    size_t ntensors, nparams;
     float *params, *grads, *adam_m, *adam_v, *hyper;
-    /* mixed precision (tinyfold.h tf_precision): the activations' type, the
-     * weights' copy in it that the GEMMs read (written after every update;
-     * NULL in fp32), and fp16's loss scale */
-    tf_dtype at;
+    /* mixed precision: the weights' copy in the activations' type that the
+     * GEMMs read (written after every update; NULL in fp32), and fp16's
+     * loss scale */
     void *wh;
     tf_loss_scaler scaler;
     long adam_step; /* updates made: a step skipped by the loss scaler makes none */
@@ -60,7 +50,6 @@ struct tf_trainer {
     int nonfinite_held;
     tf_range *ranges; /* trainable contiguous ranges for AdamW */
     int nranges;
-    tf_arena arena;
     void *arena_mem;
     int32_t *tokens;
     float *pair, *target, *loss, *pred;
@@ -92,8 +81,6 @@ struct tf_trainer {
     float *st_pair, *st_target;
     long staged_step; /* the step whose batch is in the staging buffers, -1 */
     long cur_step;
-    tf_model M;
-    tf_exec ex;
     tf_prof *prof;
     void *graph[3]; /* forward, backward, optimizer (--graph where caps.graphs) */
     int graphs_ready;
@@ -112,8 +99,8 @@ static void set_err(char *err, size_t n, const char *msg) {
 
 /* Initialisation (docs/model.md, section 7): Linear weights and the embedding ~ N(0, 0.02); LayerNorm 1 / 0. */
 static void init_params(const tf_trainer *t, float *host) {
-    for (size_t i = 0; i < t->ntensors; i++) {
-        const tf_param_info *p = &t->table[i];
+    for (size_t i = 0; i < t->plan.ntensors; i++) {
+        const tf_param_info *p = &t->plan.table[i];
         float *w = host + p->offset;
         if (p->ndim == 1) {
             size_t len = strlen(p->name);
@@ -121,7 +108,7 @@ static void init_params(const tf_trainer *t, float *host) {
             for (size_t k = 0; k < p->count; k++) w[k] = is_bias ? 0.0f : 1.0f;
         } else {
             tf_rng r;
-            tf_rng_init(&r, t->cfg.seed, TF_STREAM_INIT, i);
+            tf_rng_init(&r, t->plan.cfg.seed, TF_STREAM_INIT, i);
             for (size_t k = 0; k < p->count; k++) w[k] = (float)(0.02 * tf_rng_normal(&r));
         }
     }
@@ -139,25 +126,27 @@ static size_t mem_available_bytes(void) {
 }
 
 static int balloc(tf_trainer *t, void **p, size_t bytes) {
-    return t->ops->alloc(t->be, p, bytes ? bytes : 4);
+    return t->plan.ops->alloc(t->plan.be, p, bytes ? bytes : 4);
 }
 
-static void build_ranges(tf_trainer *t) {
-    t->ranges = calloc(t->ntensors, sizeof *t->ranges);
+static int build_ranges(tf_trainer *t) {
+    t->ranges = calloc(t->plan.ntensors, sizeof *t->ranges);
     t->nranges = 0;
-    for (size_t i = 0; i < t->ntensors; i++) {
-        const tf_param_info *p = &t->table[i];
+    if (!t->ranges) return 1;
+    for (size_t i = 0; i < t->plan.ntensors; i++) {
+        const tf_param_info *p = &t->plan.table[i];
         if (!p->trainable) continue;
         if (t->nranges && t->ranges[t->nranges - 1].off + t->ranges[t->nranges - 1].n == p->offset)
             t->ranges[t->nranges - 1].n += p->count;
         else
             t->ranges[t->nranges++] = (tf_range){p->offset, p->count};
     }
+    return 0;
 }
 
 static void setup_model(tf_trainer *t) {
-    tf_model *M = &t->M;
-    M->c = &t->cfg;
+    tf_model *M = &t->plan.M;
+    M->c = &t->plan.cfg;
     M->params = t->params;
     M->grads = t->grads;
     M->tokens = t->tokens;
@@ -166,24 +155,22 @@ static void setup_model(tf_trainer *t) {
     M->loss = t->loss;
     M->pred = t->pred;
     M->loss_scale = t->hyper ? t->hyper + TF_HYPER_LOSS_SCALE : NULL;
-    t->ex.at = t->at;
-    t->ex.w_base = t->params;
-    t->ex.wh = t->wh ? t->wh : t->params;
-}
-
-static tf_dtype act_type(tf_precision p) {
-    return p == TF_PREC_BF16 ? TF_BF16 : p == TF_PREC_FP16 ? TF_F16 : TF_F32;
+    t->plan.ex.at = t->plan.at;
+    t->plan.ex.w_base = t->params;
+    t->plan.ex.wh = t->wh ? t->wh : t->params;
 }
 
 /* The GEMMs' copy of the weights, after the fp32 parameters changed */
 static void refresh_weights(tf_trainer *t) {
-    if (t->wh) tf_x_convert(&t->ex, t->wh, t->at, t->params, TF_F32, (long)t->nparams);
+    if (t->wh)
+        tf_x_convert(&t->plan.ex, t->wh, t->plan.at, t->params, TF_F32, (long)t->plan.nparams);
 }
 
 /* Bytes of a batch's three arrays: tokens, pair features, target distances
  * (the order of every loop below over a batch's arrays). */
 static void batch_sizes(const tf_trainer *t, size_t sz[3]) {
-    const size_t B = (size_t)t->cfg.batch, S = (size_t)t->cfg.n_seqs, N = (size_t)t->cfg.seq_len;
+    const size_t B = (size_t)t->plan.cfg.batch, S = (size_t)t->plan.cfg.n_seqs,
+                 N = (size_t)t->plan.cfg.seq_len;
     sz[0] = B * S * N * sizeof(int32_t);
     sz[1] = B * N * N * 65 * sizeof(float);
     sz[2] = B * N * N * sizeof(float);
@@ -196,7 +183,7 @@ static int batch_alloc(tf_trainer *t, tf_batch *b) {
     for (int i = 0; i < 3; i++)
         /* from the backend: page-locked on CUDA, so that the per-step upload
          * runs at the bus' speed */
-        if (t->ops->host_alloc(t->be, f[i], sz[i]))
+        if (t->plan.ops->host_alloc(t->plan.be, f[i], sz[i]))
             return 1;
     return 0;
 }
@@ -204,175 +191,25 @@ static int batch_alloc(tf_trainer *t, tf_batch *b) {
 static void batch_free(tf_trainer *t, tf_batch *b) {
     void *p[3] = {b->tokens, b->pair, b->target};
     for (int i = 0; i < 3; i++)
-        if (p[i]) t->ops->host_free(t->be, p[i]);
+        if (p[i]) t->plan.ops->host_free(t->plan.be, p[i]);
     b->tokens = NULL, b->pair = NULL, b->target = NULL;
 }
 
-static tf_status create_on(tf_trainer **out, const tf_config *c, tf_backend *be,
-                           const tf_ops *ops, const tf_backend_caps *caps, size_t *plan_bytes,
-                           char *err, size_t errlen);
-
-/* plan_bytes: when not NULL, only plan: the bytes the trainer would hold
- * (what the memory check compares) are stored there and nothing is kept. */
-static tf_status trainer_create(tf_trainer **out, const tf_config *c, size_t *plan_bytes,
-                                char *err, size_t errlen) {
-    *out = NULL;
-    tf_status st = tf_config_validate(c, err, errlen);
-    if (st != TF_OK) return st;
-    tf_backend_opts bo = {c->threads, c->device, (int)c->impl, c->precision == TF_PREC_TF32, NULL};
-    tf_gpu_plan gplan; /* --gpu-plan (checked by tf_config_validate) */
-    if (c->gpu_plan[0] && !tf_gpu_plan_parse(c->gpu_plan, &gplan, NULL, 0)) bo.gpu_plan = &gplan;
-    tf_backend_kind kind = c->backend;
-    tf_backend *be = NULL;
-    const tf_ops *ops = NULL;
-    tf_backend_caps caps;
-    if (tf_backend_create(&kind, &bo, &be, &ops, &caps, err, errlen)) return TF_ERR_DEVICE;
-    tf_config cb = *c;
-    cb.backend = kind;
-    return create_on(out, &cb, be, ops, &caps, plan_bytes, err, errlen);
-}
-
-/* The model's composition on this backend (exec.h) from its preferences;
- * levels 1-2 stay the reference composition. --recompute asks for memory
- * before time, so it runs without the weight-gradient lane: the lane's
- * workspaces (caps.wgrad_lane_bytes) and the second slot of backward
- * temporaries (exec.h bwd_slot, the largest module's recomputed forward and
- * backward) were a third of what the recomputed small step kept. */
-static void compose(tf_trainer *t) {
-    const tf_backend_caps *k = &t->caps;
-    const int v3 = t->cfg.impl >= TF_IMPL_V3;
-    t->ex.opm_weight_first = v3 && k->opm_weight_first;
-    t->ex.opm_bwd_op = v3 && k->opm_bwd_op;
-    t->ex.opm_outer_op = v3 && k->opm_outer_op;
-    t->ex.trimul_merged = v3 && k->trimul_merged;
-    t->ex.transition_op = v3 && (k->transition_op >> t->at & 1u); /* ex.at: setup_model */
-    t->ex.wgrad_async = v3 && k->wgrad_lane && t->ops->wgrad_enable != NULL &&
-                        t->cfg.recompute == TF_RECOMPUTE_NONE;
-}
-
-/* The widest attention head of the problem against the backend's kernels. */
-static tf_status check_heads(const tf_trainer *t, char *err, size_t errlen) {
-    const tf_config *c = &t->cfg;
-    const int lim = t->caps.max_head_dim;
-    const int dm = c->msa_dim / c->n_heads_msa, dz = c->pair_dim / c->n_heads_pair;
-    if (!lim || (dm <= lim && dz <= lim)) return TF_OK;
-    const int msa = dm > lim;
-    snprintf(err, errlen,
-             "%s: '%d' is not accepted with --backend %s: head size %d exceeds %d "
-             "(expected at most %d)",
-             msa ? "--msa-dim" : "--pair-dim", msa ? c->msa_dim : c->pair_dim, t->caps.name,
-             msa ? dm : dz, lim, lim * (msa ? c->n_heads_msa : c->n_heads_pair));
-    return TF_ERR_USAGE;
-}
-
-/* Plans the activation arena: forward + backward without executing ops.
- * Returns its bytes. */
-static size_t plan_arena(tf_trainer *t) {
-    t->ex.planning = 1;
-    setup_model(t);
-    /* the gradients' writes are recorded against a fake address, far above
-     * the arena's fake ones (never dereferenced) */
-    t->M.grads = (float *)((uintptr_t)1 << (sizeof(uintptr_t) * 8 - 2));
-    t->ex.grad_base = t->M.grads;
-    t->ex.grad_n = t->nparams;
-    t->ex.grad_hi = t->grad_hi;
-    t->ex.grad_stages = t->grad_hi ? t->nstages : 0;
-    tf_model_forward(&t->ex, &t->M);
-    tf_model_backward(&t->ex, &t->M);
-    if (t->ex.wgrad_async && t->ex.bwd_slot_need) {
-        /* again with the two slots the first pass measured (exec.h bwd_slot) */
-        t->ex.bwd_slot = t->ex.bwd_slot_need;
-        t->arena.peak = 0;
-        tf_model_forward(&t->ex, &t->M);
-        tf_model_backward(&t->ex, &t->M);
-    }
-    t->ex.planning = 0;
-    t->ex.grad_hi = NULL;
-    t->M.grads = t->grads;
-    return t->arena.peak;
-}
-
-static tf_status create_on(tf_trainer **out, const tf_config *c, tf_backend *be,
-                           const tf_ops *ops, const tf_backend_caps *caps, size_t *plan_bytes,
-                           char *err, size_t errlen) {
-    *out = NULL;
-    tf_trainer *t = calloc(1, sizeof *t);
-    if (!t) {
-        ops->destroy(be);
-        set_err(err, errlen, "out of host memory creating the trainer");
-        return TF_ERR_NOMEM;
-    }
-    t->cfg = *c;
-    t->be = be;
-    t->ops = ops;
-    t->caps = *caps;
-    tf_status st = check_heads(t, err, errlen);
-    if (st != TF_OK) {
-        tf_trainer_destroy(t);
-        return st;
-    }
-    t->at = act_type(c->precision);
-    if (t->at != TF_F32 && !(t->caps.act_types & (1u << t->at))) { /* fp32: every backend */
-        snprintf(err, errlen,
-                 "--precision: '%s' is not accepted with --backend %s: its ops do not take %s "
-                 "activations on this build and device (expected fp32%s)",
-                 tf_precision_name(c->precision), t->caps.name, tf_dtype_name(t->at),
-                 t->caps.device_memory ? " or tf32" : "");
-        tf_trainer_destroy(t);
-        return TF_ERR_USAGE;
-    }
-    tf_loss_scaler_init(&t->scaler, c->precision == TF_PREC_FP16);
-
-    t->ntensors = tf_param_count_tensors(c);
-    t->nparams = tf_param_count_floats(c);
-    t->table = calloc(t->ntensors, sizeof *t->table);
-    t->M.off.blk = calloc((size_t)c->n_blocks, sizeof(tf_block_off));
-    t->M.acts = calloc((size_t)c->n_blocks, sizeof(tf_block_act));
-    if (!t->table || !t->M.off.blk || !t->M.acts) {
-        set_err(err, errlen, "out of host memory creating the trainer");
-        tf_trainer_destroy(t);
-        return TF_ERR_NOMEM;
-    }
-    tf_param_table(c, t->table);
-    tf_model_offsets(c, t->table, &t->M.off);
-    build_ranges(t);
-    t->nstages = tf_bwd_stages(c->n_blocks);
-    t->grad_hi = calloc((size_t)t->nstages, sizeof *t->grad_hi); /* NULL: one bucket */
-
+/* After the plan: the memory, the parameters' initial values, the moments
+ * and the batch buffers. */
+static tf_status allocate(tf_trainer *t, char *err, size_t errlen) {
+    const tf_plan *p = &t->plan;
+    const tf_config *c = &p->cfg;
     const int B = c->batch, S = c->n_seqs, N = c->seq_len;
-    t->ex.ops = t->ops;
-    t->ex.be = t->be;
-    t->ex.arena = &t->arena;
-    t->ex.fu = c->fusion;
-    t->ex.level = (int)c->impl;
-    compose(t);
-    t->ex.recompute = (int)c->recompute;
-    t->ex.chunk = c->chunk_size;
-    if (t->ex.wgrad_async && t->ops->wgrad_enable(t->be)) {
-        snprintf(err, errlen,
-                 "not enough device memory for the weight-gradient lane's workspaces (%.0f MiB)",
-                 (double)t->caps.wgrad_lane_bytes / (1 << 20));
-        tf_trainer_destroy(t);
-        return TF_ERR_NOMEM;
-    }
-    size_t arena_bytes = plan_arena(t);
-
-    size_t pbytes = t->nparams * sizeof(float);
-    size_t whbytes = t->at == TF_F32 ? 0 : t->nparams * tf_dtype_size(t->at);
-    size_t batch_bytes = (size_t)B * S * N * 4 + (size_t)B * N * N * (65 + 3) * 4;
-    size_t need = 4 * pbytes + whbytes + arena_bytes + batch_bytes;
-    if (plan_bytes) {
-        *plan_bytes = need + (t->caps.device_memory ? 0 : batch_bytes); /* the host batch */
-        tf_trainer_destroy(t);
-        return TF_OK;
-    }
-    if (!t->caps.device_memory) {
+    const size_t pbytes = p->param_bytes, arena_bytes = p->arena_bytes, need = tf_plan_need(p);
+    if (!p->caps.device_memory) {
         size_t avail = mem_available_bytes();
-        size_t host_batch = batch_bytes;
+        size_t host_batch = p->batch_bytes;
         if (avail && need + host_batch > avail / 10 * 9) {
+            tf_config cc = *c;
             tf_trainer_destroy(t);
             char fits[200];
-            tf_memplan_suggest(c, (double)(avail / 10 * 9), fits, sizeof fits);
+            tf_memplan_suggest(&cc, (double)(avail / 10 * 9), fits, sizeof fits);
             snprintf(err, errlen,
                      "this problem needs %.2f GB of memory (parameters, gradients and AdamW "
                      "moments %.2f GB, activations %.2f GB) and a run may use at most 90%% of the "
@@ -386,36 +223,37 @@ static tf_status create_on(tf_trainer **out, const tf_config *c, tf_backend *be,
     if (balloc(t, (void **)&t->params, pbytes) || balloc(t, (void **)&t->grads, pbytes) ||
         balloc(t, (void **)&t->adam_m, pbytes) || balloc(t, (void **)&t->adam_v, pbytes) ||
         balloc(t, (void **)&t->hyper, TF_HYPER_COUNT * sizeof(float)) ||
-        (whbytes && balloc(t, &t->wh, whbytes)) ||
+        (p->half_bytes && balloc(t, &t->wh, p->half_bytes)) ||
         balloc(t, (void **)&t->tokens, (size_t)B * S * N * sizeof(int32_t)) ||
         balloc(t, (void **)&t->pair, (size_t)B * N * N * 65 * sizeof(float)) ||
         balloc(t, (void **)&t->target, (size_t)B * N * N * sizeof(float)) ||
         balloc(t, (void **)&t->pred, (size_t)B * N * N * sizeof(float)) ||
         balloc(t, (void **)&t->loss, 4 * sizeof(float)) ||
         balloc(t, &t->arena_mem, arena_bytes)) {
-        const int on_device = t->caps.device_memory;
+        const int on_device = p->caps.device_memory;
+        tf_config cc = *c;
         tf_trainer_destroy(t);
         char fits[200]; /* the free memory is not known here: the plans of the others */
-        tf_memplan_suggest(c, -1.0, fits, sizeof fits);
+        tf_memplan_suggest(&cc, -1.0, fits, sizeof fits);
         snprintf(err, errlen,
                  "not enough %s memory: this problem needs %.2f GB (activations %.2f GB); %s",
                  on_device ? "device" : "host", need / 1e9, arena_bytes / 1e9, fits);
         return TF_ERR_NOMEM;
     }
-    t->arena = (tf_arena){.base = t->arena_mem, .cap = arena_bytes};
+    t->plan.arena = (tf_arena){.base = t->arena_mem, .cap = arena_bytes};
     t->hb.B = B;
     t->hb.S = S;
     t->hb.N = N;
     t->hb_next = t->hb;
-    t->prefetch = t->caps.prefetch_batches;
+    t->prefetch = p->caps.prefetch_batches;
     if (t->prefetch) {
         pthread_mutex_init(&t->pf_mu, NULL);
         pthread_cond_init(&t->pf_cv, NULL);
         /* leave two cores to the main thread and the CUDA driver */
-        int n = omp_get_max_threads(), p = omp_get_num_procs() - 2;
-        t->pf_threads = n < p ? n : p < 1 ? 1 : p;
+        int n = omp_get_max_threads(), np = omp_get_num_procs() - 2;
+        t->pf_threads = n < np ? n : np < 1 ? 1 : np;
     }
-    t->stage = t->prefetch && t->caps.stage_batches;
+    t->stage = t->prefetch && p->caps.stage_batches;
     float *host = malloc(pbytes);
     if (!host || batch_alloc(t, &t->hb) || (t->prefetch && batch_alloc(t, &t->hb_next))) {
         free(host);
@@ -435,39 +273,65 @@ static tf_status create_on(tf_trainer **out, const tf_config *c, tf_backend *be,
     }
     /* issuing the phases back to back is a speed-up only: without the
      * page-locked bytes, wait at each phase boundary */
-    t->pipelined = t->caps.pipelined_phases && t->ops->mark &&
-                   !t->ops->host_alloc(t->be, (void **)&t->step_host,
+    t->pipelined = p->caps.pipelined_phases && p->ops->mark &&
+                   !p->ops->host_alloc(p->be, (void **)&t->step_host,
                                        (16 + TF_HYPER_COUNT) * sizeof(float));
     init_params(t, host);
-    t->ops->upload(t->be, t->params, host, pbytes);
+    p->ops->upload(p->be, t->params, host, pbytes);
     free(host);
     const float h0[TF_HYPER_COUNT] = {[TF_HYPER_LOSS_SCALE] = 1.0f, [TF_HYPER_GRAD_MUL] = 1.0f};
-    t->ops->upload(t->be, t->hyper, h0, sizeof h0);
-    t->ops->zero(t->be, t->grads, pbytes);
-    t->ops->zero(t->be, t->adam_m, pbytes);
-    t->ops->zero(t->be, t->adam_v, pbytes);
+    p->ops->upload(p->be, t->hyper, h0, sizeof h0);
+    p->ops->zero(p->be, t->grads, pbytes);
+    p->ops->zero(p->be, t->adam_m, pbytes);
+    p->ops->zero(p->be, t->adam_v, pbytes);
     setup_model(t);
     refresh_weights(t);
-    t->ops->sync(t->be);
-    t->pub = t->cfg;
-    t->gbatch = t->cfg.batch;
+    p->ops->sync(p->be);
+    return TF_OK;
+}
+
+/* After the plan was built in t (whatever it returned). */
+static tf_status create(tf_trainer **out, tf_trainer *t, tf_status st, char *err, size_t errlen) {
+    *out = NULL;
+    if (st == TF_OK) {
+        tf_loss_scaler_init(&t->scaler, t->plan.cfg.precision == TF_PREC_FP16);
+        if (build_ranges(t)) {
+            set_err(err, errlen, "out of host memory creating the trainer");
+            st = TF_ERR_NOMEM;
+        }
+    }
+    if (st != TF_OK) {
+        tf_trainer_destroy(t);
+        return st;
+    }
+    if ((st = allocate(t, err, errlen)) != TF_OK) return st; /* t is gone */
+    t->pub = t->plan.cfg;
+    t->gbatch = t->plan.cfg.batch;
     *out = t;
     return TF_OK;
 }
 
 tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, size_t errlen) {
-    return trainer_create(out, c, NULL, err, errlen);
+    *out = NULL;
+    tf_trainer *t = calloc(1, sizeof *t);
+    if (!t) {
+        set_err(err, errlen, "out of host memory creating the trainer");
+        return TF_ERR_NOMEM;
+    }
+    return create(out, t, tf_plan_open(&t->plan, c, err, errlen), err, errlen);
 }
 
 tf_status tf_trainer_create_on(tf_trainer **out, const tf_config *c, tf_backend *be,
                                const tf_ops *ops, const tf_backend_caps *caps, char *err,
                                size_t errlen) {
-    return create_on(out, c, be, ops, caps, NULL, err, errlen);
-}
-
-tf_status tf_trainer_plan(const tf_config *c, size_t *bytes, char *err, size_t errlen) {
-    tf_trainer *t = NULL;
-    return trainer_create(&t, c, bytes, err, errlen);
+    *out = NULL;
+    tf_trainer *t = calloc(1, sizeof *t);
+    if (!t) {
+        ops->destroy(be);
+        set_err(err, errlen, "out of host memory creating the trainer");
+        return TF_ERR_NOMEM;
+    }
+    return create(out, t, tf_plan_build(&t->plan, c, be, ops, caps, err, errlen), err, errlen);
 }
 
 static void prefetch_join(tf_trainer *t) {
@@ -494,25 +358,21 @@ void tf_trainer_destroy(tf_trainer *t) {
         pthread_mutex_destroy(&t->pf_mu);
         pthread_cond_destroy(&t->pf_cv);
     }
-    if (t->be) {
-        t->ops->sync(t->be); /* no upload still reads the host batches */
+    if (t->plan.be) {
+        t->plan.ops->sync(t->plan.be); /* no upload still reads the host batches */
         batch_free(t, &t->hb_next);
         batch_free(t, &t->hb);
-        if (t->step_host) t->ops->host_free(t->be, t->step_host);
+        if (t->step_host) t->plan.ops->host_free(t->plan.be, t->step_host);
         for (int i = 0; i < 3; i++)
-            if (t->graph[i]) t->ops->graph_destroy(t->be, t->graph[i]);
+            if (t->graph[i]) t->plan.ops->graph_destroy(t->plan.be, t->graph[i]);
         void *bufs[] = {t->params,    t->grads,     t->adam_m,   t->adam_v,    t->hyper,
                         t->tokens,    t->pair,      t->target,   t->pred,      t->loss,
                         t->arena_mem, t->st_tokens, t->st_pair,  t->st_target, t->wh};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-            if (bufs[i]) t->ops->free(t->be, bufs[i]);
-        t->ops->destroy(t->be);
+            if (bufs[i]) t->plan.ops->free(t->plan.be, bufs[i]);
     }
-    free(t->table);
+    tf_plan_close(&t->plan);
     free(t->ranges);
-    free(t->grad_hi);
-    free(t->M.off.blk);
-    free(t->M.acts);
     free(t);
 }
 
@@ -525,15 +385,15 @@ const tf_config *tf_trainer_config(const tf_trainer *t) { return &t->pub; }
 static void stage_done(void *arg, int stage) {
     tf_trainer *t = arg;
     tf_dist *d = t->dist;
-    void *be = t->caps.device_memory ? t->be : NULL;
+    void *be = t->plan.caps.device_memory ? t->plan.be : NULL;
     void *q = be ? tf_dist_queue(d) : NULL;
     while (d->next < d->nbk && d->bk[d->next].stage == stage) {
         const tf_dist_bucket *b = &d->bk[d->next];
-        if (q && t->ops->wgrad_wait_queue) {
-            const long upto = tf_x_lane_ticket(&t->ex, t->grads + b->lo, b->n);
-            if (upto > 0) t->ops->wgrad_wait_queue(t->be, q, upto);
+        if (q && t->plan.ops->wgrad_wait_queue) {
+            const long upto = tf_x_lane_ticket(&t->plan.ex, t->grads + b->lo, b->n);
+            if (upto > 0) t->plan.ops->wgrad_wait_queue(t->plan.be, q, upto);
         } else {
-            tf_x_grads_final(&t->ex, t->grads + b->lo, b->n);
+            tf_x_grads_final(&t->plan.ex, t->grads + b->lo, b->n);
         }
         tf_dist_issue(d, t->grads, be);
     }
@@ -548,30 +408,30 @@ static void op_done(void *arg) {
 
 int tf_trainer_set_dist(tf_trainer *t, tf_dist *d) {
     t->dist = d;
-    t->gbatch = t->cfg.batch * d->size;
-    t->boff = t->cfg.batch * d->rank;
+    t->gbatch = t->plan.cfg.batch * d->size;
+    t->boff = t->plan.cfg.batch * d->rank;
     t->pub.batch = t->gbatch;
     /* --graph: the backend's graphs capture NCCL's collectives, so the
      * buckets are the eager ones, issued by the backward phase (captured
      * once, replayed every step) */
-    const int graphs = t->cfg.graph && t->caps.graphs;
-    t->reduce_in_bwd = graphs && d->nccl && t->caps.device_memory;
+    const int graphs = t->plan.cfg.graph && t->plan.caps.graphs;
+    t->reduce_in_bwd = graphs && d->nccl && t->plan.caps.device_memory;
     const double keep = d->bucket_bytes;
-    if ((graphs && !t->reduce_in_bwd) || !t->grad_hi) d->bucket_bytes = 0;
-    int bad = tf_dist_plan_buckets(d, t->grad_hi ? t->grad_hi : &t->nparams,
-                                   t->grad_hi ? t->nstages : 1, t->nparams);
+    if ((graphs && !t->reduce_in_bwd) || !t->plan.grad_hi) d->bucket_bytes = 0;
+    int bad = tf_dist_plan_buckets(d, t->plan.grad_hi ? t->plan.grad_hi : &t->plan.nparams,
+                                   t->plan.grad_hi ? t->plan.nstages : 1, t->plan.nparams);
     d->bucket_bytes = keep;
     if ((!graphs || t->reduce_in_bwd) && d->nbk > 1) {
-        t->ex.stage_end = stage_done;
-        t->ex.stage_ctx = t;
-        if (!t->caps.device_memory) t->ex.op_done = op_done;
+        t->plan.ex.stage_end = stage_done;
+        t->plan.ex.stage_ctx = t;
+        if (!t->plan.caps.device_memory) t->plan.ex.op_done = op_done;
     }
     return bad;
 }
 
 /* This rank's slice of step's global batch. */
 static void draw_batch(const tf_trainer *t, long step, tf_batch *b) {
-    tf_data_batch_slice(t->cfg.seed, step, t->gbatch, t->boff, b);
+    tf_data_batch_slice(t->plan.cfg.seed, step, t->gbatch, t->boff, b);
 }
 
 static int back_to_back(const tf_trainer *t);
@@ -582,7 +442,8 @@ static int back_to_back(const tf_trainer *t);
 static void reduce_grads(tf_trainer *t) {
     if (!t->dist || (t->dist->size == 1 && !t->dist->nccl) || t->reduce_in_bwd) return;
     tf_region_push(t->prof, "allreduce");
-    tf_dist_reduce_grads(t->dist, t->grads, t->nparams, t->caps.device_memory ? t->be : NULL);
+    tf_dist_reduce_grads(t->dist, t->grads, t->plan.nparams,
+                         t->plan.caps.device_memory ? t->plan.be : NULL);
     if (!back_to_back(t)) tf_dist_wait_device(t->dist); /* the phase's wait follows */
     tf_region_pop(t->prof);
 }
@@ -613,13 +474,13 @@ static tf_status mean_loss(tf_trainer *t, float *loss) {
     if (t->dist && t->dist->size > 1) *loss = (float)tf_dist_mean_scalar(t->dist, *loss);
     return isfinite(*loss) ? TF_OK : TF_ERR_NONFINITE;
 }
-const char *tf_trainer_backend_name(const tf_trainer *t) { return t->ops->name; }
+const char *tf_trainer_backend_name(const tf_trainer *t) { return t->plan.ops->name; }
 void tf_trainer_set_prof(tf_trainer *t, tf_prof *p) {
     t->prof = p;
-    t->ex.prof = p;
-    tf_prof_watch_arena(p, &t->arena.top);
+    t->plan.ex.prof = p;
+    tf_prof_watch_arena(p, &t->plan.arena.top);
     /* the GPU event timer records on this backend's queues */
-    if (t->caps.device_memory) tf_prof_attach_gpu(p, t->be);
+    if (t->plan.caps.device_memory) tf_prof_attach_gpu(p, t->plan.be);
 }
 
 static void upload_batch(tf_trainer *t, const tf_batch *b) {
@@ -628,28 +489,28 @@ static void upload_batch(tf_trainer *t, const tf_batch *b) {
     void *dst[3] = {t->tokens, t->pair, t->target};
     const void *src[3] = {b->tokens, b->pair, b->target};
     for (int i = 0; i < 3; i++)
-        t->ops->upload(t->be, dst[i], src[i], sz[i]);
+        t->plan.ops->upload(t->plan.be, dst[i], src[i], sz[i]);
 }
 
 /* The three phases. Their phase regions (forward_pass, ...) are opened by
  * run_phase, outside any graph capture, so replayed steps are timed too. */
 static void issue_forward(void *arg) {
     tf_trainer *t = arg;
-    tf_model_forward(&t->ex, &t->M);
+    tf_model_forward(&t->plan.ex, &t->plan.M);
 }
 static void issue_backward(void *arg) {
     tf_trainer *t = arg;
-    tf_model_backward(&t->ex, &t->M);
+    tf_model_backward(&t->plan.ex, &t->plan.M);
 }
 /* A training step's backward: with reduce_in_bwd the reduction too (the
  * buckets not yet issued, then the join), inside the phase and so inside
  * its graph. */
 static void issue_backward_step(void *arg) {
     tf_trainer *t = arg;
-    tf_model_backward(&t->ex, &t->M);
+    tf_model_backward(&t->plan.ex, &t->plan.M);
     if (t->reduce_in_bwd) {
         tf_region_push(t->prof, "allreduce");
-        tf_dist_reduce_grads(t->dist, t->grads, t->nparams, t->be);
+        tf_dist_reduce_grads(t->dist, t->grads, t->plan.nparams, t->plan.be);
         tf_region_pop(t->prof);
     }
 }
@@ -658,10 +519,11 @@ static void issue_optimizer(void *arg) {
     /* fp16: a step whose gradients overflowed is skipped (the flag, zeroed
      * by set_hyper, is read by AdamW and by the host after the step) */
     if (t->scaler.enabled)
-        tf_x_check_finite(&t->ex, t->hyper + TF_HYPER_NONFINITE, t->grads, (long)t->nparams);
+        tf_x_check_finite(&t->plan.ex, t->hyper + TF_HYPER_NONFINITE, t->grads,
+                          (long)t->plan.nparams);
     for (int i = 0; i < t->nranges; i++) {
         const tf_range *r = &t->ranges[i];
-        tf_x_adamw(&t->ex, t->params + r->off, t->grads + r->off, t->adam_m + r->off,
+        tf_x_adamw(&t->plan.ex, t->params + r->off, t->grads + r->off, t->adam_m + r->off,
                    t->adam_v + r->off, (long)r->n, t->hyper);
     }
     refresh_weights(t);
@@ -675,7 +537,7 @@ static void set_hyper(tf_trainer *t) {
     const double b1 = 0.9, b2 = 0.999;
     long s = t->adam_step;
     const float scale = t->scaler.scale;
-    float h[TF_HYPER_COUNT] = {t->cfg.learning_rate, (float)b1, (float)b2, 1e-8f, 0.01f,
+    float h[TF_HYPER_COUNT] = {t->plan.cfg.learning_rate, (float)b1, (float)b2, 1e-8f, 0.01f,
                                (float)(1.0 - pow(b1, (double)s)),
                                (float)(1.0 - pow(b2, (double)s))};
     h[TF_HYPER_LOSS_SCALE] = scale;
@@ -683,9 +545,9 @@ static void set_hyper(tf_trainer *t) {
     h[TF_HYPER_NONFINITE] = 0.0f;
     if (back_to_back(t)) {
         memcpy(t->step_host + 16, h, sizeof h); /* read by the device: set once a step */
-        t->ops->upload_async(t->be, t->hyper, t->step_host + 16, sizeof h);
+        t->plan.ops->upload_async(t->plan.be, t->hyper, t->step_host + 16, sizeof h);
     } else {
-        t->ops->upload(t->be, t->hyper, h, sizeof h);
+        t->plan.ops->upload(t->plan.be, t->hyper, h, sizeof h);
     }
 }
 
@@ -694,10 +556,11 @@ static void set_loss_scale(tf_trainer *t) {
     if (!t->scaler.enabled) return;
     if (back_to_back(t)) {
         t->step_host[2] = t->scaler.scale;
-        t->ops->upload_async(t->be, t->hyper + TF_HYPER_LOSS_SCALE, t->step_host + 2,
+        t->plan.ops->upload_async(t->plan.be, t->hyper + TF_HYPER_LOSS_SCALE, t->step_host + 2,
                              sizeof(float));
     } else {
-        t->ops->upload(t->be, t->hyper + TF_HYPER_LOSS_SCALE, &t->scaler.scale, sizeof(float));
+        t->plan.ops->upload(t->plan.be, t->hyper + TF_HYPER_LOSS_SCALE, &t->scaler.scale,
+                            sizeof(float));
     }
 }
 
@@ -717,7 +580,7 @@ static const char *phase_name[3] = {"forward_pass", "backward_pass", "optimizer_
 
 static void issue_phase(tf_trainer *t, int i, void (*fn)(void *)) {
     if (t->graphs_ready)
-        t->ops->graph_launch(t->be, t->graph[i]);
+        t->plan.ops->graph_launch(t->plan.be, t->graph[i]);
     else
         fn(t);
 }
@@ -728,7 +591,7 @@ static void run_phase(tf_trainer *t, int i, void (*fn)(void *), void (*during)(t
     tf_region_push(t->prof, phase_name[i]);
     issue_phase(t, i, fn);
     if (during) during(t);
-    t->ops->sync(t->be);
+    t->plan.ops->sync(t->plan.be);
     tf_region_pop(t->prof);
 }
 
@@ -748,7 +611,7 @@ static void stage_next(tf_trainer *t) {
     void *dst[3] = {t->st_tokens, t->st_pair, t->st_target};
     const void *src[3] = {t->hb_next.tokens, t->hb_next.pair, t->hb_next.target};
     for (int i = 0; i < 3; i++)
-        t->ops->side_upload(t->be, dst[i], src[i], sz[i]);
+        t->plan.ops->side_upload(t->plan.be, dst[i], src[i], sz[i]);
     t->staged_step = t->pf_step;
 }
 
@@ -769,15 +632,15 @@ static void issue_marked(tf_trainer *t, int i, void (*fn)(void *)) {
     tf_region_push(t->prof, phase_name[i]); /* the NVTX / ROCTx range only */
     issue_phase(t, i, fn);
     tf_region_pop(t->prof);
-    t->ops->mark(t->be, i + 1);
+    t->plan.ops->mark(t->plan.be, i + 1);
 }
 
 static tf_status pipelined_phases(tf_trainer *t, tf_step_stats *st, double t0, double t1) {
-    const tf_ops *o = t->ops;
-    o->mark(t->be, 0);
+    const tf_ops *o = t->plan.ops;
+    o->mark(t->plan.be, 0);
     set_loss_scale(t);
     issue_marked(t, 0, issue_forward);
-    o->download_async(t->be, t->step_host, t->loss, sizeof(float));
+    o->download_async(t->plan.be, t->step_host, t->loss, sizeof(float));
     issue_marked(t, 1, issue_backward_step);
     reduced_in_bwd(t);
     stage_next(t);
@@ -786,9 +649,10 @@ static tf_status pipelined_phases(tf_trainer *t, tf_step_stats *st, double t0, d
     set_hyper(t);
     issue_marked(t, 2, issue_optimizer);
     if (t->scaler.enabled)
-        o->download_async(t->be, t->step_host + 1, t->hyper + TF_HYPER_NONFINITE, sizeof(float));
+        o->download_async(t->plan.be, t->step_host + 1, t->hyper + TF_HYPER_NONFINITE,
+                          sizeof(float));
     if (t->dist) tf_dist_wait_device(t->dist); /* NCCL, with the deadline */
-    o->sync(t->be);
+    o->sync(t->plan.be);
     double t4 = now_ms();
     end_scaled_step(t, t->scaler.enabled ? t->step_host[1] : 0.0f, st);
     float loss = t->step_host[0];
@@ -796,9 +660,9 @@ static tf_status pipelined_phases(tf_trainer *t, tf_step_stats *st, double t0, d
     if (st) {
         st->loss = loss;
         st->data_ms = t1 - t0;
-        st->forward_ms = o->mark_ms(t->be, 0, 1);
-        st->backward_ms = o->mark_ms(t->be, 1, 2);
-        st->optimizer_ms = o->mark_ms(t->be, 2, 3);
+        st->forward_ms = o->mark_ms(t->plan.be, 0, 1);
+        st->backward_ms = o->mark_ms(t->plan.be, 1, 2);
+        st->optimizer_ms = o->mark_ms(t->plan.be, 2, 3);
         st->step_ms = t4 - t0;
         comm_stats(t, st);
         /* mark 2 precedes the wait for the all-reduces that the backward
@@ -824,32 +688,32 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
         batch_sizes(t, sz);
         void *dst[3] = {t->tokens, t->pair, t->target};
         const void *src[3] = {t->st_tokens, t->st_pair, t->st_target};
-        t->ops->main_wait_side(t->be);
+        t->plan.ops->main_wait_side(t->plan.be);
         for (int i = 0; i < 3; i++)
-            t->ops->copy(t->be, dst[i], src[i], sz[i]);
+            t->plan.ops->copy(t->plan.be, dst[i], src[i], sz[i]);
     } else {
         upload_batch(t, b);
     }
     t->staged_step = -1;
     /* the next staged upload may only overwrite the staging buffers after
      * the copies above */
-    if (t->stage) t->ops->side_wait_main(t->be);
+    if (t->stage) t->plan.ops->side_wait_main(t->plan.be);
     const int pipelined = back_to_back(t);
-    if (!pipelined) t->ops->sync(t->be);
+    if (!pipelined) t->plan.ops->sync(t->plan.be);
     double t1 = now_ms();
     tf_region_pop(t->prof); /* data_loading */
     /* --graph: captured at the last warm-up step, so that every timed step is
      * a replay (its time without the capture's); without warm-up steps
      * (e.g. after --resume) at the first step. --counters on CUDA needs eager
      * steps until it has run (prof.h). */
-    const int capture_now = !warmup || step == t->cfg.warmup_steps - 1;
-    if (t->cfg.graph && t->caps.graphs && capture_now && !t->graphs_ready &&
+    const int capture_now = !warmup || step == t->plan.cfg.warmup_steps - 1;
+    if (t->plan.cfg.graph && t->plan.caps.graphs && capture_now && !t->graphs_ready &&
         !tf_prof_wants_eager(t->prof)) {
         void (*fns[3])(void *) = {issue_forward, issue_backward_step, issue_optimizer};
         for (int i = 0; i < 3; i++) {
             tf_region_push(t->prof, phase_name[i]);
-            int bad = t->ops->graph_capture(t->be, fns[i], t, &t->graph[i]);
-            if (!bad) t->graph_kernels += t->ops->graph_captured_kernels(t->be);
+            int bad = t->plan.ops->graph_capture(t->plan.be, fns[i], t, &t->graph[i]);
+            if (!bad) t->graph_kernels += t->plan.ops->graph_captured_kernels(t->plan.be);
             tf_region_pop(t->prof);
             if (bad) return TF_ERR_INTERNAL;
         }
@@ -861,7 +725,7 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
     sample_memory(t);
     double t2 = now_ms();
     float loss = 0;
-    t->ops->download(t->be, &loss, t->loss, sizeof loss);
+    t->plan.ops->download(t->plan.be, &loss, t->loss, sizeof loss);
     if (!isfinite(loss)) rc = TF_ERR_NONFINITE;
     t->nonfinite_held = 0;
     if (rc == TF_ERR_NONFINITE && !(t->dist && t->dist->size > 1)) {
@@ -891,7 +755,8 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
     double t4 = now_ms();
     float nonfinite = 0.0f;
     if (t->scaler.enabled)
-        t->ops->download(t->be, &nonfinite, t->hyper + TF_HYPER_NONFINITE, sizeof nonfinite);
+        t->plan.ops->download(t->plan.be, &nonfinite, t->hyper + TF_HYPER_NONFINITE,
+                              sizeof nonfinite);
     end_scaled_step(t, nonfinite, st);
     if (t->dist && t->dist->size > 1) rc = mean_loss(t, &loss);
     if (st) {
@@ -958,7 +823,7 @@ static void next_batch(tf_trainer *t, long step) {
 }
 
 tf_status tf_trainer_step(tf_trainer *t, long step, tf_step_stats *st) {
-    int warmup = step < t->cfg.warmup_steps;
+    int warmup = step < t->plan.cfg.warmup_steps;
     tf_prof_step_begin(t->prof, step, warmup);
     double t0 = now_ms();
     tf_region_push(t->prof, "data_loading");
@@ -968,7 +833,7 @@ tf_status tf_trainer_step(tf_trainer *t, long step, tf_step_stats *st) {
 
 tf_status tf_trainer_step_batch(tf_trainer *t, const tf_batch *b, tf_step_stats *st) {
     long step = t->adam_step;
-    int warmup = step < t->cfg.warmup_steps;
+    int warmup = step < t->plan.cfg.warmup_steps;
     tf_prof_step_begin(t->prof, step, warmup);
     double t0 = now_ms();
     tf_region_push(t->prof, "data_loading");
@@ -979,18 +844,20 @@ tf_status tf_trainer_grad(tf_trainer *t, const tf_batch *b, float *loss, float *
     /* fp16 seeds with the loss scale (its gradients would underflow
      * without) and divides it out after: exact, the scale is a power of two */
     const float scale = t->scaler.scale;
-    t->ops->upload(t->be, t->hyper + TF_HYPER_LOSS_SCALE, &scale, sizeof scale);
+    t->plan.ops->upload(t->plan.be, t->hyper + TF_HYPER_LOSS_SCALE, &scale, sizeof scale);
     upload_batch(t, b);
     run_phase(t, 0, issue_forward, NULL);
     run_phase(t, 1, issue_backward, NULL);
     if (scale != 1.0f) {
-        t->ops->scale(t->be, t->grads, t->grads, 1.0f / scale, (long)t->nparams, TF_F32);
-        t->ops->sync(t->be);
+        t->plan.ops->scale(t->plan.be, t->grads, t->grads, 1.0f / scale, (long)t->plan.nparams,
+                           TF_F32);
+        t->plan.ops->sync(t->plan.be);
     }
-    t->ops->download(t->be, loss, t->loss, sizeof *loss);
+    t->plan.ops->download(t->plan.be, loss, t->loss, sizeof *loss);
     if (pred)
-        t->ops->download(t->be, pred, t->pred,
-                         (size_t)t->cfg.batch * t->cfg.seq_len * t->cfg.seq_len * sizeof(float));
+        t->plan.ops->download(t->plan.be, pred, t->pred,
+                              (size_t)t->plan.cfg.batch * t->plan.cfg.seq_len *
+                                  t->plan.cfg.seq_len * sizeof(float));
     return isfinite(*loss) ? TF_OK : TF_ERR_NONFINITE;
 }
 
@@ -999,36 +866,38 @@ int tf_trainer_nonfinite_held(const tf_trainer *t) { return t->nonfinite_held; }
 void tf_trainer_get_batch(tf_trainer *t, tf_batch *host) {
     size_t sz[3];
     batch_sizes(t, sz);
-    t->ops->sync(t->be);
-    t->ops->download(t->be, host->tokens, t->tokens, sz[0]);
-    t->ops->download(t->be, host->pair, t->pair, sz[1]);
-    t->ops->download(t->be, host->target, t->target, sz[2]);
+    t->plan.ops->sync(t->plan.be);
+    t->plan.ops->download(t->plan.be, host->tokens, t->tokens, sz[0]);
+    t->plan.ops->download(t->plan.be, host->pair, t->pair, sz[1]);
+    t->plan.ops->download(t->plan.be, host->target, t->target, sz[2]);
 }
 
 void tf_trainer_get_params(tf_trainer *t, float *host) {
-    t->ops->sync(t->be);
-    t->ops->download(t->be, host, t->params, t->nparams * sizeof(float));
+    t->plan.ops->sync(t->plan.be);
+    t->plan.ops->download(t->plan.be, host, t->params, t->plan.nparams * sizeof(float));
 }
 void tf_trainer_set_params(tf_trainer *t, const float *host) {
-    t->ops->upload(t->be, t->params, host, t->nparams * sizeof(float));
+    t->plan.ops->upload(t->plan.be, t->params, host, t->plan.nparams * sizeof(float));
     refresh_weights(t);
-    t->ops->sync(t->be);
+    t->plan.ops->sync(t->plan.be);
 }
 void tf_trainer_get_grads(tf_trainer *t, float *host) {
-    t->ops->sync(t->be);
-    t->ops->download(t->be, host, t->grads, t->nparams * sizeof(float));
+    t->plan.ops->sync(t->plan.be);
+    t->plan.ops->download(t->plan.be, host, t->grads, t->plan.nparams * sizeof(float));
 }
 void tf_trainer_get_adam(tf_trainer *t, float *m_host, float *v_host, long *step) {
-    t->ops->sync(t->be);
-    if (m_host) t->ops->download(t->be, m_host, t->adam_m, t->nparams * sizeof(float));
-    if (v_host) t->ops->download(t->be, v_host, t->adam_v, t->nparams * sizeof(float));
+    t->plan.ops->sync(t->plan.be);
+    if (m_host)
+        t->plan.ops->download(t->plan.be, m_host, t->adam_m, t->plan.nparams * sizeof(float));
+    if (v_host)
+        t->plan.ops->download(t->plan.be, v_host, t->adam_v, t->plan.nparams * sizeof(float));
     if (step) *step = t->adam_step;
 }
 void tf_trainer_set_adam(tf_trainer *t, const float *m_host, const float *v_host, long step) {
-    if (m_host) t->ops->upload(t->be, t->adam_m, m_host, t->nparams * sizeof(float));
-    if (v_host) t->ops->upload(t->be, t->adam_v, v_host, t->nparams * sizeof(float));
+    if (m_host) t->plan.ops->upload(t->plan.be, t->adam_m, m_host, t->plan.nparams * sizeof(float));
+    if (v_host) t->plan.ops->upload(t->plan.be, t->adam_v, v_host, t->plan.nparams * sizeof(float));
     t->adam_step = step;
-    t->ops->sync(t->be);
+    t->plan.ops->sync(t->plan.be);
 }
 
 void tf_trainer_get_loss_scale(const tf_trainer *t, float *scale, long *clean_steps,
@@ -1044,12 +913,12 @@ void tf_trainer_set_loss_scale(tf_trainer *t, float scale, long clean_steps, lon
     t->scaler.skipped = skipped;
 }
 
-size_t tf_trainer_arena_bytes(const tf_trainer *t) { return t->arena.cap; }
-size_t tf_trainer_arena_peak(const tf_trainer *t) { return t->arena.peak; }
+size_t tf_trainer_arena_bytes(const tf_trainer *t) { return t->plan.arena.cap; }
+size_t tf_trainer_arena_peak(const tf_trainer *t) { return t->plan.arena.peak; }
 size_t tf_trainer_graph_kernels(const tf_trainer *t) {
     return t->graphs_ready ? t->graph_kernels : 0;
 }
 
 size_t tf_trainer_backend_bytes(const tf_trainer *t) {
-    return t->ops->peak_bytes(t->be);
+    return t->plan.ops->peak_bytes(t->plan.be);
 }
