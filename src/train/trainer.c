@@ -17,6 +17,7 @@
 #include "backend/backend.h"
 #include "dist/dist.h"
 #include "model/model.h"
+#include "train/feed.h"
 #include "train/memplan.h"
 #include "train/plan.h"
 #include "prof/prof.h"
@@ -30,10 +31,7 @@ typedef struct { size_t off, n; } tf_range;
 struct tf_trainer {
     tf_plan plan; /* the backend, the model's layout and composition, the arena */
     tf_config pub; /* what tf_trainer_config reports: the global batch */
-    /* data parallel (tf_trainer_set_dist): this rank draws samples
-     * [boff, boff + cfg.batch) of the global batch of gbatch */
-    tf_dist *dist;
-    int gbatch, boff;
+    tf_dist *dist; /* data parallel (tf_trainer_set_dist) */
     /* --graph with NCCL: the step's reduction is issued by the backward
      * phase itself (issue_backward_step), so that the captured backward
      * holds the buckets' all-reduces and their join */
@@ -51,35 +49,14 @@ struct tf_trainer {
     tf_range *ranges; /* trainable contiguous ranges for AdamW */
     int nranges;
     void *arena_mem;
-    int32_t *tokens;
-    float *pair, *target, *loss, *pred;
-    tf_batch hb;     /* host batch of the current step */
-    /* caps.prefetch_batches: the next step's synthetic batch is drawn by a
-     * host thread while the device runs the current step (double buffer: hb
-     * and hb_next, from ops->host_alloc). */
-    int prefetch;
-    tf_batch hb_next;
-    pthread_t pf_thread; /* one worker for the run, started at the first step */
-    pthread_mutex_t pf_mu;
-    pthread_cond_t pf_cv;
-    int pf_started, pf_busy, pf_quit; /* pf_busy: the worker is drawing pf_step */
-    int pf_threads;                  /* OpenMP threads the worker draws with */
-    int pf_running; /* a batch was asked for and not yet waited for */
-    int pf_have;    /* waited for: hb_next holds pf_step */
-    long pf_step;
+    float *loss, *pred;
+    tf_feed feed; /* the batch from the host to the model's inputs */
     /* caps.pipelined_phases, without the profiler: the step's phases are
      * issued back to back and timed by marks on the device */
     int pipelined;
     /* page-locked: [0] the loss, [1] the gradients' non-finite flag, [2] the
      * loss scale, [16..] the AdamW hyper-parameters (ops.h TF_HYPER_*) */
     float *step_host;
-    /* caps.stage_batches: hb_next is uploaded on the side queue into these
-     * during the current step's backward; the next step copies them into the
-     * inputs device to device */
-    int stage;
-    int32_t *st_tokens;
-    float *st_pair, *st_target;
-    long staged_step; /* the step whose batch is in the staging buffers, -1 */
     long cur_step;
     tf_prof *prof;
     void *graph[3]; /* forward, backward, optimizer (--graph where caps.graphs) */
@@ -149,9 +126,9 @@ static void setup_model(tf_trainer *t) {
     M->c = &t->plan.cfg;
     M->params = t->params;
     M->grads = t->grads;
-    M->tokens = t->tokens;
-    M->pair = t->pair;
-    M->target = t->target;
+    M->tokens = t->feed.in.tokens;
+    M->pair = t->feed.in.pair;
+    M->target = t->feed.in.target;
     M->loss = t->loss;
     M->pred = t->pred;
     M->loss_scale = t->hyper ? t->hyper + TF_HYPER_LOSS_SCALE : NULL;
@@ -166,42 +143,14 @@ static void refresh_weights(tf_trainer *t) {
         tf_x_convert(&t->plan.ex, t->wh, t->plan.at, t->params, TF_F32, (long)t->plan.nparams);
 }
 
-/* Bytes of a batch's three arrays: tokens, pair features, target distances
- * (the order of every loop below over a batch's arrays). */
-static void batch_sizes(const tf_trainer *t, size_t sz[3]) {
-    const size_t B = (size_t)t->plan.cfg.batch, S = (size_t)t->plan.cfg.n_seqs,
-                 N = (size_t)t->plan.cfg.seq_len;
-    sz[0] = B * S * N * sizeof(int32_t);
-    sz[1] = B * N * N * 65 * sizeof(float);
-    sz[2] = B * N * N * sizeof(float);
-}
-
-static int batch_alloc(tf_trainer *t, tf_batch *b) {
-    size_t sz[3];
-    batch_sizes(t, sz);
-    void **f[3] = {(void **)&b->tokens, (void **)&b->pair, (void **)&b->target};
-    for (int i = 0; i < 3; i++)
-        /* from the backend: page-locked on CUDA, so that the per-step upload
-         * runs at the bus' speed */
-        if (t->plan.ops->host_alloc(t->plan.be, f[i], sz[i]))
-            return 1;
-    return 0;
-}
-
-static void batch_free(tf_trainer *t, tf_batch *b) {
-    void *p[3] = {b->tokens, b->pair, b->target};
-    for (int i = 0; i < 3; i++)
-        if (p[i]) t->plan.ops->host_free(t->plan.be, p[i]);
-    b->tokens = NULL, b->pair = NULL, b->target = NULL;
-}
-
 /* After the plan: the memory, the parameters' initial values, the moments
  * and the batch buffers. */
 static tf_status allocate(tf_trainer *t, char *err, size_t errlen) {
     const tf_plan *p = &t->plan;
     const tf_config *c = &p->cfg;
-    const int B = c->batch, S = c->n_seqs, N = c->seq_len;
+    const size_t B = (size_t)c->batch, N = (size_t)c->seq_len;
     const size_t pbytes = p->param_bytes, arena_bytes = p->arena_bytes, need = tf_plan_need(p);
+    tf_feed_init(&t->feed, p->ops, p->be, c, &p->caps);
     if (!p->caps.device_memory) {
         size_t avail = mem_available_bytes();
         size_t host_batch = p->batch_bytes;
@@ -224,10 +173,8 @@ static tf_status allocate(tf_trainer *t, char *err, size_t errlen) {
         balloc(t, (void **)&t->adam_m, pbytes) || balloc(t, (void **)&t->adam_v, pbytes) ||
         balloc(t, (void **)&t->hyper, TF_HYPER_COUNT * sizeof(float)) ||
         (p->half_bytes && balloc(t, &t->wh, p->half_bytes)) ||
-        balloc(t, (void **)&t->tokens, (size_t)B * S * N * sizeof(int32_t)) ||
-        balloc(t, (void **)&t->pair, (size_t)B * N * N * 65 * sizeof(float)) ||
-        balloc(t, (void **)&t->target, (size_t)B * N * N * sizeof(float)) ||
-        balloc(t, (void **)&t->pred, (size_t)B * N * N * sizeof(float)) ||
+        tf_feed_alloc_inputs(&t->feed) ||
+        balloc(t, (void **)&t->pred, B * N * N * sizeof(float)) ||
         balloc(t, (void **)&t->loss, 4 * sizeof(float)) ||
         balloc(t, &t->arena_mem, arena_bytes)) {
         const int on_device = p->caps.device_memory;
@@ -241,35 +188,12 @@ static tf_status allocate(tf_trainer *t, char *err, size_t errlen) {
         return TF_ERR_NOMEM;
     }
     t->plan.arena = (tf_arena){.base = t->arena_mem, .cap = arena_bytes};
-    t->hb.B = B;
-    t->hb.S = S;
-    t->hb.N = N;
-    t->hb_next = t->hb;
-    t->prefetch = p->caps.prefetch_batches;
-    if (t->prefetch) {
-        pthread_mutex_init(&t->pf_mu, NULL);
-        pthread_cond_init(&t->pf_cv, NULL);
-        /* leave two cores to the main thread and the CUDA driver */
-        int n = omp_get_max_threads(), np = omp_get_num_procs() - 2;
-        t->pf_threads = n < np ? n : np < 1 ? 1 : np;
-    }
-    t->stage = t->prefetch && p->caps.stage_batches;
     float *host = malloc(pbytes);
-    if (!host || batch_alloc(t, &t->hb) || (t->prefetch && batch_alloc(t, &t->hb_next))) {
+    if (!host || tf_feed_alloc_host(&t->feed)) {
         free(host);
         set_err(err, errlen, "out of host memory for the batch buffers");
         tf_trainer_destroy(t);
         return TF_ERR_NOMEM;
-    }
-    /* staging is a speed-up only: without the device memory, do without */
-    t->staged_step = -1;
-    if (t->stage) {
-        size_t sz[3];
-        batch_sizes(t, sz);
-        void **f[3] = {(void **)&t->st_tokens, (void **)&t->st_pair, (void **)&t->st_target};
-        for (int i = 0; i < 3 && t->stage; i++)
-            if (balloc(t, f[i], sz[i]))
-                t->stage = 0;
     }
     /* issuing the phases back to back is a speed-up only: without the
      * page-locked bytes, wait at each phase boundary */
@@ -306,7 +230,6 @@ static tf_status create(tf_trainer **out, tf_trainer *t, tf_status st, char *err
     }
     if ((st = allocate(t, err, errlen)) != TF_OK) return st; /* t is gone */
     t->pub = t->plan.cfg;
-    t->gbatch = t->plan.cfg.batch;
     *out = t;
     return TF_OK;
 }
@@ -334,40 +257,17 @@ tf_status tf_trainer_create_on(tf_trainer **out, const tf_config *c, tf_backend 
     return create(out, t, tf_plan_build(&t->plan, c, be, ops, caps, err, errlen), err, errlen);
 }
 
-static void prefetch_join(tf_trainer *t) {
-    if (t->pf_running) {
-        pthread_mutex_lock(&t->pf_mu);
-        while (t->pf_busy) pthread_cond_wait(&t->pf_cv, &t->pf_mu);
-        pthread_mutex_unlock(&t->pf_mu);
-        t->pf_running = 0;
-        t->pf_have = 1;
-    }
-}
-
 void tf_trainer_destroy(tf_trainer *t) {
     if (!t) return;
-    prefetch_join(t);
-    if (t->pf_started) {
-        pthread_mutex_lock(&t->pf_mu);
-        t->pf_quit = 1;
-        pthread_cond_broadcast(&t->pf_cv);
-        pthread_mutex_unlock(&t->pf_mu);
-        pthread_join(t->pf_thread, NULL);
-    }
-    if (t->prefetch) {
-        pthread_mutex_destroy(&t->pf_mu);
-        pthread_cond_destroy(&t->pf_cv);
-    }
+    tf_feed_stop(&t->feed);
     if (t->plan.be) {
         t->plan.ops->sync(t->plan.be); /* no upload still reads the host batches */
-        batch_free(t, &t->hb_next);
-        batch_free(t, &t->hb);
+        tf_feed_free(&t->feed);
         if (t->step_host) t->plan.ops->host_free(t->plan.be, t->step_host);
         for (int i = 0; i < 3; i++)
             if (t->graph[i]) t->plan.ops->graph_destroy(t->plan.be, t->graph[i]);
-        void *bufs[] = {t->params,    t->grads,     t->adam_m,   t->adam_v,    t->hyper,
-                        t->tokens,    t->pair,      t->target,   t->pred,      t->loss,
-                        t->arena_mem, t->st_tokens, t->st_pair,  t->st_target, t->wh};
+        void *bufs[] = {t->params, t->grads, t->adam_m,    t->adam_v, t->hyper,
+                        t->pred,   t->loss,  t->arena_mem, t->wh};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) t->plan.ops->free(t->plan.be, bufs[i]);
     }
@@ -408,9 +308,9 @@ static void op_done(void *arg) {
 
 int tf_trainer_set_dist(tf_trainer *t, tf_dist *d) {
     t->dist = d;
-    t->gbatch = t->plan.cfg.batch * d->size;
-    t->boff = t->plan.cfg.batch * d->rank;
-    t->pub.batch = t->gbatch;
+    /* this rank draws samples [B rank, B (rank + 1)) of each global batch */
+    t->pub.batch = t->plan.cfg.batch * d->size;
+    tf_feed_set_slice(&t->feed, t->pub.batch, t->plan.cfg.batch * d->rank);
     /* --graph: the backend's graphs capture NCCL's collectives, so the
      * buckets are the eager ones, issued by the backward phase (captured
      * once, replayed every step) */
@@ -427,11 +327,6 @@ int tf_trainer_set_dist(tf_trainer *t, tf_dist *d) {
         if (!t->plan.caps.device_memory) t->plan.ex.op_done = op_done;
     }
     return bad;
-}
-
-/* This rank's slice of step's global batch. */
-static void draw_batch(const tf_trainer *t, long step, tf_batch *b) {
-    tf_data_batch_slice(t->plan.cfg.seed, step, t->gbatch, t->boff, b);
 }
 
 static int back_to_back(const tf_trainer *t);
@@ -481,15 +376,6 @@ void tf_trainer_set_prof(tf_trainer *t, tf_prof *p) {
     tf_prof_watch_arena(p, &t->plan.arena.top);
     /* the GPU event timer records on this backend's queues */
     if (t->plan.caps.device_memory) tf_prof_attach_gpu(p, t->plan.be);
-}
-
-static void upload_batch(tf_trainer *t, const tf_batch *b) {
-    size_t sz[3];
-    batch_sizes(t, sz);
-    void *dst[3] = {t->tokens, t->pair, t->target};
-    const void *src[3] = {b->tokens, b->pair, b->target};
-    for (int i = 0; i < 3; i++)
-        t->plan.ops->upload(t->plan.be, dst[i], src[i], sz[i]);
 }
 
 /* The three phases. Their phase regions (forward_pass, ...) are opened by
@@ -596,23 +482,11 @@ static void run_phase(tf_trainer *t, int i, void (*fn)(void *), void (*during)(t
 }
 
 /* While the backward runs: the next step's batch (drawn by the prefetch
- * thread) goes to the staging buffers on the side queue. The side queue
- * already waits for this step's copies out of the staging buffers
- * (side_wait_main in train_step). Not during a counter-replay step: the
- * replayed kernels should have the GPU to themselves. */
+ * thread) goes to the staging buffers on the side queue. Not during a
+ * counter-replay step: the replayed kernels should have the GPU to
+ * themselves. */
 static void stage_next(tf_trainer *t) {
-    if (!t->stage || tf_prof_counter_step(t->prof) || (!t->pf_running && !t->pf_have))
-        return;
-    prefetch_join(t);
-    if (t->pf_step != t->cur_step + 1)
-        return;
-    size_t sz[3];
-    batch_sizes(t, sz);
-    void *dst[3] = {t->st_tokens, t->st_pair, t->st_target};
-    const void *src[3] = {t->hb_next.tokens, t->hb_next.pair, t->hb_next.target};
-    for (int i = 0; i < 3; i++)
-        t->plan.ops->side_upload(t->plan.be, dst[i], src[i], sz[i]);
-    t->staged_step = t->pf_step;
+    if (!tf_prof_counter_step(t->prof)) tf_feed_stage(&t->feed, t->cur_step);
 }
 
 /* During a backward phase that holds the reduction (reduce_in_bwd) */
@@ -683,21 +557,7 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
                             tf_step_stats *st, double t0) {
     tf_status rc = TF_OK;
     t->cur_step = step;
-    if (t->stage && t->staged_step == step && b == &t->hb) {
-        size_t sz[3];
-        batch_sizes(t, sz);
-        void *dst[3] = {t->tokens, t->pair, t->target};
-        const void *src[3] = {t->st_tokens, t->st_pair, t->st_target};
-        t->plan.ops->main_wait_side(t->plan.be);
-        for (int i = 0; i < 3; i++)
-            t->plan.ops->copy(t->plan.be, dst[i], src[i], sz[i]);
-    } else {
-        upload_batch(t, b);
-    }
-    t->staged_step = -1;
-    /* the next staged upload may only overwrite the staging buffers after
-     * the copies above */
-    if (t->stage) t->plan.ops->side_wait_main(t->plan.be);
+    tf_feed_load(&t->feed, b, step);
     const int pipelined = back_to_back(t);
     if (!pipelined) t->plan.ops->sync(t->plan.be);
     double t1 = now_ms();
@@ -775,60 +635,12 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
     return rc;
 }
 
-/* The prefetch worker: one thread for the run, drawing with fewer OpenMP
- * threads than the machine has cores. A thread a step made libgomp build a
- * team a step, and a team as wide as the machine took the cores the main
- * thread needs to feed the GPU. */
-static void *prefetch_main(void *arg) {
-    tf_trainer *t = arg;
-    omp_set_num_threads(t->pf_threads);
-    pthread_mutex_lock(&t->pf_mu);
-    for (;;) {
-        while (!t->pf_busy && !t->pf_quit) pthread_cond_wait(&t->pf_cv, &t->pf_mu);
-        if (t->pf_quit) break;
-        long step = t->pf_step;
-        pthread_mutex_unlock(&t->pf_mu);
-        draw_batch(t, step, &t->hb_next);
-        pthread_mutex_lock(&t->pf_mu);
-        t->pf_busy = 0;
-        pthread_cond_broadcast(&t->pf_cv);
-    }
-    pthread_mutex_unlock(&t->pf_mu);
-    return NULL;
-}
-
-/* Makes t->hb the batch of `step`, from the prefetch when it has it, and
- * starts drawing step + 1. */
-static void next_batch(tf_trainer *t, long step) {
-    int have = 0;
-    prefetch_join(t);
-    if (t->pf_have && t->pf_step == step) {
-        tf_batch tmp = t->hb;
-        t->hb = t->hb_next;
-        t->hb_next = tmp;
-        have = 1;
-    }
-    t->pf_have = 0;
-    if (!have) draw_batch(t, step, &t->hb);
-    if (t->prefetch && !t->pf_started)
-        t->pf_started = pthread_create(&t->pf_thread, NULL, prefetch_main, t) == 0;
-    if (t->pf_started) {
-        pthread_mutex_lock(&t->pf_mu);
-        t->pf_step = step + 1;
-        t->pf_busy = 1;
-        pthread_cond_broadcast(&t->pf_cv);
-        pthread_mutex_unlock(&t->pf_mu);
-        t->pf_running = 1;
-    }
-}
-
 tf_status tf_trainer_step(tf_trainer *t, long step, tf_step_stats *st) {
     int warmup = step < t->plan.cfg.warmup_steps;
     tf_prof_step_begin(t->prof, step, warmup);
     double t0 = now_ms();
     tf_region_push(t->prof, "data_loading");
-    next_batch(t, step);
-    return train_step(t, &t->hb, step, warmup, st, t0);
+    return train_step(t, tf_feed_next(&t->feed, step), step, warmup, st, t0);
 }
 
 tf_status tf_trainer_step_batch(tf_trainer *t, const tf_batch *b, tf_step_stats *st) {
@@ -845,7 +657,7 @@ tf_status tf_trainer_grad(tf_trainer *t, const tf_batch *b, float *loss, float *
      * without) and divides it out after: exact, the scale is a power of two */
     const float scale = t->scaler.scale;
     t->plan.ops->upload(t->plan.be, t->hyper + TF_HYPER_LOSS_SCALE, &scale, sizeof scale);
-    upload_batch(t, b);
+    tf_feed_upload(&t->feed, b);
     run_phase(t, 0, issue_forward, NULL);
     run_phase(t, 1, issue_backward, NULL);
     if (scale != 1.0f) {
@@ -864,12 +676,8 @@ tf_status tf_trainer_grad(tf_trainer *t, const tf_batch *b, float *loss, float *
 int tf_trainer_nonfinite_held(const tf_trainer *t) { return t->nonfinite_held; }
 
 void tf_trainer_get_batch(tf_trainer *t, tf_batch *host) {
-    size_t sz[3];
-    batch_sizes(t, sz);
     t->plan.ops->sync(t->plan.be);
-    t->plan.ops->download(t->plan.be, host->tokens, t->tokens, sz[0]);
-    t->plan.ops->download(t->plan.be, host->pair, t->pair, sz[1]);
-    t->plan.ops->download(t->plan.be, host->target, t->target, sz[2]);
+    tf_feed_download(&t->feed, host);
 }
 
 void tf_trainer_get_params(tf_trainer *t, float *host) {
