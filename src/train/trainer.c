@@ -19,14 +19,12 @@
 #include "model/model.h"
 #include "train/feed.h"
 #include "train/memplan.h"
+#include "train/optim.h"
 #include "train/plan.h"
 #include "prof/prof.h"
 #include "prof/profiler.h"
-#include "train/loss_scale.h"
 #include "train/rng.h"
 #include "train/trainer.h"
-
-typedef struct { size_t off, n; } tf_range;
 
 struct tf_trainer {
     tf_plan plan; /* the backend, the model's layout and composition, the arena */
@@ -36,18 +34,11 @@ struct tf_trainer {
      * phase itself (issue_backward_step), so that the captured backward
      * holds the buckets' all-reduces and their join */
     int reduce_in_bwd;
-    float *params, *grads, *adam_m, *adam_v, *hyper;
-    /* mixed precision: the weights' copy in the activations' type that the
-     * GEMMs read (written after every update; NULL in fp32), and fp16's
-     * loss scale */
-    void *wh;
-    tf_loss_scaler scaler;
-    long adam_step; /* updates made: a step skipped by the loss scaler makes none */
+    float *params, *grads;
+    tf_optim opt; /* AdamW and fp16's loss scale */
     /* the last step's loss was not finite and the step stopped after its
      * forward: the weights and the device batch are what that forward read */
     int nonfinite_held;
-    tf_range *ranges; /* trainable contiguous ranges for AdamW */
-    int nranges;
     void *arena_mem;
     float *loss, *pred;
     tf_feed feed; /* the batch from the host to the model's inputs */
@@ -106,22 +97,8 @@ static int balloc(tf_trainer *t, void **p, size_t bytes) {
     return t->plan.ops->alloc(t->plan.be, p, bytes ? bytes : 4);
 }
 
-static int build_ranges(tf_trainer *t) {
-    t->ranges = calloc(t->plan.ntensors, sizeof *t->ranges);
-    t->nranges = 0;
-    if (!t->ranges) return 1;
-    for (size_t i = 0; i < t->plan.ntensors; i++) {
-        const tf_param_info *p = &t->plan.table[i];
-        if (!p->trainable) continue;
-        if (t->nranges && t->ranges[t->nranges - 1].off + t->ranges[t->nranges - 1].n == p->offset)
-            t->ranges[t->nranges - 1].n += p->count;
-        else
-            t->ranges[t->nranges++] = (tf_range){p->offset, p->count};
-    }
-    return 0;
-}
-
-static void setup_model(tf_trainer *t) {
+/* The model and the optimizer on the buffers allocated. */
+static void wire(tf_trainer *t) {
     tf_model *M = &t->plan.M;
     M->c = &t->plan.cfg;
     M->params = t->params;
@@ -131,16 +108,11 @@ static void setup_model(tf_trainer *t) {
     M->target = t->feed.in.target;
     M->loss = t->loss;
     M->pred = t->pred;
-    M->loss_scale = t->hyper ? t->hyper + TF_HYPER_LOSS_SCALE : NULL;
-    t->plan.ex.at = t->plan.at;
+    M->loss_scale = t->opt.hyper + TF_HYPER_LOSS_SCALE;
     t->plan.ex.w_base = t->params;
-    t->plan.ex.wh = t->wh ? t->wh : t->params;
-}
-
-/* The GEMMs' copy of the weights, after the fp32 parameters changed */
-static void refresh_weights(tf_trainer *t) {
-    if (t->wh)
-        tf_x_convert(&t->plan.ex, t->wh, t->plan.at, t->params, TF_F32, (long)t->plan.nparams);
+    t->plan.ex.wh = t->opt.wh ? t->opt.wh : t->params;
+    t->opt.params = t->params;
+    t->opt.grads = t->grads;
 }
 
 /* After the plan: the memory, the parameters' initial values, the moments
@@ -170,9 +142,7 @@ static tf_status allocate(tf_trainer *t, char *err, size_t errlen) {
         }
     }
     if (balloc(t, (void **)&t->params, pbytes) || balloc(t, (void **)&t->grads, pbytes) ||
-        balloc(t, (void **)&t->adam_m, pbytes) || balloc(t, (void **)&t->adam_v, pbytes) ||
-        balloc(t, (void **)&t->hyper, TF_HYPER_COUNT * sizeof(float)) ||
-        (p->half_bytes && balloc(t, &t->wh, p->half_bytes)) ||
+        tf_optim_alloc(&t->opt) ||
         tf_feed_alloc_inputs(&t->feed) ||
         balloc(t, (void **)&t->pred, B * N * N * sizeof(float)) ||
         balloc(t, (void **)&t->loss, 4 * sizeof(float)) ||
@@ -203,13 +173,10 @@ static tf_status allocate(tf_trainer *t, char *err, size_t errlen) {
     init_params(t, host);
     p->ops->upload(p->be, t->params, host, pbytes);
     free(host);
-    const float h0[TF_HYPER_COUNT] = {[TF_HYPER_LOSS_SCALE] = 1.0f, [TF_HYPER_GRAD_MUL] = 1.0f};
-    p->ops->upload(p->be, t->hyper, h0, sizeof h0);
     p->ops->zero(p->be, t->grads, pbytes);
-    p->ops->zero(p->be, t->adam_m, pbytes);
-    p->ops->zero(p->be, t->adam_v, pbytes);
-    setup_model(t);
-    refresh_weights(t);
+    tf_optim_reset(&t->opt);
+    wire(t);
+    tf_optim_refresh(&t->opt);
     p->ops->sync(p->be);
     return TF_OK;
 }
@@ -218,8 +185,7 @@ static tf_status allocate(tf_trainer *t, char *err, size_t errlen) {
 static tf_status create(tf_trainer **out, tf_trainer *t, tf_status st, char *err, size_t errlen) {
     *out = NULL;
     if (st == TF_OK) {
-        tf_loss_scaler_init(&t->scaler, t->plan.cfg.precision == TF_PREC_FP16);
-        if (build_ranges(t)) {
+        if (tf_optim_init(&t->opt, &t->plan)) {
             set_err(err, errlen, "out of host memory creating the trainer");
             st = TF_ERR_NOMEM;
         }
@@ -266,13 +232,12 @@ void tf_trainer_destroy(tf_trainer *t) {
         if (t->step_host) t->plan.ops->host_free(t->plan.be, t->step_host);
         for (int i = 0; i < 3; i++)
             if (t->graph[i]) t->plan.ops->graph_destroy(t->plan.be, t->graph[i]);
-        void *bufs[] = {t->params, t->grads, t->adam_m,    t->adam_v, t->hyper,
-                        t->pred,   t->loss,  t->arena_mem, t->wh};
+        tf_optim_free(&t->opt);
+        void *bufs[] = {t->params, t->grads, t->pred, t->loss, t->arena_mem};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) t->plan.ops->free(t->plan.be, bufs[i]);
     }
     tf_plan_close(&t->plan);
-    free(t->ranges);
     free(t);
 }
 
@@ -402,64 +367,16 @@ static void issue_backward_step(void *arg) {
 }
 static void issue_optimizer(void *arg) {
     tf_trainer *t = arg;
-    /* fp16: a step whose gradients overflowed is skipped (the flag, zeroed
-     * by set_hyper, is read by AdamW and by the host after the step) */
-    if (t->scaler.enabled)
-        tf_x_check_finite(&t->plan.ex, t->hyper + TF_HYPER_NONFINITE, t->grads,
-                          (long)t->plan.nparams);
-    for (int i = 0; i < t->nranges; i++) {
-        const tf_range *r = &t->ranges[i];
-        tf_x_adamw(&t->plan.ex, t->params + r->off, t->grads + r->off, t->adam_m + r->off,
-                   t->adam_v + r->off, (long)r->n, t->hyper);
-    }
-    refresh_weights(t);
+    tf_optim_issue(&t->opt);
 }
 
 /* this step's phases go to the device back to back (the profiler, set after
  * creation, wants a wait at each boundary) */
 static int back_to_back(const tf_trainer *t) { return t->pipelined && !t->prof; }
 
-static void set_hyper(tf_trainer *t) {
-    const double b1 = 0.9, b2 = 0.999;
-    long s = t->adam_step;
-    const float scale = t->scaler.scale;
-    float h[TF_HYPER_COUNT] = {t->plan.cfg.learning_rate, (float)b1, (float)b2, 1e-8f, 0.01f,
-                               (float)(1.0 - pow(b1, (double)s)),
-                               (float)(1.0 - pow(b2, (double)s))};
-    h[TF_HYPER_LOSS_SCALE] = scale;
-    h[TF_HYPER_GRAD_MUL] = 1.0f / scale; /* exact: the scale is a power of two */
-    h[TF_HYPER_NONFINITE] = 0.0f;
-    if (back_to_back(t)) {
-        memcpy(t->step_host + 16, h, sizeof h); /* read by the device: set once a step */
-        t->plan.ops->upload_async(t->plan.be, t->hyper, t->step_host + 16, sizeof h);
-    } else {
-        t->plan.ops->upload(t->plan.be, t->hyper, h, sizeof h);
-    }
-}
-
-/* fp16: the loss scale the step's backward seeds with, before the step */
-static void set_loss_scale(tf_trainer *t) {
-    if (!t->scaler.enabled) return;
-    if (back_to_back(t)) {
-        t->step_host[2] = t->scaler.scale;
-        t->plan.ops->upload_async(t->plan.be, t->hyper + TF_HYPER_LOSS_SCALE, t->step_host + 2,
-                             sizeof(float));
-    } else {
-        t->plan.ops->upload(t->plan.be, t->hyper + TF_HYPER_LOSS_SCALE, &t->scaler.scale,
-                            sizeof(float));
-    }
-}
-
-/* After the step: fp16's verdict on its gradients (nonfinite, read back from
- * the device) updates the scale; a skipped step made no update. */
-static void end_scaled_step(tf_trainer *t, float nonfinite, tf_step_stats *st) {
-    const float scale = t->scaler.scale;
-    const int skipped = tf_loss_scaler_update(&t->scaler, nonfinite != 0.0f);
-    if (skipped) t->adam_step--;
-    if (st) {
-        st->skipped = skipped;
-        st->loss_scale = scale;
-    }
+/* page-locked host memory for the optimizer's queued uploads, NULL: at once */
+static float *pinned(const tf_trainer *t, int at) {
+    return back_to_back(t) ? t->step_host + at : NULL;
 }
 
 static const char *phase_name[3] = {"forward_pass", "backward_pass", "optimizer_step"};
@@ -512,23 +429,22 @@ static void issue_marked(tf_trainer *t, int i, void (*fn)(void *)) {
 static tf_status pipelined_phases(tf_trainer *t, tf_step_stats *st, double t0, double t1) {
     const tf_ops *o = t->plan.ops;
     o->mark(t->plan.be, 0);
-    set_loss_scale(t);
+    tf_optim_seed(&t->opt, pinned(t, 2));
     issue_marked(t, 0, issue_forward);
     o->download_async(t->plan.be, t->step_host, t->loss, sizeof(float));
     issue_marked(t, 1, issue_backward_step);
     reduced_in_bwd(t);
     stage_next(t);
     reduce_grads(t);
-    t->adam_step++;
-    set_hyper(t);
+    tf_optim_prepare(&t->opt, pinned(t, 16));
     issue_marked(t, 2, issue_optimizer);
-    if (t->scaler.enabled)
-        o->download_async(t->plan.be, t->step_host + 1, t->hyper + TF_HYPER_NONFINITE,
+    if (t->opt.scaler.enabled)
+        o->download_async(t->plan.be, t->step_host + 1, t->opt.hyper + TF_HYPER_NONFINITE,
                           sizeof(float));
     if (t->dist) tf_dist_wait_device(t->dist); /* NCCL, with the deadline */
     o->sync(t->plan.be);
     double t4 = now_ms();
-    end_scaled_step(t, t->scaler.enabled ? t->step_host[1] : 0.0f, st);
+    tf_optim_end(&t->opt, t->opt.scaler.enabled ? t->step_host[1] : 0.0f, st);
     float loss = t->step_host[0];
     tf_status rc = mean_loss(t, &loss);
     if (st) {
@@ -580,7 +496,7 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
         t->graphs_ready = 1;
     }
     if (pipelined) return pipelined_phases(t, st, t0, t1);
-    set_loss_scale(t);
+    tf_optim_seed(&t->opt, pinned(t, 2));
     run_phase(t, 0, issue_forward, NULL);
     sample_memory(t);
     double t2 = now_ms();
@@ -599,7 +515,7 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
             st->data_ms = t1 - t0;
             st->forward_ms = t2 - t1;
             st->step_ms = t2 - t0;
-            st->loss_scale = t->scaler.scale;
+            st->loss_scale = t->opt.scaler.scale;
         }
         tf_prof_step_end(t->prof, step);
         return rc;
@@ -609,15 +525,14 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
     double t3 = now_ms();
     reduce_grads(t);
     double t3c = now_ms();
-    t->adam_step++;
-    set_hyper(t);
+    tf_optim_prepare(&t->opt, pinned(t, 16));
     run_phase(t, 2, issue_optimizer, NULL);
     double t4 = now_ms();
     float nonfinite = 0.0f;
-    if (t->scaler.enabled)
-        t->plan.ops->download(t->plan.be, &nonfinite, t->hyper + TF_HYPER_NONFINITE,
+    if (t->opt.scaler.enabled)
+        t->plan.ops->download(t->plan.be, &nonfinite, t->opt.hyper + TF_HYPER_NONFINITE,
                               sizeof nonfinite);
-    end_scaled_step(t, nonfinite, st);
+    tf_optim_end(&t->opt, nonfinite, st);
     if (t->dist && t->dist->size > 1) rc = mean_loss(t, &loss);
     if (st) {
         st->loss = loss;
@@ -644,7 +559,7 @@ tf_status tf_trainer_step(tf_trainer *t, long step, tf_step_stats *st) {
 }
 
 tf_status tf_trainer_step_batch(tf_trainer *t, const tf_batch *b, tf_step_stats *st) {
-    long step = t->adam_step;
+    long step = t->opt.step;
     int warmup = step < t->plan.cfg.warmup_steps;
     tf_prof_step_begin(t->prof, step, warmup);
     double t0 = now_ms();
@@ -655,8 +570,8 @@ tf_status tf_trainer_step_batch(tf_trainer *t, const tf_batch *b, tf_step_stats 
 tf_status tf_trainer_grad(tf_trainer *t, const tf_batch *b, float *loss, float *pred) {
     /* fp16 seeds with the loss scale (its gradients would underflow
      * without) and divides it out after: exact, the scale is a power of two */
-    const float scale = t->scaler.scale;
-    t->plan.ops->upload(t->plan.be, t->hyper + TF_HYPER_LOSS_SCALE, &scale, sizeof scale);
+    const float scale = t->opt.scaler.scale;
+    t->plan.ops->upload(t->plan.be, t->opt.hyper + TF_HYPER_LOSS_SCALE, &scale, sizeof scale);
     tf_feed_upload(&t->feed, b);
     run_phase(t, 0, issue_forward, NULL);
     run_phase(t, 1, issue_backward, NULL);
@@ -686,7 +601,7 @@ void tf_trainer_get_params(tf_trainer *t, float *host) {
 }
 void tf_trainer_set_params(tf_trainer *t, const float *host) {
     t->plan.ops->upload(t->plan.be, t->params, host, t->plan.nparams * sizeof(float));
-    refresh_weights(t);
+    tf_optim_refresh(&t->opt);
     t->plan.ops->sync(t->plan.be);
 }
 void tf_trainer_get_grads(tf_trainer *t, float *host) {
@@ -695,30 +610,24 @@ void tf_trainer_get_grads(tf_trainer *t, float *host) {
 }
 void tf_trainer_get_adam(tf_trainer *t, float *m_host, float *v_host, long *step) {
     t->plan.ops->sync(t->plan.be);
-    if (m_host)
-        t->plan.ops->download(t->plan.be, m_host, t->adam_m, t->plan.nparams * sizeof(float));
-    if (v_host)
-        t->plan.ops->download(t->plan.be, v_host, t->adam_v, t->plan.nparams * sizeof(float));
-    if (step) *step = t->adam_step;
+    tf_optim_get(&t->opt, m_host, v_host, step);
 }
 void tf_trainer_set_adam(tf_trainer *t, const float *m_host, const float *v_host, long step) {
-    if (m_host) t->plan.ops->upload(t->plan.be, t->adam_m, m_host, t->plan.nparams * sizeof(float));
-    if (v_host) t->plan.ops->upload(t->plan.be, t->adam_v, v_host, t->plan.nparams * sizeof(float));
-    t->adam_step = step;
+    tf_optim_set(&t->opt, m_host, v_host, step);
     t->plan.ops->sync(t->plan.be);
 }
 
 void tf_trainer_get_loss_scale(const tf_trainer *t, float *scale, long *clean_steps,
                                long *skipped) {
-    if (scale) *scale = t->scaler.scale;
-    if (clean_steps) *clean_steps = t->scaler.clean_steps;
-    if (skipped) *skipped = t->scaler.skipped;
+    if (scale) *scale = t->opt.scaler.scale;
+    if (clean_steps) *clean_steps = t->opt.scaler.clean_steps;
+    if (skipped) *skipped = t->opt.scaler.skipped;
 }
 void tf_trainer_set_loss_scale(tf_trainer *t, float scale, long clean_steps, long skipped) {
-    if (!t->scaler.enabled) return;
-    t->scaler.scale = scale;
-    t->scaler.clean_steps = clean_steps;
-    t->scaler.skipped = skipped;
+    if (!t->opt.scaler.enabled) return;
+    t->opt.scaler.scale = scale;
+    t->opt.scaler.clean_steps = clean_steps;
+    t->opt.scaler.skipped = skipped;
 }
 
 size_t tf_trainer_arena_bytes(const tf_trainer *t) { return t->plan.arena.cap; }
