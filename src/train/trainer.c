@@ -15,8 +15,8 @@
 #include <time.h>
 
 #include "backend/backend.h"
-#include "dist/dist.h"
 #include "model/model.h"
+#include "train/data_parallel.h"
 #include "train/feed.h"
 #include "train/memplan.h"
 #include "train/optim.h"
@@ -29,11 +29,7 @@
 struct tf_trainer {
     tf_plan plan; /* the backend, the model's layout and composition, the arena */
     tf_config pub; /* what tf_trainer_config reports: the global batch */
-    tf_dist *dist; /* data parallel (tf_trainer_set_dist) */
-    /* --graph with NCCL: the step's reduction is issued by the backward
-     * phase itself (issue_backward_step), so that the captured backward
-     * holds the buckets' all-reduces and their join */
-    int reduce_in_bwd;
+    tf_dp dp; /* data parallel (tf_trainer_set_dist) */
     float *params, *grads;
     tf_optim opt; /* AdamW and fp16's loss scale */
     /* the last step's loss was not finite and the step stopped after its
@@ -243,97 +239,15 @@ void tf_trainer_destroy(tf_trainer *t) {
 
 const tf_config *tf_trainer_config(const tf_trainer *t) { return &t->pub; }
 
-/* The end of a backward stage: the buckets whose gradients it made final
- * go, after the lane's GEMMs that write them: on a device queue of their own
- * that queue waits for the lane and the main queue goes on; on the host
- * (MPI) the main queue waits. MPI moves the others. */
-static void stage_done(void *arg, int stage) {
-    tf_trainer *t = arg;
-    tf_dist *d = t->dist;
-    void *be = t->plan.caps.device_memory ? t->plan.be : NULL;
-    void *q = be ? tf_dist_queue(d) : NULL;
-    while (d->next < d->nbk && d->bk[d->next].stage == stage) {
-        const tf_dist_bucket *b = &d->bk[d->next];
-        if (q && t->plan.ops->wgrad_wait_queue) {
-            const long upto = tf_x_lane_ticket(&t->plan.ex, t->grads + b->lo, b->n);
-            if (upto > 0) t->plan.ops->wgrad_wait_queue(t->plan.be, q, upto);
-        } else {
-            tf_x_grads_final(&t->plan.ex, t->grads + b->lo, b->n);
-        }
-        tf_dist_issue(d, t->grads, be);
-    }
-    tf_dist_progress(d);
-}
-
-/* After an op on the CPU: MPI moves the buckets in flight. */
-static void op_done(void *arg) {
-    tf_trainer *t = arg;
-    tf_dist_progress(t->dist);
-}
-
 int tf_trainer_set_dist(tf_trainer *t, tf_dist *d) {
-    t->dist = d;
     /* this rank draws samples [B rank, B (rank + 1)) of each global batch */
     t->pub.batch = t->plan.cfg.batch * d->size;
     tf_feed_set_slice(&t->feed, t->pub.batch, t->plan.cfg.batch * d->rank);
-    /* --graph: the backend's graphs capture NCCL's collectives, so the
-     * buckets are the eager ones, issued by the backward phase (captured
-     * once, replayed every step) */
-    const int graphs = t->plan.cfg.graph && t->plan.caps.graphs;
-    t->reduce_in_bwd = graphs && d->nccl && t->plan.caps.device_memory;
-    const double keep = d->bucket_bytes;
-    if ((graphs && !t->reduce_in_bwd) || !t->plan.grad_hi) d->bucket_bytes = 0;
-    int bad = tf_dist_plan_buckets(d, t->plan.grad_hi ? t->plan.grad_hi : &t->plan.nparams,
-                                   t->plan.grad_hi ? t->plan.nstages : 1, t->plan.nparams);
-    d->bucket_bytes = keep;
-    if ((!graphs || t->reduce_in_bwd) && d->nbk > 1) {
-        t->plan.ex.stage_end = stage_done;
-        t->plan.ex.stage_ctx = t;
-        if (!t->plan.caps.device_memory) t->plan.ex.op_done = op_done;
-    }
-    return bad;
+    return tf_dp_attach(&t->dp, d, &t->plan, t->grads);
 }
 
 static int back_to_back(const tf_trainer *t);
 
-/* Between the backward and the optimizer: the gradients averaged over the
- * ranks, so that AdamW makes the same update everywhere. With
- * reduce_in_bwd the backward phase issued them (reduced_in_bwd). */
-static void reduce_grads(tf_trainer *t) {
-    if (!t->dist || (t->dist->size == 1 && !t->dist->nccl) || t->reduce_in_bwd) return;
-    tf_region_push(t->prof, "allreduce");
-    tf_dist_reduce_grads(t->dist, t->grads, t->plan.nparams,
-                         t->plan.caps.device_memory ? t->plan.be : NULL);
-    if (!back_to_back(t)) tf_dist_wait_device(t->dist); /* the phase's wait follows */
-    tf_region_pop(t->prof);
-}
-
-/* reduce_in_bwd, after the backward phase is issued: a replayed graph's
- * reduction is noted (counted, timed), and, where the phase is waited for,
- * the host first polls it with the deadline (a collective that never ends
- * would hold the backend's wait). */
-static void reduced_in_bwd(tf_trainer *t) {
-    if (!t->reduce_in_bwd) return;
-    if (t->graphs_ready) tf_dist_replayed(t->dist);
-    if (!back_to_back(t)) tf_dist_wait_device(t->dist);
-}
-
-/* The step's all-reduce spans to the profiler's trace. */
-static void comm_span(void *arg, double t0, double t1, double bytes) {
-    tf_prof_comm(arg, (int64_t)(t0 * 1e6), (int64_t)(t1 * 1e6), bytes);
-}
-static void comm_stats(tf_trainer *t, tf_step_stats *st) {
-    st->comm_ms = st->exposed_comm_ms = 0;
-    if (!t->dist) return;
-    if (t->prof) tf_dist_each_span(t->dist, comm_span, t->prof);
-    st->comm_ms = tf_dist_take_comm_ms(t->dist, NULL, &st->exposed_comm_ms);
-}
-
-/* The loss every rank reports, and so the same stop decision everywhere. */
-static tf_status mean_loss(tf_trainer *t, float *loss) {
-    if (t->dist && t->dist->size > 1) *loss = (float)tf_dist_mean_scalar(t->dist, *loss);
-    return isfinite(*loss) ? TF_OK : TF_ERR_NONFINITE;
-}
 const char *tf_trainer_backend_name(const tf_trainer *t) { return t->plan.ops->name; }
 void tf_trainer_set_prof(tf_trainer *t, tf_prof *p) {
     t->prof = p;
@@ -353,17 +267,12 @@ static void issue_backward(void *arg) {
     tf_trainer *t = arg;
     tf_model_backward(&t->plan.ex, &t->plan.M);
 }
-/* A training step's backward: with reduce_in_bwd the reduction too (the
- * buckets not yet issued, then the join), inside the phase and so inside
- * its graph. */
+/* A training step's backward: where the backward issues the gradients'
+ * reduction (data_parallel.h), inside the phase and so inside its graph. */
 static void issue_backward_step(void *arg) {
     tf_trainer *t = arg;
     tf_model_backward(&t->plan.ex, &t->plan.M);
-    if (t->reduce_in_bwd) {
-        tf_region_push(t->prof, "allreduce");
-        tf_dist_reduce_grads(t->dist, t->grads, t->plan.nparams, t->plan.be);
-        tf_region_pop(t->prof);
-    }
+    tf_dp_reduce_in_backward(&t->dp, t->prof);
 }
 static void issue_optimizer(void *arg) {
     tf_trainer *t = arg;
@@ -406,9 +315,9 @@ static void stage_next(tf_trainer *t) {
     if (!tf_prof_counter_step(t->prof)) tf_feed_stage(&t->feed, t->cur_step);
 }
 
-/* During a backward phase that holds the reduction (reduce_in_bwd) */
-static void stage_reduced(tf_trainer *t) {
-    reduced_in_bwd(t);
+/* On the host while a training step's backward runs */
+static void during_backward(tf_trainer *t) {
+    tf_dp_after_backward(&t->dp, t->graphs_ready, !back_to_back(t));
     stage_next(t);
 }
 
@@ -433,20 +342,19 @@ static tf_status pipelined_phases(tf_trainer *t, tf_step_stats *st, double t0, d
     issue_marked(t, 0, issue_forward);
     o->download_async(t->plan.be, t->step_host, t->loss, sizeof(float));
     issue_marked(t, 1, issue_backward_step);
-    reduced_in_bwd(t);
-    stage_next(t);
-    reduce_grads(t);
+    during_backward(t);
+    tf_dp_reduce(&t->dp, t->prof, !back_to_back(t));
     tf_optim_prepare(&t->opt, pinned(t, 16));
     issue_marked(t, 2, issue_optimizer);
     if (t->opt.scaler.enabled)
         o->download_async(t->plan.be, t->step_host + 1, t->opt.hyper + TF_HYPER_NONFINITE,
                           sizeof(float));
-    if (t->dist) tf_dist_wait_device(t->dist); /* NCCL, with the deadline */
+    tf_dp_wait(&t->dp); /* NCCL, with the deadline */
     o->sync(t->plan.be);
     double t4 = now_ms();
     tf_optim_end(&t->opt, t->opt.scaler.enabled ? t->step_host[1] : 0.0f, st);
     float loss = t->step_host[0];
-    tf_status rc = mean_loss(t, &loss);
+    tf_status rc = tf_dp_mean_loss(&t->dp, &loss);
     if (st) {
         st->loss = loss;
         st->data_ms = t1 - t0;
@@ -454,12 +362,12 @@ static tf_status pipelined_phases(tf_trainer *t, tf_step_stats *st, double t0, d
         st->backward_ms = o->mark_ms(t->plan.be, 1, 2);
         st->optimizer_ms = o->mark_ms(t->plan.be, 2, 3);
         st->step_ms = t4 - t0;
-        comm_stats(t, st);
+        tf_dp_stats(&t->dp, t->prof, st);
         /* mark 2 precedes the wait for the all-reduces that the backward
          * did not hide (the exposed part, timed from the same point on the
-         * device): that time is not the optimizer's. With reduce_in_bwd the
-         * wait ends the backward phase, before mark 2: not the backward's. */
-        if (st->exposed_comm_ms > 0 && t->reduce_in_bwd)
+         * device): that time is not the optimizer's. Where the backward issues
+         * the reduction the wait ends the backward phase, before mark 2: not the backward's. */
+        if (st->exposed_comm_ms > 0 && t->dp.in_backward)
             st->backward_ms = fmax(0.0, st->backward_ms - st->exposed_comm_ms);
         else if (st->exposed_comm_ms > 0)
             st->optimizer_ms = fmax(0.0, st->optimizer_ms - st->exposed_comm_ms);
@@ -504,7 +412,7 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
     t->plan.ops->download(t->plan.be, &loss, t->loss, sizeof loss);
     if (!isfinite(loss)) rc = TF_ERR_NONFINITE;
     t->nonfinite_held = 0;
-    if (rc == TF_ERR_NONFINITE && !(t->dist && t->dist->size > 1)) {
+    if (rc == TF_ERR_NONFINITE && !(tf_dp_ranks(&t->dp) > 1)) {
         /* a non-finite loss ends the run: no backward and no update, so
          * that the weights stay those this forward read (for
          * tf_trainer_explain_nonfinite). Ranks would all have to agree. */
@@ -520,10 +428,10 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
         tf_prof_step_end(t->prof, step);
         return rc;
     }
-    run_phase(t, 1, issue_backward_step, t->reduce_in_bwd ? stage_reduced : stage_next);
+    run_phase(t, 1, issue_backward_step, during_backward);
     sample_memory(t);
     double t3 = now_ms();
-    reduce_grads(t);
+    tf_dp_reduce(&t->dp, t->prof, !back_to_back(t));
     double t3c = now_ms();
     tf_optim_prepare(&t->opt, pinned(t, 16));
     run_phase(t, 2, issue_optimizer, NULL);
@@ -533,15 +441,15 @@ static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int war
         t->plan.ops->download(t->plan.be, &nonfinite, t->opt.hyper + TF_HYPER_NONFINITE,
                               sizeof nonfinite);
     tf_optim_end(&t->opt, nonfinite, st);
-    if (t->dist && t->dist->size > 1) rc = mean_loss(t, &loss);
+    if (tf_dp_ranks(&t->dp) > 1) rc = tf_dp_mean_loss(&t->dp, &loss);
     if (st) {
         st->loss = loss;
         st->data_ms = t1 - t0;
         st->forward_ms = t2 - t1;
         st->backward_ms = t3 - t2;
         st->optimizer_ms = t4 - t3c;
-        comm_stats(t, st); /* reduce_grads waited for the reductions (t3 .. t3c) */
-        if (t->reduce_in_bwd) /* or the backward phase did: not its compute */
+        tf_dp_stats(&t->dp, t->prof, st); /* tf_dp_reduce waited for them (t3 .. t3c) */
+        if (t->dp.in_backward) /* or the backward phase did: not its compute */
             st->backward_ms = fmax(0.0, st->backward_ms - st->exposed_comm_ms);
         st->step_ms = t4 - t0;
         st->counter_replay = tf_prof_counter_step(t->prof);
