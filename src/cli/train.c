@@ -9,6 +9,7 @@
 #include "prof/markers.h"
 #include "prof/profiler.h"
 #include "train/nonfinite.h"
+#include "train/trainer.h"
 
 #include <cJSON.h>
 #include <math.h>
