@@ -202,7 +202,8 @@ int tf_cli_help_command(int argc, char **argv);
 void tf_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Data parallel runs: errors of rank r > 0 say "rank r: " after "tinyfold: ". */
 void tf_cli_error_rank(int rank);
-/* A user-supplied string made safe to print on one line, truncated. */
+/* A user-supplied string made safe to print on one line, truncated
+ * (io/text_quote.h). */
 void tf_cli_quote(char *out, size_t n, const char *s);
 /* Strict parsers: the whole text must be the number, in range; on error they
  * print "--flag: 'text' is not accepted: expected ..." and return TF_EXIT_USAGE. */
@@ -235,13 +236,6 @@ const char *tf_cli_backend_str(tf_backend_kind b); /* "cpu" */
 int tf_cli_exit_for(tf_status s);
 /* Checks the directory of path exists and is writable (before a long run). */
 int tf_cli_check_writable(const char *flag, const char *path);
-/* MemAvailable of /proc/meminfo in bytes, 0 when unknown. */
-size_t tf_cli_mem_available_bytes(void);
-/* What tf_cli_batch_alloc allocates for c. */
-size_t tf_cli_batch_bytes(const tf_config *c);
-/* Host batch buffers for c's problem (1 ok, 0 out of memory; free either way). */
-int tf_cli_batch_alloc(tf_batch *b, const tf_config *c);
-void tf_cli_batch_free(tf_batch *b);
 /* Writes a JSON document atomically (tmp file, fsync, rename). */
 int tf_cli_write_json(const char *path, const struct cJSON *j, char *err, size_t errlen);
 

@@ -8,6 +8,7 @@
 #include "io/datafile.h"
 #include "prof/markers.h"
 #include "prof/profiler.h"
+#include "train/hostmem.h"
 #include "train/nonfinite.h"
 #include "train/trainer.h"
 
@@ -356,9 +357,9 @@ static int setup(run_state *r, const tf_cli_opts *o)
             return TF_EXIT_USAGE;
         }
     }
-    run_state_mem mem = {.avail = tf_cli_mem_available_bytes()};
+    run_state_mem mem = {.avail = tf_hostmem_available()};
     if (r->df)
-        mem.batch_bytes = tf_cli_batch_bytes(&r->c);
+        mem.batch_bytes = tf_hostmem_batch_bytes(&r->c);
     /* First against what the trainer holds at least (parameters, gradients,
      * two moments), before it allocates; then against what it planned. */
     int on_host = r->c.backend == TF_BACKEND_CPU;
@@ -396,7 +397,7 @@ static int setup(run_state *r, const tf_cli_opts *o)
     }
     size_t n = (size_t)r->c.warmup_steps + (size_t)r->c.num_steps;
     r->recs = calloc(n, sizeof *r->recs);
-    if (!r->recs || (r->df && !tf_cli_batch_alloc(&r->batch, &r->c))) {
+    if (!r->recs || (r->df && !tf_hostmem_batch_alloc(&r->batch, &r->c))) {
         tf_cli_error("out of host memory for the step records or the batch");
         return TF_EXIT_USAGE;
     }
@@ -417,7 +418,7 @@ static void teardown(run_state *r)
         tf_prof_destroy(r->prof);
     if (r->df)
         tf_datafile_close(r->df);
-    tf_cli_batch_free(&r->batch);
+    tf_hostmem_batch_free(&r->batch);
     free(r->recs);
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "prof/profiler.h"
+#include "train/hostmem.h"
 #include "train/memplan.h"
 #include "train/rng.h"
 #include "train/trainer.h"
@@ -37,17 +38,6 @@ static void init_params(const tf_trainer *t, float *host) {
     }
 }
 
-static size_t mem_available_bytes(void) {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return 0;
-    char line[256];
-    size_t kb = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1) break;
-    fclose(f);
-    return kb * 1024;
-}
-
 static int balloc(tf_trainer *t, void **p, size_t bytes) {
     return t->plan.ops->alloc(t->plan.be, p, bytes ? bytes : 4);
 }
@@ -74,7 +64,7 @@ static void wire(tf_trainer *t) {
  * available. On refusal t is gone. */
 static tf_status check_host(tf_trainer *t, char *err, size_t errlen) {
     const tf_plan *p = &t->plan;
-    const size_t avail = p->caps.device_memory ? 0 : mem_available_bytes();
+    const size_t avail = p->caps.device_memory ? 0 : tf_hostmem_available();
     const size_t need = tf_plan_need(p) + p->batch_bytes; /* the host batch too */
     if (!avail || need <= avail / 10 * 9) return TF_OK;
     const tf_config c = p->cfg;
