@@ -1,14 +1,16 @@
 /* The tinyfold program: shared declarations of src/cli/.
  *
  * main.c dispatches subcommands; options.c holds the one option table that
- * parse.c feeds to getopt_long and help.c prints; train.c runs train/profile,
- * report.c prints what a run prints, runjson.c writes the run JSON, bench.c,
- * validate.c and grad.c are the other subcommands. util.c has the strict
- * number parsers and the one-line error printer. */
+ * parse.c feeds to getopt_long and help.c prints; train.c hands train and
+ * profile to a run (src/train/run.h) and prints it: report.c prints what a
+ * run prints, runjson.c writes the run JSON. bench.c, validate.c and grad.c
+ * are the other subcommands. util.c has the strict number parsers and the
+ * one-line error printer. */
 #ifndef TF_CLI_H
 #define TF_CLI_H
 
 #include "tinyfold.h"
+#include "train/run.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -27,28 +29,10 @@ enum {
     TF_CMD_GRAD = 16
 };
 
-/* Knobs given explicitly on the command line (tf_cli_opts.set). */
-enum {
-    TF_SET_BATCH = 1u << 0,
-    TF_SET_SEQ_LEN = 1u << 1,
-    TF_SET_N_SEQS = 1u << 2,
-    TF_SET_BLOCKS = 1u << 3,
-    TF_SET_MSA_DIM = 1u << 4,
-    TF_SET_PAIR_DIM = 1u << 5,
-    TF_SET_LR = 1u << 6,
-    TF_SET_SEED = 1u << 7,
-    TF_SET_WARMUP = 1u << 8,
-    TF_SET_STEPS = 1u << 9,
-    TF_SET_IMPL = 1u << 10,
-    TF_SET_DEVICE = 1u << 11,
-    TF_SET_PRECISION = 1u << 12,
-    TF_SET_RECOMPUTE = 1u << 13
-};
-
 typedef struct {
     int cmd;        /* TF_CMD_* */
     tf_config cfg;  /* defaults + options; backend may still be AUTO */
-    unsigned set;   /* TF_SET_* */
+    unsigned set;   /* TF_SET_* (train/run.h) */
     int fusion_override[4]; /* -1 unset, else 0/1: qkv_msa, qkv_triangle, flash, triangle */
     /* train / profile */
     const char *json_path, *save_path, *load_path, *resume_path, *data_path;
