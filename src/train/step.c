@@ -46,11 +46,6 @@ static void issue_optimizer(void *arg) {
  * creation, wants a wait at each boundary) */
 static int back_to_back(const tf_trainer *t) { return t->pipelined && !t->prof; }
 
-/* page-locked host memory for the optimizer's queued uploads, NULL: at once */
-static float *pinned(const tf_trainer *t, int at) {
-    return back_to_back(t) ? t->step_host + at : NULL;
-}
-
 static const char *phase_name[3] = {"forward_pass", "backward_pass", "optimizer_step"};
 
 static void issue_phase(tf_trainer *t, int i, void (*fn)(void *)) {
@@ -101,13 +96,13 @@ static void issue_marked(tf_trainer *t, int i, void (*fn)(void *)) {
 static tf_status pipelined_phases(tf_trainer *t, tf_step_stats *st, double t0, double t1) {
     const tf_ops *o = t->plan.ops;
     o->mark(t->plan.be, 0);
-    tf_optim_seed(&t->opt, pinned(t, 2));
+    tf_optim_seed(&t->opt, t->step_host + 2);
     issue_marked(t, 0, issue_forward);
     o->download_async(t->plan.be, t->step_host, t->loss, sizeof(float));
     issue_marked(t, 1, issue_backward_step);
     during_backward(t);
-    tf_dp_reduce(&t->dp, t->prof, !back_to_back(t));
-    tf_optim_prepare(&t->opt, pinned(t, 16));
+    tf_dp_reduce(&t->dp, t->prof, 0); /* waited for at the step's end */
+    tf_optim_prepare(&t->opt, t->step_host + 16);
     issue_marked(t, 2, issue_optimizer);
     if (t->opt.scaler.enabled)
         o->download_async(t->plan.be, t->step_host + 1, t->opt.hyper + TF_HYPER_NONFINITE,
