@@ -18,7 +18,7 @@ static tf_dtype act_type(tf_precision p) {
  * before time, so it runs without the weight-gradient lane: the lane's
  * workspaces (caps.wgrad_lane_bytes) and the second slot of backward
  * temporaries (exec.h bwd_slot, the largest module's recomputed forward and
- * backward) were a third of what the recomputed small step kept. */
+ * backward) are a large share of what a recomputed step keeps. */
 static void compose(tf_plan *p) {
     const tf_backend_caps *k = &p->caps;
     const int v3 = p->cfg.impl >= TF_IMPL_V3;
