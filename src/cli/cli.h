@@ -1,14 +1,16 @@
 /* The tinyfold program: shared declarations of src/cli/.
  *
  * main.c dispatches subcommands; options.c holds the one option table that
- * parse.c feeds to getopt_long and help.c prints; train.c runs train/profile,
- * report.c prints what a run prints, runjson.c writes the run JSON, bench.c,
- * validate.c and grad.c are the other subcommands. util.c has the strict
- * number parsers and the one-line error printer. */
+ * parse.c feeds to getopt_long and help.c prints; train.c hands train and
+ * profile to a run (src/train/run.h) and prints it: report.c prints what a
+ * run prints, runjson.c writes the run JSON. bench.c, validate.c and grad.c
+ * are the other subcommands. util.c has the strict number parsers and the
+ * one-line error printer. */
 #ifndef TF_CLI_H
 #define TF_CLI_H
 
 #include "tinyfold.h"
+#include "train/run.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -27,28 +29,10 @@ enum {
     TF_CMD_GRAD = 16
 };
 
-/* Knobs given explicitly on the command line (tf_cli_opts.set). */
-enum {
-    TF_SET_BATCH = 1u << 0,
-    TF_SET_SEQ_LEN = 1u << 1,
-    TF_SET_N_SEQS = 1u << 2,
-    TF_SET_BLOCKS = 1u << 3,
-    TF_SET_MSA_DIM = 1u << 4,
-    TF_SET_PAIR_DIM = 1u << 5,
-    TF_SET_LR = 1u << 6,
-    TF_SET_SEED = 1u << 7,
-    TF_SET_WARMUP = 1u << 8,
-    TF_SET_STEPS = 1u << 9,
-    TF_SET_IMPL = 1u << 10,
-    TF_SET_DEVICE = 1u << 11,
-    TF_SET_PRECISION = 1u << 12,
-    TF_SET_RECOMPUTE = 1u << 13
-};
-
 typedef struct {
     int cmd;        /* TF_CMD_* */
     tf_config cfg;  /* defaults + options; backend may still be AUTO */
-    unsigned set;   /* TF_SET_* */
+    unsigned set;   /* TF_SET_* (train/run.h) */
     int fusion_override[4]; /* -1 unset, else 0/1: qkv_msa, qkv_triangle, flash, triangle */
     /* train / profile */
     const char *json_path, *save_path, *load_path, *resume_path, *data_path;
@@ -202,7 +186,8 @@ int tf_cli_help_command(int argc, char **argv);
 void tf_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Data parallel runs: errors of rank r > 0 say "rank r: " after "tinyfold: ". */
 void tf_cli_error_rank(int rank);
-/* A user-supplied string made safe to print on one line, truncated. */
+/* A user-supplied string made safe to print on one line, truncated
+ * (io/text_quote.h). */
 void tf_cli_quote(char *out, size_t n, const char *s);
 /* Strict parsers: the whole text must be the number, in range; on error they
  * print "--flag: 'text' is not accepted: expected ..." and return TF_EXIT_USAGE. */
@@ -235,13 +220,6 @@ const char *tf_cli_backend_str(tf_backend_kind b); /* "cpu" */
 int tf_cli_exit_for(tf_status s);
 /* Checks the directory of path exists and is writable (before a long run). */
 int tf_cli_check_writable(const char *flag, const char *path);
-/* MemAvailable of /proc/meminfo in bytes, 0 when unknown. */
-size_t tf_cli_mem_available_bytes(void);
-/* What tf_cli_batch_alloc allocates for c. */
-size_t tf_cli_batch_bytes(const tf_config *c);
-/* Host batch buffers for c's problem (1 ok, 0 out of memory; free either way). */
-int tf_cli_batch_alloc(tf_batch *b, const tf_config *c);
-void tf_cli_batch_free(tf_batch *b);
 /* Writes a JSON document atomically (tmp file, fsync, rename). */
 int tf_cli_write_json(const char *path, const struct cJSON *j, char *err, size_t errlen);
 

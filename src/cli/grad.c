@@ -6,6 +6,7 @@
 #include "io/checkpoint.h"
 #include "io/datafile.h"
 #include "io/gradfile.h"
+#include "train/hostmem.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -81,7 +82,7 @@ int tf_cli_grad(tf_cli_opts *o)
     }
     long npred = (long)c.batch * c.seq_len * c.seq_len;
     pred = malloc((size_t)npred * sizeof *pred);
-    if (!pred || !tf_cli_batch_alloc(&b, &c)) {
+    if (!pred || !tf_hostmem_batch_alloc(&b, &c)) {
         tf_cli_error("out of host memory for the batch");
         rc = TF_EXIT_USAGE;
         goto done;
@@ -118,7 +119,7 @@ int tf_cli_grad(tf_cli_opts *o)
                (double)loss, o->out_path);
 done:
     free(pred);
-    tf_cli_batch_free(&b);
+    tf_hostmem_batch_free(&b);
     if (t)
         tf_trainer_destroy(t);
     tf_datafile_close(d);

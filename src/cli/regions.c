@@ -9,7 +9,7 @@
 #include <string.h>
 
 static const char *const region_names[] = {
-    /* phases (src/train/trainer.c) */
+    /* phases (src/train/step.c) */
     "data_loading", "forward_pass", "backward_pass", "optimizer_step", "allreduce",
     /* the model (src/model) */
     "embedding", "loss", "structure_module", "msa_row_attention", "msa_column_attention",

@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "fileio/io_util.h"
 #include "fileio/outcheck.h"
+#include "io/text_quote.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -44,21 +45,7 @@ void tf_cli_error(const char *fmt, ...)
 
 void tf_cli_quote(char *out, size_t n, const char *s)
 {
-    const size_t keep = 48; /* a 1 MB argument stays one short line */
-    size_t j = 0;
-    if (!n)
-        return;
-    for (size_t i = 0; s && s[i] && j + 4 < n; i++) {
-        if (i == keep) {
-            out[j++] = '.';
-            out[j++] = '.';
-            out[j++] = '.';
-            break;
-        }
-        unsigned char ch = (unsigned char)s[i];
-        out[j++] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : '?';
-    }
-    out[j] = '\0';
+    tf_text_quote(out, n, s);
 }
 
 static int reject(const char *flag, const char *text, const char *expected)
@@ -298,43 +285,3 @@ int tf_cli_write_json(const char *path, const cJSON *j, char *err, size_t errlen
     return rc;
 }
 
-size_t tf_cli_mem_available_bytes(void)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f)
-        return 0;
-    char line[256];
-    size_t kb = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1)
-            break;
-    fclose(f);
-    return kb * 1024;
-}
-
-size_t tf_cli_batch_bytes(const tf_config *c)
-{
-    size_t B = (size_t)c->batch, S = (size_t)c->n_seqs, N = (size_t)c->seq_len;
-    return B * S * N * sizeof(int32_t) + B * N * N * ((size_t)c->pair_input_dim + 1) * sizeof(float);
-}
-
-int tf_cli_batch_alloc(tf_batch *b, const tf_config *c)
-{
-    size_t B = (size_t)c->batch, S = (size_t)c->n_seqs, N = (size_t)c->seq_len;
-    b->B = c->batch;
-    b->S = c->n_seqs;
-    b->N = c->seq_len;
-    b->tokens = malloc(B * S * N * sizeof *b->tokens);
-    b->pair = malloc(B * N * N * (size_t)c->pair_input_dim * sizeof *b->pair);
-    b->target = malloc(B * N * N * sizeof *b->target);
-    return b->tokens && b->pair && b->target;
-}
-
-void tf_cli_batch_free(tf_batch *b)
-{
-    free(b->tokens);
-    free(b->pair);
-    free(b->target);
-    b->tokens = NULL;
-    b->pair = b->target = NULL;
-}

@@ -114,17 +114,6 @@ void *tf_dist_queue(tf_dist *d);
  * waits for it, as after an eager step (NCCL; a no-op elsewhere). */
 void tf_dist_replayed(tf_dist *d);
 
-/* The trainer's side (trainer.c): a trainer created with this rank's share
- * of the batch (global / size) draws its slice of each step's global batch,
- * reduces its gradients every step in the buckets of d->bucket_bytes
- * (issued from inside the backward; with --graph and NCCL, captured into the
- * backward's graph, which replays them as the eager backward issues them)
- * and reports the global batch in
- * tf_trainer_config (so checkpoints and the JSON hold the global batch).
- * 0, or 1 when the buckets' host memory is missing. */
-struct tf_trainer;
-int tf_trainer_set_dist(struct tf_trainer *t, tf_dist *d);
-
 /* Milliseconds of communication and bytes reduced since the last call;
  * exposed (may be NULL): the part after the backward's compute ended. */
 double tf_dist_take_comm_ms(tf_dist *d, double *bytes, double *exposed);

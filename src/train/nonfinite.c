@@ -1,6 +1,6 @@
 /* Why a step's loss was not finite, from what can be checked after it: the
  * batch the step read, the weights (when the step stopped after its
- * forward: trainer.c), and for the half types the same forward in fp32. */
+ * forward: step.c), and for the half types the same forward in fp32. */
 #include "train/nonfinite.h"
 
 #include <math.h>

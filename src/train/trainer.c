@@ -1,302 +1,174 @@
-/* The trainer: owns the backend, the four parameter-sized buffers (params,
- * grads, Adam m and v, one table describes them all), the planned activation
- * arena and the batch buffers, and runs training steps with per-phase timing:
- * the device is synchronised at each phase boundary, as the reference does,
- * on the CPU and under the profiler; a CUDA step without the profiler issues
- * the phases back to back and times them with device events
- * (pipelined_phases). */
-#define _POSIX_C_SOURCE 200809L
-#include <math.h>
-#include <omp.h>
-#include <pthread.h>
+/* The trainer, owner of its parts (trainer_internal.h): it has the plan
+ * built (plan.c), checks the memory the plan needs, allocates the buffers
+ * the parts share (the parameters, their gradients, the arena, the loss and
+ * the predictions), initialises the parameters, and wires the model, the
+ * feed, the optimizer and data parallel to them. step.c runs the steps. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "backend/backend.h"
-#include "dist/dist.h"
-#include "backend/gpu_plan.h"
-#include "model/model.h"
-#include "train/memplan.h"
-#include "prof/prof.h"
 #include "prof/profiler.h"
-#include "train/loss_scale.h"
+#include "train/hostmem.h"
+#include "train/memplan.h"
 #include "train/rng.h"
 #include "train/trainer.h"
-
-typedef struct { size_t off, n; } tf_range;
-
-struct tf_trainer {
-    tf_config cfg; /* cfg.batch: this rank's samples */
-    tf_config pub; /* what tf_trainer_config reports: the global batch */
-    /* data parallel (tf_trainer_set_dist): this rank draws samples
-     * [boff, boff + cfg.batch) of the global batch of gbatch */
-    tf_dist *dist;
-    int gbatch, boff;
-    /* --graph with NCCL: the step's reduction is issued by the backward
-     * phase itself (issue_backward_step), so that the captured backward
-     * holds the buckets' all-reduces and their join */
-    int reduce_in_bwd;
-    /* what each backward stage writes into the gradients (exec.h grad_hi,
-     * recorded while planning): the buckets follow from it */
-    size_t *grad_hi;
-    int nstages;
-    const tf_ops *ops;
-    tf_backend *be;
-    tf_backend_caps caps; /* what the backend prefers and provides */
-    tf_param_info *table;
-    size_t ntensors, nparams;
-    float *params, *grads, *adam_m, *adam_v, *hyper;
-    /* mixed precision (tinyfold.h tf_precision): the activations' type, the
-     * weights' copy in it that the GEMMs read (written after every update;
-     * NULL in fp32), and fp16's loss scale */
-    tf_dtype at;
-    void *wh;
-    tf_loss_scaler scaler;
-    long adam_step; /* updates made: a step skipped by the loss scaler makes none */
-    /* the last step's loss was not finite and the step stopped after its
-     * forward: the weights and the device batch are what that forward read */
-    int nonfinite_held;
-    tf_range *ranges; /* trainable contiguous ranges for AdamW */
-    int nranges;
-    tf_arena arena;
-    void *arena_mem;
-    int32_t *tokens;
-    float *pair, *target, *loss, *pred;
-    tf_batch hb;     /* host batch of the current step */
-    /* caps.prefetch_batches: the next step's synthetic batch is drawn by a
-     * host thread while the device runs the current step (double buffer: hb
-     * and hb_next, from ops->host_alloc). */
-    int prefetch;
-    tf_batch hb_next;
-    pthread_t pf_thread; /* one worker for the run, started at the first step */
-    pthread_mutex_t pf_mu;
-    pthread_cond_t pf_cv;
-    int pf_started, pf_busy, pf_quit; /* pf_busy: the worker is drawing pf_step */
-    int pf_threads;                  /* OpenMP threads the worker draws with */
-    int pf_running; /* a batch was asked for and not yet waited for */
-    int pf_have;    /* waited for: hb_next holds pf_step */
-    long pf_step;
-    /* caps.pipelined_phases, without the profiler: the step's phases are
-     * issued back to back and timed by marks on the device */
-    int pipelined;
-    /* page-locked: [0] the loss, [1] the gradients' non-finite flag, [2] the
-     * loss scale, [16..] the AdamW hyper-parameters (ops.h TF_HYPER_*) */
-    float *step_host;
-    /* caps.stage_batches: hb_next is uploaded on the side queue into these
-     * during the current step's backward; the next step copies them into the
-     * inputs device to device */
-    int stage;
-    int32_t *st_tokens;
-    float *st_pair, *st_target;
-    long staged_step; /* the step whose batch is in the staging buffers, -1 */
-    long cur_step;
-    tf_model M;
-    tf_exec ex;
-    tf_prof *prof;
-    void *graph[3]; /* forward, backward, optimizer (--graph where caps.graphs) */
-    int graphs_ready;
-    size_t graph_kernels; /* kernel nodes in the three captured graphs */
-};
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
+#include "train/trainer_internal.h"
 
 static void set_err(char *err, size_t n, const char *msg) {
     if (err && n) snprintf(err, n, "%s", msg);
 }
 
-/* Initialisation (docs/model.md, section 7): Linear weights and the embedding ~ N(0, 0.02); LayerNorm 1 / 0. */
+/* Initialisation (docs/model.md, section 7): Linear weights and the
+ * embedding ~ N(0, 0.02); LayerNorm 1 / 0. */
 static void init_params(const tf_trainer *t, float *host) {
-    for (size_t i = 0; i < t->ntensors; i++) {
-        const tf_param_info *p = &t->table[i];
+    for (size_t i = 0; i < t->plan.ntensors; i++) {
+        const tf_param_info *p = &t->plan.table[i];
         float *w = host + p->offset;
         if (p->ndim == 1) {
             size_t len = strlen(p->name);
             int is_bias = len > 5 && strcmp(p->name + len - 5, ".bias") == 0;
-            for (size_t k = 0; k < p->count; k++) w[k] = is_bias ? 0.0f : 1.0f;
+            for (size_t k = 0; k < p->count; k++)
+                w[k] = is_bias ? 0.0f : 1.0f;
         } else {
             tf_rng r;
-            tf_rng_init(&r, t->cfg.seed, TF_STREAM_INIT, i);
-            for (size_t k = 0; k < p->count; k++) w[k] = (float)(0.02 * tf_rng_normal(&r));
+            tf_rng_init(&r, t->plan.cfg.seed, TF_STREAM_INIT, i);
+            for (size_t k = 0; k < p->count; k++)
+                w[k] = (float)(0.02 * tf_rng_normal(&r));
         }
     }
 }
 
-static size_t mem_available_bytes(void) {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return 0;
-    char line[256];
-    size_t kb = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1) break;
-    fclose(f);
-    return kb * 1024;
-}
-
 static int balloc(tf_trainer *t, void **p, size_t bytes) {
-    return t->ops->alloc(t->be, p, bytes ? bytes : 4);
+    return t->plan.ops->alloc(t->plan.be, p, bytes ? bytes : 4);
 }
 
-static void build_ranges(tf_trainer *t) {
-    t->ranges = calloc(t->ntensors, sizeof *t->ranges);
-    t->nranges = 0;
-    for (size_t i = 0; i < t->ntensors; i++) {
-        const tf_param_info *p = &t->table[i];
-        if (!p->trainable) continue;
-        if (t->nranges && t->ranges[t->nranges - 1].off + t->ranges[t->nranges - 1].n == p->offset)
-            t->ranges[t->nranges - 1].n += p->count;
-        else
-            t->ranges[t->nranges++] = (tf_range){p->offset, p->count};
-    }
-}
-
-static void setup_model(tf_trainer *t) {
-    tf_model *M = &t->M;
-    M->c = &t->cfg;
+/* The model and the optimizer on the buffers allocated. */
+static void wire(tf_trainer *t) {
+    tf_model *M = &t->plan.M;
+    M->c = &t->plan.cfg;
     M->params = t->params;
     M->grads = t->grads;
-    M->tokens = t->tokens;
-    M->pair = t->pair;
-    M->target = t->target;
+    M->tokens = t->feed.in.tokens;
+    M->pair = t->feed.in.pair;
+    M->target = t->feed.in.target;
     M->loss = t->loss;
     M->pred = t->pred;
-    M->loss_scale = t->hyper ? t->hyper + TF_HYPER_LOSS_SCALE : NULL;
-    t->ex.at = t->at;
-    t->ex.w_base = t->params;
-    t->ex.wh = t->wh ? t->wh : t->params;
+    M->loss_scale = t->opt.hyper + TF_HYPER_LOSS_SCALE;
+    t->plan.ex.w_base = t->params;
+    t->plan.ex.wh = t->opt.wh ? t->opt.wh : t->params;
+    t->opt.params = t->params;
+    t->opt.grads = t->grads;
 }
 
-static tf_dtype act_type(tf_precision p) {
-    return p == TF_PREC_BF16 ? TF_BF16 : p == TF_PREC_FP16 ? TF_F16 : TF_F32;
+/* Where the backend's memory is the host's, a run may take 90% of what is
+ * available. On refusal t is gone. */
+static tf_status check_host(tf_trainer *t, char *err, size_t errlen) {
+    const tf_plan *p = &t->plan;
+    const size_t avail = p->caps.device_memory ? 0 : tf_hostmem_available();
+    const size_t need = tf_plan_need(p) + p->batch_bytes; /* the host batch too */
+    if (!avail || need <= avail / 10 * 9) return TF_OK;
+    const tf_config c = p->cfg;
+    const size_t pbytes = p->param_bytes, arena_bytes = p->arena_bytes;
+    tf_trainer_destroy(t);
+    char fits[200];
+    tf_memplan_suggest(&c, (double)(avail / 10 * 9), fits, sizeof fits);
+    snprintf(err, errlen,
+             "this problem needs %.2f GB of memory (parameters, gradients and AdamW moments "
+             "%.2f GB, activations %.2f GB) and a run may use at most 90%% of the %.2f GB "
+             "available: %s",
+             need / 1e9, 4 * pbytes / 1e9, arena_bytes / 1e9, avail / 1e9,
+             4 * pbytes > arena_bytes ? "reduce --msa-dim, --pair-dim or --num-blocks" : fits);
+    return TF_ERR_NOMEM;
 }
 
-/* The GEMMs' copy of the weights, after the fp32 parameters changed */
-static void refresh_weights(tf_trainer *t) {
-    if (t->wh) tf_x_convert(&t->ex, t->wh, t->at, t->params, TF_F32, (long)t->nparams);
+/* The backend's buffers, then the host's. On failure t is gone. */
+static tf_status allocate(tf_trainer *t, char *err, size_t errlen) {
+    const tf_plan *p = &t->plan;
+    const tf_config *c = &p->cfg;
+    const size_t pbytes = p->param_bytes, arena_bytes = p->arena_bytes;
+    const size_t pred_bytes = (size_t)c->batch * c->seq_len * c->seq_len * sizeof(float);
+    if (balloc(t, (void **)&t->params, pbytes) || balloc(t, (void **)&t->grads, pbytes) ||
+        tf_optim_alloc(&t->opt) || tf_feed_alloc_inputs(&t->feed) ||
+        balloc(t, (void **)&t->pred, pred_bytes) ||
+        balloc(t, (void **)&t->loss, 4 * sizeof(float)) || balloc(t, &t->arena_mem, arena_bytes)) {
+        const tf_config cc = *c;
+        const int on_device = p->caps.device_memory;
+        const size_t need = tf_plan_need(p);
+        tf_trainer_destroy(t);
+        char fits[200]; /* the free memory is not known here: the plans of the others */
+        tf_memplan_suggest(&cc, -1.0, fits, sizeof fits);
+        snprintf(err, errlen,
+                 "not enough %s memory: this problem needs %.2f GB (activations %.2f GB); %s",
+                 on_device ? "device" : "host", need / 1e9, arena_bytes / 1e9, fits);
+        return TF_ERR_NOMEM;
+    }
+    t->plan.arena = (tf_arena){.base = t->arena_mem, .cap = arena_bytes};
+    if (tf_feed_alloc_host(&t->feed)) {
+        set_err(err, errlen, "out of host memory for the batch buffers");
+        tf_trainer_destroy(t);
+        return TF_ERR_NOMEM;
+    }
+    /* issuing the phases back to back is a speed-up only: without the
+     * page-locked bytes, wait at each phase boundary */
+    t->pipelined =
+        p->caps.pipelined_phases && p->ops->mark &&
+        !p->ops->host_alloc(p->be, (void **)&t->step_host, (16 + TF_HYPER_COUNT) * sizeof(float));
+    return TF_OK;
 }
 
-/* Bytes of a batch's three arrays: tokens, pair features, target distances
- * (the order of every loop below over a batch's arrays). */
-static void batch_sizes(const tf_trainer *t, size_t sz[3]) {
-    const size_t B = (size_t)t->cfg.batch, S = (size_t)t->cfg.n_seqs, N = (size_t)t->cfg.seq_len;
-    sz[0] = B * S * N * sizeof(int32_t);
-    sz[1] = B * N * N * 65 * sizeof(float);
-    sz[2] = B * N * N * sizeof(float);
-}
-
-static int batch_alloc(tf_trainer *t, tf_batch *b) {
-    size_t sz[3];
-    batch_sizes(t, sz);
-    void **f[3] = {(void **)&b->tokens, (void **)&b->pair, (void **)&b->target};
-    for (int i = 0; i < 3; i++)
-        /* from the backend: page-locked on CUDA, so that the per-step upload
-         * runs at the bus' speed */
-        if (t->ops->host_alloc(t->be, f[i], sz[i]))
-            return 1;
+/* The parameters' initial values, zero gradients and moments, the parts
+ * wired. 0, or 1 without the host memory for the initial values. */
+static int initialise(tf_trainer *t) {
+    const tf_plan *p = &t->plan;
+    float *host = malloc(p->param_bytes);
+    if (!host) return 1;
+    init_params(t, host);
+    p->ops->upload(p->be, t->params, host, p->param_bytes);
+    free(host);
+    p->ops->zero(p->be, t->grads, p->param_bytes);
+    tf_optim_reset(&t->opt);
+    wire(t);
+    tf_optim_refresh(&t->opt);
+    p->ops->sync(p->be);
     return 0;
 }
 
-static void batch_free(tf_trainer *t, tf_batch *b) {
-    void *p[3] = {b->tokens, b->pair, b->target};
-    for (int i = 0; i < 3; i++)
-        if (p[i]) t->ops->host_free(t->be, p[i]);
-    b->tokens = NULL, b->pair = NULL, b->target = NULL;
-}
-
-static tf_status create_on(tf_trainer **out, const tf_config *c, tf_backend *be,
-                           const tf_ops *ops, const tf_backend_caps *caps, size_t *plan_bytes,
-                           char *err, size_t errlen);
-
-/* plan_bytes: when not NULL, only plan: the bytes the trainer would hold
- * (what the memory check compares) are stored there and nothing is kept. */
-static tf_status trainer_create(tf_trainer **out, const tf_config *c, size_t *plan_bytes,
-                                char *err, size_t errlen) {
-    *out = NULL;
-    tf_status st = tf_config_validate(c, err, errlen);
-    if (st != TF_OK) return st;
-    tf_backend_opts bo = {c->threads, c->device, (int)c->impl, c->precision == TF_PREC_TF32, NULL};
-    tf_gpu_plan gplan; /* --gpu-plan (checked by tf_config_validate) */
-    if (c->gpu_plan[0] && !tf_gpu_plan_parse(c->gpu_plan, &gplan, NULL, 0)) bo.gpu_plan = &gplan;
-    tf_backend_kind kind = c->backend;
-    tf_backend *be = NULL;
-    const tf_ops *ops = NULL;
-    tf_backend_caps caps;
-    if (tf_backend_create(&kind, &bo, &be, &ops, &caps, err, errlen)) return TF_ERR_DEVICE;
-    tf_config cb = *c;
-    cb.backend = kind;
-    return create_on(out, &cb, be, ops, &caps, plan_bytes, err, errlen);
-}
-
-/* The model's composition on this backend (exec.h) from its preferences;
- * levels 1-2 stay the reference composition. --recompute asks for memory
- * before time, so it runs without the weight-gradient lane: the lane's
- * workspaces (caps.wgrad_lane_bytes) and the second slot of backward
- * temporaries (exec.h bwd_slot, the largest module's recomputed forward and
- * backward) were a third of what the recomputed small step kept. */
-static void compose(tf_trainer *t) {
-    const tf_backend_caps *k = &t->caps;
-    const int v3 = t->cfg.impl >= TF_IMPL_V3;
-    t->ex.opm_weight_first = v3 && k->opm_weight_first;
-    t->ex.opm_bwd_op = v3 && k->opm_bwd_op;
-    t->ex.opm_outer_op = v3 && k->opm_outer_op;
-    t->ex.trimul_merged = v3 && k->trimul_merged;
-    t->ex.transition_op = v3 && (k->transition_op >> t->at & 1u); /* ex.at: setup_model */
-    t->ex.trimul_proj_op = v3 && (k->trimul_proj_op >> t->at & 1u);
-    t->ex.opm_fused_max_s = v3 && (k->opm_fused_op >> t->at & 1u) ? k->opm_fused_max_s : 0;
-    t->ex.wgrad_async = v3 && k->wgrad_lane && t->ops->wgrad_enable != NULL &&
-                        t->cfg.recompute == TF_RECOMPUTE_NONE;
-}
-
-/* The widest attention head of the problem against the backend's kernels. */
-static tf_status check_heads(const tf_trainer *t, char *err, size_t errlen) {
-    const tf_config *c = &t->cfg;
-    const int lim = t->caps.max_head_dim;
-    const int dm = c->msa_dim / c->n_heads_msa, dz = c->pair_dim / c->n_heads_pair;
-    if (!lim || (dm <= lim && dz <= lim)) return TF_OK;
-    const int msa = dm > lim;
-    snprintf(err, errlen,
-             "%s: '%d' is not accepted with --backend %s: head size %d exceeds %d "
-             "(expected at most %d)",
-             msa ? "--msa-dim" : "--pair-dim", msa ? c->msa_dim : c->pair_dim, t->caps.name,
-             msa ? dm : dz, lim, lim * (msa ? c->n_heads_msa : c->n_heads_pair));
-    return TF_ERR_USAGE;
-}
-
-/* Plans the activation arena: forward + backward without executing ops.
- * Returns its bytes. */
-static size_t plan_arena(tf_trainer *t) {
-    t->ex.planning = 1;
-    setup_model(t);
-    /* the gradients' writes are recorded against a fake address, far above
-     * the arena's fake ones (never dereferenced) */
-    t->M.grads = (float *)((uintptr_t)1 << (sizeof(uintptr_t) * 8 - 2));
-    t->ex.grad_base = t->M.grads;
-    t->ex.grad_n = t->nparams;
-    t->ex.grad_hi = t->grad_hi;
-    t->ex.grad_stages = t->grad_hi ? t->nstages : 0;
-    tf_model_forward(&t->ex, &t->M);
-    tf_model_backward(&t->ex, &t->M);
-    if (t->ex.wgrad_async && t->ex.bwd_slot_need) {
-        /* again with the two slots the first pass measured (exec.h bwd_slot) */
-        t->ex.bwd_slot = t->ex.bwd_slot_need;
-        t->arena.peak = 0;
-        tf_model_forward(&t->ex, &t->M);
-        tf_model_backward(&t->ex, &t->M);
+/* After the plan was built in t, whatever it returned. */
+static tf_status create(tf_trainer **out, tf_trainer *t, tf_status st, char *err, size_t errlen) {
+    if (st == TF_OK && tf_optim_init(&t->opt, &t->plan)) {
+        set_err(err, errlen, "out of host memory creating the trainer");
+        st = TF_ERR_NOMEM;
     }
-    t->ex.planning = 0;
-    t->ex.grad_hi = NULL;
-    t->M.grads = t->grads;
-    return t->arena.peak;
+    if (st != TF_OK) {
+        tf_trainer_destroy(t);
+        return st;
+    }
+    tf_feed_init(&t->feed, t->plan.ops, t->plan.be, &t->plan.cfg, &t->plan.caps);
+    if ((st = check_host(t, err, errlen)) != TF_OK) return st; /* t is gone */
+    if ((st = allocate(t, err, errlen)) != TF_OK) return st;
+    if (initialise(t)) {
+        set_err(err, errlen, "out of host memory for the batch buffers");
+        tf_trainer_destroy(t);
+        return TF_ERR_NOMEM;
+    }
+    t->pub = t->plan.cfg;
+    *out = t;
+    return TF_OK;
 }
 
-static tf_status create_on(tf_trainer **out, const tf_config *c, tf_backend *be,
-                           const tf_ops *ops, const tf_backend_caps *caps, size_t *plan_bytes,
-                           char *err, size_t errlen) {
+tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, size_t errlen) {
+    *out = NULL;
+    tf_trainer *t = calloc(1, sizeof *t);
+    if (!t) {
+        set_err(err, errlen, "out of host memory creating the trainer");
+        return TF_ERR_NOMEM;
+    }
+    return create(out, t, tf_plan_open(&t->plan, c, err, errlen), err, errlen);
+}
+
+tf_status tf_trainer_create_on(tf_trainer **out, const tf_config *c, tf_backend *be,
+                               const tf_ops *ops, const tf_backend_caps *caps, char *err,
+                               size_t errlen) {
     *out = NULL;
     tf_trainer *t = calloc(1, sizeof *t);
     if (!t) {
@@ -304,754 +176,89 @@ static tf_status create_on(tf_trainer **out, const tf_config *c, tf_backend *be,
         set_err(err, errlen, "out of host memory creating the trainer");
         return TF_ERR_NOMEM;
     }
-    t->cfg = *c;
-    t->be = be;
-    t->ops = ops;
-    t->caps = *caps;
-    tf_status st = check_heads(t, err, errlen);
-    if (st != TF_OK) {
-        tf_trainer_destroy(t);
-        return st;
-    }
-    t->at = act_type(c->precision);
-    if (t->at != TF_F32 && !(t->caps.act_types & (1u << t->at))) { /* fp32: every backend */
-        snprintf(err, errlen,
-                 "--precision: '%s' is not accepted with --backend %s: its ops do not take %s "
-                 "activations on this build and device (expected fp32%s)",
-                 tf_precision_name(c->precision), t->caps.name, tf_dtype_name(t->at),
-                 t->caps.device_memory ? " or tf32" : "");
-        tf_trainer_destroy(t);
-        return TF_ERR_USAGE;
-    }
-    tf_loss_scaler_init(&t->scaler, c->precision == TF_PREC_FP16);
-
-    t->ntensors = tf_param_count_tensors(c);
-    t->nparams = tf_param_count_floats(c);
-    t->table = calloc(t->ntensors, sizeof *t->table);
-    t->M.off.blk = calloc((size_t)c->n_blocks, sizeof(tf_block_off));
-    t->M.acts = calloc((size_t)c->n_blocks, sizeof(tf_block_act));
-    if (!t->table || !t->M.off.blk || !t->M.acts) {
-        set_err(err, errlen, "out of host memory creating the trainer");
-        tf_trainer_destroy(t);
-        return TF_ERR_NOMEM;
-    }
-    tf_param_table(c, t->table);
-    tf_model_offsets(c, t->table, &t->M.off);
-    build_ranges(t);
-    t->nstages = tf_bwd_stages(c->n_blocks);
-    t->grad_hi = calloc((size_t)t->nstages, sizeof *t->grad_hi); /* NULL: one bucket */
-
-    const int B = c->batch, S = c->n_seqs, N = c->seq_len;
-    t->ex.ops = t->ops;
-    t->ex.be = t->be;
-    t->ex.arena = &t->arena;
-    t->ex.fu = c->fusion;
-    t->ex.level = (int)c->impl;
-    compose(t);
-    t->ex.recompute = (int)c->recompute;
-    t->ex.chunk = c->chunk_size;
-    if (t->ex.wgrad_async && t->ops->wgrad_enable(t->be)) {
-        snprintf(err, errlen,
-                 "not enough device memory for the weight-gradient lane's workspaces (%.0f MiB)",
-                 (double)t->caps.wgrad_lane_bytes / (1 << 20));
-        tf_trainer_destroy(t);
-        return TF_ERR_NOMEM;
-    }
-    size_t arena_bytes = plan_arena(t);
-
-    size_t pbytes = t->nparams * sizeof(float);
-    size_t whbytes = t->at == TF_F32 ? 0 : t->nparams * tf_dtype_size(t->at);
-    size_t batch_bytes = (size_t)B * S * N * 4 + (size_t)B * N * N * (65 + 3) * 4;
-    size_t need = 4 * pbytes + whbytes + arena_bytes + batch_bytes;
-    if (plan_bytes) {
-        *plan_bytes = need + (t->caps.device_memory ? 0 : batch_bytes); /* the host batch */
-        tf_trainer_destroy(t);
-        return TF_OK;
-    }
-    if (!t->caps.device_memory) {
-        size_t avail = mem_available_bytes();
-        size_t host_batch = batch_bytes;
-        if (avail && need + host_batch > avail / 10 * 9) {
-            tf_trainer_destroy(t);
-            char fits[200];
-            tf_memplan_suggest(c, (double)(avail / 10 * 9), fits, sizeof fits);
-            snprintf(err, errlen,
-                     "this problem needs %.2f GB of memory (parameters, gradients and AdamW "
-                     "moments %.2f GB, activations %.2f GB) and a run may use at most 90%% of the "
-                     "%.2f GB available: %s",
-                     (need + host_batch) / 1e9, 4 * pbytes / 1e9, arena_bytes / 1e9, avail / 1e9,
-                     4 * pbytes > arena_bytes ? "reduce --msa-dim, --pair-dim or --num-blocks"
-                                              : fits);
-            return TF_ERR_NOMEM;
-        }
-    }
-    if (balloc(t, (void **)&t->params, pbytes) || balloc(t, (void **)&t->grads, pbytes) ||
-        balloc(t, (void **)&t->adam_m, pbytes) || balloc(t, (void **)&t->adam_v, pbytes) ||
-        balloc(t, (void **)&t->hyper, TF_HYPER_COUNT * sizeof(float)) ||
-        (whbytes && balloc(t, &t->wh, whbytes)) ||
-        balloc(t, (void **)&t->tokens, (size_t)B * S * N * sizeof(int32_t)) ||
-        balloc(t, (void **)&t->pair, (size_t)B * N * N * 65 * sizeof(float)) ||
-        balloc(t, (void **)&t->target, (size_t)B * N * N * sizeof(float)) ||
-        balloc(t, (void **)&t->pred, (size_t)B * N * N * sizeof(float)) ||
-        balloc(t, (void **)&t->loss, 4 * sizeof(float)) ||
-        balloc(t, &t->arena_mem, arena_bytes)) {
-        const int on_device = t->caps.device_memory;
-        tf_trainer_destroy(t);
-        char fits[200]; /* the free memory is not known here: the plans of the others */
-        tf_memplan_suggest(c, -1.0, fits, sizeof fits);
-        snprintf(err, errlen,
-                 "not enough %s memory: this problem needs %.2f GB (activations %.2f GB); %s",
-                 on_device ? "device" : "host", need / 1e9, arena_bytes / 1e9, fits);
-        return TF_ERR_NOMEM;
-    }
-    t->arena = (tf_arena){.base = t->arena_mem, .cap = arena_bytes};
-    t->hb.B = B;
-    t->hb.S = S;
-    t->hb.N = N;
-    t->hb_next = t->hb;
-    t->prefetch = t->caps.prefetch_batches;
-    if (t->prefetch) {
-        pthread_mutex_init(&t->pf_mu, NULL);
-        pthread_cond_init(&t->pf_cv, NULL);
-        /* leave two cores to the main thread and the CUDA driver */
-        int n = omp_get_max_threads(), p = omp_get_num_procs() - 2;
-        t->pf_threads = n < p ? n : p < 1 ? 1 : p;
-    }
-    t->stage = t->prefetch && t->caps.stage_batches;
-    float *host = malloc(pbytes);
-    if (!host || batch_alloc(t, &t->hb) || (t->prefetch && batch_alloc(t, &t->hb_next))) {
-        free(host);
-        set_err(err, errlen, "out of host memory for the batch buffers");
-        tf_trainer_destroy(t);
-        return TF_ERR_NOMEM;
-    }
-    /* staging is a speed-up only: without the device memory, do without */
-    t->staged_step = -1;
-    if (t->stage) {
-        size_t sz[3];
-        batch_sizes(t, sz);
-        void **f[3] = {(void **)&t->st_tokens, (void **)&t->st_pair, (void **)&t->st_target};
-        for (int i = 0; i < 3 && t->stage; i++)
-            if (balloc(t, f[i], sz[i]))
-                t->stage = 0;
-    }
-    /* issuing the phases back to back is a speed-up only: without the
-     * page-locked bytes, wait at each phase boundary */
-    t->pipelined = t->caps.pipelined_phases && t->ops->mark &&
-                   !t->ops->host_alloc(t->be, (void **)&t->step_host,
-                                       (16 + TF_HYPER_COUNT) * sizeof(float));
-    init_params(t, host);
-    t->ops->upload(t->be, t->params, host, pbytes);
-    free(host);
-    const float h0[TF_HYPER_COUNT] = {[TF_HYPER_LOSS_SCALE] = 1.0f, [TF_HYPER_GRAD_MUL] = 1.0f};
-    t->ops->upload(t->be, t->hyper, h0, sizeof h0);
-    t->ops->zero(t->be, t->grads, pbytes);
-    t->ops->zero(t->be, t->adam_m, pbytes);
-    t->ops->zero(t->be, t->adam_v, pbytes);
-    setup_model(t);
-    refresh_weights(t);
-    t->ops->sync(t->be);
-    t->pub = t->cfg;
-    t->gbatch = t->cfg.batch;
-    *out = t;
-    return TF_OK;
-}
-
-tf_status tf_trainer_create(tf_trainer **out, const tf_config *c, char *err, size_t errlen) {
-    return trainer_create(out, c, NULL, err, errlen);
-}
-
-tf_status tf_trainer_create_on(tf_trainer **out, const tf_config *c, tf_backend *be,
-                               const tf_ops *ops, const tf_backend_caps *caps, char *err,
-                               size_t errlen) {
-    return create_on(out, c, be, ops, caps, NULL, err, errlen);
-}
-
-tf_status tf_trainer_plan(const tf_config *c, size_t *bytes, char *err, size_t errlen) {
-    tf_trainer *t = NULL;
-    return trainer_create(&t, c, bytes, err, errlen);
-}
-
-static void prefetch_join(tf_trainer *t) {
-    if (t->pf_running) {
-        pthread_mutex_lock(&t->pf_mu);
-        while (t->pf_busy) pthread_cond_wait(&t->pf_cv, &t->pf_mu);
-        pthread_mutex_unlock(&t->pf_mu);
-        t->pf_running = 0;
-        t->pf_have = 1;
-    }
+    return create(out, t, tf_plan_build(&t->plan, c, be, ops, caps, err, errlen), err, errlen);
 }
 
 void tf_trainer_destroy(tf_trainer *t) {
     if (!t) return;
-    prefetch_join(t);
-    if (t->pf_started) {
-        pthread_mutex_lock(&t->pf_mu);
-        t->pf_quit = 1;
-        pthread_cond_broadcast(&t->pf_cv);
-        pthread_mutex_unlock(&t->pf_mu);
-        pthread_join(t->pf_thread, NULL);
-    }
-    if (t->prefetch) {
-        pthread_mutex_destroy(&t->pf_mu);
-        pthread_cond_destroy(&t->pf_cv);
-    }
-    if (t->be) {
-        t->ops->sync(t->be); /* no upload still reads the host batches */
-        batch_free(t, &t->hb_next);
-        batch_free(t, &t->hb);
-        if (t->step_host) t->ops->host_free(t->be, t->step_host);
+    tf_feed_stop(&t->feed);
+    if (t->plan.be) {
+        t->plan.ops->sync(t->plan.be); /* no upload still reads the host batches */
+        tf_feed_free(&t->feed);
+        if (t->step_host) t->plan.ops->host_free(t->plan.be, t->step_host);
         for (int i = 0; i < 3; i++)
-            if (t->graph[i]) t->ops->graph_destroy(t->be, t->graph[i]);
-        void *bufs[] = {t->params,    t->grads,     t->adam_m,   t->adam_v,    t->hyper,
-                        t->tokens,    t->pair,      t->target,   t->pred,      t->loss,
-                        t->arena_mem, t->st_tokens, t->st_pair,  t->st_target, t->wh};
+            if (t->graph[i]) t->plan.ops->graph_destroy(t->plan.be, t->graph[i]);
+        tf_optim_free(&t->opt);
+        void *bufs[] = {t->params, t->grads, t->pred, t->loss, t->arena_mem};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-            if (bufs[i]) t->ops->free(t->be, bufs[i]);
-        t->ops->destroy(t->be);
+            if (bufs[i]) t->plan.ops->free(t->plan.be, bufs[i]);
     }
-    free(t->table);
-    free(t->ranges);
-    free(t->grad_hi);
-    free(t->M.off.blk);
-    free(t->M.acts);
+    tf_plan_close(&t->plan);
     free(t);
 }
 
 const tf_config *tf_trainer_config(const tf_trainer *t) { return &t->pub; }
 
-/* The end of a backward stage: the buckets whose gradients it made final
- * go, after the lane's GEMMs that write them: on a device queue of their own
- * that queue waits for the lane and the main queue goes on; on the host
- * (MPI) the main queue waits. MPI moves the others. */
-static void stage_done(void *arg, int stage) {
-    tf_trainer *t = arg;
-    tf_dist *d = t->dist;
-    void *be = t->caps.device_memory ? t->be : NULL;
-    void *q = be ? tf_dist_queue(d) : NULL;
-    while (d->next < d->nbk && d->bk[d->next].stage == stage) {
-        const tf_dist_bucket *b = &d->bk[d->next];
-        if (q && t->ops->wgrad_wait_queue) {
-            const long upto = tf_x_lane_ticket(&t->ex, t->grads + b->lo, b->n);
-            if (upto > 0) t->ops->wgrad_wait_queue(t->be, q, upto);
-        } else {
-            tf_x_grads_final(&t->ex, t->grads + b->lo, b->n);
-        }
-        tf_dist_issue(d, t->grads, be);
-    }
-    tf_dist_progress(d);
-}
-
-/* After an op on the CPU: MPI moves the buckets in flight. */
-static void op_done(void *arg) {
-    tf_trainer *t = arg;
-    tf_dist_progress(t->dist);
-}
-
 int tf_trainer_set_dist(tf_trainer *t, tf_dist *d) {
-    t->dist = d;
-    t->gbatch = t->cfg.batch * d->size;
-    t->boff = t->cfg.batch * d->rank;
-    t->pub.batch = t->gbatch;
-    /* --graph: the backend's graphs capture NCCL's collectives, so the
-     * buckets are the eager ones, issued by the backward phase (captured
-     * once, replayed every step) */
-    const int graphs = t->cfg.graph && t->caps.graphs;
-    t->reduce_in_bwd = graphs && d->nccl && t->caps.device_memory;
-    const double keep = d->bucket_bytes;
-    if ((graphs && !t->reduce_in_bwd) || !t->grad_hi) d->bucket_bytes = 0;
-    int bad = tf_dist_plan_buckets(d, t->grad_hi ? t->grad_hi : &t->nparams,
-                                   t->grad_hi ? t->nstages : 1, t->nparams);
-    d->bucket_bytes = keep;
-    if ((!graphs || t->reduce_in_bwd) && d->nbk > 1) {
-        t->ex.stage_end = stage_done;
-        t->ex.stage_ctx = t;
-        if (!t->caps.device_memory) t->ex.op_done = op_done;
-    }
-    return bad;
+    /* this rank draws samples [B rank, B (rank + 1)) of each global batch */
+    t->pub.batch = t->plan.cfg.batch * d->size;
+    tf_feed_set_slice(&t->feed, t->pub.batch, t->plan.cfg.batch * d->rank);
+    return tf_dp_attach(&t->dp, d, &t->plan, t->grads);
 }
 
-/* This rank's slice of step's global batch. */
-static void draw_batch(const tf_trainer *t, long step, tf_batch *b) {
-    tf_data_batch_slice(t->cfg.seed, step, t->gbatch, t->boff, b);
-}
-
-static int back_to_back(const tf_trainer *t);
-
-/* Between the backward and the optimizer: the gradients averaged over the
- * ranks, so that AdamW makes the same update everywhere. With
- * reduce_in_bwd the backward phase issued them (reduced_in_bwd). */
-static void reduce_grads(tf_trainer *t) {
-    if (!t->dist || (t->dist->size == 1 && !t->dist->nccl) || t->reduce_in_bwd) return;
-    tf_region_push(t->prof, "allreduce");
-    tf_dist_reduce_grads(t->dist, t->grads, t->nparams, t->caps.device_memory ? t->be : NULL);
-    if (!back_to_back(t)) tf_dist_wait_device(t->dist); /* the phase's wait follows */
-    tf_region_pop(t->prof);
-}
-
-/* reduce_in_bwd, after the backward phase is issued: a replayed graph's
- * reduction is noted (counted, timed), and, where the phase is waited for,
- * the host first polls it with the deadline (a collective that never ends
- * would hold the backend's wait). */
-static void reduced_in_bwd(tf_trainer *t) {
-    if (!t->reduce_in_bwd) return;
-    if (t->graphs_ready) tf_dist_replayed(t->dist);
-    if (!back_to_back(t)) tf_dist_wait_device(t->dist);
-}
-
-/* The step's all-reduce spans to the profiler's trace. */
-static void comm_span(void *arg, double t0, double t1, double bytes) {
-    tf_prof_comm(arg, (int64_t)(t0 * 1e6), (int64_t)(t1 * 1e6), bytes);
-}
-static void comm_stats(tf_trainer *t, tf_step_stats *st) {
-    st->comm_ms = st->exposed_comm_ms = 0;
-    if (!t->dist) return;
-    if (t->prof) tf_dist_each_span(t->dist, comm_span, t->prof);
-    st->comm_ms = tf_dist_take_comm_ms(t->dist, NULL, &st->exposed_comm_ms);
-}
-
-/* The loss every rank reports, and so the same stop decision everywhere. */
-static tf_status mean_loss(tf_trainer *t, float *loss) {
-    if (t->dist && t->dist->size > 1) *loss = (float)tf_dist_mean_scalar(t->dist, *loss);
-    return isfinite(*loss) ? TF_OK : TF_ERR_NONFINITE;
-}
-const char *tf_trainer_backend_name(const tf_trainer *t) { return t->ops->name; }
+const char *tf_trainer_backend_name(const tf_trainer *t) { return t->plan.ops->name; }
 void tf_trainer_set_prof(tf_trainer *t, tf_prof *p) {
     t->prof = p;
-    t->ex.prof = p;
-    tf_prof_watch_arena(p, &t->arena.top);
+    t->plan.ex.prof = p;
+    tf_prof_watch_arena(p, &t->plan.arena.top);
     /* the GPU event timer records on this backend's queues */
-    if (t->caps.device_memory) tf_prof_attach_gpu(p, t->be);
+    if (t->plan.caps.device_memory) tf_prof_attach_gpu(p, t->plan.be);
 }
-
-static void upload_batch(tf_trainer *t, const tf_batch *b) {
-    size_t sz[3];
-    batch_sizes(t, sz);
-    void *dst[3] = {t->tokens, t->pair, t->target};
-    const void *src[3] = {b->tokens, b->pair, b->target};
-    for (int i = 0; i < 3; i++)
-        t->ops->upload(t->be, dst[i], src[i], sz[i]);
-}
-
-/* The three phases. Their phase regions (forward_pass, ...) are opened by
- * run_phase, outside any graph capture, so replayed steps are timed too. */
-static void issue_forward(void *arg) {
-    tf_trainer *t = arg;
-    tf_model_forward(&t->ex, &t->M);
-}
-static void issue_backward(void *arg) {
-    tf_trainer *t = arg;
-    tf_model_backward(&t->ex, &t->M);
-}
-/* A training step's backward: with reduce_in_bwd the reduction too (the
- * buckets not yet issued, then the join), inside the phase and so inside
- * its graph. */
-static void issue_backward_step(void *arg) {
-    tf_trainer *t = arg;
-    tf_model_backward(&t->ex, &t->M);
-    if (t->reduce_in_bwd) {
-        tf_region_push(t->prof, "allreduce");
-        tf_dist_reduce_grads(t->dist, t->grads, t->nparams, t->be);
-        tf_region_pop(t->prof);
-    }
-}
-static void issue_optimizer(void *arg) {
-    tf_trainer *t = arg;
-    /* fp16: a step whose gradients overflowed is skipped (the flag, zeroed
-     * by set_hyper, is read by AdamW and by the host after the step) */
-    if (t->scaler.enabled)
-        tf_x_check_finite(&t->ex, t->hyper + TF_HYPER_NONFINITE, t->grads, (long)t->nparams);
-    for (int i = 0; i < t->nranges; i++) {
-        const tf_range *r = &t->ranges[i];
-        tf_x_adamw(&t->ex, t->params + r->off, t->grads + r->off, t->adam_m + r->off,
-                   t->adam_v + r->off, (long)r->n, t->hyper);
-    }
-    refresh_weights(t);
-}
-
-/* this step's phases go to the device back to back (the profiler, set after
- * creation, wants a wait at each boundary) */
-static int back_to_back(const tf_trainer *t) { return t->pipelined && !t->prof; }
-
-static void set_hyper(tf_trainer *t) {
-    const double b1 = 0.9, b2 = 0.999;
-    long s = t->adam_step;
-    const float scale = t->scaler.scale;
-    float h[TF_HYPER_COUNT] = {t->cfg.learning_rate, (float)b1, (float)b2, 1e-8f, 0.01f,
-                               (float)(1.0 - pow(b1, (double)s)),
-                               (float)(1.0 - pow(b2, (double)s))};
-    h[TF_HYPER_LOSS_SCALE] = scale;
-    h[TF_HYPER_GRAD_MUL] = 1.0f / scale; /* exact: the scale is a power of two */
-    h[TF_HYPER_NONFINITE] = 0.0f;
-    if (back_to_back(t)) {
-        memcpy(t->step_host + 16, h, sizeof h); /* read by the device: set once a step */
-        t->ops->upload_async(t->be, t->hyper, t->step_host + 16, sizeof h);
-    } else {
-        t->ops->upload(t->be, t->hyper, h, sizeof h);
-    }
-}
-
-/* fp16: the loss scale the step's backward seeds with, before the step */
-static void set_loss_scale(tf_trainer *t) {
-    if (!t->scaler.enabled) return;
-    if (back_to_back(t)) {
-        t->step_host[2] = t->scaler.scale;
-        t->ops->upload_async(t->be, t->hyper + TF_HYPER_LOSS_SCALE, t->step_host + 2,
-                             sizeof(float));
-    } else {
-        t->ops->upload(t->be, t->hyper + TF_HYPER_LOSS_SCALE, &t->scaler.scale, sizeof(float));
-    }
-}
-
-/* After the step: fp16's verdict on its gradients (nonfinite, read back from
- * the device) updates the scale; a skipped step made no update. */
-static void end_scaled_step(tf_trainer *t, float nonfinite, tf_step_stats *st) {
-    const float scale = t->scaler.scale;
-    const int skipped = tf_loss_scaler_update(&t->scaler, nonfinite != 0.0f);
-    if (skipped) t->adam_step--;
-    if (st) {
-        st->skipped = skipped;
-        st->loss_scale = scale;
-    }
-}
-
-static const char *phase_name[3] = {"forward_pass", "backward_pass", "optimizer_step"};
-
-static void issue_phase(tf_trainer *t, int i, void (*fn)(void *)) {
-    if (t->graphs_ready)
-        t->ops->graph_launch(t->be, t->graph[i]);
-    else
-        fn(t);
-}
-
-/* Run one phase, eagerly or as a replayed graph, inside its region; `during`
- * (may be NULL) runs on the host after the phase is issued, before the wait. */
-static void run_phase(tf_trainer *t, int i, void (*fn)(void *), void (*during)(tf_trainer *)) {
-    tf_region_push(t->prof, phase_name[i]);
-    issue_phase(t, i, fn);
-    if (during) during(t);
-    t->ops->sync(t->be);
-    tf_region_pop(t->prof);
-}
-
-/* While the backward runs: the next step's batch (drawn by the prefetch
- * thread) goes to the staging buffers on the side queue. The side queue
- * already waits for this step's copies out of the staging buffers
- * (side_wait_main in train_step). Not during a counter-replay step: the
- * replayed kernels should have the GPU to themselves. */
-static void stage_next(tf_trainer *t) {
-    if (!t->stage || tf_prof_counter_step(t->prof) || (!t->pf_running && !t->pf_have))
-        return;
-    prefetch_join(t);
-    if (t->pf_step != t->cur_step + 1)
-        return;
-    size_t sz[3];
-    batch_sizes(t, sz);
-    void *dst[3] = {t->st_tokens, t->st_pair, t->st_target};
-    const void *src[3] = {t->hb_next.tokens, t->hb_next.pair, t->hb_next.target};
-    for (int i = 0; i < 3; i++)
-        t->ops->side_upload(t->be, dst[i], src[i], sz[i]);
-    t->staged_step = t->pf_step;
-}
-
-/* During a backward phase that holds the reduction (reduce_in_bwd) */
-static void stage_reduced(tf_trainer *t) {
-    reduced_in_bwd(t);
-    stage_next(t);
-}
-
-static void sample_memory(tf_trainer *t) {
-    if (t->prof) tf_prof_memory(t->prof, tf_trainer_backend_bytes(t), 0);
-}
-
-/* The three phases issued back to back, the device never waiting for the
- * host between them: one wait at the end of the step, the phase times from
- * marks on the device (mark 0 after the batch copies). */
-static void issue_marked(tf_trainer *t, int i, void (*fn)(void *)) {
-    tf_region_push(t->prof, phase_name[i]); /* the NVTX / ROCTx range only */
-    issue_phase(t, i, fn);
-    tf_region_pop(t->prof);
-    t->ops->mark(t->be, i + 1);
-}
-
-static tf_status pipelined_phases(tf_trainer *t, tf_step_stats *st, double t0, double t1) {
-    const tf_ops *o = t->ops;
-    o->mark(t->be, 0);
-    set_loss_scale(t);
-    issue_marked(t, 0, issue_forward);
-    o->download_async(t->be, t->step_host, t->loss, sizeof(float));
-    issue_marked(t, 1, issue_backward_step);
-    reduced_in_bwd(t);
-    stage_next(t);
-    reduce_grads(t);
-    t->adam_step++;
-    set_hyper(t);
-    issue_marked(t, 2, issue_optimizer);
-    if (t->scaler.enabled)
-        o->download_async(t->be, t->step_host + 1, t->hyper + TF_HYPER_NONFINITE, sizeof(float));
-    if (t->dist) tf_dist_wait_device(t->dist); /* NCCL, with the deadline */
-    o->sync(t->be);
-    double t4 = now_ms();
-    end_scaled_step(t, t->scaler.enabled ? t->step_host[1] : 0.0f, st);
-    float loss = t->step_host[0];
-    tf_status rc = mean_loss(t, &loss);
-    if (st) {
-        st->loss = loss;
-        st->data_ms = t1 - t0;
-        st->forward_ms = o->mark_ms(t->be, 0, 1);
-        st->backward_ms = o->mark_ms(t->be, 1, 2);
-        st->optimizer_ms = o->mark_ms(t->be, 2, 3);
-        st->step_ms = t4 - t0;
-        comm_stats(t, st);
-        /* mark 2 precedes the wait for the all-reduces that the backward
-         * did not hide (the exposed part, timed from the same point on the
-         * device): that time is not the optimizer's. With reduce_in_bwd the
-         * wait ends the backward phase, before mark 2: not the backward's. */
-        if (st->exposed_comm_ms > 0 && t->reduce_in_bwd)
-            st->backward_ms = fmax(0.0, st->backward_ms - st->exposed_comm_ms);
-        else if (st->exposed_comm_ms > 0)
-            st->optimizer_ms = fmax(0.0, st->optimizer_ms - st->exposed_comm_ms);
-        st->counter_replay = 0;
-    }
-    tf_prof_step_end(t->prof, t->cur_step);
-    return rc;
-}
-
-static tf_status train_step(tf_trainer *t, const tf_batch *b, long step, int warmup,
-                            tf_step_stats *st, double t0) {
-    tf_status rc = TF_OK;
-    t->cur_step = step;
-    if (t->stage && t->staged_step == step && b == &t->hb) {
-        size_t sz[3];
-        batch_sizes(t, sz);
-        void *dst[3] = {t->tokens, t->pair, t->target};
-        const void *src[3] = {t->st_tokens, t->st_pair, t->st_target};
-        t->ops->main_wait_side(t->be);
-        for (int i = 0; i < 3; i++)
-            t->ops->copy(t->be, dst[i], src[i], sz[i]);
-    } else {
-        upload_batch(t, b);
-    }
-    t->staged_step = -1;
-    /* the next staged upload may only overwrite the staging buffers after
-     * the copies above */
-    if (t->stage) t->ops->side_wait_main(t->be);
-    const int pipelined = back_to_back(t);
-    if (!pipelined) t->ops->sync(t->be);
-    double t1 = now_ms();
-    tf_region_pop(t->prof); /* data_loading */
-    /* --graph: captured at the last warm-up step, so that every timed step is
-     * a replay (its time without the capture's); without warm-up steps
-     * (e.g. after --resume) at the first step. --counters on CUDA needs eager
-     * steps until it has run (prof.h). */
-    const int capture_now = !warmup || step == t->cfg.warmup_steps - 1;
-    if (t->cfg.graph && t->caps.graphs && capture_now && !t->graphs_ready &&
-        !tf_prof_wants_eager(t->prof)) {
-        void (*fns[3])(void *) = {issue_forward, issue_backward_step, issue_optimizer};
-        for (int i = 0; i < 3; i++) {
-            tf_region_push(t->prof, phase_name[i]);
-            int bad = t->ops->graph_capture(t->be, fns[i], t, &t->graph[i]);
-            if (!bad) t->graph_kernels += t->ops->graph_captured_kernels(t->be);
-            tf_region_pop(t->prof);
-            if (bad) return TF_ERR_INTERNAL;
-        }
-        t->graphs_ready = 1;
-    }
-    if (pipelined) return pipelined_phases(t, st, t0, t1);
-    set_loss_scale(t);
-    run_phase(t, 0, issue_forward, NULL);
-    sample_memory(t);
-    double t2 = now_ms();
-    float loss = 0;
-    t->ops->download(t->be, &loss, t->loss, sizeof loss);
-    if (!isfinite(loss)) rc = TF_ERR_NONFINITE;
-    t->nonfinite_held = 0;
-    if (rc == TF_ERR_NONFINITE && !(t->dist && t->dist->size > 1)) {
-        /* a non-finite loss ends the run: no backward and no update, so
-         * that the weights stay those this forward read (for
-         * tf_trainer_explain_nonfinite). Ranks would all have to agree. */
-        t->nonfinite_held = 1;
-        if (st) {
-            memset(st, 0, sizeof *st);
-            st->loss = loss;
-            st->data_ms = t1 - t0;
-            st->forward_ms = t2 - t1;
-            st->step_ms = t2 - t0;
-            st->loss_scale = t->scaler.scale;
-        }
-        tf_prof_step_end(t->prof, step);
-        return rc;
-    }
-    run_phase(t, 1, issue_backward_step, t->reduce_in_bwd ? stage_reduced : stage_next);
-    sample_memory(t);
-    double t3 = now_ms();
-    reduce_grads(t);
-    double t3c = now_ms();
-    t->adam_step++;
-    set_hyper(t);
-    run_phase(t, 2, issue_optimizer, NULL);
-    double t4 = now_ms();
-    float nonfinite = 0.0f;
-    if (t->scaler.enabled)
-        t->ops->download(t->be, &nonfinite, t->hyper + TF_HYPER_NONFINITE, sizeof nonfinite);
-    end_scaled_step(t, nonfinite, st);
-    if (t->dist && t->dist->size > 1) rc = mean_loss(t, &loss);
-    if (st) {
-        st->loss = loss;
-        st->data_ms = t1 - t0;
-        st->forward_ms = t2 - t1;
-        st->backward_ms = t3 - t2;
-        st->optimizer_ms = t4 - t3c;
-        comm_stats(t, st); /* reduce_grads waited for the reductions (t3 .. t3c) */
-        if (t->reduce_in_bwd) /* or the backward phase did: not its compute */
-            st->backward_ms = fmax(0.0, st->backward_ms - st->exposed_comm_ms);
-        st->step_ms = t4 - t0;
-        st->counter_replay = tf_prof_counter_step(t->prof);
-    }
-    tf_prof_step_end(t->prof, step);
-    return rc;
-}
-
-/* The prefetch worker: one thread for the run, drawing with fewer OpenMP
- * threads than the machine has cores. A thread a step made libgomp build a
- * team a step, and a team as wide as the machine took the cores the main
- * thread needs to feed the GPU. */
-static void *prefetch_main(void *arg) {
-    tf_trainer *t = arg;
-    omp_set_num_threads(t->pf_threads);
-    pthread_mutex_lock(&t->pf_mu);
-    for (;;) {
-        while (!t->pf_busy && !t->pf_quit) pthread_cond_wait(&t->pf_cv, &t->pf_mu);
-        if (t->pf_quit) break;
-        long step = t->pf_step;
-        pthread_mutex_unlock(&t->pf_mu);
-        draw_batch(t, step, &t->hb_next);
-        pthread_mutex_lock(&t->pf_mu);
-        t->pf_busy = 0;
-        pthread_cond_broadcast(&t->pf_cv);
-    }
-    pthread_mutex_unlock(&t->pf_mu);
-    return NULL;
-}
-
-/* Makes t->hb the batch of `step`, from the prefetch when it has it, and
- * starts drawing step + 1. */
-static void next_batch(tf_trainer *t, long step) {
-    int have = 0;
-    prefetch_join(t);
-    if (t->pf_have && t->pf_step == step) {
-        tf_batch tmp = t->hb;
-        t->hb = t->hb_next;
-        t->hb_next = tmp;
-        have = 1;
-    }
-    t->pf_have = 0;
-    if (!have) draw_batch(t, step, &t->hb);
-    if (t->prefetch && !t->pf_started)
-        t->pf_started = pthread_create(&t->pf_thread, NULL, prefetch_main, t) == 0;
-    if (t->pf_started) {
-        pthread_mutex_lock(&t->pf_mu);
-        t->pf_step = step + 1;
-        t->pf_busy = 1;
-        pthread_cond_broadcast(&t->pf_cv);
-        pthread_mutex_unlock(&t->pf_mu);
-        t->pf_running = 1;
-    }
-}
-
-tf_status tf_trainer_step(tf_trainer *t, long step, tf_step_stats *st) {
-    int warmup = step < t->cfg.warmup_steps;
-    tf_prof_step_begin(t->prof, step, warmup);
-    double t0 = now_ms();
-    tf_region_push(t->prof, "data_loading");
-    next_batch(t, step);
-    return train_step(t, &t->hb, step, warmup, st, t0);
-}
-
-tf_status tf_trainer_step_batch(tf_trainer *t, const tf_batch *b, tf_step_stats *st) {
-    long step = t->adam_step;
-    int warmup = step < t->cfg.warmup_steps;
-    tf_prof_step_begin(t->prof, step, warmup);
-    double t0 = now_ms();
-    tf_region_push(t->prof, "data_loading");
-    return train_step(t, b, step, warmup, st, t0);
-}
-
-tf_status tf_trainer_grad(tf_trainer *t, const tf_batch *b, float *loss, float *pred) {
-    /* fp16 seeds with the loss scale (its gradients would underflow
-     * without) and divides it out after: exact, the scale is a power of two */
-    const float scale = t->scaler.scale;
-    t->ops->upload(t->be, t->hyper + TF_HYPER_LOSS_SCALE, &scale, sizeof scale);
-    upload_batch(t, b);
-    run_phase(t, 0, issue_forward, NULL);
-    run_phase(t, 1, issue_backward, NULL);
-    if (scale != 1.0f) {
-        t->ops->scale(t->be, t->grads, t->grads, 1.0f / scale, (long)t->nparams, TF_F32);
-        t->ops->sync(t->be);
-    }
-    t->ops->download(t->be, loss, t->loss, sizeof *loss);
-    if (pred)
-        t->ops->download(t->be, pred, t->pred,
-                         (size_t)t->cfg.batch * t->cfg.seq_len * t->cfg.seq_len * sizeof(float));
-    return isfinite(*loss) ? TF_OK : TF_ERR_NONFINITE;
-}
-
-int tf_trainer_nonfinite_held(const tf_trainer *t) { return t->nonfinite_held; }
 
 void tf_trainer_get_batch(tf_trainer *t, tf_batch *host) {
-    size_t sz[3];
-    batch_sizes(t, sz);
-    t->ops->sync(t->be);
-    t->ops->download(t->be, host->tokens, t->tokens, sz[0]);
-    t->ops->download(t->be, host->pair, t->pair, sz[1]);
-    t->ops->download(t->be, host->target, t->target, sz[2]);
+    t->plan.ops->sync(t->plan.be);
+    tf_feed_download(&t->feed, host);
 }
 
 void tf_trainer_get_params(tf_trainer *t, float *host) {
-    t->ops->sync(t->be);
-    t->ops->download(t->be, host, t->params, t->nparams * sizeof(float));
+    t->plan.ops->sync(t->plan.be);
+    t->plan.ops->download(t->plan.be, host, t->params, t->plan.nparams * sizeof(float));
 }
 void tf_trainer_set_params(tf_trainer *t, const float *host) {
-    t->ops->upload(t->be, t->params, host, t->nparams * sizeof(float));
-    refresh_weights(t);
-    t->ops->sync(t->be);
+    t->plan.ops->upload(t->plan.be, t->params, host, t->plan.nparams * sizeof(float));
+    tf_optim_refresh(&t->opt);
+    t->plan.ops->sync(t->plan.be);
 }
 void tf_trainer_get_grads(tf_trainer *t, float *host) {
-    t->ops->sync(t->be);
-    t->ops->download(t->be, host, t->grads, t->nparams * sizeof(float));
+    t->plan.ops->sync(t->plan.be);
+    t->plan.ops->download(t->plan.be, host, t->grads, t->plan.nparams * sizeof(float));
 }
 void tf_trainer_get_adam(tf_trainer *t, float *m_host, float *v_host, long *step) {
-    t->ops->sync(t->be);
-    if (m_host) t->ops->download(t->be, m_host, t->adam_m, t->nparams * sizeof(float));
-    if (v_host) t->ops->download(t->be, v_host, t->adam_v, t->nparams * sizeof(float));
-    if (step) *step = t->adam_step;
+    t->plan.ops->sync(t->plan.be);
+    tf_optim_get(&t->opt, m_host, v_host, step);
 }
 void tf_trainer_set_adam(tf_trainer *t, const float *m_host, const float *v_host, long step) {
-    if (m_host) t->ops->upload(t->be, t->adam_m, m_host, t->nparams * sizeof(float));
-    if (v_host) t->ops->upload(t->be, t->adam_v, v_host, t->nparams * sizeof(float));
-    t->adam_step = step;
-    t->ops->sync(t->be);
+    tf_optim_set(&t->opt, m_host, v_host, step);
+    t->plan.ops->sync(t->plan.be);
 }
 
 void tf_trainer_get_loss_scale(const tf_trainer *t, float *scale, long *clean_steps,
                                long *skipped) {
-    if (scale) *scale = t->scaler.scale;
-    if (clean_steps) *clean_steps = t->scaler.clean_steps;
-    if (skipped) *skipped = t->scaler.skipped;
+    if (scale) *scale = t->opt.scaler.scale;
+    if (clean_steps) *clean_steps = t->opt.scaler.clean_steps;
+    if (skipped) *skipped = t->opt.scaler.skipped;
 }
 void tf_trainer_set_loss_scale(tf_trainer *t, float scale, long clean_steps, long skipped) {
-    if (!t->scaler.enabled) return;
-    t->scaler.scale = scale;
-    t->scaler.clean_steps = clean_steps;
-    t->scaler.skipped = skipped;
+    if (!t->opt.scaler.enabled) return;
+    t->opt.scaler.scale = scale;
+    t->opt.scaler.clean_steps = clean_steps;
+    t->opt.scaler.skipped = skipped;
 }
 
-size_t tf_trainer_arena_bytes(const tf_trainer *t) { return t->arena.cap; }
-size_t tf_trainer_arena_peak(const tf_trainer *t) { return t->arena.peak; }
+size_t tf_trainer_arena_bytes(const tf_trainer *t) { return t->plan.arena.cap; }
+size_t tf_trainer_arena_peak(const tf_trainer *t) { return t->plan.arena.peak; }
 size_t tf_trainer_graph_kernels(const tf_trainer *t) {
     return t->graphs_ready ? t->graph_kernels : 0;
 }
 
-size_t tf_trainer_backend_bytes(const tf_trainer *t) {
-    return t->ops->peak_bytes(t->be);
-}
+size_t tf_trainer_backend_bytes(const tf_trainer *t) { return t->plan.ops->peak_bytes(t->plan.be); }

@@ -192,8 +192,8 @@ static void test_half_small(void **s) { (void)s; check_half(4, 64, 16, 4, 64, 12
  * gradient reads before it ran, would then change them. fp32 and tf32
  * (their triangle multiplications differ).
  * The next batch is uploaded during the backward on a side queue into
- * staging buffers (trainer.c stage_next), and without the profiler the three
- * phases are issued back to back (trainer.c pipelined_phases). Training so
+ * staging buffers (feed.c tf_feed_stage), and without the profiler the three
+ * phases are issued back to back (step.c pipelined_phases). Training so
  * must give the same bits as uploading each batch in its own step
  * (caps.stage_batches 0) and as waiting at each phase boundary
  * (caps.pipelined_phases 0): every loss and the final parameters, eager and
@@ -289,7 +289,7 @@ static void test_staged_upload(void **s) {
 /* --recompute blocks and modules run the same ops on the same bits in the
  * backward: every loss and the final parameters bit for bit those of none,
  * every level, eager and --graph (the capture holds the recomputation), fp32
- * and tf32. --recompute runs without the weight-gradient lane (trainer.c
+ * and tf32. --recompute runs without the weight-gradient lane (plan.c
  * compose), so at v3 this also sets the lane's bits against none's, the lane
  * held back 2 ms before each GEMM (--gpu-plan wgrad_delay_us=2000) too. */
 static void test_recompute(void **s) {

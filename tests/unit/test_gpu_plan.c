@@ -236,7 +236,7 @@ static tf_ops rec_ops(void)
 }
 
 /* One v3 forward + backward of problem (B, N, S) as the trainer composes it
- * for the CUDA backend in that precision (trainer.c: the outer product mean's
+ * for the CUDA backend in that precision (plan.c: the outer product mean's
  * ops, the triangle GEMMs merged in fp32, the weight-gradient lane), the
  * calls recorded. */
 static void record_model(int B, int N, int S, int tf32)
