@@ -37,6 +37,8 @@ int rp_load(const char *path, rp_run *r, cJSON **scaling, char *err, size_t errl
 void rp_free(rp_run *r);
 const cJSON *rp_get(const cJSON *o, const char *a, const char *b);
 double rp_num(const cJSON *o, const char *a, const char *b, double dflt);
+/* the same as an int: clamped to int's range, dflt when absent or NaN */
+int rp_int(const cJSON *o, const char *a, const char *b, int dflt);
 /* The one output check (fileio/outcheck.h) of --out against every file the
  * runs were read from (paths[np]: the arguments, runs[n]: what was read for
  * them). 0 ok, else one line in err. */

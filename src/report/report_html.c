@@ -531,7 +531,7 @@ static void timeline_one(FILE *f, const rp_run *r, double span_us) {
     cJSON_ArrayForEach(e, ev) { /* kernel tracks: the host's cpu ops and every GPU track */
         const cJSON *ph = rp_get(e, "ph", NULL);
         if (!cJSON_IsString(ph) || strcmp(ph->valuestring, "X")) continue;
-        int pid = (int)rp_num(e, "pid", NULL, 0), tid = (int)rp_num(e, "tid", NULL, 0);
+        int pid = rp_int(e, "pid", NULL, 0), tid = rp_int(e, "tid", NULL, 0);
         if (pid == 1 && tid < 3) continue;
         int k = 0;
         while (k < nt && (tr[k].pid != pid || tr[k].tid != tid)) k++;
@@ -545,7 +545,7 @@ static void timeline_one(FILE *f, const rp_run *r, double span_us) {
     cJSON_ArrayForEach(e, ev) { /* track names */
         const cJSON *ph = rp_get(e, "ph", NULL), *nm = rp_get(e, "args", "name");
         if (!cJSON_IsString(ph) || strcmp(ph->valuestring, "M") || !cJSON_IsString(nm)) continue;
-        int pid = (int)rp_num(e, "pid", NULL, 0), tid = (int)rp_num(e, "tid", NULL, 0);
+        int pid = rp_int(e, "pid", NULL, 0), tid = rp_int(e, "tid", NULL, 0);
         for (int k = 0; k < nt; k++)
             if (tr[k].pid == pid && tr[k].tid == tid)
                 snprintf(tr[k].name, sizeof tr[k].name, "%s", nm->valuestring);
@@ -589,7 +589,7 @@ static void timeline_one(FILE *f, const rp_run *r, double span_us) {
         if (!cJSON_IsString(ph) || strcmp(ph->valuestring, "X") || !cJSON_IsString(nm)) continue;
         double ts = rp_num(e, "ts", NULL, 0), dur = rp_num(e, "dur", NULL, 0);
         if (ts + dur < t0 || ts > t1) continue;
-        int pid = (int)rp_num(e, "pid", NULL, 0), tid = (int)rp_num(e, "tid", NULL, 0);
+        int pid = rp_int(e, "pid", NULL, 0), tid = rp_int(e, "tid", NULL, 0);
         int y;
         const char *path;
         const cJSON *pj;

@@ -4,6 +4,7 @@
  * is one line in err. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -45,6 +46,11 @@ const cJSON *rp_get(const cJSON *o, const char *a, const char *b) {
 double rp_num(const cJSON *o, const char *a, const char *b, double dflt) {
     const cJSON *x = rp_get(o, a, b);
     return cJSON_IsNumber(x) ? x->valuedouble : dflt;
+}
+int rp_int(const cJSON *o, const char *a, const char *b, int dflt) {
+    const double v = rp_num(o, a, b, (double)dflt);
+    if (v != v) return dflt;
+    return v <= (double)INT_MIN ? INT_MIN : v >= (double)INT_MAX ? INT_MAX : (int)v;
 }
 
 static int by_total(const void *a, const void *b) {

@@ -161,8 +161,15 @@ def main():
                                   {"N": 32, "peak_bytes": 3.5e7, "step_ms": 30, "flops": 7e9,
                                    "gflops": 233}],
                        "fit": {"memory_exponent": 1.8, "time_exponent": 2.6}}
+            # ids outside int's range: a track's pid and tid are clamped
+            huge = {"traceEvents": trace["traceEvents"] + [
+                {"name": "thread_name", "ph": "M", "pid": 0, "tid": 14294967296,
+                 "args": {"name": "far"}},
+                {"name": "step_1", "ph": "X", "pid": 1, "tid": 2, "ts": 0, "dur": 10},
+                {"name": "k2", "ph": "X", "pid": 0, "tid": 1, "ts": 1, "dur": 2},
+                {"name": "k3", "ph": "X", "pid": -1e300, "tid": 1e300, "ts": 1, "dur": 2}]}
             layouts = {"profile": (0, prof, trace), "run": (1, run, run),
-                       "scaling": (3, run, scaling)}
+                       "scaling": (3, run, scaling), "huge_ids": (0, prof, huge)}
             for name, (lay, a, b) in layouts.items():
                 blob = json.dumps(a).encode() + b"\0" + json.dumps(b).encode()
                 for cut in (len(blob), len(blob) // 2):
