@@ -187,8 +187,7 @@ opm_bwd_da_kernel(uint16_t *da, const uint16_t *dz, const uint16_t *a, const uin
             const int s = 16 * ms + g + 8 * (e >> 1), n = 8 * ns + 2 * t + (e & 1);
             const int pl = n >> 3, i = i0 + (n & 7);
             if (s < S && i < N) {
-                const uint32_t v = tf_tile_pack<E>(acc[u][e] * inv_s, 0.f);
-                dab[((long)s * N + i) * 32 + p0 + pl] = (uint16_t)(v & 0xffffu);
+                dab[((long)s * N + i) * 32 + p0 + pl] = tf_tile_round<E>(acc[u][e] * inv_s);
             }
         }
     }

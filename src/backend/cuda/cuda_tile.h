@@ -38,6 +38,12 @@ __device__ __forceinline__ float tf_tile_widen(uint16_t u)
 {
     return tf_tile_is_bf16<E>::value ? tf_bf16_to_f32(u) : tf_cu_f16_to_f32(u);
 }
+/* and the bits of an fp32 value rounded to E (to nearest even) */
+template <class E>
+__device__ __forceinline__ uint16_t tf_tile_round(float v)
+{
+    return tf_tile_is_bf16<E>::value ? tf_f32_to_bf16(v) : tf_cu_f32_to_f16(v);
+}
 
 #ifdef TF_CUDA_HOSTEMU
 template <class E>

@@ -85,12 +85,6 @@ struct tr_cfg {
         2 * (2 * (size_t)TR_ROWS * LDX + W_HALVES) + sizeof(float) * (TR_WARPS + 1) * 2 * C;
 };
 
-template <class E>
-__device__ __forceinline__ uint16_t tr_round(float v)
-{
-    return tf_tile_is_bf16<E>::value ? tf_f32_to_bf16(v) : tf_cu_f32_to_f16(v);
-}
-
 /* W1's rows j0.. and W2's columns j0.. of the chunk into shared memory
  * (16-byte loads when vec, else 2-byte ones) */
 template <int C>
@@ -176,7 +170,7 @@ __device__ __forceinline__ void tr_prologue(uint16_t *sx, float *mean, float *rs
 #pragma unroll
         for (int k = 0; k < K::NV; ++k) {
             const int c = lane + 32 * k;
-            const uint16_t u = tr_round<E>((v[k] - mu) * rs * gamma[c] + beta[c]);
+            const uint16_t u = tf_tile_round<E>((v[k] - mu) * rs * gamma[c] + beta[c]);
             d[c] = u;
             if (xo) *(uint16_t *)(xo + r * C + c) = u;
         }
@@ -305,9 +299,9 @@ tr_bwd_kernel(float *dx, float *part, E *xn, E *hout, E *dhout, const E *dy, con
                 for (int n = 0; n < 2; ++n)
 #pragma unroll
                     for (int e = 0; e < 4; ++e) {
-                        const uint16_t hb = tr_round<E>(fmaxf(c1[n][e], 0.f));
+                        const uint16_t hb = tf_tile_round<E>(fmaxf(c1[n][e], 0.f));
                         const float hv = tf_tile_widen<E>(hb);
-                        const uint16_t db = tr_round<E>(hv > 0.f ? d1[n][e] : 0.f);
+                        const uint16_t db = tf_tile_round<E>(hv > 0.f ? d1[n][e] : 0.f);
                         d1[n][e] = tf_tile_widen<E>(db);
                         const long r = r0 + row0 + g + 8 * (e >> 1);
                         const int col = j0 + js + 8 * n + 2 * t + (e & 1);
@@ -342,7 +336,7 @@ tr_bwd_kernel(float *dx, float *part, E *xn, E *hout, E *dhout, const E *dy, con
             for (int e = 0; e < 4; ++e) {
                 const int hh = e >> 1, c = 8 * n + 2 * t + (e & 1);
                 const long r = r0 + row0 + g + 8 * hh;
-                acc[n][e] = tf_tile_widen<E>(tr_round<E>(acc[n][e]));
+                acc[n][e] = tf_tile_widen<E>(tf_tile_round<E>(acc[n][e]));
                 const float xh = r < rows ? (x[r * C + c] - mu[hh]) * rs[hh] : 0.f;
                 const float gv = acc[n][e] * gamma[c];
                 sg[hh] += gv;

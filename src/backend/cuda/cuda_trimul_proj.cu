@@ -32,20 +32,6 @@
 #define TP_TLD (TP_ROWS + 8)
 #define TP_SMEM_BYTES (2 * (2 * TP_ROWS * TP_LD + 64 * TP_TLD))
 
-/* one element of E from its bits / into them */
-template <class E> __device__ __forceinline__ float tp_f(uint16_t u)
-{
-    E e;
-    e.u = u;
-    return (float)e;
-}
-template <class E> __device__ __forceinline__ uint16_t tp_e(float v)
-{
-    E e;
-    e = v;
-    return e.u;
-}
-
 /* y's rows r0.. into Ys (zero past rows) and W's rows of pass p into Ws: one
  * cp.async group (W4 [4C, C], Wog [C, C]) */
 __device__ __forceinline__ void tp_stage_w(uint16_t *Ws, const uint16_t *W4, const uint16_t *Wog,
@@ -126,8 +112,8 @@ trimul_proj_fwd_kernel(uint16_t *lr_t, uint16_t *og, const uint16_t *y, const ui
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 const int rl = 16 * w + g + 8 * (e >> 1), c = 8 * j + 2 * t + (e & 1);
-                const float v = tp_f<E>(tp_e<E>(acc[j][e])), gt = tp_f<E>(tp_e<E>(acc[j + 8][e]));
-                Ts[c * TP_TLD + rl] = tp_e<E>(v * tf_sigmoidf(gt));
+                const float v = tf_tile_widen<E>(tf_tile_round<E>(acc[j][e])), gt = tf_tile_widen<E>(tf_tile_round<E>(acc[j + 8][e]));
+                Ts[c * TP_TLD + rl] = tf_tile_round<E>(v * tf_sigmoidf(gt));
             }
         __syncthreads();
         /* channel (p >> 1) C + (p & 1) 64 + ch, rows r0.. contiguous */
@@ -187,9 +173,9 @@ trimul_proj_bwd_kernel(uint16_t *dproj, const uint16_t *dlr_t, const uint16_t *y
                 float dv[2], dg[2];
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
-                    const float v = tp_f<E>(tp_e<E>(acc[j][2 * hh + e]));
-                    const float gt = tp_f<E>(tp_e<E>(acc[j + 8][2 * hh + e]));
-                    tf_gate_bwd_one(&dv[e], &dg[e], tp_f<E>(Ts[(c + e) * TP_TLD + rl]), v, gt);
+                    const float v = tf_tile_widen<E>(tf_tile_round<E>(acc[j][2 * hh + e]));
+                    const float gt = tf_tile_widen<E>(tf_tile_round<E>(acc[j + 8][2 * hh + e]));
+                    tf_gate_bwd_one(&dv[e], &dg[e], tf_tile_widen<E>(Ts[(c + e) * TP_TLD + rl]), v, gt);
                 }
                 if (r < rows) {
                     uint16_t *d = dproj + r * 4 * TP_C + col + c;
