@@ -231,6 +231,7 @@ int tf_gpu_mlp_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half);
 
 /* The triangle multiplication's projections and gates as one kernel each
  * way (cuda_trimul_proj.cu, ops.h trimul_proj_fwd/_bwd: proj never stored)
+ * and its output stage as one more (cuda_trimul_out.cu, trimul_out_fwd/_bwd)
  * for half types at level 3 on NVIDIA's mma.sync and cp.async under
  * trimul=fused; else (auto, until measured on a GPU) the merged GEMM and
  * gate_cmajor ops. */

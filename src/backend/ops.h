@@ -145,7 +145,7 @@ typedef enum {
 #define TF_LN2_MAX_C 128 /* layernorm2: widest row (CUDA keeps a row in registers) */
 /* transition_fwd/_bwd: the rows they take (C of 64 or 128) */
 #define TF_TRANSITION_OP_C(C) ((C) == 64 || (C) == 128)
-/* trimul_proj_fwd/_bwd: the channels they take */
+/* trimul_proj_fwd/_bwd, trimul_out_fwd/_bwd: the channels they take */
 #define TF_TRIMUL_PROJ_OP_C(C) ((C) == 128)
 /* opm_fwd, opm_bwd_dz: the shapes they take (co 32, cz 64 or 128; S up to
  * caps.opm_fused_max_s) */
@@ -183,8 +183,9 @@ typedef struct {
     unsigned opm_fused_op;
     int opm_fused_max_s;
     /* activation types whose level-3 triangle multiplication (merged) forms
-     * its projections and gates as ops->trimul_proj_fwd/_bwd
-     * (TF_TRIMUL_PROJ_OP_C; 0: the GEMM and gate_cmajor ops) */
+     * its projections and gates as ops->trimul_proj_fwd/_bwd and its output
+     * stage as trimul_out_fwd/_bwd (TF_TRIMUL_PROJ_OP_C; 0: the GEMMs,
+     * gate_cmajor and the gate ops) */
     unsigned trimul_proj_op;
 } tf_backend_caps;
 
@@ -381,6 +382,20 @@ typedef struct tf_ops {
                             const void *Wog, long rows, int C, tf_dtype t);
     void (*trimul_proj_bwd)(tf_backend *be, void *dproj, const void *dlr_t, const void *y,
                             const void *W4, long rows, int C, tf_dtype t);
+    /* ---- its output stage (the same types and C), u_t [C, rows] (the
+     * channel-major product), Wo [C, C], og [rows, C] (the gate's logits):
+     *   fwd: out = (u_t^T Wo^T) rounded to t; z_out = z_in + out * sigmoid(og)
+     *        (gate_residual_fwd's; z_out may be z_in)
+     *   bwd: out again, dy = dz rounded to t; dout, dog = gate_bwd's of (dy,
+     *        out, og); du [C, rows] = Wo^T dout^T rounded to t (assigned)
+     * out never stored; z_in, z_out, dz fp32 (the residual stream and its
+     * gradient), every other tensor of type t. The CPU's ops are that
+     * composition. ---- */
+    void (*trimul_out_fwd)(tf_backend *be, float *z_out, const float *z_in, const void *u_t,
+                           const void *Wo, const void *og, long rows, int C, tf_dtype t);
+    void (*trimul_out_bwd)(tf_backend *be, void *dout, void *dog, void *du, const float *dz,
+                           const void *u_t, const void *Wo, const void *og, long rows, int C,
+                           tf_dtype t);
     /* fused gate + residual (v3): out = res + a * sigmoid(g) (out may be res);
      * out and res are fp32 (a residual stream), a and g of type t */
     void (*gate_residual_fwd)(tf_backend *be, float *out, const float *res, const void *a,

@@ -494,6 +494,23 @@ void tf_x_trimul_proj_bwd(tf_exec *ex, void *dproj, const void *dlr_t, const voi
     TF_EXEC_OPC(ex, "trimul_proj_bwd", tf_cost_trimul_proj(rows, C, 1, (int)tf_dtype_size(ex->at)),
                 trimul_proj_bwd(ex->be, dproj, dlr_t, y, tf_x_w(ex, W4), rows, C, ex->at));
 }
+void tf_x_trimul_out_fwd(tf_exec *ex, float *z_out, const float *z_in, const void *u_t,
+                         const float *Wo, const void *og, long rows, int C) {
+    const long n = rows * C;
+    TF_ACCESS(ex, TF_SPANS(F(z_out, n)),
+              TF_SPANS(F(z_in, n), A(u_t, n), A(tf_x_w(ex, Wo), (long)C * C), A(og, n)));
+    TF_EXEC_OPC(ex, "trimul_out_fwd", tf_cost_trimul_out(rows, C, 0, (int)tf_dtype_size(ex->at)),
+                trimul_out_fwd(ex->be, z_out, z_in, u_t, tf_x_w(ex, Wo), og, rows, C, ex->at));
+}
+void tf_x_trimul_out_bwd(tf_exec *ex, void *dout, void *dog, void *du, const float *dz,
+                         const void *u_t, const float *Wo, const void *og, long rows, int C) {
+    const long n = rows * C;
+    TF_ACCESS(ex, TF_SPANS(A(dout, n), A(dog, n), A(du, n)),
+              TF_SPANS(F(dz, n), A(u_t, n), A(tf_x_w(ex, Wo), (long)C * C), A(og, n)));
+    TF_EXEC_OPC(ex, "trimul_out_bwd", tf_cost_trimul_out(rows, C, 1, (int)tf_dtype_size(ex->at)),
+                trimul_out_bwd(ex->be, dout, dog, du, dz, u_t, tf_x_w(ex, Wo), og, rows, C,
+                               ex->at));
+}
 void tf_x_opm_bwd_dz(tf_exec *ex, void *da, float *dW, const void *dz, const void *a,
                      const float *W, int B, int S, int N, int co, int cz) {
     const long na = (long)B * S * N * co, nw = (long)cz * co * co;

@@ -92,7 +92,8 @@ typedef struct {
     void *proj, *gate;      /* fused: [rows, 2C] each (left|right); else NULL; merged:
                                proj [rows, 4C] (L R | gate L, gate R), gate = proj + 2C */
     int merged;             /* level 3: projections and gates from one GEMM */
-    int proj_op;            /* merged as ops (trimul_proj_fwd/_bwd): proj not kept */
+    int proj_op;            /* merged as ops (trimul_proj_fwd/_bwd, trimul_out_fwd/_bwd):
+                               proj and out not kept */
     void *lp, *rp, *lg, *rg; /* separate [rows, C] (views into proj/gate when fused) */
     void *sig;              /* sigmoid of the gates (v1/v2): [rows, 2C] */
     void *lr_t;             /* [2, B, C, N, N]: L_t [B,C,N,N] then R_t; cmajor: [2, C, B, N, N] */

@@ -147,6 +147,23 @@ tf_op_cost tf_cost_trimul_proj(long rows, int C, int backward, int es) {
     return c;
 }
 
+/* The triangle multiplication's output stage (ops.h trimul_out_fwd/_bwd),
+ * es the activations' bytes: the forward's GEMM of C columns, u and og read,
+ * the stream read and written (fp32); the backward's two GEMMs (out again,
+ * du), dz (fp32), u and og read, dout, dog and du written */
+tf_op_cost tf_cost_trimul_out(long rows, int C, int backward, int es) {
+    const double n = (double)rows * C;
+    tf_op_cost c;
+    if (backward) {
+        c.flops = 4.0 * n * C + 8.0 * n;
+        c.bytes = 4.0 * n + es * (2.0 * n + 3.0 * n + (double)C * C);
+    } else {
+        c.flops = 2.0 * n * C + 4.0 * n;
+        c.bytes = 8.0 * n + es * (2.0 * n + (double)C * C);
+    }
+    return c;
+}
+
 /* The transition's MLP (ops.h transition_fwd/_bwd), es the activations'
  * bytes: the forward's LayerNorm and two GEMMs of
  * 8 rows C^2 each, x read and x_out written (fp32), the weights read once;

@@ -39,6 +39,7 @@ tf_op_cost tf_cost_elementwise(long n, int inputs, int outputs, double flops_per
 tf_op_cost tf_cost_permute(long n, int accumulate);
 tf_op_cost tf_cost_opm_outer(int B, int S, int N, int co);
 tf_op_cost tf_cost_trimul_proj(long rows, int C, int backward, int es);
+tf_op_cost tf_cost_trimul_out(long rows, int C, int backward, int es);
 tf_op_cost tf_cost_opm_fwd(int B, int S, int N, int co, int cz, int es);
 tf_op_cost tf_cost_opm_bwd_dz(int B, int S, int N, int co, int cz, int es);
 tf_op_cost tf_cost_transition_fwd(long rows, int C, int es);

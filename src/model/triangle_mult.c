@@ -25,7 +25,9 @@
  * Where the backend takes it (exec.h trimul_proj_op) the merged projections,
  * the gating and og's GEMM are one op (ops.h trimul_proj_fwd) that keeps
  * nothing of proj; the backward's gating forms proj again from y
- * (trimul_proj_bwd). */
+ * (trimul_proj_bwd). The output projection, gate and residual add are one
+ * more (trimul_out_fwd) that keeps nothing of out; its backward forms out
+ * again and gives du as well (trimul_out_bwd). */
 #include "model/model.h"
 
 static const int to_chan_first[4] = {0, 3, 1, 2}; /* [B,N,N,C] -> [B,C,N,N] */
@@ -166,8 +168,17 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     tf_rpop(ex);
 
     tf_rpush(ex, "output_proj");
+    if (a->proj_op) { /* the projection, gate and residual add in one op: out not kept */
+        a->out = NULL;
+        a->og_sig = NULL;
+        if (z_out)
+            tf_x_trimul_out_fwd(ex, z_out, z_in, a->u_p, tf_P(M, o->tm[which].op), a->og, rows, C);
+        tf_rpop(ex);
+        tf_rpop(ex);
+        return;
+    }
     a->out = tf_alloc_at(ex, (size_t)nc);
-    if (!a->proj_op) a->og = tf_alloc_at(ex, (size_t)nc);
+    a->og = tf_alloc_at(ex, (size_t)nc);
     if (a->cmajor) { /* out [rows, C] = (u^T) Wo^T, u stored [C, rows] */
         tf_gemm_args g = tf_gemm_make(ex, 1, 1, (int)rows, C, C, 1.0f, 0.0f, a->u_p, rows, 0,
                                       tf_x_w(ex, tf_P(M, o->tm[which].op)), C, 0, a->out, C, 0,
@@ -177,8 +188,7 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
         tf_linear_fwd(ex, a->out, a->u_p, tf_P(M, o->tm[which].op), rows, C, C, 0.0f,
                       TF_EPI_NONE);
     }
-    if (!a->proj_op)
-        tf_linear_fwd(ex, a->og, a->ln.y, tf_P(M, o->tm[which].og), rows, C, C, 0.0f, TF_EPI_NONE);
+    tf_linear_fwd(ex, a->og, a->ln.y, tf_P(M, o->tm[which].og), rows, C, C, 0.0f, TF_EPI_NONE);
     if (gate_kernel) {
         a->og_sig = NULL;
         if (z_out) tf_x_gate_residual_fwd(ex, z_out, z_in, a->out, a->og, nc);
@@ -210,6 +220,74 @@ static void *reuse_unless_lane(tf_exec *ex, void *consumed, size_t n) {
     return ex->wgrad_async ? tf_alloc_at(ex, n) : consumed;
 }
 
+/* The output stage's backward as one op (ops.h trimul_out_bwd): out again,
+ * the gate's gradients and du; then Wog's and Wo's gradients and dy. Returns
+ * du ([C, rows]); *dout and *dy as the composition's. */
+static void *output_bwd_op(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                           const tf_trimul_act *a, const float *dz, void **dout, void **dy) {
+    const int C = M->c->pair_dim;
+    const long rows = (long)M->c->batch * M->c->seq_len * M->c->seq_len, nc = rows * C;
+    void *dog = tf_alloc_at(ex, (size_t)nc), *du = tf_alloc_at(ex, (size_t)nc);
+    *dout = tf_alloc_at(ex, (size_t)nc);
+    tf_x_trimul_out_bwd(ex, *dout, dog, du, dz, a->u_p, tf_P(M, o->tm[which].op), a->og, rows, C);
+    *dy = tf_alloc_at(ex, (size_t)nc);
+    tf_linear_bwd(ex, *dy, tf_G(M, o->tm[which].og), dog, a->ln.y, tf_P(M, o->tm[which].og), rows,
+                  C, C, 0);
+    /* dWo += dout^T (u^T)^T, u stored [C, rows] */
+    tf_gemm_args g = tf_gemm_make(ex, 1, 1, C, C, (int)rows, 1.0f, 1.0f, *dout, C, 0, a->u_p, rows,
+                                  0, tf_G(M, o->tm[which].op), C, 0, 1);
+    g.c_type = TF_F32; /* the parameter gradient */
+    g.wgrad = ex->wgrad_async;
+    tf_gemm(ex, &g, "linear_bwd_weight");
+    return du;
+}
+
+/* The output stage's backward composed: the stream gradient in the
+ * activations' type, the gate's gradients, Wog's (dy), Wo's and u's; du
+ * channel-first (or -major) as the product stores u */
+static void *output_bwd_composed(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                                 const tf_trimul_act *a, const float *dz, void **dout_p,
+                                 void **dy_p) {
+    const tf_config *c = M->c;
+    const int B = c->batch, N = c->seq_len, C = c->pair_dim;
+    const long rows = (long)B * N * N, nc = rows * C;
+    const int gate_kernel = a->og_sig == NULL;
+    const void *dzh = tf_x_stream_grad(ex, dz, nc);
+    void *dout = tf_alloc_at(ex, (size_t)nc), *dog = tf_alloc_at(ex, (size_t)nc), *du;
+    if (gate_kernel) {
+        tf_x_gate_bwd(ex, dout, dog, dzh, a->out, a->og, nc);
+    } else {
+        tf_x_mul(ex, dout, dzh, a->og_sig, nc);
+        tf_x_mul(ex, dog, dzh, a->out, nc);
+        tf_x_act_bwd(ex, TF_ACT_SIGMOID, dog, dog, a->og_sig, nc);
+    }
+    void *dy = tf_alloc_at(ex, (size_t)nc);
+    tf_linear_bwd(ex, dy, tf_G(M, o->tm[which].og), dog, a->ln.y, tf_P(M, o->tm[which].og), rows,
+                  C, C, 0);
+    if (a->cmajor) {
+        /* dWo += dout^T (u^T)^T = dout^T u-as-stored^T; du [C, rows] = Wo^T dout^T,
+         * into dog's memory where it may (reuse_unless_lane) */
+        tf_gemm_args g = tf_gemm_make(ex, 1, 1, C, C, (int)rows, 1.0f, 1.0f, dout, C, 0, a->u_p,
+                                      rows, 0, tf_G(M, o->tm[which].op), C, 0, 1);
+        g.c_type = TF_F32; /* the parameter gradient */
+        g.wgrad = ex->wgrad_async;
+        tf_gemm(ex, &g, "linear_bwd_weight");
+        du = reuse_unless_lane(ex, dog, (size_t)nc); /* Wog's gradient reads dog */
+        g = tf_gemm_make(ex, 1, 1, C, (int)rows, C, 1.0f, 0.0f, tf_x_w(ex, tf_P(M, o->tm[which].op)),
+                         C, 0, dout, C, 0, du, rows, 0, 1);
+        tf_gemm(ex, &g, "linear_bwd_data");
+    } else {
+        void *du_p = reuse_unless_lane(ex, dog, (size_t)nc); /* Wog's gradient reads dog */
+        tf_linear_bwd(ex, du_p, tf_G(M, o->tm[which].op), dout, a->u_p, tf_P(M, o->tm[which].op),
+                      rows, C, C, 0);
+        du = reuse_unless_lane(ex, dout, (size_t)nc); /* Wo's gradient reads dout */
+        int dims[4] = {B, N, N, C};
+        tf_x_permute(ex, du, du_p, 4, dims, to_chan_first, 0);
+    }
+    *dout_p = dout, *dy_p = dy;
+    return du;
+}
+
 void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                    const tf_trimul_act *a, float *dz, const float *z_in) {
     const tf_config *c = M->c;
@@ -226,43 +304,11 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     tf_rpush(ex, which ? "triangle_mult_incoming" : "triangle_mult_outgoing");
 
     tf_rpush(ex, "output_proj");
-    const void *dzh = tf_x_stream_grad(ex, dz, nc);
-    void *dout = tf_alloc_at(ex, (size_t)nc), *dog = tf_alloc_at(ex, (size_t)nc);
-    if (gate_kernel) {
-        tf_x_gate_bwd(ex, dout, dog, dzh, a->out, a->og, nc);
-    } else {
-        tf_x_mul(ex, dout, dzh, a->og_sig, nc);
-        tf_x_mul(ex, dog, dzh, a->out, nc);
-        tf_x_act_bwd(ex, TF_ACT_SIGMOID, dog, dog, a->og_sig, nc);
-    }
-    void *dy = tf_alloc_at(ex, (size_t)nc);
-    tf_linear_bwd(ex, dy, tf_G(M, o->tm[which].og), dog, a->ln.y, tf_P(M, o->tm[which].og), rows,
-                  C, C, 0);
-    void *du;
-    if (a->cmajor) {
-        /* dWo += dout^T (u^T)^T = dout^T u-as-stored^T; du [C, rows] = Wo^T dout^T,
-         * into dog's memory where it may (reuse_unless_lane) */
-        tf_gemm_args g = tf_gemm_make(ex, 1, 1, C, C, (int)rows, 1.0f, 1.0f, dout, C, 0, a->u_p,
-                                      rows, 0, tf_G(M, o->tm[which].op), C, 0, 1);
-        g.c_type = TF_F32; /* the parameter gradient */
-        g.wgrad = ex->wgrad_async;
-        tf_gemm(ex, &g, "linear_bwd_weight");
-        du = reuse_unless_lane(ex, dog, (size_t)nc); /* Wog's gradient reads dog */
-        g = tf_gemm_make(ex, 1, 1, C, (int)rows, C, 1.0f, 0.0f, tf_x_w(ex, tf_P(M, o->tm[which].op)),
-                         C, 0, dout, C, 0, du, rows, 0, 1);
-        tf_gemm(ex, &g, "linear_bwd_data");
-        tf_rpop(ex);
-        tf_rpush(ex, "triangle_product");
-    } else {
-        void *du_p = reuse_unless_lane(ex, dog, (size_t)nc); /* Wog's gradient reads dog */
-        tf_linear_bwd(ex, du_p, tf_G(M, o->tm[which].op), dout, a->u_p, tf_P(M, o->tm[which].op),
-                      rows, C, C, 0);
-        tf_rpop(ex);
-        tf_rpush(ex, "triangle_product");
-        du = reuse_unless_lane(ex, dout, (size_t)nc); /* Wo's gradient reads dout */
-        int dims[4] = {B, N, N, C};
-        tf_x_permute(ex, du, du_p, 4, dims, to_chan_first, 0);
-    }
+    void *dout, *dy;
+    void *du = a->proj_op ? output_bwd_op(ex, M, o, which, a, dz, &dout, &dy)
+                          : output_bwd_composed(ex, M, o, which, a, dz, &dout, &dy);
+    tf_rpop(ex);
+    tf_rpush(ex, "triangle_product");
     void *dlr_t = tf_alloc_at(ex, (size_t)2 * nc);
     void *dl_t = dlr_t, *dr_t = tf_at(ex, dlr_t, nc); /* [2, B, C, N, N] (or [2, C, B, N, N]) as L|R */
     if (which == 0) { /* u = L R^T: dL = dU R, dR = dU^T L */

@@ -676,6 +676,80 @@ static void test_half_trimul_proj(void **state)
     done();
 }
 
+/* ---- the triangle multiplication's output stage (ops.h trimul_out_fwd/
+ * _bwd) against the CPU's composition (the GEMM, gate_residual_fwd; the
+ * conversion of dz, gate_bwd, du's GEMM). Both round out = u^T Wo^T to t from
+ * K = C fp32 sums in another order, so a few land on the other neighbour:
+ * z_out - z_in within 2u of its largest value (plus the sums' own
+ * tol_sum(C)); dout = dy sigmoid(og) reads no sum: 2u for the sigmoid's
+ * last bit; dog multiplies a flipped out and is rounded again: 4u; du sums
+ * C products of dout and is rounded: 4u + tol_sum(C). Rows 37 (unaligned
+ * channel-major rows) and 296 (aligned, the last 128-row block partial);
+ * the second runs the forward in place (z_out = z_in). A row or channel
+ * exchanged, or the gate taken from the wrong element, is off by ~100%. ---- */
+static void test_half_trimul_out(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    tf_gpu_plan fused = plan_of(TF_GPU_GEMM_MMA, TF_GPU_DW_AUTO, TF_GPU_ATTN_AUTO);
+    fused.trimul = TF_GPU_TRIMUL_FUSED;
+    const bk b = bk_create(3, 0, &fused, NULL), c = g_cpu;
+    tf_backend_caps caps;
+    b.ops->caps(b.be, &caps);
+    const long Rs[2] = {37, 296};
+    const int C = 128;
+    for (int k = 0; k < 2; ++k) {
+        const tf_dtype t = k_half[k];
+        if (!(caps.trimul_proj_op & 1u << t)) {
+            printf("SKIP trimul_out %s: the plan composes it (caps.trimul_proj_op 0x%x)\n",
+                   tf_dtype_name(t), caps.trimul_proj_op);
+            continue;
+        }
+        const double u = u_of(t);
+        for (int ri = 0; ri < 2; ++ri) {
+            const long rows = Rs[ri];
+            const size_t n = (size_t)rows * C, nw = (size_t)C * C;
+            const uint64_t sd = 600 + 10 * k + ri;
+            float *hu = rnd_t(n, 1.f, sd, t), *hwo = rnd_t(nw, 1.f / sqrtf((float)C), sd + 1, t);
+            float *hog = rnd_t(n, 1.f, sd + 2, t), *hz = rnd(n, 1.f, sd + 3);
+            float *hdz = rnd(n, 1.f, sd + 4);
+            float *zo[2], *dout[2], *dog[2], *du[2];
+            const bk be2[2] = {b, c};
+            for (int e = 0; e < 2; ++e) {
+                const bk q = be2[e];
+                void *ut = put_t(q, hu, n, t), *wo = put_t(q, hwo, nw, t), *og = put_t(q, hog, n, t);
+                float *z = b_put(q, hz, n), *dz = b_put(q, hdz, n);
+                float *zod = ri ? z : b_nan(q, n);
+                void *d1 = b_nan(q, n), *d2 = b_nan(q, n), *d3 = b_nan(q, n);
+                q.ops->trimul_out_fwd(q.be, zod, z, ut, wo, og, rows, C, t);
+                q.ops->trimul_out_bwd(q.be, d1, d2, d3, dz, ut, wo, og, rows, C, t);
+                zo[e] = malloc(4 * n), dout[e] = malloc(4 * n), dog[e] = malloc(4 * n);
+                du[e] = malloc(4 * n);
+                b_get(q, zo[e], zod, n);
+                get_t(q, dout[e], d1, n, t), get_t(q, dog[e], d2, n, t), get_t(q, du[e], d3, n, t);
+                b_free(q, ut), b_free(q, wo), b_free(q, og), b_free(q, z), b_free(q, dz);
+                if (!ri) b_free(q, zod);
+                b_free(q, d1), b_free(q, d2), b_free(q, d3);
+                for (size_t i = 0; i < n; ++i) zo[e][i] -= hz[i];
+            }
+            char shape[32], op[48];
+            snprintf(shape, sizeof shape, "rows %ld C %d", rows, C);
+            snprintf(op, sizeof op, "trimul_out_fwd z_out %s", tf_dtype_name(t));
+            check(op, shape, zo[0], zo[1], n, 2 * u + tol_sum(C));
+            snprintf(op, sizeof op, "trimul_out_bwd dout %s", tf_dtype_name(t));
+            check(op, shape, dout[0], dout[1], n, 2 * u);
+            snprintf(op, sizeof op, "trimul_out_bwd dog %s", tf_dtype_name(t));
+            check(op, shape, dog[0], dog[1], n, 4 * u);
+            snprintf(op, sizeof op, "trimul_out_bwd du %s", tf_dtype_name(t));
+            check(op, shape, du[0], du[1], n, 4 * u + tol_sum(C));
+            for (int e = 0; e < 2; ++e) free(zo[e]), free(dout[e]), free(dog[e]), free(du[e]);
+            free(hu), free(hwo), free(hog), free(hz), free(hdz);
+        }
+    }
+    tf_cuda_backend_destroy(b.be);
+    done();
+}
+
 /* ---- GEMMs: ab bf16/fp16 x c fp32/the same half, the epilogues and R ---- */
 static void test_half_gemm(void **state)
 {
@@ -867,6 +941,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_half_gemm),      cmocka_unit_test(test_half_transition),
         cmocka_unit_test(test_half_opm_fused),
         cmocka_unit_test(test_half_trimul_proj),
+        cmocka_unit_test(test_half_trimul_out),
     };
     return tf_cuda_test_main(argc, argv, "test_cuda_ops_half", tests, sizeof tests / sizeof *tests);
 }

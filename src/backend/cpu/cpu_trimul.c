@@ -2,7 +2,9 @@
  * (ops.h trimul_proj_fwd/_bwd): on the CPU exactly the composition the model
  * runs without them (the merged GEMM into proj, gate_cmajor_fwd, og's GEMM;
  * proj again and gate_cmajor_bwd), the reference the GPU's kernels are
- * checked against. The CPU's own model keeps the composition. */
+ * checked against, and so is the output stage (ops.h trimul_out_fwd/_bwd:
+ * the GEMM and gate_residual_fwd; convert, gate_bwd and du's GEMM). The
+ * CPU's own model keeps the composition. */
 #include "cpu_internal.h"
 
 /* y[rows, C] W[n, C]^T into out [rows, n] (type t) */
@@ -30,5 +32,34 @@ void tf_cpu_trimul_proj_bwd(tf_backend *be, void *dproj, const void *dlr_t, cons
     proj(be, p, y, W4, rows, C, 4 * C, t);
     tf_cpu_gate_cmajor_bwd(be, dproj, (char *)dproj + 2 * C * es, dlr_t, p, p + 2 * C * es, 4L * C,
                            rows, rows, C, t);
+    tf_cpu_scratch_pop(be);
+}
+
+/* out [rows, C] = u_t^T Wo^T, rounded to t */
+static void out_again(tf_backend *be, void *out, const void *u_t, const void *Wo, long rows, int C,
+                      tf_dtype t) {
+    tf_cpu_gemm_packed(be, 1, 1, (int)rows, C, C, u_t, Wo, out, 0.0f, NULL, t, t, "trimul_out");
+}
+
+void tf_cpu_trimul_out_fwd(tf_backend *be, float *z_out, const float *z_in, const void *u_t,
+                           const void *Wo, const void *og, long rows, int C, tf_dtype t) {
+    tf_cpu_dtype_check(t, "trimul_out_fwd");
+    void *out = tf_cpu_scratch_push(be, (size_t)rows * C * tf_dtype_size(t));
+    out_again(be, out, u_t, Wo, rows, C, t);
+    tf_cpu_gate_residual_fwd(be, z_out, z_in, out, og, rows * C, t);
+    tf_cpu_scratch_pop(be);
+}
+
+void tf_cpu_trimul_out_bwd(tf_backend *be, void *dout, void *dog, void *du, const float *dz,
+                           const void *u_t, const void *Wo, const void *og, long rows, int C,
+                           tf_dtype t) {
+    tf_cpu_dtype_check(t, "trimul_out_bwd");
+    const long n = rows * C;
+    char *out = tf_cpu_scratch_push(be, (size_t)2 * n * tf_dtype_size(t));
+    char *dy = out + n * tf_dtype_size(t);
+    out_again(be, out, u_t, Wo, rows, C, t);
+    tf_cpu_convert(be, dy, t, dz, TF_F32, n);
+    tf_cpu_gate_bwd(be, dout, dog, dy, out, og, n, t);
+    tf_cpu_gemm_packed(be, 1, 1, C, (int)rows, C, Wo, dout, du, 0.0f, NULL, t, t, "trimul_out_du");
     tf_cpu_scratch_pop(be);
 }

@@ -345,6 +345,8 @@ static tf_ops make_ops(void)
     o.opm_bwd_dz = tf_cu_opm_bwd_dz_h;
     o.trimul_proj_fwd = tf_cu_trimul_proj_fwd_h;
     o.trimul_proj_bwd = tf_cu_trimul_proj_bwd_h;
+    o.trimul_out_fwd = tf_cu_trimul_out_fwd_h;
+    o.trimul_out_bwd = tf_cu_trimul_out_bwd_h;
     o.transition_fwd = tf_cu_t_transition_fwd;
     o.transition_bwd = tf_cu_t_transition_bwd;
     o.embed_fwd = tf_cu_embed_fwd;

@@ -1,6 +1,6 @@
 /* The HIP build's entry points of the NVIDIA-only files (cuda_gemm_mma.cu,
- * cuda_gemm_wgmma.cu, cuda_attn5_*.cu, cuda_attn6_*.cu, cuda_opm_mma.cu, cuda_opm_fused*.cu, cuda_trimul_proj.cu,
- * cuda_transition.cu: mma.sync, wgmma and cp.async PTX), which CMake leaves
+ * cuda_gemm_wgmma.cu, cuda_attn5_*.cu, cuda_attn6_*.cu, cuda_opm_mma.cu, cuda_opm_fused*.cu,
+ * cuda_trimul_proj.cu, cuda_trimul_out.cu, cuda_transition.cu: mma.sync, wgmma and cp.async PTX), which CMake leaves
  * out of it. Each says it does not run; the routing (the
  * caps of a HIP build have no mma.sync, cp.async or wgmma: gpu_plan.h) never
  * reaches the ones that would fail. */
@@ -88,6 +88,23 @@ extern "C" void tf_cu_trimul_proj_bwd_h(tf_backend *be, void *dproj, const void 
 {
     (void)be, (void)dproj, (void)dlr_t, (void)y, (void)W4, (void)rows, (void)C, (void)t;
     tf_cuda_fail("tf_cu_trimul_proj_bwd_h", "the triangle multiplication's mma.sync kernels are "
+                 "not in the HIP build", __FILE__, __LINE__);
+}
+extern "C" void tf_cu_trimul_out_fwd_h(tf_backend *be, float *z_out, const float *z_in,
+                                       const void *u_t, const void *Wo, const void *og, long rows,
+                                       int C, tf_dtype t)
+{
+    (void)be, (void)z_out, (void)z_in, (void)u_t, (void)Wo, (void)og, (void)rows, (void)C, (void)t;
+    tf_cuda_fail("tf_cu_trimul_out_fwd_h", "the triangle multiplication's mma.sync kernels are "
+                 "not in the HIP build", __FILE__, __LINE__);
+}
+extern "C" void tf_cu_trimul_out_bwd_h(tf_backend *be, void *dout, void *dog, void *du,
+                                       const float *dz, const void *u_t, const void *Wo,
+                                       const void *og, long rows, int C, tf_dtype t)
+{
+    (void)be, (void)dout, (void)dog, (void)du, (void)dz, (void)u_t, (void)Wo, (void)og;
+    (void)rows, (void)C, (void)t;
+    tf_cuda_fail("tf_cu_trimul_out_bwd_h", "the triangle multiplication's mma.sync kernels are "
                  "not in the HIP build", __FILE__, __LINE__);
 }
 extern "C" void tf_cu_transition_fwd_h(tf_backend *be, float *x_out, float *mean, float *rstd,
