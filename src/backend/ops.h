@@ -377,25 +377,30 @@ typedef struct tf_ops {
      *   bwd: proj again, dproj [rows, 4C] = gate_cmajor_bwd's (values' gradients
      *        at columns 0.., the gates' at 2C..)
      * proj never stored. W4 [4C, C], Wog [C, C], every tensor of type t. The
-     * CPU's ops are that composition. ---- */
+     * channel-major tensors (lr_t, dlr_t [2C, ldt]) hold the rows' values at
+     * c ldt + r: ldt = rows, or the whole tensor's rows for a chunk of them
+     * (ldt >= rows). The CPU's ops are that composition. ---- */
     void (*trimul_proj_fwd)(tf_backend *be, void *lr_t, void *og, const void *y, const void *W4,
-                            const void *Wog, long rows, int C, tf_dtype t);
+                            const void *Wog, long rows, long ldt, int C, tf_dtype t);
     void (*trimul_proj_bwd)(tf_backend *be, void *dproj, const void *dlr_t, const void *y,
-                            const void *W4, long rows, int C, tf_dtype t);
-    /* ---- its output stage (the same types and C), u_t [C, rows] (the
-     * channel-major product), Wo [C, C], og [rows, C] (the gate's logits):
+                            const void *W4, long rows, long ldt, int C, tf_dtype t);
+    /* ---- its output stage (the same types and C), u_t [C, ldt] (the
+     * channel-major product, as lr_t), Wo [C, C], og [rows, C] (the gate's
+     * logits):
      *   fwd: out = (u_t^T Wo^T) rounded to t; z_out = z_in + out * sigmoid(og)
      *        (gate_residual_fwd's; z_out may be z_in)
      *   bwd: out again, dy = dz rounded to t; dout, dog = gate_bwd's of (dy,
-     *        out, og); du [C, rows] = Wo^T dout^T rounded to t (assigned)
+     *        out, og); du [C, ldt] = Wo^T dout^T rounded to t (assigned; du
+     *        NULL: not wanted)
      * out never stored; z_in, z_out, dz fp32 (the residual stream and its
      * gradient), every other tensor of type t. The CPU's ops are that
      * composition. ---- */
     void (*trimul_out_fwd)(tf_backend *be, float *z_out, const float *z_in, const void *u_t,
-                           const void *Wo, const void *og, long rows, int C, tf_dtype t);
-    void (*trimul_out_bwd)(tf_backend *be, void *dout, void *dog, void *du, const float *dz,
-                           const void *u_t, const void *Wo, const void *og, long rows, int C,
+                           const void *Wo, const void *og, long rows, long ldt, int C,
                            tf_dtype t);
+    void (*trimul_out_bwd)(tf_backend *be, void *dout, void *dog, void *du, const float *dz,
+                           const void *u_t, const void *Wo, const void *og, long rows, long ldt,
+                           int C, tf_dtype t);
     /* fused gate + residual (v3): out = res + a * sigmoid(g) (out may be res);
      * out and res are fp32 (a residual stream), a and g of type t */
     void (*gate_residual_fwd)(tf_backend *be, float *out, const float *res, const void *a,

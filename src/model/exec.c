@@ -477,38 +477,45 @@ void tf_x_opm_fwd(tf_exec *ex, float *z_out, const float *z_in, const void *a, c
     TF_EXEC_OPC(ex, "opm_fwd", tf_cost_opm_fwd(B, S, N, co, cz, (int)tf_dtype_size(ex->at)),
                 opm_fwd(ex->be, z_out, z_in, a, tf_x_w(ex, W), B, S, N, co, cz, ex->at));
 }
+/* the elements a channel-major tensor of nch channels, rows of them at
+ * channel stride ldt, spans */
+static long cmajor_span(long rows, long ldt, int nch) { return (nch - 1) * ldt + rows; }
 void tf_x_trimul_proj_fwd(tf_exec *ex, void *lr_t, void *og, const void *y, const float *W4,
-                          const float *Wog, long rows, int C) {
+                          const float *Wog, long rows, long ldt, int C) {
     const long n = rows * C, nw = (long)C * C;
-    TF_ACCESS(ex, TF_SPANS(A(lr_t, 2 * n), A(og, n)),
+    TF_ACCESS(ex, TF_SPANS(A(lr_t, cmajor_span(rows, ldt, 2 * C)), A(og, n)),
               TF_SPANS(A(y, n), A(tf_x_w(ex, W4), 4 * nw), A(tf_x_w(ex, Wog), nw)));
     TF_EXEC_OPC(ex, "trimul_proj_fwd", tf_cost_trimul_proj(rows, C, 0, (int)tf_dtype_size(ex->at)),
-                trimul_proj_fwd(ex->be, lr_t, og, y, tf_x_w(ex, W4), tf_x_w(ex, Wog), rows, C,
-                                ex->at));
+                trimul_proj_fwd(ex->be, lr_t, og, y, tf_x_w(ex, W4), tf_x_w(ex, Wog), rows, ldt,
+                                C, ex->at));
 }
 void tf_x_trimul_proj_bwd(tf_exec *ex, void *dproj, const void *dlr_t, const void *y,
-                          const float *W4, long rows, int C) {
+                          const float *W4, long rows, long ldt, int C) {
     const long n = rows * C, nw = (long)C * C;
     TF_ACCESS(ex, TF_SPANS(A(dproj, 4 * n)),
-              TF_SPANS(A(dlr_t, 2 * n), A(y, n), A(tf_x_w(ex, W4), 4 * nw)));
+              TF_SPANS(A(dlr_t, cmajor_span(rows, ldt, 2 * C)), A(y, n),
+                       A(tf_x_w(ex, W4), 4 * nw)));
     TF_EXEC_OPC(ex, "trimul_proj_bwd", tf_cost_trimul_proj(rows, C, 1, (int)tf_dtype_size(ex->at)),
-                trimul_proj_bwd(ex->be, dproj, dlr_t, y, tf_x_w(ex, W4), rows, C, ex->at));
+                trimul_proj_bwd(ex->be, dproj, dlr_t, y, tf_x_w(ex, W4), rows, ldt, C, ex->at));
 }
 void tf_x_trimul_out_fwd(tf_exec *ex, float *z_out, const float *z_in, const void *u_t,
-                         const float *Wo, const void *og, long rows, int C) {
+                         const float *Wo, const void *og, long rows, long ldt, int C) {
     const long n = rows * C;
     TF_ACCESS(ex, TF_SPANS(F(z_out, n)),
-              TF_SPANS(F(z_in, n), A(u_t, n), A(tf_x_w(ex, Wo), (long)C * C), A(og, n)));
+              TF_SPANS(F(z_in, n), A(u_t, cmajor_span(rows, ldt, C)),
+                       A(tf_x_w(ex, Wo), (long)C * C), A(og, n)));
     TF_EXEC_OPC(ex, "trimul_out_fwd", tf_cost_trimul_out(rows, C, 0, (int)tf_dtype_size(ex->at)),
-                trimul_out_fwd(ex->be, z_out, z_in, u_t, tf_x_w(ex, Wo), og, rows, C, ex->at));
+                trimul_out_fwd(ex->be, z_out, z_in, u_t, tf_x_w(ex, Wo), og, rows, ldt, C,
+                               ex->at));
 }
 void tf_x_trimul_out_bwd(tf_exec *ex, void *dout, void *dog, void *du, const float *dz,
-                         const void *u_t, const float *Wo, const void *og, long rows, int C) {
-    const long n = rows * C;
-    TF_ACCESS(ex, TF_SPANS(A(dout, n), A(dog, n), A(du, n)),
-              TF_SPANS(F(dz, n), A(u_t, n), A(tf_x_w(ex, Wo), (long)C * C), A(og, n)));
+                         const void *u_t, const float *Wo, const void *og, long rows, long ldt,
+                         int C) {
+    const long n = rows * C, nt = cmajor_span(rows, ldt, C);
+    TF_ACCESS(ex, TF_SPANS(A(dout, n), A(dog, n), A(du, du ? nt : 0)),
+              TF_SPANS(F(dz, n), A(u_t, nt), A(tf_x_w(ex, Wo), (long)C * C), A(og, n)));
     TF_EXEC_OPC(ex, "trimul_out_bwd", tf_cost_trimul_out(rows, C, 1, (int)tf_dtype_size(ex->at)),
-                trimul_out_bwd(ex->be, dout, dog, du, dz, u_t, tf_x_w(ex, Wo), og, rows, C,
+                trimul_out_bwd(ex->be, dout, dog, du, dz, u_t, tf_x_w(ex, Wo), og, rows, ldt, C,
                                ex->at));
 }
 void tf_x_opm_bwd_dz(tf_exec *ex, void *da, float *dW, const void *dz, const void *a,

@@ -215,17 +215,18 @@ void tf_x_opm_fwd(tf_exec *ex, float *z_out, const float *z_in, const void *a, c
                   int B, int S, int N, int co, int cz);
 /* the triangle multiplication's projections and gates (ops.h
  * trimul_proj_fwd/_bwd; W4, Wog the fp32 parameters, read from the copy of
- * type at) */
+ * type at; ldt the channel-major tensors' channel stride) */
 void tf_x_trimul_proj_fwd(tf_exec *ex, void *lr_t, void *og, const void *y, const float *W4,
-                          const float *Wog, long rows, int C);
+                          const float *Wog, long rows, long ldt, int C);
 void tf_x_trimul_proj_bwd(tf_exec *ex, void *dproj, const void *dlr_t, const void *y,
-                          const float *W4, long rows, int C);
+                          const float *W4, long rows, long ldt, int C);
 /* and its output stage (ops.h trimul_out_fwd/_bwd; Wo the fp32 parameter,
  * read from the copy of type at; dz the fp32 stream gradient) */
 void tf_x_trimul_out_fwd(tf_exec *ex, float *z_out, const float *z_in, const void *u_t,
-                         const float *Wo, const void *og, long rows, int C);
+                         const float *Wo, const void *og, long rows, long ldt, int C);
 void tf_x_trimul_out_bwd(tf_exec *ex, void *dout, void *dog, void *du, const float *dz,
-                         const void *u_t, const float *Wo, const void *og, long rows, int C);
+                         const void *u_t, const float *Wo, const void *og, long rows, long ldt,
+                         int C);
 /* its backward from dz (type at): da assigned, dW (fp32) += (ops.h opm_bwd_dz) */
 void tf_x_opm_bwd_dz(tf_exec *ex, void *da, float *dW, const void *dz, const void *a,
                      const float *W, int B, int S, int N, int co, int cz);

@@ -117,7 +117,7 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     if (a->proj_op) { /* og too, from the same rows of y */
         a->og = tf_alloc_at(ex, (size_t)nc);
         tf_x_trimul_proj_fwd(ex, a->lr_t, a->og, a->ln.y, tf_P(M, lp), tf_P(M, o->tm[which].og),
-                             rows, C);
+                             rows, rows, C);
     } else if (gate_kernel && fused) { /* gating and transpose to [2, C, rows] in one pass (ops.h
                                    gate_cmajor_fwd; level 3: channel-major) */
         tf_x_gate_cmajor_fwd(ex, a->lr_t, a->proj, a->merged ? tf_at(ex, a->proj, 2 * C) : a->gate,
@@ -172,7 +172,8 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
         a->out = NULL;
         a->og_sig = NULL;
         if (z_out)
-            tf_x_trimul_out_fwd(ex, z_out, z_in, a->u_p, tf_P(M, o->tm[which].op), a->og, rows, C);
+            tf_x_trimul_out_fwd(ex, z_out, z_in, a->u_p, tf_P(M, o->tm[which].op), a->og, rows,
+                                rows, C);
         tf_rpop(ex);
         tf_rpop(ex);
         return;
@@ -229,7 +230,8 @@ static void *output_bwd_op(tf_exec *ex, const tf_model *M, const tf_block_off *o
     const long rows = (long)M->c->batch * M->c->seq_len * M->c->seq_len, nc = rows * C;
     void *dog = tf_alloc_at(ex, (size_t)nc), *du = tf_alloc_at(ex, (size_t)nc);
     *dout = tf_alloc_at(ex, (size_t)nc);
-    tf_x_trimul_out_bwd(ex, *dout, dog, du, dz, a->u_p, tf_P(M, o->tm[which].op), a->og, rows, C);
+    tf_x_trimul_out_bwd(ex, *dout, dog, du, dz, a->u_p, tf_P(M, o->tm[which].op), a->og, rows,
+                        rows, C);
     *dy = tf_alloc_at(ex, (size_t)nc);
     tf_linear_bwd(ex, *dy, tf_G(M, o->tm[which].og), dog, a->ln.y, tf_P(M, o->tm[which].og), rows,
                   C, C, 0);
@@ -326,7 +328,7 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     if (a->proj_op) { /* proj again from y, the merged [rows, 4C] gradient */
         dproj = tf_alloc_at(ex, (size_t)4 * nc);
         dgate = NULL;
-        tf_x_trimul_proj_bwd(ex, dproj, dlr_t, a->ln.y, tf_P(M, lp), rows, C);
+        tf_x_trimul_proj_bwd(ex, dproj, dlr_t, a->ln.y, tf_P(M, lp), rows, rows, C);
     } else if (gate_kernel && fused) { /* from the channel-first gradient in one pass */
         dproj = tf_alloc_at(ex, (size_t)4 * nc);
         dgate = tf_at(ex, dproj, a->merged ? 2 * C : 2 * nc);

@@ -11,7 +11,12 @@
  * and the whole L and R), its norms, projections, gates and output gate
  * again, and their backward. Its temporaries: lr_t, u, du and one chunk's.
  * With the output not wanted (the forward run again by --recompute modules:
- * z_out NULL) the output projection is skipped.
+ * z_out NULL) the output projection is skipped. Where the backend takes
+ * them (exec.h trimul_proj_op) a chunk's projections, gates and output stage
+ * are the unchunked module's ops (ops.h trimul_proj_*, trimul_out_*) on the
+ * chunk's rows of the channel-major tensors (channel stride: the whole
+ * tensor's rows); og is formed again by its GEMM where the output stage
+ * needs it.
  *
  * Bits: a position's values are computed by the same ops from the same
  * inputs as unchunked, with GEMMs of fewer rows (whether a row's bits depend
@@ -143,6 +148,32 @@ static void rows_out_grads(tf_exec *ex, const tf_model *M, const tf_block_off *o
     rows_out_bwd(ex, a, *dout, *dog, dzq, out, og, n);
 }
 
+/* The output gate's logits of a chunk (its norms in r, from x) */
+static void *rows_og(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                     chunk_rows *r, const float *x, long Kr) {
+    const int C = M->c->pair_dim;
+    rows_norm(ex, M, o, which, r, x, Kr);
+    void *og = tf_alloc_at(ex, (size_t)Kr * C);
+    tf_linear_fwd(ex, og, r->ln.y, tf_P(M, o->tm[which].og), Kr, C, C, 0.0f, TF_EPI_NONE);
+    return og;
+}
+
+/* With the ops: a chunk's output stage backward (ops.h trimul_out_bwd), du
+ * into du's rows r0.. (channel stride: the whole tensor's rows), or du NULL:
+ * only the gradients dout and dog, wanted again; og's logits returned */
+static void *rows_out_op_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                             const tf_trimul_act *a, chunk_rows *r, void **dout, void **dog,
+                             void *du, const float *x, const float *dz, long r0, long Kr) {
+    const int C = M->c->pair_dim;
+    const long rows = (long)M->c->batch * M->c->seq_len * M->c->seq_len, n = Kr * C;
+    void *og = rows_og(ex, M, o, which, r, x, Kr);
+    *dout = tf_alloc_at(ex, (size_t)n);
+    *dog = tf_alloc_at(ex, (size_t)n);
+    tf_x_trimul_out_bwd(ex, *dout, *dog, du ? tf_at(ex, du, r0) : NULL, dz, tf_at(ex, a->u_p, r0),
+                        tf_P(M, o->tm[which].op), og, Kr, rows, C);
+    return og;
+}
+
 /* The chunk's dL|dR, [2, C, Kr], from du and the whole L and R: the rows of
  * the product's backward GEMMs that fall in the chunk */
 static void product_bwd_rows(tf_exec *ex, const tf_config *c, const tf_trimul_act *a, int which,
@@ -184,6 +215,7 @@ void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
                 o->tm[which].rp == o->tm[which].lp + (size_t)C * C &&
                 o->tm[which].lg == o->tm[which].lp + (size_t)2 * C * C &&
                 o->tm[which].rg == o->tm[which].lp + (size_t)3 * C * C;
+    a->proj_op = a->merged && ex->trimul_proj_op && TF_TRIMUL_PROJ_OP_C(C);
     tf_rpush(ex, which ? "triangle_mult_incoming" : "triangle_mult_outgoing");
     a->lr_t = tf_alloc_at(ex, (size_t)2 * nc);
     a->l_t = a->lr_t;
@@ -196,6 +228,13 @@ void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
         const size_t mark = tf_arena_mark(ex->arena);
         chunk_rows r;
         rows_norm(ex, M, o, which, &r, z_in + r0 * C, Kr);
+        if (a->proj_op) { /* straight into the chunk's rows of lr_t; og not kept */
+            void *og = tf_alloc_at(ex, (size_t)n);
+            tf_x_trimul_proj_fwd(ex, tf_at(ex, a->lr_t, r0), og, r.ln.y, tf_P(M, o->tm[which].lp),
+                                 tf_P(M, o->tm[which].og), Kr, rows, C);
+            tf_arena_release(ex->arena, mark);
+            continue;
+        }
         rows_proj(ex, M, o, which, a, &r, Kr);
         void *t = tf_alloc_at(ex, (size_t)2 * n); /* gated L|R of the chunk, [2, C, Kr] */
         if (a->gate_kernel && a->fused) {
@@ -249,6 +288,13 @@ void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
         const size_t m = tf_arena_mark(ex->arena);
         chunk_rows r;
         void *out, *og;
+        if (a->proj_op) {
+            og = rows_og(ex, M, o, which, &r, z_in + r0 * C, Kr);
+            tf_x_trimul_out_fwd(ex, z_out + r0 * C, z_in + r0 * C, tf_at(ex, a->u_p, r0),
+                                tf_P(M, o->tm[which].op), og, Kr, rows, C);
+            tf_arena_release(ex->arena, m);
+            continue;
+        }
         rows_out(ex, M, o, which, a, &r, &out, &og, z_in + r0 * C, r0, Kr);
         if (a->gate_kernel) {
             tf_x_gate_residual_fwd(ex, z_out + r0 * C, z_in + r0 * C, out, og, n);
@@ -291,6 +337,17 @@ void tf_trimul_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
         const size_t m = tf_arena_mark(ex->arena);
         chunk_rows r;
         void *dout, *dog;
+        if (a->proj_op) { /* du's rows from the op, then dWo += dout^T u-chunk^T */
+            rows_out_op_bwd(ex, M, o, which, a, &r, &dout, &dog, du, z_in + r0 * C, dz + r0 * C,
+                            r0, Kr);
+            tf_gemm_args g = tf_gemm_make(ex, 1, 1, C, C, (int)Kr, 1.0f, 1.0f, dout, C, 0,
+                                          tf_at(ex, a->u_p, r0), rows, 0, tf_G(M, wo), C, 0, 1);
+            g.c_type = TF_F32; /* the parameter gradient */
+            g.wgrad = ex->wgrad_async;
+            tf_gemm(ex, &g, "linear_bwd_weight");
+            tf_arena_release(ex->arena, m);
+            continue;
+        }
         rows_out_grads(ex, M, o, which, a, &r, &dout, &dog, z_in + r0 * C, dz + r0 * C, r0, Kr);
         if (a->cmajor) { /* dWo += dout^T u-chunk^T; du[:, chunk] = Wo^T dout^T */
             tf_gemm_args g = tf_gemm_make(ex, 1, 1, C, C, (int)Kr, 1.0f, 1.0f, dout, C, 0,
@@ -323,16 +380,25 @@ void tf_trimul_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
         /* the output gate's part of dy (and its weight gradient) again */
         chunk_rows r;
         void *dout, *dog;
-        rows_out_grads(ex, M, o, which, a, &r, &dout, &dog, z_in + r0 * C, dz + r0 * C, r0, Kr);
+        if (a->proj_op)
+            rows_out_op_bwd(ex, M, o, which, a, &r, &dout, &dog, NULL, z_in + r0 * C,
+                            dz + r0 * C, r0, Kr);
+        else
+            rows_out_grads(ex, M, o, which, a, &r, &dout, &dog, z_in + r0 * C, dz + r0 * C, r0,
+                           Kr);
         void *dyq = tf_alloc_at(ex, (size_t)n);
         tf_linear_bwd(ex, dyq, tf_G(M, wog), dog, r.ln.y, tf_P(M, wog), Kr, C, C, 0);
-        rows_proj(ex, M, o, which, a, &r, Kr);
+        if (!a->proj_op) rows_proj(ex, M, o, which, a, &r, Kr);
         tf_rpush(ex, "triangle_product");
         void *t = tf_alloc_at(ex, (size_t)2 * n); /* the chunk's dL|dR, [2, C, Kr] */
         product_bwd_rows(ex, c, a, which, k, du, t);
         tf_rpop(ex);
         void *dproj, *dgate;
-        if (a->gate_kernel && a->fused) {
+        if (a->proj_op) { /* proj again from y, the merged [Kr, 4C] gradient */
+            dproj = tf_alloc_at(ex, (size_t)4 * n);
+            dgate = NULL;
+            tf_x_trimul_proj_bwd(ex, dproj, t, r.ln.y, tf_P(M, lp), Kr, Kr, C);
+        } else if (a->gate_kernel && a->fused) {
             dproj = tf_alloc_at(ex, (size_t)4 * n);
             dgate = tf_at(ex, dproj, a->merged ? 2 * C : 2 * n);
             tf_x_gate_cmajor_bwd(ex, dproj, dgate, t, r.proj, r.gate, r.ld, Kr, Kr, C);

@@ -1,9 +1,9 @@
 /* hostemu: the whole model on the emulated CUDA backend against the CPU
  * backend: loss and every parameter gradient of one step, at a level and a
  * shape that reach the kernels' real strides (run_model.sh builds it).
- *   model_check [N S outer_dim level [plan [bf16|fp16]]]   (defaults 20 5 8 3;
+ *   model_check [N S outer_dim level [plan [bf16|fp16 [chunk]]]]   (defaults 20 5 8 3;
  *   B 1, one block, msa_dim 64 / pair_dim 128 with 4 heads: head sizes 16 and
- *   32 as in the model)
+ *   32 as in the model; chunk: the CUDA run's --chunk-size, the CPU's unchunked)
  * Tolerance: as test_cuda_model (same fp32 function, different summation
  * orders): 1e-4 per tensor; measured ~1e-6. A half type (both backends in
  * it, the CUDA one with its fused transition): test_mixed's bounds for the
@@ -62,6 +62,7 @@ int main(int argc, char **argv)
     tf_config g = c;
     g.backend = TF_BACKEND_CUDA;
     if (argc > 5) snprintf(g.gpu_plan, sizeof g.gpu_plan, "%s", argv[5]); /* --gpu-plan */
+    if (argc > 7) g.chunk_size = atoi(argv[7]);
     const float l1 = run(&g, w, &b, g1);
     tf_param_info *tab = calloc(nt, sizeof *tab);
     tf_param_table(&c, tab);
@@ -83,9 +84,10 @@ int main(int argc, char **argv)
     const double hs = c.precision == TF_PREC_FP16 ? 0.125 : 1.0;
     const int ok = c.precision == TF_PREC_FP32 ? le <= 1e-4 && worst <= 1e-4
                                                : le <= 1e-2 * hs && all <= 3e-2 * hs;
-    printf("%s model v%d %s B%d N%d S%d outer %d: loss rel %.2e, all gradients %.2e, worst "
-           "gradient tensor %.2e (%s)\n",
-           ok ? "PASS" : "FAIL", level, prec, B, N, S, c.outer_dim, le, all, worst, wn);
+    printf("%s model v%d %s B%d N%d S%d outer %d chunk %d: loss rel %.2e, all gradients %.2e, "
+           "worst gradient tensor %.2e (%s)\n",
+           ok ? "PASS" : "FAIL", level, prec, B, N, S, c.outer_dim, g.chunk_size, le, all, worst,
+           wn);
     free(w), free(b.tokens), free(b.pair), free(b.target), free(g0), free(g1), free(tab);
     return ok ? 0 : 1;
 }

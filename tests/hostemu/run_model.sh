@@ -45,10 +45,13 @@ for shape in "20 5 8" "64 16 32" "70 33 32"; do
 done
 # bf16 on both backends: the CUDA one runs the half types' own kernels (the
 # fused transition on the emulated mma.sync; at outer_dim 32 with every
-# fused kernel named: the outer product mean's, the triangle projections',
-# kernel6); test_mixed's bounds
+# fused kernel named: the outer product mean's, the triangle multiplication's,
+# kernel6; then with --chunk-size 8 on the CUDA side, the chunked modules on
+# the same kernels); test_mixed's bounds
+fused=gemm=cublas,attn=k6,mlp=fused,opm=fused,trimul=fused
 "$out/model_check" 20 5 8 3 gemm=cublas bf16 || rc=1
-"$out/model_check" 20 5 32 3 gemm=cublas,attn=k6,mlp=fused,opm=fused,trimul=fused bf16 || rc=1
+"$out/model_check" 20 5 32 3 $fused bf16 || rc=1
+"$out/model_check" 20 5 32 3 $fused bf16 8 || rc=1
 echo "default GEMM routing (3xTF32 mma.sync where it runs; information only):"
 "$out/model_check" 64 16 32 3 || true
 exit $rc

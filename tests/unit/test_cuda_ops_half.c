@@ -610,6 +610,38 @@ static void test_half_opm_fused(void **state)
     done();
 }
 
+/* The triangle multiplication's channel-major tensors for a chunk of rows:
+ * nch channels of `rows` values at channel stride ldt >= rows. spread_t puts
+ * h [nch, rows] there with NaN in the gaps (a kernel that reads one poisons
+ * its output); gather_t takes the values back and counts the gap elements
+ * that are no longer NaN (written outside the rows). */
+static float *spread_t(const float *h, int nch, long rows, long ldt)
+{
+    float *w = malloc(sizeof(float) * (size_t)nch * ldt);
+    for (long i = 0; i < (long)nch * ldt; ++i) w[i] = NAN;
+    for (int c = 0; c < nch; ++c) memcpy(w + c * ldt, h + c * rows, sizeof(float) * rows);
+    return w;
+}
+static long gather_t(float *h, const float *w, int nch, long rows, long ldt)
+{
+    long bad = 0;
+    for (int c = 0; c < nch; ++c) {
+        memcpy(h + c * rows, w + c * ldt, sizeof(float) * rows);
+        for (long r = rows; r < ldt; ++r) bad += !isnan(w[c * ldt + r]);
+    }
+    return bad;
+}
+/* (rows, channel stride) of the triangle multiplication's op tests: whole
+ * tensors whose last 128-row block is partial (37, 300), then chunks of
+ * them, unaligned (37 of 45) and aligned (296 of 312) */
+static const long k_trimul_rows[4][2] = {{37, 37}, {300, 300}, {37, 45}, {296, 312}};
+static void check_gaps(const char *op, const char *shape, long bad)
+{
+    printf("%s %s %s: %ld elements written outside the rows\n", bad ? "FAIL" : "PASS", op, shape,
+           bad);
+    if (bad) ++g_fail;
+}
+
 /* ---- the triangle multiplication's projections and gates (ops.h
  * trimul_proj_fwd/_bwd) against the CPU's composition (the merged GEMM,
  * gate_cmajor_fwd/_bwd, og's GEMM). Both round proj and og to t from K = C
@@ -617,9 +649,9 @@ static void test_half_opm_fused(void **state)
  * land on the other neighbour of t: og within 2u of its largest value; the
  * gated L|R and the gradients are products of a value and a gate's sigmoid
  * (or its derivative) that may each have flipped, rounded once more: 4u.
- * Rows 37 and 300 leave the 128-row blocks partial and the channel-major
- * rows unaligned; a value read from the wrong channel or a gate's half
- * exchanged is off by ~100%. ---- */
+ * k_trimul_rows: partial 128-row blocks, unaligned channel-major rows, and
+ * chunks of a longer tensor; a value read from the wrong channel or a gate's
+ * half exchanged is off by ~100%. ---- */
 static void test_half_trimul_proj(void **state)
 {
     (void)state;
@@ -629,7 +661,6 @@ static void test_half_trimul_proj(void **state)
     const bk b = bk_create(3, 0, &fused, NULL), c = g_cpu;
     tf_backend_caps caps;
     b.ops->caps(b.be, &caps);
-    const long Rs[2] = {37, 300};
     const int C = 128;
     for (int k = 0; k < 2; ++k) {
         const tf_dtype t = k_half[k];
@@ -639,29 +670,35 @@ static void test_half_trimul_proj(void **state)
             continue;
         }
         const double u = u_of(t);
-        for (int ri = 0; ri < 2; ++ri) {
-            const long rows = Rs[ri];
-            const size_t n = (size_t)rows * C, nw = (size_t)C * C;
+        for (int ri = 0; ri < 4; ++ri) {
+            const long rows = k_trimul_rows[ri][0], ldt = k_trimul_rows[ri][1];
+            const size_t n = (size_t)rows * C, nw = (size_t)C * C, nt = (size_t)2 * C * ldt;
             const uint64_t sd = 500 + 10 * k + ri;
             float *hy = rnd_t(n, 1.f, sd, t), *hw4 = rnd_t(4 * nw, 1.f / sqrtf((float)C), sd + 1, t);
             float *hwo = rnd_t(nw, 1.f / sqrtf((float)C), sd + 2, t), *hd = rnd_t(2 * n, 1.f, sd + 3, t);
+            float *hdt = spread_t(hd, 2 * C, rows, ldt), *wt = malloc(4 * nt);
             float *lr[2], *og[2], *dp[2];
+            long gaps = 0;
             const bk be2[2] = {b, c};
             for (int e = 0; e < 2; ++e) {
                 const bk q = be2[e];
                 void *y = put_t(q, hy, n, t), *w4 = put_t(q, hw4, 4 * nw, t), *wo = put_t(q, hwo, nw, t);
-                void *dl = put_t(q, hd, 2 * n, t);
-                void *lrd = b_nan(q, 2 * n), *ogd = b_nan(q, n), *dpd = b_nan(q, 4 * n);
-                q.ops->trimul_proj_fwd(q.be, lrd, ogd, y, w4, wo, rows, C, t);
-                q.ops->trimul_proj_bwd(q.be, dpd, dl, y, w4, rows, C, t);
+                void *dl = put_t(q, hdt, nt, t);
+                void *lrd = b_nan(q, nt), *ogd = b_nan(q, n), *dpd = b_nan(q, 4 * n);
+                q.ops->trimul_proj_fwd(q.be, lrd, ogd, y, w4, wo, rows, ldt, C, t);
+                q.ops->trimul_proj_bwd(q.be, dpd, dl, y, w4, rows, ldt, C, t);
                 lr[e] = malloc(8 * n), og[e] = malloc(4 * n), dp[e] = malloc(16 * n);
-                get_t(q, lr[e], lrd, 2 * n, t), get_t(q, og[e], ogd, n, t);
+                get_t(q, wt, lrd, nt, t);
+                gaps += gather_t(lr[e], wt, 2 * C, rows, ldt);
+                get_t(q, og[e], ogd, n, t);
                 get_t(q, dp[e], dpd, 4 * n, t);
                 b_free(q, y), b_free(q, w4), b_free(q, wo), b_free(q, dl), b_free(q, lrd);
                 b_free(q, ogd), b_free(q, dpd);
             }
-            char shape[32], op[48];
-            snprintf(shape, sizeof shape, "rows %ld C %d", rows, C);
+            char shape[48], op[48];
+            snprintf(shape, sizeof shape, "rows %ld of %ld C %d", rows, ldt, C);
+            snprintf(op, sizeof op, "trimul_proj_fwd lr_t %s", tf_dtype_name(t));
+            check_gaps(op, shape, gaps);
             snprintf(op, sizeof op, "trimul_proj_fwd lr_t %s", tf_dtype_name(t));
             check(op, shape, lr[0], lr[1], 2 * n, 4 * u);
             snprintf(op, sizeof op, "trimul_proj_fwd og %s", tf_dtype_name(t));
@@ -669,7 +706,7 @@ static void test_half_trimul_proj(void **state)
             snprintf(op, sizeof op, "trimul_proj_bwd dproj %s", tf_dtype_name(t));
             check(op, shape, dp[0], dp[1], 4 * n, 4 * u);
             for (int e = 0; e < 2; ++e) free(lr[e]), free(og[e]), free(dp[e]);
-            free(hy), free(hw4), free(hwo), free(hd);
+            free(hy), free(hw4), free(hwo), free(hd), free(hdt), free(wt);
         }
     }
     tf_cuda_backend_destroy(b.be);
@@ -683,10 +720,10 @@ static void test_half_trimul_proj(void **state)
  * z_out - z_in within 2u of its largest value (plus the sums' own
  * tol_sum(C)); dout = dy sigmoid(og) reads no sum: 2u for the sigmoid's
  * last bit; dog multiplies a flipped out and is rounded again: 4u; du sums
- * C products of dout and is rounded: 4u + tol_sum(C). Rows 37 (unaligned
- * channel-major rows) and 296 (aligned, the last 128-row block partial);
- * the second runs the forward in place (z_out = z_in). A row or channel
- * exchanged, or the gate taken from the wrong element, is off by ~100%. ---- */
+ * C products of dout and is rounded: 4u + tol_sum(C). Shapes
+ * k_trimul_rows, the odd ones with the forward in place (z_out = z_in). A
+ * row or channel exchanged, or the gate taken from the wrong element, is off
+ * by ~100%. ---- */
 static void test_half_trimul_out(void **state)
 {
     (void)state;
@@ -696,7 +733,6 @@ static void test_half_trimul_out(void **state)
     const bk b = bk_create(3, 0, &fused, NULL), c = g_cpu;
     tf_backend_caps caps;
     b.ops->caps(b.be, &caps);
-    const long Rs[2] = {37, 296};
     const int C = 128;
     for (int k = 0; k < 2; ++k) {
         const tf_dtype t = k_half[k];
@@ -706,34 +742,50 @@ static void test_half_trimul_out(void **state)
             continue;
         }
         const double u = u_of(t);
-        for (int ri = 0; ri < 2; ++ri) {
-            const long rows = Rs[ri];
-            const size_t n = (size_t)rows * C, nw = (size_t)C * C;
+        for (int ri = 0; ri < 4; ++ri) {
+            const long rows = k_trimul_rows[ri][0], ldt = k_trimul_rows[ri][1];
+            const size_t n = (size_t)rows * C, nw = (size_t)C * C, nt = (size_t)C * ldt;
             const uint64_t sd = 600 + 10 * k + ri;
             float *hu = rnd_t(n, 1.f, sd, t), *hwo = rnd_t(nw, 1.f / sqrtf((float)C), sd + 1, t);
             float *hog = rnd_t(n, 1.f, sd + 2, t), *hz = rnd(n, 1.f, sd + 3);
             float *hdz = rnd(n, 1.f, sd + 4);
+            float *hut = spread_t(hu, C, rows, ldt), *wt = malloc(4 * nt);
             float *zo[2], *dout[2], *dog[2], *du[2];
+            long gaps = 0;
+            char shape[48], op[64];
+            snprintf(shape, sizeof shape, "rows %ld of %ld C %d", rows, ldt, C);
             const bk be2[2] = {b, c};
             for (int e = 0; e < 2; ++e) {
                 const bk q = be2[e];
-                void *ut = put_t(q, hu, n, t), *wo = put_t(q, hwo, nw, t), *og = put_t(q, hog, n, t);
+                void *ut = put_t(q, hut, nt, t), *wo = put_t(q, hwo, nw, t), *og = put_t(q, hog, n, t);
                 float *z = b_put(q, hz, n), *dz = b_put(q, hdz, n);
-                float *zod = ri ? z : b_nan(q, n);
-                void *d1 = b_nan(q, n), *d2 = b_nan(q, n), *d3 = b_nan(q, n);
-                q.ops->trimul_out_fwd(q.be, zod, z, ut, wo, og, rows, C, t);
-                q.ops->trimul_out_bwd(q.be, d1, d2, d3, dz, ut, wo, og, rows, C, t);
+                float *zod = ri & 1 ? z : b_nan(q, n);
+                void *d1 = b_nan(q, n), *d2 = b_nan(q, n), *d3 = b_nan(q, nt);
+                q.ops->trimul_out_fwd(q.be, zod, z, ut, wo, og, rows, ldt, C, t);
+                q.ops->trimul_out_bwd(q.be, d1, d2, d3, dz, ut, wo, og, rows, ldt, C, t);
+                void *d4 = b_nan(q, n), *d5 = b_nan(q, n); /* du not wanted: the same dout, dog */
+                q.ops->trimul_out_bwd(q.be, d4, d5, NULL, dz, ut, wo, og, rows, ldt, C, t);
                 zo[e] = malloc(4 * n), dout[e] = malloc(4 * n), dog[e] = malloc(4 * n);
                 du[e] = malloc(4 * n);
+                float *again = malloc(8 * n);
+                get_t(q, again, d4, n, t), get_t(q, again + n, d5, n, t);
                 b_get(q, zo[e], zod, n);
-                get_t(q, dout[e], d1, n, t), get_t(q, dog[e], d2, n, t), get_t(q, du[e], d3, n, t);
+                get_t(q, dout[e], d1, n, t), get_t(q, dog[e], d2, n, t), get_t(q, wt, d3, nt, t);
+                gaps += gather_t(du[e], wt, C, rows, ldt);
+                snprintf(op, sizeof op, "trimul_out_bwd du NULL, dout %s %s", tf_dtype_name(t),
+                         e ? "cpu" : "cuda");
+                check_same(op, shape, again, dout[e], n);
+                snprintf(op, sizeof op, "trimul_out_bwd du NULL, dog %s %s", tf_dtype_name(t),
+                         e ? "cpu" : "cuda");
+                check_same(op, shape, again + n, dog[e], n);
+                free(again), b_free(q, d4), b_free(q, d5);
                 b_free(q, ut), b_free(q, wo), b_free(q, og), b_free(q, z), b_free(q, dz);
-                if (!ri) b_free(q, zod);
+                if (!(ri & 1)) b_free(q, zod);
                 b_free(q, d1), b_free(q, d2), b_free(q, d3);
                 for (size_t i = 0; i < n; ++i) zo[e][i] -= hz[i];
             }
-            char shape[32], op[48];
-            snprintf(shape, sizeof shape, "rows %ld C %d", rows, C);
+            snprintf(op, sizeof op, "trimul_out_bwd du %s", tf_dtype_name(t));
+            check_gaps(op, shape, gaps);
             snprintf(op, sizeof op, "trimul_out_fwd z_out %s", tf_dtype_name(t));
             check(op, shape, zo[0], zo[1], n, 2 * u + tol_sum(C));
             snprintf(op, sizeof op, "trimul_out_bwd dout %s", tf_dtype_name(t));
@@ -743,7 +795,7 @@ static void test_half_trimul_out(void **state)
             snprintf(op, sizeof op, "trimul_out_bwd du %s", tf_dtype_name(t));
             check(op, shape, du[0], du[1], n, 4 * u + tol_sum(C));
             for (int e = 0; e < 2; ++e) free(zo[e]), free(dout[e]), free(dog[e]), free(du[e]);
-            free(hu), free(hwo), free(hog), free(hz), free(hdz);
+            free(hu), free(hwo), free(hog), free(hz), free(hdz), free(hut), free(wt);
         }
     }
     tf_cuda_backend_destroy(b.be);

@@ -254,14 +254,15 @@ void tf_cpu_opm_outer(tf_backend *be, void *outer_p, const void *a, int B, int S
 void tf_cpu_opm_fwd(tf_backend *be, float *z_out, const float *z_in, const void *a, const void *W,
                     int B, int S, int N, int co, int cz, tf_dtype t);
 void tf_cpu_trimul_proj_fwd(tf_backend *be, void *lr_t, void *og, const void *y, const void *W4,
-                            const void *Wog, long rows, int C, tf_dtype t);
+                            const void *Wog, long rows, long ldt, int C, tf_dtype t);
 void tf_cpu_trimul_proj_bwd(tf_backend *be, void *dproj, const void *dlr_t, const void *y,
-                            const void *W4, long rows, int C, tf_dtype t);
+                            const void *W4, long rows, long ldt, int C, tf_dtype t);
 void tf_cpu_trimul_out_fwd(tf_backend *be, float *z_out, const float *z_in, const void *u_t,
-                           const void *Wo, const void *og, long rows, int C, tf_dtype t);
-void tf_cpu_trimul_out_bwd(tf_backend *be, void *dout, void *dog, void *du, const float *dz,
-                           const void *u_t, const void *Wo, const void *og, long rows, int C,
+                           const void *Wo, const void *og, long rows, long ldt, int C,
                            tf_dtype t);
+void tf_cpu_trimul_out_bwd(tf_backend *be, void *dout, void *dog, void *du, const float *dz,
+                           const void *u_t, const void *Wo, const void *og, long rows, long ldt,
+                           int C, tf_dtype t);
 void tf_cpu_opm_bwd_dz(tf_backend *be, void *da, float *dW, const void *dz, const void *a,
                        const void *W, int B, int S, int N, int co, int cz, tf_dtype t);
 void tf_cpu_transition_fwd(tf_backend *be, float *x_out, float *mean, float *rstd, const float *x,

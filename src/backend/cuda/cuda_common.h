@@ -429,14 +429,16 @@ void tf_cu_opm_outer_mma_h(tf_backend *be, void *out, const void *a, int B, int 
 void tf_cu_opm_fwd_h(tf_backend *be, float *z_out, const float *z_in, const void *a, const void *W,
                      int B, int S, int N, int co, int cz, tf_dtype t);
 void tf_cu_trimul_proj_fwd_h(tf_backend *be, void *lr_t, void *og, const void *y,
-                             const void *W4, const void *Wog, long rows, int C, tf_dtype t);
+                             const void *W4, const void *Wog, long rows, long ldt, int C,
+                             tf_dtype t);
 void tf_cu_trimul_proj_bwd_h(tf_backend *be, void *dproj, const void *dlr_t, const void *y,
-                             const void *W4, long rows, int C, tf_dtype t);
+                             const void *W4, long rows, long ldt, int C, tf_dtype t);
 void tf_cu_trimul_out_fwd_h(tf_backend *be, float *z_out, const float *z_in, const void *u_t,
-                            const void *Wo, const void *og, long rows, int C, tf_dtype t);
-void tf_cu_trimul_out_bwd_h(tf_backend *be, void *dout, void *dog, void *du, const float *dz,
-                            const void *u_t, const void *Wo, const void *og, long rows, int C,
+                            const void *Wo, const void *og, long rows, long ldt, int C,
                             tf_dtype t);
+void tf_cu_trimul_out_bwd_h(tf_backend *be, void *dout, void *dog, void *du, const float *dz,
+                            const void *u_t, const void *Wo, const void *og, long rows, long ldt,
+                            int C, tf_dtype t);
 void tf_cu_opm_bwd_dz_h(tf_backend *be, void *da, float *dW, const void *dz, const void *a,
                         const void *W, int B, int S, int N, int co, int cz, tf_dtype t);
 /* cuda_transition.cu (NVIDIA only): ops.h transition_fwd/_bwd, C 64 or 128,

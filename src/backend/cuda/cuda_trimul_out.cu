@@ -31,13 +31,13 @@
 /* u_t's columns r0.. into Us (zero past rows) and Wo into Ws: one cp.async
  * group where u_t's rows are 16-byte aligned, plain loads where not */
 __device__ __forceinline__ void to_stage(uint16_t *Us, uint16_t *Ws, const uint16_t *u_t,
-                                         const uint16_t *Wo, long r0, long rows, int tid)
+                                         const uint16_t *Wo, long r0, long rows, long ldt, int tid)
 {
-    const bool vec = (rows & 7) == 0 && tf_cu_aligned(u_t, 16);
+    const bool vec = (ldt & 7) == 0 && (rows & 7) == 0 && tf_cu_aligned(u_t, 16);
     for (int e = tid; e < TO_C * (TO_ROWS / 8); e += TO_THREADS) {
         const int k = e / (TO_ROWS / 8), seg = (e % (TO_ROWS / 8)) * 8;
         const long r = r0 + seg;
-        const uint16_t *src = u_t + (long)k * rows + r;
+        const uint16_t *src = u_t + (long)k * ldt + r;
         uint16_t *dst = Us + k * TO_LD + seg;
         if (vec) {
             const bool ok = r < rows; /* rows % 8 == 0: a segment is all in or all out */
@@ -79,13 +79,13 @@ __device__ __forceinline__ void to_out(float (*acc)[4], const uint16_t *Us, cons
 template <class E>
 __global__ void __launch_bounds__(TO_THREADS, 2)
 trimul_out_fwd_kernel(float *z_out, const float *z_in, const uint16_t *u_t, const uint16_t *Wo,
-                      const uint16_t *og, long rows)
+                      const uint16_t *og, long rows, long ldt)
 {
     TF_SMEM(smf);
     uint16_t *Us = (uint16_t *)smf, *Ws = Us + TO_C * TO_LD;
     const int tid = (int)threadIdx.x, w = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const long r0 = (long)blockIdx.x * TO_ROWS;
-    to_stage(Us, Ws, u_t, Wo, r0, rows, tid);
+    to_stage(Us, Ws, u_t, Wo, r0, rows, ldt, tid);
     float acc[16][4];
     to_out<E>(acc, Us, Ws, w);
 #pragma unroll
@@ -109,13 +109,14 @@ trimul_out_fwd_kernel(float *z_out, const float *z_in, const uint16_t *u_t, cons
 template <class E>
 __global__ void __launch_bounds__(TO_THREADS, 2)
 trimul_out_bwd_kernel(uint16_t *dout, uint16_t *dog, uint16_t *du, const float *dz,
-                      const uint16_t *u_t, const uint16_t *Wo, const uint16_t *og, long rows)
+                      const uint16_t *u_t, const uint16_t *Wo, const uint16_t *og, long rows,
+                      long ldt)
 {
     TF_SMEM(smf);
     uint16_t *Us = (uint16_t *)smf, *Ws = Us + TO_C * TO_LD;
     const int tid = (int)threadIdx.x, w = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const long r0 = (long)blockIdx.x * TO_ROWS;
-    to_stage(Us, Ws, u_t, Wo, r0, rows, tid);
+    to_stage(Us, Ws, u_t, Wo, r0, rows, ldt, tid);
     float acc[16][4];
     to_out<E>(acc, Us, Ws, w);
     /* the gate's gradients; acc becomes dout (rounded), zero past rows */
@@ -144,6 +145,7 @@ trimul_out_bwd_kernel(uint16_t *dout, uint16_t *dog, uint16_t *du, const float *
             acc[j][2 * hh] = tf_tile_widen<E>((uint16_t)(pa & 0xffffu));
             acc[j][2 * hh + 1] = tf_tile_widen<E>((uint16_t)(pa >> 16));
         }
+    if (!du) return; /* dout and dog wanted again, du not */
     /* du [channel k][row] = sum_c dout[row, c] Wo[c, k]: A = dout from the
      * registers, B = Ws; in halves of 64 channels, over the warp's own
      * columns of Us */
@@ -172,11 +174,11 @@ trimul_out_bwd_kernel(uint16_t *dout, uint16_t *dog, uint16_t *du, const float *
             }
     }
     __syncthreads();
-    const bool vec = (rows & 7) == 0 && tf_cu_aligned(du, 16);
+    const bool vec = (ldt & 7) == 0 && (rows & 7) == 0 && tf_cu_aligned(du, 16);
     for (int e = tid; e < TO_C * (TO_ROWS / 8); e += TO_THREADS) {
         const int k = e / (TO_ROWS / 8), seg = (e % (TO_ROWS / 8)) * 8;
         const long r = r0 + seg;
-        uint16_t *dst = du + (long)k * rows + r;
+        uint16_t *dst = du + (long)k * ldt + r;
         const uint16_t *src = Us + k * TO_LD + seg;
         if (vec) {
             if (r < rows) *(uint4 *)dst = *(const uint4 *)src;
@@ -189,9 +191,10 @@ trimul_out_bwd_kernel(uint16_t *dout, uint16_t *dog, uint16_t *du, const float *
 
 /* f32 the fp32 stream(s) read or written as pairs, h the half pairs */
 static void to_check(const char *op, const void *Wo, const void *og, const void *f1,
-                     const void *f2, const void *h1, const void *h2, int C, tf_dtype t)
+                     const void *f2, const void *h1, const void *h2, int C, long rows, long ldt,
+                     tf_dtype t)
 {
-    if (C != TO_C || (t != TF_BF16 && t != TF_F16) || !tf_cu_aligned(Wo, 16) ||
+    if (C != TO_C || (t != TF_BF16 && t != TF_F16) || ldt < rows || !tf_cu_aligned(Wo, 16) ||
         !tf_cu_aligned(og, 4) || !tf_cu_aligned(f1, 8) || !tf_cu_aligned(f2, 8) ||
         !tf_cu_aligned(h1, 4) || !tf_cu_aligned(h2, 4))
         tf_cuda_fail(op, "C, type or alignment outside the kernel's (caps.trimul_proj_op)",
@@ -200,34 +203,36 @@ static void to_check(const char *op, const void *Wo, const void *og, const void 
 
 extern "C" void tf_cu_trimul_out_fwd_h(tf_backend *be, float *z_out, const float *z_in,
                                        const void *u_t, const void *Wo, const void *og, long rows,
-                                       int C, tf_dtype t)
+                                       long ldt, int C, tf_dtype t)
 {
     if (rows <= 0) return;
-    to_check("trimul_out_fwd", Wo, og, z_out, z_in, og, og, C, t);
+    to_check("trimul_out_fwd", Wo, og, z_out, z_in, og, og, C, rows, ldt, t);
     const dim3 grid((unsigned)((rows + TO_ROWS - 1) / TO_ROWS));
     if (t == TF_BF16)
         TF_LAUNCH_SMEM((trimul_out_fwd_kernel<tf_cu_bf16>), grid, TO_THREADS, TO_SMEM_BYTES, be,
                        z_out, z_in, (const uint16_t *)u_t, (const uint16_t *)Wo,
-                       (const uint16_t *)og, rows);
+                       (const uint16_t *)og, rows, ldt);
     else
         TF_LAUNCH_SMEM((trimul_out_fwd_kernel<tf_cu_f16>), grid, TO_THREADS, TO_SMEM_BYTES, be,
                        z_out, z_in, (const uint16_t *)u_t, (const uint16_t *)Wo,
-                       (const uint16_t *)og, rows);
+                       (const uint16_t *)og, rows, ldt);
 }
 
 extern "C" void tf_cu_trimul_out_bwd_h(tf_backend *be, void *dout, void *dog, void *du,
                                        const float *dz, const void *u_t, const void *Wo,
-                                       const void *og, long rows, int C, tf_dtype t)
+                                       const void *og, long rows, long ldt, int C, tf_dtype t)
 {
     if (rows <= 0) return;
-    to_check("trimul_out_bwd", Wo, og, dz, dz, dout, dog, C, t);
+    to_check("trimul_out_bwd", Wo, og, dz, dz, dout, dog, C, rows, ldt, t);
     const dim3 grid((unsigned)((rows + TO_ROWS - 1) / TO_ROWS));
     if (t == TF_BF16)
         TF_LAUNCH_SMEM((trimul_out_bwd_kernel<tf_cu_bf16>), grid, TO_THREADS, TO_SMEM_BYTES, be,
                        (uint16_t *)dout, (uint16_t *)dog, (uint16_t *)du, dz,
-                       (const uint16_t *)u_t, (const uint16_t *)Wo, (const uint16_t *)og, rows);
+                       (const uint16_t *)u_t, (const uint16_t *)Wo, (const uint16_t *)og, rows,
+                       ldt);
     else
         TF_LAUNCH_SMEM((trimul_out_bwd_kernel<tf_cu_f16>), grid, TO_THREADS, TO_SMEM_BYTES, be,
                        (uint16_t *)dout, (uint16_t *)dog, (uint16_t *)du, dz,
-                       (const uint16_t *)u_t, (const uint16_t *)Wo, (const uint16_t *)og, rows);
+                       (const uint16_t *)u_t, (const uint16_t *)Wo, (const uint16_t *)og, rows,
+                       ldt);
 }

@@ -79,7 +79,7 @@ __device__ __forceinline__ void tp_mma(float (*acc)[4], const uint16_t *Ys, cons
 template <class E>
 __global__ void __launch_bounds__(TP_THREADS, 2)
 trimul_proj_fwd_kernel(uint16_t *lr_t, uint16_t *og, const uint16_t *y, const uint16_t *W4,
-                       const uint16_t *Wog, long rows)
+                       const uint16_t *Wog, long rows, long ldt)
 {
     TF_SMEM(smf);
     uint16_t *Ys = (uint16_t *)smf, *Ws = Ys + TP_ROWS * TP_LD, *Ts = Ws + TP_ROWS * TP_LD;
@@ -120,7 +120,7 @@ trimul_proj_fwd_kernel(uint16_t *lr_t, uint16_t *og, const uint16_t *y, const ui
         for (int e = tid; e < 64 * (TP_ROWS / 8); e += TP_THREADS) {
             const int ch = e / (TP_ROWS / 8), seg = (e % (TP_ROWS / 8)) * 8;
             const long r = r0 + seg;
-            uint16_t *dst = lr_t + ((long)(p >> 1) * TP_C + (p & 1) * 64 + ch) * rows + r;
+            uint16_t *dst = lr_t + ((long)(p >> 1) * TP_C + (p & 1) * 64 + ch) * ldt + r;
             const uint16_t *src = Ts + ch * TP_TLD + seg;
             if (r + 8 <= rows && tf_cu_aligned(dst, 16)) {
                 *(uint4 *)dst = *(const uint4 *)src;
@@ -135,7 +135,7 @@ trimul_proj_fwd_kernel(uint16_t *lr_t, uint16_t *og, const uint16_t *y, const ui
 template <class E>
 __global__ void __launch_bounds__(TP_THREADS, 2)
 trimul_proj_bwd_kernel(uint16_t *dproj, const uint16_t *dlr_t, const uint16_t *y,
-                       const uint16_t *W4, long rows)
+                       const uint16_t *W4, long rows, long ldt)
 {
     TF_SMEM(smf);
     uint16_t *Ys = (uint16_t *)smf, *Ws = Ys + TP_ROWS * TP_LD, *Ts = Ws + TP_ROWS * TP_LD;
@@ -151,7 +151,7 @@ trimul_proj_bwd_kernel(uint16_t *dproj, const uint16_t *dlr_t, const uint16_t *y
         for (int e = tid; e < 64 * (TP_ROWS / 8); e += TP_THREADS) {
             const int ch = e / (TP_ROWS / 8), seg = (e % (TP_ROWS / 8)) * 8;
             const long r = r0 + seg;
-            const uint16_t *src = dlr_t + ((long)(p >> 1) * TP_C + (p & 1) * 64 + ch) * rows + r;
+            const uint16_t *src = dlr_t + ((long)(p >> 1) * TP_C + (p & 1) * 64 + ch) * ldt + r;
             uint16_t *dst = Ts + ch * TP_TLD + seg;
             if (r + 8 <= rows && tf_cu_aligned(src, 16)) {
                 *(uint4 *)dst = *(const uint4 *)src;
@@ -187,44 +187,44 @@ trimul_proj_bwd_kernel(uint16_t *dproj, const uint16_t *dlr_t, const uint16_t *y
 }
 
 static void tp_check(const char *op, const void *y, const void *W4, const void *W5, const void *o,
-                     int C, tf_dtype t)
+                     int C, long rows, long ldt, tf_dtype t)
 {
-    if (C != TP_C || (t != TF_BF16 && t != TF_F16) || !tf_cu_aligned(y, 16) ||
+    if (C != TP_C || (t != TF_BF16 && t != TF_F16) || ldt < rows || !tf_cu_aligned(y, 16) ||
         !tf_cu_aligned(W4, 16) || !tf_cu_aligned(W5, 16) || !tf_cu_aligned(o, 4))
         tf_cuda_fail(op, "C, type or alignment outside the kernel's (caps.trimul_proj_op)",
                      __FILE__, __LINE__);
 }
 
 extern "C" void tf_cu_trimul_proj_fwd_h(tf_backend *be, void *lr_t, void *og, const void *y,
-                                        const void *W4, const void *Wog, long rows, int C,
-                                        tf_dtype t)
+                                        const void *W4, const void *Wog, long rows, long ldt,
+                                        int C, tf_dtype t)
 {
     if (rows <= 0) return;
-    tp_check("trimul_proj_fwd", y, W4, Wog, og, C, t);
+    tp_check("trimul_proj_fwd", y, W4, Wog, og, C, rows, ldt, t);
     const dim3 grid((unsigned)((rows + TP_ROWS - 1) / TP_ROWS));
     if (t == TF_BF16)
         TF_LAUNCH_SMEM((trimul_proj_fwd_kernel<tf_cu_bf16>), grid, TP_THREADS, TP_SMEM_BYTES, be,
                        (uint16_t *)lr_t, (uint16_t *)og, (const uint16_t *)y,
-                       (const uint16_t *)W4, (const uint16_t *)Wog, rows);
+                       (const uint16_t *)W4, (const uint16_t *)Wog, rows, ldt);
     else
         TF_LAUNCH_SMEM((trimul_proj_fwd_kernel<tf_cu_f16>), grid, TP_THREADS, TP_SMEM_BYTES, be,
                        (uint16_t *)lr_t, (uint16_t *)og, (const uint16_t *)y,
-                       (const uint16_t *)W4, (const uint16_t *)Wog, rows);
+                       (const uint16_t *)W4, (const uint16_t *)Wog, rows, ldt);
 }
 
 extern "C" void tf_cu_trimul_proj_bwd_h(tf_backend *be, void *dproj, const void *dlr_t,
-                                        const void *y, const void *W4, long rows, int C,
-                                        tf_dtype t)
+                                        const void *y, const void *W4, long rows, long ldt,
+                                        int C, tf_dtype t)
 {
     if (rows <= 0) return;
-    tp_check("trimul_proj_bwd", y, W4, NULL, dproj, C, t);
+    tp_check("trimul_proj_bwd", y, W4, NULL, dproj, C, rows, ldt, t);
     const dim3 grid((unsigned)((rows + TP_ROWS - 1) / TP_ROWS));
     if (t == TF_BF16)
         TF_LAUNCH_SMEM((trimul_proj_bwd_kernel<tf_cu_bf16>), grid, TP_THREADS, TP_SMEM_BYTES, be,
                        (uint16_t *)dproj, (const uint16_t *)dlr_t, (const uint16_t *)y,
-                       (const uint16_t *)W4, rows);
+                       (const uint16_t *)W4, rows, ldt);
     else
         TF_LAUNCH_SMEM((trimul_proj_bwd_kernel<tf_cu_f16>), grid, TP_THREADS, TP_SMEM_BYTES, be,
                        (uint16_t *)dproj, (const uint16_t *)dlr_t, (const uint16_t *)y,
-                       (const uint16_t *)W4, rows);
+                       (const uint16_t *)W4, rows, ldt);
 }

@@ -75,35 +75,38 @@ extern "C" void tf_cu_opm_bwd_dz_h(tf_backend *be, void *da, float *dW, const vo
                  "build", __FILE__, __LINE__);
 }
 extern "C" void tf_cu_trimul_proj_fwd_h(tf_backend *be, void *lr_t, void *og, const void *y,
-                                        const void *W4, const void *Wog, long rows, int C,
-                                        tf_dtype t)
+                                        const void *W4, const void *Wog, long rows, long ldt,
+                                        int C, tf_dtype t)
 {
-    (void)be, (void)lr_t, (void)og, (void)y, (void)W4, (void)Wog, (void)rows, (void)C, (void)t;
+    (void)be, (void)lr_t, (void)og, (void)y, (void)W4, (void)Wog, (void)rows, (void)ldt, (void)C;
+    (void)t;
     tf_cuda_fail("tf_cu_trimul_proj_fwd_h", "the triangle multiplication's mma.sync kernels are "
                  "not in the HIP build", __FILE__, __LINE__);
 }
 extern "C" void tf_cu_trimul_proj_bwd_h(tf_backend *be, void *dproj, const void *dlr_t,
-                                        const void *y, const void *W4, long rows, int C,
-                                        tf_dtype t)
+                                        const void *y, const void *W4, long rows, long ldt,
+                                        int C, tf_dtype t)
 {
-    (void)be, (void)dproj, (void)dlr_t, (void)y, (void)W4, (void)rows, (void)C, (void)t;
+    (void)be, (void)dproj, (void)dlr_t, (void)y, (void)W4, (void)rows, (void)ldt, (void)C;
+    (void)t;
     tf_cuda_fail("tf_cu_trimul_proj_bwd_h", "the triangle multiplication's mma.sync kernels are "
                  "not in the HIP build", __FILE__, __LINE__);
 }
 extern "C" void tf_cu_trimul_out_fwd_h(tf_backend *be, float *z_out, const float *z_in,
                                        const void *u_t, const void *Wo, const void *og, long rows,
-                                       int C, tf_dtype t)
+                                       long ldt, int C, tf_dtype t)
 {
-    (void)be, (void)z_out, (void)z_in, (void)u_t, (void)Wo, (void)og, (void)rows, (void)C, (void)t;
+    (void)be, (void)z_out, (void)z_in, (void)u_t, (void)Wo, (void)og, (void)rows, (void)ldt;
+    (void)C, (void)t;
     tf_cuda_fail("tf_cu_trimul_out_fwd_h", "the triangle multiplication's mma.sync kernels are "
                  "not in the HIP build", __FILE__, __LINE__);
 }
 extern "C" void tf_cu_trimul_out_bwd_h(tf_backend *be, void *dout, void *dog, void *du,
                                        const float *dz, const void *u_t, const void *Wo,
-                                       const void *og, long rows, int C, tf_dtype t)
+                                       const void *og, long rows, long ldt, int C, tf_dtype t)
 {
     (void)be, (void)dout, (void)dog, (void)du, (void)dz, (void)u_t, (void)Wo, (void)og;
-    (void)rows, (void)C, (void)t;
+    (void)rows, (void)ldt, (void)C, (void)t;
     tf_cuda_fail("tf_cu_trimul_out_bwd_h", "the triangle multiplication's mma.sync kernels are "
                  "not in the HIP build", __FILE__, __LINE__);
 }
