@@ -532,8 +532,8 @@ __global__ void __launch_bounds__(LN2_THREADS) layernorm2_bwd_kernel2(TX *dx, ln
  * (float4 / float2, a half type's 8 / 4 bytes), the parameters once a warp,
  * and the next row's loads are issued before this row's sums (two rows in
  * flight a warp). The general kernels' scalar loads, guards and index
- * arithmetic made them issue-bound (ncu: 50% occupancy, 14.7 cycles between
- * a warp's instructions, 0.84 TB/s for layernorm2's backward). */
+ * arithmetic leave them issue-bound, far from the bandwidth a pass over the
+ * rows needs (bench/RESULTS.md has the ncu figures). */
 template <int VW, class T>
 __device__ __forceinline__ void ln_vld(const T *p, float (&v)[LN2_CACHE])
 {
