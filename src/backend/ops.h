@@ -370,9 +370,11 @@ typedef struct tf_ops {
     void (*gate_cmajor_bwd)(tf_backend *be, void *da, void *dg, const void *dlr_t,
                             const void *a, const void *g, long ld, long rows, long inner, int C,
                             tf_dtype t);
-    /* ---- the triangle multiplication's projections and gates (v3, merged,
-     * the types of caps.trimul_proj_op, TF_TRIMUL_PROJ_OP_C), y [rows, C]:
-     *   fwd: proj = y W4^T rounded to t ([rows, 4C]: L R | gate L, gate R),
+    /* ---- the triangle multiplication's norms, projections and gates (v3,
+     * merged, the types of caps.trimul_proj_op, TF_TRIMUL_PROJ_OP_C), y [rows, C]:
+     *   fwd: y, stats = layernorm2_fwd's of x (fp32, the residual stream; g1,
+     *        b1, g2, b2, eps as there; y of type t written),
+     *        proj = y W4^T rounded to t ([rows, 4C]: L R | gate L, gate R),
      *        lr_t = gate_cmajor_fwd's of proj (ld 4C, inner = rows), og = y Wog^T
      *   bwd: proj again, dproj [rows, 4C] = gate_cmajor_bwd's (values' gradients
      *        at columns 0.., the gates' at 2C..)
@@ -380,8 +382,10 @@ typedef struct tf_ops {
      * channel-major tensors (lr_t, dlr_t [2C, ldt]) hold the rows' values at
      * c ldt + r: ldt = rows, or the whole tensor's rows for a chunk of them
      * (ldt >= rows). The CPU's ops are that composition. ---- */
-    void (*trimul_proj_fwd)(tf_backend *be, void *lr_t, void *og, const void *y, const void *W4,
-                            const void *Wog, long rows, long ldt, int C, tf_dtype t);
+    void (*trimul_proj_fwd)(tf_backend *be, void *lr_t, void *og, void *y, float *stats,
+                            const float *x, const float *g1, const float *b1, const float *g2,
+                            const float *b2, float eps, const void *W4, const void *Wog, long rows,
+                            long ldt, int C, tf_dtype t);
     void (*trimul_proj_bwd)(tf_backend *be, void *dproj, const void *dlr_t, const void *y,
                             const void *W4, long rows, long ldt, int C, tf_dtype t);
     /* ---- its output stage (the same types and C), u_t [C, ldt] (the

@@ -480,14 +480,19 @@ void tf_x_opm_fwd(tf_exec *ex, float *z_out, const float *z_in, const void *a, c
 /* the elements a channel-major tensor of nch channels, rows of them at
  * channel stride ldt, spans */
 static long cmajor_span(long rows, long ldt, int nch) { return (nch - 1) * ldt + rows; }
-void tf_x_trimul_proj_fwd(tf_exec *ex, void *lr_t, void *og, const void *y, const float *W4,
-                          const float *Wog, long rows, long ldt, int C) {
+void tf_x_trimul_proj_fwd(tf_exec *ex, void *lr_t, void *og, void *y, float *stats,
+                          const float *x, const float *g1, const float *b1, const float *g2,
+                          const float *b2, const float *W4, const float *Wog, long rows, long ldt,
+                          int C) {
     const long n = rows * C, nw = (long)C * C;
-    TF_ACCESS(ex, TF_SPANS(A(lr_t, cmajor_span(rows, ldt, 2 * C)), A(og, n)),
-              TF_SPANS(A(y, n), A(tf_x_w(ex, W4), 4 * nw), A(tf_x_w(ex, Wog), nw)));
+    TF_ACCESS(ex,
+              TF_SPANS(A(lr_t, cmajor_span(rows, ldt, 2 * C)), A(og, n), A(y, n),
+                       F(stats, 4 * rows)),
+              TF_SPANS(F(x, n), F(g1, C), F(b1, C), F(g2, C), F(b2, C), A(tf_x_w(ex, W4), 4 * nw),
+                       A(tf_x_w(ex, Wog), nw)));
     TF_EXEC_OPC(ex, "trimul_proj_fwd", tf_cost_trimul_proj(rows, C, 0, (int)tf_dtype_size(ex->at)),
-                trimul_proj_fwd(ex->be, lr_t, og, y, tf_x_w(ex, W4), tf_x_w(ex, Wog), rows, ldt,
-                                C, ex->at));
+                trimul_proj_fwd(ex->be, lr_t, og, y, stats, x, g1, b1, g2, b2, 1e-5f,
+                                tf_x_w(ex, W4), tf_x_w(ex, Wog), rows, ldt, C, ex->at));
 }
 void tf_x_trimul_proj_bwd(tf_exec *ex, void *dproj, const void *dlr_t, const void *y,
                           const float *W4, long rows, long ldt, int C) {

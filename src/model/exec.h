@@ -213,11 +213,14 @@ void tf_x_opm_bwd(tf_exec *ex, void *da, const void *dop, const void *a, int B, 
  * fp32 parameter, read from the copy of type at) */
 void tf_x_opm_fwd(tf_exec *ex, float *z_out, const float *z_in, const void *a, const float *W,
                   int B, int S, int N, int co, int cz);
-/* the triangle multiplication's projections and gates (ops.h
- * trimul_proj_fwd/_bwd; W4, Wog the fp32 parameters, read from the copy of
- * type at; ldt the channel-major tensors' channel stride) */
-void tf_x_trimul_proj_fwd(tf_exec *ex, void *lr_t, void *og, const void *y, const float *W4,
-                          const float *Wog, long rows, long ldt, int C);
+/* the triangle multiplication's norms, projections and gates (ops.h
+ * trimul_proj_fwd/_bwd; y, stats as tf_x_layernorm2_fwd's; W4, Wog the fp32
+ * parameters, read from the copy of type at; ldt the channel-major tensors'
+ * channel stride) */
+void tf_x_trimul_proj_fwd(tf_exec *ex, void *lr_t, void *og, void *y, float *stats,
+                          const float *x, const float *g1, const float *b1, const float *g2,
+                          const float *b2, const float *W4, const float *Wog, long rows, long ldt,
+                          int C);
 void tf_x_trimul_proj_bwd(tf_exec *ex, void *dproj, const void *dlr_t, const void *y,
                           const float *W4, long rows, long ldt, int C);
 /* and its output stage (ops.h trimul_out_fwd/_bwd; Wo the fp32 parameter,

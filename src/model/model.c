@@ -116,6 +116,15 @@ void tf_ln_bwd(tf_exec *ex, const tf_model *M, tf_ln_off ln, const tf_ln_act *a,
     tf_rpop(ex);
 }
 
+float *tf_ln2_alloc(tf_exec *ex, tf_ln_act *b, tf_ln_act *a, long rows, int C) {
+    float *stats = tf_alloc_act(ex, (size_t)4 * rows);
+    a->y = tf_alloc_at(ex, (size_t)rows * C);
+    b->y = NULL;
+    b->mean = stats, b->rstd = stats + rows;
+    a->mean = stats + 2 * rows, a->rstd = stats + 3 * rows;
+    return stats;
+}
+
 void tf_ln2_fwd(tf_exec *ex, const tf_model *M, tf_ln_off bn, tf_ln_off ln, tf_ln_act *b,
                 tf_ln_act *a, const float *x, long rows, int C) {
     if (ex->level < 3 || C > TF_LN2_MAX_C || !ex->ops->layernorm2_fwd) {
@@ -123,11 +132,7 @@ void tf_ln2_fwd(tf_exec *ex, const tf_model *M, tf_ln_off bn, tf_ln_off ln, tf_l
         tf_ln_fwd(ex, M, ln, a, b->y, ex->at, rows, C);
         return;
     }
-    float *stats = tf_alloc_act(ex, (size_t)4 * rows);
-    a->y = tf_alloc_at(ex, (size_t)rows * C);
-    b->y = NULL;
-    b->mean = stats, b->rstd = stats + rows;
-    a->mean = stats + 2 * rows, a->rstd = stats + 3 * rows;
+    float *stats = tf_ln2_alloc(ex, b, a, rows, C);
     tf_rpush(ex, "layer_norm");
     tf_x_layernorm2_fwd(ex, a->y, stats, x, tf_P(M, bn.w), tf_P(M, bn.b), tf_P(M, ln.w),
                         tf_P(M, ln.b), rows, C);

@@ -228,6 +228,9 @@ void tf_ln_bwd(tf_exec *ex, const tf_model *M, tf_ln_off ln, const tf_ln_act *a,
  * (not stored) and the four statistics rows are one allocation. */
 void tf_ln2_fwd(tf_exec *ex, const tf_model *M, tf_ln_off bn, tf_ln_off ln, tf_ln_act *b,
                 tf_ln_act *a, const float *x, long rows, int C);
+/* Its one-op path's buffers (level 3) for an op that forms them itself
+ * (ops.h trimul_proj_fwd): a->y, the four statistics rows (returned) */
+float *tf_ln2_alloc(tf_exec *ex, tf_ln_act *b, tf_ln_act *a, long rows, int C);
 /* dx (+= when accumulate) from dy, the gradient of a->y; tmp: [rows, C] scratch
  * for the composed path (the gradient of b->y) */
 void tf_ln2_bwd(tf_exec *ex, const tf_model *M, tf_ln_off bn, tf_ln_off ln, const tf_ln_act *b,

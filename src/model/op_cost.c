@@ -131,9 +131,10 @@ tf_op_cost tf_cost_opm_bwd_dz(int B, int S, int N, int co, int cz, int es) {
 }
 
 /* The triangle multiplication's projections and gates (ops.h
- * trimul_proj_fwd/_bwd), es the activations' bytes: the forward's GEMM of
- * 5C columns (4C and og's), y read, the gated L|R and og written; the
- * backward's GEMM of 4C columns, y and dlr_t read, dproj written */
+ * trimul_proj_fwd/_bwd), es the activations' bytes: the forward's two
+ * LayerNorms and GEMM of 5C columns (4C and og's), x read (fp32), y, the
+ * gated L|R and og written; the backward's GEMM of 4C columns, y and dlr_t
+ * read, dproj written */
 tf_op_cost tf_cost_trimul_proj(long rows, int C, int backward, int es) {
     const double n = (double)rows * C;
     tf_op_cost c;
@@ -141,8 +142,9 @@ tf_op_cost tf_cost_trimul_proj(long rows, int C, int backward, int es) {
         c.flops = 8.0 * n * C + 8.0 * n;
         c.bytes = es * (n + 2.0 * n + 4.0 * n + 4.0 * C * C);
     } else {
-        c.flops = 10.0 * n * C + 4.0 * n;
-        c.bytes = es * (n + 2.0 * n + n + 5.0 * C * C);
+        const tf_op_cost ln = tf_cost_layernorm2_fwd(rows, C);
+        c.flops = 10.0 * n * C + 4.0 * n + ln.flops;
+        c.bytes = 4.0 * n + 16.0 * rows + es * (n + 2.0 * n + n + 5.0 * C * C);
     }
     return c;
 }

@@ -70,15 +70,19 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     }
     a->chunked = 0;
     tf_rpush(ex, which ? "triangle_mult_incoming" : "triangle_mult_outgoing");
-    tf_ln2_fwd(ex, M, bn, o->tm[which].ln, &a->bln, &a->ln, z_in, rows, C);
-
-    tf_rpush(ex, "projections");
-    size_t mark;
     /* level 3: projections and gates from one GEMM when the four weights are adjacent */
     a->merged = fused && gate_kernel && ex->trimul_merged &&
                 o->tm[which].rp == lp + (size_t)C * C && lg == lp + (size_t)2 * C * C &&
                 o->tm[which].rg == lp + (size_t)3 * C * C;
     a->proj_op = a->merged && ex->trimul_proj_op && TF_TRIMUL_PROJ_OP_C(C);
+    float *ln_stats = NULL; /* the op's norms (trimul_proj_fwd's prologue) */
+    if (a->proj_op)
+        ln_stats = tf_ln2_alloc(ex, &a->bln, &a->ln, rows, C);
+    else
+        tf_ln2_fwd(ex, M, bn, o->tm[which].ln, &a->bln, &a->ln, z_in, rows, C);
+
+    tf_rpush(ex, "projections");
+    size_t mark;
     if (a->proj_op) {
         a->proj = a->gate = NULL; /* formed in the op, never stored */
         a->lp = a->rp = a->lg = a->rg = NULL;
@@ -116,8 +120,9 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     a->sig = NULL;
     if (a->proj_op) { /* og too, from the same rows of y */
         a->og = tf_alloc_at(ex, (size_t)nc);
-        tf_x_trimul_proj_fwd(ex, a->lr_t, a->og, a->ln.y, tf_P(M, lp), tf_P(M, o->tm[which].og),
-                             rows, rows, C);
+        tf_x_trimul_proj_fwd(ex, a->lr_t, a->og, a->ln.y, ln_stats, z_in, tf_P(M, bn.w),
+                             tf_P(M, bn.b), tf_P(M, o->tm[which].ln.w), tf_P(M, o->tm[which].ln.b),
+                             tf_P(M, lp), tf_P(M, o->tm[which].og), rows, rows, C);
     } else if (gate_kernel && fused) { /* gating and transpose to [2, C, rows] in one pass (ops.h
                                    gate_cmajor_fwd; level 3: channel-major) */
         tf_x_gate_cmajor_fwd(ex, a->lr_t, a->proj, a->merged ? tf_at(ex, a->proj, 2 * C) : a->gate,

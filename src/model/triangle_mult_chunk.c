@@ -227,14 +227,17 @@ void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
         const long r0 = ((long)k.b * N + k.i0) * N, Kr = (long)k.ni * N, n = Kr * C;
         const size_t mark = tf_arena_mark(ex->arena);
         chunk_rows r;
-        rows_norm(ex, M, o, which, &r, z_in + r0 * C, Kr);
-        if (a->proj_op) { /* straight into the chunk's rows of lr_t; og not kept */
+        if (a->proj_op) { /* norms too, straight into the chunk's rows of lr_t; og not kept */
+            const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out, ln = o->tm[which].ln;
+            float *stats = tf_ln2_alloc(ex, &r.bln, &r.ln, Kr, C);
             void *og = tf_alloc_at(ex, (size_t)n);
-            tf_x_trimul_proj_fwd(ex, tf_at(ex, a->lr_t, r0), og, r.ln.y, tf_P(M, o->tm[which].lp),
-                                 tf_P(M, o->tm[which].og), Kr, rows, C);
+            tf_x_trimul_proj_fwd(ex, tf_at(ex, a->lr_t, r0), og, r.ln.y, stats, z_in + r0 * C,
+                                 tf_P(M, bn.w), tf_P(M, bn.b), tf_P(M, ln.w), tf_P(M, ln.b),
+                                 tf_P(M, o->tm[which].lp), tf_P(M, o->tm[which].og), Kr, rows, C);
             tf_arena_release(ex->arena, mark);
             continue;
         }
+        rows_norm(ex, M, o, which, &r, z_in + r0 * C, Kr);
         rows_proj(ex, M, o, which, a, &r, Kr);
         void *t = tf_alloc_at(ex, (size_t)2 * n); /* gated L|R of the chunk, [2, C, Kr] */
         if (a->gate_kernel && a->fused) {

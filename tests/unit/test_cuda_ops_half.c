@@ -642,13 +642,18 @@ static void check_gaps(const char *op, const char *shape, long bad)
     if (bad) ++g_fail;
 }
 
-/* ---- the triangle multiplication's projections and gates (ops.h
- * trimul_proj_fwd/_bwd) against the CPU's composition (the merged GEMM,
- * gate_cmajor_fwd/_bwd, og's GEMM). Both round proj and og to t from K = C
+/* ---- the triangle multiplication's norms, projections and gates (ops.h
+ * trimul_proj_fwd/_bwd) against the CPU's composition (layernorm2_fwd, the
+ * merged GEMM, gate_cmajor_fwd/_bwd, og's GEMM). The forward's statistics
+ * are fp32 sums of C terms in another order: tol_sum(C); y is rounded to t
+ * from them: 2u. The forward's projections start from the y each computed,
+ * the backward's from one given y. Both round proj and og to t from K = C
  * fp32 sums that differ in order and truncation (~1e-6 relative), so a few
- * land on the other neighbour of t: og within 2u of its largest value; the
- * gated L|R and the gradients are products of a value and a gate's sigmoid
- * (or its derivative) that may each have flipped, rounded once more: 4u.
+ * land on the other neighbour of t: og within 2u of its largest value, plus
+ * the flipped y's share of the sum (2u |y_k W_k| against og's sum of C such
+ * terms: well under u): 3u; the gated L|R and the gradients are products of
+ * a value and a gate's sigmoid (or its derivative) that may each have
+ * flipped, rounded once more: 4u.
  * k_trimul_rows: partial 128-row blocks, unaligned channel-major rows, and
  * chunks of a longer tensor; a value read from the wrong channel or a gate's
  * half exchanged is off by ~100%. ---- */
@@ -677,7 +682,10 @@ static void test_half_trimul_proj(void **state)
             float *hy = rnd_t(n, 1.f, sd, t), *hw4 = rnd_t(4 * nw, 1.f / sqrtf((float)C), sd + 1, t);
             float *hwo = rnd_t(nw, 1.f / sqrtf((float)C), sd + 2, t), *hd = rnd_t(2 * n, 1.f, sd + 3, t);
             float *hdt = spread_t(hd, 2 * C, rows, ldt), *wt = malloc(4 * nt);
-            float *lr[2], *og[2], *dp[2];
+            float *hx = rnd(n, 2.f, sd + 4), *hg = rnd(4 * C, 0.2f, sd + 5); /* g1 b1 g2 b2 */
+            for (int i = 0; i < C; ++i) hg[i] += 1.f, hg[2 * C + i] += 1.f;
+            for (size_t i = 0; i < n; ++i) hx[i] += 0.5f;
+            float *lr[2], *og[2], *dp[2], *yo[2], *st[2];
             long gaps = 0;
             const bk be2[2] = {b, c};
             for (int e = 0; e < 2; ++e) {
@@ -685,9 +693,16 @@ static void test_half_trimul_proj(void **state)
                 void *y = put_t(q, hy, n, t), *w4 = put_t(q, hw4, 4 * nw, t), *wo = put_t(q, hwo, nw, t);
                 void *dl = put_t(q, hdt, nt, t);
                 void *lrd = b_nan(q, nt), *ogd = b_nan(q, n), *dpd = b_nan(q, 4 * n);
-                q.ops->trimul_proj_fwd(q.be, lrd, ogd, y, w4, wo, rows, ldt, C, t);
+                float *x = b_put(q, hx, n), *gb = b_put(q, hg, 4 * C), *std = b_nan(q, 4 * rows);
+                void *yd = b_nan(q, n);
+                q.ops->trimul_proj_fwd(q.be, lrd, ogd, yd, std, x, gb, gb + C, gb + 2 * C,
+                                       gb + 3 * C, 1e-5f, w4, wo, rows, ldt, C, t);
                 q.ops->trimul_proj_bwd(q.be, dpd, dl, y, w4, rows, ldt, C, t);
                 lr[e] = malloc(8 * n), og[e] = malloc(4 * n), dp[e] = malloc(16 * n);
+                yo[e] = malloc(4 * n), st[e] = malloc(16 * rows);
+                get_t(q, yo[e], yd, n, t);
+                b_get(q, st[e], std, 4 * rows);
+                b_free(q, x), b_free(q, gb), b_free(q, std), b_free(q, yd);
                 get_t(q, wt, lrd, nt, t);
                 gaps += gather_t(lr[e], wt, 2 * C, rows, ldt);
                 get_t(q, og[e], ogd, n, t);
@@ -702,11 +717,16 @@ static void test_half_trimul_proj(void **state)
             snprintf(op, sizeof op, "trimul_proj_fwd lr_t %s", tf_dtype_name(t));
             check(op, shape, lr[0], lr[1], 2 * n, 4 * u);
             snprintf(op, sizeof op, "trimul_proj_fwd og %s", tf_dtype_name(t));
-            check(op, shape, og[0], og[1], n, 2 * u);
+            check(op, shape, og[0], og[1], n, 3 * u);
+            snprintf(op, sizeof op, "trimul_proj_fwd y %s", tf_dtype_name(t));
+            check(op, shape, yo[0], yo[1], n, 2 * u);
+            snprintf(op, sizeof op, "trimul_proj_fwd stats %s", tf_dtype_name(t));
+            check(op, shape, st[0], st[1], 4 * rows, tol_sum(C));
             snprintf(op, sizeof op, "trimul_proj_bwd dproj %s", tf_dtype_name(t));
             check(op, shape, dp[0], dp[1], 4 * n, 4 * u);
-            for (int e = 0; e < 2; ++e) free(lr[e]), free(og[e]), free(dp[e]);
-            free(hy), free(hw4), free(hwo), free(hd), free(hdt), free(wt);
+            for (int e = 0; e < 2; ++e)
+                free(lr[e]), free(og[e]), free(dp[e]), free(yo[e]), free(st[e]);
+            free(hy), free(hw4), free(hwo), free(hd), free(hdt), free(wt), free(hx), free(hg);
         }
     }
     tf_cuda_backend_destroy(b.be);

@@ -253,8 +253,10 @@ void tf_cpu_opm_outer(tf_backend *be, void *outer_p, const void *a, int B, int S
                       tf_dtype t);
 void tf_cpu_opm_fwd(tf_backend *be, float *z_out, const float *z_in, const void *a, const void *W,
                     int B, int S, int N, int co, int cz, tf_dtype t);
-void tf_cpu_trimul_proj_fwd(tf_backend *be, void *lr_t, void *og, const void *y, const void *W4,
-                            const void *Wog, long rows, long ldt, int C, tf_dtype t);
+void tf_cpu_trimul_proj_fwd(tf_backend *be, void *lr_t, void *og, void *y, float *stats,
+                            const float *x, const float *g1, const float *b1, const float *g2,
+                            const float *b2, float eps, const void *W4, const void *Wog, long rows,
+                            long ldt, int C, tf_dtype t);
 void tf_cpu_trimul_proj_bwd(tf_backend *be, void *dproj, const void *dlr_t, const void *y,
                             const void *W4, long rows, long ldt, int C, tf_dtype t);
 void tf_cpu_trimul_out_fwd(tf_backend *be, float *z_out, const float *z_in, const void *u_t,

@@ -1,8 +1,9 @@
-/* The triangle multiplication's projections and gates as one op each way
- * (ops.h trimul_proj_fwd/_bwd): on the CPU exactly the composition the model
- * runs without them (the merged GEMM into proj, gate_cmajor_fwd, og's GEMM;
- * proj again and gate_cmajor_bwd), the reference the GPU's kernels are
- * checked against, and so is the output stage (ops.h trimul_out_fwd/_bwd:
+/* The triangle multiplication's norms, projections and gates as one op each
+ * way (ops.h trimul_proj_fwd/_bwd): on the CPU exactly the composition the
+ * model runs without them (layernorm2_fwd, the merged GEMM into proj,
+ * gate_cmajor_fwd, og's GEMM; proj again and gate_cmajor_bwd), the
+ * reference the GPU's kernels are checked against, and so is the output
+ * stage (ops.h trimul_out_fwd/_bwd:
  * the GEMM and gate_residual_fwd; convert, gate_bwd and du's GEMM). The
  * CPU's own model keeps the composition. */
 #include <string.h>
@@ -23,9 +24,12 @@ static void proj(tf_backend *be, void *out, const void *y, const void *W, long r
     tf_cpu_gemm_packed(be, 0, 1, (int)rows, n, C, y, W, out, 0.0f, NULL, t, t, "trimul_proj");
 }
 
-void tf_cpu_trimul_proj_fwd(tf_backend *be, void *lr_t, void *og, const void *y, const void *W4,
-                            const void *Wog, long rows, long ldt, int C, tf_dtype t) {
+void tf_cpu_trimul_proj_fwd(tf_backend *be, void *lr_t, void *og, void *y, float *stats,
+                            const float *x, const float *g1, const float *b1, const float *g2,
+                            const float *b2, float eps, const void *W4, const void *Wog, long rows,
+                            long ldt, int C, tf_dtype t) {
     tf_cpu_dtype_check(t, "trimul_proj_fwd");
+    tf_cpu_layernorm2_fwd(be, y, stats, x, g1, b1, g2, b2, rows, C, eps, TF_F32, t);
     const size_t es = tf_dtype_size(t);
     char *p = tf_cpu_scratch_push(be, (size_t)rows * 6 * C * es), *g = p + rows * 4 * C * es;
     proj(be, p, y, W4, rows, C, 4 * C, t);

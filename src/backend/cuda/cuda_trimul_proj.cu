@@ -1,7 +1,11 @@
-/* The triangle multiplication's projections and gates for bf16 / fp16 at C
+/* The triangle multiplication's norms, projections and gates for bf16 / fp16 at C
  * 128 (ops.h trimul_proj_fwd/_bwd), on mma.sync m16n8k16 (cuda_tile.h).
  * NVIDIA only; elsewhere the model composes the merged GEMM and
  * gate_cmajor_fwd/_bwd (triangle_mult.c, gpu_plan.h tf_gpu_trimul_proj).
+ *
+ * The forward's prologue is the two LayerNorms (layernorm2_fwd's math): y
+ * and the statistics are written for the backward, and y's rows stay in
+ * shared memory for the passes.
  *
  * The composition writes proj = E(y W4^T) ([rows, 4C]: L, R, then their
  * gate logits), reads it back to gate and transpose L|R channel-major, and
@@ -57,6 +61,71 @@ __device__ __forceinline__ void tp_stage_y(uint16_t *Ys, const uint16_t *y, long
     }
 }
 
+/* The forward's prologue: the warp's 16 rows of y = LN2(x) (layernorm2_fwd's
+ * expressions in its order: two-pass statistics over a warp sum, y1 in fp32),
+ * rounded to E into Ys (zero past rows) and written out with the four
+ * statistics rows. A lane holds 4 adjacent columns; the rows' loads are
+ * issued four at a time ahead of their sums. */
+template <class E>
+__device__ __forceinline__ void tp_prologue(uint16_t *Ys, uint16_t *y, float *stats,
+                                            const float *x, const float *g1, const float *b1,
+                                            const float *g2, const float *b2, float eps, long r0,
+                                            long rows, int w, int lane)
+{
+    const float4 p1 = *(const float4 *)(g1 + 4 * lane), q1 = *(const float4 *)(b1 + 4 * lane);
+    const float4 p2 = *(const float4 *)(g2 + 4 * lane), q2 = *(const float4 *)(b2 + 4 * lane);
+    const float G1[4] = {p1.x, p1.y, p1.z, p1.w}, B1[4] = {q1.x, q1.y, q1.z, q1.w};
+    const float G2[4] = {p2.x, p2.y, p2.z, p2.w}, B2[4] = {q2.x, q2.y, q2.z, q2.w};
+#pragma unroll 1
+    for (int i0 = 0; i0 < 16; i0 += 4) {
+        float4 xv[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const long r = r0 + 16 * w + i0 + i;
+            xv[i] = r < rows ? *(const float4 *)(x + r * TP_C + 4 * lane)
+                             : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int rl = 16 * w + i0 + i;
+            const long r = r0 + rl;
+            uint2 *ys = (uint2 *)(Ys + rl * TP_LD + 4 * lane);
+            if (r >= rows) { /* warp-uniform */
+                *ys = make_uint2(0u, 0u);
+                continue;
+            }
+            float v[4] = {xv[i].x, xv[i].y, xv[i].z, xv[i].w};
+            float mu[2], rs[2];
+#pragma unroll
+            for (int n = 0; n < 2; ++n) {
+                float sum = 0.f, sq = 0.f;
+#pragma unroll
+                for (int k = 0; k < 4; ++k) sum += v[k];
+                mu[n] = tf_warp_sum(sum) / TP_C;
+#pragma unroll
+                for (int k = 0; k < 4; ++k) {
+                    const float d = v[k] - mu[n];
+                    sq += d * d;
+                }
+                rs[n] = 1.f / sqrtf(tf_warp_sum(sq) / TP_C + eps);
+#pragma unroll
+                for (int k = 0; k < 4; ++k)
+                    v[k] = n ? (v[k] - mu[1]) * rs[1] * G2[k] + B2[k]
+                             : (v[k] - mu[0]) * rs[0] * G1[k] + B1[k];
+            }
+            const uint2 u = make_uint2(tf_tile_pack<E>(v[0], v[1]), tf_tile_pack<E>(v[2], v[3]));
+            *ys = u;
+            *(uint2 *)(y + r * TP_C + 4 * lane) = u;
+            if (lane == 0) {
+                stats[r] = mu[0];
+                stats[rows + r] = rs[0];
+                stats[2 * rows + r] = mu[1];
+                stats[3 * rows + r] = rs[1];
+            }
+        }
+    }
+}
+
 /* the warp's 16 rows x the pass's 128 columns, K = C */
 template <class E>
 __device__ __forceinline__ void tp_mma(float (*acc)[4], const uint16_t *Ys, const uint16_t *Ws,
@@ -78,19 +147,24 @@ __device__ __forceinline__ void tp_mma(float (*acc)[4], const uint16_t *Ys, cons
 
 template <class E>
 __global__ void __launch_bounds__(TP_THREADS, 2)
-trimul_proj_fwd_kernel(uint16_t *lr_t, uint16_t *og, const uint16_t *y, const uint16_t *W4,
-                       const uint16_t *Wog, long rows, long ldt)
+trimul_proj_fwd_kernel(uint16_t *lr_t, uint16_t *og, uint16_t *y, float *stats, const float *x,
+                       const float *g1, const float *b1, const float *g2, const float *b2,
+                       float eps, const uint16_t *W4, const uint16_t *Wog, long rows, long ldt)
 {
     TF_SMEM(smf);
     uint16_t *Ys = (uint16_t *)smf, *Ws = Ys + TP_ROWS * TP_LD, *Ts = Ws + TP_ROWS * TP_LD;
     const int tid = (int)threadIdx.x, w = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const long r0 = (long)blockIdx.x * TP_ROWS;
-    tp_stage_y(Ys, y, r0, rows, tid);
+    tp_stage_w(Ws, W4, Wog, 0, tid); /* pass 0's weights load while the rows are normalised */
+    mma_commit();
+    tp_prologue<E>(Ys, y, stats, x, g1, b1, g2, b2, eps, r0, rows, w, lane);
 #pragma unroll 1
     for (int p = 0; p < 5; ++p) {
-        __syncthreads(); /* the last pass's readers of Ws and Ts are done */
-        tp_stage_w(Ws, W4, Wog, p, tid);
-        mma_commit();
+        if (p) {
+            __syncthreads(); /* the last pass's readers of Ws and Ts are done */
+            tp_stage_w(Ws, W4, Wog, p, tid);
+            mma_commit();
+        }
         mma_wait<0>();
         __syncthreads();
         float acc[16][4];
@@ -195,21 +269,27 @@ static void tp_check(const char *op, const void *y, const void *W4, const void *
                      __FILE__, __LINE__);
 }
 
-extern "C" void tf_cu_trimul_proj_fwd_h(tf_backend *be, void *lr_t, void *og, const void *y,
-                                        const void *W4, const void *Wog, long rows, long ldt,
-                                        int C, tf_dtype t)
+extern "C" void tf_cu_trimul_proj_fwd_h(tf_backend *be, void *lr_t, void *og, void *y,
+                                        float *stats, const float *x, const float *g1,
+                                        const float *b1, const float *g2, const float *b2,
+                                        float eps, const void *W4, const void *Wog, long rows,
+                                        long ldt, int C, tf_dtype t)
 {
     if (rows <= 0) return;
     tp_check("trimul_proj_fwd", y, W4, Wog, og, C, rows, ldt, t);
+    if (!tf_cu_aligned(x, 16) || !tf_cu_aligned(g1, 16) || !tf_cu_aligned(b1, 16) ||
+        !tf_cu_aligned(g2, 16) || !tf_cu_aligned(b2, 16) || !tf_cu_aligned(y, 8))
+        tf_cuda_fail("trimul_proj_fwd", "x, y or the norms' parameters not aligned to 4 elements",
+                     __FILE__, __LINE__);
     const dim3 grid((unsigned)((rows + TP_ROWS - 1) / TP_ROWS));
     if (t == TF_BF16)
         TF_LAUNCH_SMEM((trimul_proj_fwd_kernel<tf_cu_bf16>), grid, TP_THREADS, TP_SMEM_BYTES, be,
-                       (uint16_t *)lr_t, (uint16_t *)og, (const uint16_t *)y,
-                       (const uint16_t *)W4, (const uint16_t *)Wog, rows, ldt);
+                       (uint16_t *)lr_t, (uint16_t *)og, (uint16_t *)y, stats, x, g1, b1, g2, b2,
+                       eps, (const uint16_t *)W4, (const uint16_t *)Wog, rows, ldt);
     else
         TF_LAUNCH_SMEM((trimul_proj_fwd_kernel<tf_cu_f16>), grid, TP_THREADS, TP_SMEM_BYTES, be,
-                       (uint16_t *)lr_t, (uint16_t *)og, (const uint16_t *)y,
-                       (const uint16_t *)W4, (const uint16_t *)Wog, rows, ldt);
+                       (uint16_t *)lr_t, (uint16_t *)og, (uint16_t *)y, stats, x, g1, b1, g2, b2,
+                       eps, (const uint16_t *)W4, (const uint16_t *)Wog, rows, ldt);
 }
 
 extern "C" void tf_cu_trimul_proj_bwd_h(tf_backend *be, void *dproj, const void *dlr_t,

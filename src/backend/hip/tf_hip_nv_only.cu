@@ -74,12 +74,14 @@ extern "C" void tf_cu_opm_bwd_dz_h(tf_backend *be, void *da, float *dW, const vo
     tf_cuda_fail("tf_cu_opm_bwd_dz_h", "the outer product mean's fused kernels are not in the HIP "
                  "build", __FILE__, __LINE__);
 }
-extern "C" void tf_cu_trimul_proj_fwd_h(tf_backend *be, void *lr_t, void *og, const void *y,
-                                        const void *W4, const void *Wog, long rows, long ldt,
-                                        int C, tf_dtype t)
+extern "C" void tf_cu_trimul_proj_fwd_h(tf_backend *be, void *lr_t, void *og, void *y,
+                                        float *stats, const float *x, const float *g1,
+                                        const float *b1, const float *g2, const float *b2,
+                                        float eps, const void *W4, const void *Wog, long rows,
+                                        long ldt, int C, tf_dtype t)
 {
-    (void)be, (void)lr_t, (void)og, (void)y, (void)W4, (void)Wog, (void)rows, (void)ldt, (void)C;
-    (void)t;
+    (void)be, (void)lr_t, (void)og, (void)y, (void)stats, (void)x, (void)g1, (void)b1, (void)g2;
+    (void)b2, (void)eps, (void)W4, (void)Wog, (void)rows, (void)ldt, (void)C, (void)t;
     tf_cuda_fail("tf_cu_trimul_proj_fwd_h", "the triangle multiplication's mma.sync kernels are "
                  "not in the HIP build", __FILE__, __LINE__);
 }
