@@ -420,8 +420,9 @@ int tf_gpu_opm_on_mma(const tf_gpu_plan *p, const tf_gpu_caps *caps, int co, int
 
 int tf_gpu_opm_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half)
 {
-    return half && p->level >= 3 && p->opm == TF_GPU_OPM_FUSED && caps &&
-           caps->vendor == TF_GPU_VENDOR_NVIDIA && caps->has_mma_sync && caps->has_cp_async;
+    return half && p->level >= 3 && (p->opm == TF_GPU_OPM_FUSED || p->opm == TF_GPU_OPM_AUTO) &&
+           caps && caps->vendor == TF_GPU_VENDOR_NVIDIA && caps->has_mma_sync &&
+           caps->has_cp_async;
 }
 
 int tf_gpu_trimul_proj(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half)
@@ -433,5 +434,5 @@ int tf_gpu_trimul_proj(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half)
 int tf_gpu_mlp_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half)
 {
     return half && p->level >= 3 && p->mlp == TF_GPU_MLP_FUSED && caps &&
-           caps->vendor == TF_GPU_VENDOR_NVIDIA && caps->has_mma_sync;
+           caps->vendor == TF_GPU_VENDOR_NVIDIA && caps->has_wgmma;
 }

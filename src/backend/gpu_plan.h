@@ -93,10 +93,10 @@ typedef enum { TF_GPU_LANE_AUTO = 0, TF_GPU_LANE_ON, TF_GPU_LANE_OFF, TF_GPU_LAN
 
 /* the outer product mean's kernels in bf16/fp16 (fp32 always FFMA) */
 typedef enum {
-    TF_GPU_OPM_AUTO = 0,  /* the product and the backward on mma.sync (co 32), else FFMA */
+    TF_GPU_OPM_AUTO = 0,  /* as fused */
     TF_GPU_OPM_FFMA,      /* the FFMA kernels (cuda_opm.cu), composed */
     TF_GPU_OPM_COMPOSED,  /* the product and the backward on mma.sync, composed */
-    TF_GPU_OPM_FUSED,     /* one kernel each way where it runs (tf_gpu_opm_fused), else as auto */
+    TF_GPU_OPM_FUSED,     /* one kernel each way where it runs (tf_gpu_opm_fused), else as composed */
     TF_GPU_OPM_COUNT_
 } tf_gpu_opm_policy;
 
@@ -217,15 +217,15 @@ int tf_gpu_opm_on_mma(const tf_gpu_plan *p, const tf_gpu_caps *caps, int co, int
 
 /* The outer product mean's forward as one kernel (cuda_opm_fused.cu, ops.h
  * opm_fwd: the [B, N, N, co, co] product never in memory) for half types at
- * level 3 on NVIDIA's mma.sync and cp.async under opm=fused (auto composes
- * until the fused kernels are measured on a GPU); shapes TF_OPM_FUSED_OP_SHAPE, S up to
+ * level 3 on NVIDIA's mma.sync and cp.async under opm=auto or fused (faster
+ * than the composition: bench/RESULTS.md); shapes TF_OPM_FUSED_OP_SHAPE, S up to
  * TF_GPU_OPM_FUSED_MAX_S (its a rows staged whole in shared memory) */
 #define TF_GPU_OPM_FUSED_MAX_S 64
 int tf_gpu_opm_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half);
 
 /* The transition's MLP as one fused kernel each way (cuda_transition.cu,
- * mma.sync m16n8k16: ops.h transition_fwd/_bwd, which the model then calls)
- * for half types at level 3 where the plan says mlp=fused; else, and
+ * wgmma: ops.h transition_fwd/_bwd, which the model then calls) for half
+ * types at level 3 on sm_90a code where the plan says mlp=fused; else, and
  * always in fp32 and tf32, the model composes LayerNorm and GEMM ops. */
 int tf_gpu_mlp_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half);
 

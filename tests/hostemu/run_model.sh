@@ -44,7 +44,7 @@ for shape in "20 5 8" "64 16 32" "70 33 32"; do
     "$out/model_check" $shape 3 gemm=cublas || rc=1
 done
 # bf16 on both backends: the CUDA one runs the half types' own kernels (the
-# fused transition on the emulated mma.sync; at outer_dim 32 with every
+# fused transition on the emulated wgmma; at outer_dim 32 with every
 # fused kernel named: the outer product mean's, the triangle multiplication's,
 # kernel6; then with --chunk-size 8 on the CUDA side, the chunked modules on
 # the same kernels); test_mixed's bounds

@@ -904,7 +904,7 @@ static void test_half_gemm(void **state)
  * row means (dx's terms cancel to ~1/3 of their size here), so dx and dgamma
  * get 3 x 2u. mean, rstd: fp32 sums in another order, tol_sum(C). A wrong
  * kernel (a hidden chunk of 64 dropped: 1/8 of every sum) is off by ~10%,
- * far above. Rows 37 and 200 are not multiples of the 64-row block. ---- */
+ * far above. Rows 37 and 200 are not multiples of the 128-row block. ---- */
 static void test_half_transition(void **state)
 {
     (void)state;

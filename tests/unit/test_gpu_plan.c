@@ -614,9 +614,9 @@ static void test_half_routes(void **state)
         assert_int_equal(tf_gpu_opm_on_mma(&cm, &caps, 32, 1), 1);
     }
     { /* its fused kernels: half types at level 3 on NVIDIA's mma.sync and cp.async
-       * under opm=fused; composed by default, under opm=composed or opm=ffma, in
-       * fp32 and tf32, at levels 1-2, in the portable plan and on AMD */
-        assert_int_equal(tf_gpu_opm_fused(&p, &caps, 1), 0); /* auto composes */
+       * by default and under opm=fused; composed under opm=composed or opm=ffma,
+       * in fp32 and tf32, at levels 1-2, in the portable plan and on AMD */
+        assert_int_equal(tf_gpu_opm_fused(&p, &caps, 1), 1); /* auto fuses */
         assert_int_equal(tf_gpu_opm_fused(&p, &caps, 0), 0);
         const tf_gpu_plan port = tf_gpu_plan_portable(), l2 = tf_gpu_plan_default(&caps, 0, 2);
         assert_int_equal(tf_gpu_opm_fused(&port, &caps, 1), 0);
@@ -640,7 +640,7 @@ static void test_half_routes(void **state)
         assert_int_equal(tf_gpu_opm_fused(&fz, &amd, 1), 0);
     }
     { /* the transition's MLP: one fused kernel each way for half types at level 3 on
-       * mma.sync under mlp=fused; by default, under mlp=composed, in fp32, tf32
+       * wgmma (sm_90a code on a 9.0 device) under mlp=fused; by default, under mlp=composed, in fp32, tf32
        * and the portable plan LayerNorm and GEMM ops */
         assert_int_equal(tf_gpu_mlp_fused(&p, &caps, 1), 0); /* auto composes */
         tf_gpu_plan fz;
@@ -655,7 +655,7 @@ static void test_half_routes(void **state)
         const tf_gpu_plan q = tf_gpu_plan_apply(p, &over);
         assert_int_equal(tf_gpu_mlp_fused(&q, &caps, 1), 0);
         tf_gpu_caps old = caps, amd = caps;
-        old.has_mma_sync = 0;
+        old.has_wgmma = 0; /* an A100, or a build without sm_90a */
         assert_int_equal(tf_gpu_mlp_fused(&f, &old, 1), 0);
         amd.vendor = TF_GPU_VENDOR_AMD;
         assert_int_equal(tf_gpu_mlp_fused(&f, &amd, 1), 0);

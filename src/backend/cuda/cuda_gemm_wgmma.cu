@@ -40,20 +40,7 @@
  * kernel's logic (layouts, pipeline, schedules, split K, epilogue) is
  * checked without a GPU; the asynchrony and its register hazards are not. */
 #include "cuda_gemm_mma.h"
-
-/* TF_WG_CODE: the kernel is compiled (sm_90a code, or hostemu, which
- * emulates the wgmma primitives below synchronously); TF_WG_ASM: the real
- * instructions */
-#if defined(TF_CUDA_HOSTEMU)
-#define TF_WG_CODE 1
-#define TF_WG_ASM 0
-#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define TF_WG_CODE 1
-#define TF_WG_ASM 1
-#else
-#define TF_WG_CODE 0
-#define TF_WG_ASM 0
-#endif
+#include "cuda_wgtile.h"
 
 #define WG_BM 128
 #define WG_BN 128
@@ -83,16 +70,6 @@ struct wg_cfg {
 };
 
 #if TF_WG_ASM
-/* shared-memory matrix descriptor: start, leading (k) and stride (n) byte
- * offsets, all >> 4; base offset 0, no swizzle. B's core matrices are 128
- * bytes apart in n and WG_CM_K (a k4 column of them) apart in k. */
-__device__ __forceinline__ uint64_t wg_desc(const float *s, uint32_t lbo, uint32_t sbo)
-{
-    const uint32_t a = (uint32_t)__cvta_generic_to_shared(s);
-    return (uint64_t)((a & 0x3ffffu) >> 4) | ((uint64_t)((lbo & 0x3ffffu) >> 4) << 16) |
-           ((uint64_t)((sbo & 0x3ffffu) >> 4) << 32);
-}
-
 /* d (64 x 128 per warpgroup) += a (registers, 64 x 8) b (shared, 8 x 128) */
 __device__ __forceinline__ void wg_mma(float (*d)[4], const uint32_t *a, uint64_t b)
 {
@@ -117,25 +94,6 @@ __device__ __forceinline__ void wg_mma(float (*d)[4], const uint32_t *a, uint64_
           "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
 }
-__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wg_commit()
-{
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-}
-__device__ __forceinline__ void wg_wait0()
-{
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-}
-__device__ __forceinline__ void wg_wait1()
-{
-    asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-}
-/* generic-proxy shared stores visible to wgmma's (async proxy) reads */
-__device__ __forceinline__ void wg_proxy_fence()
-{
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-
 #endif /* TF_WG_ASM */
 
 #if TF_WG_CODE && !TF_WG_ASM
@@ -146,12 +104,6 @@ __device__ __forceinline__ void wg_proxy_fence()
  * layout per warp is mma.sync m16n8k8's), gathered in one exchange; B is
  * read through the descriptor (core matrix (k / 4, n / 8) at LBO, SBO apart,
  * row n % 8 16 bytes apart); the tensor cores read the TF32 bits only. */
-__device__ __forceinline__ uint64_t wg_desc(const float *s, uint32_t lbo, uint32_t sbo)
-{
-    const uint32_t a = (uint32_t)((const char *)s - (const char *)tf_emu_smem());
-    return (uint64_t)((a & 0x3ffffu) >> 4) | ((uint64_t)((lbo & 0x3ffffu) >> 4) << 16) |
-           ((uint64_t)((sbo & 0x3ffffu) >> 4) << 32);
-}
 __device__ __forceinline__ void wg_mma(float (*d)[4], const uint32_t *a, uint64_t desc)
 {
     const int lane = emu_lane(), g = lane >> 2, t = lane & 3;
@@ -176,11 +128,6 @@ __device__ __forceinline__ void wg_mma(float (*d)[4], const uint32_t *a, uint64_
             }
     }
 }
-__device__ __forceinline__ void wg_fence() {}
-__device__ __forceinline__ void wg_commit() {}
-__device__ __forceinline__ void wg_wait0() {}
-__device__ __forceinline__ void wg_wait1() {}
-__device__ __forceinline__ void wg_proxy_fence() {}
 #endif
 
 #if TF_WG_CODE
@@ -262,8 +209,8 @@ __device__ __forceinline__ void wg_slice(float (*acc)[4], const uint32_t (*ab)[4
 {
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
-        const uint64_t dh = wg_desc(Bhi + s * 2 * WG_BN * 4, WG_CM_K, 128u);
-        const uint64_t dl = wg_desc(Blo + s * 2 * WG_BN * 4, WG_CM_K, 128u);
+        const uint64_t dh = tf_wg_desc(Bhi + s * 2 * WG_BN * 4, WG_CM_K, 128u);
+        const uint64_t dl = tf_wg_desc(Blo + s * 2 * WG_BN * 4, WG_CM_K, 128u);
         if (X3) {
             wg_mma(acc, as[s], dh);
             wg_mma(acc, ab[s], dl);

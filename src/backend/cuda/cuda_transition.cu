@@ -1,232 +1,278 @@
 /* The transition's MLP as one kernel each way for bf16 / fp16 (ops.h
- * transition_fwd/_bwd, C 64 or 128, H = 4C hidden), on mma.sync m16n8k16
- * (cuda_tile.h). NVIDIA only; the HIP build and fp32 / tf32 compose
- * LayerNorm and GEMM ops (transition.c, gpu_plan.h tf_gpu_mlp_fused).
+ * transition_fwd/_bwd, C 64 or 128, H = 4C hidden), on Hopper's warpgroup
+ * MMA (cuda_wgtile.h). Where the running code has no wgmma (caps.has_wgmma),
+ * and for fp32 / tf32 and the HIP build, the plan composes LayerNorm and
+ * GEMM ops instead (transition.c, gpu_plan.c tf_gpu_mlp_fused).
  *
- * Forward, tr_fwd_kernel: a block of TR_ROWS = 64 rows, 4 warps, warp w the
- * 16 rows 16w.. of it. Prologue: each warp normalises its rows (two-pass
- * variance, a row a pass of the warp), saves mean and rstd and puts xn,
- * rounded to E, in shared memory. Then for each chunk of TR_HC = 64 hidden
- * units the block stages W1's rows and W2's columns of the chunk in shared
- * memory, and each warp, 16 hidden units at a time, multiplies its xn by
- * W1's 16 rows (2 C tiles, K = C), applies the ReLU, packs the result into
- * an A fragment (tf_tile_c2a: h rounded to E, as the composition stores it)
- * and multiplies it by W2's 16 columns into its 16 x C fp32 accumulator
- * (C / 8 tiles). The [rows, 4C] hidden layer never leaves the registers.
- * Epilogue: x_out = x + acc, fp32. Registers: the accumulator (C / 2 a
- * lane), 8 for h, the fragments.
+ * A block takes TR_ROWS = 128 rows with two warpgroups, each the 64 rows
+ * 64 wg.. (warp w of the block: rows 16 w.., as in the C layout of its
+ * fragments). The hidden layer goes in chunks of TR_HC = 64 units whose
+ * weight tiles are copied into shared memory one chunk ahead (two stages,
+ * cp.async where the weights are 16-byte aligned), all in the K-major
+ * core-matrix layout wgmma reads.
  *
- * Backward, tr_bwd_kernel: the same block; prologue xn again from x and the
- * saved statistics (the forward's expression: the same bits) and dy, both
- * in shared memory, xn also written out. Per 16 hidden units: h = relu(xn
- * W1c^T) (written out, rounded), dh = (dy W2c) where h > 0, rounded to E
- * (written out; its A fragment straight from the accumulator), dxn += dh
- * W1c (16 x C fp32 per warp). Then dxn is rounded to E (the composition
- * stores it) and the LayerNorm's backward runs on the fragments: a row's C
- * values sit in the 4 lanes of a quad, so its two sums are two shuffles;
- * dx += rstd (g - mean(g) - xhat mean(g xhat)), g = dxn gamma. dgamma and
- * dbeta: each warp's column sums over its rows (quad-order shuffles), added
- * in warp order into the block's running row in shared memory; a block
- * takes tiles blockIdx.x, + gridDim.x, ... (the grid a function of rows
- * only), writes its row of 2C partials to the backend's scratch, and
- * tr_dparams_kernel adds the rows in block order: deterministic, no atomics.
- * The weight gradients are the caller's GEMMs on the xn, h and dh written
- * here (dW2 += dy^T h, dW1 += dh^T xn), so they can run on the lane; the
- * alternative, a kernel recomputing h per hidden chunk over fixed row
- * slices with partials reduced in order, saves writing and reading h and dh
- * (4 x 2 rows 4C bytes) but is a third kernel of its own.
+ * Forward, tr_fwd_kernel: the prologue normalises the block's rows (a warp
+ * a row at a time, two-pass variance), saves mean and rstd, and puts xn,
+ * rounded to E, in shared memory. Per chunk each warpgroup forms
+ * h = xn W1c^T (64 x 64, both operands from shared memory, K = C), applies
+ * the ReLU, packs h into A fragments in registers (rounded to E, as the
+ * composition stores h) and adds h W2c^T into its 64 x C fp32 accumulator
+ * (A from registers). The [rows, 4C] hidden layer never leaves the chip.
+ * Epilogue: x_out = x + acc in fp32.
  *
- * Shared memory rows are C + 8 and TR_HC + 8 halves (8 mod 64: the fragment
- * loads hit 32 distinct banks). Bytes a block (C = 128): forward 53,248
- * (xn 17,408, W1 chunk 17,408, W2 chunk 18,432), backward 75,776 (+ dy,
- * the partial rows). nvcc -Xptxas -v, sm_90a, C = 128: forward 128
- * registers, no spills (4 blocks an SM); backward held to 168 by
- * TR_BWD_MINB (3 blocks an SM, 104 bytes of spills; unbounded it took 247);
- * C = 64: 80 and 168 (no spills). The weight chunks are loaded
- * with plain 16-byte loads between two barriers (cp.async double buffering
- * is the next step).
+ * Backward, tr_bwd_kernel: the prologue recomputes xn from x and the saved
+ * statistics (the forward's expression: the same bits; also written out)
+ * and puts xn and dy in shared memory. Per chunk: h = relu(xn W1c^T) and
+ * dp = dy W2c, both from shared memory; h and dh = (h > 0 ? dp : 0),
+ * rounded to E, are written out for the weight gradients (the caller's
+ * GEMMs: dW2 += dy^T h, dW1 += dh^T xn); dxn += dh W1c with dh's A
+ * fragments straight from the registers. The transposed weight tiles
+ * (W2c^T, W1c^T) are copied through registers. Then dxn is rounded to E (the
+ * composition stores it) and the LayerNorm's backward runs on the
+ * fragments: a row's C values sit in the 4 lanes of a quad, so its two sums
+ * are two shuffles; dx += rstd (g - mean(g) - xhat mean(g xhat)),
+ * g = dxn gamma. dgamma and dbeta: each warp's column sums over its rows
+ * (quad-order shuffles), added in warp order into the block's running row
+ * in shared memory; a block takes tiles blockIdx.x, + gridDim.x, ... (the
+ * grid a function of rows only), writes its row of 2C partials to the
+ * backend's scratch, and tr_dparams_kernel adds the rows in block order:
+ * deterministic, no atomics.
  *
- * The large problem's pair transition (rows = 4 * 128 * 128 = 65,536,
- * C = 128, H = 512), bf16:
- *   forward FLOPs: 2 GEMMs x 2 rows C H = 17.2 GFLOP (+ LN ~0.07);
- *     bytes: x read and x_out written in fp32, 2 x 33.5 MB = 67 MB, stats
- *     0.5 MB, the weights 256 KB a block from L2 (1024 blocks: 268 MB of L2
- *     traffic, ~0.1 MB from DRAM); the composition moved 67 MB of h (bf16,
- *     written and read) and 33.5 MB of xn more, and wrote h for the backward.
- *     ~67 MB / 3.3 TB/s ~ 20 us against 17.2 GFLOP / ~700 TFLOP/s (dense
- *     bf16 on mma.sync, less in practice) ~ 25-50 us: compute-bound.
- *   backward FLOPs: 3 GEMMs in the kernel (h again, dh, dxn) 25.8 GFLOP;
- *     bytes: x 33.5 MB, dx read and written 67 MB, dy 16.8 MB, xn 16.8 MB,
- *     h and dh written 2 x 67 MB: ~268 MB; then the two weight-gradient
- *     GEMMs (17.2 GFLOP, reading dy, h, dh, xn: ~168 MB). */
+ * Roofs (FLOPs, bytes, achieved rates) are in bench/RESULTS.md. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cuda_common.h"
-#include "cuda_tile.h"
+#include "cuda_gemm_mma.h" /* mma_cp: cp.async */
+#include "cuda_wgtile.h"
 
-#define TR_ROWS 64 /* rows a block */
-#define TR_WARPS 4 /* 16 rows each */
-#define TR_HC 64   /* hidden units a staged chunk */
-#define TR_THREADS (TR_WARPS * 32)
-#define TR_BWD_MINB 3 /* blocks an SM the backward's registers allow (<= 168 a thread) */
+#define TR_ROWS 128 /* rows a block */
+#define TR_THREADS 256 /* two warpgroups */
+#define TR_HC 64 /* hidden units a staged chunk */
 
 template <int C>
 struct tr_cfg {
     static_assert(C == 64 || C == 128, "transition kernels: C 64 or 128");
     static constexpr int H = 4 * C;
-    static constexpr int LDX = C + 8;     /* xn, dy, W1 chunk rows */
-    static constexpr int LDW2 = TR_HC + 8; /* W2 chunk rows (its C rows, the chunk's columns) */
+    static constexpr int NCH = H / TR_HC; /* chunks */
     static constexpr int NV = C / 32;     /* a row's values a lane in the prologue */
     static constexpr int NT = C / 8;      /* accumulator tiles a warp */
-    static constexpr size_t W_HALVES = (size_t)TR_HC * LDX + (size_t)C * LDW2;
-    static constexpr size_t FWD_BYTES = 2 * ((size_t)TR_ROWS * LDX + W_HALVES);
+    static constexpr int XH = TR_ROWS * C; /* halves of xn (and dy) */
+    static constexpr int WH = TR_HC * C;   /* halves of one weight tile of a chunk */
+    static constexpr size_t FWD_BYTES = 2 * ((size_t)XH + 2 * 2 * (size_t)WH);
     static constexpr size_t BWD_BYTES =
-        2 * (2 * (size_t)TR_ROWS * LDX + W_HALVES) + sizeof(float) * (TR_WARPS + 1) * 2 * C;
+        2 * (2 * (size_t)XH + 2 * 3 * (size_t)WH) + sizeof(float) * (TR_THREADS / 32 + 1) * 2 * C;
 };
 
-/* W1's rows j0.. and W2's columns j0.. of the chunk into shared memory
- * (16-byte loads when vec, else 2-byte ones) */
-template <int C>
-__device__ __forceinline__ void tr_stage(uint16_t *s1, uint16_t *s2, const uint16_t *W1,
-                                         const uint16_t *W2, int j0, bool vec)
+#if TF_WG_CODE
+/* 8 halves at p: one 16-byte load when vec, else 8 */
+__device__ __forceinline__ uint4 tr_load8(const uint16_t *p, bool vec)
 {
-    typedef tr_cfg<C> K;
-    if (vec) {
-        for (int e = (int)threadIdx.x; e < TR_HC * C / 8; e += TR_THREADS) {
-            const int r = e / (C / 8), c = 8 * (e % (C / 8));
-            *(uint4 *)(s1 + r * K::LDX + c) = *(const uint4 *)(W1 + (long)(j0 + r) * C + c);
-        }
-        for (int e = (int)threadIdx.x; e < C * TR_HC / 8; e += TR_THREADS) {
-            const int r = e / (TR_HC / 8), c = 8 * (e % (TR_HC / 8));
-            *(uint4 *)(s2 + r * K::LDW2 + c) = *(const uint4 *)(W2 + (long)r * K::H + j0 + c);
-        }
-    } else {
-        for (int e = (int)threadIdx.x; e < TR_HC * C; e += TR_THREADS) {
-            const int r = e / C, c = e % C;
-            s1[r * K::LDX + c] = W1[(long)(j0 + r) * C + c];
-        }
-        for (int e = (int)threadIdx.x; e < C * TR_HC; e += TR_THREADS) {
-            const int r = e / TR_HC, c = e % TR_HC;
-            s2[r * K::LDW2 + c] = W2[(long)r * K::H + j0 + c];
-        }
-    }
-}
-
-/* h (2 C tiles: 16 rows x 16 hidden units js..) = xn W1c^T for the warp's
- * rows, K = C */
-template <class E, int C>
-__device__ __forceinline__ void tr_hidden(float (*c1)[4], const uint16_t *sx, const uint16_t *s1,
-                                          int row0, int js)
-{
-    typedef tr_cfg<C> K;
-    tf_tile_zero<2>(c1);
+    if (vec) return *(const uint4 *)p;
+    uint16_t v[8];
 #pragma unroll
-    for (int k0 = 0; k0 < C; k0 += 16) {
-        uint32_t a[4], b0[2], b1[2];
-        tf_tile_load_a(a, sx, K::LDX, row0, k0);
-        tf_tile_load_bt(b0, s1, K::LDX, js, k0);
-        tf_tile_load_bt(b1, s1, K::LDX, js + 8, k0);
-        tf_tile_mma<E>(c1[0], a, b0);
-        tf_tile_mma<E>(c1[1], a, b1);
+    for (int i = 0; i < 8; ++i) v[i] = p[i];
+    uint4 r;
+    memcpy(&r, v, 16);
+    return r;
+}
+
+/* a K-major tile of R rows, k = K columns, whose row r is the 8-aligned
+ * source run src(r, q) for column group q (rows of the stored matrix) */
+template <int R, int K, class SRC>
+__device__ __forceinline__ void tr_copy(uint16_t *d, SRC src, bool vec)
+{
+    for (int e = (int)threadIdx.x; e < R * K / 8; e += TR_THREADS) {
+        const int r = e % R, q = e / R;
+        uint16_t *o = d + tf_wg_off(r, 8 * q, R);
+        if (vec) mma_cp((float *)o, (const float *)src(r, q), 16, true);
+        else *(uint4 *)o = tr_load8(src(r, q), false);
+    }
+}
+/* the transpose: row r of the tile is column r of the stored matrix, whose
+ * rows k come 8 at a time from src(k / 8 .., r / 8 ..): a 16-byte load of 8
+ * columns of one stored row scatters into 8 tile rows */
+template <int R, int K, class SRC>
+__device__ __forceinline__ void tr_copy_t(uint16_t *d, SRC src, bool vec)
+{
+    for (int e = (int)threadIdx.x; e < R * K / 8; e += TR_THREADS) {
+        const int k = e % K, rq = e / K; /* stored row k, columns 8 rq .. */
+        const uint4 v = tr_load8(src(k, rq), vec);
+        uint16_t u[8];
+        memcpy(u, &v, 16);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) d[tf_wg_off(8 * rq + i, k, R)] = u[i];
     }
 }
 
-/* The warp's 16 rows of the block: xn = LN(x) rounded to E into sx (zero
- * past rows); the statistics saved (fwd) or read (bwd); xo (bwd) gets xn */
-template <class E, int C, bool SAVE>
-__device__ __forceinline__ void tr_prologue(uint16_t *sx, float *mean, float *rstd,
-                                            E *xo, const float *x, const float *gamma,
-                                            const float *beta, long r0, long rows, float eps)
+/* the forward's tiles of chunk j0: W1c (rows = hidden units, k = C) and
+ * W2c^T (rows = C outputs, k = the chunk's units) */
+template <int C>
+__device__ __forceinline__ void tr_stage_fwd(uint16_t *w1, uint16_t *w2, const uint16_t *W1,
+                                             const uint16_t *W2, int j0, bool vec)
 {
     typedef tr_cfg<C> K;
-    const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+    tr_copy<TR_HC, C>(w1, [&](int r, int q) { return W1 + (long)(j0 + r) * C + 8 * q; }, vec);
+    tr_copy<C, TR_HC>(w2, [&](int r, int q) { return W2 + (long)r * K::H + j0 + 8 * q; }, vec);
+}
+
+/* keeps the compiler from moving reads or writes of an accumulator across
+ * the wgmma issue and wait (the registers change asynchronously) */
+template <int N>
+__device__ __forceinline__ void tr_reg_fence(float (*d)[4])
+{
+#if TF_WG_ASM
+#pragma unroll
+    for (int n = 0; n < N; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[n][e])::"memory");
+#else
+    (void)d;
+#endif
+}
+
+/* The block's rows: xn = LN(x) rounded to E into the K-major tile sx (zero
+ * past rows), a warp the 16 rows 16 w.., a row at a time; the statistics
+ * saved (fwd) or read (bwd); xo (bwd) gets xn */
+template <class E, int C, bool SAVE>
+__device__ __forceinline__ void tr_prologue(uint16_t *sx, float *mean, float *rstd, E *xo,
+                                            const float *x, const float *gamma, const float *beta,
+                                            long r0, long rows, float eps)
+{
+    typedef tr_cfg<C> K;
+    const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32, c0 = K::NV * lane;
     for (int i = 0; i < 16; ++i) {
         const int rl = 16 * warp + i;
         const long r = r0 + rl;
-        uint16_t *d = sx + rl * K::LDX;
+        uint16_t u[K::NV];
         if (r >= rows) { /* warp-uniform */
 #pragma unroll
-            for (int k = 0; k < K::NV; ++k) d[lane + 32 * k] = 0;
-            continue;
-        }
-        float v[K::NV];
-#pragma unroll
-        for (int k = 0; k < K::NV; ++k) v[k] = x[r * C + lane + 32 * k];
-        float mu, rs;
-        if (SAVE) {
-            float s = 0.f;
-#pragma unroll
-            for (int k = 0; k < K::NV; ++k) s += v[k];
-            mu = tf_warp_sum(s) / C;
-            float q = 0.f;
-#pragma unroll
-            for (int k = 0; k < K::NV; ++k) q += (v[k] - mu) * (v[k] - mu);
-            rs = 1.f / sqrtf(tf_warp_sum(q) / C + eps);
-            if (lane == 0) mean[r] = mu, rstd[r] = rs;
+            for (int k = 0; k < K::NV; ++k) u[k] = 0;
         } else {
-            mu = mean[r], rs = rstd[r];
-        }
+            float v[K::NV];
 #pragma unroll
-        for (int k = 0; k < K::NV; ++k) {
-            const int c = lane + 32 * k;
-            const uint16_t u = tf_tile_round<E>((v[k] - mu) * rs * gamma[c] + beta[c]);
-            d[c] = u;
-            if (xo) *(uint16_t *)(xo + r * C + c) = u;
+            for (int k = 0; k < K::NV; ++k) v[k] = x[r * C + c0 + k];
+            float mu, rs;
+            if (SAVE) {
+                float s = 0.f;
+#pragma unroll
+                for (int k = 0; k < K::NV; ++k) s += v[k];
+                mu = tf_warp_sum(s) / C;
+                float q = 0.f;
+#pragma unroll
+                for (int k = 0; k < K::NV; ++k) q += (v[k] - mu) * (v[k] - mu);
+                rs = 1.f / sqrtf(tf_warp_sum(q) / C + eps);
+                if (lane == 0) mean[r] = mu, rstd[r] = rs;
+            } else {
+                mu = mean[r], rs = rstd[r];
+            }
+#pragma unroll
+            for (int k = 0; k < K::NV; ++k)
+                u[k] = tf_tile_round<E>((v[k] - mu) * rs * gamma[c0 + k] + beta[c0 + k]);
+            if (xo) memcpy((uint16_t *)(xo + r * C + c0), u, sizeof u);
         }
+        memcpy(sx + tf_wg_off(rl, c0, TR_ROWS), u, sizeof u); /* NV <= 4: one column group */
     }
 }
 
+/* d (64 x N) = a b over K = KD: the warpgroup's rows of the K-major tile a
+ * (TR_ROWS rows), b a K-major tile of N rows (both from shared memory) */
+template <class E, int N, int KD>
+__device__ __forceinline__ void tr_mma_ss(float (*d)[4], const uint16_t *a, const uint16_t *b)
+{
+    const int wg = (int)threadIdx.x / 128;
+#pragma unroll
+    for (int k0 = 0; k0 < KD; k0 += 16)
+        tf_wg_mma_ss<E, N>(d, tf_wg_desc(a + 512 * wg + k0 * TR_ROWS, TR_ROWS * 16, 128),
+                           tf_wg_desc(b + k0 * N, N * 16, 128));
+}
+/* d (64 x N) += a b over K = 64: a the 4 A fragments in registers, b a
+ * K-major tile of N rows */
+template <class E, int N>
+__device__ __forceinline__ void tr_mma_rs(float (*d)[4], const uint32_t (*a)[4], const uint16_t *b)
+{
+#pragma unroll
+    for (int kk = 0; kk < TR_HC / 16; ++kk)
+        tf_wg_mma_rs<E, N>(d, a[kk], tf_wg_desc(b + 16 * kk * N, N * 16, 128));
+}
+#endif /* TF_WG_CODE */
+
 template <class E, int C>
-__global__ void __launch_bounds__(TR_THREADS)
+__global__ void __launch_bounds__(TR_THREADS, 2) /* 2 blocks an SM: <= 128 registers */
 tr_fwd_kernel(float *x_out, float *mean, float *rstd, const float *x, const float *gamma,
               const float *beta, const uint16_t *W1, const uint16_t *W2, long rows, float eps,
               bool vec)
 {
+#if TF_WG_CODE
     typedef tr_cfg<C> K;
     TF_SMEM(smf);
-    uint16_t *sx = (uint16_t *)smf, *s1 = sx + TR_ROWS * K::LDX, *s2 = s1 + TR_HC * K::LDX;
+    uint16_t *sx = (uint16_t *)smf, *sw = sx + K::XH; /* stage s: W1c at sw + 2 s WH, W2c^T after */
     const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
-    const int g = lane >> 2, t = lane & 3, row0 = 16 * warp;
+    const int g = lane >> 2, t = lane & 3;
     const long r0 = (long)blockIdx.x * TR_ROWS;
+    if (x_out) tr_stage_fwd<C>(sw, sw + K::WH, W1, W2, 0, vec);
+    mma_commit();
     tr_prologue<E, C, true>(sx, mean, rstd, (E *)NULL, x, gamma, beta, r0, rows, eps);
-    if (!x_out) return; /* only the statistics (a recomputed forward) */
+    if (!x_out) { /* only the statistics (a recomputed forward) */
+        mma_wait<0>();
+        return;
+    }
     float acc[K::NT][4];
     tf_tile_zero<K::NT>(acc);
-    for (int j0 = 0; j0 < K::H; j0 += TR_HC) {
-        __syncthreads(); /* the last chunk's readers are done (first: sx is written) */
-        tr_stage<C>(s1, s2, W1, W2, j0, vec);
-        __syncthreads();
 #pragma unroll 1
-        for (int js = 0; js < TR_HC; js += 16) {
-            float c1[2][4];
-            tr_hidden<E, C>(c1, sx, s1, row0, js);
-#pragma unroll
-            for (int n = 0; n < 2; ++n)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) c1[n][e] = fmaxf(c1[n][e], 0.f);
-            uint32_t ha[4];
-            tf_tile_c2a<E>(ha, c1[0], c1[1]);
-#pragma unroll
-            for (int n = 0; n < K::NT; ++n) {
-                uint32_t b[2];
-                tf_tile_load_bt(b, s2, K::LDW2, 8 * n, js);
-                tf_tile_mma<E>(acc[n], ha, b);
-            }
+    for (int i = 0; i < K::NCH; ++i) {
+        if (i + 1 < K::NCH) {
+            uint16_t *nw = sw + ((i + 1) & 1) * 2 * K::WH;
+            tr_stage_fwd<C>(nw, nw + K::WH, W1, W2, (i + 1) * TR_HC, vec);
         }
+        mma_commit();
+        mma_wait<1>(); /* chunk i has landed (this thread's copies) */
+        wg_proxy_fence();
+        __syncthreads();
+        const uint16_t *w1 = sw + (i & 1) * 2 * K::WH, *w2 = w1 + K::WH;
+        float h[8][4];
+        tf_tile_zero<8>(h);
+        tr_reg_fence<8>(h);
+        wg_fence();
+        tr_mma_ss<E, TR_HC, C>(h, sx, w1);
+        wg_commit();
+        wg_wait0();
+        tr_reg_fence<8>(h);
+        uint32_t ha[4][4];
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                h[2 * kk][e] = fmaxf(h[2 * kk][e], 0.f);
+                h[2 * kk + 1][e] = fmaxf(h[2 * kk + 1][e], 0.f);
+            }
+            tf_tile_c2a<E>(ha[kk], h[2 * kk], h[2 * kk + 1]);
+        }
+        tr_reg_fence<K::NT>(acc);
+        wg_fence();
+        tr_mma_rs<E, C>(acc, ha, w2);
+        wg_commit();
+        wg_wait0();
+        tr_reg_fence<K::NT>(acc);
+        __syncthreads(); /* stage i & 1 is free for chunk i + 2 */
     }
 #pragma unroll
     for (int n = 0; n < K::NT; ++n) {
         const int c = 8 * n + 2 * t;
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
-            const long r = r0 + row0 + g + 8 * hh;
+            const long r = r0 + 16 * warp + g + 8 * hh;
             if (r < rows) {
-                x_out[r * C + c] = x[r * C + c] + acc[n][2 * hh];
-                x_out[r * C + c + 1] = x[r * C + c + 1] + acc[n][2 * hh + 1];
+                const float2 xv = *(const float2 *)(x + r * C + c);
+                *(float2 *)(x_out + r * C + c) =
+                    make_float2(xv.x + acc[n][2 * hh], xv.y + acc[n][2 * hh + 1]);
             }
         }
     }
+#else
+    (void)x_out, (void)mean, (void)rstd, (void)x, (void)gamma, (void)beta, (void)W1, (void)W2;
+    (void)rows, (void)eps, (void)vec; /* no wgmma here: caps.transition_op is 0 */
+#endif
 }
 
 /* sum over the 4 lanes of a quad (the lanes holding one row's columns) */
@@ -243,83 +289,106 @@ __device__ __forceinline__ float tr_rows_sum(float v)
     return v + tf_shfl_xor(v, 16);
 }
 
+#if TF_WG_CODE
+/* the backward's tiles of chunk j0: W1c (rows = units, k = C: h), W2c as
+ * B^T for dp = dy W2c (rows = units, k = C: W2's columns) and W1c^T for
+ * dxn = dh W1c (rows = C, k = units: W1's columns) */
+template <int C>
+__device__ __forceinline__ void tr_stage_bwd(uint16_t *w1, const uint16_t *W1, const uint16_t *W2,
+                                             int j0, bool vec)
+{
+    typedef tr_cfg<C> K;
+    tr_copy<TR_HC, C>(w1, [&](int r, int q) { return W1 + (long)(j0 + r) * C + 8 * q; }, vec);
+    tr_copy_t<TR_HC, C>(w1 + K::WH, [&](int k, int rq) { return W2 + (long)k * K::H + j0 + 8 * rq; },
+                        vec);
+    tr_copy_t<C, TR_HC>(w1 + 2 * K::WH,
+                        [&](int k, int rq) { return W1 + (long)(j0 + k) * C + 8 * rq; }, vec);
+}
+#endif
+
 template <class E, int C>
-__global__ void __launch_bounds__(TR_THREADS, TR_BWD_MINB)
+__global__ void __launch_bounds__(TR_THREADS, 1)
 tr_bwd_kernel(float *dx, float *part, E *xn, E *hout, E *dhout, const E *dy, const float *x,
               const float *mean, const float *rstd, const float *gamma, const float *beta,
               const uint16_t *W1, const uint16_t *W2, long rows, bool vec)
 {
+#if TF_WG_CODE
     typedef tr_cfg<C> K;
     TF_SMEM(smf);
-    uint16_t *sx = (uint16_t *)smf, *sdy = sx + TR_ROWS * K::LDX, *s1 = sdy + TR_ROWS * K::LDX;
-    uint16_t *s2 = s1 + TR_HC * K::LDX;
-    float *red = (float *)(s2 + C * K::LDW2); /* [TR_WARPS][2C], then the block's row [2C] */
-    float *tot = red + TR_WARPS * 2 * C;
+    uint16_t *sx = (uint16_t *)smf, *sdy = sx + K::XH, *sw = sdy + K::XH;
+    float *red = (float *)(sw + 2 * 3 * K::WH); /* [8 warps][2C], then the block's row [2C] */
+    float *tot = red + (TR_THREADS / 32) * 2 * C;
     const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
     const int g = lane >> 2, t = lane & 3, row0 = 16 * warp;
     for (int c = (int)threadIdx.x; c < 2 * C; c += TR_THREADS) tot[c] = 0.f;
     const long ntiles = (rows + TR_ROWS - 1) / TR_ROWS;
     for (long tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
         const long r0 = tile * TR_ROWS;
-        __syncthreads(); /* the last tile's readers of sx, sdy, s1, s2, red are done */
-        tr_prologue<E, C, false>(sx, const_cast<float *>(mean), const_cast<float *>(rstd), xn, x, gamma, beta, r0, rows, 0.f);
+        __syncthreads(); /* the last tile's readers of every buffer are done */
+        tr_stage_bwd<C>(sw, W1, W2, 0, vec);
+        mma_commit();
+        tr_prologue<E, C, false>(sx, const_cast<float *>(mean), const_cast<float *>(rstd), xn, x,
+                                 gamma, beta, r0, rows, 0.f);
         for (int i = 0; i < 16; ++i) { /* the warp's rows of dy */
             const long r = r0 + row0 + i;
-            uint16_t *d = sdy + (row0 + i) * K::LDX;
-#pragma unroll
-            for (int k = 0; k < K::NV; ++k) {
-                const int c = lane + 32 * k;
-                d[c] = r < rows ? *(const uint16_t *)(dy + r * C + c) : (uint16_t)0;
-            }
+            uint16_t u[K::NV] = {};
+            if (r < rows) memcpy(u, (const uint16_t *)(dy + r * C + K::NV * lane), sizeof u);
+            memcpy(sdy + tf_wg_off(row0 + i, K::NV * lane, TR_ROWS), u, sizeof u);
         }
         float acc[K::NT][4]; /* dxn */
         tf_tile_zero<K::NT>(acc);
-        for (int j0 = 0; j0 < K::H; j0 += TR_HC) {
-            __syncthreads();
-            tr_stage<C>(s1, s2, W1, W2, j0, vec);
-            __syncthreads();
 #pragma unroll 1
-            for (int js = 0; js < TR_HC; js += 16) {
-                float c1[2][4], d1[2][4];
-                tr_hidden<E, C>(c1, sx, s1, row0, js);
-                /* dh = dy W2c: B[k = c][n = hidden] = W2[c][j0 + js + n] */
-                tf_tile_zero<2>(d1);
+        for (int i = 0; i < K::NCH; ++i) {
+            if (i + 1 < K::NCH) tr_stage_bwd<C>(sw + ((i + 1) & 1) * 3 * K::WH, W1, W2, (i + 1) * TR_HC, vec);
+            mma_commit();
+            mma_wait<1>();
+            wg_proxy_fence();
+            __syncthreads();
+            const uint16_t *w1 = sw + (i & 1) * 3 * K::WH, *w2t = w1 + K::WH, *w1t = w2t + K::WH;
+            const int j0 = i * TR_HC;
+            float c1[8][4], d1[8][4];
+            tf_tile_zero<8>(c1);
+            tf_tile_zero<8>(d1);
+            tr_reg_fence<8>(c1);
+            tr_reg_fence<8>(d1);
+            wg_fence();
+            tr_mma_ss<E, TR_HC, C>(c1, sx, w1);
+            tr_mma_ss<E, TR_HC, C>(d1, sdy, w2t);
+            wg_commit();
+            wg_wait0();
+            tr_reg_fence<8>(c1);
+            tr_reg_fence<8>(d1);
+            /* h rounded (the stored h of the composition), the mask h > 0,
+             * dh rounded; both written for the weight gradients */
 #pragma unroll
-                for (int k0 = 0; k0 < C; k0 += 16) {
-                    uint32_t a[4], b0[2], b1[2];
-                    tf_tile_load_a(a, sdy, K::LDX, row0, k0);
-                    tf_tile_load_b(b0, s2, K::LDW2, js, k0);
-                    tf_tile_load_b(b1, s2, K::LDW2, js + 8, k0);
-                    tf_tile_mma<E>(d1[0], a, b0);
-                    tf_tile_mma<E>(d1[1], a, b1);
-                }
-                /* h rounded (the stored h of the composition), the mask h > 0,
-                 * dh rounded; both written for the weight gradients */
+            for (int n = 0; n < 8; ++n)
 #pragma unroll
-                for (int n = 0; n < 2; ++n)
+                for (int hh = 0; hh < 2; ++hh) {
+                    uint16_t hb[2], db[2];
 #pragma unroll
-                    for (int e = 0; e < 4; ++e) {
-                        const uint16_t hb = tf_tile_round<E>(fmaxf(c1[n][e], 0.f));
-                        const float hv = tf_tile_widen<E>(hb);
-                        const uint16_t db = tf_tile_round<E>(hv > 0.f ? d1[n][e] : 0.f);
-                        d1[n][e] = tf_tile_widen<E>(db);
-                        const long r = r0 + row0 + g + 8 * (e >> 1);
-                        const int col = j0 + js + 8 * n + 2 * t + (e & 1);
-                        if (r < rows) {
-                            *(uint16_t *)(hout + r * K::H + col) = hb;
-                            *(uint16_t *)(dhout + r * K::H + col) = db;
-                        }
+                    for (int j = 0; j < 2; ++j) {
+                        const int e = 2 * hh + j;
+                        hb[j] = tf_tile_round<E>(fmaxf(c1[n][e], 0.f));
+                        db[j] = tf_tile_round<E>(tf_tile_widen<E>(hb[j]) > 0.f ? d1[n][e] : 0.f);
+                        d1[n][e] = tf_tile_widen<E>(db[j]);
                     }
-                uint32_t da[4];
-                tf_tile_c2a<E>(da, d1[0], d1[1]); /* exact: d1 holds E's values */
-                /* dxn += dh W1c: B[k = hidden][n = c] = W1[j0 + js + k][c] */
-#pragma unroll
-                for (int n = 0; n < K::NT; ++n) {
-                    uint32_t b[2];
-                    tf_tile_load_b(b, s1, K::LDX, 8 * n, js);
-                    tf_tile_mma<E>(acc[n], da, b);
+                    const long r = r0 + row0 + g + 8 * hh;
+                    const long o = r * K::H + j0 + 8 * n + 2 * t;
+                    if (r < rows) {
+                        *(uint32_t *)(hout + o) = (uint32_t)hb[0] | (uint32_t)hb[1] << 16;
+                        *(uint32_t *)(dhout + o) = (uint32_t)db[0] | (uint32_t)db[1] << 16;
+                    }
                 }
-            }
+            uint32_t da[4][4];
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk) tf_tile_c2a<E>(da[kk], d1[2 * kk], d1[2 * kk + 1]); /* exact */
+            tr_reg_fence<K::NT>(acc);
+            wg_fence();
+            tr_mma_rs<E, C>(acc, da, w1t);
+            wg_commit();
+            wg_wait0();
+            tr_reg_fence<K::NT>(acc);
+            __syncthreads(); /* stage i & 1 is free for chunk i + 2 */
         }
         /* the LayerNorm's backward on the fragments: rows g and g + 8 of the
          * warp, columns 8n + 2t (+1); dxn rounded to E as the composition's */
@@ -370,12 +439,16 @@ tr_bwd_kernel(float *dx, float *part, E *xn, E *hout, E *dhout, const E *dy, con
         for (int c = (int)threadIdx.x; c < 2 * C; c += TR_THREADS) {
             float s = tot[c];
 #pragma unroll
-            for (int w = 0; w < TR_WARPS; ++w) s += red[w * 2 * C + c]; /* warp order */
+            for (int w = 0; w < TR_THREADS / 32; ++w) s += red[w * 2 * C + c]; /* warp order */
             tot[c] = s;
         }
     }
     __syncthreads();
     for (int c = (int)threadIdx.x; c < 2 * C; c += TR_THREADS) part[blockIdx.x * 2L * C + c] = tot[c];
+#else
+    (void)dx, (void)part, (void)xn, (void)hout, (void)dhout, (void)dy, (void)x, (void)mean;
+    (void)rstd, (void)gamma, (void)beta, (void)W1, (void)W2, (void)rows, (void)vec;
+#endif
 }
 
 /* dgamma[c] += sum_b part[b][c], dbeta[c] += sum_b part[b][C + c], b in order */
