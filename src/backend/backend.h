@@ -1,5 +1,5 @@
 /* Creating and destroying backends. Each backend fills a tf_ops table
- * (ops.h) and owns an opaque context. */
+ * (ops.h) and owns an opaque context; registry.h lists them. */
 #ifndef TF_BACKEND_H
 #define TF_BACKEND_H
 
@@ -18,16 +18,17 @@ typedef struct {
     const struct tf_gpu_plan_s *gpu_plan; /* CUDA: over the device's default (NULL: none) */
 } tf_backend_opts;
 
-/* The one way to create a backend: kind TF_BACKEND_CPU, TF_BACKEND_CUDA, or
- * TF_BACKEND_AUTO (CUDA where a device is usable, else the CPU). On success
+/* The one way to create a backend: a kind of the registry (registry.h), or
+ * TF_BACKEND_AUTO (the build's GPU backend where a device is usable, else
+ * the CPU). On success
  * (0) *kind is the kind created and be, ops and caps are filled; destroy it
  * with ops->destroy. Else non-zero with one line in err. */
 int tf_backend_create(tf_backend_kind *kind, const tf_backend_opts *o, tf_backend **be,
                       const tf_ops **ops, tf_backend_caps *caps, char *err, size_t errlen);
 
-/* The backends by name (tests and `validate`; the trainer uses
- * tf_backend_create). Each returns 0 on success, else non-zero with one line
- * in err. */
+/* Each backend's entry points, which its registry row holds (tests call
+ * them by name; the trainer uses tf_backend_create). Each create returns 0
+ * on success, else non-zero with one line in err. */
 int tf_cpu_backend_create(tf_backend **be, const tf_ops **ops, const tf_backend_opts *o,
                           char *err, size_t errlen);
 void tf_cpu_backend_destroy(tf_backend *be);

@@ -5,6 +5,7 @@
  * reference is taken cannot make a step look faster than sgemm. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "backend/registry.h"
 #include "prof/sgemm_ref.h"
 
 #include <cJSON.h>
@@ -155,7 +156,7 @@ int tf_cli_bench(tf_cli_opts *o)
 
     printf("tinyfold %s bench | backend %s%s%s%s | precision %s | %d timed step%s after 2 "
            "warm-up, median\n",
-           TF_VERSION, tf_cli_backend_str(base.backend), note[0] ? " (" : "", note,
+           TF_VERSION, tf_backend_kind_name(base.backend), note[0] ? " (" : "", note,
            note[0] ? ")" : "", tf_precision_name(base.precision), o->bench_steps,
            o->bench_steps == 1 ? "" : "s");
     tf_sgemm_ref ref = {0, 0}, run_best = {0, 0};
@@ -221,7 +222,7 @@ int tf_cli_bench(tf_cli_opts *o)
         cJSON_AddStringToObject(j, "tinyfold_version", TF_VERSION);
         cJSON_AddStringToObject(j, "command", "bench");
         cJSON_AddItemToObject(j, "build", tf_cli_build_json());
-        cJSON_AddStringToObject(j, "backend", tf_cli_backend_str(base.backend));
+        cJSON_AddStringToObject(j, "backend", tf_backend_kind_name(base.backend));
         cJSON_AddNumberToObject(j, "threads", base.threads);
         cJSON_AddStringToObject(j, "precision", tf_precision_name(base.precision));
         cJSON_AddNumberToObject(j, "steps", o->bench_steps);

@@ -6,6 +6,7 @@
  * logs. A problem that does not fit is a row with its reason, out of the fit. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "backend/registry.h"
 
 #include <cJSON.h>
 #include <math.h>
@@ -106,7 +107,7 @@ int tf_cli_bench_scaling(tf_cli_opts *o, const tf_config *base, int cpu) {
     if (base->chunk_size) snprintf(chunk, sizeof chunk, "%d", base->chunk_size);
     printf("tinyfold %s bench --scaling | backend %s | B%d S%d, %d blocks, %s, --recompute %s, "
            "--chunk-size %s | %d timed step%s after 1 warm-up, median\n\n",
-           TF_VERSION, tf_cli_backend_str(base->backend), base->batch, base->n_seqs,
+           TF_VERSION, tf_backend_kind_name(base->backend), base->batch, base->n_seqs,
            base->n_blocks, tf_cli_impl_name(base->impl), rnames[base->recompute], chunk,
            o->bench_steps, o->bench_steps == 1 ? "" : "s");
     printf("%6s %14s %12s %14s %9s\n", "N", "peak MB", "step ms", "GFLOP/step", "GFLOP/s");
@@ -135,7 +136,7 @@ int tf_cli_bench_scaling(tf_cli_opts *o, const tf_config *base, int cpu) {
         cJSON_AddStringToObject(j, "tinyfold_version", TF_VERSION);
         cJSON_AddStringToObject(j, "command", "bench --scaling");
         cJSON_AddItemToObject(j, "build", tf_cli_build_json());
-        cJSON_AddStringToObject(j, "backend", tf_cli_backend_str(base->backend));
+        cJSON_AddStringToObject(j, "backend", tf_backend_kind_name(base->backend));
         cJSON_AddNumberToObject(j, "threads", base->threads);
         cJSON_AddNumberToObject(j, "steps", o->bench_steps);
         cJSON_AddNumberToObject(j, "batch", base->batch);

@@ -207,6 +207,8 @@ int tf_cli_apply_memory_budget(tf_config *c, double budget);
 /* bench --scaling (bench_scaling.c) */
 int tf_cli_bench_scaling(tf_cli_opts *o, const tf_config *base, int cpu);
 
+/* One line: "FLAG: 'TEXT' is not accepted: expected EXPECTED"; TF_EXIT_USAGE. */
+int tf_cli_reject(const char *flag, const char *text, const char *expected);
 int tf_cli_parse_choice(int *out, const char *flag, const char *text, const char *const *names,
                         const int *vals, int n, const char *expected);
 /* 2653760 -> "2,653,760" */
@@ -215,7 +217,6 @@ double tf_cli_now_ms(void);
 size_t tf_cli_peak_rss_bytes(void);
 const char *tf_cli_impl_name(tf_impl impl);        /* "v1" */
 const char *tf_cli_impl_desc(tf_impl impl);        /* "baseline", ... */
-const char *tf_cli_backend_str(tf_backend_kind b); /* "cpu" */
 /* Maps a library status to an exit status (user-caused -> 2, else 1). */
 int tf_cli_exit_for(tf_status s);
 /* Checks the directory of path exists and is writable (before a long run). */

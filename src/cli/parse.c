@@ -8,8 +8,8 @@
 #include "cli.h"
 #include "io/checkpoint.h"
 #include "train/limits.h"
-#include "backend/backend.h"
 #include "backend/gpu_plan.h"
+#include "backend/registry.h"
 #include "prof/profiler.h"
 #include "ompwait/tf_omp_wait.h"
 
@@ -20,9 +20,6 @@
 
 static const char *const impl_names[] = {"v1", "v2", "v3"};
 static const int impl_vals[] = {TF_IMPL_V1, TF_IMPL_V2, TF_IMPL_V3};
-static const char *const backend_names[] = {"cpu", "cuda", "hip", "auto"};
-static const int backend_vals[] = {TF_BACKEND_CPU, TF_BACKEND_CUDA, TF_BACKEND_HIP,
-                                   TF_BACKEND_AUTO};
 static const char *const recompute_names[] = {"none", "blocks", "modules"};
 static const int recompute_vals[] = {TF_RECOMPUTE_NONE, TF_RECOMPUTE_BLOCKS,
                                      TF_RECOMPUTE_MODULES};
@@ -119,11 +116,13 @@ static int apply(tf_cli_opts *o, int id, const char *flag, const char *arg)
     case TF_OPT_FLASH_OFF: o->fusion_override[2] = 0; return TF_EXIT_OK;
     case TF_OPT_TRI_ON: o->fusion_override[3] = 1; return TF_EXIT_OK;
     case TF_OPT_TRI_OFF: o->fusion_override[3] = 0; return TF_EXIT_OK;
-    case TF_OPT_BACKEND:
-        rc = tf_cli_parse_choice(&v, flag, arg, backend_names, backend_vals, 4,
-                                 "cpu, cuda, hip or auto");
-        c->backend = (tf_backend_kind)v;
-        return rc;
+    case TF_OPT_BACKEND: {
+        if (!tf_backend_parse_name(arg, &c->backend, NULL, 0))
+            return TF_EXIT_OK;
+        char names[128];
+        tf_backend_names(names, sizeof names);
+        return tf_cli_reject(flag, arg, names);
+    }
     case TF_OPT_DEVICE:
         o->set |= TF_SET_DEVICE;
         return tf_cli_parse_int(&c->device, flag, arg, 0, TF_LIM_DEVICE_MAX);
@@ -436,44 +435,46 @@ int tf_cli_parse(tf_cli_opts *o, int cmd, int argc, char **argv)
     return tf_cli_check_outputs(o);
 }
 
-int tf_cli_resolve_backend(tf_config *c, char *note, size_t notelen)
+/* A backend asked for by name that this build or machine cannot run: one line. */
+static int check_backend(const tf_backend_entry *e)
 {
     char why[1024] = ""; /* the GPU module's load error names paths */
+    const tf_backend_entry *g = tf_backend_gpu();
+    if (e->gpu && e != g && g->built()) {
+        tf_cli_error("--backend: '%s' is not available: this build's GPU backend is %s "
+                     "(use --backend %s, or a build configured with %s)",
+                     e->name, g->title, g->name, e->configure);
+        return TF_EXIT_USAGE;
+    }
+    if (!tf_backend_usable(e, why, sizeof why)) {
+        tf_cli_error("--backend: '%s' is not available: %s", e->name,
+                     why[0] ? why : "no usable GPU");
+        return TF_EXIT_USAGE;
+    }
+    return TF_EXIT_OK;
+}
+
+int tf_cli_resolve_backend(tf_config *c, char *note, size_t notelen)
+{
+    char why[1024] = "";
     note[0] = '\0';
-    /* one GPU backend per build: CUDA (nvcc) or HIP (hipcc) */
-    const int hip = tf_built_with_hip();
-    if (c->backend == TF_BACKEND_CUDA || c->backend == TF_BACKEND_HIP) {
-        const int want_hip = c->backend == TF_BACKEND_HIP;
-        if (want_hip != hip && (hip || tf_built_with_cuda())) {
-            tf_cli_error("--backend: '%s' is not available: this build's GPU backend is %s "
-                         "(use --backend %s, or a build configured with %s)",
-                         want_hip ? "hip" : "cuda", hip ? "HIP" : "CUDA", hip ? "hip" : "cuda",
-                         want_hip ? "cmake -DTF_HIP=ON" : "CUDA");
-            return TF_EXIT_USAGE;
-        }
-        if (want_hip && !hip) {
-            tf_cli_error("--backend: 'hip' is not available: this build has no HIP backend "
-                         "(configure with cmake -DTF_HIP=ON where hipcc is installed)");
-            return TF_EXIT_USAGE;
-        }
-        if (!tf_cuda_backend_available(why, sizeof why)) {
-            tf_cli_error("--backend: '%s' is not available: %s", want_hip ? "hip" : "cuda",
-                         why[0] ? why : "no usable GPU");
-            return TF_EXIT_USAGE;
-        }
+    const tf_backend_entry *e = tf_backend_find(c->backend);
+    if (e) {
+        int rc = check_backend(e);
+        if (rc != TF_EXIT_OK)
+            return rc;
     } else if (c->backend == TF_BACKEND_AUTO) {
-        if (tf_gpu_auto_available(why, sizeof why)) {
-            c->backend = hip ? TF_BACKEND_HIP : TF_BACKEND_CUDA;
-            snprintf(note, notelen, "auto: %s", hip ? "an AMD GPU is usable (HIP)"
-                                                    : "a CUDA device is usable");
+        e = tf_backend_auto(why, sizeof why);
+        c->backend = e->kind;
+        if (e->gpu) {
+            snprintf(note, notelen, "auto: %s", e->found);
         } else {
-            c->backend = TF_BACKEND_CPU;
             /* A few words here; `tinyfold validate` prints the runtime's. */
+            const tf_backend_entry *g = tf_backend_gpu();
             char brief[128];
-            tf_cuda_unavailable_brief(brief, sizeof brief);
-            snprintf(note, notelen, "auto: %s%s", brief,
-                     tf_built_with_cuda() ? "; details: tinyfold validate" : "");
-            /* CUDA-only switches do not apply: say so rather than fail. */
+            tf_backend_brief(g, brief, sizeof brief);
+            snprintf(note, notelen, "auto: %s%s", brief, g->built() ? g->details : "");
+            /* GPU-only switches do not apply: say so rather than fail. */
             if (c->precision == TF_PREC_TF32 || c->graph) {
                 size_t len = strlen(note);
                 snprintf(note + len, notelen - len, "; %s%s%s ignored on the CPU",

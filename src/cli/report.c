@@ -2,6 +2,7 @@
  * header, a step line every --log-every steps, a summary. Averages are over
  * timed steps only (warm-up and --counters replay steps excluded). */
 #include "cli.h"
+#include "backend/registry.h"
 #include "train/loss_scale.h"
 
 #include <math.h>
@@ -93,9 +94,9 @@ void tf_cli_print_header(FILE *f, const tf_cli_opts *o, const tf_config *c,
     fprintf(f, "   Triangle QKV fusion: %s\n", onoff(c->fusion.qkv_triangle));
     fprintf(f, "   Flash attention: %s\n", onoff(c->fusion.flash));
     fprintf(f, "   Triangle gate/proj fusion: %s\n", onoff(c->fusion.triangle));
-    if (c->backend == TF_BACKEND_CUDA || c->backend == TF_BACKEND_HIP)
-        fprintf(f, "   %s graph: %s\n", c->backend == TF_BACKEND_HIP ? "HIP" : "CUDA",
-                onoff(c->graph));
+    const tf_backend_entry *be = tf_backend_find(c->backend);
+    if (be && be->gpu)
+        fprintf(f, "   %s graph: %s\n", be->title, onoff(c->graph));
 
     fprintf(f, "\nTraining configuration:\n");
     if (start_step > 0)

@@ -1,7 +1,7 @@
 /* The run JSON (`tinyfold train --json FILE`; embedded by the profiler in
  * summary.json under "run"; read by `tinyfold compare`). Schema: docs/cli.md. */
 #include "cli.h"
-#include "backend/backend.h"
+#include "backend/registry.h"
 
 #include <cJSON.h>
 #include <cblas.h>
@@ -49,9 +49,9 @@ cJSON *tf_cli_build_json(void)
 {
     cJSON *b = cJSON_CreateObject();
     cJSON *be = cJSON_AddArrayToObject(b, "backends");
-    cJSON_AddItemToArray(be, cJSON_CreateString("cpu"));
-    if (tf_built_with_cuda())
-        cJSON_AddItemToArray(be, cJSON_CreateString("cuda"));
+    for (size_t i = 0; tf_backend_at(i); i++)
+        if (tf_backend_at(i)->built())
+            cJSON_AddItemToArray(be, cJSON_CreateString(tf_backend_at(i)->name));
 #if defined(__clang__)
     cJSON_AddStringToObject(b, "compiler", "clang " __clang_version__);
 #elif defined(__GNUC__)
@@ -87,7 +87,7 @@ static cJSON *config_json(const tf_config *c)
         cJSON_AddStringToObject(j, "seed", s);
     }
     cJSON_AddStringToObject(j, "impl", tf_cli_impl_name(c->impl));
-    cJSON_AddStringToObject(j, "backend", tf_cli_backend_str(c->backend));
+    cJSON_AddStringToObject(j, "backend", tf_backend_kind_name(c->backend));
     cJSON_AddNumberToObject(j, "device", c->device);
     cJSON_AddNumberToObject(j, "threads", c->threads);
     /* the setting, not what auto found at start (which changes with the machine's load) */

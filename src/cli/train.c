@@ -3,6 +3,7 @@
  * step lines and live progress, the summary, the run JSON and the profile. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "backend/registry.h"
 #include "prof/markers.h"
 #include "prof/profiler.h"
 #include "train/run.h"
@@ -49,7 +50,8 @@ static int create_profiler(cli_run *cr)
     char err[2 * 4096 + 512];
     if (o->out_path && r->dist.rank > 0)
         snprintf(cr->rank_out, sizeof cr->rank_out, "%s/rank%d", o->out_path, r->dist.rank);
-    const int gpu = r->c.backend == TF_BACKEND_CUDA || r->c.backend == TF_BACKEND_HIP;
+    const tf_backend_entry *be = tf_backend_find(r->c.backend);
+    const int gpu = be && be->gpu;
     if (!gpu && o->gpu_timer) { /* --backend auto found no GPU */
         size_t len = strlen(cr->note);
         snprintf(cr->note + len, sizeof cr->note - len, "%s--gpu-timer ignored on the CPU",

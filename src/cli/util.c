@@ -48,7 +48,7 @@ void tf_cli_quote(char *out, size_t n, const char *s)
     tf_text_quote(out, n, s);
 }
 
-static int reject(const char *flag, const char *text, const char *expected)
+int tf_cli_reject(const char *flag, const char *text, const char *expected)
 {
     char q[64];
     tf_cli_quote(q, sizeof q, text);
@@ -74,11 +74,11 @@ int tf_cli_parse_int(int *out, const char *flag, const char *text, long lo, long
     char expected[96];
     snprintf(expected, sizeof expected, "an integer in [%ld, %ld]", lo, hi);
     if (!plain_integer(text))
-        return reject(flag, text, expected);
+        return tf_cli_reject(flag, text, expected);
     errno = 0;
     long long v = strtoll(text, NULL, 10);
     if (errno == ERANGE || v < lo || v > hi)
-        return reject(flag, text, expected);
+        return tf_cli_reject(flag, text, expected);
     *out = (int)v;
     return TF_EXIT_OK;
 }
@@ -87,11 +87,11 @@ int tf_cli_parse_u64(uint64_t *out, const char *flag, const char *text)
 {
     const char *expected = "an integer in [0, 18446744073709551615]";
     if (!plain_integer(text) || text[0] == '-')
-        return reject(flag, text, expected);
+        return tf_cli_reject(flag, text, expected);
     errno = 0;
     unsigned long long v = strtoull(text, NULL, 10);
     if (errno == ERANGE)
-        return reject(flag, text, expected);
+        return tf_cli_reject(flag, text, expected);
     *out = (uint64_t)v;
     return TF_EXIT_OK;
 }
@@ -102,16 +102,16 @@ int tf_cli_parse_lr(float *out, const char *flag, const char *text, double hi)
     snprintf(expected, sizeof expected, "a number in (0, %g]", hi);
     /* strtod also takes " 1", "inf", "nan", hex floats: allow only decimals. */
     if (!*text || !strchr("0123456789.+-", text[0]))
-        return reject(flag, text, expected);
+        return tf_cli_reject(flag, text, expected);
     for (const char *p = text; *p; p++)
         if (!strchr("0123456789.eE+-", *p))
-            return reject(flag, text, expected);
+            return tf_cli_reject(flag, text, expected);
     char *end;
     errno = 0;
     double v = strtod(text, &end);
     /* Underflow to a tiny value is an ERANGE too: reject it, it is not > 0 in float. */
     if (*end || errno == ERANGE || !isfinite(v) || !(v > 0.0) || v > hi || !((float)v > 0.0f))
-        return reject(flag, text, expected);
+        return tf_cli_reject(flag, text, expected);
     *out = (float)v;
     return TF_EXIT_OK;
 }
@@ -124,7 +124,7 @@ int tf_cli_parse_choice(int *out, const char *flag, const char *text, const char
             *out = vals[i];
             return TF_EXIT_OK;
         }
-    return reject(flag, text, expected);
+    return tf_cli_reject(flag, text, expected);
 }
 
 void tf_cli_thousands(char *out, size_t n, unsigned long long v)
@@ -172,17 +172,6 @@ const char *tf_cli_impl_desc(tf_impl impl)
     case TF_IMPL_V1: return "baseline";
     case TF_IMPL_V2: return "fused";
     case TF_IMPL_V3: return "custom kernels";
-    }
-    return "?";
-}
-
-const char *tf_cli_backend_str(tf_backend_kind b)
-{
-    switch (b) {
-    case TF_BACKEND_CPU: return "cpu";
-    case TF_BACKEND_CUDA: return "cuda";
-    case TF_BACKEND_AUTO: return "auto";
-    case TF_BACKEND_HIP: return "hip";
     }
     return "?";
 }

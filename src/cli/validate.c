@@ -1,8 +1,8 @@
 /* `tinyfold validate` (also `--validate-setup`): what would run, and a tiny
  * 3-step run that must give finite losses on which the three levels agree. */
 #include "cli.h"
-#include "backend/backend.h"
 #include "backend/gpu_plan.h"
+#include "backend/registry.h"
 
 #include <math.h>
 #include <string.h>
@@ -46,6 +46,19 @@ static tf_status level_loss(const tf_config *base, tf_impl impl, float *loss, ch
     return s;
 }
 
+/* One line from a backend of the row: created, described, destroyed. */
+static int describe(const tf_backend_entry *e, const tf_backend_opts *bo, char *desc, size_t n,
+                    char *err, size_t errlen)
+{
+    tf_backend *be = NULL;
+    const tf_ops *ops = NULL;
+    if (e->create(&be, &ops, bo, err, errlen) != 0)
+        return 1;
+    e->describe(be, desc, n);
+    e->destroy(be);
+    return 0;
+}
+
 int tf_cli_validate(tf_cli_opts *o)
 {
     tf_config c = o->cfg;
@@ -60,11 +73,13 @@ int tf_cli_validate(tf_cli_opts *o)
         return rc;
 
     printf("tinyfold %s validate\n", TF_VERSION);
-    printf("Build: backends cpu%s\n", tf_built_with_cuda() ? ", cuda"
-                                       : tf_built_with_hip() ? ", hip" : "");
-    int cuda_ok = tf_cuda_backend_available(why, sizeof why);
-    printf("%s: %s%s\n", tf_built_with_hip() ? "HIP" : "CUDA", cuda_ok ? "available" : "not available: ",
-           cuda_ok ? "" : (why[0] ? why : "no usable device"));
+    char built[128];
+    tf_backend_built_names(built, sizeof built, ", ");
+    printf("Build: backends %s\n", built);
+    const tf_backend_entry *gpu = tf_backend_gpu();
+    int gpu_ok = tf_backend_usable(gpu, why, sizeof why);
+    printf("%s: %s%s\n", gpu->title, gpu_ok ? "available" : "not available: ",
+           gpu_ok ? "" : (why[0] ? why : "no usable device"));
 
     tf_backend_opts bo = {.threads = c.threads,
                           .device = c.device,
@@ -72,28 +87,24 @@ int tf_cli_validate(tf_cli_opts *o)
                           .tf32 = c.precision == TF_PREC_TF32};
     tf_gpu_plan gplan; /* --gpu-plan, parsed already */
     if (c.gpu_plan[0] && !tf_gpu_plan_parse(c.gpu_plan, &gplan, NULL, 0)) bo.gpu_plan = &gplan;
-    tf_backend *be = NULL;
-    const tf_ops *ops = NULL;
+    /* the CPU always (the host's BLAS and threads), then the one runs use */
+    const tf_backend_entry *cpu = tf_backend_find(TF_BACKEND_CPU);
+    const tf_backend_entry *run = tf_backend_find(c.backend);
     char desc[512] = "";
-    if (tf_cpu_backend_create(&be, &ops, &bo, err, sizeof err) != 0) {
-        tf_cli_error("validation failed: the CPU backend does not start: %s", err);
+    if (describe(cpu, &bo, desc, sizeof desc, err, sizeof err) != 0) {
+        tf_cli_error("validation failed: the %s backend does not start: %s", cpu->title, err);
         return TF_EXIT_FAIL;
     }
-    tf_cpu_backend_describe(be, desc, sizeof desc);
-    tf_cpu_backend_destroy(be);
-    printf("CPU backend: %s\n", desc);
+    printf("%s backend: %s\n", cpu->title, desc);
     printf("OpenMP wait: %s\n", tf_cli_omp_wait_info());
-    if (c.backend == TF_BACKEND_CUDA || c.backend == TF_BACKEND_HIP) {
-        const char *gpu = c.backend == TF_BACKEND_HIP ? "HIP" : "CUDA";
-        if (tf_cuda_backend_create(&be, &ops, &bo, err, sizeof err) != 0) {
-            tf_cli_error("validation failed: the %s backend does not start: %s", gpu, err);
+    if (run && run != cpu) {
+        if (describe(run, &bo, desc, sizeof desc, err, sizeof err) != 0) {
+            tf_cli_error("validation failed: the %s backend does not start: %s", run->title, err);
             return TF_EXIT_USAGE;
         }
-        tf_cuda_backend_describe(be, desc, sizeof desc);
-        tf_cuda_backend_destroy(be);
-        printf("%s backend: %s\n", gpu, desc);
+        printf("%s backend: %s\n", run->title, desc);
     }
-    printf("Runs use: %s%s%s%s\n", tf_cli_backend_str(c.backend), note[0] ? " (" : "", note,
+    printf("Runs use: %s%s%s%s\n", tf_backend_kind_name(c.backend), note[0] ? " (" : "", note,
            note[0] ? ")" : "");
 
     char params[32];

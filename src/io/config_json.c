@@ -1,5 +1,6 @@
 /* tf_config <-> JSON (see config_json.h). */
 #include "io/config_json.h"
+#include "backend/registry.h"
 
 #include "train/limits.h"
 
@@ -47,12 +48,6 @@ static int int_of(const tf_config *c, size_t off) {
 static const char *impl_name(tf_impl i) {
     return i == TF_IMPL_V1 ? "v1" : i == TF_IMPL_V3 ? "v3" : "v2";
 }
-static const char *backend_name(tf_backend_kind b) {
-    return b == TF_BACKEND_CUDA  ? "cuda"
-           : b == TF_BACKEND_HIP ? "hip"
-           : b == TF_BACKEND_AUTO ? "auto"
-                                  : "cpu";
-}
 
 cJSON *tf_io_config_to_json(const tf_config *c) {
     cJSON *j = cJSON_CreateObject();
@@ -70,7 +65,7 @@ cJSON *tf_io_config_to_json(const tf_config *c) {
         ok &= cJSON_AddStringToObject(j, "seed", s) != NULL;
     }
     ok &= cJSON_AddStringToObject(j, "impl", impl_name(c->impl)) != NULL;
-    ok &= cJSON_AddStringToObject(j, "backend", backend_name(c->backend)) != NULL;
+    ok &= cJSON_AddStringToObject(j, "backend", tf_backend_kind_name(c->backend)) != NULL;
     ok &= cJSON_AddStringToObject(j, "precision", tf_precision_name(c->precision)) !=
           NULL;
     ok &= cJSON_AddBoolToObject(j, "graph", c->graph != 0) != NULL;
@@ -177,7 +172,6 @@ tf_status tf_io_config_from_json(tf_config *c, const cJSON *j, char *err, size_t
     if (c->n_heads_pair > 0 && c->pair_dim % c->n_heads_pair != 0)
         return bad(err, errlen, "pair_dim", "expected a multiple of n_heads_pair");
     static const char *const impls[] = {NULL, "v1", "v2", "v3"};
-    static const char *const backends[] = {"cpu", "cuda", "auto", "hip"};
     const char *precs[TF_PREC_COUNT];
     for (int i = 0; i < TF_PREC_COUNT; i++)
         precs[i] = tf_precision_name((tf_precision)i);
@@ -185,9 +179,9 @@ tf_status tf_io_config_from_json(tf_config *c, const cJSON *j, char *err, size_t
     tf_status st = get_enum(j, "impl", impls, 4, &v, err, errlen);
     if (st) return st;
     c->impl = (tf_impl)v;
-    v = (int)c->backend;
-    if ((st = get_enum(j, "backend", backends, 4, &v, err, errlen))) return st;
-    c->backend = (tf_backend_kind)v;
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(j, "backend");
+    if (b && (!cJSON_IsString(b) || tf_backend_parse_name(b->valuestring, &c->backend, NULL, 0)))
+        return bad(err, errlen, "backend", "unknown value");
     v = (int)c->precision;
     if ((st = get_enum(j, "precision", precs, TF_PREC_COUNT, &v, err, errlen))) return st;
     c->precision = (tf_precision)v;

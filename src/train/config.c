@@ -8,6 +8,7 @@
 
 #include "train/limits.h"
 #include "backend/gpu_plan.h"
+#include "backend/registry.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -129,10 +130,12 @@ tf_status tf_config_validate(const tf_config *c, char *err, size_t errlen)
     if (c->impl != TF_IMPL_V1 && c->impl != TF_IMPL_V2 && c->impl != TF_IMPL_V3)
         return fail(err, errlen, "--impl: '%d' is not accepted: expected v1, v2 or v3",
                     (int)c->impl);
-    if (c->backend != TF_BACKEND_CPU && c->backend != TF_BACKEND_CUDA &&
-        c->backend != TF_BACKEND_AUTO && c->backend != TF_BACKEND_HIP)
-        return fail(err, errlen, "--backend: '%d' is not accepted: expected cpu, cuda, hip or auto",
-                    (int)c->backend);
+    if (!tf_backend_find(c->backend) && c->backend != TF_BACKEND_AUTO) {
+        char names[128];
+        tf_backend_names(names, sizeof names);
+        return fail(err, errlen, "--backend: '%d' is not accepted: expected %s", (int)c->backend,
+                    names);
+    }
     if ((unsigned)c->precision >= TF_PREC_COUNT)
         return fail(err, errlen,
                     "--precision: '%d' is not accepted: expected fp32, tf32, bf16 or fp16",
