@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 /* Raised whenever either table changes: a module of another build is refused. */
-#define TF_GPU_MODULE_ABI 1
+#define TF_GPU_MODULE_ABI 2
 #define TF_GPU_MODULE_ENTRY "tf_gpu_module_open"
 
 /* What the GPU code calls in the executable. */
@@ -63,7 +63,8 @@ typedef struct {
     size_t (*graph_captured_kernels)(const tf_backend *be);
     void (*graph_destroy)(void *graph_exec);
     /* the profiler's event clock (gpu_timer.h) */
-    int (*events_open)(prof_gpu_clock *clk, void *be, char *err, size_t errlen);
+    int (*events_open)(prof_gpu_clock *clk, const tf_ops *ops, tf_backend *be, char *err,
+                       size_t errlen);
     /* an external profiler's collection on (1) or off (0) (markers.h; NULL: HIP) */
     void (*profiler_collect)(int on);
     /* CUPTI (prof_internal.h's prof_gpu_*; NULL: HIP) */

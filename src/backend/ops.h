@@ -289,6 +289,11 @@ typedef struct tf_ops {
      * touches their memory, and before the step ends. Under graph capture
      * `queue` joins the capture through the lane's branch. */
     void (*wgrad_wait_queue)(tf_backend *be, void *queue, long upto);
+    /* Optional (NULL on the CPU): the native handle (a cudaStream_t) of the
+     * main queue (lane 0) or of the weight-gradient lane (lane 1; NULL while
+     * the lane is off), for what records on them from outside the backend
+     * (the profiler's event clock), between ops. */
+    void *(*queue)(tf_backend *be, int lane);
 
     /* ---- layer norm over the last axis (C), eps given; saves mean/rstd [rows] ----
      * fwd: out = (x-mean)*rstd*gamma + beta (out may not alias x)

@@ -33,8 +33,12 @@ typedef struct {
     const char *found;     /* --backend auto's note when it picks it */
     const char *details;   /* appended to auto's note when it is built but unusable */
     /* the profiler: CUPTI (NVIDIA's activity records and counters) can time
-     * its ops; without it a GPU's ops are timed by events on its queues */
+     * its ops; without it a GPU's ops are timed by events on its queues
+     * (ops->queue), and these say where the rest comes from */
     int cupti;
+    const char *events;   /* the events' name: "hipEvents" */
+    const char *counters; /* where hardware counters come from */
+    const char *records;  /* where kernel records come from */
 
     int (*built)(void);                    /* compiled into this build */
     int (*available)(char *why, size_t n); /* 1 when usable, else 0 with why */

@@ -62,8 +62,7 @@ static int create_profiler(cli_run *cr)
                        .include_warmup = o->include_warmup,
                        .trace_max_steps = o->trace_steps,
                        .counters = o->counters,
-                       .cuda = r->c.backend == TF_BACKEND_CUDA,
-                       .hip = r->c.backend == TF_BACKEND_HIP,
+                       .backend = r->c.backend,
                        .gpu_timer =
                            gpu ? (tf_prof_gpu_timer)o->gpu_timer : TF_PROF_GPU_TIMER_DEFAULT,
                        .top = o->top};

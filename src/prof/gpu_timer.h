@@ -24,6 +24,8 @@ extern "C" {
 #endif
 
 struct tf_prof;
+struct tf_ops;
+struct tf_backend;
 
 #define PROF_EVT_MAX_EVENTS (1 << 18) /* events per step (2 per op + 1) */
 
@@ -66,9 +68,11 @@ typedef struct {
     char warn[256];
 } prof_evt;
 
-/* The GPU build's event clock on backend be (gpu/gpu_events.cu); -1 with one
- * line in err where the build has no GPU backend (prof_gpu_stub.c). */
-int prof_gpu_events_open(prof_gpu_clock *clk, void *be, char *err, size_t errlen);
+/* The GPU build's event clock on the queues of backend be (ops->queue;
+ * gpu/gpu_events.cu); -1 with one line in err where the build has no GPU
+ * backend (prof_gpu_stub.c) or the backend no queues. */
+int prof_gpu_events_open(prof_gpu_clock *clk, const struct tf_ops *ops, struct tf_backend *be,
+                         char *err, size_t errlen);
 /* Does this build have the event clock? */
 int prof_gpu_events_built(void);
 

@@ -55,8 +55,9 @@ int prof_gpu_ceilings(prof_ceilings *c) {
  * the CUDA and HIP builds', and hostemu's: TF_HAVE_GPU_EVENTS). */
 #ifndef TF_HAVE_GPU_EVENTS
 int prof_gpu_events_built(void) { return 0; }
-int prof_gpu_events_open(prof_gpu_clock *clk, void *be, char *err, size_t errlen) {
-    (void)clk, (void)be;
+int prof_gpu_events_open(prof_gpu_clock *clk, const struct tf_ops *ops, struct tf_backend *be,
+                         char *err, size_t errlen) {
+    (void)clk, (void)ops, (void)be;
     if (err && errlen) snprintf(err, errlen, "GPU event timing: this build has no GPU backend");
     return -1;
 }

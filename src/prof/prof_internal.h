@@ -142,7 +142,8 @@ struct tf_prof {
     char *out_dir, *selected, *counters;
     int include_warmup, trace_max_steps, top;
     prof_timer timer;
-    const char *backend; /* "cpu", "cuda", "hip" */
+    const char *backend; /* the run's backend's word (registry.h) */
+    const char *records; /* where an events run's kernel records come from */
     int64_t t0;
 
     prof_intern names;

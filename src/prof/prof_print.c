@@ -34,10 +34,7 @@ static void print_kernels(const tf_prof *p, FILE *out) {
             : ops ? "device time, GPU events around each op"
                   : "host time around each op");
     if (ops)
-        fprintf(out, "(kernel records: %s)\n",
-                strcmp(p->backend, "hip") == 0
-                    ? "rocprofv3 --kernel-trace --stats, then tinyfold compare RUN/ KERNEL_STATS.csv"
-                    : "profile with the default --gpu-timer cupti");
+        fprintf(out, "(kernel records: %s)\n", p->records);
     put_name(out, ops ? "Op" : "Kernel", NAME_W);
     fprintf(out, " | %9s | %11s | %9s\n", "Calls", "Total ms", "% of time");
     for (int i = 0; i < NAME_W; i++) fputc('-', out);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/registry.h"
 #include "fileio/outfile.h"
 #include "prof/prof_internal.h"
 
@@ -47,39 +48,61 @@ static int parse_selected(tf_prof *p, const char *list, char *err, size_t errlen
     return 0;
 }
 
+/* "cuda and hip": the backends a GPU timer applies to */
+static void gpu_names(char *out, size_t n) {
+    const char *name[8];
+    size_t k = 0, len = 0;
+    for (size_t i = 0; tf_backend_at(i) && k < 8; i++)
+        if (tf_backend_at(i)->gpu) name[k++] = tf_backend_at(i)->name;
+    out[0] = '\0';
+    for (size_t i = 0; i < k && len < n; i++)
+        len += (size_t)snprintf(out + len, n - len, "%s%s",
+                                i == 0 ? "" : i + 1 == k ? " and " : ", ", name[i]);
+}
+
 /* The timer of the run's backend (profiler.h, tf_prof_gpu_timer), refusing
  * what it cannot do: one line each. */
 static int choose_timer(tf_prof *p, const tf_prof_opts *o, char *err, size_t errlen) {
-    p->backend = o->hip ? "hip" : o->cuda ? "cuda" : "cpu";
+    const tf_backend_entry *e = tf_backend_find(o->backend);
     p->timer = PROF_TIMER_HOST;
-    if (o->cuda && o->hip) {
-        set_err(err, errlen, "profiler: a run has one GPU backend, not both cuda and hip");
+    if (!e) {
+        char names[128];
+        tf_backend_names(names, sizeof names);
+        set_err(err, errlen, "profiler: backend %d is not one of %s (auto is resolved first)",
+                (int)o->backend, names);
         return -1;
     }
+    p->backend = e->name;
+    p->records = e->cupti ? "profile with the default --gpu-timer cupti" : e->records;
     if ((int)o->gpu_timer < 0 || (int)o->gpu_timer > (int)TF_PROF_GPU_TIMER_EVENTS) {
         set_err(err, errlen, "gpu timer: unknown timer %d (accepted: cupti, events)",
                 (int)o->gpu_timer);
         return -1;
     }
-    if (!o->cuda && !o->hip) {
+    if (!e->gpu) {
         if (o->gpu_timer == TF_PROF_GPU_TIMER_DEFAULT) return 0;
-        set_err(err, errlen, "gpu timer: the cpu backend's ops are timed by the host clock "
-                             "(a GPU timer applies to the cuda and hip backends)");
+        char gpus[64];
+        gpu_names(gpus, sizeof gpus);
+        set_err(err, errlen, "gpu timer: the %s backend's ops are timed by the host clock "
+                             "(a GPU timer applies to the %s backends)",
+                e->name, gpus);
         return -1;
     }
-    if (o->hip && o->gpu_timer == TF_PROF_GPU_TIMER_CUPTI) {
-        set_err(err, errlen, "gpu timer: 'cupti' is NVIDIA's; on hip the ops are timed by "
-                             "hipEvents ('events')");
+    if (!e->cupti && o->gpu_timer == TF_PROF_GPU_TIMER_CUPTI) {
+        set_err(err, errlen, "gpu timer: 'cupti' is NVIDIA's; on %s the ops are timed by %s "
+                             "('events')",
+                e->name, e->events);
         return -1;
     }
-    p->timer = o->cuda && o->gpu_timer != TF_PROF_GPU_TIMER_EVENTS ? PROF_TIMER_CUPTI
-                                                                   : PROF_TIMER_EVENTS;
+    p->timer = e->cupti && o->gpu_timer != TF_PROF_GPU_TIMER_EVENTS ? PROF_TIMER_CUPTI
+                                                                    : PROF_TIMER_EVENTS;
     if (p->timer == PROF_TIMER_EVENTS && p->counters) {
-        set_err(err, errlen, o->hip ? "counters: hardware counters are CUPTI's (NVIDIA); on AMD "
-                                      "GPUs collect them with rocprofv3 --pmc or rocprof-compute "
-                                      "(docs/amd.md)"
-                                    : "counters: hardware counters need the CUPTI timer (not "
-                                      "--gpu-timer events)");
+        if (e->cupti)
+            set_err(err, errlen, "counters: hardware counters need the CUPTI timer (not "
+                                 "--gpu-timer events)");
+        else
+            set_err(err, errlen, "counters: hardware counters are CUPTI's (NVIDIA); %s",
+                    e->counters);
         return -1;
     }
     if (p->timer == PROF_TIMER_EVENTS && !prof_gpu_events_built()) {
@@ -89,10 +112,10 @@ static int choose_timer(tf_prof *p, const tf_prof_opts *o, char *err, size_t err
     return 0;
 }
 
-void tf_prof_attach_gpu(tf_prof *p, struct tf_backend *be) {
-    if (!p || !p->evt || p->evt->have_clk || !be) return;
+void tf_prof_attach_gpu(tf_prof *p, const struct tf_ops *ops, struct tf_backend *be) {
+    if (!p || !p->evt || p->evt->have_clk || !ops || !be) return;
     char err[128];
-    if (prof_gpu_events_open(&p->evt->clk, be, err, sizeof err) != 0) {
+    if (prof_gpu_events_open(&p->evt->clk, ops, be, err, sizeof err) != 0) {
         p->oom = 1;
         return;
     }

@@ -29,6 +29,7 @@ extern "C" {
 
 struct cJSON;
 struct tf_backend;
+struct tf_ops;
 
 /* What times the ops of a GPU run: CUPTI's activity records (CUDA's default:
  * every kernel, memcpy and memset), or a pair of GPU events around each op
@@ -46,8 +47,7 @@ typedef struct {
     int include_warmup;           /* also collect warm-up steps (default 0) */
     int trace_max_steps;          /* Perfetto trace cap in steps (<= 0 means the default, 5) */
     const char *counters;         /* kernel-name substring for hardware counters, or NULL */
-    int cuda;                     /* the run uses the CUDA backend */
-    int hip;                      /* the run uses the HIP backend */
+    tf_backend_kind backend;      /* the run's (not auto; 0: the CPU) */
     tf_prof_gpu_timer gpu_timer;  /* GPU runs only */
     int top;                      /* kernels in the printed table (<= 0 means 15) */
 } tf_prof_opts;
@@ -55,9 +55,9 @@ typedef struct {
 /* NULL + one line in err on failure. On CUDA create it BEFORE the trainer
  * (CUPTI must see the first CUDA work). */
 tf_prof *tf_prof_create(const tf_prof_opts *o, char *err, size_t errlen);
-/* The GPU backend whose queues the event timer records on (the trainer
- * calls it from tf_trainer_set_prof); nothing without the event timer. */
-void tf_prof_attach_gpu(tf_prof *p, struct tf_backend *be);
+/* The GPU backend whose queues (ops->queue) the event timer records on (the
+ * trainer calls it from tf_trainer_set_prof); nothing without the event timer. */
+void tf_prof_attach_gpu(tf_prof *p, const struct tf_ops *ops, struct tf_backend *be);
 /* A memory sample (the trainer calls it at phase boundaries). host_bytes == 0
  * means "read this process's resident set size now". */
 void tf_prof_memory(tf_prof *p, size_t backend_bytes, size_t host_bytes);

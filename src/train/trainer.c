@@ -212,7 +212,7 @@ void tf_trainer_set_prof(tf_trainer *t, tf_prof *p) {
     t->plan.ex.prof = p;
     tf_prof_watch_arena(p, &t->plan.arena.top);
     /* the GPU event timer records on this backend's queues */
-    if (t->plan.caps.device_memory) tf_prof_attach_gpu(p, t->plan.be);
+    if (t->plan.caps.device_memory) tf_prof_attach_gpu(p, t->plan.ops, t->plan.be);
 }
 
 void tf_trainer_get_batch(tf_trainer *t, tf_batch *host) {

@@ -58,7 +58,9 @@ int main(int argc, char **argv) {
     c.warmup_steps = 1;
     c.graph = 0;
     snprintf(c.gpu_plan, sizeof c.gpu_plan, "lane=on");
-    tf_prof_opts o = {.out_dir = dir, .cuda = 1, .gpu_timer = TF_PROF_GPU_TIMER_EVENTS,
+    tf_prof_opts o = {.out_dir = dir,
+                      .backend = TF_BACKEND_CUDA,
+                      .gpu_timer = TF_PROF_GPU_TIMER_EVENTS,
                       .trace_max_steps = STEPS};
     tf_prof *p = tf_prof_create(&o, err, sizeof err);
     tf_trainer *t = NULL;

@@ -37,6 +37,11 @@ static void test_order(void **state) {
             assert_non_null(e->configure);
             assert_non_null(e->found);
             assert_non_null(e->details);
+            assert_non_null(e->events);
+            if (!e->cupti) { /* the profiler's words for an events-only GPU */
+                assert_non_null(e->counters);
+                assert_non_null(e->records);
+            }
         }
     }
     assert_int_equal(n, 3);

@@ -88,7 +88,10 @@ static void one_add_step(tf_prof *p, tf_backend *be, const tf_ops *ops, long ste
 
 static void run_add(const char *pattern, const char *selected, cJSON **summary) {
     char err[512];
-    tf_prof_opts o = {.out_dir = tmpdir, .counters = pattern, .selected_regions = selected, .cuda = 1};
+    tf_prof_opts o = {.out_dir = tmpdir,
+                      .counters = pattern,
+                      .selected_regions = selected,
+                      .backend = TF_BACKEND_CUDA};
     tf_prof *p = tf_prof_create(&o, err, sizeof err); /* before any CUDA work */
     if (!p) fail_msg("prof: %s", err);
     tf_backend *be;
@@ -192,7 +195,7 @@ static void test_counters_no_match(void **state) {
 /* launches per step from a profiled run of `c` (eager or graph) */
 static double profiled_launches(tf_config *c, size_t *graph_kernels) {
     char err[512];
-    tf_prof_opts o = {.out_dir = tmpdir, .cuda = 1};
+    tf_prof_opts o = {.out_dir = tmpdir, .backend = TF_BACKEND_CUDA};
     tf_prof *p = tf_prof_create(&o, err, sizeof err);
     if (!p) fail_msg("prof: %s", err);
     tf_trainer *t;

@@ -90,7 +90,7 @@ static void read_trace(run_t *r) {
 static void profile(tf_config *c, tf_prof_gpu_timer timer, run_t *r) {
     char err[512];
     tf_prof_opts o = {.out_dir = tmpdir, .trace_max_steps = STEPS, .gpu_timer = timer,
-                      .cuda = c->backend == TF_BACKEND_CUDA, .hip = c->backend == TF_BACKEND_HIP};
+                      .backend = c->backend};
     tf_prof *p = tf_prof_create(&o, err, sizeof err); /* before the trainer: CUPTI */
     if (!p) fail_msg("prof: %s", err);
     tf_trainer *t;

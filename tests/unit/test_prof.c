@@ -450,7 +450,7 @@ static void test_create_errors(void **state) {
     assert_null(tf_prof_create(&o2, err, sizeof err));
     assert_non_null(strstr(err, file));
 
-    tf_prof_opts o3 = {.cuda = 1};
+    tf_prof_opts o3 = {.backend = TF_BACKEND_CUDA};
     err[0] = 0;
 #ifndef TF_HAVE_CUDA
     assert_null(tf_prof_create(&o3, err, sizeof err));

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "backend/backend.h"
+#include "backend/registry.h"
 #include "prof/prof_internal.h"
 #include "test_prof_util.h"
 
@@ -55,7 +55,8 @@ static tf_prof *events_prof(fake *f, int cap) {
     memset(f, 0, sizeof *f);
     f->cap = cap;
     p->timer = PROF_TIMER_EVENTS;
-    p->backend = "hip";
+    p->backend = tf_backend_find(TF_BACKEND_HIP)->name;
+    p->records = tf_backend_find(TF_BACKEND_HIP)->records;
     p->evt = calloc(1, sizeof *p->evt);
     assert_non_null(p->evt);
     p->evt->ev_step = -1;
@@ -207,21 +208,28 @@ static void refused(tf_prof_opts o, const char *expect) {
 
 static void test_timer_choice(void **state) {
     (void)state;
-    refused((tf_prof_opts){.hip = 1, .counters = "layernorm"}, "rocprofv3");
-    refused((tf_prof_opts){.hip = 1, .gpu_timer = TF_PROF_GPU_TIMER_CUPTI}, "NVIDIA");
+    refused((tf_prof_opts){.backend = TF_BACKEND_HIP, .counters = "layernorm"}, "rocprofv3");
+    refused((tf_prof_opts){.backend = TF_BACKEND_HIP, .gpu_timer = TF_PROF_GPU_TIMER_CUPTI},
+            "NVIDIA");
     refused((tf_prof_opts){.gpu_timer = TF_PROF_GPU_TIMER_EVENTS}, "host clock");
-    refused((tf_prof_opts){.cuda = 1, .hip = 1}, "one GPU backend");
-    refused((tf_prof_opts){.cuda = 1, .gpu_timer = TF_PROF_GPU_TIMER_EVENTS, .counters = "x"},
+    refused((tf_prof_opts){.gpu_timer = TF_PROF_GPU_TIMER_CUPTI},
+            "a GPU timer applies to the cuda and hip backends");
+    refused((tf_prof_opts){.backend = TF_BACKEND_AUTO}, "not one of cpu, cuda, hip or auto");
+    refused((tf_prof_opts){.backend = TF_BACKEND_CUDA,
+                           .gpu_timer = TF_PROF_GPU_TIMER_EVENTS,
+                           .counters = "x"},
             "CUPTI timer");
-    refused((tf_prof_opts){.cuda = 1, .gpu_timer = (tf_prof_gpu_timer)7}, "unknown timer");
+    refused((tf_prof_opts){.backend = TF_BACKEND_CUDA, .gpu_timer = (tf_prof_gpu_timer)7},
+            "unknown timer");
 #if !defined(TF_HAVE_CUDA) && !defined(TF_HAVE_HIP)
-    refused((tf_prof_opts){.hip = 1}, "no GPU backend");
-    refused((tf_prof_opts){.cuda = 1, .gpu_timer = TF_PROF_GPU_TIMER_EVENTS}, "no GPU backend");
+    refused((tf_prof_opts){.backend = TF_BACKEND_HIP}, "no GPU backend");
+    refused((tf_prof_opts){.backend = TF_BACKEND_CUDA, .gpu_timer = TF_PROF_GPU_TIMER_EVENTS},
+            "no GPU backend");
 #else
     /* a GPU build: the event timer is created without a device (its events
      * are made on the first step), and says so when no backend is attached */
     char err[256];
-    tf_prof_opts o = {.cuda = !tf_built_with_hip(), .hip = tf_built_with_hip(),
+    tf_prof_opts o = {.backend = tf_built_with_hip() ? TF_BACKEND_HIP : TF_BACKEND_CUDA,
                       .gpu_timer = TF_PROF_GPU_TIMER_EVENTS};
     tf_prof *p = tf_prof_create(&o, err, sizeof err);
     assert_non_null(p);

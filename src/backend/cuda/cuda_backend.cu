@@ -275,6 +275,12 @@ static void op_mark(tf_backend *be, int k)
 {
     TF_CUDA_CHECK(cudaEventRecord(be->marks[k], be->stream));
 }
+/* a lane GEMM swaps the two while it is issued (cuda_wgrad.cu): between ops
+ * wstream is the lane's */
+static void *op_queue(tf_backend *be, int lane)
+{
+    return lane ? (void *)be->wstream : (void *)be->stream;
+}
 static double op_mark_ms(tf_backend *be, int a, int b)
 {
     float ms = 0;
@@ -313,6 +319,7 @@ static tf_ops make_ops(void)
     o.wgrad_mark = tf_cu_wgrad_mark;
     o.wgrad_wait = tf_cu_wgrad_wait;
     o.wgrad_wait_queue = tf_cu_wgrad_wait_queue;
+    o.queue = op_queue;
     o.upload_async = op_upload_async;
     o.download_async = op_download_async;
     o.mark = op_mark;

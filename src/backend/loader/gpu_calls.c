@@ -104,10 +104,11 @@ void tf_cuda_graph_destroy(void *graph_exec)
 /* ---- the profiler's event clock (gpu_timer.h) -------------------------------- */
 int prof_gpu_events_built(void) { return 1; }
 
-int prof_gpu_events_open(prof_gpu_clock *clk, void *be, char *err, size_t errlen)
+int prof_gpu_events_open(prof_gpu_clock *clk, const tf_ops *ops, tf_backend *be, char *err,
+                         size_t errlen)
 {
     const tf_gpu_api *g = tf_gpu_load(err, errlen);
-    return g ? g->events_open(clk, be, err, errlen) : -1;
+    return g ? g->events_open(clk, ops, be, err, errlen) : -1;
 }
 
 /* ---- CUPTI (prof_internal.h): the CUDA module's; HIP builds have the stubs

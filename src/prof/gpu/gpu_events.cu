@@ -1,17 +1,20 @@
-/* The GPU event timer's clock (prof/gpu_timer.h) on the backend's queues:
- * one source for nvcc (CUDA runtime) and hipcc (HIP runtime), through
- * tf_gpu_port.h's names. A pool of timing events grows to what a step needs
- * (two per op) and is reused every step after that, so steady-state steps
- * create none. Failures are reported to the timer (it drops the op and says
- * so), never fatal: the run's results do not depend on its profile. */
+/* The GPU event timer's clock (prof/gpu_timer.h) on the backend's queues,
+ * which its op table hands out (ops->queue, ops->wgrad_mark): one source for
+ * nvcc (CUDA runtime) and hipcc (HIP runtime), through tf_gpu_port.h's
+ * names. A pool of timing events grows to what a step needs (two per op)
+ * and is reused every step after that, so steady-state steps create none.
+ * Failures are reported to the timer (it drops the op and says so), never
+ * fatal: the run's results do not depend on its profile. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/tf_gpu_port.h"
+#include "backend/ops.h"
 #include "prof/gpu_timer.h"
 
 typedef struct {
+    const tf_ops *ops;
     tf_backend *be;
     cudaEvent_t *ev;
     int nev, cap; /* recorded this step, created */
@@ -21,8 +24,7 @@ typedef struct {
 static int ec_record(void *ctx, int lane)
 {
     evclock *c = (evclock *)ctx;
-    /* the lane's queue is be->wstream outside a lane GEMM (cuda_wgrad.cu) */
-    cudaStream_t s = lane ? c->be->wstream : c->be->stream;
+    cudaStream_t s = (cudaStream_t)c->ops->queue(c->be, lane);
     if ((lane && !s) || c->nev >= PROF_EVT_MAX_EVENTS) return -1;
     /* grown one event early: the pool grows before an op's begin event (index
      * odd, the step's own being 0), not between its two, where the host's
@@ -48,7 +50,11 @@ static int ec_record(void *ctx, int lane)
     return c->nev++;
 }
 
-static long ec_lane_ops(void *ctx) { return ((evclock *)ctx)->be->wgrad_n; }
+static long ec_lane_ops(void *ctx)
+{
+    evclock *c = (evclock *)ctx;
+    return c->ops->wgrad_mark ? c->ops->wgrad_mark(c->be) : 0;
+}
 
 static int ec_wait(void *ctx)
 {
@@ -91,14 +97,21 @@ static void ec_close(void *ctx)
 
 extern "C" int prof_gpu_events_built(void) { return 1; }
 
-extern "C" int prof_gpu_events_open(prof_gpu_clock *clk, void *be, char *err, size_t errlen)
+extern "C" int prof_gpu_events_open(prof_gpu_clock *clk, const tf_ops *ops, tf_backend *be,
+                                    char *err, size_t errlen)
 {
+    if (!ops->queue) {
+        if (err && errlen)
+            snprintf(err, errlen, "GPU event timing: the %s backend has no queues", ops->name);
+        return -1;
+    }
     evclock *c = (evclock *)calloc(1, sizeof *c);
     if (!c) {
         if (err && errlen) snprintf(err, errlen, "profiler: out of memory");
         return -1;
     }
-    c->be = (tf_backend *)be;
+    c->ops = ops;
+    c->be = be;
     c->last[0] = c->last[1] = -1;
     clk->ctx = c;
     clk->record = ec_record;
