@@ -410,7 +410,7 @@ static tf_backend *make_be(int level, int tf32, tf_gpu_gemm_policy gemm, tf_gpu_
     p.gemm = gemm, p.dw = dw, p.attn = attn;
     o.kernel_level = level;
     o.tf32 = tf32;
-    o.gpu_plan = &p;
+    o.gpu_plan = p;
     if (tf_cuda_backend_create(&be, &g_ops, &o, err, sizeof err)) die(err);
     return be;
 }

@@ -1,9 +1,23 @@
-/* Backend creation: the registry's row for a kind (registry.h) creates it,
- * and the one created says what it prefers (ops->caps). */
+/* Backend creation: the options from a config, the registry's row for a
+ * kind (registry.h) creates it, and the one created says what it prefers
+ * (ops->caps). */
 #include <stdio.h>
 #include <string.h>
 
 #include "backend/registry.h"
+
+int tf_backend_opts_from_config(tf_backend_opts *o, const tf_config *c, char *err, size_t errlen) {
+    memset(o, 0, sizeof *o);
+    o->threads = c->threads;
+    o->device = c->device;
+    o->kernel_level = (int)c->impl;
+    o->tf32 = c->precision == TF_PREC_TF32;
+    if (c->gpu_plan[sizeof c->gpu_plan - 1]) {
+        if (err && errlen) snprintf(err, errlen, "--gpu-plan: the spec is not a terminated string");
+        return 1;
+    }
+    return c->gpu_plan[0] ? tf_gpu_plan_parse(c->gpu_plan, &o->gpu_plan, err, errlen) : 0;
+}
 
 int tf_backend_create(tf_backend_kind *kind, const tf_backend_opts *o, tf_backend **be,
                       const tf_ops **ops, tf_backend_caps *caps, char *err, size_t errlen) {

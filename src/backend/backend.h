@@ -3,6 +3,7 @@
 #ifndef TF_BACKEND_H
 #define TF_BACKEND_H
 
+#include "gpu_plan.h"
 #include "ops.h"
 #include "tinyfold.h"
 
@@ -15,8 +16,14 @@ typedef struct {
     int device;        /* CUDA: device ordinal */
     int kernel_level;  /* 1..3: which kernel versions to use (v1 plain .. v3 custom) */
     int tf32;          /* CUDA: allow TF32 tensor cores in GEMMs */
-    const struct tf_gpu_plan_s *gpu_plan; /* CUDA: over the device's default (NULL: none) */
+    /* GPU: --gpu-plan's fields over the device's default plan; AUTO (zero)
+     * keeps the default's */
+    tf_gpu_plan gpu_plan;
 } tf_backend_opts;
+
+/* The options for a config's backend, --gpu-plan parsed into its plan: the
+ * one place the spec is read. 0, else 1 with one line in err. */
+int tf_backend_opts_from_config(tf_backend_opts *o, const tf_config *c, char *err, size_t errlen);
 
 /* The one way to create a backend: a kind of the registry (registry.h), or
  * TF_BACKEND_AUTO (the build's GPU backend where a device is usable, else

@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 /* Raised whenever either table changes: a module of another build is refused. */
-#define TF_GPU_MODULE_ABI 2
+#define TF_GPU_MODULE_ABI 3
 #define TF_GPU_MODULE_ENTRY "tf_gpu_module_open"
 
 /* What the GPU code calls in the executable. */

@@ -1,7 +1,6 @@
 /* `tinyfold validate` (also `--validate-setup`): what would run, and a tiny
  * 3-step run that must give finite losses on which the three levels agree. */
 #include "cli.h"
-#include "backend/gpu_plan.h"
 #include "backend/registry.h"
 
 #include <math.h>
@@ -81,12 +80,11 @@ int tf_cli_validate(tf_cli_opts *o)
     printf("%s: %s%s\n", gpu->title, gpu_ok ? "available" : "not available: ",
            gpu_ok ? "" : (why[0] ? why : "no usable device"));
 
-    tf_backend_opts bo = {.threads = c.threads,
-                          .device = c.device,
-                          .kernel_level = (int)c.impl,
-                          .tf32 = c.precision == TF_PREC_TF32};
-    tf_gpu_plan gplan; /* --gpu-plan, parsed already */
-    if (c.gpu_plan[0] && !tf_gpu_plan_parse(c.gpu_plan, &gplan, NULL, 0)) bo.gpu_plan = &gplan;
+    tf_backend_opts bo;
+    if (tf_backend_opts_from_config(&bo, &c, err, sizeof err) != 0) {
+        tf_cli_error("%s", err);
+        return TF_EXIT_USAGE;
+    }
     /* the CPU always (the host's BLAS and threads), then the one runs use */
     const tf_backend_entry *cpu = tf_backend_find(TF_BACKEND_CPU);
     const tf_backend_entry *run = tf_backend_find(c.backend);

@@ -6,8 +6,8 @@
  * the parser and the help text. */
 #include "tinyfold.h"
 
+#include "train/config.h"
 #include "train/limits.h"
-#include "backend/gpu_plan.h"
 #include "backend/registry.h"
 
 #include <math.h>
@@ -84,24 +84,26 @@ static int bad_flag01(const char *name, int v, char *err, size_t errlen)
 
 tf_status tf_config_validate(const tf_config *c, char *err, size_t errlen)
 {
+    tf_backend_opts bo;
+    return tf_config_check(c, &bo, err, errlen);
+}
+
+tf_status tf_config_check(const tf_config *c, tf_backend_opts *bo, char *err, size_t errlen)
+{
     if (!c)
         return fail(err, errlen, "config: NULL is not accepted");
     if (err && errlen)
         err[0] = '\0';
 
     /* Single fields, in the order of --help. */
-    if (c->gpu_plan[sizeof c->gpu_plan - 1])
-        return fail(err, errlen, "--gpu-plan: the spec is not a terminated string");
-    if (c->gpu_plan[0]) {
-        tf_gpu_plan gp;
-        if (tf_gpu_plan_parse(c->gpu_plan, &gp, err, errlen)) return TF_ERR_USAGE;
-        if (gp.lane == TF_GPU_LANE_ON && c->recompute != TF_RECOMPUTE_NONE)
-            return fail(err, errlen,
-                        "--gpu-plan: 'lane=on' is not accepted with --recompute %s: a "
-                        "recomputing run does without the weight-gradient lane (expected "
-                        "lane=auto or lane=off)",
-                        c->recompute == TF_RECOMPUTE_BLOCKS ? "blocks" : "modules");
-    }
+    if (tf_backend_opts_from_config(bo, c, err, errlen))
+        return TF_ERR_USAGE;
+    if (bo->gpu_plan.lane == TF_GPU_LANE_ON && c->recompute != TF_RECOMPUTE_NONE)
+        return fail(err, errlen,
+                    "--gpu-plan: 'lane=on' is not accepted with --recompute %s: a "
+                    "recomputing run does without the weight-gradient lane (expected "
+                    "lane=auto or lane=off)",
+                    c->recompute == TF_RECOMPUTE_BLOCKS ? "blocks" : "modules");
     if (bad_int("--batch-size", c->batch, 1, TF_LIM_BATCH_MAX, err, errlen) ||
         bad_int("--seq-len", c->seq_len, 1, TF_LIM_SEQ_LEN_MAX, err, errlen) ||
         bad_int("--num-seqs", c->n_seqs, 1, TF_LIM_N_SEQS_MAX, err, errlen) ||

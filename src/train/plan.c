@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/gpu_plan.h"
+#include "train/config.h"
 
 static tf_dtype act_type(tf_precision p) {
     return p == TF_PREC_BF16 ? TF_BF16 : p == TF_PREC_FP16 ? TF_F16 : TF_F32;
@@ -89,11 +89,9 @@ static size_t plan_arena(tf_plan *p) {
 
 tf_status tf_plan_open(tf_plan *p, const tf_config *c, char *err, size_t errlen) {
     memset(p, 0, sizeof *p);
-    tf_status st = tf_config_validate(c, err, errlen);
+    tf_backend_opts bo;
+    tf_status st = tf_config_check(c, &bo, err, errlen);
     if (st != TF_OK) return st;
-    tf_backend_opts bo = {c->threads, c->device, (int)c->impl, c->precision == TF_PREC_TF32, NULL};
-    tf_gpu_plan gplan; /* --gpu-plan (checked by tf_config_validate) */
-    if (c->gpu_plan[0] && !tf_gpu_plan_parse(c->gpu_plan, &gplan, NULL, 0)) bo.gpu_plan = &gplan;
     tf_backend_kind kind = c->backend;
     tf_backend *be = NULL;
     const tf_ops *ops = NULL;

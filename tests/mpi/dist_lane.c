@@ -34,7 +34,7 @@ static int train(tf_dist *d, int kb, float *w, long *lane_gemms) {
     c.backend = TF_BACKEND_CPU;
     c.threads = 1;
     c.warmup_steps = 0;
-    tf_backend_opts bo = {c.threads, 0, (int)c.impl, 0, NULL};
+    tf_backend_opts bo = {.threads = c.threads, .kernel_level = (int)c.impl};
     tf_backend_kind kind = TF_BACKEND_CPU;
     tf_backend *be;
     const tf_ops *ops;

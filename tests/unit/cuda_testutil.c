@@ -168,7 +168,7 @@ int bk_create_rc(bk *b, int level, int tf32, const tf_gpu_plan *plan, const char
     memset(&o, 0, sizeof o);
     o.kernel_level = level;
     o.tf32 = tf32;
-    o.gpu_plan = plan;
+    if (plan) o.gpu_plan = *plan;
     if (sms) setenv("HOSTEMU_SMS", sms, 1);
     const int rc = tf_cuda_backend_create(&b->be, &b->ops, &o, err, errlen);
     if (sms) unsetenv("HOSTEMU_SMS");

@@ -17,7 +17,7 @@
 
 static tf_backend *create(tf_backend_kind *kind, int level, int tf32, const tf_ops **ops,
                           tf_backend_caps *caps) {
-    tf_backend_opts bo = {2, 0, level, tf32, NULL};
+    tf_backend_opts bo = {.threads = 2, .device = 0, .kernel_level = level, .tf32 = tf32};
     tf_backend *be = NULL;
     char err[512] = "";
     if (tf_backend_create(kind, &bo, &be, ops, caps, err, sizeof err)) fail_msg("%s", err);
@@ -88,7 +88,7 @@ static void test_create_by_kind(void **state) {
     assert_string_equal(k.name, cuda ? "cuda" : "cpu");
     ops->destroy(be);
     if (!cuda) { /* asked for by name: refused with one line */
-        tf_backend_opts bo = {2, 0, 3, 0, NULL};
+        tf_backend_opts bo = {.threads = 2, .device = 0, .kernel_level = 3, .tf32 = 0};
         char err[512] = "";
         kind = TF_BACKEND_CUDA;
         be = (tf_backend *)&kind;

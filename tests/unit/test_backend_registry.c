@@ -1,6 +1,7 @@
 /* The backend table (src/backend/registry.h): its order, lookups by kind
  * and by name, the words of its messages, and what a build without a
- * backend says about it. No device is needed. */
+ * backend says about it; and a config's backend options (backend.h). No
+ * device is needed. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -149,7 +150,7 @@ static void test_auto(void **state) {
 static void test_create_unknown(void **state) {
     (void)state;
     tf_backend_kind k = (tf_backend_kind)42;
-    tf_backend_opts bo = {2, 0, 3, 0, NULL};
+    tf_backend_opts bo = {.threads = 2, .kernel_level = 3};
     tf_backend *be = (tf_backend *)&k;
     const tf_ops *ops = NULL;
     char err[256] = "";
@@ -168,11 +169,48 @@ static void test_create_unknown(void **state) {
     cpu->destroy(be);
 }
 
+/* A config's backend options: --gpu-plan parsed into the plan they carry */
+static void test_opts_from_config(void **state) {
+    (void)state;
+    tf_config c;
+    tf_config_default(&c);
+    c.threads = 3, c.device = 1, c.impl = TF_IMPL_V2, c.precision = TF_PREC_TF32;
+    tf_backend_opts o;
+    char err[512] = "";
+    assert_int_equal(tf_backend_opts_from_config(&o, &c, err, sizeof err), 0);
+    assert_int_equal(o.threads, 3);
+    assert_int_equal(o.device, 1);
+    assert_int_equal(o.kernel_level, 2);
+    assert_int_equal(o.tf32, 1);
+    tf_gpu_plan none;
+    memset(&none, 0, sizeof none); /* every field AUTO: the device's default */
+    assert_memory_equal(&o.gpu_plan, &none, sizeof none);
+
+    snprintf(c.gpu_plan, sizeof c.gpu_plan, "portable,lane=off");
+    assert_int_equal(tf_backend_opts_from_config(&o, &c, err, sizeof err), 0);
+    tf_gpu_plan want;
+    assert_int_equal(tf_gpu_plan_parse(c.gpu_plan, &want, err, sizeof err), 0);
+    assert_memory_equal(&o.gpu_plan, &want, sizeof want);
+    assert_int_equal(o.gpu_plan.lane, TF_GPU_LANE_OFF);
+
+    snprintf(c.gpu_plan, sizeof c.gpu_plan, "gemm=fast");
+    assert_int_equal(tf_backend_opts_from_config(&o, &c, err, sizeof err), 1);
+    assert_non_null(strstr(err, "--gpu-plan"));
+    assert_null(strchr(err, '\n'));
+    memset(c.gpu_plan, 'x', sizeof c.gpu_plan);
+    assert_int_equal(tf_backend_opts_from_config(&o, &c, err, sizeof err), 1);
+    assert_string_equal(err, "--gpu-plan: the spec is not a terminated string");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_order),      cmocka_unit_test(test_find),
-        cmocka_unit_test(test_parse_name), cmocka_unit_test(test_built),
-        cmocka_unit_test(test_auto),       cmocka_unit_test(test_create_unknown),
+        cmocka_unit_test(test_order),
+        cmocka_unit_test(test_find),
+        cmocka_unit_test(test_parse_name),
+        cmocka_unit_test(test_built),
+        cmocka_unit_test(test_auto),
+        cmocka_unit_test(test_create_unknown),
+        cmocka_unit_test(test_opts_from_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -219,12 +219,8 @@ static void train_steps(const tf_config *c0, const variant *v, float *loss, floa
         assert_true(strlen(spec) < sizeof c1.gpu_plan);
         memcpy(c1.gpu_plan, spec, strlen(spec) + 1);
     }
-    tf_gpu_plan gplan;
-    tf_backend_opts bo = {c->threads, c->device, (int)c->impl, c->precision == TF_PREC_TF32, NULL};
-    if (c->gpu_plan[0]) {
-        assert_int_equal(tf_gpu_plan_parse(c->gpu_plan, &gplan, err, sizeof err), 0);
-        bo.gpu_plan = &gplan;
-    }
+    tf_backend_opts bo;
+    assert_int_equal(tf_backend_opts_from_config(&bo, c, err, sizeof err), 0);
     tf_backend_kind kind = TF_BACKEND_CUDA;
     tf_backend *be;
     const tf_ops *ops;

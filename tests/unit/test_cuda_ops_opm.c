@@ -138,7 +138,7 @@ static void test_wgrad_lane(void **state)
             o.kernel_level = 3, o.tf32 = prec;
             tf_gpu_plan held = plan_of(TF_GPU_GEMM_AUTO, TF_GPU_DW_AUTO, TF_GPU_ATTN_AUTO);
             held.wgrad_delay_us = 2000;
-            if (delay) o.gpu_plan = &held;
+            if (delay) o.gpu_plan = held;
             bk b;
             const int rc = tf_cuda_backend_create(&b.be, &b.ops, &o, err, sizeof err);
             if (rc) fail_msg("create: %s", err);

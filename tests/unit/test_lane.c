@@ -50,7 +50,7 @@ typedef struct {
 } result;
 
 static tf_trainer *make(const tf_config *c, int lane) {
-    tf_backend_opts bo = {c->threads, 0, (int)c->impl, 0, NULL};
+    tf_backend_opts bo = {.threads = c->threads, .kernel_level = (int)c->impl};
     tf_backend_kind kind = TF_BACKEND_CPU;
     tf_backend *be;
     const tf_ops *ops;
@@ -141,7 +141,7 @@ static void test_lane_waits_v3_unfused(void **state) {
  * (tf_x_grads_final) still runs them. */
 static void test_lane_ticket_for_another_queue(void **state) {
     (void)state;
-    tf_backend_opts bo = {1, 0, (int)TF_IMPL_V3, 0, NULL};
+    tf_backend_opts bo = {.threads = 1, .kernel_level = (int)TF_IMPL_V3};
     tf_backend_kind kind = TF_BACKEND_CPU;
     tf_backend *be;
     const tf_ops *cpu;

@@ -110,7 +110,7 @@ typedef struct {
 } result;
 
 static result run(tf_config c, int ways) {
-    tf_backend_opts bo = {c.threads, 0, (int)c.impl, 0, NULL};
+    tf_backend_opts bo = {.threads = c.threads, .kernel_level = (int)c.impl};
     tf_backend_kind kind = TF_BACKEND_CPU;
     tf_backend *be;
     const tf_ops *ops;

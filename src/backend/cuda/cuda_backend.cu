@@ -455,7 +455,7 @@ extern "C" int tf_cuda_backend_create(tf_backend **out, const tf_ops **ops,
     TRY_CUDA(cudaMemsetAsync(be->mma_count, 0, TF_CU_MMA_COUNTERS * sizeof(int), be->stream));
     be->caps.has_wgmma = be->caps.has_mma_sync && be->kernel_level >= 3 && tf_cu_wg_probe(be);
     be->plan = tf_gpu_plan_default(&be->caps, be->tf32, be->kernel_level);
-    if (o && o->gpu_plan) be->plan = tf_gpu_plan_apply(be->plan, o->gpu_plan);
+    if (o) be->plan = tf_gpu_plan_apply(be->plan, &o->gpu_plan);
     if (be->plan.gemm == TF_GPU_GEMM_WGMMA && !be->caps.has_wgmma)
         fprintf(stderr, "tinyfold: --gpu-plan gemm=wgmma: no wgmma code for this GPU (it needs "
                         "an sm_90a build on a compute capability 9.0 device); the mma.sync "
