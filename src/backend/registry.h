@@ -37,7 +37,7 @@ typedef struct {
      * (ops->queue), and these say where the rest comes from */
     int cupti;
     const char *events;   /* the events' name: "hipEvents" */
-    const char *counters; /* where hardware counters come from */
+    const char *counters; /* the tools that read its hardware counters */
     const char *records;  /* where kernel records come from */
 
     int (*built)(void);                    /* compiled into this build */

@@ -398,24 +398,29 @@ int tf_cli_parse(tf_cli_opts *o, int cmd, int argc, char **argv)
         return TF_EXIT_USAGE;
     }
     /* the profiler's timers (also checked where --backend auto resolves) */
-    const int be = o->cfg.backend;
-    if (o->gpu_timer && be == TF_BACKEND_CPU) {
-        tf_cli_error("--gpu-timer: not accepted with --backend cpu: the CPU's ops are timed by "
-                     "the host clock");
+    const tf_backend_entry *be = tf_backend_find(o->cfg.backend); /* NULL: auto */
+    if (o->gpu_timer && be && !be->gpu) {
+        tf_cli_error("--gpu-timer: not accepted with --backend %s: the %s's ops are timed by "
+                     "the host clock",
+                     be->name, be->title);
         return TF_EXIT_USAGE;
     }
-    if (o->gpu_timer == TF_PROF_GPU_TIMER_CUPTI && be == TF_BACKEND_HIP) {
-        tf_cli_error("--gpu-timer: 'cupti' is NVIDIA's; on --backend hip the ops are timed by "
-                     "hipEvents (events, the default)");
+    const int events_only = be && be->gpu && !be->cupti;
+    if (o->gpu_timer == TF_PROF_GPU_TIMER_CUPTI && events_only) {
+        tf_cli_error("--gpu-timer: 'cupti' is NVIDIA's; on --backend %s the ops are timed by "
+                     "%s (events, the default)",
+                     be->name, be->events);
         return TF_EXIT_USAGE;
     }
-    if (o->counters && (be == TF_BACKEND_HIP || o->gpu_timer == TF_PROF_GPU_TIMER_EVENTS)) {
-        tf_cli_error(be == TF_BACKEND_HIP
-                         ? "--counters: not accepted with --backend hip: the counters are "
-                           "CUPTI's (NVIDIA); on AMD GPUs use rocprofv3 --pmc or rocprof-compute "
-                           "(docs/amd.md)"
-                         : "--counters: not accepted with --gpu-timer events: the counters "
-                           "are CUPTI's (the default timer)");
+    if (o->counters && events_only) {
+        tf_cli_error("--counters: not accepted with --backend %s: the counters are CUPTI's "
+                     "(NVIDIA); on %ss use %s",
+                     be->name, be->device, be->counters);
+        return TF_EXIT_USAGE;
+    }
+    if (o->counters && o->gpu_timer == TF_PROF_GPU_TIMER_EVENTS) {
+        tf_cli_error("--counters: not accepted with --gpu-timer events: the counters "
+                     "are CUPTI's (the default timer)");
         return TF_EXIT_USAGE;
     }
     if (o->memory_budget > 0 && (o->set & TF_SET_RECOMPUTE)) {

@@ -101,8 +101,9 @@ static int choose_timer(tf_prof *p, const tf_prof_opts *o, char *err, size_t err
             set_err(err, errlen, "counters: hardware counters need the CUPTI timer (not "
                                  "--gpu-timer events)");
         else
-            set_err(err, errlen, "counters: hardware counters are CUPTI's (NVIDIA); %s",
-                    e->counters);
+            set_err(err, errlen,
+                    "counters: hardware counters are CUPTI's (NVIDIA); on %ss collect them with %s",
+                    e->device, e->counters);
         return -1;
     }
     if (p->timer == PROF_TIMER_EVENTS && !prof_gpu_events_built()) {

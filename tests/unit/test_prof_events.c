@@ -208,9 +208,10 @@ static void refused(tf_prof_opts o, const char *expect) {
 
 static void test_timer_choice(void **state) {
     (void)state;
-    refused((tf_prof_opts){.backend = TF_BACKEND_HIP, .counters = "layernorm"}, "rocprofv3");
+    refused((tf_prof_opts){.backend = TF_BACKEND_HIP, .counters = "layernorm"},
+            "CUPTI's (NVIDIA); on AMD GPUs collect them with rocprofv3 --pmc or rocprof-compute");
     refused((tf_prof_opts){.backend = TF_BACKEND_HIP, .gpu_timer = TF_PROF_GPU_TIMER_CUPTI},
-            "NVIDIA");
+            "'cupti' is NVIDIA's; on hip the ops are timed by hipEvents ('events')");
     refused((tf_prof_opts){.gpu_timer = TF_PROF_GPU_TIMER_EVENTS}, "host clock");
     refused((tf_prof_opts){.gpu_timer = TF_PROF_GPU_TIMER_CUPTI},
             "a GPU timer applies to the cuda and hip backends");
