@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 /* Raised whenever either table changes: a module of another build is refused. */
-#define TF_GPU_MODULE_ABI 3
+#define TF_GPU_MODULE_ABI 4
 #define TF_GPU_MODULE_ENTRY "tf_gpu_module_open"
 
 /* What the GPU code calls in the executable. */
@@ -88,8 +88,8 @@ typedef struct {
     /* NCCL (dist.h's tf_dist_nccl_*; NULL in a build without NCCL) */
     int (*nccl_init)(tf_dist *d, int device, char *err, size_t n);
     void (*nccl_destroy)(tf_dist *d);
-    void (*nccl_issue)(tf_dist *d, float *g, struct tf_backend *be);
-    void (*nccl_finish)(tf_dist *d, struct tf_backend *be);
+    void (*nccl_issue)(tf_dist *d, float *g, void *queue);
+    void (*nccl_finish)(tf_dist *d, void *queue);
     void *(*nccl_queue)(tf_dist *d);
     void (*nccl_replayed)(tf_dist *d);
     void (*nccl_wait)(tf_dist *d);

@@ -85,10 +85,10 @@ double tf_dist_mean_scalar(tf_dist *d, double v);
  * memory). */
 int tf_dist_plan_buckets(tf_dist *d, const size_t *hi, int nstages, size_t n);
 
-/* The step's gradient reduction, in the buckets' order. be NULL: g is host
- * memory (the CPU backend), averaged over MPI; else g is on the device of
- * the GPU backend be, averaged through NCCL on its own stream, each bucket
- * after an event of the backend's stream.
+/* The step's gradient reduction, in the buckets' order. queue NULL: g is
+ * host memory (the CPU backend), averaged over MPI; else g is on the device
+ * of the GPU backend whose main queue (ops->queue) that is, averaged through
+ * NCCL on its own stream, each bucket after an event of the backend's queue.
  * tf_dist_issue: the next bucket's all-reduce starts (the caller has made
  * its gradients final); tf_dist_progress: lets MPI move the ones in flight
  * (called after every op while some are: Open MPI has no progress thread,
@@ -98,10 +98,9 @@ int tf_dist_plan_buckets(tf_dist *d, const size_t *hi, int nstages, size_t n);
  * wait is the exposed time) or makes the backend's stream wait (NCCL; the
  * host waits with the deadline in tf_dist_wait_device) and divides by the
  * rank count. */
-struct tf_backend;
-void tf_dist_issue(tf_dist *d, float *g, struct tf_backend *be);
+void tf_dist_issue(tf_dist *d, float *g, void *queue);
 void tf_dist_progress(tf_dist *d);
-void tf_dist_reduce_grads(tf_dist *d, float *g, size_t n, struct tf_backend *be);
+void tf_dist_reduce_grads(tf_dist *d, float *g, size_t n, void *queue);
 /* Before the host waits for the backend's stream: polls the reductions'
  * completion within --dist-timeout (NCCL; a no-op elsewhere). */
 void tf_dist_wait_device(tf_dist *d);
@@ -136,8 +135,8 @@ int tf_dist_bcast(tf_dist *d, void *buf, size_t n);
  * its end, and the device time of the reductions since the last call. */
 int tf_dist_nccl_init(tf_dist *d, int device, char *err, size_t n);
 void tf_dist_nccl_destroy(tf_dist *d);
-void tf_dist_nccl_issue(tf_dist *d, float *g, struct tf_backend *be);
-void tf_dist_nccl_finish(tf_dist *d, struct tf_backend *be);
+void tf_dist_nccl_issue(tf_dist *d, float *g, void *queue);
+void tf_dist_nccl_finish(tf_dist *d, void *queue);
 void *tf_dist_nccl_queue(tf_dist *d);
 void tf_dist_nccl_replayed(tf_dist *d);
 void tf_dist_nccl_wait(tf_dist *d);

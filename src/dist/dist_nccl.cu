@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/tf_gpu_port.h"
 #include "dist/dist.h"
 
 #if defined(NCCL_VERSION_CODE) && NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
@@ -202,13 +202,13 @@ static void events_for(tf_dist *d, tf_nccl *c) {
             fail(d, c, "all-reduce of the gradients", "could not create its events");
 }
 
-extern "C" void tf_dist_nccl_issue(tf_dist *d, float *g, struct tf_backend *be) {
+extern "C" void tf_dist_nccl_issue(tf_dist *d, float *g, void *queue) {
     tf_nccl *c = (tf_nccl *)d->nccl;
     events_for(d, c);
     const int i = d->next;
     const tf_dist_bucket *b = &d->bk[i];
     /* the fork: under capture this joins the stream to it */
-    cudaEventRecord(c->ready, be->stream);
+    cudaEventRecord(c->ready, (cudaStream_t)queue);
     cudaStreamWaitEvent(c->stream, c->ready, 0);
     record_for_host(c->t0[i], c->stream);
     settle(d, c, ncclAllReduce(g + b->lo, g + b->lo, b->n, ncclFloat, ncclAvg, c->comm, c->stream),
@@ -220,16 +220,17 @@ extern "C" void tf_dist_nccl_issue(tf_dist *d, float *g, struct tf_backend *be) 
 
 extern "C" void *tf_dist_nccl_queue(tf_dist *d) { return ((tf_nccl *)d->nccl)->stream; }
 
-extern "C" void tf_dist_nccl_finish(tf_dist *d, struct tf_backend *be) {
+extern "C" void tf_dist_nccl_finish(tf_dist *d, void *queue) {
     tf_nccl *c = (tf_nccl *)d->nccl;
-    const int graph = capturing(be->stream);
-    record_for_host(c->bwd_end, be->stream);
+    cudaStream_t main = (cudaStream_t)queue;
+    const int graph = capturing(main);
+    record_for_host(c->bwd_end, main);
     /* before the join: the stream's last captured work is what the
      * backend's stream waits for (else the capture ends unjoined) */
     if (graph) record_for_host(c->done, c->stream);
     /* the join: under capture the stream leaves it here */
     cudaEventRecord(c->reduced, c->stream);
-    cudaStreamWaitEvent(be->stream, c->reduced, 0);
+    cudaStreamWaitEvent(main, c->reduced, 0);
     if (graph) { /* nothing ran: each replay does (tf_dist_nccl_replayed) */
         c->graph_nbk = d->next;
         c->graph_bytes = c->step_bytes;

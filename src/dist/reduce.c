@@ -11,15 +11,15 @@ static void no_nccl(void) {
     abort();
 }
 
-void tf_dist_issue(tf_dist *d, float *g, struct tf_backend *be) {
+void tf_dist_issue(tf_dist *d, float *g, void *queue) {
     if (d->next >= d->nbk) return;
-    if (!be) {
+    if (!queue) {
         tf_dist_mpi_issue(d, g);
         return;
     }
 #ifdef TF_HAVE_NCCL
     if (d->nccl) {
-        tf_dist_nccl_issue(d, g, be);
+        tf_dist_nccl_issue(d, g, queue);
         return;
     }
 #endif
@@ -30,7 +30,7 @@ void tf_dist_progress(tf_dist *d) {
     if (!d->nccl) tf_dist_mpi_progress(d);
 }
 
-void tf_dist_reduce_grads(tf_dist *d, float *g, size_t n, struct tf_backend *be) {
+void tf_dist_reduce_grads(tf_dist *d, float *g, size_t n, void *queue) {
     if (d->nbk == 0) { /* no plan: one all-reduce */
         const double keep = d->bucket_bytes;
         size_t hi = 0;
@@ -42,14 +42,14 @@ void tf_dist_reduce_grads(tf_dist *d, float *g, size_t n, struct tf_backend *be)
         }
         d->bucket_bytes = keep;
     }
-    while (d->next < d->nbk) tf_dist_issue(d, g, be);
-    if (!be) {
+    while (d->next < d->nbk) tf_dist_issue(d, g, queue);
+    if (!queue) {
         tf_dist_mpi_finish(d, g, n);
         return;
     }
 #ifdef TF_HAVE_NCCL
     if (d->nccl) {
-        tf_dist_nccl_finish(d, be);
+        tf_dist_nccl_finish(d, queue);
         return;
     }
 #endif

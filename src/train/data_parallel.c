@@ -6,6 +6,10 @@
 #include "prof/prof.h"
 #include "prof/profiler.h"
 
+/* The gradients' backend's main queue for the all-reduces to follow (NULL:
+ * host memory, reduced over MPI). */
+static void *main_queue(const tf_dp *x) { return x->be ? x->ops->queue(x->be, 0) : NULL; }
+
 /* The end of a backward stage: the buckets whose gradients it made final
  * go, after the lane's GEMMs that write them: on a device queue of their own
  * that queue waits for the lane and the main queue goes on; on the host
@@ -22,7 +26,7 @@ static void stage_done(void *arg, int stage) {
         } else {
             tf_x_grads_final(x->ex, x->grads + b->lo, b->n);
         }
-        tf_dist_issue(d, x->grads, x->be);
+        tf_dist_issue(d, x->grads, main_queue(x));
     }
     tf_dist_progress(d);
 }
@@ -64,7 +68,7 @@ int tf_dp_ranks(const tf_dp *x) { return x->dist ? x->dist->size : 1; }
 void tf_dp_reduce_in_backward(tf_dp *x, tf_prof *prof) {
     if (!x->in_backward) return;
     tf_region_push(prof, "allreduce");
-    tf_dist_reduce_grads(x->dist, x->grads, x->n, x->be);
+    tf_dist_reduce_grads(x->dist, x->grads, x->n, main_queue(x));
     tf_region_pop(prof);
 }
 
@@ -77,7 +81,7 @@ void tf_dp_after_backward(tf_dp *x, int replayed, int wait) {
 void tf_dp_reduce(tf_dp *x, tf_prof *prof, int wait) {
     if (!x->dist || (x->dist->size == 1 && !x->dist->nccl) || x->in_backward) return;
     tf_region_push(prof, "allreduce");
-    tf_dist_reduce_grads(x->dist, x->grads, x->n, x->be);
+    tf_dist_reduce_grads(x->dist, x->grads, x->n, main_queue(x));
     if (wait) tf_dist_wait_device(x->dist); /* the phase's wait follows */
     tf_region_pop(prof);
 }

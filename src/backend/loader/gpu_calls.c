@@ -196,13 +196,13 @@ int tf_dist_nccl_init(tf_dist *d, int device, char *err, size_t n)
 
 /* the others run only once tf_dist_nccl_init has set d->nccl: the module is loaded */
 void tf_dist_nccl_destroy(tf_dist *d) { tf_gpu_loaded()->nccl_destroy(d); }
-void tf_dist_nccl_issue(tf_dist *d, float *g, struct tf_backend *be)
+void tf_dist_nccl_issue(tf_dist *d, float *g, void *queue)
 {
-    tf_gpu_loaded()->nccl_issue(d, g, be);
+    tf_gpu_loaded()->nccl_issue(d, g, queue);
 }
-void tf_dist_nccl_finish(tf_dist *d, struct tf_backend *be)
+void tf_dist_nccl_finish(tf_dist *d, void *queue)
 {
-    tf_gpu_loaded()->nccl_finish(d, be);
+    tf_gpu_loaded()->nccl_finish(d, queue);
 }
 void *tf_dist_nccl_queue(tf_dist *d) { return tf_gpu_loaded()->nccl_queue(d); }
 void tf_dist_nccl_replayed(tf_dist *d) { tf_gpu_loaded()->nccl_replayed(d); }
