@@ -3,8 +3,17 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backend/backend.h"
+#include "backend/registry.h"
 #include "train/run.h"
+
+/* The backends this binary has, a bit a registry row: ranks of builds with
+ * different GPU backends (or none) must not pair up. */
+static long long built_rows(void) {
+    long long m = 0;
+    for (size_t i = 0; tf_backend_at(i); i++)
+        if (tf_backend_at(i)->built()) m |= 1ll << i;
+    return m;
+}
 
 /* What every rank must agree on: the model, the problem, the training, the
  * level and the build (FNV-1a over the fields, not the struct's padding).
@@ -40,7 +49,7 @@ static uint64_t config_hash(const tf_config *c, const tf_run_opts *o) {
                            o->load_path != NULL,
                            o->data_path != NULL,
                            (long long)sizeof *c,
-                           tf_built_with_cuda()};
+                           built_rows()};
     uint32_t lr;
     memcpy(&lr, &c->learning_rate, sizeof lr);
     for (size_t i = 0; i <= sizeof v / sizeof v[0]; i++) {
