@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "backend/backend.h"
+#include "backend/registry.h"
 #include "test_prof_util.h"
 #include "tinyfold.h"
 
@@ -226,7 +226,7 @@ static void check_phases(const run_t *ev, const run_t *cu, const run_t *cu2, int
 static void configure(tf_config *c, const char *plan) {
     tf_config_default(c);
     c->batch = 2, c->seq_len = 64, c->n_seqs = 8, c->n_blocks = 2, c->msa_dim = 64, c->pair_dim = 64;
-    c->backend = tf_built_with_hip() ? TF_BACKEND_HIP : TF_BACKEND_CUDA;
+    c->backend = tf_backend_gpu()->kind;
     c->impl = TF_IMPL_V3;
     c->fusion = tf_fusion_for_impl(c->impl);
     c->warmup_steps = WARM;
@@ -241,7 +241,7 @@ static void one_plan(const char *plan, int lane) {
     run_t ev, cu, cu2, *cup = NULL;
     memset(&cu, 0, sizeof cu);
     memset(&cu2, 0, sizeof cu2);
-    const int cupti = !tf_built_with_hip();
+    const int cupti = tf_backend_gpu()->cupti;
     if (cupti) profile(&c, TF_PROF_GPU_TIMER_CUPTI, &cu);
     profile(&c, TF_PROF_GPU_TIMER_EVENTS, &ev);
     assert_string_equal(cJSON_GetObjectItem(ev.summary, "timer")->valuestring, "events");

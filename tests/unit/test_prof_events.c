@@ -230,7 +230,7 @@ static void test_timer_choice(void **state) {
     /* a GPU build: the event timer is created without a device (its events
      * are made on the first step), and says so when no backend is attached */
     char err[256];
-    tf_prof_opts o = {.backend = tf_built_with_hip() ? TF_BACKEND_HIP : TF_BACKEND_CUDA,
+    tf_prof_opts o = {.backend = tf_backend_gpu()->kind,
                       .gpu_timer = TF_PROF_GPU_TIMER_EVENTS};
     tf_prof *p = tf_prof_create(&o, err, sizeof err);
     assert_non_null(p);
