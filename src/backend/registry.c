@@ -79,14 +79,19 @@ const char *tf_backend_kind_name(tf_backend_kind kind) {
     return e ? e->name : kind == TF_BACKEND_AUTO ? "auto" : "?";
 }
 
-void tf_backend_names(char *out, size_t n) {
+/* every row's word, then "auto" after last (cut to n, terminated) */
+static void join_words(char *out, size_t n, const char *sep, const char *last) {
     if (!out || !n) return;
     size_t len = 0;
     out[0] = '\0';
     for (size_t i = 0; i < N_BACKENDS && len < n; i++)
-        len += (size_t)snprintf(out + len, n - len, "%s%s", i ? ", " : "", k_backends[i].name);
-    if (len < n) snprintf(out + len, n - len, " or auto");
+        len += (size_t)snprintf(out + len, n - len, "%s%s", i ? sep : "", k_backends[i].name);
+    if (len < n) snprintf(out + len, n - len, "%sauto", last);
 }
+
+void tf_backend_names(char *out, size_t n) { join_words(out, n, ", ", " or "); }
+
+void tf_backend_words(char *out, size_t n, const char *sep) { join_words(out, n, sep, sep); }
 
 void tf_backend_built_names(char *out, size_t n, const char *sep) {
     if (!out || !n) return;

@@ -63,6 +63,8 @@ const char *tf_backend_kind_name(tf_backend_kind kind);
 int tf_backend_parse_name(const char *name, tf_backend_kind *kind, char *err, size_t errlen);
 /* The accepted words for a message: "cpu, cuda, hip or auto". */
 void tf_backend_names(char *out, size_t n);
+/* The accepted words joined by sep, auto last: "cpu|cuda|hip|auto". */
+void tf_backend_words(char *out, size_t n, const char *sep);
 /* The words of this build's backends, joined by sep: "cpu, cuda". */
 void tf_backend_built_names(char *out, size_t n, const char *sep);
 

@@ -93,6 +93,10 @@ static void test_parse_name(void **state) {
     char tiny[8];
     tf_backend_names(tiny, sizeof tiny); /* cut, terminated */
     assert_string_equal(tiny, "cpu, cu");
+    tf_backend_words(names, sizeof names, "|"); /* --backend's in help */
+    assert_string_equal(names, "cpu|cuda|hip|auto");
+    tf_backend_words(tiny, sizeof tiny, "|");
+    assert_string_equal(tiny, "cpu|cud");
 }
 
 /* What the build has: the CPU first, at most one GPU backend, and the
