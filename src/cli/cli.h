@@ -128,13 +128,17 @@ typedef struct {
     int has_arg;         /* no_argument / required_argument */
     int id;              /* getopt_long val */
     unsigned cmds;       /* TF_CMD_* bits */
-    const char *metavar; /* NULL for switches */
+    const char *metavar; /* NULL for switches; read through tf_cli_metavar */
     const char *help;    /* one or more lines, default and range included */
 } tf_cli_optdef;
 
 extern const tf_cli_optdef tf_cli_optdefs[];
 extern const int tf_cli_n_optdefs;
 const tf_cli_optdef *tf_cli_optdef_by_id(int id);
+/* What the value is, for help and messages ("N", "cpu|cuda|hip|auto"): the
+ * option's metavar, or for --backend the backend table's words; NULL for
+ * switches. */
+const char *tf_cli_metavar(const tf_cli_optdef *d);
 const char *tf_cli_cmd_name(int cmd);
 
 /* ---- parse.c ---- */
@@ -194,7 +198,7 @@ void tf_cli_quote(char *out, size_t n, const char *s);
 int tf_cli_parse_int(int *out, const char *flag, const char *text, long lo, long hi);
 int tf_cli_parse_u64(uint64_t *out, const char *flag, const char *text);
 int tf_cli_parse_lr(float *out, const char *flag, const char *text, double hi);
-/* text must be one of names[i]; *out = vals[i]. expected: "cpu, cuda or auto". */
+/* text must be one of names[i]; *out = vals[i]. expected: "v1, v2 or v3". */
 /* ---- memory_opts.c ---- */
 /* A byte count: digits with an optional fraction and unit (K M G T: 1000^k,
  * KiB MiB GiB TiB: 1024^k, a trailing B allowed); > 0. */

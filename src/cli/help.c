@@ -116,8 +116,9 @@ static void print_options(FILE *f, int cmd)
             pending_section = NULL;
         }
         char names[128];
-        int n = snprintf(names, sizeof names, "  --%s%s%s", d->name, d->metavar ? " " : "",
-                         d->metavar ? d->metavar : "");
+        const char *metavar = tf_cli_metavar(d);
+        int n = snprintf(names, sizeof names, "  --%s%s%s", d->name, metavar ? " " : "",
+                         metavar ? metavar : "");
         /* An --enable-X followed by its --disable-X twin shares one entry. */
         const tf_cli_optdef *twin = i + 1 < tf_cli_n_optdefs ? &tf_cli_optdefs[i + 1] : NULL;
         if (twin && !twin->help && (twin->cmds & (unsigned)cmd))

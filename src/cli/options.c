@@ -3,6 +3,7 @@
  * accepted range. Ranges come from limits.h (quoted here as text: keep them
  * in step; test_bad_input.sh checks the bounds). */
 #include "cli.h"
+#include "backend/registry.h"
 
 #include <getopt.h>
 #include <stddef.h>
@@ -57,7 +58,8 @@ const tf_cli_optdef tf_cli_optdefs[] = {
      "triangle mult: projections in one GEMM, gates in one"},
     {"disable-triangle-fusion", no_argument, TF_OPT_TRI_OFF, T | V | G, NULL, NULL},
     /* where it runs */
-    {"backend", required_argument, TF_OPT_BACKEND, T | V | B | G, "cpu|cuda|hip|auto",
+    /* the words: the backend table's (tf_cli_metavar) */
+    {"backend", required_argument, TF_OPT_BACKEND, T | V | B | G, NULL,
      "default auto: the GPU when built with CUDA (or HIP, for AMD GPUs) and a\n"
      "device exists, else the CPU (the choice is printed)"},
     {"device", required_argument, TF_OPT_DEVICE, T | V | B | G, "N",
@@ -194,6 +196,16 @@ const tf_cli_optdef *tf_cli_optdef_by_id(int id)
         if (tf_cli_optdefs[i].id == id)
             return &tf_cli_optdefs[i];
     return NULL;
+}
+
+const char *tf_cli_metavar(const tf_cli_optdef *d)
+{
+    static char backends[64];
+    if (d->id != TF_OPT_BACKEND)
+        return d->metavar;
+    if (!backends[0])
+        tf_backend_words(backends, sizeof backends, "|");
+    return backends;
 }
 
 const char *tf_cli_cmd_name(int cmd)

@@ -264,7 +264,7 @@ static int unknown_option(int cmd, const char *tok)
 static void missing_value(const tf_cli_optdef *d, int cmd)
 {
     tf_cli_error("--%s: missing value: expected %s (see tinyfold help %s)", d->name,
-                 d->metavar ? d->metavar : "a value", tf_cli_cmd_name(cmd));
+                 tf_cli_metavar(d) ? tf_cli_metavar(d) : "a value", tf_cli_cmd_name(cmd));
 }
 
 /* Is tok the option's full spelling ("--name" or "--name=...")? */
