@@ -6,8 +6,8 @@
  *
  * A build compiles one GPU backend at most (CUDA with nvcc or HIP with
  * hipcc: the same sources), yet every row is always in the table: a row the
- * build lacks answers built() 0, and the helpers below then say so in words
- * instead of calling its functions. */
+ * build lacks answers built() 0, and tf_backend_usable and tf_backend_brief
+ * then say so in words instead of calling its functions. */
 #ifndef TF_BACKEND_REGISTRY_H
 #define TF_BACKEND_REGISTRY_H
 
@@ -68,8 +68,8 @@ void tf_backend_words(char *out, size_t n, const char *sep);
 /* The words of this build's backends, joined by sep: "cpu, cuda". */
 void tf_backend_built_names(char *out, size_t n, const char *sep);
 
-/* This build's GPU backend: the built GPU row, else the first GPU row (whose
- * helpers below then say that the build has none). */
+/* This build's GPU backend: the built GPU row, else the first GPU row (for
+ * which tf_backend_usable and tf_backend_brief then say the build has none). */
 const tf_backend_entry *tf_backend_gpu(void);
 /* e->available where the build has e, else 0 with why = e->absent. */
 int tf_backend_usable(const tf_backend_entry *e, char *why, size_t n);

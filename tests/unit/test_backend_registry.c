@@ -100,7 +100,7 @@ static void test_parse_name(void **state) {
 }
 
 /* What the build has: the CPU first, at most one GPU backend, and the
- * helpers answering in words for a row the build lacks. */
+ * words of tf_backend_usable and tf_backend_brief for a row it lacks. */
 static void test_built(void **state) {
     (void)state;
     char names[128], want[128] = "cpu";
