@@ -171,7 +171,7 @@ inline float *tf_emu_smem()
 #endif
 
 /* TF_LAUNCH with `smem` bytes of dynamic shared memory; opts the kernel in to
- * more than 48 KB once per device (*optin: bit per device). */
+ * all the device allows past 48 KB once per device (*optin: bit per device). */
 template <typename... KArgs, typename... Args>
 static inline void tf_launch_smem_(const char *name, const char *file, int line,
                                    void (*k)(KArgs...), dim3 grid, int threads, size_t smem,
@@ -186,9 +186,17 @@ static inline void tf_launch_smem_(const char *name, const char *file, int line,
 #else
     const unsigned long long bit = 1ull << (be->device & 63);
     if (smem > 48 * 1024 && !(*optin & bit)) {
-        cudaError_t e = cudaFuncSetAttribute(reinterpret_cast<const void *>(k),
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             (int)smem);
+        /* the most the device allows beside the kernel's static shared
+         * memory, once: a later launch may want more than this one */
+        int most = 0;
+        cudaFuncAttributes fa;
+        cudaError_t e = cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                                               be->device);
+        if (e == cudaSuccess) e = cudaFuncGetAttributes(&fa, reinterpret_cast<const void *>(k));
+        if (e == cudaSuccess)
+            e = cudaFuncSetAttribute(reinterpret_cast<const void *>(k),
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     most - (int)fa.sharedSizeBytes);
         if (e != cudaSuccess) tf_cuda_fail(name, cudaGetErrorString(e), file, line);
         *optin |= bit;
     }

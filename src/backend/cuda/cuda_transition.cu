@@ -116,24 +116,25 @@ __device__ __forceinline__ void tr_stage_fwd(uint16_t *w1, uint16_t *w2, const u
     tr_copy<C, TR_HC>(w2, [&](int r, int q) { return W2 + (long)r * K::H + j0 + 8 * q; }, vec);
 }
 
-/* keeps the compiler from moving reads or writes of an accumulator across
- * the wgmma issue and wait (the registers change asynchronously) */
-template <int N>
-__device__ __forceinline__ void tr_reg_fence(float (*d)[4])
+/* a row's NV values of the lane, one vector load */
+template <int NV>
+__device__ __forceinline__ void tr_load_row(float *v, const float *p)
 {
-#if TF_WG_ASM
-#pragma unroll
-    for (int n = 0; n < N; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[n][e])::"memory");
-#else
-    (void)d;
-#endif
+    if constexpr (NV == 4) {
+        const float4 t = *(const float4 *)p;
+        v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
+    } else {
+        const float2 t = *(const float2 *)p;
+        v[0] = t.x, v[1] = t.y;
+    }
 }
 
 /* The block's rows: xn = LN(x) rounded to E into the K-major tile sx (zero
- * past rows), a warp the 16 rows 16 w.., a row at a time; the statistics
- * saved (fwd) or read (bwd); xo (bwd) gets xn */
+ * past rows), a warp the 16 rows 16 w.., a lane NV adjacent columns; the
+ * statistics saved (fwd) or read (bwd); xo (bwd) gets xn. The loads of
+ * TR_AHEAD rows go out before any of their sums: a row at a time, the
+ * prologue is a chain of memory latencies. */
+#define TR_AHEAD 8
 template <class E, int C, bool SAVE>
 __device__ __forceinline__ void tr_prologue(uint16_t *sx, float *mean, float *rstd, E *xo,
                                             const float *x, const float *gamma, const float *beta,
@@ -141,37 +142,50 @@ __device__ __forceinline__ void tr_prologue(uint16_t *sx, float *mean, float *rs
 {
     typedef tr_cfg<C> K;
     const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32, c0 = K::NV * lane;
-    for (int i = 0; i < 16; ++i) {
-        const int rl = 16 * warp + i;
-        const long r = r0 + rl;
-        uint16_t u[K::NV];
-        if (r >= rows) { /* warp-uniform */
+    float gm[K::NV], bt[K::NV];
+    tr_load_row<K::NV>(gm, gamma + c0);
+    tr_load_row<K::NV>(bt, beta + c0);
+#pragma unroll 1
+    for (int i0 = 0; i0 < 16; i0 += TR_AHEAD) {
+        float v[TR_AHEAD][K::NV], mu[TR_AHEAD], rs[TR_AHEAD];
 #pragma unroll
-            for (int k = 0; k < K::NV; ++k) u[k] = 0;
-        } else {
-            float v[K::NV];
-#pragma unroll
-            for (int k = 0; k < K::NV; ++k) v[k] = x[r * C + c0 + k];
-            float mu, rs;
-            if (SAVE) {
-                float s = 0.f;
-#pragma unroll
-                for (int k = 0; k < K::NV; ++k) s += v[k];
-                mu = tf_warp_sum(s) / C;
-                float q = 0.f;
-#pragma unroll
-                for (int k = 0; k < K::NV; ++k) q += (v[k] - mu) * (v[k] - mu);
-                rs = 1.f / sqrtf(tf_warp_sum(q) / C + eps);
-                if (lane == 0) mean[r] = mu, rstd[r] = rs;
+        for (int i = 0; i < TR_AHEAD; ++i) {
+            const long r = r0 + 16 * warp + i0 + i;
+            if (r < rows) {
+                tr_load_row<K::NV>(v[i], x + r * C + c0);
+                if (!SAVE) mu[i] = mean[r], rs[i] = rstd[r];
             } else {
-                mu = mean[r], rs = rstd[r];
-            }
 #pragma unroll
-            for (int k = 0; k < K::NV; ++k)
-                u[k] = tf_tile_round<E>((v[k] - mu) * rs * gamma[c0 + k] + beta[c0 + k]);
-            if (xo) memcpy((uint16_t *)(xo + r * C + c0), u, sizeof u);
+                for (int k = 0; k < K::NV; ++k) v[i][k] = 0.f;
+            }
         }
-        memcpy(sx + tf_wg_off(rl, c0, TR_ROWS), u, sizeof u); /* NV <= 4: one column group */
+#pragma unroll
+        for (int i = 0; i < TR_AHEAD; ++i) {
+            const int rl = 16 * warp + i0 + i;
+            const long r = r0 + rl;
+            uint16_t u[K::NV];
+            if (r >= rows) { /* warp-uniform */
+#pragma unroll
+                for (int k = 0; k < K::NV; ++k) u[k] = 0;
+            } else {
+                if (SAVE) {
+                    float s = 0.f;
+#pragma unroll
+                    for (int k = 0; k < K::NV; ++k) s += v[i][k];
+                    mu[i] = tf_warp_sum(s) / C;
+                    float q = 0.f;
+#pragma unroll
+                    for (int k = 0; k < K::NV; ++k) q += (v[i][k] - mu[i]) * (v[i][k] - mu[i]);
+                    rs[i] = 1.f / sqrtf(tf_warp_sum(q) / C + eps);
+                    if (lane == 0) mean[r] = mu[i], rstd[r] = rs[i];
+                }
+#pragma unroll
+                for (int k = 0; k < K::NV; ++k)
+                    u[k] = tf_tile_round<E>((v[i][k] - mu[i]) * rs[i] * gm[k] + bt[k]);
+                if (xo) memcpy((uint16_t *)(xo + r * C + c0), u, sizeof u);
+            }
+            memcpy(sx + tf_wg_off(rl, c0, TR_ROWS), u, sizeof u); /* NV <= 4: one column group */
+        }
     }
 }
 
@@ -232,12 +246,12 @@ tr_fwd_kernel(float *x_out, float *mean, float *rstd, const float *x, const floa
         const uint16_t *w1 = sw + (i & 1) * 2 * K::WH, *w2 = w1 + K::WH;
         float h[8][4];
         tf_tile_zero<8>(h);
-        tr_reg_fence<8>(h);
+        tf_wg_reg_fence<8>(h);
         wg_fence();
         tr_mma_ss<E, TR_HC, C>(h, sx, w1);
         wg_commit();
         wg_wait0();
-        tr_reg_fence<8>(h);
+        tf_wg_reg_fence<8>(h);
         uint32_t ha[4][4];
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
@@ -248,12 +262,12 @@ tr_fwd_kernel(float *x_out, float *mean, float *rstd, const float *x, const floa
             }
             tf_tile_c2a<E>(ha[kk], h[2 * kk], h[2 * kk + 1]);
         }
-        tr_reg_fence<K::NT>(acc);
+        tf_wg_reg_fence<K::NT>(acc);
         wg_fence();
         tr_mma_rs<E, C>(acc, ha, w2);
         wg_commit();
         wg_wait0();
-        tr_reg_fence<K::NT>(acc);
+        tf_wg_reg_fence<K::NT>(acc);
         __syncthreads(); /* stage i & 1 is free for chunk i + 2 */
     }
 #pragma unroll
@@ -329,11 +343,15 @@ tr_bwd_kernel(float *dx, float *part, E *xn, E *hout, E *dhout, const E *dy, con
         mma_commit();
         tr_prologue<E, C, false>(sx, const_cast<float *>(mean), const_cast<float *>(rstd), xn, x,
                                  gamma, beta, r0, rows, 0.f);
-        for (int i = 0; i < 16; ++i) { /* the warp's rows of dy */
-            const long r = r0 + row0 + i;
-            uint16_t u[K::NV] = {};
-            if (r < rows) memcpy(u, (const uint16_t *)(dy + r * C + K::NV * lane), sizeof u);
-            memcpy(sdy + tf_wg_off(row0 + i, K::NV * lane, TR_ROWS), u, sizeof u);
+        { /* the warp's rows of dy, all loads first */
+            uint16_t u[16][K::NV] = {};
+#pragma unroll
+            for (int i = 0; i < 16; ++i)
+                if (r0 + row0 + i < rows)
+                    memcpy(u[i], (const uint16_t *)(dy + (r0 + row0 + i) * C + K::NV * lane), sizeof u[i]);
+#pragma unroll
+            for (int i = 0; i < 16; ++i)
+                memcpy(sdy + tf_wg_off(row0 + i, K::NV * lane, TR_ROWS), u[i], sizeof u[i]);
         }
         float acc[K::NT][4]; /* dxn */
         tf_tile_zero<K::NT>(acc);
@@ -349,15 +367,15 @@ tr_bwd_kernel(float *dx, float *part, E *xn, E *hout, E *dhout, const E *dy, con
             float c1[8][4], d1[8][4];
             tf_tile_zero<8>(c1);
             tf_tile_zero<8>(d1);
-            tr_reg_fence<8>(c1);
-            tr_reg_fence<8>(d1);
+            tf_wg_reg_fence<8>(c1);
+            tf_wg_reg_fence<8>(d1);
             wg_fence();
             tr_mma_ss<E, TR_HC, C>(c1, sx, w1);
             tr_mma_ss<E, TR_HC, C>(d1, sdy, w2t);
             wg_commit();
             wg_wait0();
-            tr_reg_fence<8>(c1);
-            tr_reg_fence<8>(d1);
+            tf_wg_reg_fence<8>(c1);
+            tf_wg_reg_fence<8>(d1);
             /* h rounded (the stored h of the composition), the mask h > 0,
              * dh rounded; both written for the weight gradients */
 #pragma unroll
@@ -382,12 +400,12 @@ tr_bwd_kernel(float *dx, float *part, E *xn, E *hout, E *dhout, const E *dy, con
             uint32_t da[4][4];
 #pragma unroll
             for (int kk = 0; kk < 4; ++kk) tf_tile_c2a<E>(da[kk], d1[2 * kk], d1[2 * kk + 1]); /* exact */
-            tr_reg_fence<K::NT>(acc);
+            tf_wg_reg_fence<K::NT>(acc);
             wg_fence();
             tr_mma_rs<E, C>(acc, da, w1t);
             wg_commit();
             wg_wait0();
-            tr_reg_fence<K::NT>(acc);
+            tf_wg_reg_fence<K::NT>(acc);
             __syncthreads(); /* stage i & 1 is free for chunk i + 2 */
         }
         /* the LayerNorm's backward on the fragments: rows g and g + 8 of the

@@ -287,6 +287,14 @@ static inline void tf_wg_mma_ss(float (*d)[4], uint64_t a, uint64_t b)
     const int r0 = 16 * (((int)threadIdx.x >> 5) & 3); /* the warp's rows of the 64 */
     tf_wg_emu_mma<E, N>(d, b, [&](int i, int k) { return tf_wg_emu_at<E>(a, r0 + i, k); });
 }
+#else
+/* no wgmma in this compilation: the fences and waits do nothing, so code
+ * around a kernel body that the routing never launches here still builds */
+__device__ __forceinline__ void wg_fence() {}
+__device__ __forceinline__ void wg_commit() {}
+__device__ __forceinline__ void wg_wait0() {}
+__device__ __forceinline__ void wg_wait1() {}
+__device__ __forceinline__ void wg_proxy_fence() {}
 #endif
 
 #if TF_WG_ASM
@@ -305,5 +313,20 @@ __device__ __forceinline__ void tf_wg_mma_ss(float (*d)[4], uint64_t a, uint64_t
     else tf_wg_mma_ss128<E>(d, a, b);
 }
 #endif
+
+/* keeps the compiler from moving reads or writes of an accumulator across
+ * the wgmma issue and wait (its registers change asynchronously) */
+template <int N>
+__device__ __forceinline__ void tf_wg_reg_fence(float (*d)[4])
+{
+#if TF_WG_ASM
+#pragma unroll
+    for (int n = 0; n < N; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[n][e])::"memory");
+#else
+    (void)d;
+#endif
+}
 
 #endif
