@@ -254,10 +254,10 @@ static void bench_ln(const char *name, long rows, int C)
     snprintf(shape, sizeof shape, "%s rows%ld C%d", name, rows, C);
     report2("layernorm_fwd", shape, "layernorm_fwd_kernel1", "layernorm_fwd_kernel2",
            4.0 * (2 * n + 2 * rows), 0,
-           [&](tf_backend *be) { g_ops->layernorm_fwd(be, y, mu, rs, x, g, bt, rows, C, 1e-5f); });
+           [&](tf_backend *be) { g_ops->layernorm_fwd(be, y, mu, rs, x, g, bt, rows, C, 1e-5f, TF_F32, TF_F32); });
     report2("layernorm_bwd", shape, "dparams1+reduce1+dx1 (3 launches)",
            "layernorm_bwd2 (1 launch)", 4.0 * (3 * n + 2 * rows), 0, [&](tf_backend *be) {
-               g_ops->layernorm_bwd(be, dx, dg, db, dout, x, mu, rs, g, rows, C, 0);
+               g_ops->layernorm_bwd(be, dx, dg, db, dout, x, mu, rs, g, rows, C, 0, TF_F32, TF_F32);
            });
     dfree(x), dfree(g), dfree(bt), dfree(y), dfree(mu), dfree(rs), dfree(dout), dfree(dx);
     dfree(dg), dfree(db);
@@ -272,17 +272,17 @@ static void bench_ew(long n)
     snprintf(shape, sizeof shape, "n=%ld", n);
     const double f = 4.0 * n;
     report2("add", shape, "add_kernel1", "add_kernel1", 3 * f, 0,
-           [&](tf_backend *be) { g_ops->add(be, y, a, b, n); });
+           [&](tf_backend *be) { g_ops->add(be, y, a, b, n, TF_F32); });
     report2("mul", shape, "mul_kernel1", "mul_kernel1", 3 * f, 0,
-           [&](tf_backend *be) { g_ops->mul(be, y, a, b, n); });
+           [&](tf_backend *be) { g_ops->mul(be, y, a, b, n, TF_F32); });
     report2("act_bwd(relu)", shape, "relu_bwd_kernel1", "relu_bwd_kernel1", 3 * f, 0,
-           [&](tf_backend *be) { g_ops->act_bwd(be, TF_ACT_RELU, y, a, b, n); });
+           [&](tf_backend *be) { g_ops->act_bwd(be, TF_ACT_RELU, y, a, b, n, TF_F32); });
     report2("gate_fwd", shape, "gate_fwd_kernel1", "gate_fwd_kernel1", 3 * f, 0,
-           [&](tf_backend *be) { g_ops->gate_fwd(be, y, a, b, n); });
+           [&](tf_backend *be) { g_ops->gate_fwd(be, y, a, b, n, TF_F32); });
     report2("gate_bwd", shape, "gate_bwd_kernel1", "gate_bwd_kernel1", 5 * f, 0,
-           [&](tf_backend *be) { g_ops->gate_bwd(be, y, z, a, b, c, n); });
+           [&](tf_backend *be) { g_ops->gate_bwd(be, y, z, a, b, c, n, TF_F32); });
     report2("gate_residual", shape, "gate_residual_fwd_kernel1", "gate_residual_fwd_kernel1",
-           4 * f, 0, [&](tf_backend *be) { g_ops->gate_residual_fwd(be, c, c, a, b, n); });
+           4 * f, 0, [&](tf_backend *be) { g_ops->gate_residual_fwd(be, c, c, a, b, n, TF_F32); });
     dfree(a), dfree(b), dfree(c), dfree(y), dfree(z);
 }
 
