@@ -187,12 +187,19 @@ static inline void tf_launch_smem_(const char *name, const char *file, int line,
     const unsigned long long bit = 1ull << (be->device & 63);
     if (smem > 48 * 1024 && !(*optin & bit)) {
         /* the most the device allows beside the kernel's static shared
-         * memory, once: a later launch may want more than this one */
+         * memory, once: a later launch may want more than this one (where
+         * the device does not say, as on AMD, this launch's size) */
         int most = 0;
         cudaFuncAttributes fa;
-        cudaError_t e = cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin,
-                                               be->device);
-        if (e == cudaSuccess) e = cudaFuncGetAttributes(&fa, reinterpret_cast<const void *>(k));
+        cudaError_t e = cudaFuncGetAttributes(&fa, reinterpret_cast<const void *>(k));
+        const int need = (int)(smem + fa.sharedSizeBytes);
+        if (e == cudaSuccess &&
+            (cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, be->device) !=
+                 cudaSuccess ||
+             most < need)) {
+            (void)cudaGetLastError();
+            most = need;
+        }
         if (e == cudaSuccess)
             e = cudaFuncSetAttribute(reinterpret_cast<const void *>(k),
                                      cudaFuncAttributeMaxDynamicSharedMemorySize,

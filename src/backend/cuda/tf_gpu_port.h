@@ -59,6 +59,7 @@
 #define cudaDevAttrComputeCapabilityMajor hipDeviceAttributeComputeCapabilityMajor
 #define cudaDevAttrComputeCapabilityMinor hipDeviceAttributeComputeCapabilityMinor
 #define cudaDevAttrWarpSize hipDeviceAttributeWarpSize
+#define cudaDevAttrMaxSharedMemoryPerBlockOptin hipDeviceAttributeSharedMemPerBlockOptin
 #define cudaDeviceProp hipDeviceProp_t
 #define cudaGetDeviceProperties hipGetDeviceProperties
 #define cudaRuntimeGetVersion hipRuntimeGetVersion
@@ -74,6 +75,8 @@
 #define cudaMemcpyDeviceToHost hipMemcpyDeviceToHost
 #define cudaMemcpyDeviceToDevice hipMemcpyDeviceToDevice
 #define cudaFuncSetAttribute hipFuncSetAttribute
+#define cudaFuncGetAttributes hipFuncGetAttributes
+#define cudaFuncAttributes hipFuncAttributes
 #define cudaFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
 /* streams and events */
 #define cudaStream_t hipStream_t
