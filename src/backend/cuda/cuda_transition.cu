@@ -200,14 +200,19 @@ __device__ __forceinline__ void tr_mma_ss(float (*d)[4], const uint16_t *a, cons
         tf_wg_mma_ss<E, N>(d, tf_wg_desc(a + 512 * wg + k0 * TR_ROWS, TR_ROWS * 16, 128),
                            tf_wg_desc(b + k0 * N, N * 16, 128));
 }
-/* d (64 x N) += a b over K = 64: a the 4 A fragments in registers, b a
- * K-major tile of N rows */
+/* d (64 x N) += a b over K = 64, complete on return: a the 4 A fragments
+ * in registers, b a K-major tile of N rows */
 template <class E, int N>
 __device__ __forceinline__ void tr_mma_rs(float (*d)[4], const uint32_t (*a)[4], const uint16_t *b)
 {
+    tf_wg_reg_fence<N / 8>(d);
+    wg_fence();
 #pragma unroll
     for (int kk = 0; kk < TR_HC / 16; ++kk)
         tf_wg_mma_rs<E, N>(d, a[kk], tf_wg_desc(b + 16 * kk * N, N * 16, 128));
+    wg_commit();
+    wg_wait0();
+    tf_wg_reg_fence<N / 8>(d);
 }
 #endif /* TF_WG_CODE */
 
@@ -262,12 +267,7 @@ tr_fwd_kernel(float *x_out, float *mean, float *rstd, const float *x, const floa
             }
             tf_tile_c2a<E>(ha[kk], h[2 * kk], h[2 * kk + 1]);
         }
-        tf_wg_reg_fence<K::NT>(acc);
-        wg_fence();
         tr_mma_rs<E, C>(acc, ha, w2);
-        wg_commit();
-        wg_wait0();
-        tf_wg_reg_fence<K::NT>(acc);
         __syncthreads(); /* stage i & 1 is free for chunk i + 2 */
     }
 #pragma unroll
@@ -400,12 +400,7 @@ tr_bwd_kernel(float *dx, float *part, E *xn, E *hout, E *dhout, const E *dy, con
             uint32_t da[4][4];
 #pragma unroll
             for (int kk = 0; kk < 4; ++kk) tf_tile_c2a<E>(da[kk], d1[2 * kk], d1[2 * kk + 1]); /* exact */
-            tf_wg_reg_fence<K::NT>(acc);
-            wg_fence();
             tr_mma_rs<E, C>(acc, da, w1t);
-            wg_commit();
-            wg_wait0();
-            tf_wg_reg_fence<K::NT>(acc);
             __syncthreads(); /* stage i & 1 is free for chunk i + 2 */
         }
         /* the LayerNorm's backward on the fragments: rows g and g + 8 of the

@@ -1,7 +1,7 @@
 /* The half types' warpgroup tile on Hopper: wgmma.mma_async m64nNk16 with
- * bf16 or fp16 operands and fp32 accumulation, N 64 or 128, A from registers
- * (the mma.sync m16n8k16 A fragment per warp, cuda_tile.h) or from shared
- * memory, B from shared memory; the descriptors, fences and waits. A
+ * bf16 or fp16 operands and fp32 accumulation, B from shared memory, A from
+ * registers (the mma.sync m16n8k16 A fragment per warp, cuda_tile.h; N 64
+ * or 128) or from shared memory (N 64); the descriptors, fences and waits. A
  * warpgroup is 4 consecutive warps (128 threads); warp w of it holds rows
  * 16w.. of the 64-row result in cuda_tile.h's C layout, one tile per 8
  * columns: d[n][0..3] = (g, 8n + 2t), (g, 8n + 2t + 1), (g + 8, ..), so two
@@ -45,15 +45,23 @@ __host__ __device__ __forceinline__ int tf_wg_off(int r, int k, int R)
     return (((k >> 3) * R + r) << 3) + (k & 7);
 }
 
-#if TF_WG_ASM
+#if TF_WG_CODE
 /* shared-memory matrix descriptor: start, leading (k) and stride (rows)
- * byte offsets, all >> 4; base offset 0, no swizzle */
+ * byte offsets, all >> 4; base offset 0, no swizzle. Under hostemu the
+ * start is the offset into the emulator's one shared-memory buffer. */
 __device__ __forceinline__ uint64_t tf_wg_desc(const void *s, uint32_t lbo, uint32_t sbo)
 {
+#if TF_WG_ASM
     const uint32_t a = (uint32_t)__cvta_generic_to_shared(s);
+#else
+    const uint32_t a = (uint32_t)((const char *)s - (const char *)tf_emu_smem());
+#endif
     return (uint64_t)((a & 0x3ffffu) >> 4) | ((uint64_t)((lbo & 0x3ffffu) >> 4) << 16) |
            ((uint64_t)((sbo & 0x3ffffu) >> 4) << 32);
 }
+#endif
+
+#if TF_WG_ASM
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wg_commit()
 {
@@ -73,176 +81,84 @@ __device__ __forceinline__ void wg_proxy_fence()
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
-/* d (64 x N a warpgroup) += a b: a the warp's A fragment (registers) or a
- * K-major tile (descriptor), b a K-major tile of N rows (B^T) */
-template <class E>
-__device__ __forceinline__ void tf_wg_mma_rs64(float (*d)[4], const uint32_t *a, uint64_t b)
-{
-    if (tf_tile_is_bf16<E>::value)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
-          "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
-          "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
-          "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
-          "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
-          "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
-          "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-          "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
-    else
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
-          "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
-          "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
-          "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
-          "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
-          "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
-          "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-          "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
-}
-template <class E>
-__device__ __forceinline__ void tf_wg_mma_ss64(float (*d)[4], uint64_t a, uint64_t b)
-{
-    if (tf_tile_is_bf16<E>::value)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
-          "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
-          "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
-          "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
-          "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
-          "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
-          "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-          "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
-        : "l"(a), "l"(b), "r"(1));
-    else
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
-          "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
-          "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
-          "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
-          "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
-          "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
-          "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-          "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
-        : "l"(a), "l"(b), "r"(1));
-}
-template <class E>
-__device__ __forceinline__ void tf_wg_mma_rs128(float (*d)[4], const uint32_t *a, uint64_t b)
-{
-    if (tf_tile_is_bf16<E>::value)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
-          "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
-          "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
-          "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
-          "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
-          "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
-          "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-          "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]),
-          "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
-          "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]),
-          "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]),
-          "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
-          "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
-          "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]),
-          "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
-          "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
-    else
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
-          "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
-          "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
-          "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
-          "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
-          "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
-          "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-          "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]),
-          "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
-          "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]),
-          "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]),
-          "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
-          "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
-          "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]),
-          "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
-          "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
-}
-template <class E>
-__device__ __forceinline__ void tf_wg_mma_ss128(float (*d)[4], uint64_t a, uint64_t b)
-{
-    if (tf_tile_is_bf16<E>::value)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
-          "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
-          "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
-          "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
-          "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
-          "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
-          "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-          "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]),
-          "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
-          "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]),
-          "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]),
-          "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
-          "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
-          "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]),
-          "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
-          "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
-        : "l"(a), "l"(b), "r"(1));
-    else
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
-          "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
-          "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
-          "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
-          "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
-          "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
-          "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-          "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]),
-          "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
-          "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]),
-          "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]),
-          "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
-          "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
-          "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]),
-          "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
-          "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
-        : "l"(a), "l"(b), "r"(1));
-}
+/* The accumulator operands of an m64nN wgmma: N / 8 tiles of 4 (d[8][4] or
+ * d[16][4]), and their register lists in the instruction */
+#define TF_WG_D8 \
+    "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), \
+    "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), \
+    "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
+    "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), \
+    "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), \
+    "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), \
+    "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), \
+    "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+#define TF_WG_D16 \
+    TF_WG_D8, \
+    "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), \
+    "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), \
+    "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), \
+    "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), \
+    "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), \
+    "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), \
+    "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), \
+    "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+#define TF_WG_R32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define TF_WG_R64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+/* one wgmma with scale-d from the predicate P's operand (1: accumulate):
+ * SHAPE ("m64n64k16"), the operand types AB ("bf16.bf16", "tf32.tf32"), R
+ * the accumulator list, A and B the operands' text, TAIL the immediate
+ * scales and transposes, DO the accumulator operands in parentheses, then
+ * the inputs */
+#define TF_WG_MMA(SHAPE, AB, R, A, B, P, TAIL, DO, ...)                                      \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " P ", 0;\n"                               \
+                 "wgmma.mma_async.sync.aligned." SHAPE ".f32." AB " " R ", " A ", " B ", p, " \
+                 TAIL ";\n}\n"                                                                \
+                 : TF_WG_UNPAREN DO                                                           \
+                 : __VA_ARGS__)
+#define TF_WG_UNPAREN(...) __VA_ARGS__
 
-#elif TF_WG_CODE
-/* hostemu: the descriptor's start is the offset into the emulator's one
- * shared-memory buffer */
-__device__ __forceinline__ uint64_t tf_wg_desc(const void *s, uint32_t lbo, uint32_t sbo)
+/* d (64 x N a warpgroup) += a b: a the warp's A fragment (registers) or a
+ * K-major tile (descriptor, N 64), b a K-major tile of N rows (B^T) */
+template <class E, int N>
+__device__ __forceinline__ void tf_wg_mma_rs(float (*d)[4], const uint32_t *a, uint64_t b)
 {
-    const uint32_t a = (uint32_t)((const char *)s - (const char *)tf_emu_smem());
-    return (uint64_t)((a & 0x3ffffu) >> 4) | ((uint64_t)((lbo & 0x3ffffu) >> 4) << 16) |
-           ((uint64_t)((sbo & 0x3ffffu) >> 4) << 32);
+    static_assert(N == 64 || N == 128, "wgmma tile: N 64 or 128");
+#define TF_WG_RS(SHAPE, AB, R, A, B, P, DO) \
+    TF_WG_MMA(SHAPE, AB, R, A, B, P, "1, 1, 0", DO, "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1))
+    if constexpr (N == 64) {
+        if (tf_tile_is_bf16<E>::value)
+            TF_WG_RS("m64n64k16", "bf16.bf16", TF_WG_R32, "{%32, %33, %34, %35}", "%36", "%37", (TF_WG_D8));
+        else
+            TF_WG_RS("m64n64k16", "f16.f16", TF_WG_R32, "{%32, %33, %34, %35}", "%36", "%37", (TF_WG_D8));
+    } else {
+        if (tf_tile_is_bf16<E>::value)
+            TF_WG_RS("m64n128k16", "bf16.bf16", TF_WG_R64, "{%64, %65, %66, %67}", "%68", "%69", (TF_WG_D16));
+        else
+            TF_WG_RS("m64n128k16", "f16.f16", TF_WG_R64, "{%64, %65, %66, %67}", "%68", "%69", (TF_WG_D16));
+    }
+#undef TF_WG_RS
 }
+template <class E, int N>
+__device__ __forceinline__ void tf_wg_mma_ss(float (*d)[4], uint64_t a, uint64_t b)
+{
+    static_assert(N == 64, "wgmma tile, A from shared memory: N 64");
+    if (tf_tile_is_bf16<E>::value)
+        TF_WG_MMA("m64n64k16", "bf16.bf16", TF_WG_R32, "%32", "%33", "%34", "1, 1, 0, 0", (TF_WG_D8),
+                  "l"(a), "l"(b), "r"(1));
+    else
+        TF_WG_MMA("m64n64k16", "f16.f16", TF_WG_R32, "%32", "%33", "%34", "1, 1, 0, 0", (TF_WG_D8),
+                  "l"(a), "l"(b), "r"(1));
+}
+#else
+/* no asynchrony to fence or wait for: hostemu runs each wgmma when issued */
 __device__ __forceinline__ void wg_fence() {}
 __device__ __forceinline__ void wg_commit() {}
 __device__ __forceinline__ void wg_wait0() {}
 __device__ __forceinline__ void wg_wait1() {}
 __device__ __forceinline__ void wg_proxy_fence() {}
+#endif
 
+#if TF_WG_CODE && !TF_WG_ASM
 /* element (r, k) of the K-major tile a descriptor names */
 template <class E>
 static inline float tf_wg_emu_at(uint64_t desc, int r, int k)
@@ -273,6 +189,7 @@ static inline void tf_wg_emu_mma(float (*d)[4], uint64_t b, AV av)
 template <class E, int N>
 static inline void tf_wg_mma_rs(float (*d)[4], const uint32_t *a, uint64_t b)
 {
+    static_assert(N == 64 || N == 128, "wgmma tile: N 64 or 128");
     uint32_t all[32 * 4];
     emu_warp_exchange(a, 4, all);
     tf_wg_emu_mma<E, N>(d, b, [&](int i, int k) {
@@ -284,33 +201,9 @@ static inline void tf_wg_mma_rs(float (*d)[4], const uint32_t *a, uint64_t b)
 template <class E, int N>
 static inline void tf_wg_mma_ss(float (*d)[4], uint64_t a, uint64_t b)
 {
+    static_assert(N == 64, "wgmma tile, A from shared memory: N 64");
     const int r0 = 16 * (((int)threadIdx.x >> 5) & 3); /* the warp's rows of the 64 */
     tf_wg_emu_mma<E, N>(d, b, [&](int i, int k) { return tf_wg_emu_at<E>(a, r0 + i, k); });
-}
-#else
-/* no wgmma in this compilation: the fences and waits do nothing, so code
- * around a kernel body that the routing never launches here still builds */
-__device__ __forceinline__ void wg_fence() {}
-__device__ __forceinline__ void wg_commit() {}
-__device__ __forceinline__ void wg_wait0() {}
-__device__ __forceinline__ void wg_wait1() {}
-__device__ __forceinline__ void wg_proxy_fence() {}
-#endif
-
-#if TF_WG_ASM
-template <class E, int N>
-__device__ __forceinline__ void tf_wg_mma_rs(float (*d)[4], const uint32_t *a, uint64_t b)
-{
-    static_assert(N == 64 || N == 128, "wgmma tile: N 64 or 128");
-    if constexpr (N == 64) tf_wg_mma_rs64<E>(d, a, b);
-    else tf_wg_mma_rs128<E>(d, a, b);
-}
-template <class E, int N>
-__device__ __forceinline__ void tf_wg_mma_ss(float (*d)[4], uint64_t a, uint64_t b)
-{
-    static_assert(N == 64 || N == 128, "wgmma tile: N 64 or 128");
-    if constexpr (N == 64) tf_wg_mma_ss64<E>(d, a, b);
-    else tf_wg_mma_ss128<E>(d, a, b);
 }
 #endif
 
