@@ -387,13 +387,14 @@ tf_gpu_attn_kernel tf_gpu_route_attn(const tf_gpu_plan *p, const tf_gpu_caps *ca
      * multiplies on mma.sync */
     if (!caps || !caps->has_cp_async) return TF_GPU_ATTN_KERNEL1;
     const int k5_ok = caps->has_mma_sync;
-    /* half types at head size 16 or 32: kernel5 where it fits (L <= 128),
-     * kernel6 (flash attention on the m16n8k16 tile, any L) above, or
-     * everywhere under attn=k6 (measured against kernel5 before it becomes
-     * the default); else kernel1 */
+    /* half types at head size 16 or 32: kernel6 (flash attention on the
+     * m16n8k16 tile, any L) above one key tile (L > 64), kernel5 at or below
+     * it, where its whole-row scores cost less than kernel6's online softmax
+     * and tile loop; attn=k5 / attn=k6 force one where it fits; else kernel1 */
     if (s->half) {
         if (!k5_ok || (s->d != 16 && s->d != 32) || s->L < 1) return TF_GPU_ATTN_KERNEL1;
-        return p->attn != TF_GPU_ATTN_K6 && k5_fits(s) ? TF_GPU_ATTN_KERNEL5 : TF_GPU_ATTN_KERNEL6;
+        if (p->attn == TF_GPU_ATTN_K6 || !k5_fits(s)) return TF_GPU_ATTN_KERNEL6;
+        return p->attn == TF_GPU_ATTN_K5 || s->L <= 64 ? TF_GPU_ATTN_KERNEL5 : TF_GPU_ATTN_KERNEL6;
     }
     /* k6 names the half types' kernel: fp32 and tf32 route as auto */
     const tf_gpu_attn_policy a = p->attn == TF_GPU_ATTN_K6 ? TF_GPU_ATTN_AUTO : p->attn;

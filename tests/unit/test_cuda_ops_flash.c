@@ -1,7 +1,8 @@
 /* The half types' attention (bf16, fp16) against attention computed in
  * double on the host from the same rounded inputs: kernel6 on every shape
- * (the plan's attn=k6), and the default route (kernel5 up to L 128, kernel6
- * above); kernel1 for both where the build has no mma.sync.
+ * (the plan's attn=k6), kernel5 wherever it fits (attn=k5, L <= 128) and the
+ * default route (kernel5 up to L 64, kernel6 above); kernel1 for all three
+ * where the build has no mma.sync.
  *
  * Bound, element by element. The kernel computes scores, softmax and sums in
  * fp32 and rounds three things to the type t (unit roundoff u: 2^-8 bf16,
@@ -228,13 +229,16 @@ static void test_half_flash(void **state)
         {1, 5, 4, 64, 16, 64, 1}, {1, 3, 2, 96, 32, 64, 0},  {1, 2, 1, 150, 32, 32, 0},
     };
     const tf_gpu_plan k6 = plan_of(TF_GPU_GEMM_AUTO, TF_GPU_DW_AUTO, TF_GPU_ATTN_K6);
-    bk b6 = bk_create(3, 0, &k6, NULL);
+    const tf_gpu_plan k5 = plan_of(TF_GPU_GEMM_AUTO, TF_GPU_DW_AUTO, TF_GPU_ATTN_K5);
+    bk b6 = bk_create(3, 0, &k6, NULL), b5 = bk_create(3, 0, &k5, NULL);
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; ++s)
         for (int k = 0; k < 2; ++k) {
             run_case(b6, "attn=k6", &shapes[s], k ? TF_F16 : TF_BF16);
+            run_case(b5, "attn=k5", &shapes[s], k ? TF_F16 : TF_BF16);
             run_case(g_cu3, "default", &shapes[s], k ? TF_F16 : TF_BF16);
         }
     tf_cuda_backend_destroy(b6.be);
+    tf_cuda_backend_destroy(b5.be);
     done();
 }
 

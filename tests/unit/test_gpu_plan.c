@@ -570,10 +570,12 @@ static void test_half_routes(void **state)
             const tf_gpu_attn_shape h = {64, 32, bwd, 1}, h16 = {128, 16, bwd, 1},
                                     wide = {2048, 32, bwd, 1}, d8 = {64, 8, bwd, 1},
                                     f = {64, 32, bwd, 0};
-            /* kernel5 where it fits (L <= 128), kernel6 above or everywhere under attn=k6 */
+            /* kernel5 at L <= 64, kernel6 above; attn=k5 keeps kernel5 where
+             * it fits (L <= 128), attn=k6 takes kernel6 everywhere */
             const tf_gpu_attn_kernel fit = i == 5 ? TF_GPU_ATTN_KERNEL6 : TF_GPU_ATTN_KERNEL5;
+            const tf_gpu_attn_kernel fit128 = i == 4 ? TF_GPU_ATTN_KERNEL5 : TF_GPU_ATTN_KERNEL6;
             assert_int_equal(tf_gpu_route_attn(&q, &caps, &h, 0), fit);
-            assert_int_equal(tf_gpu_route_attn(&q, &caps, &h16, 0), fit);
+            assert_int_equal(tf_gpu_route_attn(&q, &caps, &h16, 0), fit128);
             assert_int_equal(tf_gpu_route_attn(&q, &caps, &wide, 0), TF_GPU_ATTN_KERNEL6);
             assert_int_equal(tf_gpu_route_attn(&q, &caps, &d8, 0), TF_GPU_ATTN_KERNEL1);
             if (i == 0) {
