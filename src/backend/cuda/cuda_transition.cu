@@ -25,9 +25,11 @@
  * and puts xn and dy in shared memory. Per chunk: h = relu(xn W1c^T) and
  * dp = dy W2c, both from shared memory; h and dh = (h > 0 ? dp : 0),
  * rounded to E, are written out for the weight gradients (the caller's
- * GEMMs: dW2 += dy^T h, dW1 += dh^T xn); dxn += dh W1c with dh's A
- * fragments straight from the registers. The transposed weight tiles
- * (W2c^T, W1c^T) are copied through registers. Then dxn is rounded to E (the
+ * GEMMs: dW2 += dy^T h, dW1 += dh^T xn) through a warp's staging rows in
+ * shared memory, 16 bytes a lane; dxn += dh W1c with dh's A fragments
+ * straight from the registers. The two products that read a weight matrix
+ * along its rows (W2c for dp, W1c for dxn) take it N-major, so every tile
+ * is a cp.async copy, the next chunk's in flight. Then dxn is rounded to E (the
  * composition stores it) and the LayerNorm's backward runs on the
  * fragments: a row's C values sit in the 4 lanes of a quad, so its two sums
  * are two shuffles; dx += rstd (g - mean(g) - xhat mean(g xhat)),
@@ -60,8 +62,11 @@ struct tr_cfg {
     static constexpr int XH = TR_ROWS * C; /* halves of xn (and dy) */
     static constexpr int WH = TR_HC * C;   /* halves of one weight tile of a chunk */
     static constexpr size_t FWD_BYTES = 2 * ((size_t)XH + 2 * 2 * (size_t)WH);
-    static constexpr size_t BWD_BYTES =
-        2 * (2 * (size_t)XH + 2 * 3 * (size_t)WH) + sizeof(float) * (TR_THREADS / 32 + 1) * 2 * C;
+    static constexpr int SP = TR_HC + 8; /* row stride of a warp's h / dh staging (halves) */
+    static constexpr int SH = 2 * 16 * SP; /* halves of a warp's staging: h, then dh */
+    static constexpr size_t BWD_BYTES = 2 * (2 * (size_t)XH + 2 * 3 * (size_t)WH) +
+                                        sizeof(float) * (TR_THREADS / 32 + 1) * 2 * C +
+                                        2 * (size_t)(TR_THREADS / 32) * SH;
 };
 
 #if TF_WG_CODE
@@ -89,19 +94,16 @@ __device__ __forceinline__ void tr_copy(uint16_t *d, SRC src, bool vec)
         else *(uint4 *)o = tr_load8(src(r, q), false);
     }
 }
-/* the transpose: row r of the tile is column r of the stored matrix, whose
- * rows k come 8 at a time from src(k / 8 .., r / 8 ..): a 16-byte load of 8
- * columns of one stored row scatters into 8 tile rows */
-template <int R, int K, class SRC>
-__device__ __forceinline__ void tr_copy_t(uint16_t *d, SRC src, bool vec)
+/* an N-major tile of N columns, k = K: the stored matrix's row k holds the
+ * tile's columns along n, 8 at a time from src(k, q) (columns 8 q ..) */
+template <int N, int K, class SRC>
+__device__ __forceinline__ void tr_copy_mn(uint16_t *d, SRC src, bool vec)
 {
-    for (int e = (int)threadIdx.x; e < R * K / 8; e += TR_THREADS) {
-        const int k = e % K, rq = e / K; /* stored row k, columns 8 rq .. */
-        const uint4 v = tr_load8(src(k, rq), vec);
-        uint16_t u[8];
-        memcpy(u, &v, 16);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) d[tf_wg_off(8 * rq + i, k, R)] = u[i];
+    for (int e = (int)threadIdx.x; e < N * K / 8; e += TR_THREADS) {
+        const int q = e % (N / 8), k = e / (N / 8);
+        uint16_t *o = d + tf_wg_off_mn(8 * q, k, N);
+        if (vec) mma_cp((float *)o, (const float *)src(k, q), 16, true);
+        else *(uint4 *)o = tr_load8(src(k, q), false);
     }
 }
 
@@ -190,26 +192,27 @@ __device__ __forceinline__ void tr_prologue(uint16_t *sx, float *mean, float *rs
 }
 
 /* d (64 x N) = a b over K = KD: the warpgroup's rows of the K-major tile a
- * (TR_ROWS rows), b a K-major tile of N rows (both from shared memory) */
-template <class E, int N, int KD>
+ * (TR_ROWS rows), b a K-major tile of N rows or (TB) an N-major tile of N
+ * columns (both from shared memory) */
+template <class E, int N, int KD, bool TB = false>
 __device__ __forceinline__ void tr_mma_ss(float (*d)[4], const uint16_t *a, const uint16_t *b)
 {
     const int wg = (int)threadIdx.x / 128;
 #pragma unroll
     for (int k0 = 0; k0 < KD; k0 += 16)
-        tf_wg_mma_ss<E, N>(d, tf_wg_desc(a + 512 * wg + k0 * TR_ROWS, TR_ROWS * 16, 128),
-                           tf_wg_desc(b + k0 * N, N * 16, 128));
+        tf_wg_mma_ss<E, N, TB>(d, tf_wg_desc(a + 512 * wg + k0 * TR_ROWS, TR_ROWS * 16, 128),
+                               tf_wg_desc(b + k0 * N, N * 16, 128));
 }
 /* d (64 x N) += a b over K = 64, complete on return: a the 4 A fragments
- * in registers, b a K-major tile of N rows */
-template <class E, int N>
+ * in registers, b a K-major tile of N rows or (TB) an N-major one */
+template <class E, int N, bool TB = false>
 __device__ __forceinline__ void tr_mma_rs(float (*d)[4], const uint32_t (*a)[4], const uint16_t *b)
 {
     tf_wg_reg_fence<N / 8>(d);
     wg_fence();
 #pragma unroll
     for (int kk = 0; kk < TR_HC / 16; ++kk)
-        tf_wg_mma_rs<E, N>(d, a[kk], tf_wg_desc(b + 16 * kk * N, N * 16, 128));
+        tf_wg_mma_rs<E, N, TB>(d, a[kk], tf_wg_desc(b + 16 * kk * N, N * 16, 128));
     wg_commit();
     wg_wait0();
     tf_wg_reg_fence<N / 8>(d);
@@ -304,19 +307,19 @@ __device__ __forceinline__ float tr_rows_sum(float v)
 }
 
 #if TF_WG_CODE
-/* the backward's tiles of chunk j0: W1c (rows = units, k = C: h), W2c as
- * B^T for dp = dy W2c (rows = units, k = C: W2's columns) and W1c^T for
- * dxn = dh W1c (rows = C, k = units: W1's columns) */
+/* the backward's tiles of chunk j0: W1c (K-major: rows = units, k = C: h),
+ * W2c for dp = dy W2c (N-major: n = units, k = C, straight from W2's rows)
+ * and W1c for dxn = dh W1c (N-major: n = C, k = units, from W1's rows) */
 template <int C>
 __device__ __forceinline__ void tr_stage_bwd(uint16_t *w1, const uint16_t *W1, const uint16_t *W2,
                                              int j0, bool vec)
 {
     typedef tr_cfg<C> K;
     tr_copy<TR_HC, C>(w1, [&](int r, int q) { return W1 + (long)(j0 + r) * C + 8 * q; }, vec);
-    tr_copy_t<TR_HC, C>(w1 + K::WH, [&](int k, int rq) { return W2 + (long)k * K::H + j0 + 8 * rq; },
-                        vec);
-    tr_copy_t<C, TR_HC>(w1 + 2 * K::WH,
-                        [&](int k, int rq) { return W1 + (long)(j0 + k) * C + 8 * rq; }, vec);
+    tr_copy_mn<TR_HC, C>(w1 + K::WH, [&](int k, int q) { return W2 + (long)k * K::H + j0 + 8 * q; },
+                         vec);
+    tr_copy_mn<C, TR_HC>(w1 + 2 * K::WH,
+                         [&](int k, int q) { return W1 + (long)(j0 + k) * C + 8 * q; }, vec);
 }
 #endif
 
@@ -324,7 +327,7 @@ template <class E, int C>
 __global__ void __launch_bounds__(TR_THREADS, 1)
 tr_bwd_kernel(float *dx, float *part, E *xn, E *hout, E *dhout, const E *dy, const float *x,
               const float *mean, const float *rstd, const float *gamma, const float *beta,
-              const uint16_t *W1, const uint16_t *W2, long rows, bool vec)
+              const uint16_t *W1, const uint16_t *W2, long rows, bool vec, bool hvec)
 {
 #if TF_WG_CODE
     typedef tr_cfg<C> K;
@@ -333,6 +336,7 @@ tr_bwd_kernel(float *dx, float *part, E *xn, E *hout, E *dhout, const E *dy, con
     float *red = (float *)(sw + 2 * 3 * K::WH); /* [8 warps][2C], then the block's row [2C] */
     float *tot = red + (TR_THREADS / 32) * 2 * C;
     const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+    uint16_t *sh = (uint16_t *)(tot + 2 * C) + warp * K::SH, *sdh = sh + 16 * K::SP;
     const int g = lane >> 2, t = lane & 3, row0 = 16 * warp;
     for (int c = (int)threadIdx.x; c < 2 * C; c += TR_THREADS) tot[c] = 0.f;
     const long ntiles = (rows + TR_ROWS - 1) / TR_ROWS;
@@ -371,13 +375,14 @@ tr_bwd_kernel(float *dx, float *part, E *xn, E *hout, E *dhout, const E *dy, con
             tf_wg_reg_fence<8>(d1);
             wg_fence();
             tr_mma_ss<E, TR_HC, C>(c1, sx, w1);
-            tr_mma_ss<E, TR_HC, C>(d1, sdy, w2t);
+            tr_mma_ss<E, TR_HC, C, true>(d1, sdy, w2t);
             wg_commit();
             wg_wait0();
             tf_wg_reg_fence<8>(c1);
             tf_wg_reg_fence<8>(d1);
             /* h rounded (the stored h of the composition), the mask h > 0,
-             * dh rounded; both written for the weight gradients */
+             * dh rounded; both written for the weight gradients, through the
+             * warp's staging rows so that a lane stores 16 bytes of a row */
 #pragma unroll
             for (int n = 0; n < 8; ++n)
 #pragma unroll
@@ -390,17 +395,31 @@ tr_bwd_kernel(float *dx, float *part, E *xn, E *hout, E *dhout, const E *dy, con
                         db[j] = tf_tile_round<E>(tf_tile_widen<E>(hb[j]) > 0.f ? d1[n][e] : 0.f);
                         d1[n][e] = tf_tile_widen<E>(db[j]);
                     }
-                    const long r = r0 + row0 + g + 8 * hh;
-                    const long o = r * K::H + j0 + 8 * n + 2 * t;
-                    if (r < rows) {
-                        *(uint32_t *)(hout + o) = (uint32_t)hb[0] | (uint32_t)hb[1] << 16;
-                        *(uint32_t *)(dhout + o) = (uint32_t)db[0] | (uint32_t)db[1] << 16;
-                    }
+                    const int o = (g + 8 * hh) * K::SP + 8 * n + 2 * t;
+                    *(uint32_t *)(sh + o) = (uint32_t)hb[0] | (uint32_t)hb[1] << 16;
+                    *(uint32_t *)(sdh + o) = (uint32_t)db[0] | (uint32_t)db[1] << 16;
                 }
+            __syncwarp();
+#pragma unroll
+            for (int it = 0; it < 16 * TR_HC / 8 / 32; ++it) {
+                const int e = 32 * it + lane, rr = e / (TR_HC / 8), q = e % (TR_HC / 8);
+                const long r = r0 + row0 + rr;
+                if (r >= rows) continue;
+                const long o = r * K::H + j0 + 8 * q;
+                const uint4 hv = *(const uint4 *)(sh + rr * K::SP + 8 * q);
+                const uint4 dv = *(const uint4 *)(sdh + rr * K::SP + 8 * q);
+                if (hvec) {
+                    *(uint4 *)(hout + o) = hv;
+                    *(uint4 *)(dhout + o) = dv;
+                } else {
+                    memcpy((uint16_t *)(hout + o), &hv, 16);
+                    memcpy((uint16_t *)(dhout + o), &dv, 16);
+                }
+            }
             uint32_t da[4][4];
 #pragma unroll
             for (int kk = 0; kk < 4; ++kk) tf_tile_c2a<E>(da[kk], d1[2 * kk], d1[2 * kk + 1]); /* exact */
-            tr_mma_rs<E, C>(acc, da, w1t);
+            tr_mma_rs<E, C, true>(acc, da, w1t);
             __syncthreads(); /* stage i & 1 is free for chunk i + 2 */
         }
         /* the LayerNorm's backward on the fragments: rows g and g + 8 of the
@@ -428,26 +447,30 @@ tr_bwd_kernel(float *dx, float *part, E *xn, E *hout, E *dhout, const E *dy, con
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) mg[hh] = tr_quad_sum(sg[hh]) / C, mgx[hh] = tr_quad_sum(sgx[hh]) / C;
 #pragma unroll
-        for (int n = 0; n < K::NT; ++n)
+        for (int n = 0; n < K::NT; ++n) { /* the lane's two columns of tile n */
+            const int c = 8 * n + 2 * t;
+            float pg[2] = {0.f, 0.f}, pb[2] = {0.f, 0.f};
 #pragma unroll
-            for (int j = 0; j < 2; ++j) { /* the lane's two columns of tile n */
-                const int c = 8 * n + 2 * t + j;
-                float pg = 0.f, pb = 0.f;
+            for (int hh = 0; hh < 2; ++hh) {
+                const long r = r0 + row0 + g + 8 * hh;
+                if (r >= rows) continue;
+                const float2 xv = *(const float2 *)(x + r * C + c);
+                float2 dv = *(const float2 *)(dx + r * C + c);
+                const float xh[2] = {(xv.x - mu[hh]) * rs[hh], (xv.y - mu[hh]) * rs[hh]};
+                const float d[2] = {acc[n][2 * hh], acc[n][2 * hh + 1]};
+                dv.x += rs[hh] * (d[0] * gamma[c] - mg[hh] - xh[0] * mgx[hh]);
+                dv.y += rs[hh] * (d[1] * gamma[c + 1] - mg[hh] - xh[1] * mgx[hh]);
+                *(float2 *)(dx + r * C + c) = dv;
 #pragma unroll
-                for (int hh = 0; hh < 2; ++hh) {
-                    const long r = r0 + row0 + g + 8 * hh;
-                    const float d = acc[n][2 * hh + j];
-                    if (r < rows) {
-                        const float xh = (x[r * C + c] - mu[hh]) * rs[hh];
-                        dx[r * C + c] += rs[hh] * (d * gamma[c] - mg[hh] - xh * mgx[hh]);
-                        pg += d * xh;
-                        pb += d;
-                    }
-                }
-                pg = tr_rows_sum(pg);
-                pb = tr_rows_sum(pb);
-                if (g == 0) red[warp * 2 * C + c] = pg, red[warp * 2 * C + C + c] = pb;
+                for (int j = 0; j < 2; ++j) pg[j] += d[j] * xh[j], pb[j] += d[j];
             }
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                pg[j] = tr_rows_sum(pg[j]);
+                pb[j] = tr_rows_sum(pb[j]);
+                if (g == 0) red[warp * 2 * C + c + j] = pg[j], red[warp * 2 * C + C + c + j] = pb[j];
+            }
+        }
         __syncthreads();
         for (int c = (int)threadIdx.x; c < 2 * C; c += TR_THREADS) {
             float s = tot[c];
@@ -460,7 +483,7 @@ tr_bwd_kernel(float *dx, float *part, E *xn, E *hout, E *dhout, const E *dy, con
     for (int c = (int)threadIdx.x; c < 2 * C; c += TR_THREADS) part[blockIdx.x * 2L * C + c] = tot[c];
 #else
     (void)dx, (void)part, (void)xn, (void)hout, (void)dhout, (void)dy, (void)x, (void)mean;
-    (void)rstd, (void)gamma, (void)beta, (void)W1, (void)W2, (void)rows, (void)vec;
+    (void)rstd, (void)gamma, (void)beta, (void)W1, (void)W2, (void)rows, (void)vec, (void)hvec;
 #endif
 }
 
@@ -496,12 +519,13 @@ static void tr_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta, void 
                    long rows)
 {
     const bool vec = tf_cu_aligned(W1, 16) && tf_cu_aligned(W2, 16);
+    const bool hvec = tf_cu_aligned(h, 16) && tf_cu_aligned(dh, 16);
     const long ntiles = (rows + TR_ROWS - 1) / TR_ROWS;
     const long cap = (long)(TF_CU_SCRATCH_FLOATS / (2 * (size_t)C));
     const long nblk = ntiles < cap ? ntiles : cap;
     TF_LAUNCH_SMEM((tr_bwd_kernel<E, C>), dim3((unsigned)nblk), TR_THREADS, tr_cfg<C>::BWD_BYTES,
                    be, dx, be->scratch, (E *)xn, (E *)h, (E *)dh, (const E *)dy, x, mean, rstd,
-                   gamma, beta, (const uint16_t *)W1, (const uint16_t *)W2, rows, vec);
+                   gamma, beta, (const uint16_t *)W1, (const uint16_t *)W2, rows, vec, hvec);
     TF_LAUNCH(tr_dparams_kernel, dim3((unsigned)((2 * C + 127) / 128)), dim3(128), be->stream,
               dgamma, dbeta, (const float *)be->scratch, (int)nblk, C);
 }

@@ -14,7 +14,11 @@
  * halves ((q R) + r) 8 (tf_wg_off), so core matrices adjacent in k are 16 R
  * bytes apart (the descriptor's leading offset) and in rows 128 bytes apart
  * (its stride offset). A k16 step at k0 starts 2 k0 R bytes into the tile;
- * warpgroup rows m0.. start 16 m0 bytes in.
+ * warpgroup rows m0.. start 16 m0 bytes in. B may also be N-major (TB: the
+ * instruction's transpose of B, for the half types only): a core matrix is
+ * then 8 k x 8 n, its 16-byte rows 8 adjacent n of one k (tf_wg_off_mn), so
+ * a stored matrix whose rows run along n copies in 16 bytes at a time; the
+ * offsets keep their roles (k groups 16 N bytes apart, n groups 128).
  *
  * wgmma exists only in arch-specific sm_90a code: TF_WG_CODE says whether
  * this compilation has it (sm_90a, or hostemu, which runs the primitives
@@ -43,6 +47,12 @@
 __host__ __device__ __forceinline__ int tf_wg_off(int r, int k, int R)
 {
     return (((k >> 3) * R + r) << 3) + (k & 7);
+}
+
+/* halves offset of element (n, k) in an N-major tile of N columns */
+__host__ __device__ __forceinline__ int tf_wg_off_mn(int n, int k, int N)
+{
+    return (((k >> 3) * N + (n & ~7)) << 3) + ((k & 7) << 3) + (n & 7);
 }
 
 #if TF_WG_CODE
@@ -118,36 +128,37 @@ __device__ __forceinline__ void wg_proxy_fence()
 #define TF_WG_UNPAREN(...) __VA_ARGS__
 
 /* d (64 x N a warpgroup) += a b: a the warp's A fragment (registers) or a
- * K-major tile (descriptor, N 64), b a K-major tile of N rows (B^T) */
-template <class E, int N>
+ * K-major tile (descriptor, N 64), b a K-major tile of N rows (B^T), or
+ * with TB an N-major tile of N columns */
+template <class E, int N, bool TB = false>
 __device__ __forceinline__ void tf_wg_mma_rs(float (*d)[4], const uint32_t *a, uint64_t b)
 {
     static_assert(N == 64 || N == 128, "wgmma tile: N 64 or 128");
-#define TF_WG_RS(SHAPE, AB, R, A, B, P, DO) \
-    TF_WG_MMA(SHAPE, AB, R, A, B, P, "1, 1, 0", DO, "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1))
+#define TF_WG_RS(SHAPE, AB, R, A, B, P, T, DO) \
+    TF_WG_MMA(SHAPE, AB, R, A, B, P, "1, 1, " T, DO, "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1), "n"(TB ? 1 : 0))
     if constexpr (N == 64) {
         if (tf_tile_is_bf16<E>::value)
-            TF_WG_RS("m64n64k16", "bf16.bf16", TF_WG_R32, "{%32, %33, %34, %35}", "%36", "%37", (TF_WG_D8));
+            TF_WG_RS("m64n64k16", "bf16.bf16", TF_WG_R32, "{%32, %33, %34, %35}", "%36", "%37", "%38", (TF_WG_D8));
         else
-            TF_WG_RS("m64n64k16", "f16.f16", TF_WG_R32, "{%32, %33, %34, %35}", "%36", "%37", (TF_WG_D8));
+            TF_WG_RS("m64n64k16", "f16.f16", TF_WG_R32, "{%32, %33, %34, %35}", "%36", "%37", "%38", (TF_WG_D8));
     } else {
         if (tf_tile_is_bf16<E>::value)
-            TF_WG_RS("m64n128k16", "bf16.bf16", TF_WG_R64, "{%64, %65, %66, %67}", "%68", "%69", (TF_WG_D16));
+            TF_WG_RS("m64n128k16", "bf16.bf16", TF_WG_R64, "{%64, %65, %66, %67}", "%68", "%69", "%70", (TF_WG_D16));
         else
-            TF_WG_RS("m64n128k16", "f16.f16", TF_WG_R64, "{%64, %65, %66, %67}", "%68", "%69", (TF_WG_D16));
+            TF_WG_RS("m64n128k16", "f16.f16", TF_WG_R64, "{%64, %65, %66, %67}", "%68", "%69", "%70", (TF_WG_D16));
     }
 #undef TF_WG_RS
 }
-template <class E, int N>
+template <class E, int N, bool TB = false>
 __device__ __forceinline__ void tf_wg_mma_ss(float (*d)[4], uint64_t a, uint64_t b)
 {
     static_assert(N == 64, "wgmma tile, A from shared memory: N 64");
     if (tf_tile_is_bf16<E>::value)
-        TF_WG_MMA("m64n64k16", "bf16.bf16", TF_WG_R32, "%32", "%33", "%34", "1, 1, 0, 0", (TF_WG_D8),
-                  "l"(a), "l"(b), "r"(1));
+        TF_WG_MMA("m64n64k16", "bf16.bf16", TF_WG_R32, "%32", "%33", "%34", "1, 1, 0, %35", (TF_WG_D8),
+                  "l"(a), "l"(b), "r"(1), "n"(TB ? 1 : 0));
     else
-        TF_WG_MMA("m64n64k16", "f16.f16", TF_WG_R32, "%32", "%33", "%34", "1, 1, 0, 0", (TF_WG_D8),
-                  "l"(a), "l"(b), "r"(1));
+        TF_WG_MMA("m64n64k16", "f16.f16", TF_WG_R32, "%32", "%33", "%34", "1, 1, 0, %35", (TF_WG_D8),
+                  "l"(a), "l"(b), "r"(1), "n"(TB ? 1 : 0));
 }
 #else
 /* no asynchrony to fence or wait for: hostemu runs each wgmma when issued */
@@ -159,20 +170,22 @@ __device__ __forceinline__ void wg_proxy_fence() {}
 #endif
 
 #if TF_WG_CODE && !TF_WG_ASM
-/* element (r, k) of the K-major tile a descriptor names */
-template <class E>
+/* element (r, k) of the K-major tile a descriptor names (MN: the N-major
+ * tile's element (n = r, k)) */
+template <class E, bool MN = false>
 static inline float tf_wg_emu_at(uint64_t desc, int r, int k)
 {
     const char *base = (const char *)tf_emu_smem() + ((desc & 0x3fffu) << 4);
     const uint32_t lbo = (uint32_t)((desc >> 16) & 0x3fffu) << 4;
     const uint32_t sbo = (uint32_t)((desc >> 32) & 0x3fffu) << 4;
+    const int in = MN ? (k & 7) * 16 + (r & 7) * 2 : (r & 7) * 16 + (k & 7) * 2;
     uint16_t u;
-    memcpy(&u, base + (k >> 3) * lbo + (r >> 3) * sbo + (r & 7) * 16 + (k & 7) * 2, 2);
+    memcpy(&u, base + (k >> 3) * lbo + (r >> 3) * sbo + in, 2);
     return tf_tile_widen<E>(u);
 }
 /* the warp's rows g and g + 8 (of its 16) times B, summed in k order; A's
  * element (row i, k) in av(i, k) */
-template <class E, int N, class AV>
+template <class E, int N, bool TB, class AV>
 static inline void tf_wg_emu_mma(float (*d)[4], uint64_t b, AV av)
 {
     const int lane = emu_lane(), g = lane >> 2, t = lane & 3;
@@ -180,30 +193,30 @@ static inline void tf_wg_emu_mma(float (*d)[4], uint64_t b, AV av)
         const float a0 = av(g, k), a1 = av(g + 8, k);
         for (int n = 0; n < N / 8; ++n)
             for (int h = 0; h < 2; ++h) {
-                const float bv = tf_wg_emu_at<E>(b, 8 * n + 2 * t + h, k);
+                const float bv = tf_wg_emu_at<E, TB>(b, 8 * n + 2 * t + h, k);
                 d[n][h] += a0 * bv;
                 d[n][2 + h] += a1 * bv;
             }
     }
 }
-template <class E, int N>
+template <class E, int N, bool TB = false>
 static inline void tf_wg_mma_rs(float (*d)[4], const uint32_t *a, uint64_t b)
 {
     static_assert(N == 64 || N == 128, "wgmma tile: N 64 or 128");
     uint32_t all[32 * 4];
     emu_warp_exchange(a, 4, all);
-    tf_wg_emu_mma<E, N>(d, b, [&](int i, int k) {
+    tf_wg_emu_mma<E, N, TB>(d, b, [&](int i, int k) {
         /* row i, k: lane (i % 8) 4 + (k % 8) / 2, register (i / 8) + 2 (k / 8) */
         const uint32_t w = all[((i & 7) * 4 + ((k & 7) >> 1)) * 4 + (i >> 3) + 2 * (k >> 3)];
         return tf_tile_widen<E>((uint16_t)(w >> (16 * (k & 1))));
     });
 }
-template <class E, int N>
+template <class E, int N, bool TB = false>
 static inline void tf_wg_mma_ss(float (*d)[4], uint64_t a, uint64_t b)
 {
     static_assert(N == 64, "wgmma tile, A from shared memory: N 64");
     const int r0 = 16 * (((int)threadIdx.x >> 5) & 3); /* the warp's rows of the 64 */
-    tf_wg_emu_mma<E, N>(d, b, [&](int i, int k) { return tf_wg_emu_at<E>(a, r0 + i, k); });
+    tf_wg_emu_mma<E, N, TB>(d, b, [&](int i, int k) { return tf_wg_emu_at<E>(a, r0 + i, k); });
 }
 #endif
 
