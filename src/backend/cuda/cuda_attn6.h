@@ -85,6 +85,24 @@ static inline int tf6_view_vec(const tf_attn_view *v)
     return ((uintptr_t)v->p & 15u) == 0 && v->sb % 8 == 0 && v->so % 8 == 0 && v->sl % 8 == 0;
 }
 
+/* an element pair (c, c + 1), c even, of a view's row is 4-byte aligned */
+__device__ __forceinline__ bool tf6_pair_ok(const tf_attn_view &v)
+{
+    return ((uintptr_t)v.p & 3u) == 0 && v.sb % 2 == 0 && v.so % 2 == 0 && v.sl % 2 == 0;
+}
+/* p[0] = lo, p[1] = hi rounded to E: one 4-byte store when pair */
+template <class E>
+__device__ __forceinline__ void tf6_store2(E *p, float lo, float hi, bool pair)
+{
+    if (pair) {
+        *reinterpret_cast<uint32_t *>(p) =
+            (uint32_t)tf_tile_round<E>(lo) | (uint32_t)tf_tile_round<E>(hi) << 16;
+    } else {
+        p[0] = lo;
+        p[1] = hi;
+    }
+}
+
 /* 2^x by the SFU's approximation (relative error ~2^-22, far inside the
  * rounding of P to the type; 2^-inf = 0); exp2f without PTX */
 __device__ __forceinline__ float tf6_exp2(float x)

@@ -278,21 +278,28 @@ __global__ void __launch_bounds__(tf6_one<DM>::NT, 2) attn_bwd_kernel6(tf_attn_a
     tf6_load_async<DM, LC, LD, C::NT>(Ks, tf_attn_at<E>(a.k, b, o, h, DM), a.k.sl, 0, L, vec, tid);
     tf6_load_async<DM, LC, LD, C::NT>(Vs, tf_attn_at<E>(a.v, b, o, h, DM), a.v.sl, 0, L, vec, tid);
     tf6_load_async<DM, LC, LD, C::NT>(Gs, gb, a.dout.sl, 0, L, vec, tid);
+    tf6_load_async<DM, LC, LD, C::NT>(Ps, yb, a.out.sl, 0, L, vec, tid); /* out, until P */
     mma_commit();
+    const float ls = tid < L ? a.lse[rowbase + tid] * TF6_LOG2E : 0.f;
+    mma_wait<0>();
+    __syncthreads();
     if (tid < LC) { /* D and lse of query tid (D also into `work`, for the dbias kernel) */
-        float dd = 0.f, ls = 0.f;
+        float dd = 0.f;
         if (tid < L) {
 #pragma unroll
-            for (int c = 0; c < DM; ++c)
-                dd = fmaf(tf_cu_f32(gb[(long)tid * a.dout.sl + c]), tf_cu_f32(yb[(long)tid * a.out.sl + c]), dd);
+            for (int c0 = 0; c0 < DM; c0 += 8) {
+                uint16_t gv[8], yv[8];
+                memcpy(gv, Gs + tid * LD + c0, 16);
+                memcpy(yv, Ps + tid * LD + c0, 16);
+#pragma unroll
+                for (int c = 0; c < 8; ++c) dd = fmaf(tf_tile_widen<E>(gv[c]), tf_tile_widen<E>(yv[c]), dd);
+            }
             a.work[rowbase + tid] = dd;
-            ls = a.lse[rowbase + tid] * TF6_LOG2E;
         }
         Ds[tid] = dd;
         Ls[tid] = ls;
     }
-    mma_wait<0>();
-    __syncthreads();
+    __syncthreads(); /* D is in; out's rows are free for P */
 
     const int lane = tid & 31, g = lane >> 2, t = lane & 3, w = tid >> 5;
     {
@@ -334,16 +341,14 @@ __global__ void __launch_bounds__(tf6_one<DM>::NT, 2) attn_bwd_kernel6(tf_attn_a
             tf_tile_mul_c<4, ND, E>(dq, dp, Ks + kh * LD, LD); /* dq += dS K */
         }
         E *dqb = tf_attn_at<E>(a.dq, b, o, h, DM);
+        const bool v2 = tf6_pair_ok(a.dq);
 #pragma unroll
         for (int hf = 0; hf < 2; ++hf) {
             if (!ok[hf]) continue;
             E *row = dqb + (long)(hf ? ihi : ilo) * a.dq.sl;
 #pragma unroll
-            for (int n = 0; n < ND; ++n) {
-                const int c = 8 * n + 2 * t;
-                row[c] = a.scale * dq[n][2 * hf];
-                row[c + 1] = a.scale * dq[n][2 * hf + 1];
-            }
+            for (int n = 0; n < ND; ++n)
+                tf6_store2<E>(row + 8 * n + 2 * t, a.scale * dq[n][2 * hf], a.scale * dq[n][2 * hf + 1], v2);
         }
     }
     __syncthreads(); /* every row of P and dS is in */
@@ -368,6 +373,7 @@ __global__ void __launch_bounds__(tf6_one<DM>::NT, 2) attn_bwd_kernel6(tf_attn_a
     }
     const int jlo = 16 * w + g, jhi = jlo + 8;
     E *dvb = tf_attn_at<E>(a.dv, b, o, h, DM), *dkb = tf_attn_at<E>(a.dk, b, o, h, DM);
+    const bool v2 = tf6_pair_ok(a.dv) && tf6_pair_ok(a.dk);
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
         const int j = hf ? jhi : jlo;
@@ -376,10 +382,8 @@ __global__ void __launch_bounds__(tf6_one<DM>::NT, 2) attn_bwd_kernel6(tf_attn_a
 #pragma unroll
         for (int n = 0; n < ND; ++n) {
             const int c = 8 * n + 2 * t;
-            vrow[c] = dv[n][2 * hf];
-            vrow[c + 1] = dv[n][2 * hf + 1];
-            krow[c] = a.scale * dk[n][2 * hf];
-            krow[c + 1] = a.scale * dk[n][2 * hf + 1];
+            tf6_store2<E>(vrow + c, dv[n][2 * hf], dv[n][2 * hf + 1], v2);
+            tf6_store2<E>(krow + c, a.scale * dk[n][2 * hf], a.scale * dk[n][2 * hf + 1], v2);
         }
     }
 }
@@ -478,14 +482,15 @@ template <int DM, class E>
 static void attn_bwd6_d(tf_backend *be, const tf_attn_args *a, int vec)
 {
     const long bo = (long)a->nb * a->no * a->nh;
-    if (a->L <= tf6_one<DM>::LC) { /* one block a head */
+    if (a->L <= tf6_one<DM>::LC) { /* one block a head; it copies out's rows too */
         typedef tf6_one<DM> C1;
+        const int v1 = vec && tf6_view_vec(&a->out);
         if (a->bias)
             TF_LAUNCH_SMEM((attn_bwd_kernel6<DM, true, E>), dim3((unsigned)bo), C1::NT, C1::SMEM, be,
-                           *a, vec);
+                           *a, v1);
         else
             TF_LAUNCH_SMEM((attn_bwd_kernel6<DM, false, E>), dim3((unsigned)bo), C1::NT, C1::SMEM, be,
-                           *a, vec);
+                           *a, v1);
     } else {
         const int nt = (a->L + 63) / 64;
         const dim3 grid((unsigned)(bo * nt));

@@ -116,6 +116,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_fwd_kernel6(tf
     }
     float *lseb = a.lse + (((long)b * a.no + o) * a.nh + h) * L;
     E *ob = tf_attn_at<E>(a.out, b, o, h, DM);
+    const bool v2 = tf6_pair_ok(a.out);
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
         const int i = hf ? ihi : ilo;
@@ -124,11 +125,8 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_fwd_kernel6(tf
         if (t == 0) lseb[i] = (mx[hf] + log2f(sum[hf])) * 0.6931471805599453f;
         E *orow = ob + (long)i * a.out.sl;
 #pragma unroll
-        for (int n = 0; n < ND; ++n) {
-            const int c = 8 * n + 2 * t;
-            orow[c] = acc[n][2 * hf] * inv;
-            orow[c + 1] = acc[n][2 * hf + 1] * inv;
-        }
+        for (int n = 0; n < ND; ++n)
+            tf6_store2<E>(orow + 8 * n + 2 * t, acc[n][2 * hf] * inv, acc[n][2 * hf + 1] * inv, v2);
     }
 }
 
