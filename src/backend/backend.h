@@ -47,8 +47,8 @@ void tf_cpu_backend_describe(const tf_backend *be, char *out, size_t n);
  * not simply this CPU: "" or e.g. " set by OPENBLAS_CORETYPE=Haswell". */
 const char *tf_cpu_blas_kernels_note(void);
 
-/* The GPU backend (CUDA or HIP), defined by src/backend/loader in GPU builds
- * (it forwards to the GPU module, backend/gpu_module.h), else by a stub that
+/* The GPU backend (CUDA or HIP), defined by src/gpu_module/gpu_calls.c in GPU
+ * builds (it forwards to the GPU module, gpu_module/gpu_module.h), else by a stub that
  * always reports "not built with CUDA". */
 /* 1 if a usable device exists; loads the GPU module (its libraries) first */
 int tf_cuda_backend_available(char *why, size_t n);

@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "backend/registry.h"
 #include "prof/sgemm_ref.h"
+#include "train/timed.h"
 
 #include <cJSON.h>
 #include <math.h>
@@ -30,18 +31,6 @@ static const bench_problem problems[] = {
     {"large", 4, 128, 32, 4},
 };
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static int listed(const char *list, const char *item)
 {
     size_t len = strlen(item);
@@ -64,6 +53,20 @@ typedef struct {
     char why[256];
 } bench_row;
 
+/* The live progress line of a row's step i (2 warm-up steps first). */
+typedef struct {
+    const bench_row *row;
+    int steps;
+} bench_live;
+
+static void show_step(void *ctx, int i)
+{
+    const bench_live *lv = ctx;
+    fprintf(stderr, "\r\033[K%s %s: %s %d/%d", lv->row->p->name, tf_cli_impl_name(lv->row->impl),
+            i < 2 ? "warm-up" : "step", i < 2 ? i + 1 : i - 1, i < 2 ? 2 : lv->steps);
+    fflush(stderr);
+}
+
 static void run_one(bench_row *row, const tf_config *base, int steps, int live)
 {
     tf_config c = *base;
@@ -79,39 +82,28 @@ static void run_one(bench_row *row, const tf_config *base, int steps, int live)
     row->status = tf_trainer_create(&t, &c, row->why, sizeof row->why);
     if (row->status != TF_OK)
         return;
-    double *ms = malloc((size_t)steps * sizeof *ms);
-    if (!ms) {
+    bench_live lv = {row, steps};
+    tf_timed r;
+    row->status = tf_timed_steps(t, 2, steps, live ? show_step : NULL, &lv, &r);
+    if (row->status != TF_OK && r.failed < 0) {
         tf_trainer_destroy(t);
-        row->status = TF_ERR_NOMEM;
         snprintf(row->why, sizeof row->why, "out of host memory");
         return;
     }
-    for (int i = 0; i < 2 + steps && row->status == TF_OK; i++) {
-        tf_step_stats st = {0};
-        if (live) {
-            fprintf(stderr, "\r\033[K%s %s: %s %d/%d", row->p->name, tf_cli_impl_name(row->impl),
-                    i < 2 ? "warm-up" : "step", i < 2 ? i + 1 : i - 1, i < 2 ? 2 : steps);
-            fflush(stderr);
-        }
-        row->status = tf_trainer_step(t, i, &st);
-        if (row->status != TF_OK)
-            snprintf(row->why, sizeof row->why, "step %d failed (status %d, loss %g)", i,
-                     (int)row->status, (double)st.loss);
-        else if (i >= 2)
-            ms[i - 2] = st.step_ms;
-    }
+    if (row->status != TF_OK)
+        snprintf(row->why, sizeof row->why, "step %d failed (status %d, loss %g)", r.failed,
+                 (int)row->status, (double)r.st.loss);
     if (live) {
         fputs("\r\033[K", stderr);
         fflush(stderr);
     }
     if (row->status == TF_OK) {
-        row->step_ms = median(ms, steps);
+        row->step_ms = r.median_ms;
         row->samples = row->step_ms > 0 ? c.batch / (row->step_ms * 1e-3) : 0;
         row->gflops =
             row->step_ms > 0 ? 3.0 * tf_flops_forward(&c) / (row->step_ms * 1e-3) * 1e-9 : 0;
         row->bytes = tf_trainer_backend_bytes(t);
     }
-    free(ms);
     tf_trainer_destroy(t);
 }
 

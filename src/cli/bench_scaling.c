@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "backend/registry.h"
+#include "train/timed.h"
 
 #include <cJSON.h>
 #include <math.h>
@@ -23,9 +24,16 @@ typedef struct {
     char why[256];
 } scaling_point;
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+/* The live progress line of step i of the run at N (1 warm-up step first). */
+typedef struct {
+    int N, steps;
+} scaling_live;
+
+static void show_step(void *ctx, int i) {
+    const scaling_live *lv = ctx;
+    fprintf(stderr, "\r\033[KN %d: %s %d/%d", lv->N, i < 1 ? "warm-up" : "step", i < 1 ? 1 : i,
+            i < 1 ? 1 : lv->steps);
+    fflush(stderr);
 }
 
 static void run_point(scaling_point *p, const tf_config *base, int steps, int live) {
@@ -39,33 +47,21 @@ static void run_point(scaling_point *p, const tf_config *base, int steps, int li
     tf_trainer *t = NULL;
     if (p->status == TF_OK) p->status = tf_trainer_create(&t, &c, p->why, sizeof p->why);
     if (p->status != TF_OK) return;
-    double *ms = malloc((size_t)steps * sizeof *ms);
-    if (!ms) {
+    scaling_live lv = {p->N, steps};
+    tf_timed r;
+    p->status = tf_timed_steps(t, 1, steps, live ? show_step : NULL, &lv, &r);
+    if (p->status != TF_OK && r.failed < 0) {
         tf_trainer_destroy(t);
-        p->status = TF_ERR_NOMEM;
         snprintf(p->why, sizeof p->why, "out of host memory");
         return;
     }
-    for (int i = 0; i < 1 + steps && p->status == TF_OK; i++) {
-        if (live) {
-            fprintf(stderr, "\r\033[KN %d: %s %d/%d", p->N, i < 1 ? "warm-up" : "step",
-                    i < 1 ? 1 : i, i < 1 ? 1 : steps);
-            fflush(stderr);
-        }
-        tf_step_stats st = {0};
-        p->status = tf_trainer_step(t, i, &st);
-        if (p->status != TF_OK)
-            snprintf(p->why, sizeof p->why, "step %d failed (status %d)", i, (int)p->status);
-        else if (i >= 1)
-            ms[i - 1] = st.step_ms;
-    }
+    if (p->status != TF_OK)
+        snprintf(p->why, sizeof p->why, "step %d failed (status %d)", r.failed, (int)p->status);
     if (live) fputs("\r\033[K", stderr);
     if (p->status == TF_OK) {
-        qsort(ms, (size_t)steps, sizeof *ms, cmp_double);
-        p->step_ms = steps % 2 ? ms[steps / 2] : 0.5 * (ms[steps / 2 - 1] + ms[steps / 2]);
+        p->step_ms = r.median_ms;
         p->gflops = p->step_ms > 0 ? p->flops / (p->step_ms * 1e-3) * 1e-9 : 0;
     }
-    free(ms);
     tf_trainer_destroy(t);
 }
 

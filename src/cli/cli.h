@@ -167,13 +167,16 @@ const char *tf_cli_omp_wait_info(void);
 /* The --omp-wait setting in force: "auto", "active" or "passive". */
 const char *tf_cli_omp_wait_setting(void);
 
-/* ---- json_stdout.c: `--json -` ---- */
+/* ---- json_out.c: JSON documents, `--json -` ---- */
 /* The run JSON's schema; raised when a field changes meaning or goes away. */
 #define TF_RUN_JSON_SCHEMA 1
 int tf_cli_json_is_stdout(const char *path); /* "-" */
 /* Sets standard output aside for the JSON; fd 1 then writes to stderr. */
 int tf_cli_json_stdout_begin(void);
 int tf_cli_json_stdout_write(const char *text, size_t len, char *err, size_t errlen);
+/* Writes a JSON document atomically (tmp file, fsync, rename); path "-":
+ * the set-aside standard output. */
+int tf_cli_write_json(const char *path, const struct cJSON *j, char *err, size_t errlen);
 
 /* ---- help.c ---- */
 void tf_cli_help_main(FILE *f);
@@ -225,8 +228,6 @@ const char *tf_cli_impl_desc(tf_impl impl);        /* "baseline", ... */
 int tf_cli_exit_for(tf_status s);
 /* Checks the directory of path exists and is writable (before a long run). */
 int tf_cli_check_writable(const char *flag, const char *path);
-/* Writes a JSON document atomically (tmp file, fsync, rename). */
-int tf_cli_write_json(const char *path, const struct cJSON *j, char *err, size_t errlen);
 
 /* ---- outputs.c ---- */
 /* Every file o will write: creatable (temporary name included), absent or a

@@ -2,10 +2,10 @@
  * of one batch with given weights, no update: what the PyTorch reference is
  * compared with. */
 #include "cli.h"
-#include "train/limits.h"
+#include "config/limits.h"
 #include "io/checkpoint.h"
 #include "io/datafile.h"
-#include "io/gradfile.h"
+#include "train/trainer_io.h"
 #include "train/hostmem.h"
 
 #include <signal.h>

@@ -1,7 +1,7 @@
 /* The memory options' values: --memory-budget SIZE and bench --scaling LIST,
  * and applying the budget to a configuration (train/memplan.c plans it). */
 #include "cli.h"
-#include "train/limits.h"
+#include "config/limits.h"
 #include "train/memplan.h"
 
 #include <ctype.h>

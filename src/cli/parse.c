@@ -7,7 +7,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "io/checkpoint.h"
-#include "train/limits.h"
+#include "config/limits.h"
 #include "backend/gpu_plan.h"
 #include "backend/registry.h"
 #include "prof/profiler.h"

@@ -1,8 +1,8 @@
 /* The CPU thread count a run may use: --threads (or OpenMP's default) capped
  * at what the BLAS build supports (OpenBLAS's compile-time MAX_THREADS: past
  * it OpenBLAS warns and has crashed) and at the processors this process may
- * run on (more threads than processors only queue behind one another: a
- * 1024-thread run on 2 cores took 50-100x longer than a 2-thread one). */
+ * run on (more threads than processors only queue behind one another, and
+ * every barrier then waits for the last of them to be scheduled). */
 #include "cli.h"
 #include "ompwait/tf_omp_wait.h"
 

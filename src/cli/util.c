@@ -1,14 +1,11 @@
 /* Small helpers of the CLI: the one-line error printer, strict number
- * parsers, formatting, clocks, atomic JSON writes. */
+ * parsers, formatting, clocks. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "fileio/io_util.h"
-#include "fileio/outcheck.h"
 #include "io/text_quote.h"
 
-#include <cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -223,54 +220,3 @@ int tf_cli_check_writable(const char *flag, const char *path)
     free(dir);
     return rc;
 }
-
-int tf_cli_write_json(const char *path, const cJSON *j, char *err, size_t errlen)
-{
-    char *text = cJSON_Print(j);
-    if (!text) {
-        snprintf(err, errlen, "%s: out of memory while formatting JSON", path);
-        return -1;
-    }
-    size_t len = strlen(text);
-    if (tf_cli_json_is_stdout(path)) {
-        int r = tf_cli_json_stdout_write(text, len, err, errlen);
-        cJSON_free(text);
-        return r;
-    }
-    size_t tlen = strlen(path) + 32;
-    char *tmp = malloc(tlen);
-    if (!tmp) {
-        cJSON_free(text);
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
-    int fd = tf_io_tmp_open(path, tmp, tlen, err, errlen);
-    int rc = -1;
-    if (fd >= 0) {
-        size_t off = 0;
-        while (off < len) {
-            ssize_t w = write(fd, text + off, len - off);
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0)
-                break;
-            off += (size_t)w;
-        }
-        int ok = off == len && write(fd, "\n", 1) == 1 && fsync(fd) == 0;
-        int saved = errno;
-        if (close(fd) != 0 && ok) {
-            ok = 0;
-            saved = errno;
-        }
-        if (!ok) {
-            snprintf(err, errlen, "%s: write failed: %s", tmp, strerror(saved));
-            unlink(tmp);
-        } else {
-            rc = tf_io_commit(tmp, path, err, errlen);
-        }
-    }
-    free(tmp);
-    cJSON_free(text);
-    return rc;
-}
-

@@ -29,9 +29,9 @@ size_t tf_checkpoint_load_bytes(const tf_config *c, int with_optimizer) {
            nt * sizeof(tf_param_info) + NAME_MAX_LEN;
 }
 
-tf_status tf_checkpoint_save(tf_trainer *t, const char *path, long global_step, char *err,
-                             size_t errlen) {
-    const tf_config *c = tf_trainer_config(t);
+tf_status tf_checkpoint_write(const tf_io_holder *h, const char *path, long global_step,
+                              char *err, size_t errlen) {
+    const tf_config *c = h->c;
     if (global_step < 0)
         return tf_ckpt_failf(err, errlen, TF_ERR_INTERNAL, path, "negative global step", NULL, NULL);
     size_t nt = tf_param_count_tensors(c), nf = tf_param_count_floats(c);
@@ -48,8 +48,8 @@ tf_status tf_checkpoint_save(tf_trainer *t, const char *path, long global_step, 
     tf_param_table(c, tab);
     float *p = buf, *m = buf + nf, *v = buf + 2 * nf;
     long adam_step = 0;
-    tf_trainer_get_params(t, p);
-    tf_trainer_get_adam(t, m, v, &adam_step);
+    h->get_params(h->ctx, p);
+    h->get_adam(h->ctx, m, v, &adam_step);
     for (size_t i = 0; i < nt; i++) {
         const float *src[3] = {p, m, v};
         for (int k = 0; k < 3; k++) {
@@ -77,7 +77,7 @@ tf_status tf_checkpoint_save(tf_trainer *t, const char *path, long global_step, 
     }
     float scale = 1.0f;
     long clean = 0, skipped = 0;
-    tf_trainer_get_loss_scale(t, &scale, &clean, &skipped);
+    h->get_loss_scale(h->ctx, &scale, &clean, &skipped);
     snprintf(gs, sizeof gs, "%ld", global_step);
     snprintf(as, sizeof as, "%ld", adam_step);
     snprintf(ls, sizeof ls, "%.9g", (double)scale); /* 9 digits: reads back bit for bit */
@@ -216,9 +216,9 @@ static tf_status check_unexpected(const tf_st_file *f, const tf_param_info *tab,
     return st;
 }
 
-tf_status tf_checkpoint_load(tf_trainer *t, const char *path, int with_optimizer, long *global_step,
-                             char *err, size_t errlen) {
-    const tf_config *tc = tf_trainer_config(t);
+tf_status tf_checkpoint_read(const tf_io_holder *h, const char *path, int with_optimizer,
+                             long *global_step, char *err, size_t errlen) {
+    const tf_config *tc = h->c;
     tf_st_file *f = NULL, *g = NULL; /* the model file, the optimizer's (f for version 1) */
     tf_status st = tf_st_open(&f, path, err, errlen);
     if (st) return st;
@@ -312,13 +312,13 @@ tf_status tf_checkpoint_load(tf_trainer *t, const char *path, int with_optimizer
             goto done;
         }
     }
-    /* everything checked: now the trainer changes */
-    tf_trainer_set_params(t, buf);
-    if (with_optimizer) tf_trainer_set_adam(t, buf + nf, buf + 2 * nf, adam_step);
+    /* everything checked: now the holder changes */
+    h->set_params(h->ctx, buf);
+    if (with_optimizer) h->set_adam(h->ctx, buf + nf, buf + 2 * nf, adam_step);
     /* fp16's loss scale continues where it was; a run of another precision
      * than the file's starts its own scaler (another type, another range) */
     if (has_scale && fc.precision == TF_PREC_FP16 && tc->precision == TF_PREC_FP16)
-        tf_trainer_set_loss_scale(t, scale, clean, skipped);
+        h->set_loss_scale(h->ctx, scale, clean, skipped);
     if (global_step) *global_step = gs;
 done:
     free(used);

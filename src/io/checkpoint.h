@@ -35,6 +35,7 @@
 
 #include <stddef.h>
 
+#include "io/holder.h"
 #include "tinyfold.h"
 
 #ifdef __cplusplus
@@ -46,7 +47,7 @@ extern "C" {
  * so every checkpoint saved can be read back. */
 #define TF_CKPT_STEP_MAX 9007199254740992LL
 
-/* Host memory tf_checkpoint_save / tf_checkpoint_load allocate for c's model
+/* Host memory tf_checkpoint_write / tf_checkpoint_read allocate for c's model
  * while they run (the parameter copies they stage, and for a load the file's
  * image, read into memory: a tinyfold checkpoint's parameters and moments),
  * for memory planning. */
@@ -54,15 +55,15 @@ size_t tf_checkpoint_save_bytes(const tf_config *c);
 size_t tf_checkpoint_load_bytes(const tf_config *c, int with_optimizer);
 
 /* Atomic: temp file, fsync, rename (the previous file survives any failure). */
-tf_status tf_checkpoint_save(tf_trainer *t, const char *path, long global_step, char *err,
-                             size_t errlen);
-/* Checks the whole file against the trainer's config (model shape fields,
+tf_status tf_checkpoint_write(const tf_io_holder *h, const char *path, long global_step,
+                              char *err, size_t errlen);
+/* Checks the whole file against the holder's config (model shape fields,
  * every expected tensor's presence, dtype, shape and finiteness, unexpected
- * tensors under the model's prefixes) before touching the trainer. With
+ * tensors under the model's prefixes) before setting anything. With
  * with_optimizer the moments and step count are restored too. *global_step
  * (may be NULL) gets the stored step, 0 for a file without one. */
-tf_status tf_checkpoint_load(tf_trainer *t, const char *path, int with_optimizer, long *global_step,
-                             char *err, size_t errlen);
+tf_status tf_checkpoint_read(const tf_io_holder *h, const char *path, int with_optimizer,
+                             long *global_step, char *err, size_t errlen);
 /* The optimizer file's name for model file model_path; -1 when it does not
  * fit in n bytes. */
 int tf_checkpoint_optim_path(const char *model_path, char *out, size_t n);

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "fileio/io_util.h"
-#include "train/limits.h"
+#include "config/limits.h"
 #include "io/checkpoint_internal.h"
 #include "io/config_json.h"
 #include "io/safetensors.h"
@@ -141,7 +141,7 @@ static tf_status infer_config(const tf_st_file *f, tf_config *c, char *err, size
             return tf_ckpt_failf(err, errlen, TF_ERR_USAGE, path, "%s", msg, NULL);
         }
     }
-    /* What the shapes say is held to the ranges a flag is (train/limits.h). */
+    /* What the shapes say is held to the ranges a flag is (config/limits.h). */
     static const struct {
         const char *name;
         int lo, hi;

@@ -2,7 +2,7 @@
 #include "io/config_json.h"
 #include "backend/registry.h"
 
-#include "train/limits.h"
+#include "config/limits.h"
 
 #include <cJSON.h>
 #include <limits.h>
@@ -15,7 +15,7 @@ typedef struct {
     const char *key;
     size_t off;
     int required; /* model shape: must be present when reading */
-    int min, max; /* the ranges of train/limits.h: a file is held to what a flag is */
+    int min, max; /* the ranges of config/limits.h: a file is held to what a flag is */
 } int_field;
 
 #define F(k, req, mn, mx)                                                                          \

@@ -9,9 +9,9 @@
 
 #define GRAD_PREFIX "grad."
 
-tf_status tf_gradfile_save(const char *path, tf_trainer *t, float loss, const float *pred,
-                           long npred, char *err, size_t errlen) {
-    const tf_config *c = tf_trainer_config(t);
+tf_status tf_gradfile_write(const char *path, const tf_io_holder *h, float loss, const float *pred,
+                            long npred, char *err, size_t errlen) {
+    const tf_config *c = h->c;
     long want = (long)c->batch * c->seq_len * c->seq_len;
     if (!pred || npred != want) {
         if (errlen)
@@ -33,7 +33,7 @@ tf_status tf_gradfile_save(const char *path, tf_trainer *t, float loss, const fl
         goto done;
     }
     tf_param_table(c, tab);
-    tf_trainer_get_grads(t, g);
+    h->get_grads(h->ctx, g);
     size_t n = 0;
     out[n++] =
         (tf_st_out){.name = "loss", .dtype = TF_ST_F32, .ndim = 1, .shape = {1}, .data = &loss};

@@ -8,17 +8,18 @@
 
 #include <stddef.h>
 
+#include "io/holder.h"
 #include "tinyfold.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Gradients are read from the trainer (tf_trainer_get_grads, as left by
- * tf_trainer_grad); pred (required) holds npred = B*N*N floats. Atomic like
- * every safetensors write. */
-tf_status tf_gradfile_save(const char *path, tf_trainer *t, float loss, const float *pred,
-                           long npred, char *err, size_t errlen);
+/* Gradients are read from the holder (h->get_grads; the trainer's as left
+ * by tf_trainer_grad); pred (required) holds npred = B*N*N floats. Atomic
+ * like every safetensors write. */
+tf_status tf_gradfile_write(const char *path, const tf_io_holder *h, float loss, const float *pred,
+                            long npred, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

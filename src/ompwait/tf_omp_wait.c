@@ -4,8 +4,8 @@
  * spins GOMP_SPINCOUNT times before it sleeps: 300000 by default, ~16 ms
  * where the pause instruction takes ~50 ns. While other processes hold the
  * cores, a spinning thread keeps the core its partner needs and is not
- * favoured by the scheduler as a woken one is: a step of a few ms took
- * hundreds of times longer (bench/RESULTS.md).
+ * favoured by the scheduler as a woken one is: a step of a few ms then
+ * waits for the scheduler at every region (bench/RESULTS.md).
  * Even a short spin loses there: a thread that spins through the gaps
  * between regions looks busy to the scheduler, is preempted like a busy
  * process and waits for its turn, where a sleeping one is run as soon as it

@@ -75,17 +75,13 @@ static void vendor_pop(void)
 #elif defined(TF_HAVE_CUDA)
 #include <nvtx3/nvToolsExt.h> /* header-only: NVTX loads nothing unless a tool injects itself */
 
-#include "backend/gpu_module.h"
+#include "prof/prof_internal.h"
 
 /* The domain is created on first use; markers come from the model's thread. */
 static nvtxDomainHandle_t tf_domain;
 
 /* cudaProfilerStart/Stop, in the GPU module: nothing to collect before it is loaded */
-static void prof_collect(int on)
-{
-    const tf_gpu_api *g = tf_gpu_loaded();
-    if (g) g->profiler_collect(on);
-}
+static void prof_collect(int on) { prof_gpu_profiler_collect(on); }
 static void vendor_push(const char *name)
 {
     if (!tf_domain) tf_domain = nvtxDomainCreateA("tinyfold");

@@ -348,5 +348,9 @@ void prof_gpu_counters_print(const tf_prof *p, FILE *out);
 char *prof_cuda_demangle(const char *name);
 /* Recorded dropped CUPTI records etc.: one line or NULL. */
 const char *prof_gpu_warning(const tf_prof *p);
+/* CUDA builds: an external profiler's collection on (1) or off (0)
+ * (cudaProfilerStart/Stop; markers.h); nothing while the GPU module is not
+ * loaded. */
+void prof_gpu_profiler_collect(int on);
 
 #endif

@@ -1,7 +1,8 @@
 /* bench's sgemm reference (sgemm_ref.h). A median of a few short calls,
- * taken once at the start, read half the machine's rate whenever another
- * process held a core meanwhile, and steps timed later on a quiet machine
- * then showed more than 100% of it (bench/RESULTS.md). */
+ * taken once at the start, reads low whenever another process holds a core
+ * meanwhile, and steps timed later on a quiet machine would then show more
+ * than all of it: a reference taken around each row, its fastest call, does
+ * not. */
 #define _POSIX_C_SOURCE 200809L
 #include "prof/sgemm_ref.h"
 

@@ -13,6 +13,7 @@
 #include "train/hostmem.h"
 #include "train/nonfinite.h"
 #include "train/trainer.h"
+#include "train/trainer_io.h"
 
 static double now_ms(void) {
     struct timespec ts;

@@ -4,7 +4,7 @@
  * counters.
  *
  * Any input must either be refused with one non-empty line naming the input,
- * or give a config inside the accepted ranges (train/limits.h) and a global
+ * or give a config inside the accepted ranges (config/limits.h) and a global
  * step in [0, 2^53]: what the trainer and the step loop rely on before they
  * do arithmetic with it.
  *
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "train/limits.h"
+#include "config/limits.h"
 #include "io/checkpoint.h"
 
 #define CHECK(cond)                                                                                \

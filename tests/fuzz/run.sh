@@ -35,7 +35,7 @@ sources() { # target -> the sources it links besides its own file
     case $1 in
     safetensors) echo "$io/safetensors.c $fio/io_util.c" ;;
     datafile) echo "$io/datafile.c $io/safetensors.c $fio/io_util.c" ;;
-    checkpoint_meta) echo "$io/checkpoint_meta.c $io/checkpoint_names.c $root/src/model/params.c $io/config_json.c $io/safetensors.c $fio/io_util.c $root/src/train/config.c $root/src/backend/gpu_plan.c $root/src/backend/backend.c $root/src/backend/registry.c $root/src/backend/cuda_stub.c $here/backend_stub.c" ;;
+    checkpoint_meta) echo "$io/checkpoint_meta.c $io/checkpoint_names.c $root/src/model/params.c $io/config_json.c $io/safetensors.c $fio/io_util.c $root/src/config/config.c $root/src/backend/gpu_plan.c $root/src/backend/backend.c $root/src/backend/registry.c $root/src/backend/cuda_stub.c $here/backend_stub.c" ;;
     compare) echo "$root"/src/report/compare*.c "$fio/io_util.c $fio/text_escape.c" ;;
     report) echo "$root"/src/report/report_*.c "$root/src/report/compare_rocprof.c $fio/io_util.c $fio/outcheck.c $fio/text_escape.c" ;;
     *) echo "run.sh: unknown target '$1' (expected safetensors, datafile, checkpoint_meta, compare, report)" >&2; exit 2 ;;

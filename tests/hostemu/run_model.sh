@@ -17,7 +17,7 @@ for f in src/backend/cuda/*.cu tests/hostemu/emu.cpp; do
         -o "$out/$(basename "$f").o" & pids+=($!)
 done
 # the profiler's GPU side is not emulated: its CPU-only stub (no TF_HAVE_CUDA)
-for f in src/model/*.c src/train/*.c src/backend/cpu/*.c src/prof/*.c src/io/*.c src/fileio/*.c \
+for f in src/model/*.c src/train/*.c src/config/*.c src/backend/cpu/*.c src/prof/*.c src/io/*.c src/fileio/*.c \
          src/backend/backend.c src/backend/registry.c src/backend/gpu_plan.c \
          src/dist/dist_env.c src/dist/reduce.c \
          src/dist/bucket.c src/dist/trace_merge.c src/dist/dist_single.c \

@@ -20,7 +20,7 @@ for f in src/backend/cuda/*.cu src/prof/gpu/*.cu tests/hostemu/emu.cpp; do
 done
 # CUPTI is not emulated: the profiler's CPU-only stub for it (no TF_HAVE_CUDA),
 # the event clock compiled in (TF_HAVE_GPU_EVENTS)
-for f in src/model/*.c src/train/*.c src/backend/cpu/*.c src/backend/gpu_plan.c src/backend/backend.c \
+for f in src/model/*.c src/train/*.c src/config/*.c src/backend/cpu/*.c src/backend/gpu_plan.c src/backend/backend.c \
          src/backend/registry.c \
          src/prof/*.c src/io/*.c src/fileio/*.c src/dist/dist_env.c src/dist/reduce.c src/dist/bucket.c \
          src/dist/trace_merge.c src/dist/dist_single.c tests/hostemu/prof_check.c; do

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "train/limits.h"
+#include "config/limits.h"
 #include "tinyfold.h"
 
 /* Validates c; expects status want; on failure the message must contain

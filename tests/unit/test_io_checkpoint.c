@@ -14,6 +14,7 @@
 #include "io/checkpoint.h"
 #include "io/config_json.h"
 #include "io/gradfile.h"
+#include "train/trainer_io.h"
 #include "io/safetensors.h"
 #include "test_io_util.h"
 

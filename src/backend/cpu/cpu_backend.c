@@ -89,38 +89,6 @@ static void cpu_sync(tf_backend *be) {
     (void)be;
 }
 
-void *tf_cpu_scratch(tf_backend *be, size_t bytes) {
-    if (be->scratch_top >= TF_CPU_SCRATCH_DEPTH) {
-        fprintf(stderr, "tinyfold: internal error: cpu backend: scratch stack deeper than %d\n",
-                TF_CPU_SCRATCH_DEPTH);
-        abort();
-    }
-    void **p = &be->scratch[be->scratch_top].p;
-    size_t *have = &be->scratch[be->scratch_top].bytes;
-    if (bytes <= *have)
-        return *p;
-    size_t n = round_up(bytes + bytes / 4, TF_CPU_ALIGN); /* some headroom */
-    void *s = aligned_alloc(TF_CPU_ALIGN, n);
-    if (!s) {
-        fprintf(stderr, "tinyfold: cpu backend: out of host memory for %zu bytes of scratch\n", n);
-        abort();
-    }
-    free(*p);
-    *p = s;
-    *have = n;
-    return s;
-}
-
-void *tf_cpu_scratch_push(tf_backend *be, size_t bytes) {
-    void *s = tf_cpu_scratch(be, bytes);
-    be->scratch_top++;
-    return s;
-}
-
-void tf_cpu_scratch_pop(tf_backend *be) {
-    be->scratch_top--;
-}
-
 /* The CPU's level 3: the outer product mean weight-first (fewer FLOPs, no
  * permute) and the triangle multiplication's GEMMs merged; the rest of the
  * reference composition, one queue, host memory, no graphs. */
@@ -224,8 +192,7 @@ void tf_cpu_backend_destroy(tf_backend *be) {
     if (!be)
         return;
     tf_cpu_dnnl_destroy(be);
-    for (int k = 0; k < TF_CPU_SCRATCH_DEPTH; k++)
-        free(be->scratch[k].p);
+    tf_cpu_scratch_free(be);
     free(be);
 }
 

@@ -6,10 +6,10 @@
  * inside a parallel region, and a 64x64x64 product is too small to split
  * across threads profitably. So do batches of large entries with at least as
  * many entries as threads (evenly divided, or many): one threaded cblas call
- * per entry synchronises the threads at every entry, and at the triangle
- * products of N 256 (128 entries of 256x256x256, 2 threads) that ran at
- * 0.8 GFLOP/s against 14 per entry per thread (bench/RESULTS.md). Other
- * large entries get one threaded cblas call each.
+ * per entry synchronises the threads at every entry, and between entries of
+ * a few MFLOP each the threads then spend most of the time waiting for one
+ * another (bench/RESULTS.md). Other large entries get one threaded cblas
+ * call each.
  * A separate R (R != C) is copied into C first and the GEMM then runs with
  * beta on C: the simplest correct way here (the copy is one pass over C).
  *

@@ -48,6 +48,8 @@ struct tf_backend {
 void *tf_cpu_scratch(tf_backend *be, size_t bytes);
 void *tf_cpu_scratch_push(tf_backend *be, size_t bytes);
 void tf_cpu_scratch_pop(tf_backend *be);
+/* Frees every buffer of the stack (the backend's destroy). */
+void tf_cpu_scratch_free(tf_backend *be);
 
 /* Round n up to a multiple of TF_CPU_ALIGN / sizeof(float) floats, so that
  * per-thread slices of a scratch buffer stay aligned. */

@@ -366,10 +366,10 @@ __device__ __forceinline__ void attn_bwd2_dbias_fetch(const tf_attn_args &a, int
 
 /* The o loop is a two-stage pipeline where the buffers fit the 48 KB of
  * static shared memory (DM <= 32): o + 1's tiles are fetched (cp.async)
- * while o's scores are computed. Each step did only ~256 FMAs a thread
- * between two barriers, so the loads' latency was the kernel's time
- * (bench/RESULTS.md, c8c5262). The arithmetic and its order are unchanged:
- * the same bits. */
+ * while o's scores are computed. Each step has only ~256 FMAs a thread
+ * between two barriers, too few to hide the loads' latency: unpipelined,
+ * the loads are the kernel's time. The arithmetic and its order are those
+ * of the unpipelined loop: the same bits. */
 template <int DM, class E>
 __device__ __forceinline__ void attn_bwd2_dbias_body(const tf_attn_args &a, const int vec,
                                                      const int nchunk, float *part)

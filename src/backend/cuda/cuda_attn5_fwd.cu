@@ -36,9 +36,9 @@ struct tf5_fwd {
 
 /* E: the element type of q, k, v, bias and out (float or cuda_half.h's).
  * One MMA a product (tf32, the half types) fits 3 blocks an SM at LC 128 in
- * 80 registers, with a few spills to L1; without the bound it took 113
- * registers and 2 blocks (its measured occupancy and time: bench/RESULTS.md,
- * 8a05d24). 3xTF32 keeps its registers. */
+ * 80 registers, with a few spills to L1: unbounded, the compiler takes more
+ * registers and leaves 2 blocks an SM, too few to hide the loads' latency
+ * (bench/RESULTS.md). 3xTF32 keeps its registers. */
 template <int DM, int LC, bool X3, class E>
 __global__ void __launch_bounds__(tf5_fwd<DM, LC>::NT, X3 ? 1 : 3)
     attn_fwd_kernel5(tf_attn_args a, int vec, int vout)

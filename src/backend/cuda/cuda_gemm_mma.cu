@@ -8,9 +8,9 @@
  * (the small terms first, into the same fp32 accumulator). What is dropped,
  * a_small*b_small and the rounding of each small part, is below 2^-21 |a b|
  * per product, the order of fp32's own rounding (2^-24). The tensor cores'
- * fp32 accumulation is less exact than FFMA's: on the H200, normal(0,1)
- * operands, the difference to a float64-accurate CPU sum is 4e-6 at K = 3000
- * and 7e-6 at K = 16384, against cuBLAS' 4e-7 (tests/unit/test_cuda_ops_gemm.c).
+ * fp32 accumulation is less exact than FFMA's, so the result is further from
+ * a float64-accurate sum than cuBLAS' fp32 kernels are: the tests' bounds
+ * allow for it (tests/unit/test_cuda_ops_gemm.c; figures in bench/RESULTS.md).
  * tf32 precision (--precision tf32) runs one MMA per product.
  *
  * Speed (bench/cuda_kernels.sh gemm, 3xTF32 against cuBLAS' fp32 SIMT

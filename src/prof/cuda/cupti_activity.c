@@ -177,9 +177,8 @@ static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain dom, CUpt
 
 /* Completed activity buffers are kept for reuse (up to POOL_MAX, freed with
  * the profiler): CUPTI asks for a buffer after every flush, i.e. every step,
- * and a fresh 4 MB one is paid for again as CUPTI fills it: a profiled
- * step's first region measured shorter with the pool (bench/RESULTS.md,
- * 346a901). */
+ * and a fresh 4 MB one is paid for again as CUPTI fills it, inside the
+ * profiled step's first region: a reused one is paid for already. */
 #define POOL_MAX 8
 static pthread_mutex_t g_pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static void *g_pool[POOL_MAX];

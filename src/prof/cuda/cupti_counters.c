@@ -15,7 +15,8 @@
  *     kernels replayed once per counter pass), the profiler stopped and the
  *     window's ranges decoded. Ranges whose kernel matches are averaged per
  *     kernel name; the op's other kernels are dropped. At most MAX_WINDOWS
- *     windows per run (kernel replay costs ~0.1 s per kernel), the rest are
+ *     windows per run (each window replays its kernels once per counter pass,
+ *     far longer than the kernels take: the bound keeps a run short), the rest are
  *     counted as skipped. That step is left out of the timing statistics.
  * A metric the chip does not support, or a profiler that cannot start
  * (permissions, unsupported GPU), is reported as "unavailable (...)", never

@@ -2,7 +2,7 @@
  * asking the driver alone whether a device exists, so that --backend auto on
  * a machine without a GPU loads no GPU library. */
 #define _DEFAULT_SOURCE /* readlink, realpath */
-#include "backend/gpu_module.h"
+#include "gpu_module/gpu_module.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* Validation that also hands out what it parsed (config.c). */
-#ifndef TF_TRAIN_CONFIG_H
-#define TF_TRAIN_CONFIG_H
+#ifndef TF_CONFIG_CONFIG_H
+#define TF_CONFIG_CONFIG_H
 
 #include <stddef.h>
 

@@ -8,14 +8,15 @@
  * of a GPU build maps none of the GPU libraries.
  *
  * The boundary is two tables. The module exports one function,
- * tf_gpu_module_open (src/backend/cuda/tf_gpu_module.c): it takes the
+ * tf_gpu_module_open (tf_gpu_module.c): it takes the
  * executable's functions that the GPU code calls back (tf_gpu_host) and
  * returns its entry points (tf_gpu_api). The executable's functions of the
- * same names (backend.h, prof_internal.h, dist.h; src/backend/loader/)
- * forward to those. The module is linked with --no-undefined and its own
+ * same names (backend.h, prof_internal.h, dist.h; gpu_calls.c) forward to
+ * those. This folder stands above the backend, the profiler and dist, whose
+ * GPU parts it joins into the module: none of them includes it. The module is linked with --no-undefined and its own
  * symbols hidden, so it needs nothing of the executable but tf_gpu_host. */
-#ifndef TF_GPU_MODULE_H
-#define TF_GPU_MODULE_H
+#ifndef TF_GPU_MODULE_GPU_MODULE_H
+#define TF_GPU_MODULE_GPU_MODULE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -98,7 +99,7 @@ typedef struct {
 
 typedef const tf_gpu_api *(*tf_gpu_module_open_fn)(const tf_gpu_host *host);
 
-/* ---- the executable's side (src/backend/loader/gpu_load.c) ---- */
+/* ---- the executable's side (gpu_load.c) ---- */
 /* The module, loaded on the first call (from the executable's directory):
  * its entry points, or NULL with one line in err naming what is missing. */
 const tf_gpu_api *tf_gpu_load(char *err, size_t n);

@@ -1,11 +1,11 @@
 /* Accepted ranges of every configuration knob: one place, read by the CLI's
  * parser (range errors while parsing) and by tf_config_validate
- * (src/train/config.c), and quoted by --help. The upper bounds are "sensible":
+ * (src/config/config.c), and quoted by --help. The upper bounds are "sensible":
  * far above anything that fits in memory where that is the real limit (the
  * trainer plans its memory and refuses politely), and what 32-bit GEMM row
  * counts allow elsewhere. */
-#ifndef TF_TRAIN_LIMITS_H
-#define TF_TRAIN_LIMITS_H
+#ifndef TF_CONFIG_LIMITS_H
+#define TF_CONFIG_LIMITS_H
 
 #define TF_LIM_BATCH_MAX 256
 #define TF_LIM_SEQ_LEN_MAX 4096

@@ -3,7 +3,7 @@
  * module's (gpu_module.h). Those that start something load the module; the
  * others act as a build without a GPU would while it is not loaded (nothing
  * of it can have started then). */
-#include "backend/gpu_module.h"
+#include "gpu_module/gpu_module.h"
 
 #include <stdio.h>
 
@@ -142,6 +142,12 @@ TF_FORWARD_VOID(prof_gpu_counters_step_end, counters_step_end, tf_prof *)
 TF_FORWARD_VOID(prof_gpu_counters_op_end, counters_op_end, tf_prof *)
 TF_FORWARD_INT(prof_gpu_counters_pending, counters_pending)
 TF_FORWARD_INT(prof_gpu_counters_ready, counters_ready)
+
+void prof_gpu_profiler_collect(int on)
+{
+    const tf_gpu_api *g = tf_gpu_loaded();
+    if (g) g->profiler_collect(on);
+}
 
 void prof_gpu_drain(tf_prof *p, int force)
 {

@@ -1,12 +1,8 @@
-/* The GPU module's side of its boundary (backend/gpu_module.h): the one
+/* The GPU module's side of its boundary (gpu_module.h): the one
  * exported function, the entry points it returns, and the executable's
  * functions the GPU code calls, each forwarded to the executable's through
  * the table it passed in. Everything else of the module is hidden. */
-#include "backend/gpu_module.h"
-
-#ifndef TF_HAVE_HIP
-#include <cuda_profiler_api.h>
-#endif
+#include "gpu_module/gpu_module.h"
 
 static const tf_gpu_host *host;
 
@@ -21,17 +17,6 @@ uint32_t prof_intern_id(prof_intern *t, const char *s) { return host->prof_inter
 void prof_record_launch(tf_prof *p, const prof_launch *l) { host->prof_record_launch(p, l); }
 void tf_dist_abort(tf_dist *d, int code) { host->dist_abort(d, code); }
 int tf_dist_bcast(tf_dist *d, void *buf, size_t n) { return host->dist_bcast(d, buf, n); }
-
-#ifndef TF_HAVE_HIP
-/* ncu --profile-from-start off, nsys --capture-range=cudaProfilerApi */
-static void profiler_collect(int on)
-{
-    if (on)
-        (void)cudaProfilerStart();
-    else
-        (void)cudaProfilerStop();
-}
-#endif
 
 static const tf_gpu_api api = {
     .abi = TF_GPU_MODULE_ABI,
@@ -48,7 +33,7 @@ static const tf_gpu_api api = {
     .graph_destroy = tf_cuda_graph_destroy,
     .events_open = prof_gpu_events_open,
 #ifndef TF_HAVE_HIP
-    .profiler_collect = profiler_collect,
+    .profiler_collect = prof_gpu_profiler_collect,
     .prof_start = prof_gpu_start,
     .prof_drain = prof_gpu_drain,
     .prof_stop = prof_gpu_stop,

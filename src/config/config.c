@@ -2,12 +2,12 @@
  *
  * Validation messages name the CLI flag of a field where it has one, so the
  * CLI can print them as they are ("tinyfold: " + message); fields without a
- * flag are named as in tf_config. The ranges live in train/limits.h, shared with
+ * flag are named as in tf_config. The ranges live in config/limits.h, shared with
  * the parser and the help text. */
 #include "tinyfold.h"
 
-#include "train/config.h"
-#include "train/limits.h"
+#include "config/config.h"
+#include "config/limits.h"
 #include "backend/registry.h"
 
 #include <math.h>
