@@ -6,6 +6,8 @@
 #include "backend/registry.h"
 #include "prof/markers.h"
 #include "prof/profiler.h"
+#include "prof/summary.h"
+#include "report/prof_table.h"
 #include "train/run.h"
 #include "train/trainer.h"
 
@@ -220,6 +222,16 @@ static void after_hook(void *ctx, int i, const tf_step_stats *st, tf_status s)
     }
 }
 
+/* The profile's table, as the profiler collected it. */
+static void print_profile(const tf_prof *p, FILE *out)
+{
+    tf_prof_summary s;
+    if (tf_prof_summarize(p, &s) != 0)
+        return;
+    tf_report_prof_table(&s, out);
+    tf_prof_summary_free(&s);
+}
+
 /* After the steps: the summary, the final save, the JSON, the profile.
  * Returns the exit status. */
 static int finish(cli_run *cr, int fail)
@@ -281,13 +293,13 @@ static int finish(cli_run *cr, int fail)
         fail = 128 + stop;
     if (!fail && cr->prof) {
         /* the tables are rank 0's to print; the others' files go to DIR/rank<r> */
-        FILE *pout = d->rank == 0 ? cr->out : fopen("/dev/null", "w");
-        if (!pout || tf_prof_finish(cr->prof, run, pout, err, sizeof err) != 0) {
-            tf_cli_error("profile: %s", pout ? err : "cannot open /dev/null");
+        int frc = tf_prof_finish(cr->prof, run, err, sizeof err);
+        if (d->rank == 0)
+            print_profile(cr->prof, cr->out);
+        if (frc != 0) {
+            tf_cli_error("profile: %s", err);
             fail = TF_EXIT_FAIL;
         }
-        if (pout && pout != cr->out)
-            fclose(pout);
     }
     if (o->cmd == TF_CMD_PROFILE && d->size > 1) {
         int all = tf_dist_max_int(&r->dist, fail); /* every rank's trace is written */

@@ -1,5 +1,5 @@
 /* The end of a profile: the open step closed, the GPU's last records
- * drained, the four files written and the profile printed. */
+ * drained and the four files written. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdarg.h>
@@ -16,7 +16,7 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...) {
     va_end(ap);
 }
 
-int tf_prof_finish(tf_prof *p, const struct cJSON *run, FILE *out, char *err, size_t errlen) {
+int tf_prof_finish(tf_prof *p, const struct cJSON *run, char *err, size_t errlen) {
     if (!p) {
         set_err(err, errlen, "profiler: finish called without a profiler");
         return -1;
@@ -50,13 +50,6 @@ int tf_prof_finish(tf_prof *p, const struct cJSON *run, FILE *out, char *err, si
             }
         }
     }
-    if (out) {
-        prof_print(p, out);
-        if (p->out_dir && rc == 0)
-            fprintf(out, "Profile written to %s/ (kernel_stats.csv, kernel_trace.csv, "
-                         "summary.json, trace.json: open trace.json in ui.perfetto.dev)\n",
-                    p->out_dir);
-        fflush(out);
-    }
+    p->written = p->out_dir && rc == 0;
     return rc;
 }

@@ -205,6 +205,7 @@ struct tf_prof {
     uint64_t ctx;       /* CUDA: encoded (step, path, op) of the current host position */
     int oom;            /* some record was dropped for lack of memory */
     int finished;
+    int written;        /* finish wrote the files to out_dir */
 };
 
 /* ---- the encoded host context of a CUDA launch ---- */
@@ -291,15 +292,13 @@ int prof_write_summary(const tf_prof *p, const struct cJSON *run, const char *pa
                        size_t errlen);
 /* trace.json (prof_trace.c) */
 int prof_write_trace_json(const tf_prof *p, const char *path, char *err, size_t errlen);
-/* The printed profile (prof_print.c). */
-void prof_print(const tf_prof *p, FILE *out);
 
 /* ---- derived figures (prof_stats.c) ---- */
 /* Kernel name ids sorted by total time descending (kind == kernel, calls > 0). */
 uint32_t *prof_sorted_kernels(const tf_prof *p, size_t *n, int kind);
 /* Indices of the trace rows in start order (CUDA buffers arrive out of order). */
 size_t *prof_launch_order(const tf_prof *p);
-/* Totals the printed profile and summary.json share. */
+/* Totals the printed profile's summary and summary.json share. */
 typedef struct {
     int64_t step_ns;                 /* wall time of the collected steps */
     int64_t phase_ns[4];             /* data_loading, forward_pass, backward_pass, optimizer_step */

@@ -69,9 +69,9 @@ void tf_prof_comm(tf_prof *p, int64_t start_ns, int64_t end_ns, double bytes);
  * boundaries and ops of one step to give each region's share of it. */
 void tf_prof_watch_arena(tf_prof *p, const size_t *top);
 /* Writes DIR/kernel_stats.csv, kernel_trace.csv, summary.json (embeds `run`
- * under "run"), trace.json; prints the report to out (may be NULL).
- * Returns 0, or non-zero with one line in err. */
-int tf_prof_finish(tf_prof *p, const struct cJSON *run, FILE *out, char *err, size_t errlen);
+ * under "run"), trace.json. Returns 0, or non-zero with one line in err.
+ * What it collected is then read with tf_prof_summarize (summary.h). */
+int tf_prof_finish(tf_prof *p, const struct cJSON *run, char *err, size_t errlen);
 void tf_prof_destroy(tf_prof *p);
 
 #ifdef __cplusplus

@@ -75,7 +75,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "prof_check: step %ld failed\n", s);
             return 2;
         }
-    if (tf_prof_finish(p, NULL, stdout, err, sizeof err)) {
+    if (tp_finish(p, NULL, stdout, err, sizeof err)) {
         fprintf(stderr, "prof_check: finish: %s\n", err);
         return 2;
     }

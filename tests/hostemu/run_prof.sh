@@ -23,7 +23,7 @@ done
 for f in src/model/*.c src/train/*.c src/config/*.c src/backend/cpu/*.c src/backend/gpu_plan.c src/backend/backend.c \
          src/backend/registry.c \
          src/prof/*.c src/io/*.c src/fileio/*.c src/dist/dist_env.c src/dist/reduce.c src/dist/bucket.c \
-         src/dist/trace_merge.c src/dist/dist_single.c tests/hostemu/prof_check.c; do
+         src/dist/trace_merge.c src/dist/dist_single.c src/report/prof_table.c tests/hostemu/prof_check.c; do
     def=-DTF_HAVE_CUDA=1
     case $f in src/prof/*) def=-DTF_HAVE_GPU_EVENTS=1 ;; esac
     gcc -std=c11 -D_POSIX_C_SOURCE=200809L $flags $def -fopenmp -Itests/unit \

@@ -25,7 +25,7 @@ static void make_profile(const char *sub, cJSON *run, int nsteps) {
     tf_prof *p = tf_prof_create(&o, err, sizeof err);
     assert_non_null(p);
     for (int s = 0; s < nsteps; s++) tp_step(p, NULL, s, 0, 1, TP_ALL);
-    assert_int_equal(tf_prof_finish(p, run, NULL, err, sizeof err), 0);
+    assert_int_equal(tf_prof_finish(p, run, err, sizeof err), 0);
     tf_prof_destroy(p);
 }
 

@@ -36,7 +36,7 @@ static int teardown(void **state) {
 
 static cJSON *finish_json(tf_prof *p) {
     char err[256], path[512];
-    int rc = tf_prof_finish(p, NULL, stdout, err, sizeof err);
+    int rc = tp_finish(p, NULL, stdout, err, sizeof err);
     if (rc) fail_msg("finish: %s", err);
     snprintf(path, sizeof path, "%s/summary.json", tmpdir);
     cJSON *j = tp_read_json(path);

@@ -98,7 +98,7 @@ static void profile(tf_config *c, tf_prof_gpu_timer timer, run_t *r) {
     tf_trainer_set_prof(t, p);
     tf_step_stats st;
     for (long s = 0; s < WARM + STEPS; s++) assert_int_equal(tf_trainer_step(t, s, &st), TF_OK);
-    if (tf_prof_finish(p, NULL, stdout, err, sizeof err)) fail_msg("finish: %s", err);
+    if (tp_finish(p, NULL, stdout, err, sizeof err)) fail_msg("finish: %s", err);
     char path[512];
     snprintf(path, sizeof path, "%s/summary.json", tmpdir);
     r->summary = tp_read_json(path);

@@ -53,7 +53,7 @@ static char *run(const tf_prof_opts *o, tp_expect *e, int nwarm, int nsteps, int
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
     assert_non_null(out);
-    int rc = tf_prof_finish(p, runj, out, err, sizeof err);
+    int rc = tp_finish(p, runj, out, err, sizeof err);
     if (rc) fprintf(stderr, "finish: %s\n", err);
     assert_int_equal(rc, 0);
     fclose(out);
@@ -397,7 +397,7 @@ static void test_null_prof(void **state) {
     tf_prof_memory(NULL, 1, 1);
     tf_prof_destroy(NULL);
     char err[128] = "";
-    assert_int_not_equal(tf_prof_finish(NULL, NULL, NULL, err, sizeof err), 0);
+    assert_int_not_equal(tf_prof_finish(NULL, NULL, err, sizeof err), 0);
 }
 
 /* Unbalanced pops, deep nesting, ops outside steps, and no out_dir. */
@@ -424,13 +424,13 @@ static void test_robustness(void **state) {
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
-    assert_int_equal(tf_prof_finish(p, NULL, out, err, sizeof err), 0);
+    assert_int_equal(tp_finish(p, NULL, out, err, sizeof err), 0);
     fclose(out);
     assert_non_null(strstr(text, "deep_op"));
     assert_non_null(strstr(text, "after_op"));
     assert_null(strstr(text, "outside_step"));
     assert_non_null(strstr(text, "unbalanced"));
-    assert_int_not_equal(tf_prof_finish(p, NULL, NULL, err, sizeof err), 0); /* twice */
+    assert_int_not_equal(tf_prof_finish(p, NULL, err, sizeof err), 0); /* twice */
     free(text);
     tf_prof_destroy(p);
 }

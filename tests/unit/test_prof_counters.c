@@ -28,7 +28,7 @@ static char *finish(tf_prof *p) {
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
     assert_non_null(out);
-    int rc = tf_prof_finish(p, NULL, out, err, sizeof err);
+    int rc = tp_finish(p, NULL, out, err, sizeof err);
     if (rc) fprintf(stderr, "finish: %s\n", err);
     assert_int_equal(rc, 0);
     fclose(out);

@@ -156,7 +156,7 @@ static void test_spans(void **state) {
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
     assert_non_null(out);
-    assert_int_equal(tf_prof_finish(p, NULL, out, err, sizeof err), 0);
+    assert_int_equal(tp_finish(p, NULL, out, err, sizeof err), 0);
     fclose(out);
     assert_non_null(strstr(text, "ops by total time (device time, GPU events around each op)"));
     assert_non_null(strstr(text, "rocprofv3 --kernel-trace --stats"));

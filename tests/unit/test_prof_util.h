@@ -17,6 +17,20 @@
 
 #include "prof/prof.h"
 #include "prof/profiler.h"
+#include "prof/summary.h"
+#include "report/prof_table.h"
+
+/* tf_prof_finish, then the printed profile to out (NULL: none), as the
+ * CLI prints it. */
+static inline int tp_finish(tf_prof *p, const cJSON *run, FILE *out, char *err, size_t errlen) {
+    int rc = tf_prof_finish(p, run, err, errlen);
+    tf_prof_summary s;
+    if (out && tf_prof_summarize(p, &s) == 0) {
+        tf_report_prof_table(&s, out);
+        tf_prof_summary_free(&s);
+    }
+    return rc;
+}
 
 static inline int64_t tp_now(void) {
     struct timespec ts;
