@@ -1,68 +1,37 @@
 /* `tinyfold validate` (also `--validate-setup`): what would run, and a tiny
- * 3-step run that must give finite losses on which the three levels agree. */
+ * 3-step run that must give finite losses on which the three levels agree
+ * (src/train/selfcheck.h runs it). */
 #include "cli.h"
 #include "backend/registry.h"
+#include "train/selfcheck.h"
 
-#include <math.h>
 #include <string.h>
 
-/* The levels compute the same math in different orders: at step 0 (the
- * initial weights) their losses differ by fp32 rounding, ~1e-6 relative at
- * this size. 1e-4 leaves room for that and still catches any real mistake,
- * which moves the loss by O(1). */
-#define LEVEL_RTOL 1e-4
-
-static void tiny_problem(tf_config *c)
+static void created(void *ctx, const tf_trainer *t)
 {
-    c->batch = 1;
-    c->seq_len = 8;
-    c->n_seqs = 4;
-    c->n_blocks = 1;
-    c->msa_dim = 16;
-    c->pair_dim = 32;
-    c->warmup_steps = 0;
-    c->num_steps = 3;
+    (void)ctx;
+    printf("Trainer: %s\n", tf_trainer_backend_name(t));
 }
 
-/* Loss of step 0 at a level; returns a status, message in err. */
-static tf_status level_loss(const tf_config *base, tf_impl impl, float *loss, char *err,
-                            size_t errlen)
+static void stepped(void *ctx, int i, const tf_step_stats *st)
 {
-    tf_config c = *base;
-    c.impl = impl;
-    c.fusion = tf_fusion_for_impl(impl);
-    tf_trainer *t = NULL;
-    tf_status s = tf_trainer_create(&t, &c, err, errlen);
-    if (s != TF_OK)
-        return s;
-    tf_step_stats st = {0};
-    s = tf_trainer_step(t, 0, &st);
-    *loss = st.loss;
-    tf_trainer_destroy(t);
-    if (s != TF_OK)
-        snprintf(err, errlen, "%s: step 0 failed (status %d, loss %g)", tf_cli_impl_name(impl),
-                 (int)s, (double)st.loss);
-    return s;
+    const tf_config *c = ctx;
+    printf("  step %d/%d: loss %.6f (%.1f ms)\n", i + 1, c->num_steps, (double)st->loss,
+           st->step_ms);
+    fflush(stdout);
 }
 
-/* One line from a backend of the row: created, described, destroyed. */
-static int describe(const tf_backend_entry *e, const tf_backend_opts *bo, char *desc, size_t n,
-                    char *err, size_t errlen)
+static void leveled(void *ctx, tf_impl impl, float loss)
 {
-    tf_backend *be = NULL;
-    const tf_ops *ops = NULL;
-    if (e->create(&be, &ops, bo, err, errlen) != 0)
-        return 1;
-    e->describe(be, desc, n);
-    e->destroy(be);
-    return 0;
+    (void)ctx;
+    printf(" %s %.6f", tf_cli_impl_name(impl), (double)loss);
 }
 
 int tf_cli_validate(tf_cli_opts *o)
 {
     tf_config c = o->cfg;
     char note[384], err[512], why[1024] = "";
-    tiny_problem(&c);
+    tf_selfcheck_problem(&c);
     if (tf_config_validate(&c, err, sizeof err) != TF_OK) {
         tf_cli_error("%s", err);
         return TF_EXIT_USAGE;
@@ -89,14 +58,14 @@ int tf_cli_validate(tf_cli_opts *o)
     const tf_backend_entry *cpu = tf_backend_find(TF_BACKEND_CPU);
     const tf_backend_entry *run = tf_backend_find(c.backend);
     char desc[512] = "";
-    if (describe(cpu, &bo, desc, sizeof desc, err, sizeof err) != 0) {
+    if (tf_selfcheck_describe(cpu, &bo, desc, sizeof desc, err, sizeof err) != 0) {
         tf_cli_error("validation failed: the %s backend does not start: %s", cpu->title, err);
         return TF_EXIT_FAIL;
     }
     printf("%s backend: %s\n", cpu->title, desc);
     printf("OpenMP wait: %s\n", tf_cli_omp_wait_info());
     if (run && run != cpu) {
-        if (describe(run, &bo, desc, sizeof desc, err, sizeof err) != 0) {
+        if (tf_selfcheck_describe(run, &bo, desc, sizeof desc, err, sizeof err) != 0) {
             tf_cli_error("validation failed: the %s backend does not start: %s", run->title, err);
             return TF_EXIT_USAGE;
         }
@@ -113,51 +82,35 @@ int tf_cli_validate(tf_cli_opts *o)
            tf_cli_impl_name(c.impl));
     fflush(stdout);
 
-    tf_trainer *t = NULL;
-    tf_status s = tf_trainer_create(&t, &c, err, sizeof err);
-    if (s != TF_OK) {
+    tf_selfcheck_hooks h = {.ctx = &c, .created = created, .step = stepped, .level = leveled};
+    tf_selfcheck r;
+    tf_status s = tf_selfcheck_steps(&c, &h, &r, err, sizeof err);
+    if (s != TF_OK && r.failed < 0) {
         tf_cli_error("validation failed: %s", err);
         return tf_cli_exit_for(s);
     }
-    printf("Trainer: %s\n", tf_trainer_backend_name(t));
-    float loss0 = NAN;
-    for (int i = 0; i < c.num_steps; i++) {
-        tf_step_stats st = {0};
-        s = tf_trainer_step(t, i, &st);
-        if (s != TF_OK || !isfinite(st.loss)) {
-            tf_trainer_destroy(t);
-            tf_cli_error("validation failed: loss is not finite at step %d (loss %g, status %d)",
-                         i + 1, (double)st.loss, (int)s);
-            return TF_EXIT_FAIL;
-        }
-        if (i == 0)
-            loss0 = st.loss;
-        printf("  step %d/%d: loss %.6f (%.1f ms)\n", i + 1, c.num_steps, (double)st.loss,
-               st.step_ms);
-        fflush(stdout);
+    if (s != TF_OK) {
+        tf_cli_error("validation failed: loss is not finite at step %d (loss %g, status %d)",
+                     r.failed + 1, (double)r.st.loss, (int)r.step_status);
+        return TF_EXIT_FAIL;
     }
-    tf_trainer_destroy(t);
 
     /* Same weights, same batch: every level must give the same step-0 loss. */
-    double worst = 0;
     printf("Levels at step 0:");
-    for (int lv = TF_IMPL_V1; lv <= TF_IMPL_V3; lv++) {
-        float l = NAN;
-        s = level_loss(&c, (tf_impl)lv, &l, err, sizeof err);
-        if (s != TF_OK) {
-            printf("\n");
+    s = tf_selfcheck_levels(&c, &h, &r, err, sizeof err);
+    if (s != TF_OK) {
+        printf("\n");
+        if (r.level_stepped)
+            tf_cli_error("validation failed: %s: %s", tf_cli_impl_name(r.level), err);
+        else
             tf_cli_error("validation failed: %s", err);
-            return tf_cli_exit_for(s) == TF_EXIT_USAGE ? TF_EXIT_USAGE : TF_EXIT_FAIL;
-        }
-        double rel = fabs((double)l - loss0) / fmax(fabs((double)loss0), 1e-30);
-        worst = fmax(worst, rel);
-        printf(" %s %.6f", tf_cli_impl_name((tf_impl)lv), (double)l);
+        return tf_cli_exit_for(s) == TF_EXIT_USAGE ? TF_EXIT_USAGE : TF_EXIT_FAIL;
     }
-    printf(" (largest relative difference %.1e)\n", worst);
-    if (!(worst <= LEVEL_RTOL)) {
+    printf(" (largest relative difference %.1e)\n", r.worst);
+    if (!(r.worst <= TF_SELFCHECK_LEVEL_RTOL)) {
         tf_cli_error("validation failed: the levels disagree on the step-0 loss by %.1e "
                      "relative (more than %.0e)",
-                     worst, LEVEL_RTOL);
+                     r.worst, TF_SELFCHECK_LEVEL_RTOL);
         return TF_EXIT_FAIL;
     }
     printf("validation successful\n");
