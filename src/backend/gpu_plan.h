@@ -102,9 +102,9 @@ typedef enum {
 
 /* the transition's MLP in bf16/fp16 (fp32 and tf32 always compose it) */
 typedef enum {
-    TF_GPU_MLP_AUTO = 0,  /* composed (until the fused kernels are measured on a GPU) */
+    TF_GPU_MLP_AUTO = 0,  /* composed: the fused kernels' step is still the slower */
     TF_GPU_MLP_COMPOSED,  /* LayerNorm and GEMM ops, as fp32 */
-    TF_GPU_MLP_FUSED,     /* one fused kernel each way on mma.sync where it runs */
+    TF_GPU_MLP_FUSED,     /* one fused kernel each way on wgmma where it runs */
     TF_GPU_MLP_COUNT_
 } tf_gpu_mlp_policy;
 
@@ -233,8 +233,8 @@ int tf_gpu_mlp_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half);
  * way (cuda_trimul_proj.cu, ops.h trimul_proj_fwd/_bwd: proj never stored)
  * and its output stage as one more (cuda_trimul_out.cu, trimul_out_fwd/_bwd)
  * for half types at level 3 on NVIDIA's mma.sync and cp.async under
- * trimul=fused; else (auto, until measured on a GPU) the merged GEMM and
- * gate_cmajor ops. */
+ * trimul=fused; else (auto: the fused kernels' step is still the slower)
+ * the merged GEMM and gate_cmajor ops. */
 int tf_gpu_trimul_proj(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half);
 
 #ifdef __cplusplus
