@@ -578,7 +578,9 @@ static void timeline_one(FILE *f, const rp_run *r, double span_us) {
     double span_ms = span_us * 1e-3, tick = pow(10, floor(log10(span_ms)));
     if (span_ms / tick < 3) tick /= 5;
     else if (span_ms / tick < 6) tick /= 2;
-    for (double t = 0; t <= span_ms + 1e-9; t += tick) {
+    const int nticks = tick > 0 && isfinite(span_ms) ? (int)fmin(span_ms / tick + 1, 100) : 0;
+    for (int k = 0; k < nticks; k++) {
+        const double t = k * tick;
         double x = label_w + t * 1e3 * scale;
         fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" class=\"grid\"/>"
                    "<text x=\"%.1f\" y=\"10\" class=\"ax\" text-anchor=\"middle\">%g ms</text>\n",
@@ -695,6 +697,14 @@ static double lx(double v, double lo, double hi, double px) {
     return (log10(v) - log10(lo)) / (log10(hi) - log10(lo)) * px;
 }
 
+/* the gridlines lo, 10 lo, ... up to hi: how many, 0 where the range is not
+ * positive and finite (a file's values can be anything), at most 40 */
+static int log_ticks(double lo, double hi) {
+    if (!(lo > 0) || !isfinite(lo) || !isfinite(hi) || hi < lo) return 0;
+    const double n = floor(log10(hi * 1.001 / lo)) + 1;
+    return n < 1 ? 1 : n > 40 ? 40 : (int)n;
+}
+
 static void roofline_one(FILE *f, const rp_run *r) {
     const cJSON *ops = rp_get(r->profile, "op_costs", "ops"), *o;
     double peak = rp_num(r->profile, "ceilings", "compute_flops_per_s", 0);
@@ -807,13 +817,15 @@ static void roofline_one(FILE *f, const rp_run *r) {
     fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#fbfbfd\" "
                "stroke=\"#ccc\"/>\n",
             L, T, PW, PH);
-    for (double d = xlo; d <= xhi * 1.001; d *= 10) {
+    double d = xlo;
+    for (int k = 0, nt = log_ticks(xlo, xhi); k < nt; k++, d *= 10) {
         double x = L + lx(d, xlo, xhi, PW);
         fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" class=\"grid\"/>"
                    "<text x=\"%.1f\" y=\"%d\" class=\"ax\" text-anchor=\"middle\">%g</text>\n",
                 x, x, T, T + PH, x, T + PH + 14, d);
     }
-    for (double d = ylo; d <= yhi * 1.001; d *= 10) {
+    d = ylo;
+    for (int k = 0, nt = log_ticks(ylo, yhi); k < nt; k++, d *= 10) {
         double y = T + PH - lx(d, ylo, yhi, PH);
         char s[32];
         rp_fmt_si(s, sizeof s, d, "");
@@ -968,6 +980,8 @@ static void scaling_chart(FILE *f, const sc_point *p, int n, int which, const ch
     hi = pow(10, ceil(log10(hi)));
     if (hi <= lo) hi = lo * 10;
     if (nhi <= nlo) nhi = nlo * 2;
+    const int nt = log_ticks(lo, hi);
+    if (nt == 0) return; /* values past double's range: no axis to draw */
     const int W = 420, H = 260, L = 56, T = 20, PW = W - L - 14, PH = H - T - 36;
     fprintf(f, "<div><b>%s</b> (slope %.2f in log-log)\n", title, loglog_slope(p, n, which));
     fprintf(f, "<svg class=\"chart\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", W, H, W,
@@ -975,7 +989,8 @@ static void scaling_chart(FILE *f, const sc_point *p, int n, int which, const ch
     fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#fbfbfd\" "
                "stroke=\"#ccc\"/>\n",
             L, T, PW, PH);
-    for (double d = lo; d <= hi * 1.001; d *= 10) {
+    double d = lo;
+    for (int k = 0; k < nt; k++, d *= 10) {
         double y = T + PH - lx(d, lo, hi, PH);
         fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>"
                    "<text x=\"%d\" y=\"%.1f\" class=\"ax\" text-anchor=\"end\">%g</text>\n",

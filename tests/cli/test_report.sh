@@ -32,6 +32,16 @@ out="$TMP/report.html"
     --out "$out" >"$TMP/log" 2>&1 || { cat "$TMP/log"; fail "report exited $?"; }
 [ -s "$out" ] || fail "no report written"
 
+# a scaling file whose values overflow a double (1e3440: inf) finishes: the
+# chart's axis is left out, the page still written
+cat >"$TMP/huge.json" <<'JSON'
+{"points": [{"N": 16, "peak_bytes": 1.0e7, "step_ms": 5.0, "flops": 1.0e9, "gflops": 200},
+            {"N": 32, "peak_bytes": 1.4e3440, "step_ms": 1e-320, "flops": 7.0e9}]}
+JSON
+timeout 60 "$BIN" report "$TMP/v3/summary.json" "$TMP/huge.json" --out "$TMP/huge.html" \
+    >"$TMP/log" 2>&1 || { rc=$?; cat "$TMP/log"; fail "report of overflowing values exited $rc"; }
+grep -q '<section id="scaling">' "$TMP/huge.html" || fail "no scaling section for overflowing values"
+
 # every section is there, with its picture
 for id in runs throughput steps phases kernels kdiff memory memtime timeline roofline scaling; do
     grep -q "<section id=\"$id\">" "$out" || fail "section '$id' missing"
