@@ -90,13 +90,12 @@ __device__ __forceinline__ bool tf6_pair_ok(const tf_attn_view &v)
 {
     return ((uintptr_t)v.p & 3u) == 0 && v.sb % 2 == 0 && v.so % 2 == 0 && v.sl % 2 == 0;
 }
-/* p[0] = lo, p[1] = hi rounded to E: one 4-byte store when pair */
+/* p[0] = lo, p[1] = hi rounded to E: one 4-byte store (tf_cu_st2) when pair */
 template <class E>
 __device__ __forceinline__ void tf6_store2(E *p, float lo, float hi, bool pair)
 {
     if (pair) {
-        *reinterpret_cast<uint32_t *>(p) =
-            (uint32_t)tf_tile_round<E>(lo) | (uint32_t)tf_tile_round<E>(hi) << 16;
+        tf_cu_st2(p, lo, hi);
     } else {
         p[0] = lo;
         p[1] = hi;
