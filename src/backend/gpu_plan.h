@@ -215,7 +215,7 @@ const char *tf_gpu_attn_kernel_name(tf_gpu_attn_kernel k);
  * path always takes. */
 int tf_gpu_opm_on_mma(const tf_gpu_plan *p, const tf_gpu_caps *caps, int co, int half);
 
-/* The outer product mean's forward as one kernel (cuda_opm_fused.cu, ops.h
+/* The outer product mean's forward as one kernel (cuda_opm_fused.cu, op_list.h
  * opm_fwd: the [B, N, N, co, co] product never in memory) for half types at
  * level 3 on NVIDIA's mma.sync and cp.async under opm=auto or fused (faster
  * than the composition: bench/RESULTS.md); shapes TF_OPM_FUSED_OP_SHAPE, S up to
@@ -224,13 +224,13 @@ int tf_gpu_opm_on_mma(const tf_gpu_plan *p, const tf_gpu_caps *caps, int co, int
 int tf_gpu_opm_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half);
 
 /* The transition's MLP as one fused kernel each way (cuda_transition.cu,
- * wgmma: ops.h transition_fwd/_bwd, which the model then calls) for half
+ * wgmma: op_list.h transition_fwd/_bwd, which the model then calls) for half
  * types at level 3 on sm_90a code where the plan says mlp=fused; else, and
  * always in fp32 and tf32, the model composes LayerNorm and GEMM ops. */
 int tf_gpu_mlp_fused(const tf_gpu_plan *p, const tf_gpu_caps *caps, int half);
 
 /* The triangle multiplication's projections and gates as one kernel each
- * way (cuda_trimul_proj.cu, ops.h trimul_proj_fwd/_bwd: proj never stored)
+ * way (cuda_trimul_proj.cu, op_list.h trimul_proj_fwd/_bwd: proj never stored)
  * and its output stage as one more (cuda_trimul_out.cu, trimul_out_fwd/_bwd)
  * for half types at level 3 on NVIDIA's mma.sync and cp.async under
  * trimul=fused; else (auto: the fused kernels' step is still the slower)

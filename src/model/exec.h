@@ -36,19 +36,19 @@ typedef struct {
      *   opm_weight_first: the outer product mean composed weight-first
      *     (outer_product.c: fewer FLOPs and no permute, but many small GEMMs);
      *   opm_bwd_op, opm_outer_op: its backward and its permuted product as
-     *     one op each (ops.h opm_bwd, opm_outer);
+     *     one op each (op_list.h opm_bwd, opm_outer);
      *   trimul_merged: the triangle multiplication's projections and gates
      *     as one GEMM (triangle_mult.c). */
     int opm_weight_first, opm_bwd_op, opm_outer_op, trimul_merged;
-    /* the transition's MLP as one op each way (ops.h transition_fwd/_bwd:
+    /* the transition's MLP as one op each way (op_list.h transition_fwd/_bwd:
      * the backend's caps.transition_op has the type at; transition.c) */
     int transition_op;
-    /* the outer product mean as one op each way (ops.h opm_fwd, opm_bwd_dz:
+    /* the outer product mean as one op each way (op_list.h opm_fwd, opm_bwd_dz:
      * the backend's caps.opm_fused_op has the type at, the shape is
      * TF_OPM_FUSED_OP_SHAPE and S at most this; 0: composed) */
     int opm_fused_max_s;
     /* the triangle multiplication's projections and gates as one op each
-     * way (ops.h trimul_proj_fwd/_bwd: caps.trimul_proj_op has the type at,
+     * way (op_list.h trimul_proj_fwd/_bwd: caps.trimul_proj_op has the type at,
      * C is TF_TRIMUL_PROJ_OP_C; triangle_mult.c, merged composition only) */
     int trimul_proj_op;
     /* The weight gradients on a lane of their own (ops.h wgrad_*),
@@ -209,11 +209,11 @@ void tf_x_gate_cmajor_bwd(tf_exec *ex, void *da, void *dg, const void *dlr_t, co
 void tf_x_opm_outer(tf_exec *ex, void *outer_p, const void *a, int B, int S, int N, int co);
 void tf_x_opm_bwd(tf_exec *ex, void *da, const void *dop, const void *a, int B, int S, int N,
                   int co);
-/* z_out = z_in + the outer product mean of a through W (ops.h opm_fwd; W the
+/* z_out = z_in + the outer product mean of a through W (op_list.h opm_fwd; W the
  * fp32 parameter, read from the copy of type at) */
 void tf_x_opm_fwd(tf_exec *ex, float *z_out, const float *z_in, const void *a, const float *W,
                   int B, int S, int N, int co, int cz);
-/* the triangle multiplication's norms, projections and gates (ops.h
+/* the triangle multiplication's norms, projections and gates (op_list.h
  * trimul_proj_fwd/_bwd; y, stats as tf_x_layernorm2_fwd's; W4, Wog the fp32
  * parameters, read from the copy of type at; ldt the channel-major tensors'
  * channel stride) */
@@ -223,17 +223,17 @@ void tf_x_trimul_proj_fwd(tf_exec *ex, void *lr_t, void *og, void *y, float *sta
                           int C);
 void tf_x_trimul_proj_bwd(tf_exec *ex, void *dproj, const void *dlr_t, const void *y,
                           const float *W4, long rows, long ldt, int C);
-/* and its output stage (ops.h trimul_out_fwd/_bwd; Wo the fp32 parameter,
+/* and its output stage (op_list.h trimul_out_fwd/_bwd; Wo the fp32 parameter,
  * read from the copy of type at; dz the fp32 stream gradient) */
 void tf_x_trimul_out_fwd(tf_exec *ex, float *z_out, const float *z_in, const void *u_t,
                          const float *Wo, const void *og, long rows, long ldt, int C);
 void tf_x_trimul_out_bwd(tf_exec *ex, void *dout, void *dog, void *du, const float *dz,
                          const void *u_t, const float *Wo, const void *og, long rows, long ldt,
                          int C);
-/* its backward from dz (type at): da assigned, dW (fp32) += (ops.h opm_bwd_dz) */
+/* its backward from dz (type at): da assigned, dW (fp32) += (op_list.h opm_bwd_dz) */
 void tf_x_opm_bwd_dz(tf_exec *ex, void *da, float *dW, const void *dz, const void *a,
                      const float *W, int B, int S, int N, int co, int cz);
-/* the transition's MLP (ops.h transition_fwd/_bwd; W1, W2 the fp32
+/* the transition's MLP (op_list.h transition_fwd/_bwd; W1, W2 the fp32
  * parameters, read from the copy of type at); x, x_out, dx fp32 */
 void tf_x_transition_fwd(tf_exec *ex, float *x_out, float *mean, float *rstd, const float *x,
                          const float *g, const float *b, const float *W1, const float *W2,

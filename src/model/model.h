@@ -82,7 +82,7 @@ typedef struct {
     void *a_t;              /* a permuted to [B, N, S, co] */
     void *t;                /* T[b,s,p,j,c] = sum_q a[b,s,j,q] Wpair[c, p*co+q] */
     int chunked;            /* --chunk-size (outer_product_chunk.c): only ln and a kept */
-    int fused;              /* the forward as one op (ops.h opm_fwd): only ln and a kept */
+    int fused;              /* the forward as one op (op_list.h opm_fwd): only ln and a kept */
 } tf_opm_act;
 
 typedef struct {
@@ -229,7 +229,7 @@ void tf_ln_bwd(tf_exec *ex, const tf_model *M, tf_ln_off ln, const tf_ln_act *a,
 void tf_ln2_fwd(tf_exec *ex, const tf_model *M, tf_ln_off bn, tf_ln_off ln, tf_ln_act *b,
                 tf_ln_act *a, const float *x, long rows, int C);
 /* Its one-op path's buffers (level 3) for an op that forms them itself
- * (ops.h trimul_proj_fwd): a->y, the four statistics rows (returned) */
+ * (op_list.h trimul_proj_fwd): a->y, the four statistics rows (returned) */
 float *tf_ln2_alloc(tf_exec *ex, tf_ln_act *b, tf_ln_act *a, long rows, int C);
 /* dx (+= when accumulate) from dy, the gradient of a->y; tmp: [rows, C] scratch
  * for the composed path (the gradient of b->y) */

@@ -13,14 +13,14 @@
  * permute: the second GEMM writes z's layout directly.
  *
  * Level 3 elsewhere (CUDA) keeps the reference composition with two ops:
- * the permuted product in one pass (ops.h opm_outer, exec.h opm_outer_op)
+ * the permuted product in one pass (op_list.h opm_outer, exec.h opm_outer_op)
  * instead of the GEMM and the permute, and, in fp32, the backward from the
- * permuted gradient to da (ops.h opm_bwd, exec.h opm_bwd_op) instead of a
+ * permuted gradient to da (op_list.h opm_bwd, exec.h opm_bwd_op) instead of a
  * permute and two skinny GEMMs that each read the [B, N, N, co*co]
  * gradient.
  *
  * Where the backend takes it (exec.h opm_fused_max_s) the forward is one op
- * (ops.h opm_fwd) and so is the backward from dz (opm_bwd_dz): neither
+ * (op_list.h opm_fwd) and so is the backward from dz (opm_bwd_dz): neither
  * stores outer_p or its gradient, so --chunk-size leaves them whole.
  *
  * With --chunk-size the reference composition runs the product and
@@ -108,7 +108,7 @@ static void opm_ref_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o,
                   (long)B * N * N, co * co, c->pair_dim, 0);
     tf_rpop(ex);
     tf_rpush(ex, "outer_product");
-    if (ex->opm_bwd_op) { /* one pass over dop (ops.h opm_bwd) */
+    if (ex->opm_bwd_op) { /* one pass over dop (op_list.h opm_bwd) */
         tf_x_opm_bwd(ex, da, dop, a->a, B, S, N, co);
     } else {
         void *douter = tf_alloc_at(ex, (size_t)B * NC * NC);

@@ -14,7 +14,7 @@
  * too), and one GEMM each for their dX and dW in the backward.
  *
  * Level 3 with the triangle fusion gates L|R and transposes them in one op
- * each way (ops.h gate_cmajor_fwd/_bwd). Level 3 also orders the product's
+ * each way (op_list.h gate_cmajor_fwd/_bwd). Level 3 also orders the product's
  * batch channel-major, L and R stored
  * [2, C, B, N, N], so that u comes out as [C, B*N*N]: the transpose of the
  * output projection's input, which its GEMM reads as such (transA), as do
@@ -23,7 +23,7 @@
  * over [rows, C]) are gone.
  *
  * Where the backend takes it (exec.h trimul_proj_op) the merged projections,
- * the gating and og's GEMM are one op (ops.h trimul_proj_fwd) that keeps
+ * the gating and og's GEMM are one op (op_list.h trimul_proj_fwd) that keeps
  * nothing of proj; the backward's gating forms proj again from y
  * (trimul_proj_bwd). The output projection, gate and residual add are one
  * more (trimul_out_fwd) that keeps nothing of out; its backward forms out
@@ -123,8 +123,8 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
         tf_x_trimul_proj_fwd(ex, a->lr_t, a->og, a->ln.y, ln_stats, z_in, tf_P(M, bn.w),
                              tf_P(M, bn.b), tf_P(M, o->tm[which].ln.w), tf_P(M, o->tm[which].ln.b),
                              tf_P(M, lp), tf_P(M, o->tm[which].og), rows, rows, C);
-    } else if (gate_kernel && fused) { /* gating and transpose to [2, C, rows] in one pass (ops.h
-                                   gate_cmajor_fwd; level 3: channel-major) */
+    } else if (gate_kernel && fused) { /* gating and transpose to [2, C, rows] in one pass
+                                   (op_list.h gate_cmajor_fwd; level 3: channel-major) */
         tf_x_gate_cmajor_fwd(ex, a->lr_t, a->proj, a->merged ? tf_at(ex, a->proj, 2 * C) : a->gate,
                              a->merged ? 4 * C : 2 * C, rows, rows, C);
     } else {
@@ -226,7 +226,7 @@ static void *reuse_unless_lane(tf_exec *ex, void *consumed, size_t n) {
     return ex->wgrad_async ? tf_alloc_at(ex, n) : consumed;
 }
 
-/* The output stage's backward as one op (ops.h trimul_out_bwd): out again,
+/* The output stage's backward as one op (op_list.h trimul_out_bwd): out again,
  * the gate's gradients and du; then Wog's and Wo's gradients and dy. Returns
  * du ([C, rows]); *dout and *dy as the composition's. */
 static void *output_bwd_op(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,

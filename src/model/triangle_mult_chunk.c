@@ -158,7 +158,7 @@ static void *rows_og(tf_exec *ex, const tf_model *M, const tf_block_off *o, int 
     return og;
 }
 
-/* With the ops: a chunk's output stage backward (ops.h trimul_out_bwd), du
+/* With the ops: a chunk's output stage backward (op_list.h trimul_out_bwd), du
  * into du's rows r0.. (channel stride: the whole tensor's rows), or du NULL:
  * only the gradients dout and dog, wanted again; og's logits returned */
 static void *rows_out_op_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,

@@ -531,7 +531,7 @@ static void test_half_opm(void **state)
     done();
 }
 
-/* ---- the outer product mean as one op each way (ops.h opm_fwd,
+/* ---- the outer product mean as one op each way (op_list.h opm_fwd,
  * opm_bwd_dz) against the CPU's ops, the compositions they replace (opm_outer
  * + GEMM; opm_outer, dop = dz W, dW += dz^T o, opm_bwd). Both sides round
  * the product o and dop to t from fp32 sums that differ in order and, on
@@ -642,7 +642,7 @@ static void check_gaps(const char *op, const char *shape, long bad)
     if (bad) ++g_fail;
 }
 
-/* ---- the triangle multiplication's norms, projections and gates (ops.h
+/* ---- the triangle multiplication's norms, projections and gates (op_list.h
  * trimul_proj_fwd/_bwd) against the CPU's composition (layernorm2_fwd, the
  * merged GEMM, gate_cmajor_fwd/_bwd, og's GEMM). The forward's statistics
  * are fp32 sums of C terms in another order: tol_sum(C); y is rounded to t
@@ -733,7 +733,7 @@ static void test_half_trimul_proj(void **state)
     done();
 }
 
-/* ---- the triangle multiplication's output stage (ops.h trimul_out_fwd/
+/* ---- the triangle multiplication's output stage (op_list.h trimul_out_fwd/
  * _bwd) against the CPU's composition (the GEMM, gate_residual_fwd; the
  * conversion of dz, gate_bwd, du's GEMM). Both round out = u^T Wo^T to t from
  * K = C fp32 sums in another order, so a few land on the other neighbour:
@@ -890,7 +890,7 @@ static void test_half_gemm(void **state)
     done();
 }
 
-/* ---- the transition's MLP as one op each way (ops.h transition_fwd/_bwd)
+/* ---- the transition's MLP as one op each way (op_list.h transition_fwd/_bwd)
  * against the CPU's op, which is the composition of its LayerNorm and GEMM
  * ops. Both round xn, h, dh and dxn to t where the composition stores them;
  * their fp32 values differ only in the order of the sums (tol_sum of the

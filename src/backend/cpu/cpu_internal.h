@@ -180,8 +180,11 @@ static inline void tf_cpu_row_store(void *p, tf_dtype t, long off, const float *
         tf_dtype_from_f32(tf_cpu_at(p, t, off), t, row, (size_t)n);
 }
 
-/* ---- op implementations (signatures as in tf_ops) ---- */
-void tf_cpu_gemm(tf_backend *be, const tf_gemm_args *a, const char *name);
+/* ---- the ops: tf_cpu_<name> for every entry of op_list.h, one file per
+ * family (cpu_gemm.c, cpu_norm.c, ...) ---- */
+#define TF_OP(ret, op, params) ret tf_cpu_##op params;
+#include "backend/op_list.h"
+
 /* one unbatched row-major GEMM of packed operands (lda, ldb, ldc from the
  * shapes): C (type ct) = op(A) op(B) + beta (R or, R NULL, C); A, B of type t */
 void tf_cpu_gemm_packed(tf_backend *be, int tA, int tB, int M, int N, int K, const void *A,
@@ -196,96 +199,14 @@ int tf_cpu_dnnl_hw(void);
 int tf_cpu_gemm_dnnl(tf_backend *be, const tf_gemm_args *a);
 void tf_cpu_dnnl_destroy(tf_backend *be);
 const char *tf_cpu_dnnl_version(void);
-void tf_cpu_convert(tf_backend *be, void *dst, tf_dtype dt, const void *src, tf_dtype st, long n);
-void tf_cpu_check_finite(tf_backend *be, float *flag, const float *x, long n);
 
-void tf_cpu_layernorm_fwd(tf_backend *be, void *out, float *mean, float *rstd, const void *x,
-                          const float *gamma, const float *beta, long rows, int C, float eps,
-                          tf_dtype xt, tf_dtype yt);
-void tf_cpu_layernorm_bwd(tf_backend *be, void *dx, float *dgamma, float *dbeta, const void *dout,
-                          const void *x, const float *mean, const float *rstd, const float *gamma,
-                          long rows, int C, int accumulate, tf_dtype xt, tf_dtype yt);
-void tf_cpu_layernorm2_fwd(tf_backend *be, void *out, float *stats, const void *x,
-                           const float *g1, const float *b1, const float *g2, const float *b2,
-                           long rows, int C, float eps, tf_dtype xt, tf_dtype yt);
-void tf_cpu_layernorm2_bwd(tf_backend *be, void *dx, float *dg1, float *db1, float *dg2,
-                           float *db2, const void *dout, const void *x, const float *stats,
-                           const float *g1, const float *b1, const float *g2, long rows, int C,
-                           int accumulate, tf_dtype xt, tf_dtype yt);
-void tf_cpu_softmax_fwd(tf_backend *be, void *y, const void *x, long rows, int cols, tf_dtype t);
-void tf_cpu_softmax_bwd(tf_backend *be, void *dx, const void *dy, const void *y, long rows,
-                        int cols, tf_dtype t);
-
-void tf_cpu_attn_fwd(tf_backend *be, const tf_attn_args *a);
-void tf_cpu_attn_bwd(tf_backend *be, const tf_attn_args *a);
-/* Register-blocked slices (cpu_attn_simd.c) for the head sizes where
- * tf_cpu_attn_simd_ok(d); buf holds tf_cpu_attn_simd_floats(L, d) floats.
- * The slices (these and cpu_attn.c's) take fp32 views only. */
+/* Register-blocked attention slices (cpu_attn_simd.c) for the head sizes
+ * where tf_cpu_attn_simd_ok(d); buf holds tf_cpu_attn_simd_floats(L, d)
+ * floats. The slices (these and cpu_attn.c's) take fp32 views only. */
 int tf_cpu_attn_simd_ok(int d);
 size_t tf_cpu_attn_simd_floats(int L, int d);
 void tf_cpu_attn_fwd_slice_simd(const tf_attn_args *a, int b, int o, int h, float *buf);
 void tf_cpu_attn_bwd_slice_simd(const tf_attn_args *a, int b, int o, int h, float *buf,
                                 int first_o);
-
-void tf_cpu_permute(tf_backend *be, void *out, const void *in, const tf_permute_args *a);
-void tf_cpu_add_bcast_mid(tf_backend *be, void *y, const void *x, long outer, long mid,
-                          long inner, tf_dtype t);
-void tf_cpu_sum_mid(tf_backend *be, void *y, const void *x, long outer, long mid, long inner,
-                    int accumulate, tf_dtype t);
-
-void tf_cpu_add(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t);
-void tf_cpu_mul(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t);
-void tf_cpu_scale(tf_backend *be, void *y, const void *x, float alpha, long n, tf_dtype t);
-void tf_cpu_act_fwd(tf_backend *be, tf_act act, void *y, const void *x, long n, tf_dtype t);
-void tf_cpu_act_bwd(tf_backend *be, tf_act act, void *dx, const void *dy, const void *y, long n,
-                    tf_dtype t);
-void tf_cpu_gate_fwd(tf_backend *be, void *y, const void *a, const void *g, long n, tf_dtype t);
-void tf_cpu_gate_bwd(tf_backend *be, void *da, void *dg, const void *dy, const void *a,
-                     const void *g, long n, tf_dtype t);
-void tf_cpu_gate_cmajor_fwd(tf_backend *be, void *lr_t, const void *a, const void *g, long ld,
-                            long rows, long inner, int C, tf_dtype t);
-void tf_cpu_gate_cmajor_bwd(tf_backend *be, void *da, void *dg, const void *dlr_t,
-                            const void *a, const void *g, long ld, long rows, long inner, int C,
-                            tf_dtype t);
-void tf_cpu_gate_residual_fwd(tf_backend *be, float *out, const float *res, const void *a,
-                              const void *g, long n, tf_dtype t);
-void tf_cpu_opm_bwd(tf_backend *be, void *da, const void *dop, const void *a, int B, int S,
-                    int N, int co, tf_dtype t);
-void tf_cpu_opm_outer(tf_backend *be, void *outer_p, const void *a, int B, int S, int N, int co,
-                      tf_dtype t);
-void tf_cpu_opm_fwd(tf_backend *be, float *z_out, const float *z_in, const void *a, const void *W,
-                    int B, int S, int N, int co, int cz, tf_dtype t);
-void tf_cpu_trimul_proj_fwd(tf_backend *be, void *lr_t, void *og, void *y, float *stats,
-                            const float *x, const float *g1, const float *b1, const float *g2,
-                            const float *b2, float eps, const void *W4, const void *Wog, long rows,
-                            long ldt, int C, tf_dtype t);
-void tf_cpu_trimul_proj_bwd(tf_backend *be, void *dproj, const void *dlr_t, const void *y,
-                            const void *W4, long rows, long ldt, int C, tf_dtype t);
-void tf_cpu_trimul_out_fwd(tf_backend *be, float *z_out, const float *z_in, const void *u_t,
-                           const void *Wo, const void *og, long rows, long ldt, int C,
-                           tf_dtype t);
-void tf_cpu_trimul_out_bwd(tf_backend *be, void *dout, void *dog, void *du, const float *dz,
-                           const void *u_t, const void *Wo, const void *og, long rows, long ldt,
-                           int C, tf_dtype t);
-void tf_cpu_opm_bwd_dz(tf_backend *be, void *da, float *dW, const void *dz, const void *a,
-                       const void *W, int B, int S, int N, int co, int cz, tf_dtype t);
-void tf_cpu_transition_fwd(tf_backend *be, float *x_out, float *mean, float *rstd, const float *x,
-                           const float *gamma, const float *beta, const void *W1, const void *W2,
-                           long rows, int C, float eps, tf_dtype t);
-void tf_cpu_transition_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta, void *xn,
-                           void *h, void *dh, const void *dy, const float *x, const float *mean,
-                           const float *rstd, const float *gamma, const float *beta,
-                           const void *W1, const void *W2, long rows, int C, tf_dtype t);
-
-void tf_cpu_embed_fwd(tf_backend *be, float *out, const float *table, const int32_t *tok, long n,
-                      int C, int vocab);
-void tf_cpu_embed_bwd(tf_backend *be, float *dtable, const float *dout, const int32_t *tok, long n,
-                      int C, int vocab);
-void tf_cpu_mse_head_fwd(tf_backend *be, float *pred, float *loss, const float *logit,
-                         const float *target, long n, float dmax);
-void tf_cpu_mse_head_bwd(tf_backend *be, float *dlogit, const float *pred, const float *target,
-                         long n, float dmax, const float *loss_scale);
-void tf_cpu_adamw(tf_backend *be, float *p, const float *g, float *m, float *v, long n,
-                  const float *hyper);
 
 #endif

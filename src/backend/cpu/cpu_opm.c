@@ -1,4 +1,4 @@
-/* Outer product mean ops on the CPU (ops.h opm_bwd, opm_outer): the
+/* Outer product mean ops on the CPU (op_list.h opm_bwd, opm_outer): the
  * gradient of a through the outer product, read straight from the gradient
  * of its permuted form, and the permuted product itself. The CPU's own v3
  * composes the outer product mean weight-first and never calls these; they
@@ -89,7 +89,7 @@ void tf_cpu_opm_outer(tf_backend *be, void *outer_p, const void *a, int B, int S
     tf_cpu_scratch_pop(be);
 }
 
-/* The forward as one op (ops.h opm_fwd): the composition the model runs
+/* The forward as one op (op_list.h opm_fwd): the composition the model runs
  * without it, opm_outer into scratch and the residual GEMM */
 void tf_cpu_opm_fwd(tf_backend *be, float *z_out, const float *z_in, const void *a, const void *W,
                     int B, int S, int N, int co, int cz, tf_dtype t) {
@@ -102,7 +102,7 @@ void tf_cpu_opm_fwd(tf_backend *be, float *z_out, const float *z_in, const void 
     tf_cpu_scratch_pop(be);
 }
 
-/* The backward from dz as one op (ops.h opm_bwd_dz): the composition the
+/* The backward from dz as one op (op_list.h opm_bwd_dz): the composition the
  * model runs without it (opm_outer, the two GEMMs of the projection's
  * backward, opm_bwd) */
 void tf_cpu_opm_bwd_dz(tf_backend *be, void *da, float *dW, const void *dz, const void *a,

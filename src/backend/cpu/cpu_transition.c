@@ -1,4 +1,4 @@
-/* The transition's MLP as one op each way (ops.h transition_fwd/_bwd): on the
+/* The transition's MLP as one op each way (op_list.h transition_fwd/_bwd): on the
  * CPU exactly the level-3 composition of its ops (layernorm_fwd, the GEMM
  * with the RELU epilogue, the residual GEMM; the GEMM with the DRELU
  * epilogue, the GEMM of dxn, layernorm_bwd accumulating), so that it is the

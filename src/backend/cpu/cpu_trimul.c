@@ -1,9 +1,9 @@
 /* The triangle multiplication's norms, projections and gates as one op each
- * way (ops.h trimul_proj_fwd/_bwd): on the CPU exactly the composition the
+ * way (op_list.h trimul_proj_fwd/_bwd): on the CPU exactly the composition the
  * model runs without them (layernorm2_fwd, the merged GEMM into proj,
  * gate_cmajor_fwd, og's GEMM; proj again and gate_cmajor_bwd), the
  * reference the GPU's kernels are checked against, and so is the output
- * stage (ops.h trimul_out_fwd/_bwd:
+ * stage (op_list.h trimul_out_fwd/_bwd:
  * the GEMM and gate_residual_fwd; convert, gate_bwd and du's GEMM). The
  * CPU's own model keeps the composition. */
 #include <string.h>

@@ -324,45 +324,9 @@ static tf_ops make_ops(void)
     o.download_async = op_download_async;
     o.mark = op_mark;
     o.mark_ms = op_mark_ms;
-    o.gemm = tf_cu_gemm;
-    o.layernorm_fwd = tf_cu_t_layernorm_fwd;
-    o.layernorm_bwd = tf_cu_t_layernorm_bwd;
-    o.layernorm2_fwd = tf_cu_t_layernorm2_fwd;
-    o.layernorm2_bwd = tf_cu_t_layernorm2_bwd;
-    o.softmax_fwd = tf_cu_t_softmax_fwd;
-    o.softmax_bwd = tf_cu_t_softmax_bwd;
-    o.attn_fwd = tf_cu_t_attn_fwd;
-    o.attn_bwd = tf_cu_t_attn_bwd;
-    o.permute = tf_cu_t_permute;
-    o.add_bcast_mid = tf_cu_t_add_bcast_mid;
-    o.sum_mid = tf_cu_t_sum_mid;
-    o.add = tf_cu_t_add;
-    o.mul = tf_cu_t_mul;
-    o.scale = tf_cu_t_scale;
-    o.act_fwd = tf_cu_t_act_fwd;
-    o.act_bwd = tf_cu_t_act_bwd;
-    o.gate_fwd = tf_cu_t_gate_fwd;
-    o.gate_bwd = tf_cu_t_gate_bwd;
-    o.gate_residual_fwd = tf_cu_t_gate_residual_fwd;
-    o.gate_cmajor_fwd = tf_cu_t_gate_cmajor_fwd;
-    o.gate_cmajor_bwd = tf_cu_t_gate_cmajor_bwd;
-    o.opm_bwd = tf_cu_t_opm_bwd;
-    o.opm_outer = tf_cu_t_opm_outer;
-    o.opm_fwd = tf_cu_opm_fwd_h;
-    o.opm_bwd_dz = tf_cu_opm_bwd_dz_h;
-    o.trimul_proj_fwd = tf_cu_trimul_proj_fwd_h;
-    o.trimul_proj_bwd = tf_cu_trimul_proj_bwd_h;
-    o.trimul_out_fwd = tf_cu_trimul_out_fwd_h;
-    o.trimul_out_bwd = tf_cu_trimul_out_bwd_h;
-    o.transition_fwd = tf_cu_t_transition_fwd;
-    o.transition_bwd = tf_cu_t_transition_bwd;
-    o.embed_fwd = tf_cu_embed_fwd;
-    o.embed_bwd = tf_cu_embed_bwd;
-    o.mse_head_fwd = tf_cu_mse_head_fwd;
-    o.mse_head_bwd = tf_cu_mse_head_bwd;
-    o.adamw = tf_cu_adamw;
-    o.convert = tf_cu_convert;
-    o.check_finite = tf_cu_check_finite;
+    /* the ops: tf_cu_t_<name> for each (op_list.h) */
+#define TF_OP(ret, op, params) o.op = tf_cu_t_##op;
+#include "backend/op_list.h"
     return o;
 }
 static const tf_ops g_cuda_ops = make_ops();

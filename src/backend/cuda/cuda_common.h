@@ -301,8 +301,8 @@ void tf_cu_wgrad_enter(tf_backend *be);
 void tf_cu_wgrad_leave(tf_backend *be);
 void tf_cu_wgrad_destroy(tf_backend *be);
 
-/* cuda_gemm.cu; tf_cu_hold: a one-thread kernel that holds stream s for ns */
-void tf_cu_gemm(tf_backend *be, const tf_gemm_args *a, const char *name);
+/* cuda_gemm.cu (and the op gemm); tf_cu_hold: a one-thread kernel that
+ * holds stream s for ns */
 void tf_cu_hold(cudaStream_t s, unsigned long long ns);
 void tf_cu_gemm_destroy_plans(tf_backend *be);
 /* cuda_gemm_mma.cu: a on the tensor-core kernel the route names (engine MMA,
@@ -377,18 +377,6 @@ void tf_cu_gate_cmajor_fwd(tf_backend *be, float *lr_t, const float *a, const fl
 void tf_cu_gate_cmajor_bwd(tf_backend *be, float *da, float *dg, const float *dlr_t, const float *a,
                            const float *g, long ld, long rows, long inner, int C);
 
-/* cuda_embed_loss.cu */
-void tf_cu_embed_fwd(tf_backend *be, float *out, const float *table, const int32_t *tok, long n,
-                     int C, int vocab);
-void tf_cu_embed_bwd(tf_backend *be, float *dtable, const float *dout, const int32_t *tok, long n,
-                     int C, int vocab);
-void tf_cu_mse_head_fwd(tf_backend *be, float *pred, float *loss, const float *logit,
-                        const float *target, long n, float dmax);
-void tf_cu_mse_head_bwd(tf_backend *be, float *dlogit, const float *pred, const float *target,
-                        long n, float dmax, const float *loss_scale);
-void tf_cu_adamw(tf_backend *be, float *p, const float *g, float *m, float *v, long n,
-                 const float *hyper);
-
 /* the half types' (TF_BF16, TF_F16) paths of the ops above (cuda_half.h),
  * in the same files; the typed entry points below call them */
 void tf_cu_layernorm_fwd_h(tf_backend *be, void *out, float *mean, float *rstd, const void *x,
@@ -437,27 +425,7 @@ void tf_cu_opm_bwd_mma_h(tf_backend *be, void *da, const void *dop, const void *
                          int N, tf_dtype t);
 void tf_cu_opm_outer_mma_h(tf_backend *be, void *out, const void *a, int B, int S, int N,
                            tf_dtype t);
-/* cuda_opm_fused.cu, cuda_opm_fused_bwd.cu, cuda_trimul_proj.cu,
- * cuda_trimul_out.cu (NVIDIA only): ops.h opm_fwd, opm_bwd_dz,
- * trimul_proj_fwd/_bwd, trimul_out_fwd/_bwd, bf16 / fp16 (where
- * gpu_plan.h tf_gpu_opm_fused, tf_gpu_trimul_proj say) */
-void tf_cu_opm_fwd_h(tf_backend *be, float *z_out, const float *z_in, const void *a, const void *W,
-                     int B, int S, int N, int co, int cz, tf_dtype t);
-void tf_cu_trimul_proj_fwd_h(tf_backend *be, void *lr_t, void *og, void *y, float *stats,
-                             const float *x, const float *g1, const float *b1, const float *g2,
-                             const float *b2, float eps, const void *W4, const void *Wog,
-                             long rows, long ldt, int C, tf_dtype t);
-void tf_cu_trimul_proj_bwd_h(tf_backend *be, void *dproj, const void *dlr_t, const void *y,
-                             const void *W4, long rows, long ldt, int C, tf_dtype t);
-void tf_cu_trimul_out_fwd_h(tf_backend *be, float *z_out, const float *z_in, const void *u_t,
-                            const void *Wo, const void *og, long rows, long ldt, int C,
-                            tf_dtype t);
-void tf_cu_trimul_out_bwd_h(tf_backend *be, void *dout, void *dog, void *du, const float *dz,
-                            const void *u_t, const void *Wo, const void *og, long rows, long ldt,
-                            int C, tf_dtype t);
-void tf_cu_opm_bwd_dz_h(tf_backend *be, void *da, float *dW, const void *dz, const void *a,
-                        const void *W, int B, int S, int N, int co, int cz, tf_dtype t);
-/* cuda_transition.cu (NVIDIA only): ops.h transition_fwd/_bwd, C 64 or 128,
+/* cuda_transition.cu (NVIDIA only): op_list.h transition_fwd/_bwd, C 64 or 128,
  * bf16 / fp16 (where gpu_plan.h tf_gpu_mlp_fused says) */
 void tf_cu_transition_fwd_h(tf_backend *be, float *x_out, float *mean, float *rstd,
                             const float *x, const float *gamma, const float *beta, const void *W1,
@@ -474,60 +442,16 @@ void tf_cu_copy_strided_h(tf_backend *be, void *dst, const void *src, int M, int
 void tf_cu_drelu_strided_h(tf_backend *be, void *C, const void *aux, int M, int N, long ldc,
                            long strideC, int batch, tf_dtype t);
 
-/* cuda_typed_ops.cu: the op table's typed entry points (ops.h signatures):
- * fp32 to the ops above, a half type to their _h paths; convert and
- * check_finite */
-void tf_cu_t_layernorm_fwd(tf_backend *be, void *out, float *mean, float *rstd, const void *x,
-                           const float *g, const float *b, long rows, int C, float eps,
-                           tf_dtype xt, tf_dtype yt);
-void tf_cu_t_layernorm_bwd(tf_backend *be, void *dx, float *dg, float *db, const void *dout,
-                           const void *x, const float *mean, const float *rstd, const float *g,
-                           long rows, int C, int acc, tf_dtype xt, tf_dtype yt);
-void tf_cu_t_layernorm2_fwd(tf_backend *be, void *out, float *stats, const void *x,
-                            const float *g1, const float *b1, const float *g2, const float *b2,
-                            long rows, int C, float eps, tf_dtype xt, tf_dtype yt);
-void tf_cu_t_layernorm2_bwd(tf_backend *be, void *dx, float *dg1, float *db1, float *dg2,
-                            float *db2, const void *dout, const void *x, const float *stats,
-                            const float *g1, const float *b1, const float *g2, long rows, int C,
-                            int acc, tf_dtype xt, tf_dtype yt);
-void tf_cu_t_softmax_fwd(tf_backend *be, void *y, const void *x, long rows, int cols, tf_dtype t);
-void tf_cu_t_softmax_bwd(tf_backend *be, void *dx, const void *dy, const void *y, long rows,
-                         int cols, tf_dtype t);
-void tf_cu_t_attn_fwd(tf_backend *be, const tf_attn_args *a);
-void tf_cu_t_attn_bwd(tf_backend *be, const tf_attn_args *a);
-void tf_cu_t_permute(tf_backend *be, void *out, const void *in, const tf_permute_args *a);
-void tf_cu_t_add_bcast_mid(tf_backend *be, void *y, const void *x, long outer, long mid,
-                           long inner, tf_dtype t);
-void tf_cu_t_sum_mid(tf_backend *be, void *y, const void *x, long outer, long mid, long inner,
-                     int acc, tf_dtype t);
-void tf_cu_t_add(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t);
-void tf_cu_t_mul(tf_backend *be, void *y, const void *a, const void *b, long n, tf_dtype t);
-void tf_cu_t_scale(tf_backend *be, void *y, const void *x, float alpha, long n, tf_dtype t);
-void tf_cu_t_act_fwd(tf_backend *be, tf_act act, void *y, const void *x, long n, tf_dtype t);
-void tf_cu_t_act_bwd(tf_backend *be, tf_act act, void *dx, const void *dy, const void *y, long n,
-                     tf_dtype t);
-void tf_cu_t_gate_fwd(tf_backend *be, void *y, const void *a, const void *g, long n, tf_dtype t);
-void tf_cu_t_gate_bwd(tf_backend *be, void *da, void *dg, const void *dy, const void *a,
-                      const void *g, long n, tf_dtype t);
-void tf_cu_t_gate_residual_fwd(tf_backend *be, float *out, const float *res, const void *a,
-                               const void *g, long n, tf_dtype t);
-void tf_cu_t_gate_cmajor_fwd(tf_backend *be, void *lr_t, const void *a, const void *g, long ld,
-                             long rows, long inner, int C, tf_dtype t);
-void tf_cu_t_gate_cmajor_bwd(tf_backend *be, void *da, void *dg, const void *dlr_t, const void *a,
-                             const void *g, long ld, long rows, long inner, int C, tf_dtype t);
-void tf_cu_t_opm_bwd(tf_backend *be, void *da, const void *dop, const void *a, int B, int S,
-                     int N, int co, tf_dtype t);
-void tf_cu_t_opm_outer(tf_backend *be, void *outer_p, const void *a, int B, int S, int N, int co,
-                       tf_dtype t);
-void tf_cu_t_transition_fwd(tf_backend *be, float *x_out, float *mean, float *rstd,
-                            const float *x, const float *gamma, const float *beta, const void *W1,
-                            const void *W2, long rows, int C, float eps, tf_dtype t);
-void tf_cu_t_transition_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta, void *xn,
-                            void *h, void *dh, const void *dy, const float *x, const float *mean,
-                            const float *rstd, const float *gamma, const float *beta,
-                            const void *W1, const void *W2, long rows, int C, tf_dtype t);
-void tf_cu_convert(tf_backend *be, void *dst, tf_dtype dt, const void *src, tf_dtype st, long n);
-void tf_cu_check_finite(tf_backend *be, float *flag, const float *x, long n);
+/* ---- the ops: tf_cu_t_<name> for every entry of op_list.h ----
+ * Defined in cuda_typed_ops.cu (fp32 to the fp32 paths above, a half type
+ * to their _h paths; convert and check_finite), and in the files of the
+ * ops without such a pair: cuda_gemm.cu (gemm), cuda_embed_loss.cu
+ * (embed_*, mse_head_*, adamw) and the NVIDIA-only cuda_opm_fused*.cu
+ * (opm_fwd, opm_bwd_dz), cuda_trimul_proj.cu, cuda_trimul_out.cu (bf16 /
+ * fp16 where gpu_plan.h tf_gpu_opm_fused, tf_gpu_trimul_proj say; the HIP
+ * build's stand-ins in ../hip/tf_hip_nv_only.cu). */
+#define TF_OP(ret, op, params) ret tf_cu_t_##op params;
+#include "backend/op_list.h"
 #ifdef __cplusplus
 }
 #endif

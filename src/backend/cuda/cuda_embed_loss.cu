@@ -40,16 +40,16 @@ embed_bwd_kernel1(float *dtable, const float *dout, const int32_t *tok, long n, 
     }
 }
 
-extern "C" void tf_cu_embed_fwd(tf_backend *be, float *out, const float *table,
-                                const int32_t *tok, long n, int C, int vocab)
+extern "C" void tf_cu_t_embed_fwd(tf_backend *be, float *out, const float *table,
+                                  const int32_t *tok, long n, int C, int vocab)
 {
     if (n > 0 && C > 0)
         TF_LAUNCH(embed_fwd_kernel1, dim3(tf_cu_grid(be, n * C, EL_THREADS)), dim3(EL_THREADS),
                   be->stream, out, table, tok, n, C, vocab);
 }
 
-extern "C" void tf_cu_embed_bwd(tf_backend *be, float *dtable, const float *dout,
-                                const int32_t *tok, long n, int C, int vocab)
+extern "C" void tf_cu_t_embed_bwd(tf_backend *be, float *dtable, const float *dout,
+                                  const int32_t *tok, long n, int C, int vocab)
 {
     if (n > 0 && C > 0 && vocab > 0)
         TF_LAUNCH(embed_bwd_kernel1, dim3((unsigned)((C + EB_TX - 1) / EB_TX), (unsigned)vocab),
@@ -95,17 +95,17 @@ extern "C" __global__ void mse_head_bwd_kernel1(float *dlogit, const float *pred
     }
 }
 
-extern "C" void tf_cu_mse_head_fwd(tf_backend *be, float *pred, float *loss, const float *logit,
-                                   const float *target, long n, float dmax)
+extern "C" void tf_cu_t_mse_head_fwd(tf_backend *be, float *pred, float *loss, const float *logit,
+                                     const float *target, long n, float dmax)
 {
     if (n <= 0) return;
     TF_LAUNCH(mse_head_fwd_kernel1, dim3(1), dim3(MSE_THREADS), be->stream, pred, loss, logit,
               target, n, dmax);
 }
 
-extern "C" void tf_cu_mse_head_bwd(tf_backend *be, float *dlogit, const float *pred,
-                                   const float *target, long n, float dmax,
-                                   const float *loss_scale)
+extern "C" void tf_cu_t_mse_head_bwd(tf_backend *be, float *dlogit, const float *pred,
+                                     const float *target, long n, float dmax,
+                                     const float *loss_scale)
 {
     if (n > 0)
         TF_LAUNCH(mse_head_bwd_kernel1, dim3(tf_cu_grid(be, n, EL_THREADS)), dim3(EL_THREADS),
@@ -135,8 +135,8 @@ extern "C" __global__ void adamw_kernel1(float *p, const float *g, float *m, flo
     }
 }
 
-extern "C" void tf_cu_adamw(tf_backend *be, float *p, const float *g, float *m, float *v, long n,
-                            const float *hyper)
+extern "C" void tf_cu_t_adamw(tf_backend *be, float *p, const float *g, float *m, float *v, long n,
+                              const float *hyper)
 {
     if (n > 0)
         TF_LAUNCH(adamw_kernel1, dim3(tf_cu_grid(be, n, EL_THREADS)), dim3(EL_THREADS),

@@ -1,4 +1,4 @@
-/* Gated L|R to channel-major and back (ops.h gate_cmajor_fwd/_bwd): the
+/* Gated L|R to channel-major and back (op_list.h gate_cmajor_fwd/_bwd): the
  * triangle multiplication's gating fused with the transpose before its
  * channel-major product, one pass each way instead of a gating pass and a
  * permute pass over [rows, 2C] (and the buffer between them).

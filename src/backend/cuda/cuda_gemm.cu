@@ -245,7 +245,7 @@ extern "C" tf_gpu_gemm_shape tf_cu_gemm_shape(const tf_gemm_args *a)
     return s;
 }
 
-extern "C" void tf_cu_gemm(tf_backend *be, const tf_gemm_args *a, const char *name)
+extern "C" void tf_cu_t_gemm(tf_backend *be, const tf_gemm_args *a, const char *name)
 {
     (void)name; /* kernel names come from cuBLAS; the model's region says which GEMM */
     /* the pairs cuBLAS and cuBLASLt take with fp32 sums: fp32 x fp32 -> fp32,

@@ -269,7 +269,7 @@ static int mma_setup(const tf_gemm_args *a, mma_args *p)
     if ((long)a->batch > 65535) return 0;
     memset(p, 0, sizeof *p);
     p->M = a->M, p->N = a->N, p->K = a->K;
-    /* fp32 operands: tf_cu_gemm checked the types */
+    /* fp32 operands: tf_cu_t_gemm checked the types */
     p->A = (const float *)a->A, p->lda = a->lda, p->sA = a->strideA;
     p->B = (const float *)a->B, p->ldb = a->ldb, p->sB = a->strideB;
     p->C = (float *)a->C, p->ldc = a->ldc, p->sC = a->strideC;

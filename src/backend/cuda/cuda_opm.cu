@@ -1,4 +1,4 @@
-/* Outer product mean backward (ops.h opm_bwd), level 3:
+/* Outer product mean backward (op_list.h opm_bwd), level 3:
  *   da[b,s,i,p] = (1/S) sum_{j,q} a[b,s,j,q] (dop[b,i,j,p,q] + dop[b,j,i,q,p])
  * straight from dop [B,N,N,co,co], the gradient of the permuted outer product.
  * The composition it replaces permutes dop (a full pass over it) and runs two
@@ -253,7 +253,7 @@ extern "C" void tf_cu_opm_bwd(tf_backend *be, float *da, const float *dop, const
     opm_bwd(be, da, dop, a, B, S, N, co);
 }
 
-/* ---- the permuted product (ops.h opm_outer) ----
+/* ---- the permuted product (op_list.h opm_outer) ----
  * opm_outer_kernel3, co == 32 with 16-byte aligned operands: block (j0 / 8, i,
  * b) of 256 threads writes outer_p[b, i, j0..j0+7, :, :]; thread (jg, pg, qg)
  * keeps the 4 x 4 tile p = 4 pg.., q = 4 qg.. of j = j0 + 2 jg and j0 + 2 jg

@@ -1,4 +1,4 @@
-/* The outer product mean's forward as one kernel for bf16 / fp16 (ops.h
+/* The outer product mean's forward as one kernel for bf16 / fp16 (op_list.h
  * opm_fwd, co = 32, cz 64 or 128, S <= TF_GPU_OPM_FUSED_MAX_S), on mma.sync m16n8k16
  * (cuda_tile.h). NVIDIA only; the HIP build and fp32 / tf32 compose
  * opm_outer and a GEMM (outer_product.c, gpu_plan.h tf_gpu_opm_fused).
@@ -161,7 +161,7 @@ static void opf_fwd(tf_backend *be, float *z_out, const float *z_in, const void 
                    (const uint16_t *)W, S, N, 1.0f / (float)S);
 }
 
-extern "C" void tf_cu_opm_fwd_h(tf_backend *be, float *z_out, const float *z_in, const void *a,
+extern "C" void tf_cu_t_opm_fwd(tf_backend *be, float *z_out, const float *z_in, const void *a,
                                 const void *W, int B, int S, int N, int co, int cz, tf_dtype t)
 {
     if (!TF_OPM_FUSED_OP_SHAPE(co, cz) || S < 1 || S > TF_GPU_OPM_FUSED_MAX_S || (t != TF_BF16 && t != TF_F16) ||

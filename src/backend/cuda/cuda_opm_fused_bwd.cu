@@ -1,5 +1,5 @@
 /* The outer product mean's backward from dz as two kernels and a reduction
- * for bf16 / fp16 (ops.h opm_bwd_dz, co = 32, cz 64 or 128, S <=
+ * for bf16 / fp16 (op_list.h opm_bwd_dz, co = 32, cz 64 or 128, S <=
  * TF_GPU_OPM_FUSED_MAX_S), on mma.sync m16n8k16 (cuda_tile.h). NVIDIA only.
  * The composition they replace (the CPU's op) stores o = E(outer / S)
  * [B, N, N, 32, 32] and dop = E(dz W) of the same size; here both live in
@@ -337,7 +337,7 @@ static void opb_bwd(tf_backend *be, void *da, float *dW, const void *dz, const v
               (const float *)part, (int)splits, n);
 }
 
-extern "C" void tf_cu_opm_bwd_dz_h(tf_backend *be, void *da, float *dW, const void *dz,
+extern "C" void tf_cu_t_opm_bwd_dz(tf_backend *be, void *da, float *dW, const void *dz,
                                    const void *a, const void *W, int B, int S, int N, int co,
                                    int cz, tf_dtype t)
 {

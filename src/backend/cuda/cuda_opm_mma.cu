@@ -1,5 +1,5 @@
 /* The outer product mean's two kernels for the half types on tensor cores
- * (ops.h opm_bwd and opm_outer, co == 32, level 3): both are small matrix
+ * (op_list.h opm_bwd and opm_outer, co == 32, level 3): both are small matrix
  * products per (b, i), run as mma.sync m16n8k8 with TF32 operands and fp32
  * accumulation (cuda_mma.h). A bf16 or fp16 value is exact in TF32 (8 and 11
  * significant bits, TF32 has 11), so every product is exact and the sums are

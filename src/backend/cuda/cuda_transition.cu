@@ -1,4 +1,4 @@
-/* The transition's MLP as one kernel each way for bf16 / fp16 (ops.h
+/* The transition's MLP as one kernel each way for bf16 / fp16 (op_list.h
  * transition_fwd/_bwd, C 64 or 128, H = 4C hidden), on Hopper's warpgroup
  * MMA (cuda_wgtile.h). Where the running code has no wgmma (caps.has_wgmma),
  * and for fp32 / tf32 and the HIP build, the plan composes LayerNorm and

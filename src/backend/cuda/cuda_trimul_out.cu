@@ -1,4 +1,4 @@
-/* The triangle multiplication's output stage for bf16 / fp16 at C 128 (ops.h
+/* The triangle multiplication's output stage for bf16 / fp16 at C 128 (op_list.h
  * trimul_out_fwd/_bwd), on mma.sync m16n8k16 (cuda_tile.h). NVIDIA only;
  * elsewhere the model composes the GEMM, gate_residual_fwd, the stream
  * gradient's conversion, gate_bwd and du's GEMM (triangle_mult.c, gpu_plan.h
@@ -201,7 +201,7 @@ static void to_check(const char *op, const void *Wo, const void *og, const void 
                      __FILE__, __LINE__);
 }
 
-extern "C" void tf_cu_trimul_out_fwd_h(tf_backend *be, float *z_out, const float *z_in,
+extern "C" void tf_cu_t_trimul_out_fwd(tf_backend *be, float *z_out, const float *z_in,
                                        const void *u_t, const void *Wo, const void *og, long rows,
                                        long ldt, int C, tf_dtype t)
 {
@@ -218,7 +218,7 @@ extern "C" void tf_cu_trimul_out_fwd_h(tf_backend *be, float *z_out, const float
                        (const uint16_t *)og, rows, ldt);
 }
 
-extern "C" void tf_cu_trimul_out_bwd_h(tf_backend *be, void *dout, void *dog, void *du,
+extern "C" void tf_cu_t_trimul_out_bwd(tf_backend *be, void *dout, void *dog, void *du,
                                        const float *dz, const void *u_t, const void *Wo,
                                        const void *og, long rows, long ldt, int C, tf_dtype t)
 {

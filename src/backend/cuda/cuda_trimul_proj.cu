@@ -1,5 +1,5 @@
 /* The triangle multiplication's norms, projections and gates for bf16 / fp16 at C
- * 128 (ops.h trimul_proj_fwd/_bwd), on mma.sync m16n8k16 (cuda_tile.h).
+ * 128 (op_list.h trimul_proj_fwd/_bwd), on mma.sync m16n8k16 (cuda_tile.h).
  * NVIDIA only; elsewhere the model composes the merged GEMM and
  * gate_cmajor_fwd/_bwd (triangle_mult.c, gpu_plan.h tf_gpu_trimul_proj).
  *
@@ -269,7 +269,7 @@ static void tp_check(const char *op, const void *y, const void *W4, const void *
                      __FILE__, __LINE__);
 }
 
-extern "C" void tf_cu_trimul_proj_fwd_h(tf_backend *be, void *lr_t, void *og, void *y,
+extern "C" void tf_cu_t_trimul_proj_fwd(tf_backend *be, void *lr_t, void *og, void *y,
                                         float *stats, const float *x, const float *g1,
                                         const float *b1, const float *g2, const float *b2,
                                         float eps, const void *W4, const void *Wog, long rows,
@@ -292,7 +292,7 @@ extern "C" void tf_cu_trimul_proj_fwd_h(tf_backend *be, void *lr_t, void *og, vo
                        eps, (const uint16_t *)W4, (const uint16_t *)Wog, rows, ldt);
 }
 
-extern "C" void tf_cu_trimul_proj_bwd_h(tf_backend *be, void *dproj, const void *dlr_t,
+extern "C" void tf_cu_t_trimul_proj_bwd(tf_backend *be, void *dproj, const void *dlr_t,
                                         const void *y, const void *W4, long rows, long ldt,
                                         int C, tf_dtype t)
 {

@@ -1,8 +1,8 @@
-/* The op table's typed entry points (ops.h signatures): an fp32 call runs
- * the fp32 kernels as they were, a half call (TF_BF16, TF_F16) the _h path of
- * the same op (cuda_half.h: the kernel bodies instantiated for the half
- * storage types), and the type conversion and finiteness check, which take
- * every type. */
+/* The op table's typed entry points (op_list.h signatures): an fp32 call
+ * runs the fp32 kernels as they were, a half call (TF_BF16, TF_F16) the _h
+ * path of the same op (cuda_half.h: the kernel bodies instantiated for the
+ * half storage types), and the type conversion and finiteness check, which
+ * take every type. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -253,8 +253,8 @@ extern "C" __global__ void check_finite_kernel1(float *flag, const float *x, lon
     if (bad) flag[0] = 1.f;
 }
 
-extern "C" void tf_cu_convert(tf_backend *be, void *dst, tf_dtype dt, const void *src,
-                              tf_dtype st, long n)
+extern "C" void tf_cu_t_convert(tf_backend *be, void *dst, tf_dtype dt, const void *src,
+                                tf_dtype st, long n)
 {
     if (!tf_dtype_valid(dt) || !tf_dtype_valid(st)) {
         fprintf(stderr, "tinyfold: internal error: cuda convert: element types %d, %d\n",
@@ -274,7 +274,7 @@ extern "C" void tf_cu_convert(tf_backend *be, void *dst, tf_dtype dt, const void
                                             be->stream, (TD *)dst, (const TS *)src, n)));
 }
 
-extern "C" void tf_cu_check_finite(tf_backend *be, float *flag, const float *x, long n)
+extern "C" void tf_cu_t_check_finite(tf_backend *be, float *flag, const float *x, long n)
 {
     if (n > 0)
         TF_LAUNCH(check_finite_kernel1, dim3(tf_cu_grid(be, n, CV_THREADS)), dim3(CV_THREADS),

@@ -57,24 +57,24 @@ extern "C" void tf_cu_opm_outer_mma_h(tf_backend *be, void *out, const void *a, 
     tf_cuda_fail("tf_cu_opm_outer_mma_h", "the outer product mean's mma.sync kernels are not in "
                  "the HIP build", __FILE__, __LINE__);
 }
-extern "C" void tf_cu_opm_fwd_h(tf_backend *be, float *z_out, const float *z_in, const void *a,
+extern "C" void tf_cu_t_opm_fwd(tf_backend *be, float *z_out, const float *z_in, const void *a,
                                 const void *W, int B, int S, int N, int co, int cz, tf_dtype t)
 {
     (void)be, (void)z_out, (void)z_in, (void)a, (void)W, (void)B, (void)S, (void)N, (void)co;
     (void)cz, (void)t;
-    tf_cuda_fail("tf_cu_opm_fwd_h", "the outer product mean's fused kernel is not in the HIP "
+    tf_cuda_fail("tf_cu_t_opm_fwd", "the outer product mean's fused kernel is not in the HIP "
                  "build", __FILE__, __LINE__);
 }
-extern "C" void tf_cu_opm_bwd_dz_h(tf_backend *be, void *da, float *dW, const void *dz,
+extern "C" void tf_cu_t_opm_bwd_dz(tf_backend *be, void *da, float *dW, const void *dz,
                                    const void *a, const void *W, int B, int S, int N, int co,
                                    int cz, tf_dtype t)
 {
     (void)be, (void)da, (void)dW, (void)dz, (void)a, (void)W, (void)B, (void)S, (void)N, (void)co;
     (void)cz, (void)t;
-    tf_cuda_fail("tf_cu_opm_bwd_dz_h", "the outer product mean's fused kernels are not in the HIP "
+    tf_cuda_fail("tf_cu_t_opm_bwd_dz", "the outer product mean's fused kernels are not in the HIP "
                  "build", __FILE__, __LINE__);
 }
-extern "C" void tf_cu_trimul_proj_fwd_h(tf_backend *be, void *lr_t, void *og, void *y,
+extern "C" void tf_cu_t_trimul_proj_fwd(tf_backend *be, void *lr_t, void *og, void *y,
                                         float *stats, const float *x, const float *g1,
                                         const float *b1, const float *g2, const float *b2,
                                         float eps, const void *W4, const void *Wog, long rows,
@@ -82,34 +82,34 @@ extern "C" void tf_cu_trimul_proj_fwd_h(tf_backend *be, void *lr_t, void *og, vo
 {
     (void)be, (void)lr_t, (void)og, (void)y, (void)stats, (void)x, (void)g1, (void)b1, (void)g2;
     (void)b2, (void)eps, (void)W4, (void)Wog, (void)rows, (void)ldt, (void)C, (void)t;
-    tf_cuda_fail("tf_cu_trimul_proj_fwd_h", "the triangle multiplication's mma.sync kernels are "
+    tf_cuda_fail("tf_cu_t_trimul_proj_fwd", "the triangle multiplication's mma.sync kernels are "
                  "not in the HIP build", __FILE__, __LINE__);
 }
-extern "C" void tf_cu_trimul_proj_bwd_h(tf_backend *be, void *dproj, const void *dlr_t,
+extern "C" void tf_cu_t_trimul_proj_bwd(tf_backend *be, void *dproj, const void *dlr_t,
                                         const void *y, const void *W4, long rows, long ldt,
                                         int C, tf_dtype t)
 {
     (void)be, (void)dproj, (void)dlr_t, (void)y, (void)W4, (void)rows, (void)ldt, (void)C;
     (void)t;
-    tf_cuda_fail("tf_cu_trimul_proj_bwd_h", "the triangle multiplication's mma.sync kernels are "
+    tf_cuda_fail("tf_cu_t_trimul_proj_bwd", "the triangle multiplication's mma.sync kernels are "
                  "not in the HIP build", __FILE__, __LINE__);
 }
-extern "C" void tf_cu_trimul_out_fwd_h(tf_backend *be, float *z_out, const float *z_in,
+extern "C" void tf_cu_t_trimul_out_fwd(tf_backend *be, float *z_out, const float *z_in,
                                        const void *u_t, const void *Wo, const void *og, long rows,
                                        long ldt, int C, tf_dtype t)
 {
     (void)be, (void)z_out, (void)z_in, (void)u_t, (void)Wo, (void)og, (void)rows, (void)ldt;
     (void)C, (void)t;
-    tf_cuda_fail("tf_cu_trimul_out_fwd_h", "the triangle multiplication's mma.sync kernels are "
+    tf_cuda_fail("tf_cu_t_trimul_out_fwd", "the triangle multiplication's mma.sync kernels are "
                  "not in the HIP build", __FILE__, __LINE__);
 }
-extern "C" void tf_cu_trimul_out_bwd_h(tf_backend *be, void *dout, void *dog, void *du,
+extern "C" void tf_cu_t_trimul_out_bwd(tf_backend *be, void *dout, void *dog, void *du,
                                        const float *dz, const void *u_t, const void *Wo,
                                        const void *og, long rows, long ldt, int C, tf_dtype t)
 {
     (void)be, (void)dout, (void)dog, (void)du, (void)dz, (void)u_t, (void)Wo, (void)og;
     (void)rows, (void)ldt, (void)C, (void)t;
-    tf_cuda_fail("tf_cu_trimul_out_bwd_h", "the triangle multiplication's mma.sync kernels are "
+    tf_cuda_fail("tf_cu_t_trimul_out_bwd", "the triangle multiplication's mma.sync kernels are "
                  "not in the HIP build", __FILE__, __LINE__);
 }
 extern "C" void tf_cu_transition_fwd_h(tf_backend *be, float *x_out, float *mean, float *rstd,
