@@ -1,4 +1,4 @@
-/* The analytic op costs (src/model/op_cost.c) against hand counts at small
+/* The analytic op costs (src/model/op_cost.h) against hand counts at small
  * shapes, and one profiled training step's per-op costs against the FLOPs
  * estimate tf_flops_forward. */
 #include <stdarg.h>
