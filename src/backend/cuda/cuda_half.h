@@ -22,12 +22,29 @@
 
 #ifdef __cplusplus
 
+/* fp32 -> bf16 on NVIDIA devices (sm_80 on): the cvt instruction (round to
+ * nearest even, subnormals kept, overflow to inf: tf_dtype.h's bits for
+ * every value but NaN, which cvt makes canonical; a NaN is selected from
+ * tf_dtype.h's rule), one instruction where the software rounding takes
+ * seven. The software rounding elsewhere (host, hostemu, HIP). */
+__host__ __device__ __forceinline__ uint16_t tf_cu_f32_to_bf16(float f)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const uint32_t x = __float_as_uint(f);
+    uint16_t h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    const uint16_t nan = (uint16_t)((x >> 16) | 0x0040u);
+    return (x & 0x7fffffffu) > 0x7f800000u ? nan : h;
+#else
+    return tf_f32_to_bf16(f);
+#endif
+}
 struct tf_cu_bf16 {
     uint16_t u;
     __host__ __device__ __forceinline__ operator float() const { return tf_bf16_to_f32(u); }
     __host__ __device__ __forceinline__ tf_cu_bf16 &operator=(float v)
     {
-        u = tf_f32_to_bf16(v);
+        u = tf_cu_f32_to_bf16(v);
         return *this;
     }
 };

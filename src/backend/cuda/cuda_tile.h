@@ -42,7 +42,7 @@ __device__ __forceinline__ float tf_tile_widen(uint16_t u)
 template <class E>
 __device__ __forceinline__ uint16_t tf_tile_round(float v)
 {
-    return tf_tile_is_bf16<E>::value ? tf_f32_to_bf16(v) : tf_cu_f32_to_f16(v);
+    return tf_tile_is_bf16<E>::value ? tf_cu_f32_to_bf16(v) : tf_cu_f32_to_f16(v);
 }
 
 #ifdef TF_CUDA_HOSTEMU

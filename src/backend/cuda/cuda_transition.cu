@@ -84,11 +84,13 @@ __device__ __forceinline__ uint4 tr_load8(const uint16_t *p, bool vec)
 
 /* a K-major tile of R rows, k = K columns, whose row r is the 8-aligned
  * source run src(r, q) for column group q (rows of the stored matrix) */
-template <int R, int K, class SRC>
+template <int R, int K, int UNROLL = R * K / 8 / TR_THREADS, class SRC>
 __device__ __forceinline__ void tr_copy(uint16_t *d, SRC src, bool vec)
 {
-    for (int e = (int)threadIdx.x; e < R * K / 8; e += TR_THREADS) {
-        const int r = e % R, q = e / R;
+    static_assert(R * K / 8 % TR_THREADS == 0, "a tile's copies: a whole number a thread");
+#pragma unroll UNROLL
+    for (int u = 0; u < R * K / 8 / TR_THREADS; ++u) {
+        const int e = (int)threadIdx.x + u * TR_THREADS, r = e % R, q = e / R;
         uint16_t *o = d + tf_wg_off(r, 8 * q, R);
         if (vec) mma_cp((float *)o, (const float *)src(r, q), 16, true);
         else *(uint4 *)o = tr_load8(src(r, q), false);
@@ -99,8 +101,10 @@ __device__ __forceinline__ void tr_copy(uint16_t *d, SRC src, bool vec)
 template <int N, int K, class SRC>
 __device__ __forceinline__ void tr_copy_mn(uint16_t *d, SRC src, bool vec)
 {
-    for (int e = (int)threadIdx.x; e < N * K / 8; e += TR_THREADS) {
-        const int q = e % (N / 8), k = e / (N / 8);
+    static_assert(N * K / 8 % TR_THREADS == 0, "a tile's copies: a whole number a thread");
+#pragma unroll
+    for (int u = 0; u < N * K / 8 / TR_THREADS; ++u) {
+        const int e = (int)threadIdx.x + u * TR_THREADS, q = e % (N / 8), k = e / (N / 8);
         uint16_t *o = d + tf_wg_off_mn(8 * q, k, N);
         if (vec) mma_cp((float *)o, (const float *)src(k, q), 16, true);
         else *(uint4 *)o = tr_load8(src(k, q), false);
@@ -114,8 +118,8 @@ __device__ __forceinline__ void tr_stage_fwd(uint16_t *w1, uint16_t *w2, const u
                                              const uint16_t *W2, int j0, bool vec)
 {
     typedef tr_cfg<C> K;
-    tr_copy<TR_HC, C>(w1, [&](int r, int q) { return W1 + (long)(j0 + r) * C + 8 * q; }, vec);
-    tr_copy<C, TR_HC>(w2, [&](int r, int q) { return W2 + (long)r * K::H + j0 + 8 * q; }, vec);
+    tr_copy<TR_HC, C, 1>(w1, [&](int r, int q) { return W1 + (long)(j0 + r) * C + 8 * q; }, vec);
+    tr_copy<C, TR_HC, 1>(w2, [&](int r, int q) { return W2 + (long)r * K::H + j0 + 8 * q; }, vec);
 }
 
 /* a row's NV values of the lane, one vector load */
@@ -382,22 +386,25 @@ tr_bwd_kernel(float *dx, float *part, E *xn, E *hout, E *dhout, const E *dy, con
             tf_wg_reg_fence<8>(d1);
             /* h rounded (the stored h of the composition), the mask h > 0,
              * dh rounded; both written for the weight gradients, through the
-             * warp's staging rows so that a lane stores 16 bytes of a row */
+             * warp's staging rows so that a lane stores 16 bytes of a row.
+             * h = max(c, 0) is never NaN, so its pair rounds in one packed
+             * conversion with tf_dtype.h's bits; h > 0 is a bit test (its
+             * rounded values are +-0, positive or +inf). dh's pairs are at
+             * once the A fragments of dxn += dh W1c (tf_tile_c2a's order). */
+            uint32_t da[4][4];
 #pragma unroll
             for (int n = 0; n < 8; ++n)
 #pragma unroll
                 for (int hh = 0; hh < 2; ++hh) {
-                    uint16_t hb[2], db[2];
-#pragma unroll
-                    for (int j = 0; j < 2; ++j) {
-                        const int e = 2 * hh + j;
-                        hb[j] = tf_tile_round<E>(fmaxf(c1[n][e], 0.f));
-                        db[j] = tf_tile_round<E>(tf_tile_widen<E>(hb[j]) > 0.f ? d1[n][e] : 0.f);
-                        d1[n][e] = tf_tile_widen<E>(db[j]);
-                    }
+                    const int e = 2 * hh;
+                    const uint32_t hp = tf_tile_pack<E>(fmaxf(c1[n][e], 0.f), fmaxf(c1[n][e + 1], 0.f));
+                    const uint32_t dp =
+                        (uint32_t)tf_tile_round<E>(hp & 0x7fffu ? d1[n][e] : 0.f) |
+                        (uint32_t)tf_tile_round<E>(hp & 0x7fff0000u ? d1[n][e + 1] : 0.f) << 16;
                     const int o = (g + 8 * hh) * K::SP + 8 * n + 2 * t;
-                    *(uint32_t *)(sh + o) = (uint32_t)hb[0] | (uint32_t)hb[1] << 16;
-                    *(uint32_t *)(sdh + o) = (uint32_t)db[0] | (uint32_t)db[1] << 16;
+                    *(uint32_t *)(sh + o) = hp;
+                    *(uint32_t *)(sdh + o) = dp;
+                    da[n >> 1][(n & 1) * 2 + hh] = dp;
                 }
             __syncwarp();
 #pragma unroll
@@ -416,9 +423,6 @@ tr_bwd_kernel(float *dx, float *part, E *xn, E *hout, E *dhout, const E *dy, con
                     memcpy((uint16_t *)(dhout + o), &dv, 16);
                 }
             }
-            uint32_t da[4][4];
-#pragma unroll
-            for (int kk = 0; kk < 4; ++kk) tf_tile_c2a<E>(da[kk], d1[2 * kk], d1[2 * kk + 1]); /* exact */
             tr_mma_rs<E, C, true>(acc, da, w1t);
             __syncthreads(); /* stage i & 1 is free for chunk i + 2 */
         }
