@@ -85,6 +85,23 @@ static inline int tf6_view_vec(const tf_attn_view *v)
     return ((uintptr_t)v->p & 15u) == 0 && v->sb % 8 == 0 && v->so % 8 == 0 && v->sl % 8 == 0;
 }
 
+/* D = dout . out of one row from two rows in shared memory (2-byte raw
+ * elements, 16-byte aligned), summed in column order */
+template <int DM, class E>
+__device__ __forceinline__ float tf6_dot_rows(const uint16_t *g, const uint16_t *y)
+{
+    float dd = 0.f;
+#pragma unroll
+    for (int c0 = 0; c0 < DM; c0 += 8) {
+        uint16_t gv[8], yv[8];
+        memcpy(gv, g + c0, 16);
+        memcpy(yv, y + c0, 16);
+#pragma unroll
+        for (int c = 0; c < 8; ++c) dd = fmaf(tf_tile_widen<E>(gv[c]), tf_tile_widen<E>(yv[c]), dd);
+    }
+    return dd;
+}
+
 /* an element pair (c, c + 1), c even, of a view's row is 4-byte aligned */
 __device__ __forceinline__ bool tf6_pair_ok(const tf_attn_view &v)
 {

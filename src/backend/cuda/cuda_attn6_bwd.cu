@@ -65,22 +65,22 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dq_kernel6
     tf6_load_async<DM, BQ, LD, C::NT>(Gs, gb, a.dout.sl, 0, L - q0, vec, tid);
     tf6_load_async<DM, BK, LD, C::NT>(Ks[0], kb, a.k.sl, 0, L, vec, tid);
     tf6_load_async<DM, BK, LD, C::NT>(Vs[0], vb, a.v.sl, 0, L, vec, tid);
+    tf6_load_async<DM, BQ, LD, C::NT>(Ks[1], yb, a.out.sl, 0, L - q0, vec, tid); /* out, until key tile 1 */
     mma_commit();
+    const float ls = tid < BQ && q0 + tid < L ? a.lse[rowbase + q0 + tid] * TF6_LOG2E : 0.f;
+    mma_wait<0>();
+    __syncthreads();
     if (tid < BQ) {
         const int i = q0 + tid;
-        float dd = 0.f, ls = 0.f;
+        float dd = 0.f;
         if (i < L) {
-#pragma unroll
-            for (int c = 0; c < DM; ++c)
-                dd = fmaf(tf_cu_f32(gb[(long)tid * a.dout.sl + c]), tf_cu_f32(yb[(long)tid * a.out.sl + c]), dd);
+            dd = tf6_dot_rows<DM, E>(Gs + tid * LD, Ks[1] + tid * LD);
             a.work[rowbase + i] = dd;
-            ls = a.lse[rowbase + i] * TF6_LOG2E;
         }
         Ds[tid] = dd;
         Ls[tid] = ls;
     }
-    mma_wait<0>();
-    __syncthreads();
+    __syncthreads(); /* D is in; key tile 1 may land on out's rows */
 
     const int lane = tid & 31, g = lane >> 2, t = lane & 3, w = tid >> 5;
     uint32_t qa[KD][4], ga[KD][4];
@@ -121,16 +121,14 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dq_kernel6
         __syncthreads(); /* the next tile is in; this one is consumed */
     }
     E *dqb = tf_attn_at<E>(a.dq, b, o, h, DM);
+    const bool v2 = tf6_pair_ok(a.dq);
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
         if (!ok[hf]) continue;
         E *row = dqb + (long)(hf ? ihi : ilo) * a.dq.sl;
 #pragma unroll
-        for (int n = 0; n < ND; ++n) {
-            const int c = 8 * n + 2 * t;
-            row[c] = a.scale * dq[n][2 * hf];
-            row[c + 1] = a.scale * dq[n][2 * hf + 1];
-        }
+        for (int n = 0; n < ND; ++n)
+            tf6_store2<E>(row + 8 * n + 2 * t, a.scale * dq[n][2 * hf], a.scale * dq[n][2 * hf + 1], v2);
     }
 }
 
@@ -229,6 +227,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dkv_kernel
         __syncthreads(); /* the next tile is in; this one is consumed */
     }
     E *dvb = tf_attn_at<E>(a.dv, b, o, h, DM), *dkb = tf_attn_at<E>(a.dk, b, o, h, DM);
+    const bool v2 = tf6_pair_ok(a.dv) && tf6_pair_ok(a.dk);
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
         const int j = hf ? jhi : jlo;
@@ -237,10 +236,8 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dkv_kernel
 #pragma unroll
         for (int n = 0; n < ND; ++n) {
             const int c = 8 * n + 2 * t;
-            vrow[c] = dv[n][2 * hf];
-            vrow[c + 1] = dv[n][2 * hf + 1];
-            krow[c] = a.scale * dk[n][2 * hf];
-            krow[c + 1] = a.scale * dk[n][2 * hf + 1];
+            tf6_store2<E>(vrow + c, dv[n][2 * hf], dv[n][2 * hf + 1], v2);
+            tf6_store2<E>(krow + c, a.scale * dk[n][2 * hf], a.scale * dk[n][2 * hf + 1], v2);
         }
     }
 }
@@ -286,14 +283,7 @@ __global__ void __launch_bounds__(tf6_one<DM>::NT, 2) attn_bwd_kernel6(tf_attn_a
     if (tid < LC) { /* D and lse of query tid (D also into `work`, for the dbias kernel) */
         float dd = 0.f;
         if (tid < L) {
-#pragma unroll
-            for (int c0 = 0; c0 < DM; c0 += 8) {
-                uint16_t gv[8], yv[8];
-                memcpy(gv, Gs + tid * LD + c0, 16);
-                memcpy(yv, Ps + tid * LD + c0, 16);
-#pragma unroll
-                for (int c = 0; c < 8; ++c) dd = fmaf(tf_tile_widen<E>(gv[c]), tf_tile_widen<E>(yv[c]), dd);
-            }
+            dd = tf6_dot_rows<DM, E>(Gs + tid * LD, Ps + tid * LD);
             a.work[rowbase + tid] = dd;
         }
         Ds[tid] = dd;
@@ -492,13 +482,13 @@ static void attn_bwd6_d(tf_backend *be, const tf_attn_args *a, int vec)
             TF_LAUNCH_SMEM((attn_bwd_kernel6<DM, false, E>), dim3((unsigned)bo), C1::NT, C1::SMEM, be,
                            *a, v1);
     } else {
-        const int nt = (a->L + 63) / 64;
+        const int nt = (a->L + 63) / 64, vq = vec && tf6_view_vec(&a->out); /* dq copies out's rows */
         const dim3 grid((unsigned)(bo * nt));
         if (a->bias) {
-            TF_LAUNCH((attn_bwd_dq_kernel6<DM, true, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vec);
+            TF_LAUNCH((attn_bwd_dq_kernel6<DM, true, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vq);
             TF_LAUNCH((attn_bwd_dkv_kernel6<DM, true, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vec);
         } else {
-            TF_LAUNCH((attn_bwd_dq_kernel6<DM, false, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vec);
+            TF_LAUNCH((attn_bwd_dq_kernel6<DM, false, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vq);
             TF_LAUNCH((attn_bwd_dkv_kernel6<DM, false, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vec);
         }
     }
