@@ -161,6 +161,7 @@ __device__ __forceinline__ void tr_prologue(uint16_t *sx, float *mean, float *rs
                 tr_load_row<K::NV>(v[i], x + r * C + c0);
                 if (!SAVE) mu[i] = mean[r], rs[i] = rstd[r];
             } else {
+                mu[i] = 0.f, rs[i] = 0.f;
 #pragma unroll
                 for (int k = 0; k < K::NV; ++k) v[i][k] = 0.f;
             }
@@ -169,27 +170,23 @@ __device__ __forceinline__ void tr_prologue(uint16_t *sx, float *mean, float *rs
         for (int i = 0; i < TR_AHEAD; ++i) {
             const int rl = 16 * warp + i0 + i;
             const long r = r0 + rl;
-            uint16_t u[K::NV];
-            if (r >= rows) { /* warp-uniform */
+            const bool in = r < rows; /* warp-uniform; a row past the end sums zeros */
+            if (SAVE) { /* the shuffles outside any branch: no divergent path */
+                float s = 0.f;
 #pragma unroll
-                for (int k = 0; k < K::NV; ++k) u[k] = 0;
-            } else {
-                if (SAVE) {
-                    float s = 0.f;
+                for (int k = 0; k < K::NV; ++k) s += v[i][k];
+                mu[i] = tf_warp_sum(s) / C;
+                float q = 0.f;
 #pragma unroll
-                    for (int k = 0; k < K::NV; ++k) s += v[i][k];
-                    mu[i] = tf_warp_sum(s) / C;
-                    float q = 0.f;
-#pragma unroll
-                    for (int k = 0; k < K::NV; ++k) q += (v[i][k] - mu[i]) * (v[i][k] - mu[i]);
-                    rs[i] = 1.f / sqrtf(tf_warp_sum(q) / C + eps);
-                    if (lane == 0) mean[r] = mu[i], rstd[r] = rs[i];
-                }
-#pragma unroll
-                for (int k = 0; k < K::NV; ++k)
-                    u[k] = tf_tile_round<E>((v[i][k] - mu[i]) * rs[i] * gm[k] + bt[k]);
-                if (xo) memcpy((uint16_t *)(xo + r * C + c0), u, sizeof u);
+                for (int k = 0; k < K::NV; ++k) q += (v[i][k] - mu[i]) * (v[i][k] - mu[i]);
+                rs[i] = 1.f / sqrtf(tf_warp_sum(q) / C + eps);
+                if (in && lane == 0) mean[r] = mu[i], rstd[r] = rs[i];
             }
+            uint16_t u[K::NV];
+#pragma unroll
+            for (int k = 0; k < K::NV; ++k)
+                u[k] = in ? tf_tile_round<E>((v[i][k] - mu[i]) * rs[i] * gm[k] + bt[k]) : (uint16_t)0;
+            if (in && xo) memcpy((uint16_t *)(xo + r * C + c0), u, sizeof u);
             memcpy(sx + tf_wg_off(rl, c0, TR_ROWS), u, sizeof u); /* NV <= 4: one column group */
         }
     }
