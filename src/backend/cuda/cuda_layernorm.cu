@@ -565,6 +565,22 @@ __device__ __forceinline__ void ln_vst(T *p, const float (&v)[LN2_CACHE], int ac
         tf_cu_st2(p, t.x, t.y);
     }
 }
+/* p's VW elements = old + v (accumulate: old holds p's elements, loaded
+ * ahead), else v: ln_vst's sums without its load in the dependent chain */
+template <int VW, class T>
+__device__ __forceinline__ void ln_vst_old(T *p, const float (&v)[LN2_CACHE],
+                                           const float (&old)[LN2_CACHE], int accumulate)
+{
+    if (VW == 4) {
+        float4 t = make_float4(v[0], v[1], v[2], v[3]);
+        if (accumulate) t = make_float4(old[0] + t.x, old[1] + t.y, old[2] + t.z, old[3] + t.w);
+        tf_cu_st4(p, t);
+    } else {
+        float2 t = make_float2(v[0], v[1]);
+        if (accumulate) t = make_float2(old[0] + t.x, old[1] + t.y);
+        tf_cu_st2(p, t.x, t.y);
+    }
+}
 /* row r's x and dout at column VW lane, when r < r1 */
 template <int VW, class TX, class TY>
 __device__ __forceinline__ void ln_vld_row(long r, long r1, int C, int lane, const TX *x,
@@ -593,12 +609,15 @@ layernorm_bwd_kernel2_v(TX *dx, ln_roots o, float *part, int *count, const TY *d
 #pragma unroll
     for (int k = 0; k < LN2_CACHE; ++k) a[0][k] = a[1][k] = 0.f;
     long r = r0 + w;
+    float ov[LN2_CACHE] = {0.f, 0.f, 0.f, 0.f}; /* dx's row (accumulate), loaded a row ahead */
     ln_vld_row<VW>(r, r1, C, lane, x, dout, xv, dv);
+    if (dx && accumulate && r < r1) ln_vld<VW>(dx + r * C + VW * lane, ov);
     float mu = r < r1 ? mean[r] : 0.f, rs = r < r1 ? rstd[r] : 0.f;
     for (; r < r1; r += NW) { /* warp-uniform */
-        float xn[LN2_CACHE], dn[LN2_CACHE];
+        float xn[LN2_CACHE], dn[LN2_CACHE], on[LN2_CACHE] = {0.f, 0.f, 0.f, 0.f};
         const long rn = r + NW;
         ln_vld_row<VW>(rn, r1, C, lane, x, dout, xn, dn);
+        if (dx && accumulate && rn < r1) ln_vld<VW>(dx + rn * C + VW * lane, on);
         const float mun = rn < r1 ? mean[rn] : 0.f, rsn = rn < r1 ? rstd[rn] : 0.f;
         float gv[LN2_CACHE], xh[LN2_CACHE], sg = 0.f, sgx = 0.f;
 #pragma unroll
@@ -615,10 +634,10 @@ layernorm_bwd_kernel2_v(TX *dx, ln_roots o, float *part, int *count, const TY *d
             float v[LN2_CACHE];
 #pragma unroll
             for (int k = 0; k < VW; ++k) v[k] = rs * (gv[k] - mg - xh[k] * mgx);
-            ln_vst<VW>(dx + r * C + VW * lane, v, accumulate);
+            ln_vst_old<VW>(dx + r * C + VW * lane, v, ov, accumulate);
         }
 #pragma unroll
-        for (int k = 0; k < LN2_CACHE; ++k) xv[k] = xn[k], dv[k] = dn[k];
+        for (int k = 0; k < LN2_CACHE; ++k) xv[k] = xn[k], dv[k] = dn[k], ov[k] = on[k];
         mu = mun, rs = rsn;
     }
     ln2_block_finish<2, VW>(sp, a, C, part, count, o);
@@ -641,12 +660,25 @@ layernorm2_bwd_kernel2_c128(TX *dx, ln_roots o, float *part, int *count, const T
 #pragma unroll
     for (int k = 0; k < 4; ++k) a[0][k] = a[1][k] = a[2][k] = a[3][k] = 0.f;
     long r = r0 + w;
+    /* the row's statistics and (accumulate) dx's row are loaded a row ahead,
+     * with x and dout */
+    float st[4] = {0.f, 0.f, 0.f, 0.f}, ov[LN2_CACHE] = {0.f, 0.f, 0.f, 0.f};
     ln_vld_row<4>(r, r1, C, lane, x, dout, xv, dv);
+    if (r < r1) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) st[q] = stats[q * rows + r];
+        if (accumulate) ln_vld<4>(dx + r * C + 4 * lane, ov);
+    }
     for (; r < r1; r += NW) { /* warp-uniform */
-        const float m1 = stats[r], s1 = stats[rows + r], m2 = stats[2 * rows + r],
-                    s2 = stats[3 * rows + r];
-        float xn[4], dn[4], xh1[4], xh2[4], gv[4];
-        ln_vld_row<4>(r + NW, r1, C, lane, x, dout, xn, dn);
+        const float m1 = st[0], s1 = st[1], m2 = st[2], s2 = st[3];
+        float xn[4], dn[4], xh1[4], xh2[4], gv[4], on[LN2_CACHE] = {0.f, 0.f, 0.f, 0.f};
+        const long rn = r + NW;
+        ln_vld_row<4>(rn, r1, C, lane, x, dout, xn, dn);
+        if (rn < r1) {
+#pragma unroll
+            for (int q = 0; q < 4; ++q) st[q] = stats[q * rows + rn];
+            if (accumulate) ln_vld<4>(dx + rn * C + 4 * lane, on);
+        }
         float t1 = 0.f, t2 = 0.f;
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
@@ -674,9 +706,9 @@ layernorm2_bwd_kernel2_c128(TX *dx, ln_roots o, float *part, int *count, const T
         float v[4];
 #pragma unroll
         for (int k = 0; k < 4; ++k) v[k] = s1 * (gv[k] - mg - xh1[k] * mgx);
-        ln_vst<4>(dx + r * C + 4 * lane, v, accumulate);
+        ln_vst_old<4>(dx + r * C + 4 * lane, v, ov, accumulate);
 #pragma unroll
-        for (int k = 0; k < 4; ++k) xv[k] = xn[k], dv[k] = dn[k];
+        for (int k = 0; k < 4; ++k) xv[k] = xn[k], dv[k] = dn[k], ov[k] = on[k];
     }
     ln2_block_finish<4, 4>(sp, a, C, part, count, o);
 }
