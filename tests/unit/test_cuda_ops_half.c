@@ -269,10 +269,12 @@ static void test_half_data(void **state)
                 b_free(b, s), b_free(b, d);
                 free(hs), free(hd), free(got);
             }
-            /* gate_cmajor: rows 70 = 2 x 35, C 24, ld 2C + 5 */
-            {
-                const long rows = 70, inner = 35, ld = 53;
-                const int C = 24;
+            /* gate_cmajor: rows 70 = 2 x 35, C 24, ld 2C + 5 (element by
+             * element); rows 192 = 2 x 96, C 96, ld 2C + 2 (element pairs in
+             * the full tiles, a tile across the two b, an edge tile in c) */
+            for (int gs = 0; gs < 2; ++gs) {
+                const long rows = gs ? 192 : 70, inner = gs ? 96 : 35, ld = gs ? 194 : 53;
+                const int C = gs ? 96 : 24;
                 const size_t na = (size_t)(rows * ld), nt = (size_t)(2 * C * rows);
                 float *ha = rnd_t(na, 1.f, 60, t), *hg = rnd_t(na, 1.f, 61, t);
                 float *hd = rnd_t(nt, 1.f, 62, t);

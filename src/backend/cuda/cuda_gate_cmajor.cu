@@ -14,7 +14,9 @@
  * measured slower: bench/RESULTS.md). The gating
  * arithmetic is gate_fwd/_bwd's (tf_sigmoidf, tf_gate_bwd_one in
  * cuda_common.h), so the results are bit for bit those of the gating op
- * followed by the permute. */
+ * followed by the permute. For the half types a full tile moves pairs
+ * (pair: inner, ld and C even, the pointers 4-byte aligned): a warp's lanes
+ * take 2 adjacent elements each, 128 bytes a warp access instead of 64. */
 #include "cuda_common.h"
 
 #define GC_TILE 64
@@ -29,6 +31,26 @@ __device__ __forceinline__ long gc_cmajor_at(int s, long r, long rows, long inne
 }
 
 #define GC_KR (GC_TILE / GC_ROWS) /* elements a thread per tile */
+#define GC_PX (GC_TILE / 2)            /* pair lanes along a tile side */
+#define GC_PK (GC_TILE * GC_ROWS / GC_PX) /* pair rows a thread's 8 steps cover */
+
+/* two adjacent elements of a 2-byte type: load as fp32, store rounded */
+template <class T>
+__device__ __forceinline__ void gc_ld2(const T *p, float &lo, float &hi)
+{
+    T v[2];
+    const uint32_t u = *reinterpret_cast<const uint32_t *>(p);
+    memcpy(v, &u, 4);
+    lo = tf_cu_f32(v[0]), hi = tf_cu_f32(v[1]);
+}
+template <class T> __device__ __forceinline__ void gc_st2(T *p, float lo, float hi)
+{
+    T v[2];
+    v[0] = lo, v[1] = hi;
+    uint32_t u;
+    memcpy(&u, v, 4);
+    *reinterpret_cast<uint32_t *>(p) = u;
+}
 
 /* a full tile's a and g (rows r0 + ty + GC_ROWS k, one column; i0 the first's
  * index): every load issued before any value is used */
@@ -46,7 +68,7 @@ __device__ __forceinline__ void gc_load_full(float (&av)[GC_KR], float (&gv)[GC_
 /* grid (ceil(C/64), ceil(rows/64), 2) */
 template <class T>
 __device__ __forceinline__ void gate_cmajor_fwd_body(T *lr_t, const T *a, const T *g, long ld,
-                                                     long rows, long inner, int C)
+                                                     long rows, long inner, int C, int pair)
 {
     __shared__ float tile[GC_TILE][GC_TILE + 1]; /* [r][c] */
     const int s = blockIdx.z, tx = threadIdx.x, ty = threadIdx.y;
@@ -55,7 +77,33 @@ __device__ __forceinline__ void gate_cmajor_fwd_body(T *lr_t, const T *a, const 
     const int ntc = (C + GC_TILE - 1) / GC_TILE;
     const int c0 = (int)(blockIdx.x % (unsigned)ntc) * GC_TILE;
     const long r0 = (long)(blockIdx.x / (unsigned)ntc) * GC_TILE;
-    if (r0 + GC_TILE <= rows && c0 + GC_TILE <= C) {
+    const bool full = r0 + GC_TILE <= rows && c0 + GC_TILE <= C;
+    if constexpr (sizeof(T) == 2) {
+        if (pair && full) { /* lane px: elements 2 px, 2 px + 1; py the row (column) */
+            const int t = ty * GC_TILE + tx, px = t % GC_PX, py = t / GC_PX;
+            float av[GC_PK][2], gv[GC_PK][2];
+#pragma unroll
+            for (int k = 0; k < GC_PK; ++k) { /* read along c, every load first */
+                const long i = (r0 + py + 8 * k) * ld + (long)s * C + c0 + 2 * px;
+                gc_ld2(a + i, av[k][0], av[k][1]);
+                gc_ld2(g + i, gv[k][0], gv[k][1]);
+            }
+#pragma unroll
+            for (int k = 0; k < GC_PK; ++k)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) tile[py + 8 * k][2 * px + e] = av[k][e] * tf_sigmoidf(gv[k][e]);
+            __syncthreads();
+            const long r = r0 + 2 * px; /* r and r + 1: one b (inner even) */
+            T *o = lr_t + gc_cmajor_at(s, r, rows, inner, C);
+#pragma unroll
+            for (int k = 0; k < GC_PK; ++k) { /* write along r */
+                const int c = py + 8 * k;
+                gc_st2(o + (long)(c0 + c) * inner, tile[2 * px][c], tile[2 * px + 1][c]);
+            }
+            return;
+        }
+    }
+    if (full) {
         float av[GC_KR], gv[GC_KR];
         gc_load_full(av, gv, a, g, (r0 + ty) * ld + (long)s * C + c0 + tx, ld);
 #pragma unroll
@@ -93,7 +141,7 @@ template <class T> __device__ __forceinline__ void gc_bwd_one(T *da, T *dg, floa
 template <class T>
 __device__ __forceinline__ void gate_cmajor_bwd_body(T *da, T *dg, const T *dlr_t, const T *a,
                                                      const T *g, long ld, long rows, long inner,
-                                                     int C)
+                                                     int C, int pair)
 {
     __shared__ float tile[GC_TILE][GC_TILE + 1]; /* [c][r] */
     const int s = blockIdx.z, tx = threadIdx.x, ty = threadIdx.y;
@@ -103,6 +151,36 @@ __device__ __forceinline__ void gate_cmajor_bwd_body(T *da, T *dg, const T *dlr_
     const int c0 = (int)(blockIdx.x % (unsigned)ntc) * GC_TILE;
     const long r0 = (long)(blockIdx.x / (unsigned)ntc) * GC_TILE;
     const bool full = r0 + GC_TILE <= rows && c0 + GC_TILE <= C;
+    if constexpr (sizeof(T) == 2) {
+        if (pair && full) { /* lane px: elements 2 px, 2 px + 1; py the row (column) */
+            const int t = ty * GC_TILE + tx, px = t % GC_PX, py = t / GC_PX;
+            const long r = r0 + 2 * px; /* r and r + 1: one b (inner even) */
+            const T *in = dlr_t + gc_cmajor_at(s, r, rows, inner, C);
+            float dv[GC_PK][2], av[GC_PK][2], gv[GC_PK][2];
+            const long i0 = (r0 + py) * ld + (long)s * C + c0 + 2 * px;
+#pragma unroll
+            for (int k = 0; k < GC_PK; ++k) { /* every load first: dy along r, a and g along c */
+                gc_ld2(in + (long)(c0 + py + 8 * k) * inner, dv[k][0], dv[k][1]);
+                gc_ld2(a + i0 + 8 * k * ld, av[k][0], av[k][1]);
+                gc_ld2(g + i0 + 8 * k * ld, gv[k][0], gv[k][1]);
+            }
+#pragma unroll
+            for (int k = 0; k < GC_PK; ++k)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) tile[py + 8 * k][2 * px + e] = dv[k][e];
+            __syncthreads();
+#pragma unroll
+            for (int k = 0; k < GC_PK; ++k) {
+                float ra[2], rg[2];
+#pragma unroll
+                for (int e = 0; e < 2; ++e)
+                    tf_gate_bwd_one(&ra[e], &rg[e], tile[2 * px + e][py + 8 * k], av[k][e], gv[k][e]);
+                gc_st2(da + i0 + 8 * k * ld, ra[0], ra[1]);
+                gc_st2(dg + i0 + 8 * k * ld, rg[0], rg[1]);
+            }
+            return;
+        }
+    }
     {
         const long r = r0 + tx;
         const T *in = dlr_t + gc_cmajor_at(s, r, rows, inner, C);
@@ -140,26 +218,27 @@ extern "C" __global__ void __launch_bounds__(GC_TILE *GC_ROWS)
 gate_cmajor_fwd_kernel2(float *lr_t, const float *a, const float *g, long ld, long rows,
                         long inner, int C)
 {
-    gate_cmajor_fwd_body(lr_t, a, g, ld, rows, inner, C);
+    gate_cmajor_fwd_body(lr_t, a, g, ld, rows, inner, C, 0);
 }
 extern "C" __global__ void __launch_bounds__(GC_TILE *GC_ROWS)
 gate_cmajor_bwd_kernel2(float *da, float *dg, const float *dlr_t, const float *a, const float *g,
                         long ld, long rows, long inner, int C)
 {
-    gate_cmajor_bwd_body(da, dg, dlr_t, a, g, ld, rows, inner, C);
+    gate_cmajor_bwd_body(da, dg, dlr_t, a, g, ld, rows, inner, C, 0);
 }
 template <class T>
 __global__ void __launch_bounds__(GC_TILE *GC_ROWS)
-gate_cmajor_fwd_kernel2_t(T *lr_t, const T *a, const T *g, long ld, long rows, long inner, int C)
+gate_cmajor_fwd_kernel2_t(T *lr_t, const T *a, const T *g, long ld, long rows, long inner, int C,
+                          int pair)
 {
-    gate_cmajor_fwd_body(lr_t, a, g, ld, rows, inner, C);
+    gate_cmajor_fwd_body(lr_t, a, g, ld, rows, inner, C, pair);
 }
 template <class T>
 __global__ void __launch_bounds__(GC_TILE *GC_ROWS)
 gate_cmajor_bwd_kernel2_t(T *da, T *dg, const T *dlr_t, const T *a, const T *g, long ld,
-                          long rows, long inner, int C)
+                          long rows, long inner, int C, int pair)
 {
-    gate_cmajor_bwd_body(da, dg, dlr_t, a, g, ld, rows, inner, C);
+    gate_cmajor_bwd_body(da, dg, dlr_t, a, g, ld, rows, inner, C, pair);
 }
 
 static dim3 gc_grid(long rows, int C)
@@ -185,14 +264,26 @@ extern "C" void tf_cu_gate_cmajor_bwd(tf_backend *be, float *da, float *dg, cons
               dg, dlr_t, a, g, ld, rows, inner, C);
 }
 
+/* the half types' full tiles move element pairs: even strides, 4-byte
+ * aligned arrays */
+static int gc_pair_ok(long ld, long inner, int C, const void *p0, const void *p1, const void *p2,
+                      const void *p3, const void *p4)
+{
+    const void *p[5] = {p0, p1, p2, p3, p4};
+    for (int k = 0; k < 5; ++k)
+        if (p[k] && !tf_cu_aligned(p[k], 4)) return 0;
+    return ld % 2 == 0 && inner % 2 == 0 && C % 2 == 0;
+}
+
 extern "C" void tf_cu_gate_cmajor_fwd_h(tf_backend *be, void *lr_t, const void *a, const void *g,
                                         long ld, long rows, long inner, int C, tf_dtype t)
 {
     if (rows <= 0 || C <= 0 || inner <= 0) return;
+    const int pair = gc_pair_ok(ld, inner, C, lr_t, a, g, NULL, NULL);
     TF_CU_DISPATCH_HALF(t, T,
                         TF_LAUNCH(gate_cmajor_fwd_kernel2_t<T>, gc_grid(rows, C),
                                   dim3(GC_TILE, GC_ROWS), be->stream, (T *)lr_t, (const T *)a,
-                                  (const T *)g, ld, rows, inner, C));
+                                  (const T *)g, ld, rows, inner, C, pair));
 }
 
 extern "C" void tf_cu_gate_cmajor_bwd_h(tf_backend *be, void *da, void *dg, const void *dlr_t,
@@ -200,9 +291,10 @@ extern "C" void tf_cu_gate_cmajor_bwd_h(tf_backend *be, void *da, void *dg, cons
                                         long inner, int C, tf_dtype t)
 {
     if (rows <= 0 || C <= 0 || inner <= 0) return;
+    const int pair = gc_pair_ok(ld, inner, C, da, dg, dlr_t, a, g);
     TF_CU_DISPATCH_HALF(t, T,
                         TF_LAUNCH(gate_cmajor_bwd_kernel2_t<T>, gc_grid(rows, C),
                                   dim3(GC_TILE, GC_ROWS), be->stream, (T *)da, (T *)dg,
                                   (const T *)dlr_t, (const T *)a, (const T *)g, ld, rows, inner,
-                                  C));
+                                  C, pair));
 }
