@@ -34,23 +34,6 @@ __device__ __forceinline__ long gc_cmajor_at(int s, long r, long rows, long inne
 #define GC_PX (GC_TILE / 2)            /* pair lanes along a tile side */
 #define GC_PK (GC_TILE * GC_ROWS / GC_PX) /* pair rows a thread's 8 steps cover */
 
-/* two adjacent elements of a 2-byte type: load as fp32, store rounded */
-template <class T>
-__device__ __forceinline__ void gc_ld2(const T *p, float &lo, float &hi)
-{
-    T v[2];
-    const uint32_t u = *reinterpret_cast<const uint32_t *>(p);
-    memcpy(v, &u, 4);
-    lo = tf_cu_f32(v[0]), hi = tf_cu_f32(v[1]);
-}
-template <class T> __device__ __forceinline__ void gc_st2(T *p, float lo, float hi)
-{
-    T v[2];
-    v[0] = lo, v[1] = hi;
-    uint32_t u;
-    memcpy(&u, v, 4);
-    *reinterpret_cast<uint32_t *>(p) = u;
-}
 
 /* a full tile's a and g (rows r0 + ty + GC_ROWS k, one column; i0 the first's
  * index): every load issued before any value is used */
@@ -81,24 +64,24 @@ __device__ __forceinline__ void gate_cmajor_fwd_body(T *lr_t, const T *a, const 
     if constexpr (sizeof(T) == 2) {
         if (pair && full) { /* lane px: elements 2 px, 2 px + 1; py the row (column) */
             const int t = ty * GC_TILE + tx, px = t % GC_PX, py = t / GC_PX;
-            float av[GC_PK][2], gv[GC_PK][2];
+            float2 av[GC_PK], gv[GC_PK];
 #pragma unroll
             for (int k = 0; k < GC_PK; ++k) { /* read along c, every load first */
                 const long i = (r0 + py + 8 * k) * ld + (long)s * C + c0 + 2 * px;
-                gc_ld2(a + i, av[k][0], av[k][1]);
-                gc_ld2(g + i, gv[k][0], gv[k][1]);
+                av[k] = tf_cu_ld2(a + i), gv[k] = tf_cu_ld2(g + i);
             }
 #pragma unroll
-            for (int k = 0; k < GC_PK; ++k)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) tile[py + 8 * k][2 * px + e] = av[k][e] * tf_sigmoidf(gv[k][e]);
+            for (int k = 0; k < GC_PK; ++k) {
+                tile[py + 8 * k][2 * px] = av[k].x * tf_sigmoidf(gv[k].x);
+                tile[py + 8 * k][2 * px + 1] = av[k].y * tf_sigmoidf(gv[k].y);
+            }
             __syncthreads();
             const long r = r0 + 2 * px; /* r and r + 1: one b (inner even) */
             T *o = lr_t + gc_cmajor_at(s, r, rows, inner, C);
 #pragma unroll
             for (int k = 0; k < GC_PK; ++k) { /* write along r */
                 const int c = py + 8 * k;
-                gc_st2(o + (long)(c0 + c) * inner, tile[2 * px][c], tile[2 * px + 1][c]);
+                tf_cu_st2(o + (long)(c0 + c) * inner, tile[2 * px][c], tile[2 * px + 1][c]);
             }
             return;
         }
@@ -156,27 +139,24 @@ __device__ __forceinline__ void gate_cmajor_bwd_body(T *da, T *dg, const T *dlr_
             const int t = ty * GC_TILE + tx, px = t % GC_PX, py = t / GC_PX;
             const long r = r0 + 2 * px; /* r and r + 1: one b (inner even) */
             const T *in = dlr_t + gc_cmajor_at(s, r, rows, inner, C);
-            float dv[GC_PK][2], av[GC_PK][2], gv[GC_PK][2];
+            float2 dv[GC_PK], av[GC_PK], gv[GC_PK];
             const long i0 = (r0 + py) * ld + (long)s * C + c0 + 2 * px;
 #pragma unroll
             for (int k = 0; k < GC_PK; ++k) { /* every load first: dy along r, a and g along c */
-                gc_ld2(in + (long)(c0 + py + 8 * k) * inner, dv[k][0], dv[k][1]);
-                gc_ld2(a + i0 + 8 * k * ld, av[k][0], av[k][1]);
-                gc_ld2(g + i0 + 8 * k * ld, gv[k][0], gv[k][1]);
+                dv[k] = tf_cu_ld2(in + (long)(c0 + py + 8 * k) * inner);
+                av[k] = tf_cu_ld2(a + i0 + 8 * k * ld), gv[k] = tf_cu_ld2(g + i0 + 8 * k * ld);
             }
 #pragma unroll
             for (int k = 0; k < GC_PK; ++k)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) tile[py + 8 * k][2 * px + e] = dv[k][e];
+                tile[py + 8 * k][2 * px] = dv[k].x, tile[py + 8 * k][2 * px + 1] = dv[k].y;
             __syncthreads();
 #pragma unroll
             for (int k = 0; k < GC_PK; ++k) {
                 float ra[2], rg[2];
-#pragma unroll
-                for (int e = 0; e < 2; ++e)
-                    tf_gate_bwd_one(&ra[e], &rg[e], tile[2 * px + e][py + 8 * k], av[k][e], gv[k][e]);
-                gc_st2(da + i0 + 8 * k * ld, ra[0], ra[1]);
-                gc_st2(dg + i0 + 8 * k * ld, rg[0], rg[1]);
+                tf_gate_bwd_one(&ra[0], &rg[0], tile[2 * px][py + 8 * k], av[k].x, gv[k].x);
+                tf_gate_bwd_one(&ra[1], &rg[1], tile[2 * px + 1][py + 8 * k], av[k].y, gv[k].y);
+                tf_cu_st2(da + i0 + 8 * k * ld, ra[0], ra[1]);
+                tf_cu_st2(dg + i0 + 8 * k * ld, rg[0], rg[1]);
             }
             return;
         }

@@ -545,41 +545,23 @@ __device__ __forceinline__ void ln_vld(const T *p, float (&v)[LN2_CACHE])
         v[0] = t.x, v[1] = t.y, v[2] = 0.f, v[3] = 0.f;
     }
 }
-/* p's VW elements = v (+= when accumulate: the sum in fp32, rounded once) */
+/* p's VW elements = v, rounded once to T */
 template <int VW, class T>
-__device__ __forceinline__ void ln_vst(T *p, const float (&v)[LN2_CACHE], int accumulate)
+__device__ __forceinline__ void ln_vst(T *p, const float (&v)[LN2_CACHE])
 {
-    if (VW == 4) {
-        float4 t = make_float4(v[0], v[1], v[2], v[3]);
-        if (accumulate) {
-            const float4 q = tf_cu_ld4(p);
-            t = make_float4(q.x + t.x, q.y + t.y, q.z + t.z, q.w + t.w);
-        }
-        tf_cu_st4(p, t);
-    } else {
-        float2 t = make_float2(v[0], v[1]);
-        if (accumulate) {
-            const float2 q = tf_cu_ld2(p);
-            t = make_float2(q.x + t.x, q.y + t.y);
-        }
-        tf_cu_st2(p, t.x, t.y);
-    }
+    if (VW == 4) tf_cu_st4(p, make_float4(v[0], v[1], v[2], v[3]));
+    else tf_cu_st2(p, v[0], v[1]);
 }
-/* p's VW elements = old + v (accumulate: old holds p's elements, loaded
- * ahead), else v: ln_vst's sums without its load in the dependent chain */
+/* p's VW elements = old + v when accumulate (old: p's elements, loaded
+ * ahead, so that no load sits in the dependent chain), else v */
 template <int VW, class T>
-__device__ __forceinline__ void ln_vst_old(T *p, const float (&v)[LN2_CACHE],
+__device__ __forceinline__ void ln_vst_add(T *p, const float (&v)[LN2_CACHE],
                                            const float (&old)[LN2_CACHE], int accumulate)
 {
-    if (VW == 4) {
-        float4 t = make_float4(v[0], v[1], v[2], v[3]);
-        if (accumulate) t = make_float4(old[0] + t.x, old[1] + t.y, old[2] + t.z, old[3] + t.w);
-        tf_cu_st4(p, t);
-    } else {
-        float2 t = make_float2(v[0], v[1]);
-        if (accumulate) t = make_float2(old[0] + t.x, old[1] + t.y);
-        tf_cu_st2(p, t.x, t.y);
-    }
+    float s[LN2_CACHE];
+#pragma unroll
+    for (int k = 0; k < LN2_CACHE; ++k) s[k] = accumulate ? old[k] + v[k] : v[k];
+    ln_vst<VW>(p, s);
 }
 /* row r's x and dout at column VW lane, when r < r1 */
 template <int VW, class TX, class TY>
@@ -634,7 +616,7 @@ layernorm_bwd_kernel2_v(TX *dx, ln_roots o, float *part, int *count, const TY *d
             float v[LN2_CACHE];
 #pragma unroll
             for (int k = 0; k < VW; ++k) v[k] = rs * (gv[k] - mg - xh[k] * mgx);
-            ln_vst_old<VW>(dx + r * C + VW * lane, v, ov, accumulate);
+            ln_vst_add<VW>(dx + r * C + VW * lane, v, ov, accumulate);
         }
 #pragma unroll
         for (int k = 0; k < LN2_CACHE; ++k) xv[k] = xn[k], dv[k] = dn[k], ov[k] = on[k];
@@ -706,7 +688,7 @@ layernorm2_bwd_kernel2_c128(TX *dx, ln_roots o, float *part, int *count, const T
         float v[4];
 #pragma unroll
         for (int k = 0; k < 4; ++k) v[k] = s1 * (gv[k] - mg - xh1[k] * mgx);
-        ln_vst_old<4>(dx + r * C + 4 * lane, v, ov, accumulate);
+        ln_vst_add<4>(dx + r * C + 4 * lane, v, ov, accumulate);
 #pragma unroll
         for (int k = 0; k < 4; ++k) xv[k] = xn[k], dv[k] = dn[k], ov[k] = on[k];
     }
@@ -748,7 +730,7 @@ layernorm_fwd_kernel2_v(TY *out, float *mean, float *rstd, const TX *x, const fl
     ln_vrow_stats<VW>(v, eps, mu, rs);
 #pragma unroll
     for (int k = 0; k < VW; ++k) v[k] = (v[k] - mu) * rs * g[k] + b[k];
-    ln_vst<VW>(out + r * C + VW * lane, v, 0);
+    ln_vst<VW>(out + r * C + VW * lane, v);
     if (lane == 0) {
         if (mean) mean[r] = mu;
         if (rstd) rstd[r] = rs;
@@ -775,7 +757,7 @@ layernorm2_fwd_kernel2_c128(TY *out, float *stats, const TX *x, const float *g1,
     ln_vld<4>(b2 + 4 * lane, q);
 #pragma unroll
     for (int k = 0; k < 4; ++k) v[k] = (v[k] - mu2) * rs2 * p[k] + q[k];
-    ln_vst<4>(out + r * 128 + 4 * lane, v, 0);
+    ln_vst<4>(out + r * 128 + 4 * lane, v);
     if (lane == 0) {
         stats[r] = mu1;
         stats[rows + r] = rs1;
