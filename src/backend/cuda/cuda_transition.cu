@@ -18,7 +18,10 @@
  * the ReLU, packs h into A fragments in registers (rounded to E, as the
  * composition stores h) and adds h W2c^T into its 64 x C fp32 accumulator
  * (A from registers). The [rows, 4C] hidden layer never leaves the chip.
- * Epilogue: x_out = x + acc in fp32.
+ * Epilogue: each warp puts its accumulator rows in shared memory and
+ * writes x_out = x + acc in fp32 a row at a time, 16 bytes a lane, the
+ * loads of several rows out before the first store (fragment-order global
+ * accesses made every load wait for the store before it: x_out may be x).
  *
  * Backward, tr_bwd_kernel: the prologue recomputes xn from x and the saved
  * statistics (the forward's expression: the same bits; also written out)
@@ -29,15 +32,15 @@
  * shared memory, 16 bytes a lane; dxn += dh W1c with dh's A fragments
  * straight from the registers. The two products that read a weight matrix
  * along its rows (W2c for dp, W1c for dxn) take it N-major, so every tile
- * is a cp.async copy, the next chunk's in flight. Then dxn is rounded to E (the
- * composition stores it) and the LayerNorm's backward runs on the
- * fragments: a row's C values sit in the 4 lanes of a quad, so its two sums
- * are two shuffles; dx += rstd (g - mean(g) - xhat mean(g xhat)),
- * g = dxn gamma. dgamma and dbeta: each warp's column sums over its rows
- * (quad-order shuffles), added in warp order into the block's running row
- * in shared memory; a block takes tiles blockIdx.x, + gridDim.x, ... (the
- * grid a function of rows only), writes its row of 2C partials to the
- * backend's scratch, and tr_dparams_kernel adds the rows in block order:
+ * is a cp.async copy, the next chunk's in flight. Then dxn is rounded to
+ * E (the composition stores it) and staged a warp's rows at a time in shared
+ * memory, and the LayerNorm's backward runs a row at a time as the
+ * forward's epilogue does: dx += rstd (g - mean(g) - xhat mean(g xhat)),
+ * g = dxn gamma, the two means as warp sums. dgamma and dbeta: each lane's
+ * columns summed over its warp's rows in row order, added in warp order
+ * into the block's running row in shared memory; a block takes tiles
+ * blockIdx.x, + gridDim.x, ... (the grid a function of rows only), writes
+ * its row of 2C partials to the backend's scratch, and tr_dparams_kernel adds the rows in block order:
  * deterministic, no atomics.
  *
  * Roofs (FLOPs, bytes, achieved rates) are in bench/RESULTS.md. */
@@ -62,11 +65,17 @@ struct tr_cfg {
     static constexpr int XH = TR_ROWS * C; /* halves of xn (and dy) */
     static constexpr int WH = TR_HC * C;   /* halves of one weight tile of a chunk */
     static constexpr size_t FWD_BYTES = 2 * ((size_t)XH + 2 * 2 * (size_t)WH);
+    static constexpr int SO = C + 8; /* row stride (floats) of the epilogues' staged rows */
     static constexpr int SP = TR_HC + 8; /* row stride of a warp's h / dh staging (halves) */
     static constexpr int SH = 2 * 16 * SP; /* halves of a warp's staging: h, then dh */
     static constexpr size_t BWD_BYTES = 2 * (2 * (size_t)XH + 2 * 3 * (size_t)WH) +
                                         sizeof(float) * (TR_THREADS / 32 + 1) * 2 * C +
                                         2 * (size_t)(TR_THREADS / 32) * SH;
+    /* the epilogues' staged rows reuse xn's and the weights' space */
+    static_assert(sizeof(float) * TR_ROWS * SO <= 2 * ((size_t)XH + 2 * 2 * (size_t)WH),
+                  "forward: the staged rows fit the tiles' space");
+    static_assert(sizeof(float) * TR_ROWS * SO <= 2 * (2 * (size_t)XH + 2 * 3 * (size_t)WH),
+                  "backward: the staged rows fit below the reduction rows");
 };
 
 #if TF_WG_CODE
@@ -135,12 +144,20 @@ __device__ __forceinline__ void tr_load_row(float *v, const float *p)
     }
 }
 
+template <int NV>
+__device__ __forceinline__ void tr_store_row(float *p, const float *v)
+{
+    if constexpr (NV == 4) *(float4 *)p = make_float4(v[0], v[1], v[2], v[3]);
+    else *(float2 *)p = make_float2(v[0], v[1]);
+}
+
 /* The block's rows: xn = LN(x) rounded to E into the K-major tile sx (zero
  * past rows), a warp the 16 rows 16 w.., a lane NV adjacent columns; the
  * statistics saved (fwd) or read (bwd); xo (bwd) gets xn. The loads of
  * TR_AHEAD rows go out before any of their sums: a row at a time, the
  * prologue is a chain of memory latencies. */
 #define TR_AHEAD 8
+#define TR_BAHEAD 4 /* the backward's epilogue: 8 spill at C 128 */
 template <class E, int C, bool SAVE>
 __device__ __forceinline__ void tr_prologue(uint16_t *sx, float *mean, float *rstd, E *xo,
                                             const float *x, const float *gamma, const float *beta,
@@ -192,6 +209,21 @@ __device__ __forceinline__ void tr_prologue(uint16_t *sx, float *mean, float *rs
     }
 }
 
+/* the warp's NT accumulator tiles (its 16 rows: g and g + 8, columns
+ * 8 n + 2 t and + 1) as 16 rows of stride SO floats at s; SO = C + 8 puts
+ * the 8 quads' float2 stores in distinct banks */
+template <int NT, int SO>
+__device__ __forceinline__ void tr_acc_to_rows(float *s, const float (*acc)[4])
+{
+    const int lane = (int)threadIdx.x % 32, g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int n = 0; n < NT; ++n)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh)
+            *(float2 *)(s + (g + 8 * hh) * SO + 8 * n + 2 * t) =
+                make_float2(acc[n][2 * hh], acc[n][2 * hh + 1]);
+}
+
 /* d (64 x N) = a b over K = KD: the warpgroup's rows of the K-major tile a
  * (TR_ROWS rows), b a K-major tile of N rows or (TB) an N-major tile of N
  * columns (both from shared memory) */
@@ -231,7 +263,6 @@ tr_fwd_kernel(float *x_out, float *mean, float *rstd, const float *x, const floa
     TF_SMEM(smf);
     uint16_t *sx = (uint16_t *)smf, *sw = sx + K::XH; /* stage s: W1c at sw + 2 s WH, W2c^T after */
     const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
-    const int g = lane >> 2, t = lane & 3;
     const long r0 = (long)blockIdx.x * TR_ROWS;
     if (x_out) tr_stage_fwd<C>(sw, sw + K::WH, W1, W2, 0, vec);
     mma_commit();
@@ -274,37 +305,36 @@ tr_fwd_kernel(float *x_out, float *mean, float *rstd, const float *x, const floa
         tr_mma_rs<E, C>(acc, ha, w2);
         __syncthreads(); /* stage i & 1 is free for chunk i + 2 */
     }
+    /* x_out = x + acc: the warp's rows through shared memory (the loop's
+     * last barrier freed it), then a row at a time with 16-byte accesses,
+     * TR_AHEAD rows' loads of x before any store */
+    float *so = (float *)smf + warp * 16 * K::SO;
+    tr_acc_to_rows<K::NT, K::SO>(so, acc);
+    __syncwarp();
+    const int c0 = K::NV * lane;
+#pragma unroll 1
+    for (int i0 = 0; i0 < 16; i0 += TR_AHEAD) {
+        float v[TR_AHEAD][K::NV];
 #pragma unroll
-    for (int n = 0; n < K::NT; ++n) {
-        const int c = 8 * n + 2 * t;
+        for (int i = 0; i < TR_AHEAD; ++i) {
+            const long r = r0 + 16 * warp + i0 + i;
+            if (r < rows) tr_load_row<K::NV>(v[i], x + r * C + c0);
+        }
 #pragma unroll
-        for (int hh = 0; hh < 2; ++hh) {
-            const long r = r0 + 16 * warp + g + 8 * hh;
-            if (r < rows) {
-                const float2 xv = *(const float2 *)(x + r * C + c);
-                *(float2 *)(x_out + r * C + c) =
-                    make_float2(xv.x + acc[n][2 * hh], xv.y + acc[n][2 * hh + 1]);
-            }
+        for (int i = 0; i < TR_AHEAD; ++i) {
+            const long r = r0 + 16 * warp + i0 + i;
+            if (r >= rows) break; /* warp-uniform */
+            float a[K::NV];
+            tr_load_row<K::NV>(a, so + (i0 + i) * K::SO + c0);
+#pragma unroll
+            for (int k = 0; k < K::NV; ++k) a[k] += v[i][k];
+            tr_store_row<K::NV>(x_out + r * C + c0, a);
         }
     }
 #else
     (void)x_out, (void)mean, (void)rstd, (void)x, (void)gamma, (void)beta, (void)W1, (void)W2;
     (void)rows, (void)eps, (void)vec; /* no wgmma here: caps.transition_op is 0 */
 #endif
-}
-
-/* sum over the 4 lanes of a quad (the lanes holding one row's columns) */
-__device__ __forceinline__ float tr_quad_sum(float v)
-{
-    v += tf_shfl_xor(v, 1);
-    return v + tf_shfl_xor(v, 2);
-}
-/* sum over the 8 quads (the rows g of a column), in a fixed tree order */
-__device__ __forceinline__ float tr_rows_sum(float v)
-{
-    v += tf_shfl_xor(v, 4);
-    v += tf_shfl_xor(v, 8);
-    return v + tf_shfl_xor(v, 16);
 }
 
 #if TF_WG_CODE
@@ -338,7 +368,7 @@ tr_bwd_kernel(float *dx, float *part, E *xn, E *hout, E *dhout, const E *dy, con
     float *tot = red + (TR_THREADS / 32) * 2 * C;
     const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
     uint16_t *sh = (uint16_t *)(tot + 2 * C) + warp * K::SH, *sdh = sh + 16 * K::SP;
-    const int g = lane >> 2, t = lane & 3, row0 = 16 * warp;
+    const int g = lane >> 2, t = lane & 3, row0 = 16 * warp, c0 = K::NV * lane;
     for (int c = (int)threadIdx.x; c < 2 * C; c += TR_THREADS) tot[c] = 0.f;
     const long ntiles = (rows + TR_ROWS - 1) / TR_ROWS;
     for (long tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
@@ -423,55 +453,58 @@ tr_bwd_kernel(float *dx, float *part, E *xn, E *hout, E *dhout, const E *dy, con
             tr_mma_rs<E, C, true>(acc, da, w1t);
             __syncthreads(); /* stage i & 1 is free for chunk i + 2 */
         }
-        /* the LayerNorm's backward on the fragments: rows g and g + 8 of the
-         * warp, columns 8n + 2t (+1); dxn rounded to E as the composition's */
-        float sg[2] = {0.f, 0.f}, sgx[2] = {0.f, 0.f}, mu[2], rs[2];
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh) {
-            const long r = r0 + row0 + g + 8 * hh;
-            mu[hh] = r < rows ? mean[r] : 0.f;
-            rs[hh] = r < rows ? rstd[r] : 0.f;
-        }
+        /* the LayerNorm's backward a row at a time: dxn rounded to E (the
+         * composition stores it) into the warp's rows in shared memory (the
+         * loop's last barrier freed it), then per row of the warp, a lane
+         * NV adjacent columns with 16-byte loads of x and dx (TR_BAHEAD
+         * rows' loads first): g = dxn gamma, dx += rstd (g - mean(g) - xhat
+         * mean(g xhat)); the lane's columns of dgamma, dbeta summed over the
+         * warp's rows in row order */
+        float *so = (float *)smf + warp * 16 * K::SO;
 #pragma unroll
         for (int n = 0; n < K::NT; ++n)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int hh = e >> 1, c = 8 * n + 2 * t + (e & 1);
-                const long r = r0 + row0 + g + 8 * hh;
-                acc[n][e] = tf_tile_widen<E>(tf_tile_round<E>(acc[n][e]));
-                const float xh = r < rows ? (x[r * C + c] - mu[hh]) * rs[hh] : 0.f;
-                const float gv = acc[n][e] * gamma[c];
-                sg[hh] += gv;
-                sgx[hh] += gv * xh;
-            }
-        float mg[2], mgx[2];
+            for (int e = 0; e < 4; ++e) acc[n][e] = tf_tile_widen<E>(tf_tile_round<E>(acc[n][e]));
+        tr_acc_to_rows<K::NT, K::SO>(so, acc);
+        __syncwarp();
+        float pg[K::NV] = {}, pb[K::NV] = {}, gm[K::NV];
+        tr_load_row<K::NV>(gm, gamma + c0);
+#pragma unroll 1
+        for (int i0 = 0; i0 < 16; i0 += TR_BAHEAD) {
+            float xv[TR_BAHEAD][K::NV], dv[TR_BAHEAD][K::NV], mu[TR_BAHEAD], rs[TR_BAHEAD];
 #pragma unroll
-        for (int hh = 0; hh < 2; ++hh) mg[hh] = tr_quad_sum(sg[hh]) / C, mgx[hh] = tr_quad_sum(sgx[hh]) / C;
-#pragma unroll
-        for (int n = 0; n < K::NT; ++n) { /* the lane's two columns of tile n */
-            const int c = 8 * n + 2 * t;
-            float pg[2] = {0.f, 0.f}, pb[2] = {0.f, 0.f};
-#pragma unroll
-            for (int hh = 0; hh < 2; ++hh) {
-                const long r = r0 + row0 + g + 8 * hh;
-                if (r >= rows) continue;
-                const float2 xv = *(const float2 *)(x + r * C + c);
-                float2 dv = *(const float2 *)(dx + r * C + c);
-                const float xh[2] = {(xv.x - mu[hh]) * rs[hh], (xv.y - mu[hh]) * rs[hh]};
-                const float d[2] = {acc[n][2 * hh], acc[n][2 * hh + 1]};
-                dv.x += rs[hh] * (d[0] * gamma[c] - mg[hh] - xh[0] * mgx[hh]);
-                dv.y += rs[hh] * (d[1] * gamma[c + 1] - mg[hh] - xh[1] * mgx[hh]);
-                *(float2 *)(dx + r * C + c) = dv;
-#pragma unroll
-                for (int j = 0; j < 2; ++j) pg[j] += d[j] * xh[j], pb[j] += d[j];
+            for (int i = 0; i < TR_BAHEAD; ++i) {
+                const long r = r0 + row0 + i0 + i;
+                if (r < rows) {
+                    tr_load_row<K::NV>(xv[i], x + r * C + c0);
+                    tr_load_row<K::NV>(dv[i], dx + r * C + c0);
+                    mu[i] = mean[r], rs[i] = rstd[r];
+                }
             }
 #pragma unroll
-            for (int j = 0; j < 2; ++j) {
-                pg[j] = tr_rows_sum(pg[j]);
-                pb[j] = tr_rows_sum(pb[j]);
-                if (g == 0) red[warp * 2 * C + c + j] = pg[j], red[warp * 2 * C + C + c + j] = pb[j];
+            for (int i = 0; i < TR_BAHEAD; ++i) {
+                const long r = r0 + row0 + i0 + i;
+                if (r >= rows) break; /* warp-uniform */
+                float d[K::NV], xh[K::NV], gv[K::NV], sg = 0.f, sgx = 0.f;
+                tr_load_row<K::NV>(d, so + (i0 + i) * K::SO + c0);
+#pragma unroll
+                for (int k = 0; k < K::NV; ++k) {
+                    xh[k] = (xv[i][k] - mu[i]) * rs[i];
+                    gv[k] = d[k] * gm[k];
+                    sg += gv[k];
+                    sgx += gv[k] * xh[k];
+                    pg[k] += d[k] * xh[k];
+                    pb[k] += d[k];
+                }
+                const float mg = tf_warp_sum(sg) / C, mgx = tf_warp_sum(sgx) / C;
+#pragma unroll
+                for (int k = 0; k < K::NV; ++k) dv[i][k] += rs[i] * (gv[k] - mg - xh[k] * mgx);
+                tr_store_row<K::NV>(dx + r * C + c0, dv[i]);
             }
         }
+#pragma unroll
+        for (int k = 0; k < K::NV; ++k)
+            red[warp * 2 * C + c0 + k] = pg[k], red[warp * 2 * C + C + c0 + k] = pb[k];
         __syncthreads();
         for (int c = (int)threadIdx.x; c < 2 * C; c += TR_THREADS) {
             float s = tot[c];
