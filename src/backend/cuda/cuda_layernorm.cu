@@ -591,15 +591,18 @@ layernorm_bwd_kernel2_v(TX *dx, ln_roots o, float *part, int *count, const TY *d
 #pragma unroll
     for (int k = 0; k < LN2_CACHE; ++k) a[0][k] = a[1][k] = 0.f;
     long r = r0 + w;
-    float ov[LN2_CACHE] = {0.f, 0.f, 0.f, 0.f}; /* dx's row (accumulate), loaded a row ahead */
+    /* dx's row (accumulate) loaded a row ahead at VW 2; at VW 4 those
+     * registers would cost a block an SM, and it is loaded at the store */
+    constexpr bool DX_AHEAD = VW == 2;
+    float ov[LN2_CACHE] = {0.f, 0.f, 0.f, 0.f};
     ln_vld_row<VW>(r, r1, C, lane, x, dout, xv, dv);
-    if (dx && accumulate && r < r1) ln_vld<VW>(dx + r * C + VW * lane, ov);
+    if (DX_AHEAD && dx && accumulate && r < r1) ln_vld<VW>(dx + r * C + VW * lane, ov);
     float mu = r < r1 ? mean[r] : 0.f, rs = r < r1 ? rstd[r] : 0.f;
     for (; r < r1; r += NW) { /* warp-uniform */
         float xn[LN2_CACHE], dn[LN2_CACHE], on[LN2_CACHE] = {0.f, 0.f, 0.f, 0.f};
         const long rn = r + NW;
         ln_vld_row<VW>(rn, r1, C, lane, x, dout, xn, dn);
-        if (dx && accumulate && rn < r1) ln_vld<VW>(dx + rn * C + VW * lane, on);
+        if (DX_AHEAD && dx && accumulate && rn < r1) ln_vld<VW>(dx + rn * C + VW * lane, on);
         const float mun = rn < r1 ? mean[rn] : 0.f, rsn = rn < r1 ? rstd[rn] : 0.f;
         float gv[LN2_CACHE], xh[LN2_CACHE], sg = 0.f, sgx = 0.f;
 #pragma unroll
@@ -616,6 +619,7 @@ layernorm_bwd_kernel2_v(TX *dx, ln_roots o, float *part, int *count, const TY *d
             float v[LN2_CACHE];
 #pragma unroll
             for (int k = 0; k < VW; ++k) v[k] = rs * (gv[k] - mg - xh[k] * mgx);
+            if (!DX_AHEAD && accumulate) ln_vld<VW>(dx + r * C + VW * lane, ov);
             ln_vst_add<VW>(dx + r * C + VW * lane, v, ov, accumulate);
         }
 #pragma unroll
