@@ -73,16 +73,28 @@ typedef struct {            /* MSA or pair transition */
     void *h;                /* relu(x W1^T) [rows, 4C] */
 } tf_transition_act;
 
+/* The outer product mean's composition, decided once per forward from the
+ * executor and the shape (tf_opm_plan_make, outer_product.c) */
+typedef enum {
+    TF_OPM_REF,          /* the product formed, permuted, then projected */
+    TF_OPM_WEIGHT_FIRST, /* level 3 on the CPU (exec.h opm_weight_first) */
+    TF_OPM_FUSED         /* one op each way (op_list.h opm_fwd, opm_bwd_dz) */
+} tf_opm_kind;
 typedef struct {
+    tf_opm_kind kind;
+    int chunked;  /* TF_OPM_REF with --chunk-size: the product onward chunk by chunk */
+    int outer_op; /* TF_OPM_REF whole: the permuted product as one op (opm_outer) */
+    int bwd_op;   /* TF_OPM_REF whole: its backward to da as one op (opm_bwd) */
+} tf_opm_plan;
+
+typedef struct {
+    tf_opm_plan plan;
     tf_ln_act ln;           /* module layer_norm of m */
     void *a;                /* [B, S, N, co] */
-    void *outer;            /* [B, N*co, N*co] before the permute (temporary, NULL after) */
-    void *outer_p;          /* [B, N, N, co*co] */
+    void *outer_p;          /* [B, N, N, co*co]: TF_OPM_REF whole, else NULL */
     /* weight-first composition (level 3, outer_product.c): */
     void *a_t;              /* a permuted to [B, N, S, co] */
     void *t;                /* T[b,s,p,j,c] = sum_q a[b,s,j,q] Wpair[c, p*co+q] */
-    int chunked;            /* --chunk-size (outer_product_chunk.c): only ln and a kept */
-    int fused;              /* the forward as one op (op_list.h opm_fwd): only ln and a kept */
 } tf_opm_act;
 
 typedef struct {
@@ -161,12 +173,7 @@ void tf_opm_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, tf_opm_ac
                 float *z_out, const float *z_in, const float *m);
 void tf_opm_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, const tf_opm_act *a,
                 float *dm, const float *dz, const float *m);
-/* The outer product mean's product and output chunk by chunk (--chunk-size,
- * outer_product_chunk.c): z_out NULL computes nothing; da assigned. */
-void tf_opm_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o,
-                        const tf_opm_act *a, float *z_out, const float *z_in);
-void tf_opm_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o,
-                        const tf_opm_act *a, void *da, const float *dz);
+tf_opm_plan tf_opm_plan_make(const tf_exec *ex, const tf_config *c);
 /* which: 0 outgoing, 1 incoming. With ex->chunk the rows' parts run chunk by
  * chunk (triangle_mult_chunk.c). */
 void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
@@ -196,11 +203,24 @@ void tf_triattn_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int w
 void tf_triattn_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                     const tf_triattn_act *a, float *dz, const float *z_in);
 
-/* --chunk-size (chunk.c): the pair tensor's rows (b, i) in chunks of K = ex->chunk,
- * per sample; chunk q is sample b's rows i0 .. i0 + ni */
-typedef struct { int b, i0, ni; } tf_chunk;
+/* --chunk-size (chunk.c): a slab of the pair tensor's rows (b, i), samples
+ * b .. b + nb, rows i0 .. i0 + ni of each: a chunk is one sample's K =
+ * ex->chunk rows (nb = 1; chunk q by tf_chunk_at), the whole pair one slab
+ * of every row (tf_chunk_whole). Its rows are contiguous: the pair's row
+ * (b, i0) is the first, nb * ni * N positions in all. */
+typedef struct { int b, nb, i0, ni; } tf_chunk;
 int tf_chunk_count(const tf_exec *ex, const tf_config *c);
 tf_chunk tf_chunk_at(const tf_exec *ex, const tf_config *c, int q);
+tf_chunk tf_chunk_whole(const tf_config *c);
+/* The slab's first position (b, i0, 0) of the pair, and its positions */
+long tf_chunk_first(const tf_config *c, tf_chunk k);
+long tf_chunk_positions(const tf_config *c, tf_chunk k);
+/* A module's body over one slab of rows (ctx its arguments) */
+typedef void (*tf_rows_fn)(tf_exec *ex, void *ctx, tf_chunk k);
+/* Runs fn over the pair's rows: chunk by chunk when chunked, else once over
+ * the whole pair; the arena is released after each call (what the module
+ * keeps it allocates before) */
+void tf_chunk_run(tf_exec *ex, const tf_config *c, int chunked, tf_rows_fn fn, void *ctx);
 /* The triangle attentions (which 0, 1) and the pair transition (which 2),
  * chunk by chunk: the forward keeps nothing of the module but its output;
  * the backward runs each chunk's forward again, then its backward. Chunks of
