@@ -97,20 +97,31 @@ typedef struct {
     void *t;                /* T[b,s,p,j,c] = sum_q a[b,s,j,q] Wpair[c, p*co+q] */
 } tf_opm_act;
 
+/* The triangle multiplication's composition, decided once per forward from
+ * the executor and the parameter layout (tf_trimul_plan_make,
+ * triangle_mult.c): the projections as four GEMMs, two (fused) or one
+ * (merged) or one op (proj_op); the gating composed (sigmoid, multiply),
+ * by kernels per side (gate_kernel) or with the transpose (gate_kernel and
+ * fused: gate_cmajor_fwd) */
 typedef struct {
-    int chunked;            /* --chunk-size (triangle_mult_chunk.c): only lr_t and u_p kept */
-    int fused, gate_kernel; /* the composition (chunked: proj and og_sig are not kept) */
+    int fused;       /* the triangle fusion: left|right in one GEMM, the gates in one */
+    int merged;      /* level 3: projections and gates from one GEMM */
+    int proj_op;     /* merged as ops (trimul_proj_fwd/_bwd, trimul_out_fwd/_bwd):
+                        proj and out not kept */
+    int gate_kernel; /* level 3: the gates by kernels (gate_*), no sigmoid kept */
+    int cmajor;      /* level 3: channel-major product, no permute of u */
+    int chunked;     /* --chunk-size (triangle_mult_chunk.c): only lr_t and u_p kept */
+} tf_trimul_plan;
+
+typedef struct {
+    tf_trimul_plan plan;
     tf_ln_act bln, ln;      /* block norm, module norm */
     void *proj, *gate;      /* fused: [rows, 2C] each (left|right); else NULL; merged:
                                proj [rows, 4C] (L R | gate L, gate R), gate = proj + 2C */
-    int merged;             /* level 3: projections and gates from one GEMM */
-    int proj_op;            /* merged as ops (trimul_proj_fwd/_bwd, trimul_out_fwd/_bwd):
-                               proj and out not kept */
     void *lp, *rp, *lg, *rg; /* separate [rows, C] (views into proj/gate when fused) */
     void *sig;              /* sigmoid of the gates (v1/v2): [rows, 2C] */
     void *lr_t;             /* [2, B, C, N, N]: L_t [B,C,N,N] then R_t; cmajor: [2, C, B, N, N] */
     void *l_t, *r_t;
-    int cmajor;             /* level 3: channel-major product, no permute of u (triangle_mult.c) */
     void *u_p;              /* [B, N, N, C] the triangle product, channels last; cmajor:
                                [C, B, N, N], i.e. u^T as a [C, rows] matrix */
     void *out, *og, *og_sig; /* output projection, output gate logits, sigmoid (v1/v2) */
@@ -176,6 +187,7 @@ void tf_opm_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, const tf_
 tf_opm_plan tf_opm_plan_make(const tf_exec *ex, const tf_config *c);
 /* which: 0 outgoing, 1 incoming. With ex->chunk the rows' parts run chunk by
  * chunk (triangle_mult_chunk.c). */
+tf_trimul_plan tf_trimul_plan_make(const tf_exec *ex, const tf_block_off *o, int which, int C);
 void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                    tf_trimul_act *a, float *z_out, const float *z_in);
 void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,

@@ -27,7 +27,11 @@
  * nothing of proj; the backward's gating forms proj again from y
  * (trimul_proj_bwd). The output projection, gate and residual add are one
  * more (trimul_out_fwd) that keeps nothing of out; its backward forms out
- * again and gives du as well (trimul_out_bwd). */
+ * again and gives du as well (trimul_out_bwd).
+ *
+ * Which of these compositions runs is decided once per forward
+ * (tf_trimul_plan_make) into the activations' plan, which the backward and
+ * the chunked module (--chunk-size, triangle_mult_chunk.c) read. */
 #include "model/model.h"
 
 static const int to_chan_first[4] = {0, 3, 1, 2}; /* [B,N,N,C] -> [B,C,N,N] */
@@ -55,38 +59,47 @@ void tf_trimul_product(tf_exec *ex, int tA, int tB, const void *A, const void *B
     tf_gemm(ex, &g, name);
 }
 
+tf_trimul_plan tf_trimul_plan_make(const tf_exec *ex, const tf_block_off *o, int which, int C) {
+    const size_t lp = o->tm[which].lp;
+    tf_trimul_plan p;
+    p.fused = ex->fu.triangle;
+    p.gate_kernel = ex->level >= 3;
+    p.cmajor = ex->level >= 3;
+    /* level 3: projections and gates from one GEMM when the four weights are adjacent */
+    p.merged = p.fused && p.gate_kernel && ex->trimul_merged &&
+               o->tm[which].rp == lp + (size_t)C * C && o->tm[which].lg == lp + (size_t)2 * C * C &&
+               o->tm[which].rg == lp + (size_t)3 * C * C;
+    p.proj_op = p.merged && ex->trimul_proj_op && TF_TRIMUL_PROJ_OP_C(C);
+    p.chunked = ex->chunk > 0;
+    return p;
+}
+
 void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                    tf_trimul_act *a, float *z_out, const float *z_in) {
     const tf_config *c = M->c;
     const int B = c->batch, N = c->seq_len, C = c->pair_dim;
     const long rows = (long)B * N * N, nc = rows * C;
-    const int fused = ex->fu.triangle, gate_kernel = ex->level >= 3;
     const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out;
     const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
-    a->proj_op = 0;
-    if (ex->chunk) {
+    a->plan = tf_trimul_plan_make(ex, o, which, C);
+    const int fused = a->plan.fused, gate_kernel = a->plan.gate_kernel;
+    if (a->plan.chunked) {
         tf_trimul_fwd_chunked(ex, M, o, which, a, z_out, z_in);
         return;
     }
-    a->chunked = 0;
     tf_rpush(ex, which ? "triangle_mult_incoming" : "triangle_mult_outgoing");
-    /* level 3: projections and gates from one GEMM when the four weights are adjacent */
-    a->merged = fused && gate_kernel && ex->trimul_merged &&
-                o->tm[which].rp == lp + (size_t)C * C && lg == lp + (size_t)2 * C * C &&
-                o->tm[which].rg == lp + (size_t)3 * C * C;
-    a->proj_op = a->merged && ex->trimul_proj_op && TF_TRIMUL_PROJ_OP_C(C);
     float *ln_stats = NULL; /* the op's norms (trimul_proj_fwd's prologue) */
-    if (a->proj_op)
+    if (a->plan.proj_op)
         ln_stats = tf_ln2_alloc(ex, &a->bln, &a->ln, rows, C);
     else
         tf_ln2_fwd(ex, M, bn, o->tm[which].ln, &a->bln, &a->ln, z_in, rows, C);
 
     tf_rpush(ex, "projections");
     size_t mark;
-    if (a->proj_op) {
+    if (a->plan.proj_op) {
         a->proj = a->gate = NULL; /* formed in the op, never stored */
         a->lp = a->rp = a->lg = a->rg = NULL;
-    } else if (a->merged) {
+    } else if (a->plan.merged) {
         a->proj = tf_alloc_at(ex, (size_t)4 * nc);
         a->gate = tf_at(ex, a->proj, 2 * C); /* row r's gates at proj + r * 4C + 2C */
         tf_linear_fwd(ex, a->proj, a->ln.y, tf_P(M, lp), rows, C, 4 * C, 0.0f, TF_EPI_NONE);
@@ -116,17 +129,16 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     a->lr_t = tf_alloc_at(ex, (size_t)2 * nc);
     a->l_t = a->lr_t;
     a->r_t = tf_at(ex, a->lr_t, nc);
-    a->cmajor = ex->level >= 3;
     a->sig = NULL;
-    if (a->proj_op) { /* og too, from the same rows of y */
+    if (a->plan.proj_op) { /* og too, from the same rows of y */
         a->og = tf_alloc_at(ex, (size_t)nc);
         tf_x_trimul_proj_fwd(ex, a->lr_t, a->og, a->ln.y, ln_stats, z_in, tf_P(M, bn.w),
                              tf_P(M, bn.b), tf_P(M, o->tm[which].ln.w), tf_P(M, o->tm[which].ln.b),
                              tf_P(M, lp), tf_P(M, o->tm[which].og), rows, rows, C);
     } else if (gate_kernel && fused) { /* gating and transpose to [2, C, rows] in one pass
                                    (op_list.h gate_cmajor_fwd; level 3: channel-major) */
-        tf_x_gate_cmajor_fwd(ex, a->lr_t, a->proj, a->merged ? tf_at(ex, a->proj, 2 * C) : a->gate,
-                             a->merged ? 4 * C : 2 * C, rows, rows, C);
+        tf_x_gate_cmajor_fwd(ex, a->lr_t, a->proj, a->plan.merged ? tf_at(ex, a->proj, 2 * C) : a->gate,
+                             a->plan.merged ? 4 * C : 2 * C, rows, rows, C);
     } else {
         mark = tf_arena_mark(ex->arena);
         void *g_lr = tf_alloc_at(ex, (size_t)2 * nc);
@@ -148,7 +160,7 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
             }
             if (!gate_kernel) a->sig = a->lg; /* lg, rg now hold the sigmoids */
             int dims[4] = {B, N, N, C};
-            const int *perm = a->cmajor ? to_cmajor : to_chan_first;
+            const int *perm = a->plan.cmajor ? to_cmajor : to_chan_first;
             tf_x_permute(ex, a->l_t, g_lr, 4, dims, perm, 0);
             tf_x_permute(ex, a->r_t, tf_at(ex, g_lr, nc), 4, dims, perm, 0);
         }
@@ -160,12 +172,12 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     a->u_p = tf_alloc_at(ex, (size_t)nc);
     mark = tf_arena_mark(ex->arena);
     /* the product's batch is (b, c) or, channel-major, (c, b): one stride either way */
-    void *u = a->cmajor ? a->u_p : tf_alloc_at(ex, (size_t)nc);
+    void *u = a->plan.cmajor ? a->u_p : tf_alloc_at(ex, (size_t)nc);
     if (which == 0)
         tf_trimul_product(ex, 0, 1, a->l_t, a->r_t, u, B, C, N, "trimul_out");
     else
         tf_trimul_product(ex, 1, 0, a->l_t, a->r_t, u, B, C, N, "trimul_in");
-    if (!a->cmajor) {
+    if (!a->plan.cmajor) {
         int dims[4] = {B, C, N, N};
         tf_x_permute(ex, a->u_p, u, 4, dims, to_chan_last, 0);
     }
@@ -173,7 +185,7 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     tf_rpop(ex);
 
     tf_rpush(ex, "output_proj");
-    if (a->proj_op) { /* the projection, gate and residual add in one op: out not kept */
+    if (a->plan.proj_op) { /* the projection, gate and residual add in one op: out not kept */
         a->out = NULL;
         a->og_sig = NULL;
         if (z_out)
@@ -185,7 +197,7 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     }
     a->out = tf_alloc_at(ex, (size_t)nc);
     a->og = tf_alloc_at(ex, (size_t)nc);
-    if (a->cmajor) { /* out [rows, C] = (u^T) Wo^T, u stored [C, rows] */
+    if (a->plan.cmajor) { /* out [rows, C] = (u^T) Wo^T, u stored [C, rows] */
         tf_gemm_args g = tf_gemm_make(ex, 1, 1, (int)rows, C, C, 1.0f, 0.0f, a->u_p, rows, 0,
                                       tf_x_w(ex, tf_P(M, o->tm[which].op)), C, 0, a->out, C, 0,
                                       1);
@@ -258,7 +270,7 @@ static void *output_bwd_composed(tf_exec *ex, const tf_model *M, const tf_block_
     const tf_config *c = M->c;
     const int B = c->batch, N = c->seq_len, C = c->pair_dim;
     const long rows = (long)B * N * N, nc = rows * C;
-    const int gate_kernel = a->og_sig == NULL;
+    const int gate_kernel = a->plan.gate_kernel;
     const void *dzh = tf_x_stream_grad(ex, dz, nc);
     void *dout = tf_alloc_at(ex, (size_t)nc), *dog = tf_alloc_at(ex, (size_t)nc), *du;
     if (gate_kernel) {
@@ -271,7 +283,7 @@ static void *output_bwd_composed(tf_exec *ex, const tf_model *M, const tf_block_
     void *dy = tf_alloc_at(ex, (size_t)nc);
     tf_linear_bwd(ex, dy, tf_G(M, o->tm[which].og), dog, a->ln.y, tf_P(M, o->tm[which].og), rows,
                   C, C, 0);
-    if (a->cmajor) {
+    if (a->plan.cmajor) {
         /* dWo += dout^T (u^T)^T = dout^T u-as-stored^T; du [C, rows] = Wo^T dout^T,
          * into dog's memory where it may (reuse_unless_lane) */
         tf_gemm_args g = tf_gemm_make(ex, 1, 1, C, C, (int)rows, 1.0f, 1.0f, dout, C, 0, a->u_p,
@@ -300,10 +312,10 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     const tf_config *c = M->c;
     const int B = c->batch, N = c->seq_len, C = c->pair_dim;
     const long rows = (long)B * N * N, nc = rows * C;
-    const int fused = a->proj != NULL || a->proj_op, gate_kernel = a->og_sig == NULL;
+    const int fused = a->plan.fused, gate_kernel = a->plan.gate_kernel;
     const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out;
     const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
-    if (a->chunked) {
+    if (a->plan.chunked) {
         tf_trimul_bwd_chunked(ex, M, o, which, a, dz, z_in);
         return;
     }
@@ -312,7 +324,7 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
 
     tf_rpush(ex, "output_proj");
     void *dout, *dy;
-    void *du = a->proj_op ? output_bwd_op(ex, M, o, which, a, dz, &dout, &dy)
+    void *du = a->plan.proj_op ? output_bwd_op(ex, M, o, which, a, dz, &dout, &dy)
                           : output_bwd_composed(ex, M, o, which, a, dz, &dout, &dy);
     tf_rpop(ex);
     tf_rpush(ex, "triangle_product");
@@ -330,15 +342,15 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     tf_rpush(ex, "gating");
     /* d(projection) and d(gate logits); merged: one [rows, 4C] gradient */
     void *dproj, *dgate;
-    if (a->proj_op) { /* proj again from y, the merged [rows, 4C] gradient */
+    if (a->plan.proj_op) { /* proj again from y, the merged [rows, 4C] gradient */
         dproj = tf_alloc_at(ex, (size_t)4 * nc);
         dgate = NULL;
         tf_x_trimul_proj_bwd(ex, dproj, dlr_t, a->ln.y, tf_P(M, lp), rows, rows, C);
     } else if (gate_kernel && fused) { /* from the channel-first gradient in one pass */
         dproj = tf_alloc_at(ex, (size_t)4 * nc);
-        dgate = tf_at(ex, dproj, a->merged ? 2 * C : 2 * nc);
+        dgate = tf_at(ex, dproj, a->plan.merged ? 2 * C : 2 * nc);
         tf_x_gate_cmajor_bwd(ex, dproj, dgate, dlr_t, a->proj,
-                             a->merged ? tf_at(ex, a->proj, 2 * C) : a->gate, a->merged ? 4 * C : 2 * C,
+                             a->plan.merged ? tf_at(ex, a->proj, 2 * C) : a->gate, a->plan.merged ? 4 * C : 2 * C,
                              rows, rows, C);
     } else {
         void *dlr = tf_alloc_at(ex, (size_t)2 * nc); /* gated L|R gradient, channels last */
@@ -349,9 +361,9 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
             /* [B,C,N,N] -> [B,N,N,C], or channel-major [C,B*N*N] -> [B*N*N,C] */
             int d1[4] = {B, C, N, N}, dc[4] = {C, B * N * N, 1, 1};
             static const int cm_back[4] = {1, 0, 2, 3};
-            const int *pm = a->cmajor ? cm_back : to_chan_last;
-            tf_x_permute(ex, dlr, dl_t, 4, a->cmajor ? dc : d1, pm, 0);
-            tf_x_permute(ex, tf_at(ex, dlr, nc), dr_t, 4, a->cmajor ? dc : d1, pm, 0);
+            const int *pm = a->plan.cmajor ? cm_back : to_chan_last;
+            tf_x_permute(ex, dlr, dl_t, 4, a->plan.cmajor ? dc : d1, pm, 0);
+            tf_x_permute(ex, tf_at(ex, dlr, nc), dr_t, 4, a->plan.cmajor ? dc : d1, pm, 0);
         }
         dproj = dlr, dgate = dlr_t; /* dlr_t's memory is free again */
         if (fused) { /* a->sig holds sigmoid(gate) */
@@ -375,7 +387,7 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     tf_rpop(ex);
 
     tf_rpush(ex, "projections");
-    if (a->merged) {
+    if (a->plan.merged) {
         tf_linear_bwd(ex, dy, tf_G(M, lp), dproj, a->ln.y, tf_P(M, lp), rows, C, 4 * C, 1);
     } else if (fused) {
         tf_linear_bwd(ex, dy, tf_G(M, lp), dproj, a->ln.y, tf_P(M, lp), rows, C, 2 * C, 1);

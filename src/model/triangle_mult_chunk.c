@@ -45,12 +45,12 @@ static void rows_proj(tf_exec *ex, const tf_model *M, const tf_block_off *o, int
     const int C = M->c->pair_dim;
     const long n = rows * C;
     const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
-    if (a->merged) {
+    if (a->plan.merged) {
         r->proj = tf_alloc_at(ex, (size_t)4 * n);
         r->gate = tf_at(ex, r->proj, 2 * C);
         r->ld = 4 * C;
         tf_linear_fwd(ex, r->proj, r->ln.y, tf_P(M, lp), rows, C, 4 * C, 0.0f, TF_EPI_NONE);
-    } else if (a->fused) {
+    } else if (a->plan.fused) {
         r->proj = tf_alloc_at(ex, (size_t)2 * n);
         r->gate = tf_alloc_at(ex, (size_t)2 * n);
         r->ld = 2 * C;
@@ -67,8 +67,8 @@ static void rows_proj(tf_exec *ex, const tf_model *M, const tf_block_off *o, int
         tf_linear_fwd(ex, r->rg, r->ln.y, tf_P(M, o->tm[which].rg), rows, C, C, 0.0f,
                       TF_EPI_NONE);
     }
-    if (!a->gate_kernel) { /* levels 1-2: the gates' sigmoid in place, as unchunked */
-        if (a->fused) {
+    if (!a->plan.gate_kernel) { /* levels 1-2: the gates' sigmoid in place, as unchunked */
+        if (a->plan.fused) {
             tf_x_act_fwd(ex, TF_ACT_SIGMOID, r->gate, r->gate, 2 * n);
         } else {
             tf_x_act_fwd(ex, TF_ACT_SIGMOID, r->lg, r->lg, n);
@@ -108,7 +108,7 @@ static void rows_out(tf_exec *ex, const tf_model *M, const tf_block_off *o, int 
     rows_norm(ex, M, o, which, r, x, Kr);
     *out = tf_alloc_at(ex, (size_t)Kr * C);
     *og = tf_alloc_at(ex, (size_t)Kr * C);
-    if (a->cmajor) { /* u stored [C, rows]: the chunk's columns */
+    if (a->plan.cmajor) { /* u stored [C, rows]: the chunk's columns */
         tf_gemm_args g = tf_gemm_make(ex, 1, 1, (int)Kr, C, C, 1.0f, 0.0f, tf_at(ex, a->u_p, r0),
                                       rows, 0, tf_x_w(ex, tf_P(M, o->tm[which].op)), C, 0, *out, C,
                                       0, 1);
@@ -124,7 +124,7 @@ static void rows_out(tf_exec *ex, const tf_model *M, const tf_block_off *o, int 
  * logits, from the chunk's dz rows (as unchunked) */
 static void rows_out_bwd(tf_exec *ex, const tf_trimul_act *a, void *dout, void *dog,
                          const void *dzq, const void *out, void *og, long n) {
-    if (a->gate_kernel) {
+    if (a->plan.gate_kernel) {
         tf_x_gate_bwd(ex, dout, dog, dzq, out, og, n);
     } else {
         tf_x_act_fwd(ex, TF_ACT_SIGMOID, og, og, n);
@@ -180,7 +180,7 @@ static void product_bwd_rows(tf_exec *ex, const tf_config *c, const tf_trimul_ac
                              tf_chunk k, const void *du, void *t) {
     const int N = c->seq_len, C = c->pair_dim, ni = k.ni;
     const long nn = (long)N * N, rows = (long)c->batch * nn, Kr = (long)ni * N;
-    const long off = a->cmajor ? k.b * nn : (long)k.b * C * nn, sc = a->cmajor ? rows : nn;
+    const long off = a->plan.cmajor ? k.b * nn : (long)k.b * C * nn, sc = a->plan.cmajor ? rows : nn;
     const long i0 = k.i0, i0N = i0 * N;
     const void *L = tf_at(ex, a->l_t, off), *R = tf_at(ex, a->r_t, off), *U = tf_at(ex, du, off);
     void *dL = t, *dR = tf_at(ex, t, (long)C * Kr);
@@ -206,16 +206,9 @@ void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
     const int B = c->batch, N = c->seq_len, C = c->pair_dim;
     const long rows = (long)B * N * N, nc = rows * C;
     const int nk = tf_chunk_count(ex, c);
+    const tf_trimul_plan plan = a->plan; /* tf_trimul_fwd's */
     *a = (tf_trimul_act){0};
-    a->chunked = 1;
-    a->fused = ex->fu.triangle;
-    a->gate_kernel = ex->level >= 3;
-    a->cmajor = ex->level >= 3;
-    a->merged = a->fused && a->gate_kernel && ex->trimul_merged &&
-                o->tm[which].rp == o->tm[which].lp + (size_t)C * C &&
-                o->tm[which].lg == o->tm[which].lp + (size_t)2 * C * C &&
-                o->tm[which].rg == o->tm[which].lp + (size_t)3 * C * C;
-    a->proj_op = a->merged && ex->trimul_proj_op && TF_TRIMUL_PROJ_OP_C(C);
+    a->plan = plan;
     tf_rpush(ex, which ? "triangle_mult_incoming" : "triangle_mult_outgoing");
     a->lr_t = tf_alloc_at(ex, (size_t)2 * nc);
     a->l_t = a->lr_t;
@@ -227,7 +220,7 @@ void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
         const long r0 = ((long)k.b * N + k.i0) * N, Kr = (long)k.ni * N, n = Kr * C;
         const size_t mark = tf_arena_mark(ex->arena);
         chunk_rows r;
-        if (a->proj_op) { /* norms too, straight into the chunk's rows of lr_t; og not kept */
+        if (a->plan.proj_op) { /* norms too, straight into the chunk's rows of lr_t; og not kept */
             const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out, ln = o->tm[which].ln;
             float *stats = tf_ln2_alloc(ex, &r.bln, &r.ln, Kr, C);
             void *og = tf_alloc_at(ex, (size_t)n);
@@ -240,11 +233,11 @@ void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
         rows_norm(ex, M, o, which, &r, z_in + r0 * C, Kr);
         rows_proj(ex, M, o, which, a, &r, Kr);
         void *t = tf_alloc_at(ex, (size_t)2 * n); /* gated L|R of the chunk, [2, C, Kr] */
-        if (a->gate_kernel && a->fused) {
+        if (a->plan.gate_kernel && a->plan.fused) {
             tf_x_gate_cmajor_fwd(ex, t, r.proj, r.gate, r.ld, Kr, Kr, C);
         } else {
             void *g_lr = tf_alloc_at(ex, (size_t)2 * n);
-            if (a->fused) { /* [Kr, 2, C] -> [2, C, Kr] */
+            if (a->plan.fused) { /* [Kr, 2, C] -> [2, C, Kr] */
                 static const int perm[3] = {1, 2, 0};
                 int dims[3] = {(int)Kr, 2, C};
                 tf_x_mul(ex, g_lr, r.proj, r.gate, 2 * n);
@@ -255,7 +248,7 @@ void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
                 for (int s = 0; s < 2; s++) {
                     const void *p = s ? r.rp : r.lp, *gt = s ? r.rg : r.lg;
                     void *gs = tf_at(ex, g_lr, s * n);
-                    if (a->gate_kernel)
+                    if (a->plan.gate_kernel)
                         tf_x_gate_fwd(ex, gs, p, gt, n);
                     else
                         tf_x_mul(ex, gs, p, gt, n);
@@ -263,7 +256,7 @@ void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
                 }
             }
         }
-        segs_scatter(ex, c, a->cmajor, k, 2, a->lr_t, t);
+        segs_scatter(ex, c, a->plan.cmajor, k, 2, a->lr_t, t);
         tf_arena_release(ex->arena, mark);
     }
     tf_rpop(ex);
@@ -271,12 +264,12 @@ void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
     tf_rpush(ex, "triangle_product");
     a->u_p = tf_alloc_at(ex, (size_t)nc);
     size_t mark = tf_arena_mark(ex->arena);
-    void *u = a->cmajor ? a->u_p : tf_alloc_at(ex, (size_t)nc);
+    void *u = a->plan.cmajor ? a->u_p : tf_alloc_at(ex, (size_t)nc);
     if (which == 0)
         tf_trimul_product(ex, 0, 1, a->l_t, a->r_t, u, B, C, N, "trimul_out");
     else
         tf_trimul_product(ex, 1, 0, a->l_t, a->r_t, u, B, C, N, "trimul_in");
-    if (!a->cmajor) {
+    if (!a->plan.cmajor) {
         static const int to_chan_last[4] = {0, 2, 3, 1};
         int dims[4] = {B, C, N, N};
         tf_x_permute(ex, a->u_p, u, 4, dims, to_chan_last, 0);
@@ -291,7 +284,7 @@ void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
         const size_t m = tf_arena_mark(ex->arena);
         chunk_rows r;
         void *out, *og;
-        if (a->proj_op) {
+        if (a->plan.proj_op) {
             og = rows_og(ex, M, o, which, &r, z_in + r0 * C, Kr);
             tf_x_trimul_out_fwd(ex, z_out + r0 * C, z_in + r0 * C, tf_at(ex, a->u_p, r0),
                                 tf_P(M, o->tm[which].op), og, Kr, rows, C);
@@ -299,7 +292,7 @@ void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
             continue;
         }
         rows_out(ex, M, o, which, a, &r, &out, &og, z_in + r0 * C, r0, Kr);
-        if (a->gate_kernel) {
+        if (a->plan.gate_kernel) {
             tf_x_gate_residual_fwd(ex, z_out + r0 * C, z_in + r0 * C, out, og, n);
         } else {
             void *res = tf_alloc_at(ex, (size_t)n);
@@ -340,7 +333,7 @@ void tf_trimul_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
         const size_t m = tf_arena_mark(ex->arena);
         chunk_rows r;
         void *dout, *dog;
-        if (a->proj_op) { /* du's rows from the op, then dWo += dout^T u-chunk^T */
+        if (a->plan.proj_op) { /* du's rows from the op, then dWo += dout^T u-chunk^T */
             rows_out_op_bwd(ex, M, o, which, a, &r, &dout, &dog, du, z_in + r0 * C, dz + r0 * C,
                             r0, Kr);
             tf_gemm_args g = tf_gemm_make(ex, 1, 1, C, C, (int)Kr, 1.0f, 1.0f, dout, C, 0,
@@ -352,7 +345,7 @@ void tf_trimul_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
             continue;
         }
         rows_out_grads(ex, M, o, which, a, &r, &dout, &dog, z_in + r0 * C, dz + r0 * C, r0, Kr);
-        if (a->cmajor) { /* dWo += dout^T u-chunk^T; du[:, chunk] = Wo^T dout^T */
+        if (a->plan.cmajor) { /* dWo += dout^T u-chunk^T; du[:, chunk] = Wo^T dout^T */
             tf_gemm_args g = tf_gemm_make(ex, 1, 1, C, C, (int)Kr, 1.0f, 1.0f, dout, C, 0,
                                           tf_at(ex, a->u_p, r0), rows, 0, tf_G(M, wo), C, 0, 1);
             g.c_type = TF_F32; /* the parameter gradient */
@@ -383,7 +376,7 @@ void tf_trimul_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
         /* the output gate's part of dy (and its weight gradient) again */
         chunk_rows r;
         void *dout, *dog;
-        if (a->proj_op)
+        if (a->plan.proj_op)
             rows_out_op_bwd(ex, M, o, which, a, &r, &dout, &dog, NULL, z_in + r0 * C,
                             dz + r0 * C, r0, Kr);
         else
@@ -391,23 +384,23 @@ void tf_trimul_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
                            Kr);
         void *dyq = tf_alloc_at(ex, (size_t)n);
         tf_linear_bwd(ex, dyq, tf_G(M, wog), dog, r.ln.y, tf_P(M, wog), Kr, C, C, 0);
-        if (!a->proj_op) rows_proj(ex, M, o, which, a, &r, Kr);
+        if (!a->plan.proj_op) rows_proj(ex, M, o, which, a, &r, Kr);
         tf_rpush(ex, "triangle_product");
         void *t = tf_alloc_at(ex, (size_t)2 * n); /* the chunk's dL|dR, [2, C, Kr] */
         product_bwd_rows(ex, c, a, which, k, du, t);
         tf_rpop(ex);
         void *dproj, *dgate;
-        if (a->proj_op) { /* proj again from y, the merged [Kr, 4C] gradient */
+        if (a->plan.proj_op) { /* proj again from y, the merged [Kr, 4C] gradient */
             dproj = tf_alloc_at(ex, (size_t)4 * n);
             dgate = NULL;
             tf_x_trimul_proj_bwd(ex, dproj, t, r.ln.y, tf_P(M, lp), Kr, Kr, C);
-        } else if (a->gate_kernel && a->fused) {
+        } else if (a->plan.gate_kernel && a->plan.fused) {
             dproj = tf_alloc_at(ex, (size_t)4 * n);
-            dgate = tf_at(ex, dproj, a->merged ? 2 * C : 2 * n);
+            dgate = tf_at(ex, dproj, a->plan.merged ? 2 * C : 2 * n);
             tf_x_gate_cmajor_bwd(ex, dproj, dgate, t, r.proj, r.gate, r.ld, Kr, Kr, C);
         } else {
             void *dlr = tf_alloc_at(ex, (size_t)2 * n);
-            if (a->fused) { /* [2, C, Kr] -> [Kr, 2, C] */
+            if (a->plan.fused) { /* [2, C, Kr] -> [Kr, 2, C] */
                 static const int perm[3] = {2, 0, 1};
                 int dims[3] = {2, C, (int)Kr};
                 tf_x_permute(ex, dlr, t, 3, dims, perm, 0);
@@ -417,7 +410,7 @@ void tf_trimul_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
                 tf_x_permute(ex, dlr, t, 3, dims, perm, 0);
             }
             dproj = dlr, dgate = t; /* t is free again */
-            if (a->fused) { /* r.gate holds sigmoid(gate) */
+            if (a->plan.fused) { /* r.gate holds sigmoid(gate) */
                 tf_x_mul(ex, dgate, dlr, r.proj, 2 * n);
                 tf_x_act_bwd(ex, TF_ACT_SIGMOID, dgate, dgate, r.gate, 2 * n);
                 tf_x_mul(ex, dproj, dlr, r.gate, 2 * n);
@@ -425,7 +418,7 @@ void tf_trimul_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
                 for (int s = 0; s < 2; s++) {
                     const void *p = s ? r.rp : r.lp, *gt = s ? r.rg : r.lg;
                     void *dp = tf_at(ex, dproj, s * n), *dg = tf_at(ex, dgate, s * n);
-                    if (a->gate_kernel) {
+                    if (a->plan.gate_kernel) {
                         tf_x_gate_bwd(ex, dp, dg, dp, p, gt, n);
                     } else {
                         tf_x_mul(ex, dg, dp, p, n);
@@ -435,9 +428,9 @@ void tf_trimul_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
                 }
             }
         }
-        if (a->merged) {
+        if (a->plan.merged) {
             tf_linear_bwd(ex, dyq, tf_G(M, lp), dproj, r.ln.y, tf_P(M, lp), Kr, C, 4 * C, 1);
-        } else if (a->fused) {
+        } else if (a->plan.fused) {
             tf_linear_bwd(ex, dyq, tf_G(M, lp), dproj, r.ln.y, tf_P(M, lp), Kr, C, 2 * C, 1);
             tf_linear_bwd(ex, dyq, tf_G(M, lg), dgate, r.ln.y, tf_P(M, lg), Kr, C, 2 * C, 1);
         } else {
