@@ -113,12 +113,19 @@ typedef struct {
     int chunked;     /* --chunk-size (triangle_mult_chunk.c): only lr_t and u_p kept */
 } tf_trimul_plan;
 
+/* Rows of the triangle multiplication's input (the whole pair, or a chunk of
+ * it): their norms, projections and gates (tf_trimul_rows_proj) */
 typedef struct {
-    tf_trimul_plan plan;
     tf_ln_act bln, ln;      /* block norm, module norm */
     void *proj, *gate;      /* fused: [rows, 2C] each (left|right); else NULL; merged:
                                proj [rows, 4C] (L R | gate L, gate R), gate = proj + 2C */
-    void *lp, *rp, *lg, *rg; /* separate [rows, C] (views into proj/gate when fused) */
+    long ld;                /* fused: the row stride of proj and gate */
+    void *lp, *rp, *lg, *rg; /* separate: [rows, C] each; else NULL */
+} tf_trimul_rows;
+
+typedef struct {
+    tf_trimul_plan plan;
+    tf_trimul_rows r;       /* the whole pair's (not kept chunked) */
     void *sig;              /* sigmoid of the gates (v1/v2): [rows, 2C] */
     void *lr_t;             /* [2, B, C, N, N]: L_t [B,C,N,N] then R_t; cmajor: [2, C, B, N, N] */
     void *l_t, *r_t;
@@ -188,6 +195,11 @@ tf_opm_plan tf_opm_plan_make(const tf_exec *ex, const tf_config *c);
 /* which: 0 outgoing, 1 incoming. With ex->chunk the rows' parts run chunk by
  * chunk (triangle_mult_chunk.c). */
 tf_trimul_plan tf_trimul_plan_make(const tf_exec *ex, const tf_block_off *o, int which, int C);
+/* The projections and gates of rows r (their norms done) in plan p's
+ * composition; without gate kernels the gates' sigmoid in place. proj_op:
+ * nothing (the op forms them) */
+void tf_trimul_rows_proj(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                         const tf_trimul_plan *p, tf_trimul_rows *r, long rows);
 void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                    tf_trimul_act *a, float *z_out, const float *z_in);
 void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,

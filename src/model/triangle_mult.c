@@ -31,7 +31,9 @@
  *
  * Which of these compositions runs is decided once per forward
  * (tf_trimul_plan_make) into the activations' plan, which the backward and
- * the chunked module (--chunk-size, triangle_mult_chunk.c) read. */
+ * the chunked module (--chunk-size, triangle_mult_chunk.c) read; the
+ * projections and gates of the plan are written once for any rows
+ * (tf_trimul_rows_proj: the whole pair's here, a chunk's there). */
 #include "model/model.h"
 
 static const int to_chan_first[4] = {0, 3, 1, 2}; /* [B,N,N,C] -> [B,C,N,N] */
@@ -74,13 +76,55 @@ tf_trimul_plan tf_trimul_plan_make(const tf_exec *ex, const tf_block_off *o, int
     return p;
 }
 
+void tf_trimul_rows_proj(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                         const tf_trimul_plan *p, tf_trimul_rows *r, long rows) {
+    const int C = M->c->pair_dim;
+    const long n = rows * C;
+    const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
+    r->proj = r->gate = NULL;
+    r->lp = r->rp = r->lg = r->rg = NULL;
+    r->ld = 0;
+    if (p->proj_op) return; /* formed in the op, never stored */
+    if (p->merged) {
+        r->proj = tf_alloc_at(ex, (size_t)4 * n);
+        r->gate = tf_at(ex, r->proj, 2 * C); /* row i's gates at proj + i * 4C + 2C */
+        r->ld = 4 * C;
+        tf_linear_fwd(ex, r->proj, r->ln.y, tf_P(M, lp), rows, C, 4 * C, 0.0f, TF_EPI_NONE);
+    } else if (p->fused) {
+        r->proj = tf_alloc_at(ex, (size_t)2 * n);
+        r->gate = tf_alloc_at(ex, (size_t)2 * n);
+        r->ld = 2 * C;
+        tf_linear_fwd(ex, r->proj, r->ln.y, tf_P(M, lp), rows, C, 2 * C, 0.0f, TF_EPI_NONE);
+        tf_linear_fwd(ex, r->gate, r->ln.y, tf_P(M, lg), rows, C, 2 * C, 0.0f, TF_EPI_NONE);
+    } else {
+        void *buf = tf_alloc_at(ex, (size_t)4 * n);
+        r->lp = buf, r->rp = tf_at(ex, buf, n), r->lg = tf_at(ex, buf, 2 * n);
+        r->rg = tf_at(ex, buf, 3 * n);
+        tf_linear_fwd(ex, r->lp, r->ln.y, tf_P(M, lp), rows, C, C, 0.0f, TF_EPI_NONE);
+        tf_linear_fwd(ex, r->rp, r->ln.y, tf_P(M, o->tm[which].rp), rows, C, C, 0.0f,
+                      TF_EPI_NONE);
+        tf_linear_fwd(ex, r->lg, r->ln.y, tf_P(M, lg), rows, C, C, 0.0f, TF_EPI_NONE);
+        tf_linear_fwd(ex, r->rg, r->ln.y, tf_P(M, o->tm[which].rg), rows, C, C, 0.0f,
+                      TF_EPI_NONE);
+    }
+    if (!p->gate_kernel) { /* levels 1-2: the gates' sigmoid in place (the logits are
+                              not needed again) */
+        if (p->fused) {
+            tf_x_act_fwd(ex, TF_ACT_SIGMOID, r->gate, r->gate, 2 * n);
+        } else {
+            tf_x_act_fwd(ex, TF_ACT_SIGMOID, r->lg, r->lg, n);
+            tf_x_act_fwd(ex, TF_ACT_SIGMOID, r->rg, r->rg, n);
+        }
+    }
+}
+
 void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                    tf_trimul_act *a, float *z_out, const float *z_in) {
     const tf_config *c = M->c;
     const int B = c->batch, N = c->seq_len, C = c->pair_dim;
     const long rows = (long)B * N * N, nc = rows * C;
     const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out;
-    const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
+    const size_t lp = o->tm[which].lp;
     a->plan = tf_trimul_plan_make(ex, o, which, C);
     const int fused = a->plan.fused, gate_kernel = a->plan.gate_kernel;
     if (a->plan.chunked) {
@@ -90,38 +134,13 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     tf_rpush(ex, which ? "triangle_mult_incoming" : "triangle_mult_outgoing");
     float *ln_stats = NULL; /* the op's norms (trimul_proj_fwd's prologue) */
     if (a->plan.proj_op)
-        ln_stats = tf_ln2_alloc(ex, &a->bln, &a->ln, rows, C);
+        ln_stats = tf_ln2_alloc(ex, &a->r.bln, &a->r.ln, rows, C);
     else
-        tf_ln2_fwd(ex, M, bn, o->tm[which].ln, &a->bln, &a->ln, z_in, rows, C);
+        tf_ln2_fwd(ex, M, bn, o->tm[which].ln, &a->r.bln, &a->r.ln, z_in, rows, C);
 
     tf_rpush(ex, "projections");
     size_t mark;
-    if (a->plan.proj_op) {
-        a->proj = a->gate = NULL; /* formed in the op, never stored */
-        a->lp = a->rp = a->lg = a->rg = NULL;
-    } else if (a->plan.merged) {
-        a->proj = tf_alloc_at(ex, (size_t)4 * nc);
-        a->gate = tf_at(ex, a->proj, 2 * C); /* row r's gates at proj + r * 4C + 2C */
-        tf_linear_fwd(ex, a->proj, a->ln.y, tf_P(M, lp), rows, C, 4 * C, 0.0f, TF_EPI_NONE);
-        a->lp = a->rp = a->lg = a->rg = NULL;
-    } else if (fused) {
-        a->proj = tf_alloc_at(ex, (size_t)2 * nc);
-        a->gate = tf_alloc_at(ex, (size_t)2 * nc);
-        tf_linear_fwd(ex, a->proj, a->ln.y, tf_P(M, lp), rows, C, 2 * C, 0.0f, TF_EPI_NONE);
-        tf_linear_fwd(ex, a->gate, a->ln.y, tf_P(M, lg), rows, C, 2 * C, 0.0f, TF_EPI_NONE);
-        a->lp = a->rp = a->lg = a->rg = NULL;
-    } else {
-        a->proj = a->gate = NULL;
-        void *buf = tf_alloc_at(ex, (size_t)4 * nc);
-        a->lp = buf;
-        a->rp = tf_at(ex, buf, nc);
-        a->lg = tf_at(ex, buf, 2 * nc);
-        a->rg = tf_at(ex, buf, 3 * nc);
-        tf_linear_fwd(ex, a->lp, a->ln.y, tf_P(M, lp), rows, C, C, 0.0f, TF_EPI_NONE);
-        tf_linear_fwd(ex, a->rp, a->ln.y, tf_P(M, o->tm[which].rp), rows, C, C, 0.0f, TF_EPI_NONE);
-        tf_linear_fwd(ex, a->lg, a->ln.y, tf_P(M, lg), rows, C, C, 0.0f, TF_EPI_NONE);
-        tf_linear_fwd(ex, a->rg, a->ln.y, tf_P(M, o->tm[which].rg), rows, C, C, 0.0f, TF_EPI_NONE);
-    }
+    tf_trimul_rows_proj(ex, M, o, which, &a->plan, &a->r, rows);
     tf_rpop(ex);
 
     tf_rpush(ex, "gating");
@@ -132,33 +151,30 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     a->sig = NULL;
     if (a->plan.proj_op) { /* og too, from the same rows of y */
         a->og = tf_alloc_at(ex, (size_t)nc);
-        tf_x_trimul_proj_fwd(ex, a->lr_t, a->og, a->ln.y, ln_stats, z_in, tf_P(M, bn.w),
+        tf_x_trimul_proj_fwd(ex, a->lr_t, a->og, a->r.ln.y, ln_stats, z_in, tf_P(M, bn.w),
                              tf_P(M, bn.b), tf_P(M, o->tm[which].ln.w), tf_P(M, o->tm[which].ln.b),
                              tf_P(M, lp), tf_P(M, o->tm[which].og), rows, rows, C);
     } else if (gate_kernel && fused) { /* gating and transpose to [2, C, rows] in one pass
                                    (op_list.h gate_cmajor_fwd; level 3: channel-major) */
-        tf_x_gate_cmajor_fwd(ex, a->lr_t, a->proj, a->plan.merged ? tf_at(ex, a->proj, 2 * C) : a->gate,
+        tf_x_gate_cmajor_fwd(ex, a->lr_t, a->r.proj, a->plan.merged ? tf_at(ex, a->r.proj, 2 * C) : a->r.gate,
                              a->plan.merged ? 4 * C : 2 * C, rows, rows, C);
     } else {
         mark = tf_arena_mark(ex->arena);
         void *g_lr = tf_alloc_at(ex, (size_t)2 * nc);
         if (fused) {
-            a->sig = a->gate; /* sigmoid in place: the logits are not needed again */
-            tf_x_act_fwd(ex, TF_ACT_SIGMOID, a->sig, a->gate, 2 * nc);
-            tf_x_mul(ex, g_lr, a->proj, a->sig, 2 * nc);
+            a->sig = a->r.gate; /* the sigmoid, in place (tf_trimul_rows_proj) */
+            tf_x_mul(ex, g_lr, a->r.proj, a->sig, 2 * nc);
             int dims[5] = {B, N, N, 2, C};
             tf_x_permute(ex, a->lr_t, g_lr, 5, dims, lr_to_chan_first, 0);
         } else {
             for (int s = 0; s < 2; s++) {
-                void *p = s ? a->rp : a->lp, *gt = s ? a->rg : a->lg;
-                if (gate_kernel) {
+                void *p = s ? a->r.rp : a->r.lp, *gt = s ? a->r.rg : a->r.lg;
+                if (gate_kernel)
                     tf_x_gate_fwd(ex, tf_at(ex, g_lr, s * nc), p, gt, nc);
-                } else {
-                    tf_x_act_fwd(ex, TF_ACT_SIGMOID, gt, gt, nc);
+                else /* gt holds the sigmoid (tf_trimul_rows_proj) */
                     tf_x_mul(ex, tf_at(ex, g_lr, s * nc), p, gt, nc);
-                }
             }
-            if (!gate_kernel) a->sig = a->lg; /* lg, rg now hold the sigmoids */
+            if (!gate_kernel) a->sig = a->r.lg; /* lg, rg hold the sigmoids */
             int dims[4] = {B, N, N, C};
             const int *perm = a->plan.cmajor ? to_cmajor : to_chan_first;
             tf_x_permute(ex, a->l_t, g_lr, 4, dims, perm, 0);
@@ -206,7 +222,7 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
         tf_linear_fwd(ex, a->out, a->u_p, tf_P(M, o->tm[which].op), rows, C, C, 0.0f,
                       TF_EPI_NONE);
     }
-    tf_linear_fwd(ex, a->og, a->ln.y, tf_P(M, o->tm[which].og), rows, C, C, 0.0f, TF_EPI_NONE);
+    tf_linear_fwd(ex, a->og, a->r.ln.y, tf_P(M, o->tm[which].og), rows, C, C, 0.0f, TF_EPI_NONE);
     if (gate_kernel) {
         a->og_sig = NULL;
         if (z_out) tf_x_gate_residual_fwd(ex, z_out, z_in, a->out, a->og, nc);
@@ -250,7 +266,7 @@ static void *output_bwd_op(tf_exec *ex, const tf_model *M, const tf_block_off *o
     tf_x_trimul_out_bwd(ex, *dout, dog, du, dz, a->u_p, tf_P(M, o->tm[which].op), a->og, rows,
                         rows, C);
     *dy = tf_alloc_at(ex, (size_t)nc);
-    tf_linear_bwd(ex, *dy, tf_G(M, o->tm[which].og), dog, a->ln.y, tf_P(M, o->tm[which].og), rows,
+    tf_linear_bwd(ex, *dy, tf_G(M, o->tm[which].og), dog, a->r.ln.y, tf_P(M, o->tm[which].og), rows,
                   C, C, 0);
     /* dWo += dout^T (u^T)^T, u stored [C, rows] */
     tf_gemm_args g = tf_gemm_make(ex, 1, 1, C, C, (int)rows, 1.0f, 1.0f, *dout, C, 0, a->u_p, rows,
@@ -281,7 +297,7 @@ static void *output_bwd_composed(tf_exec *ex, const tf_model *M, const tf_block_
         tf_x_act_bwd(ex, TF_ACT_SIGMOID, dog, dog, a->og_sig, nc);
     }
     void *dy = tf_alloc_at(ex, (size_t)nc);
-    tf_linear_bwd(ex, dy, tf_G(M, o->tm[which].og), dog, a->ln.y, tf_P(M, o->tm[which].og), rows,
+    tf_linear_bwd(ex, dy, tf_G(M, o->tm[which].og), dog, a->r.ln.y, tf_P(M, o->tm[which].og), rows,
                   C, C, 0);
     if (a->plan.cmajor) {
         /* dWo += dout^T (u^T)^T = dout^T u-as-stored^T; du [C, rows] = Wo^T dout^T,
@@ -345,12 +361,12 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     if (a->plan.proj_op) { /* proj again from y, the merged [rows, 4C] gradient */
         dproj = tf_alloc_at(ex, (size_t)4 * nc);
         dgate = NULL;
-        tf_x_trimul_proj_bwd(ex, dproj, dlr_t, a->ln.y, tf_P(M, lp), rows, rows, C);
+        tf_x_trimul_proj_bwd(ex, dproj, dlr_t, a->r.ln.y, tf_P(M, lp), rows, rows, C);
     } else if (gate_kernel && fused) { /* from the channel-first gradient in one pass */
         dproj = tf_alloc_at(ex, (size_t)4 * nc);
         dgate = tf_at(ex, dproj, a->plan.merged ? 2 * C : 2 * nc);
-        tf_x_gate_cmajor_bwd(ex, dproj, dgate, dlr_t, a->proj,
-                             a->plan.merged ? tf_at(ex, a->proj, 2 * C) : a->gate, a->plan.merged ? 4 * C : 2 * C,
+        tf_x_gate_cmajor_bwd(ex, dproj, dgate, dlr_t, a->r.proj,
+                             a->plan.merged ? tf_at(ex, a->r.proj, 2 * C) : a->r.gate, a->plan.merged ? 4 * C : 2 * C,
                              rows, rows, C);
     } else {
         void *dlr = tf_alloc_at(ex, (size_t)2 * nc); /* gated L|R gradient, channels last */
@@ -367,12 +383,12 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
         }
         dproj = dlr, dgate = dlr_t; /* dlr_t's memory is free again */
         if (fused) { /* a->sig holds sigmoid(gate) */
-            tf_x_mul(ex, dgate, dlr, a->proj, 2 * nc);
+            tf_x_mul(ex, dgate, dlr, a->r.proj, 2 * nc);
             tf_x_act_bwd(ex, TF_ACT_SIGMOID, dgate, dgate, a->sig, 2 * nc);
             tf_x_mul(ex, dproj, dlr, a->sig, 2 * nc);
         } else {
             for (int s = 0; s < 2; s++) {
-                const void *p = s ? a->rp : a->lp, *gt = s ? a->rg : a->lg;
+                const void *p = s ? a->r.rp : a->r.lp, *gt = s ? a->r.rg : a->r.lg;
                 void *dp = tf_at(ex, dproj, s * nc), *dg = tf_at(ex, dgate, s * nc);
                 if (gate_kernel) {
                     tf_x_gate_bwd(ex, dp, dg, dp, p, gt, nc);
@@ -388,18 +404,18 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
 
     tf_rpush(ex, "projections");
     if (a->plan.merged) {
-        tf_linear_bwd(ex, dy, tf_G(M, lp), dproj, a->ln.y, tf_P(M, lp), rows, C, 4 * C, 1);
+        tf_linear_bwd(ex, dy, tf_G(M, lp), dproj, a->r.ln.y, tf_P(M, lp), rows, C, 4 * C, 1);
     } else if (fused) {
-        tf_linear_bwd(ex, dy, tf_G(M, lp), dproj, a->ln.y, tf_P(M, lp), rows, C, 2 * C, 1);
-        tf_linear_bwd(ex, dy, tf_G(M, lg), dgate, a->ln.y, tf_P(M, lg), rows, C, 2 * C, 1);
+        tf_linear_bwd(ex, dy, tf_G(M, lp), dproj, a->r.ln.y, tf_P(M, lp), rows, C, 2 * C, 1);
+        tf_linear_bwd(ex, dy, tf_G(M, lg), dgate, a->r.ln.y, tf_P(M, lg), rows, C, 2 * C, 1);
     } else {
         const size_t w[4] = {lp, o->tm[which].rp, lg, o->tm[which].rg};
         const void *dd[4] = {dproj, tf_at(ex, dproj, nc), dgate, tf_at(ex, dgate, nc)};
         for (int i = 0; i < 4; i++)
-            tf_linear_bwd(ex, dy, tf_G(M, w[i]), dd[i], a->ln.y, tf_P(M, w[i]), rows, C, C, 1);
+            tf_linear_bwd(ex, dy, tf_G(M, w[i]), dd[i], a->r.ln.y, tf_P(M, w[i]), rows, C, C, 1);
     }
     tf_rpop(ex);
-    tf_ln2_bwd(ex, M, bn, o->tm[which].ln, &a->bln, &a->ln, dz, dout, dy, z_in, rows, C, 1);
+    tf_ln2_bwd(ex, M, bn, o->tm[which].ln, &a->r.bln, &a->r.ln, dz, dout, dy, z_in, rows, C, 1);
     tf_rpop(ex);
     tf_arena_release(ex->arena, mark0);
 }

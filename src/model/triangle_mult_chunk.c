@@ -1,5 +1,7 @@
 /* The triangle multiplicative update K rows at a time (--chunk-size; the
- * math of triangle_mult.c, the same ops in the same composition per row).
+ * math of triangle_mult.c, the same ops in the same composition per row:
+ * its plan, and its projections and gates of a chunk's rows,
+ * tf_trimul_rows_proj).
  *
  * The product contracts over whole rows or columns of L and R, so L|R (lr_t)
  * and the product u stay whole: they are all the module keeps. Everything
@@ -25,56 +27,13 @@
  * rounding (tests/unit/test_recompute.c). */
 #include "model/model.h"
 
-/* One chunk's row-local values: norms, then the projections and gates of
- * the composition of triangle_mult.c (merged, fused or four GEMMs) */
-typedef struct {
-    tf_ln_act bln, ln;
-    void *proj, *gate; /* merged: proj [rows, 4C], gate = proj + 2C; fused: [rows, 2C] each */
-    void *lp, *rp, *lg, *rg; /* separate: [rows, C] each */
-    long ld;            /* row stride of proj and gate */
-} chunk_rows;
+/* A chunk's rows: tf_trimul_rows (model.h) */
+typedef tf_trimul_rows chunk_rows;
 
 static void rows_norm(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                       chunk_rows *r, const float *x, long rows) {
     const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out;
     tf_ln2_fwd(ex, M, bn, o->tm[which].ln, &r->bln, &r->ln, x, rows, M->c->pair_dim);
-}
-
-static void rows_proj(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
-                      const tf_trimul_act *a, chunk_rows *r, long rows) {
-    const int C = M->c->pair_dim;
-    const long n = rows * C;
-    const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
-    if (a->plan.merged) {
-        r->proj = tf_alloc_at(ex, (size_t)4 * n);
-        r->gate = tf_at(ex, r->proj, 2 * C);
-        r->ld = 4 * C;
-        tf_linear_fwd(ex, r->proj, r->ln.y, tf_P(M, lp), rows, C, 4 * C, 0.0f, TF_EPI_NONE);
-    } else if (a->plan.fused) {
-        r->proj = tf_alloc_at(ex, (size_t)2 * n);
-        r->gate = tf_alloc_at(ex, (size_t)2 * n);
-        r->ld = 2 * C;
-        tf_linear_fwd(ex, r->proj, r->ln.y, tf_P(M, lp), rows, C, 2 * C, 0.0f, TF_EPI_NONE);
-        tf_linear_fwd(ex, r->gate, r->ln.y, tf_P(M, lg), rows, C, 2 * C, 0.0f, TF_EPI_NONE);
-    } else {
-        void *buf = tf_alloc_at(ex, (size_t)4 * n);
-        r->lp = buf, r->rp = tf_at(ex, buf, n), r->lg = tf_at(ex, buf, 2 * n);
-        r->rg = tf_at(ex, buf, 3 * n);
-        tf_linear_fwd(ex, r->lp, r->ln.y, tf_P(M, lp), rows, C, C, 0.0f, TF_EPI_NONE);
-        tf_linear_fwd(ex, r->rp, r->ln.y, tf_P(M, o->tm[which].rp), rows, C, C, 0.0f,
-                      TF_EPI_NONE);
-        tf_linear_fwd(ex, r->lg, r->ln.y, tf_P(M, lg), rows, C, C, 0.0f, TF_EPI_NONE);
-        tf_linear_fwd(ex, r->rg, r->ln.y, tf_P(M, o->tm[which].rg), rows, C, C, 0.0f,
-                      TF_EPI_NONE);
-    }
-    if (!a->plan.gate_kernel) { /* levels 1-2: the gates' sigmoid in place, as unchunked */
-        if (a->plan.fused) {
-            tf_x_act_fwd(ex, TF_ACT_SIGMOID, r->gate, r->gate, 2 * n);
-        } else {
-            tf_x_act_fwd(ex, TF_ACT_SIGMOID, r->lg, r->lg, n);
-            tf_x_act_fwd(ex, TF_ACT_SIGMOID, r->rg, r->rg, n);
-        }
-    }
 }
 
 /* Where channel c of side s (0 L, 1 R) of chunk k's rows lies in a
@@ -231,7 +190,7 @@ void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
             continue;
         }
         rows_norm(ex, M, o, which, &r, z_in + r0 * C, Kr);
-        rows_proj(ex, M, o, which, a, &r, Kr);
+        tf_trimul_rows_proj(ex, M, o, which, &a->plan, &r, Kr);
         void *t = tf_alloc_at(ex, (size_t)2 * n); /* gated L|R of the chunk, [2, C, Kr] */
         if (a->plan.gate_kernel && a->plan.fused) {
             tf_x_gate_cmajor_fwd(ex, t, r.proj, r.gate, r.ld, Kr, Kr, C);
@@ -384,7 +343,7 @@ void tf_trimul_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
                            Kr);
         void *dyq = tf_alloc_at(ex, (size_t)n);
         tf_linear_bwd(ex, dyq, tf_G(M, wog), dog, r.ln.y, tf_P(M, wog), Kr, C, C, 0);
-        if (!a->plan.proj_op) rows_proj(ex, M, o, which, a, &r, Kr);
+        if (!a->plan.proj_op) tf_trimul_rows_proj(ex, M, o, which, &a->plan, &r, Kr);
         tf_rpush(ex, "triangle_product");
         void *t = tf_alloc_at(ex, (size_t)2 * n); /* the chunk's dL|dR, [2, C, Kr] */
         product_bwd_rows(ex, c, a, which, k, du, t);
