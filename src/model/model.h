@@ -200,6 +200,14 @@ tf_trimul_plan tf_trimul_plan_make(const tf_exec *ex, const tf_block_off *o, int
  * nothing (the op forms them) */
 void tf_trimul_rows_proj(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                          const tf_trimul_plan *p, tf_trimul_rows *r, long rows);
+/* Their backward: the gating's, from dproj (in: the gated L|R gradient,
+ * channels last; out: the projections') and into dgate (the gates' logits),
+ * n = rows * C; then the projections' into dy (added) and the weights */
+void tf_trimul_rows_gate_bwd(tf_exec *ex, const tf_trimul_plan *p, const tf_trimul_rows *r,
+                             void *dproj, void *dgate, long n);
+void tf_trimul_rows_proj_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                             const tf_trimul_plan *p, const tf_trimul_rows *r, void *dy,
+                             const void *dproj, const void *dgate, long rows);
 void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                    tf_trimul_act *a, float *z_out, const float *z_in);
 void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,

@@ -32,8 +32,9 @@
  * Which of these compositions runs is decided once per forward
  * (tf_trimul_plan_make) into the activations' plan, which the backward and
  * the chunked module (--chunk-size, triangle_mult_chunk.c) read; the
- * projections and gates of the plan are written once for any rows
- * (tf_trimul_rows_proj: the whole pair's here, a chunk's there). */
+ * projections and gates of the plan, and their backward, are written once
+ * for any rows (tf_trimul_rows_proj, tf_trimul_rows_gate_bwd,
+ * tf_trimul_rows_proj_bwd: the whole pair's here, a chunk's there). */
 #include "model/model.h"
 
 static const int to_chan_first[4] = {0, 3, 1, 2}; /* [B,N,N,C] -> [B,C,N,N] */
@@ -115,6 +116,47 @@ void tf_trimul_rows_proj(tf_exec *ex, const tf_model *M, const tf_block_off *o, 
             tf_x_act_fwd(ex, TF_ACT_SIGMOID, r->lg, r->lg, n);
             tf_x_act_fwd(ex, TF_ACT_SIGMOID, r->rg, r->rg, n);
         }
+    }
+}
+
+void tf_trimul_rows_gate_bwd(tf_exec *ex, const tf_trimul_plan *p, const tf_trimul_rows *r,
+                             void *dproj, void *dgate, long n) {
+    const void *dlr = dproj;
+    if (p->fused) { /* r->gate holds sigmoid(gate) */
+        tf_x_mul(ex, dgate, dlr, r->proj, 2 * n);
+        tf_x_act_bwd(ex, TF_ACT_SIGMOID, dgate, dgate, r->gate, 2 * n);
+        tf_x_mul(ex, dproj, dlr, r->gate, 2 * n);
+        return;
+    }
+    for (int s = 0; s < 2; s++) {
+        const void *pr = s ? r->rp : r->lp, *gt = s ? r->rg : r->lg;
+        void *dp = tf_at(ex, dproj, s * n), *dg = tf_at(ex, dgate, s * n);
+        if (p->gate_kernel) {
+            tf_x_gate_bwd(ex, dp, dg, dp, pr, gt, n);
+        } else { /* gt holds sigmoid(gate) */
+            tf_x_mul(ex, dg, dp, pr, n);
+            tf_x_act_bwd(ex, TF_ACT_SIGMOID, dg, dg, gt, n);
+            tf_x_mul(ex, dp, dp, gt, n);
+        }
+    }
+}
+
+void tf_trimul_rows_proj_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                             const tf_trimul_plan *p, const tf_trimul_rows *r, void *dy,
+                             const void *dproj, const void *dgate, long rows) {
+    const int C = M->c->pair_dim;
+    const long n = rows * C;
+    const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
+    if (p->merged) {
+        tf_linear_bwd(ex, dy, tf_G(M, lp), dproj, r->ln.y, tf_P(M, lp), rows, C, 4 * C, 1);
+    } else if (p->fused) {
+        tf_linear_bwd(ex, dy, tf_G(M, lp), dproj, r->ln.y, tf_P(M, lp), rows, C, 2 * C, 1);
+        tf_linear_bwd(ex, dy, tf_G(M, lg), dgate, r->ln.y, tf_P(M, lg), rows, C, 2 * C, 1);
+    } else {
+        const size_t w[4] = {lp, o->tm[which].rp, lg, o->tm[which].rg};
+        const void *dd[4] = {dproj, tf_at(ex, dproj, n), dgate, tf_at(ex, dgate, n)};
+        for (int i = 0; i < 4; i++)
+            tf_linear_bwd(ex, dy, tf_G(M, w[i]), dd[i], r->ln.y, tf_P(M, w[i]), rows, C, C, 1);
     }
 }
 
@@ -330,7 +372,7 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     const long rows = (long)B * N * N, nc = rows * C;
     const int fused = a->plan.fused, gate_kernel = a->plan.gate_kernel;
     const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out;
-    const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
+    const size_t lp = o->tm[which].lp;
     if (a->plan.chunked) {
         tf_trimul_bwd_chunked(ex, M, o, which, a, dz, z_in);
         return;
@@ -382,38 +424,12 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
             tf_x_permute(ex, tf_at(ex, dlr, nc), dr_t, 4, a->plan.cmajor ? dc : d1, pm, 0);
         }
         dproj = dlr, dgate = dlr_t; /* dlr_t's memory is free again */
-        if (fused) { /* a->sig holds sigmoid(gate) */
-            tf_x_mul(ex, dgate, dlr, a->r.proj, 2 * nc);
-            tf_x_act_bwd(ex, TF_ACT_SIGMOID, dgate, dgate, a->sig, 2 * nc);
-            tf_x_mul(ex, dproj, dlr, a->sig, 2 * nc);
-        } else {
-            for (int s = 0; s < 2; s++) {
-                const void *p = s ? a->r.rp : a->r.lp, *gt = s ? a->r.rg : a->r.lg;
-                void *dp = tf_at(ex, dproj, s * nc), *dg = tf_at(ex, dgate, s * nc);
-                if (gate_kernel) {
-                    tf_x_gate_bwd(ex, dp, dg, dp, p, gt, nc);
-                } else { /* gt holds sigmoid(gate) */
-                    tf_x_mul(ex, dg, dp, p, nc);
-                    tf_x_act_bwd(ex, TF_ACT_SIGMOID, dg, dg, gt, nc);
-                    tf_x_mul(ex, dp, dp, gt, nc);
-                }
-            }
-        }
+        tf_trimul_rows_gate_bwd(ex, &a->plan, &a->r, dproj, dgate, rows * C);
     }
     tf_rpop(ex);
 
     tf_rpush(ex, "projections");
-    if (a->plan.merged) {
-        tf_linear_bwd(ex, dy, tf_G(M, lp), dproj, a->r.ln.y, tf_P(M, lp), rows, C, 4 * C, 1);
-    } else if (fused) {
-        tf_linear_bwd(ex, dy, tf_G(M, lp), dproj, a->r.ln.y, tf_P(M, lp), rows, C, 2 * C, 1);
-        tf_linear_bwd(ex, dy, tf_G(M, lg), dgate, a->r.ln.y, tf_P(M, lg), rows, C, 2 * C, 1);
-    } else {
-        const size_t w[4] = {lp, o->tm[which].rp, lg, o->tm[which].rg};
-        const void *dd[4] = {dproj, tf_at(ex, dproj, nc), dgate, tf_at(ex, dgate, nc)};
-        for (int i = 0; i < 4; i++)
-            tf_linear_bwd(ex, dy, tf_G(M, w[i]), dd[i], a->r.ln.y, tf_P(M, w[i]), rows, C, C, 1);
-    }
+    tf_trimul_rows_proj_bwd(ex, M, o, which, &a->plan, &a->r, dy, dproj, dgate, rows);
     tf_rpop(ex);
     tf_ln2_bwd(ex, M, bn, o->tm[which].ln, &a->r.bln, &a->r.ln, dz, dout, dy, z_in, rows, C, 1);
     tf_rpop(ex);

@@ -1,7 +1,7 @@
 /* The triangle multiplicative update K rows at a time (--chunk-size; the
  * math of triangle_mult.c, the same ops in the same composition per row:
- * its plan, and its projections and gates of a chunk's rows,
- * tf_trimul_rows_proj).
+ * its plan, and its projections and gates of a chunk's rows and their
+ * backward, tf_trimul_rows_*).
  *
  * The product contracts over whole rows or columns of L and R, so L|R (lr_t)
  * and the product u stay whole: they are all the module keeps. Everything
@@ -277,7 +277,7 @@ void tf_trimul_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
     const long rows = (long)B * N * N, nc = rows * C;
     const int nk = tf_chunk_count(ex, c);
     const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out;
-    const size_t lp = o->tm[which].lp, lg = o->tm[which].lg, wo = o->tm[which].op,
+    const size_t lp = o->tm[which].lp, wo = o->tm[which].op,
                  wog = o->tm[which].og;
     const size_t mark0 = tf_arena_mark(ex->arena);
     tf_rpush(ex, which ? "triangle_mult_incoming" : "triangle_mult_outgoing");
@@ -369,35 +369,9 @@ void tf_trimul_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
                 tf_x_permute(ex, dlr, t, 3, dims, perm, 0);
             }
             dproj = dlr, dgate = t; /* t is free again */
-            if (a->plan.fused) { /* r.gate holds sigmoid(gate) */
-                tf_x_mul(ex, dgate, dlr, r.proj, 2 * n);
-                tf_x_act_bwd(ex, TF_ACT_SIGMOID, dgate, dgate, r.gate, 2 * n);
-                tf_x_mul(ex, dproj, dlr, r.gate, 2 * n);
-            } else {
-                for (int s = 0; s < 2; s++) {
-                    const void *p = s ? r.rp : r.lp, *gt = s ? r.rg : r.lg;
-                    void *dp = tf_at(ex, dproj, s * n), *dg = tf_at(ex, dgate, s * n);
-                    if (a->plan.gate_kernel) {
-                        tf_x_gate_bwd(ex, dp, dg, dp, p, gt, n);
-                    } else {
-                        tf_x_mul(ex, dg, dp, p, n);
-                        tf_x_act_bwd(ex, TF_ACT_SIGMOID, dg, dg, gt, n);
-                        tf_x_mul(ex, dp, dp, gt, n);
-                    }
-                }
-            }
+            tf_trimul_rows_gate_bwd(ex, &a->plan, &r, dproj, dgate, n);
         }
-        if (a->plan.merged) {
-            tf_linear_bwd(ex, dyq, tf_G(M, lp), dproj, r.ln.y, tf_P(M, lp), Kr, C, 4 * C, 1);
-        } else if (a->plan.fused) {
-            tf_linear_bwd(ex, dyq, tf_G(M, lp), dproj, r.ln.y, tf_P(M, lp), Kr, C, 2 * C, 1);
-            tf_linear_bwd(ex, dyq, tf_G(M, lg), dgate, r.ln.y, tf_P(M, lg), Kr, C, 2 * C, 1);
-        } else {
-            const size_t w[4] = {lp, o->tm[which].rp, lg, o->tm[which].rg};
-            const void *dd[4] = {dproj, tf_at(ex, dproj, n), dgate, tf_at(ex, dgate, n)};
-            for (int i = 0; i < 4; i++)
-                tf_linear_bwd(ex, dyq, tf_G(M, w[i]), dd[i], r.ln.y, tf_P(M, w[i]), Kr, C, C, 1);
-        }
+        tf_trimul_rows_proj_bwd(ex, M, o, which, &a->plan, &r, dyq, dproj, dgate, Kr);
         tf_ln2_bwd(ex, M, bn, o->tm[which].ln, &r.bln, &r.ln, dz + r0 * C, dout, dyq,
                    z_in + r0 * C, Kr, C, 1);
         tf_arena_release(ex->arena, m);
