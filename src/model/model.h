@@ -208,6 +208,18 @@ void tf_trimul_rows_gate_bwd(tf_exec *ex, const tf_trimul_plan *p, const tf_trim
 void tf_trimul_rows_proj_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                              const tf_trimul_plan *p, const tf_trimul_rows *r, void *dy,
                              const void *dproj, const void *dgate, long rows);
+/* The output stage of rows r0 .. r0 + n_rows: out = u Wo^T (u_p as the
+ * product stores it, whole) and og = y Wog^T, allocated; the gate and
+ * residual add (z_out NULL: none; without gate kernels og's sigmoid in
+ * place); the gate's backward (og: the sigmoid without gate kernels, else
+ * the logits), n = n_rows * C */
+void tf_trimul_rows_out(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                        const tf_trimul_plan *p, const tf_trimul_rows *r, const void *u_p,
+                        long r0, long n_rows, void **out, void **og);
+void tf_trimul_rows_residual(tf_exec *ex, const tf_trimul_plan *p, float *z_out,
+                             const float *z_in, const void *out, void *og, long n);
+void tf_trimul_rows_out_bwd(tf_exec *ex, const tf_trimul_plan *p, void *dout, void *dog,
+                            const void *dz, const void *out, const void *og, long n);
 void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                    tf_trimul_act *a, float *z_out, const float *z_in);
 void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,

@@ -32,9 +32,9 @@
  * Which of these compositions runs is decided once per forward
  * (tf_trimul_plan_make) into the activations' plan, which the backward and
  * the chunked module (--chunk-size, triangle_mult_chunk.c) read; the
- * projections and gates of the plan, and their backward, are written once
- * for any rows (tf_trimul_rows_proj, tf_trimul_rows_gate_bwd,
- * tf_trimul_rows_proj_bwd: the whole pair's here, a chunk's there). */
+ * per-row stages of the plan are written once for any rows (the
+ * tf_trimul_rows_* functions: the projections and gates, the output stage,
+ * and their backward; the whole pair's here, a chunk's there). */
 #include "model/model.h"
 
 static const int to_chan_first[4] = {0, 3, 1, 2}; /* [B,N,N,C] -> [B,C,N,N] */
@@ -160,6 +160,56 @@ void tf_trimul_rows_proj_bwd(tf_exec *ex, const tf_model *M, const tf_block_off 
     }
 }
 
+void tf_trimul_rows_out(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                        const tf_trimul_plan *p, const tf_trimul_rows *r, const void *u_p,
+                        long r0, long n_rows, void **out, void **og) {
+    const int C = M->c->pair_dim;
+    const long rows = (long)M->c->batch * M->c->seq_len * M->c->seq_len; /* u's */
+    *out = tf_alloc_at(ex, (size_t)n_rows * C);
+    *og = tf_alloc_at(ex, (size_t)n_rows * C);
+    if (p->cmajor) { /* out [n_rows, C] = (u^T) Wo^T, u stored [C, rows]: its columns r0.. */
+        tf_gemm_args g = tf_gemm_make(ex, 1, 1, (int)n_rows, C, C, 1.0f, 0.0f, tf_at(ex, u_p, r0),
+                                      rows, 0, tf_x_w(ex, tf_P(M, o->tm[which].op)), C, 0, *out, C,
+                                      0, 1);
+        tf_gemm(ex, &g, "linear_fwd");
+    } else {
+        tf_linear_fwd(ex, *out, tf_at(ex, u_p, r0 * C), tf_P(M, o->tm[which].op), n_rows, C, C,
+                      0.0f, TF_EPI_NONE);
+    }
+    tf_linear_fwd(ex, *og, r->ln.y, tf_P(M, o->tm[which].og), n_rows, C, C, 0.0f, TF_EPI_NONE);
+}
+
+void tf_trimul_rows_residual(tf_exec *ex, const tf_trimul_plan *p, float *z_out,
+                             const float *z_in, const void *out, void *og, long n) {
+    if (p->gate_kernel) {
+        if (z_out) tf_x_gate_residual_fwd(ex, z_out, z_in, out, og, n);
+        return;
+    }
+    tf_x_act_fwd(ex, TF_ACT_SIGMOID, og, og, n);
+    if (!z_out) return; /* the forward run again, its output not wanted */
+    const size_t mark = tf_arena_mark(ex->arena);
+    void *res = tf_alloc_at(ex, (size_t)n);
+    tf_x_mul(ex, res, out, og, n);
+    float *res32 = res;
+    if (ex->at != TF_F32) { /* the residual add in the stream's type */
+        res32 = tf_alloc_act(ex, (size_t)n);
+        tf_x_convert(ex, res32, TF_F32, res, ex->at, n);
+    }
+    tf_x_add(ex, z_out, z_in, res32, n);
+    tf_arena_release(ex->arena, mark);
+}
+
+void tf_trimul_rows_out_bwd(tf_exec *ex, const tf_trimul_plan *p, void *dout, void *dog,
+                            const void *dz, const void *out, const void *og, long n) {
+    if (p->gate_kernel) {
+        tf_x_gate_bwd(ex, dout, dog, dz, out, og, n);
+        return;
+    }
+    tf_x_mul(ex, dout, dz, og, n);
+    tf_x_mul(ex, dog, dz, out, n);
+    tf_x_act_bwd(ex, TF_ACT_SIGMOID, dog, dog, og, n);
+}
+
 void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                    tf_trimul_act *a, float *z_out, const float *z_in) {
     const tf_config *c = M->c;
@@ -253,37 +303,9 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
         tf_rpop(ex);
         return;
     }
-    a->out = tf_alloc_at(ex, (size_t)nc);
-    a->og = tf_alloc_at(ex, (size_t)nc);
-    if (a->plan.cmajor) { /* out [rows, C] = (u^T) Wo^T, u stored [C, rows] */
-        tf_gemm_args g = tf_gemm_make(ex, 1, 1, (int)rows, C, C, 1.0f, 0.0f, a->u_p, rows, 0,
-                                      tf_x_w(ex, tf_P(M, o->tm[which].op)), C, 0, a->out, C, 0,
-                                      1);
-        tf_gemm(ex, &g, "linear_fwd");
-    } else {
-        tf_linear_fwd(ex, a->out, a->u_p, tf_P(M, o->tm[which].op), rows, C, C, 0.0f,
-                      TF_EPI_NONE);
-    }
-    tf_linear_fwd(ex, a->og, a->r.ln.y, tf_P(M, o->tm[which].og), rows, C, C, 0.0f, TF_EPI_NONE);
-    if (gate_kernel) {
-        a->og_sig = NULL;
-        if (z_out) tf_x_gate_residual_fwd(ex, z_out, z_in, a->out, a->og, nc);
-    } else {
-        a->og_sig = a->og;
-        tf_x_act_fwd(ex, TF_ACT_SIGMOID, a->og_sig, a->og, nc);
-        if (z_out) { /* NULL: the forward run again, its output not wanted */
-            mark = tf_arena_mark(ex->arena);
-            void *res = tf_alloc_at(ex, (size_t)nc);
-            tf_x_mul(ex, res, a->out, a->og_sig, nc);
-            float *res32 = res;
-            if (ex->at != TF_F32) { /* the residual add in the stream's type */
-                res32 = tf_alloc_act(ex, (size_t)nc);
-                tf_x_convert(ex, res32, TF_F32, res, ex->at, nc);
-            }
-            tf_x_add(ex, z_out, z_in, res32, nc);
-            tf_arena_release(ex->arena, mark);
-        }
-    }
+    tf_trimul_rows_out(ex, M, o, which, &a->plan, &a->r, a->u_p, 0, rows, &a->out, &a->og);
+    a->og_sig = gate_kernel ? NULL : a->og; /* the sigmoid, in place */
+    tf_trimul_rows_residual(ex, &a->plan, z_out, z_in, a->out, a->og, nc);
     tf_rpop(ex);
     tf_rpop(ex);
 }
@@ -328,16 +350,9 @@ static void *output_bwd_composed(tf_exec *ex, const tf_model *M, const tf_block_
     const tf_config *c = M->c;
     const int B = c->batch, N = c->seq_len, C = c->pair_dim;
     const long rows = (long)B * N * N, nc = rows * C;
-    const int gate_kernel = a->plan.gate_kernel;
     const void *dzh = tf_x_stream_grad(ex, dz, nc);
     void *dout = tf_alloc_at(ex, (size_t)nc), *dog = tf_alloc_at(ex, (size_t)nc), *du;
-    if (gate_kernel) {
-        tf_x_gate_bwd(ex, dout, dog, dzh, a->out, a->og, nc);
-    } else {
-        tf_x_mul(ex, dout, dzh, a->og_sig, nc);
-        tf_x_mul(ex, dog, dzh, a->out, nc);
-        tf_x_act_bwd(ex, TF_ACT_SIGMOID, dog, dog, a->og_sig, nc);
-    }
+    tf_trimul_rows_out_bwd(ex, &a->plan, dout, dog, dzh, a->out, a->og, nc);
     void *dy = tf_alloc_at(ex, (size_t)nc);
     tf_linear_bwd(ex, dy, tf_G(M, o->tm[which].og), dog, a->r.ln.y, tf_P(M, o->tm[which].og), rows,
                   C, C, 0);

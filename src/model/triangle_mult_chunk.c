@@ -62,35 +62,16 @@ static void segs_scatter(tf_exec *ex, const tf_config *c, int cmajor, tf_chunk k
 static void rows_out(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                      const tf_trimul_act *a, chunk_rows *r, void **out, void **og,
                      const float *x, long r0, long Kr) {
-    const int C = M->c->pair_dim;
-    const long rows = (long)M->c->batch * M->c->seq_len * M->c->seq_len;
     rows_norm(ex, M, o, which, r, x, Kr);
-    *out = tf_alloc_at(ex, (size_t)Kr * C);
-    *og = tf_alloc_at(ex, (size_t)Kr * C);
-    if (a->plan.cmajor) { /* u stored [C, rows]: the chunk's columns */
-        tf_gemm_args g = tf_gemm_make(ex, 1, 1, (int)Kr, C, C, 1.0f, 0.0f, tf_at(ex, a->u_p, r0),
-                                      rows, 0, tf_x_w(ex, tf_P(M, o->tm[which].op)), C, 0, *out, C,
-                                      0, 1);
-        tf_gemm(ex, &g, "linear_fwd");
-    } else {
-        tf_linear_fwd(ex, *out, tf_at(ex, a->u_p, r0 * C), tf_P(M, o->tm[which].op), Kr, C, C, 0.0f,
-                      TF_EPI_NONE);
-    }
-    tf_linear_fwd(ex, *og, r->ln.y, tf_P(M, o->tm[which].og), Kr, C, C, 0.0f, TF_EPI_NONE);
+    tf_trimul_rows_out(ex, M, o, which, &a->plan, r, a->u_p, r0, Kr, out, og);
 }
 
 /* The gradients of the output projection's input and of the output gate's
  * logits, from the chunk's dz rows (as unchunked) */
 static void rows_out_bwd(tf_exec *ex, const tf_trimul_act *a, void *dout, void *dog,
                          const void *dzq, const void *out, void *og, long n) {
-    if (a->plan.gate_kernel) {
-        tf_x_gate_bwd(ex, dout, dog, dzq, out, og, n);
-    } else {
-        tf_x_act_fwd(ex, TF_ACT_SIGMOID, og, og, n);
-        tf_x_mul(ex, dout, dzq, og, n);
-        tf_x_mul(ex, dog, dzq, out, n);
-        tf_x_act_bwd(ex, TF_ACT_SIGMOID, dog, dog, og, n);
-    }
+    if (!a->plan.gate_kernel) tf_x_act_fwd(ex, TF_ACT_SIGMOID, og, og, n); /* logits again */
+    tf_trimul_rows_out_bwd(ex, &a->plan, dout, dog, dzq, out, og, n);
 }
 
 /* A chunk's output projection and gate again, and the gradients dout, dog
@@ -251,19 +232,7 @@ void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
             continue;
         }
         rows_out(ex, M, o, which, a, &r, &out, &og, z_in + r0 * C, r0, Kr);
-        if (a->plan.gate_kernel) {
-            tf_x_gate_residual_fwd(ex, z_out + r0 * C, z_in + r0 * C, out, og, n);
-        } else {
-            void *res = tf_alloc_at(ex, (size_t)n);
-            tf_x_act_fwd(ex, TF_ACT_SIGMOID, og, og, n);
-            tf_x_mul(ex, res, out, og, n);
-            float *res32 = res;
-            if (ex->at != TF_F32) { /* the residual add in the stream's type */
-                res32 = tf_alloc_act(ex, (size_t)n);
-                tf_x_convert(ex, res32, TF_F32, res, ex->at, n);
-            }
-            tf_x_add(ex, z_out + r0 * C, z_in + r0 * C, res32, n);
-        }
+        tf_trimul_rows_residual(ex, &a->plan, z_out + r0 * C, z_in + r0 * C, out, og, n);
         tf_arena_release(ex->arena, m);
     }
     tf_rpop(ex);
