@@ -15,8 +15,8 @@
  * does anyway). A position's values are the same ops on the same inputs as
  * unchunked; the parameter gradients are summed chunk by chunk (a different
  * order: within fp32 rounding). The outer product mean runs its body through
- * the driver (outer_product.c); the triangle multiplication chunks inside
- * its module (triangle_mult_chunk.c). */
+ * the driver (outer_product.c), and so do the triangle multiplication's
+ * chunked stages (triangle_mult_chunk.c: its product stays whole). */
 #include "model/model.h"
 
 int tf_chunk_count(const tf_exec *ex, const tf_config *c) {
