@@ -73,32 +73,62 @@ typedef struct {            /* MSA or pair transition */
     void *h;                /* relu(x W1^T) [rows, 4C] */
 } tf_transition_act;
 
+/* The outer product mean's composition, decided once per forward from the
+ * executor and the shape (tf_opm_plan_make, outer_product.c) */
+typedef enum {
+    TF_OPM_REF,          /* the product formed, permuted, then projected */
+    TF_OPM_WEIGHT_FIRST, /* level 3 on the CPU (exec.h opm_weight_first) */
+    TF_OPM_FUSED         /* one op each way (op_list.h opm_fwd, opm_bwd_dz) */
+} tf_opm_kind;
 typedef struct {
+    tf_opm_kind kind;
+    int chunked;  /* TF_OPM_REF with --chunk-size: the product onward chunk by chunk */
+    int outer_op; /* TF_OPM_REF whole: the permuted product as one op (opm_outer) */
+    int bwd_op;   /* TF_OPM_REF whole: its backward to da as one op (opm_bwd) */
+} tf_opm_plan;
+
+typedef struct {
+    tf_opm_plan plan;
     tf_ln_act ln;           /* module layer_norm of m */
     void *a;                /* [B, S, N, co] */
-    void *outer;            /* [B, N*co, N*co] before the permute (temporary, NULL after) */
-    void *outer_p;          /* [B, N, N, co*co] */
+    void *outer_p;          /* [B, N, N, co*co]: TF_OPM_REF whole, else NULL */
     /* weight-first composition (level 3, outer_product.c): */
     void *a_t;              /* a permuted to [B, N, S, co] */
     void *t;                /* T[b,s,p,j,c] = sum_q a[b,s,j,q] Wpair[c, p*co+q] */
-    int chunked;            /* --chunk-size (outer_product_chunk.c): only ln and a kept */
-    int fused;              /* the forward as one op (op_list.h opm_fwd): only ln and a kept */
 } tf_opm_act;
 
+/* The triangle multiplication's composition, decided once per forward from
+ * the executor and the parameter layout (tf_trimul_plan_make,
+ * triangle_mult.c): the projections as four GEMMs, two (fused) or one
+ * (merged) or one op (proj_op); the gating composed (sigmoid, multiply),
+ * by kernels per side (gate_kernel) or with the transpose (gate_kernel and
+ * fused: gate_cmajor_fwd) */
 typedef struct {
-    int chunked;            /* --chunk-size (triangle_mult_chunk.c): only lr_t and u_p kept */
-    int fused, gate_kernel; /* the composition (chunked: proj and og_sig are not kept) */
+    int fused;       /* the triangle fusion: left|right in one GEMM, the gates in one */
+    int merged;      /* level 3: projections and gates from one GEMM */
+    int proj_op;     /* merged as ops (trimul_proj_fwd/_bwd, trimul_out_fwd/_bwd):
+                        proj and out not kept */
+    int gate_kernel; /* level 3: the gates by kernels (gate_*), no sigmoid kept */
+    int cmajor;      /* level 3: channel-major product, no permute of u */
+    int chunked;     /* --chunk-size (triangle_mult_chunk.c): only lr_t and u_p kept */
+} tf_trimul_plan;
+
+/* Rows of the triangle multiplication's input (the whole pair, or a chunk of
+ * it): their norms, projections and gates (tf_trimul_rows_proj) */
+typedef struct {
     tf_ln_act bln, ln;      /* block norm, module norm */
     void *proj, *gate;      /* fused: [rows, 2C] each (left|right); else NULL; merged:
                                proj [rows, 4C] (L R | gate L, gate R), gate = proj + 2C */
-    int merged;             /* level 3: projections and gates from one GEMM */
-    int proj_op;            /* merged as ops (trimul_proj_fwd/_bwd, trimul_out_fwd/_bwd):
-                               proj and out not kept */
-    void *lp, *rp, *lg, *rg; /* separate [rows, C] (views into proj/gate when fused) */
+    long ld;                /* fused: the row stride of proj and gate */
+    void *lp, *rp, *lg, *rg; /* separate: [rows, C] each; else NULL */
+} tf_trimul_rows;
+
+typedef struct {
+    tf_trimul_plan plan;
+    tf_trimul_rows r;       /* the whole pair's (not kept chunked) */
     void *sig;              /* sigmoid of the gates (v1/v2): [rows, 2C] */
     void *lr_t;             /* [2, B, C, N, N]: L_t [B,C,N,N] then R_t; cmajor: [2, C, B, N, N] */
     void *l_t, *r_t;
-    int cmajor;             /* level 3: channel-major product, no permute of u (triangle_mult.c) */
     void *u_p;              /* [B, N, N, C] the triangle product, channels last; cmajor:
                                [C, B, N, N], i.e. u^T as a [C, rows] matrix */
     void *out, *og, *og_sig; /* output projection, output gate logits, sigmoid (v1/v2) */
@@ -161,14 +191,35 @@ void tf_opm_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, tf_opm_ac
                 float *z_out, const float *z_in, const float *m);
 void tf_opm_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, const tf_opm_act *a,
                 float *dm, const float *dz, const float *m);
-/* The outer product mean's product and output chunk by chunk (--chunk-size,
- * outer_product_chunk.c): z_out NULL computes nothing; da assigned. */
-void tf_opm_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o,
-                        const tf_opm_act *a, float *z_out, const float *z_in);
-void tf_opm_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o,
-                        const tf_opm_act *a, void *da, const float *dz);
+tf_opm_plan tf_opm_plan_make(const tf_exec *ex, const tf_config *c);
 /* which: 0 outgoing, 1 incoming. With ex->chunk the rows' parts run chunk by
  * chunk (triangle_mult_chunk.c). */
+tf_trimul_plan tf_trimul_plan_make(const tf_exec *ex, const tf_block_off *o, int which, int C);
+/* The projections and gates of rows r (their norms done) in plan p's
+ * composition; without gate kernels the gates' sigmoid in place. proj_op:
+ * nothing (the op forms them) */
+void tf_trimul_rows_proj(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                         const tf_trimul_plan *p, tf_trimul_rows *r, long rows);
+/* Their backward: the gating's, from dproj (in: the gated L|R gradient,
+ * channels last; out: the projections') and into dgate (the gates' logits),
+ * n = rows * C; then the projections' into dy (added) and the weights */
+void tf_trimul_rows_gate_bwd(tf_exec *ex, const tf_trimul_plan *p, const tf_trimul_rows *r,
+                             void *dproj, void *dgate, long n);
+void tf_trimul_rows_proj_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                             const tf_trimul_plan *p, const tf_trimul_rows *r, void *dy,
+                             const void *dproj, const void *dgate, long rows);
+/* The output stage of rows r0 .. r0 + n_rows: out = u Wo^T (u_p as the
+ * product stores it, whole) and og = y Wog^T, allocated; the gate and
+ * residual add (z_out NULL: none; without gate kernels og's sigmoid in
+ * place); the gate's backward (og: the sigmoid without gate kernels, else
+ * the logits), n = n_rows * C */
+void tf_trimul_rows_out(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                        const tf_trimul_plan *p, const tf_trimul_rows *r, const void *u_p,
+                        long r0, long n_rows, void **out, void **og);
+void tf_trimul_rows_residual(tf_exec *ex, const tf_trimul_plan *p, float *z_out,
+                             const float *z_in, const void *out, void *og, long n);
+void tf_trimul_rows_out_bwd(tf_exec *ex, const tf_trimul_plan *p, void *dout, void *dog,
+                            const void *dz, const void *out, const void *og, long n);
 void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                    tf_trimul_act *a, float *z_out, const float *z_in);
 void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
@@ -196,11 +247,24 @@ void tf_triattn_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int w
 void tf_triattn_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                     const tf_triattn_act *a, float *dz, const float *z_in);
 
-/* --chunk-size (chunk.c): the pair tensor's rows (b, i) in chunks of K = ex->chunk,
- * per sample; chunk q is sample b's rows i0 .. i0 + ni */
-typedef struct { int b, i0, ni; } tf_chunk;
+/* --chunk-size (chunk.c): a slab of the pair tensor's rows (b, i), samples
+ * b .. b + nb, rows i0 .. i0 + ni of each: a chunk is one sample's K =
+ * ex->chunk rows (nb = 1; chunk q by tf_chunk_at), the whole pair one slab
+ * of every row (tf_chunk_whole). Its rows are contiguous: the pair's row
+ * (b, i0) is the first, nb * ni * N positions in all. */
+typedef struct { int b, nb, i0, ni; } tf_chunk;
 int tf_chunk_count(const tf_exec *ex, const tf_config *c);
 tf_chunk tf_chunk_at(const tf_exec *ex, const tf_config *c, int q);
+tf_chunk tf_chunk_whole(const tf_config *c);
+/* The slab's first position (b, i0, 0) of the pair, and its positions */
+long tf_chunk_first(const tf_config *c, tf_chunk k);
+long tf_chunk_positions(const tf_config *c, tf_chunk k);
+/* A module's body over one slab of rows (ctx its arguments) */
+typedef void (*tf_rows_fn)(tf_exec *ex, void *ctx, tf_chunk k);
+/* Runs fn over the pair's rows: chunk by chunk when chunked, else once over
+ * the whole pair; the arena is released after each call (what the module
+ * keeps it allocates before) */
+void tf_chunk_run(tf_exec *ex, const tf_config *c, int chunked, tf_rows_fn fn, void *ctx);
 /* The triangle attentions (which 0, 1) and the pair transition (which 2),
  * chunk by chunk: the forward keeps nothing of the module but its output;
  * the backward runs each chunk's forward again, then its backward. Chunks of

@@ -27,7 +27,14 @@
  * nothing of proj; the backward's gating forms proj again from y
  * (trimul_proj_bwd). The output projection, gate and residual add are one
  * more (trimul_out_fwd) that keeps nothing of out; its backward forms out
- * again and gives du as well (trimul_out_bwd). */
+ * again and gives du as well (trimul_out_bwd).
+ *
+ * Which of these compositions runs is decided once per forward
+ * (tf_trimul_plan_make) into the activations' plan, which the backward and
+ * the chunked module (--chunk-size, triangle_mult_chunk.c) read; the
+ * per-row stages of the plan are written once for any rows (the
+ * tf_trimul_rows_* functions: the projections and gates, the output stage,
+ * and their backward; the whole pair's here, a chunk's there). */
 #include "model/model.h"
 
 static const int to_chan_first[4] = {0, 3, 1, 2}; /* [B,N,N,C] -> [B,C,N,N] */
@@ -55,60 +62,177 @@ void tf_trimul_product(tf_exec *ex, int tA, int tB, const void *A, const void *B
     tf_gemm(ex, &g, name);
 }
 
+tf_trimul_plan tf_trimul_plan_make(const tf_exec *ex, const tf_block_off *o, int which, int C) {
+    const size_t lp = o->tm[which].lp;
+    tf_trimul_plan p;
+    p.fused = ex->fu.triangle;
+    p.gate_kernel = ex->level >= 3;
+    p.cmajor = ex->level >= 3;
+    /* level 3: projections and gates from one GEMM when the four weights are adjacent */
+    p.merged = p.fused && p.gate_kernel && ex->trimul_merged &&
+               o->tm[which].rp == lp + (size_t)C * C && o->tm[which].lg == lp + (size_t)2 * C * C &&
+               o->tm[which].rg == lp + (size_t)3 * C * C;
+    p.proj_op = p.merged && ex->trimul_proj_op && TF_TRIMUL_PROJ_OP_C(C);
+    p.chunked = ex->chunk > 0;
+    return p;
+}
+
+void tf_trimul_rows_proj(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                         const tf_trimul_plan *p, tf_trimul_rows *r, long rows) {
+    const int C = M->c->pair_dim;
+    const long n = rows * C;
+    const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
+    r->proj = r->gate = NULL;
+    r->lp = r->rp = r->lg = r->rg = NULL;
+    r->ld = 0;
+    if (p->proj_op) return; /* formed in the op, never stored */
+    if (p->merged) {
+        r->proj = tf_alloc_at(ex, (size_t)4 * n);
+        r->gate = tf_at(ex, r->proj, 2 * C); /* row i's gates at proj + i * 4C + 2C */
+        r->ld = 4 * C;
+        tf_linear_fwd(ex, r->proj, r->ln.y, tf_P(M, lp), rows, C, 4 * C, 0.0f, TF_EPI_NONE);
+    } else if (p->fused) {
+        r->proj = tf_alloc_at(ex, (size_t)2 * n);
+        r->gate = tf_alloc_at(ex, (size_t)2 * n);
+        r->ld = 2 * C;
+        tf_linear_fwd(ex, r->proj, r->ln.y, tf_P(M, lp), rows, C, 2 * C, 0.0f, TF_EPI_NONE);
+        tf_linear_fwd(ex, r->gate, r->ln.y, tf_P(M, lg), rows, C, 2 * C, 0.0f, TF_EPI_NONE);
+    } else {
+        void *buf = tf_alloc_at(ex, (size_t)4 * n);
+        r->lp = buf, r->rp = tf_at(ex, buf, n), r->lg = tf_at(ex, buf, 2 * n);
+        r->rg = tf_at(ex, buf, 3 * n);
+        tf_linear_fwd(ex, r->lp, r->ln.y, tf_P(M, lp), rows, C, C, 0.0f, TF_EPI_NONE);
+        tf_linear_fwd(ex, r->rp, r->ln.y, tf_P(M, o->tm[which].rp), rows, C, C, 0.0f,
+                      TF_EPI_NONE);
+        tf_linear_fwd(ex, r->lg, r->ln.y, tf_P(M, lg), rows, C, C, 0.0f, TF_EPI_NONE);
+        tf_linear_fwd(ex, r->rg, r->ln.y, tf_P(M, o->tm[which].rg), rows, C, C, 0.0f,
+                      TF_EPI_NONE);
+    }
+    if (!p->gate_kernel) { /* levels 1-2: the gates' sigmoid in place (the logits are
+                              not needed again) */
+        if (p->fused) {
+            tf_x_act_fwd(ex, TF_ACT_SIGMOID, r->gate, r->gate, 2 * n);
+        } else {
+            tf_x_act_fwd(ex, TF_ACT_SIGMOID, r->lg, r->lg, n);
+            tf_x_act_fwd(ex, TF_ACT_SIGMOID, r->rg, r->rg, n);
+        }
+    }
+}
+
+void tf_trimul_rows_gate_bwd(tf_exec *ex, const tf_trimul_plan *p, const tf_trimul_rows *r,
+                             void *dproj, void *dgate, long n) {
+    const void *dlr = dproj;
+    if (p->fused) { /* r->gate holds sigmoid(gate) */
+        tf_x_mul(ex, dgate, dlr, r->proj, 2 * n);
+        tf_x_act_bwd(ex, TF_ACT_SIGMOID, dgate, dgate, r->gate, 2 * n);
+        tf_x_mul(ex, dproj, dlr, r->gate, 2 * n);
+        return;
+    }
+    for (int s = 0; s < 2; s++) {
+        const void *pr = s ? r->rp : r->lp, *gt = s ? r->rg : r->lg;
+        void *dp = tf_at(ex, dproj, s * n), *dg = tf_at(ex, dgate, s * n);
+        if (p->gate_kernel) {
+            tf_x_gate_bwd(ex, dp, dg, dp, pr, gt, n);
+        } else { /* gt holds sigmoid(gate) */
+            tf_x_mul(ex, dg, dp, pr, n);
+            tf_x_act_bwd(ex, TF_ACT_SIGMOID, dg, dg, gt, n);
+            tf_x_mul(ex, dp, dp, gt, n);
+        }
+    }
+}
+
+void tf_trimul_rows_proj_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                             const tf_trimul_plan *p, const tf_trimul_rows *r, void *dy,
+                             const void *dproj, const void *dgate, long rows) {
+    const int C = M->c->pair_dim;
+    const long n = rows * C;
+    const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
+    if (p->merged) {
+        tf_linear_bwd(ex, dy, tf_G(M, lp), dproj, r->ln.y, tf_P(M, lp), rows, C, 4 * C, 1);
+    } else if (p->fused) {
+        tf_linear_bwd(ex, dy, tf_G(M, lp), dproj, r->ln.y, tf_P(M, lp), rows, C, 2 * C, 1);
+        tf_linear_bwd(ex, dy, tf_G(M, lg), dgate, r->ln.y, tf_P(M, lg), rows, C, 2 * C, 1);
+    } else {
+        const size_t w[4] = {lp, o->tm[which].rp, lg, o->tm[which].rg};
+        const void *dd[4] = {dproj, tf_at(ex, dproj, n), dgate, tf_at(ex, dgate, n)};
+        for (int i = 0; i < 4; i++)
+            tf_linear_bwd(ex, dy, tf_G(M, w[i]), dd[i], r->ln.y, tf_P(M, w[i]), rows, C, C, 1);
+    }
+}
+
+void tf_trimul_rows_out(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
+                        const tf_trimul_plan *p, const tf_trimul_rows *r, const void *u_p,
+                        long r0, long n_rows, void **out, void **og) {
+    const int C = M->c->pair_dim;
+    const long rows = (long)M->c->batch * M->c->seq_len * M->c->seq_len; /* u's */
+    *out = tf_alloc_at(ex, (size_t)n_rows * C);
+    *og = tf_alloc_at(ex, (size_t)n_rows * C);
+    if (p->cmajor) { /* out [n_rows, C] = (u^T) Wo^T, u stored [C, rows]: its columns r0.. */
+        tf_gemm_args g = tf_gemm_make(ex, 1, 1, (int)n_rows, C, C, 1.0f, 0.0f, tf_at(ex, u_p, r0),
+                                      rows, 0, tf_x_w(ex, tf_P(M, o->tm[which].op)), C, 0, *out, C,
+                                      0, 1);
+        tf_gemm(ex, &g, "linear_fwd");
+    } else {
+        tf_linear_fwd(ex, *out, tf_at(ex, u_p, r0 * C), tf_P(M, o->tm[which].op), n_rows, C, C,
+                      0.0f, TF_EPI_NONE);
+    }
+    tf_linear_fwd(ex, *og, r->ln.y, tf_P(M, o->tm[which].og), n_rows, C, C, 0.0f, TF_EPI_NONE);
+}
+
+void tf_trimul_rows_residual(tf_exec *ex, const tf_trimul_plan *p, float *z_out,
+                             const float *z_in, const void *out, void *og, long n) {
+    if (p->gate_kernel) {
+        if (z_out) tf_x_gate_residual_fwd(ex, z_out, z_in, out, og, n);
+        return;
+    }
+    tf_x_act_fwd(ex, TF_ACT_SIGMOID, og, og, n);
+    if (!z_out) return; /* the forward run again, its output not wanted */
+    const size_t mark = tf_arena_mark(ex->arena);
+    void *res = tf_alloc_at(ex, (size_t)n);
+    tf_x_mul(ex, res, out, og, n);
+    float *res32 = res;
+    if (ex->at != TF_F32) { /* the residual add in the stream's type */
+        res32 = tf_alloc_act(ex, (size_t)n);
+        tf_x_convert(ex, res32, TF_F32, res, ex->at, n);
+    }
+    tf_x_add(ex, z_out, z_in, res32, n);
+    tf_arena_release(ex->arena, mark);
+}
+
+void tf_trimul_rows_out_bwd(tf_exec *ex, const tf_trimul_plan *p, void *dout, void *dog,
+                            const void *dz, const void *out, const void *og, long n) {
+    if (p->gate_kernel) {
+        tf_x_gate_bwd(ex, dout, dog, dz, out, og, n);
+        return;
+    }
+    tf_x_mul(ex, dout, dz, og, n);
+    tf_x_mul(ex, dog, dz, out, n);
+    tf_x_act_bwd(ex, TF_ACT_SIGMOID, dog, dog, og, n);
+}
+
 void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                    tf_trimul_act *a, float *z_out, const float *z_in) {
     const tf_config *c = M->c;
     const int B = c->batch, N = c->seq_len, C = c->pair_dim;
     const long rows = (long)B * N * N, nc = rows * C;
-    const int fused = ex->fu.triangle, gate_kernel = ex->level >= 3;
     const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out;
-    const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
-    a->proj_op = 0;
-    if (ex->chunk) {
+    const size_t lp = o->tm[which].lp;
+    a->plan = tf_trimul_plan_make(ex, o, which, C);
+    const int fused = a->plan.fused, gate_kernel = a->plan.gate_kernel;
+    if (a->plan.chunked) {
         tf_trimul_fwd_chunked(ex, M, o, which, a, z_out, z_in);
         return;
     }
-    a->chunked = 0;
     tf_rpush(ex, which ? "triangle_mult_incoming" : "triangle_mult_outgoing");
-    /* level 3: projections and gates from one GEMM when the four weights are adjacent */
-    a->merged = fused && gate_kernel && ex->trimul_merged &&
-                o->tm[which].rp == lp + (size_t)C * C && lg == lp + (size_t)2 * C * C &&
-                o->tm[which].rg == lp + (size_t)3 * C * C;
-    a->proj_op = a->merged && ex->trimul_proj_op && TF_TRIMUL_PROJ_OP_C(C);
     float *ln_stats = NULL; /* the op's norms (trimul_proj_fwd's prologue) */
-    if (a->proj_op)
-        ln_stats = tf_ln2_alloc(ex, &a->bln, &a->ln, rows, C);
+    if (a->plan.proj_op)
+        ln_stats = tf_ln2_alloc(ex, &a->r.bln, &a->r.ln, rows, C);
     else
-        tf_ln2_fwd(ex, M, bn, o->tm[which].ln, &a->bln, &a->ln, z_in, rows, C);
+        tf_ln2_fwd(ex, M, bn, o->tm[which].ln, &a->r.bln, &a->r.ln, z_in, rows, C);
 
     tf_rpush(ex, "projections");
     size_t mark;
-    if (a->proj_op) {
-        a->proj = a->gate = NULL; /* formed in the op, never stored */
-        a->lp = a->rp = a->lg = a->rg = NULL;
-    } else if (a->merged) {
-        a->proj = tf_alloc_at(ex, (size_t)4 * nc);
-        a->gate = tf_at(ex, a->proj, 2 * C); /* row r's gates at proj + r * 4C + 2C */
-        tf_linear_fwd(ex, a->proj, a->ln.y, tf_P(M, lp), rows, C, 4 * C, 0.0f, TF_EPI_NONE);
-        a->lp = a->rp = a->lg = a->rg = NULL;
-    } else if (fused) {
-        a->proj = tf_alloc_at(ex, (size_t)2 * nc);
-        a->gate = tf_alloc_at(ex, (size_t)2 * nc);
-        tf_linear_fwd(ex, a->proj, a->ln.y, tf_P(M, lp), rows, C, 2 * C, 0.0f, TF_EPI_NONE);
-        tf_linear_fwd(ex, a->gate, a->ln.y, tf_P(M, lg), rows, C, 2 * C, 0.0f, TF_EPI_NONE);
-        a->lp = a->rp = a->lg = a->rg = NULL;
-    } else {
-        a->proj = a->gate = NULL;
-        void *buf = tf_alloc_at(ex, (size_t)4 * nc);
-        a->lp = buf;
-        a->rp = tf_at(ex, buf, nc);
-        a->lg = tf_at(ex, buf, 2 * nc);
-        a->rg = tf_at(ex, buf, 3 * nc);
-        tf_linear_fwd(ex, a->lp, a->ln.y, tf_P(M, lp), rows, C, C, 0.0f, TF_EPI_NONE);
-        tf_linear_fwd(ex, a->rp, a->ln.y, tf_P(M, o->tm[which].rp), rows, C, C, 0.0f, TF_EPI_NONE);
-        tf_linear_fwd(ex, a->lg, a->ln.y, tf_P(M, lg), rows, C, C, 0.0f, TF_EPI_NONE);
-        tf_linear_fwd(ex, a->rg, a->ln.y, tf_P(M, o->tm[which].rg), rows, C, C, 0.0f, TF_EPI_NONE);
-    }
+    tf_trimul_rows_proj(ex, M, o, which, &a->plan, &a->r, rows);
     tf_rpop(ex);
 
     tf_rpush(ex, "gating");
@@ -116,39 +240,35 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     a->lr_t = tf_alloc_at(ex, (size_t)2 * nc);
     a->l_t = a->lr_t;
     a->r_t = tf_at(ex, a->lr_t, nc);
-    a->cmajor = ex->level >= 3;
     a->sig = NULL;
-    if (a->proj_op) { /* og too, from the same rows of y */
+    if (a->plan.proj_op) { /* og too, from the same rows of y */
         a->og = tf_alloc_at(ex, (size_t)nc);
-        tf_x_trimul_proj_fwd(ex, a->lr_t, a->og, a->ln.y, ln_stats, z_in, tf_P(M, bn.w),
+        tf_x_trimul_proj_fwd(ex, a->lr_t, a->og, a->r.ln.y, ln_stats, z_in, tf_P(M, bn.w),
                              tf_P(M, bn.b), tf_P(M, o->tm[which].ln.w), tf_P(M, o->tm[which].ln.b),
                              tf_P(M, lp), tf_P(M, o->tm[which].og), rows, rows, C);
     } else if (gate_kernel && fused) { /* gating and transpose to [2, C, rows] in one pass
                                    (op_list.h gate_cmajor_fwd; level 3: channel-major) */
-        tf_x_gate_cmajor_fwd(ex, a->lr_t, a->proj, a->merged ? tf_at(ex, a->proj, 2 * C) : a->gate,
-                             a->merged ? 4 * C : 2 * C, rows, rows, C);
+        tf_x_gate_cmajor_fwd(ex, a->lr_t, a->r.proj, a->plan.merged ? tf_at(ex, a->r.proj, 2 * C) : a->r.gate,
+                             a->plan.merged ? 4 * C : 2 * C, rows, rows, C);
     } else {
         mark = tf_arena_mark(ex->arena);
         void *g_lr = tf_alloc_at(ex, (size_t)2 * nc);
         if (fused) {
-            a->sig = a->gate; /* sigmoid in place: the logits are not needed again */
-            tf_x_act_fwd(ex, TF_ACT_SIGMOID, a->sig, a->gate, 2 * nc);
-            tf_x_mul(ex, g_lr, a->proj, a->sig, 2 * nc);
+            a->sig = a->r.gate; /* the sigmoid, in place (tf_trimul_rows_proj) */
+            tf_x_mul(ex, g_lr, a->r.proj, a->sig, 2 * nc);
             int dims[5] = {B, N, N, 2, C};
             tf_x_permute(ex, a->lr_t, g_lr, 5, dims, lr_to_chan_first, 0);
         } else {
             for (int s = 0; s < 2; s++) {
-                void *p = s ? a->rp : a->lp, *gt = s ? a->rg : a->lg;
-                if (gate_kernel) {
+                void *p = s ? a->r.rp : a->r.lp, *gt = s ? a->r.rg : a->r.lg;
+                if (gate_kernel)
                     tf_x_gate_fwd(ex, tf_at(ex, g_lr, s * nc), p, gt, nc);
-                } else {
-                    tf_x_act_fwd(ex, TF_ACT_SIGMOID, gt, gt, nc);
+                else /* gt holds the sigmoid (tf_trimul_rows_proj) */
                     tf_x_mul(ex, tf_at(ex, g_lr, s * nc), p, gt, nc);
-                }
             }
-            if (!gate_kernel) a->sig = a->lg; /* lg, rg now hold the sigmoids */
+            if (!gate_kernel) a->sig = a->r.lg; /* lg, rg hold the sigmoids */
             int dims[4] = {B, N, N, C};
-            const int *perm = a->cmajor ? to_cmajor : to_chan_first;
+            const int *perm = a->plan.cmajor ? to_cmajor : to_chan_first;
             tf_x_permute(ex, a->l_t, g_lr, 4, dims, perm, 0);
             tf_x_permute(ex, a->r_t, tf_at(ex, g_lr, nc), 4, dims, perm, 0);
         }
@@ -160,12 +280,12 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     a->u_p = tf_alloc_at(ex, (size_t)nc);
     mark = tf_arena_mark(ex->arena);
     /* the product's batch is (b, c) or, channel-major, (c, b): one stride either way */
-    void *u = a->cmajor ? a->u_p : tf_alloc_at(ex, (size_t)nc);
+    void *u = a->plan.cmajor ? a->u_p : tf_alloc_at(ex, (size_t)nc);
     if (which == 0)
         tf_trimul_product(ex, 0, 1, a->l_t, a->r_t, u, B, C, N, "trimul_out");
     else
         tf_trimul_product(ex, 1, 0, a->l_t, a->r_t, u, B, C, N, "trimul_in");
-    if (!a->cmajor) {
+    if (!a->plan.cmajor) {
         int dims[4] = {B, C, N, N};
         tf_x_permute(ex, a->u_p, u, 4, dims, to_chan_last, 0);
     }
@@ -173,7 +293,7 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     tf_rpop(ex);
 
     tf_rpush(ex, "output_proj");
-    if (a->proj_op) { /* the projection, gate and residual add in one op: out not kept */
+    if (a->plan.proj_op) { /* the projection, gate and residual add in one op: out not kept */
         a->out = NULL;
         a->og_sig = NULL;
         if (z_out)
@@ -183,37 +303,9 @@ void tf_trimul_fwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
         tf_rpop(ex);
         return;
     }
-    a->out = tf_alloc_at(ex, (size_t)nc);
-    a->og = tf_alloc_at(ex, (size_t)nc);
-    if (a->cmajor) { /* out [rows, C] = (u^T) Wo^T, u stored [C, rows] */
-        tf_gemm_args g = tf_gemm_make(ex, 1, 1, (int)rows, C, C, 1.0f, 0.0f, a->u_p, rows, 0,
-                                      tf_x_w(ex, tf_P(M, o->tm[which].op)), C, 0, a->out, C, 0,
-                                      1);
-        tf_gemm(ex, &g, "linear_fwd");
-    } else {
-        tf_linear_fwd(ex, a->out, a->u_p, tf_P(M, o->tm[which].op), rows, C, C, 0.0f,
-                      TF_EPI_NONE);
-    }
-    tf_linear_fwd(ex, a->og, a->ln.y, tf_P(M, o->tm[which].og), rows, C, C, 0.0f, TF_EPI_NONE);
-    if (gate_kernel) {
-        a->og_sig = NULL;
-        if (z_out) tf_x_gate_residual_fwd(ex, z_out, z_in, a->out, a->og, nc);
-    } else {
-        a->og_sig = a->og;
-        tf_x_act_fwd(ex, TF_ACT_SIGMOID, a->og_sig, a->og, nc);
-        if (z_out) { /* NULL: the forward run again, its output not wanted */
-            mark = tf_arena_mark(ex->arena);
-            void *res = tf_alloc_at(ex, (size_t)nc);
-            tf_x_mul(ex, res, a->out, a->og_sig, nc);
-            float *res32 = res;
-            if (ex->at != TF_F32) { /* the residual add in the stream's type */
-                res32 = tf_alloc_act(ex, (size_t)nc);
-                tf_x_convert(ex, res32, TF_F32, res, ex->at, nc);
-            }
-            tf_x_add(ex, z_out, z_in, res32, nc);
-            tf_arena_release(ex->arena, mark);
-        }
-    }
+    tf_trimul_rows_out(ex, M, o, which, &a->plan, &a->r, a->u_p, 0, rows, &a->out, &a->og);
+    a->og_sig = gate_kernel ? NULL : a->og; /* the sigmoid, in place */
+    tf_trimul_rows_residual(ex, &a->plan, z_out, z_in, a->out, a->og, nc);
     tf_rpop(ex);
     tf_rpop(ex);
 }
@@ -238,7 +330,7 @@ static void *output_bwd_op(tf_exec *ex, const tf_model *M, const tf_block_off *o
     tf_x_trimul_out_bwd(ex, *dout, dog, du, dz, a->u_p, tf_P(M, o->tm[which].op), a->og, rows,
                         rows, C);
     *dy = tf_alloc_at(ex, (size_t)nc);
-    tf_linear_bwd(ex, *dy, tf_G(M, o->tm[which].og), dog, a->ln.y, tf_P(M, o->tm[which].og), rows,
+    tf_linear_bwd(ex, *dy, tf_G(M, o->tm[which].og), dog, a->r.ln.y, tf_P(M, o->tm[which].og), rows,
                   C, C, 0);
     /* dWo += dout^T (u^T)^T, u stored [C, rows] */
     tf_gemm_args g = tf_gemm_make(ex, 1, 1, C, C, (int)rows, 1.0f, 1.0f, *dout, C, 0, a->u_p, rows,
@@ -258,20 +350,13 @@ static void *output_bwd_composed(tf_exec *ex, const tf_model *M, const tf_block_
     const tf_config *c = M->c;
     const int B = c->batch, N = c->seq_len, C = c->pair_dim;
     const long rows = (long)B * N * N, nc = rows * C;
-    const int gate_kernel = a->og_sig == NULL;
     const void *dzh = tf_x_stream_grad(ex, dz, nc);
     void *dout = tf_alloc_at(ex, (size_t)nc), *dog = tf_alloc_at(ex, (size_t)nc), *du;
-    if (gate_kernel) {
-        tf_x_gate_bwd(ex, dout, dog, dzh, a->out, a->og, nc);
-    } else {
-        tf_x_mul(ex, dout, dzh, a->og_sig, nc);
-        tf_x_mul(ex, dog, dzh, a->out, nc);
-        tf_x_act_bwd(ex, TF_ACT_SIGMOID, dog, dog, a->og_sig, nc);
-    }
+    tf_trimul_rows_out_bwd(ex, &a->plan, dout, dog, dzh, a->out, a->og, nc);
     void *dy = tf_alloc_at(ex, (size_t)nc);
-    tf_linear_bwd(ex, dy, tf_G(M, o->tm[which].og), dog, a->ln.y, tf_P(M, o->tm[which].og), rows,
+    tf_linear_bwd(ex, dy, tf_G(M, o->tm[which].og), dog, a->r.ln.y, tf_P(M, o->tm[which].og), rows,
                   C, C, 0);
-    if (a->cmajor) {
+    if (a->plan.cmajor) {
         /* dWo += dout^T (u^T)^T = dout^T u-as-stored^T; du [C, rows] = Wo^T dout^T,
          * into dog's memory where it may (reuse_unless_lane) */
         tf_gemm_args g = tf_gemm_make(ex, 1, 1, C, C, (int)rows, 1.0f, 1.0f, dout, C, 0, a->u_p,
@@ -300,10 +385,10 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     const tf_config *c = M->c;
     const int B = c->batch, N = c->seq_len, C = c->pair_dim;
     const long rows = (long)B * N * N, nc = rows * C;
-    const int fused = a->proj != NULL || a->proj_op, gate_kernel = a->og_sig == NULL;
+    const int fused = a->plan.fused, gate_kernel = a->plan.gate_kernel;
     const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out;
-    const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
-    if (a->chunked) {
+    const size_t lp = o->tm[which].lp;
+    if (a->plan.chunked) {
         tf_trimul_bwd_chunked(ex, M, o, which, a, dz, z_in);
         return;
     }
@@ -312,7 +397,7 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
 
     tf_rpush(ex, "output_proj");
     void *dout, *dy;
-    void *du = a->proj_op ? output_bwd_op(ex, M, o, which, a, dz, &dout, &dy)
+    void *du = a->plan.proj_op ? output_bwd_op(ex, M, o, which, a, dz, &dout, &dy)
                           : output_bwd_composed(ex, M, o, which, a, dz, &dout, &dy);
     tf_rpop(ex);
     tf_rpush(ex, "triangle_product");
@@ -330,15 +415,15 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
     tf_rpush(ex, "gating");
     /* d(projection) and d(gate logits); merged: one [rows, 4C] gradient */
     void *dproj, *dgate;
-    if (a->proj_op) { /* proj again from y, the merged [rows, 4C] gradient */
+    if (a->plan.proj_op) { /* proj again from y, the merged [rows, 4C] gradient */
         dproj = tf_alloc_at(ex, (size_t)4 * nc);
         dgate = NULL;
-        tf_x_trimul_proj_bwd(ex, dproj, dlr_t, a->ln.y, tf_P(M, lp), rows, rows, C);
+        tf_x_trimul_proj_bwd(ex, dproj, dlr_t, a->r.ln.y, tf_P(M, lp), rows, rows, C);
     } else if (gate_kernel && fused) { /* from the channel-first gradient in one pass */
         dproj = tf_alloc_at(ex, (size_t)4 * nc);
-        dgate = tf_at(ex, dproj, a->merged ? 2 * C : 2 * nc);
-        tf_x_gate_cmajor_bwd(ex, dproj, dgate, dlr_t, a->proj,
-                             a->merged ? tf_at(ex, a->proj, 2 * C) : a->gate, a->merged ? 4 * C : 2 * C,
+        dgate = tf_at(ex, dproj, a->plan.merged ? 2 * C : 2 * nc);
+        tf_x_gate_cmajor_bwd(ex, dproj, dgate, dlr_t, a->r.proj,
+                             a->plan.merged ? tf_at(ex, a->r.proj, 2 * C) : a->r.gate, a->plan.merged ? 4 * C : 2 * C,
                              rows, rows, C);
     } else {
         void *dlr = tf_alloc_at(ex, (size_t)2 * nc); /* gated L|R gradient, channels last */
@@ -349,45 +434,19 @@ void tf_trimul_bwd(tf_exec *ex, const tf_model *M, const tf_block_off *o, int wh
             /* [B,C,N,N] -> [B,N,N,C], or channel-major [C,B*N*N] -> [B*N*N,C] */
             int d1[4] = {B, C, N, N}, dc[4] = {C, B * N * N, 1, 1};
             static const int cm_back[4] = {1, 0, 2, 3};
-            const int *pm = a->cmajor ? cm_back : to_chan_last;
-            tf_x_permute(ex, dlr, dl_t, 4, a->cmajor ? dc : d1, pm, 0);
-            tf_x_permute(ex, tf_at(ex, dlr, nc), dr_t, 4, a->cmajor ? dc : d1, pm, 0);
+            const int *pm = a->plan.cmajor ? cm_back : to_chan_last;
+            tf_x_permute(ex, dlr, dl_t, 4, a->plan.cmajor ? dc : d1, pm, 0);
+            tf_x_permute(ex, tf_at(ex, dlr, nc), dr_t, 4, a->plan.cmajor ? dc : d1, pm, 0);
         }
         dproj = dlr, dgate = dlr_t; /* dlr_t's memory is free again */
-        if (fused) { /* a->sig holds sigmoid(gate) */
-            tf_x_mul(ex, dgate, dlr, a->proj, 2 * nc);
-            tf_x_act_bwd(ex, TF_ACT_SIGMOID, dgate, dgate, a->sig, 2 * nc);
-            tf_x_mul(ex, dproj, dlr, a->sig, 2 * nc);
-        } else {
-            for (int s = 0; s < 2; s++) {
-                const void *p = s ? a->rp : a->lp, *gt = s ? a->rg : a->lg;
-                void *dp = tf_at(ex, dproj, s * nc), *dg = tf_at(ex, dgate, s * nc);
-                if (gate_kernel) {
-                    tf_x_gate_bwd(ex, dp, dg, dp, p, gt, nc);
-                } else { /* gt holds sigmoid(gate) */
-                    tf_x_mul(ex, dg, dp, p, nc);
-                    tf_x_act_bwd(ex, TF_ACT_SIGMOID, dg, dg, gt, nc);
-                    tf_x_mul(ex, dp, dp, gt, nc);
-                }
-            }
-        }
+        tf_trimul_rows_gate_bwd(ex, &a->plan, &a->r, dproj, dgate, rows * C);
     }
     tf_rpop(ex);
 
     tf_rpush(ex, "projections");
-    if (a->merged) {
-        tf_linear_bwd(ex, dy, tf_G(M, lp), dproj, a->ln.y, tf_P(M, lp), rows, C, 4 * C, 1);
-    } else if (fused) {
-        tf_linear_bwd(ex, dy, tf_G(M, lp), dproj, a->ln.y, tf_P(M, lp), rows, C, 2 * C, 1);
-        tf_linear_bwd(ex, dy, tf_G(M, lg), dgate, a->ln.y, tf_P(M, lg), rows, C, 2 * C, 1);
-    } else {
-        const size_t w[4] = {lp, o->tm[which].rp, lg, o->tm[which].rg};
-        const void *dd[4] = {dproj, tf_at(ex, dproj, nc), dgate, tf_at(ex, dgate, nc)};
-        for (int i = 0; i < 4; i++)
-            tf_linear_bwd(ex, dy, tf_G(M, w[i]), dd[i], a->ln.y, tf_P(M, w[i]), rows, C, C, 1);
-    }
+    tf_trimul_rows_proj_bwd(ex, M, o, which, &a->plan, &a->r, dy, dproj, dgate, rows);
     tf_rpop(ex);
-    tf_ln2_bwd(ex, M, bn, o->tm[which].ln, &a->bln, &a->ln, dz, dout, dy, z_in, rows, C, 1);
+    tf_ln2_bwd(ex, M, bn, o->tm[which].ln, &a->r.bln, &a->r.ln, dz, dout, dy, z_in, rows, C, 1);
     tf_rpop(ex);
     tf_arena_release(ex->arena, mark0);
 }

@@ -1,5 +1,8 @@
 /* The triangle multiplicative update K rows at a time (--chunk-size; the
- * math of triangle_mult.c, the same ops in the same composition per row).
+ * math of triangle_mult.c, the same ops in the same composition per row:
+ * its plan, and its per-row stages and their backward, tf_trimul_rows_*;
+ * each chunked stage a function of one chunk, run by chunk.c's driver,
+ * tf_chunk_run).
  *
  * The product contracts over whole rows or columns of L and R, so L|R (lr_t)
  * and the product u stay whole: they are all the module keeps. Everything
@@ -25,56 +28,13 @@
  * rounding (tests/unit/test_recompute.c). */
 #include "model/model.h"
 
-/* One chunk's row-local values: norms, then the projections and gates of
- * the composition of triangle_mult.c (merged, fused or four GEMMs) */
-typedef struct {
-    tf_ln_act bln, ln;
-    void *proj, *gate; /* merged: proj [rows, 4C], gate = proj + 2C; fused: [rows, 2C] each */
-    void *lp, *rp, *lg, *rg; /* separate: [rows, C] each */
-    long ld;            /* row stride of proj and gate */
-} chunk_rows;
+/* A chunk's rows: tf_trimul_rows (model.h) */
+typedef tf_trimul_rows chunk_rows;
 
 static void rows_norm(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                       chunk_rows *r, const float *x, long rows) {
     const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out;
     tf_ln2_fwd(ex, M, bn, o->tm[which].ln, &r->bln, &r->ln, x, rows, M->c->pair_dim);
-}
-
-static void rows_proj(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
-                      const tf_trimul_act *a, chunk_rows *r, long rows) {
-    const int C = M->c->pair_dim;
-    const long n = rows * C;
-    const size_t lp = o->tm[which].lp, lg = o->tm[which].lg;
-    if (a->merged) {
-        r->proj = tf_alloc_at(ex, (size_t)4 * n);
-        r->gate = tf_at(ex, r->proj, 2 * C);
-        r->ld = 4 * C;
-        tf_linear_fwd(ex, r->proj, r->ln.y, tf_P(M, lp), rows, C, 4 * C, 0.0f, TF_EPI_NONE);
-    } else if (a->fused) {
-        r->proj = tf_alloc_at(ex, (size_t)2 * n);
-        r->gate = tf_alloc_at(ex, (size_t)2 * n);
-        r->ld = 2 * C;
-        tf_linear_fwd(ex, r->proj, r->ln.y, tf_P(M, lp), rows, C, 2 * C, 0.0f, TF_EPI_NONE);
-        tf_linear_fwd(ex, r->gate, r->ln.y, tf_P(M, lg), rows, C, 2 * C, 0.0f, TF_EPI_NONE);
-    } else {
-        void *buf = tf_alloc_at(ex, (size_t)4 * n);
-        r->lp = buf, r->rp = tf_at(ex, buf, n), r->lg = tf_at(ex, buf, 2 * n);
-        r->rg = tf_at(ex, buf, 3 * n);
-        tf_linear_fwd(ex, r->lp, r->ln.y, tf_P(M, lp), rows, C, C, 0.0f, TF_EPI_NONE);
-        tf_linear_fwd(ex, r->rp, r->ln.y, tf_P(M, o->tm[which].rp), rows, C, C, 0.0f,
-                      TF_EPI_NONE);
-        tf_linear_fwd(ex, r->lg, r->ln.y, tf_P(M, lg), rows, C, C, 0.0f, TF_EPI_NONE);
-        tf_linear_fwd(ex, r->rg, r->ln.y, tf_P(M, o->tm[which].rg), rows, C, C, 0.0f,
-                      TF_EPI_NONE);
-    }
-    if (!a->gate_kernel) { /* levels 1-2: the gates' sigmoid in place, as unchunked */
-        if (a->fused) {
-            tf_x_act_fwd(ex, TF_ACT_SIGMOID, r->gate, r->gate, 2 * n);
-        } else {
-            tf_x_act_fwd(ex, TF_ACT_SIGMOID, r->lg, r->lg, n);
-            tf_x_act_fwd(ex, TF_ACT_SIGMOID, r->rg, r->rg, n);
-        }
-    }
 }
 
 /* Where channel c of side s (0 L, 1 R) of chunk k's rows lies in a
@@ -103,35 +63,16 @@ static void segs_scatter(tf_exec *ex, const tf_config *c, int cmajor, tf_chunk k
 static void rows_out(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                      const tf_trimul_act *a, chunk_rows *r, void **out, void **og,
                      const float *x, long r0, long Kr) {
-    const int C = M->c->pair_dim;
-    const long rows = (long)M->c->batch * M->c->seq_len * M->c->seq_len;
     rows_norm(ex, M, o, which, r, x, Kr);
-    *out = tf_alloc_at(ex, (size_t)Kr * C);
-    *og = tf_alloc_at(ex, (size_t)Kr * C);
-    if (a->cmajor) { /* u stored [C, rows]: the chunk's columns */
-        tf_gemm_args g = tf_gemm_make(ex, 1, 1, (int)Kr, C, C, 1.0f, 0.0f, tf_at(ex, a->u_p, r0),
-                                      rows, 0, tf_x_w(ex, tf_P(M, o->tm[which].op)), C, 0, *out, C,
-                                      0, 1);
-        tf_gemm(ex, &g, "linear_fwd");
-    } else {
-        tf_linear_fwd(ex, *out, tf_at(ex, a->u_p, r0 * C), tf_P(M, o->tm[which].op), Kr, C, C, 0.0f,
-                      TF_EPI_NONE);
-    }
-    tf_linear_fwd(ex, *og, r->ln.y, tf_P(M, o->tm[which].og), Kr, C, C, 0.0f, TF_EPI_NONE);
+    tf_trimul_rows_out(ex, M, o, which, &a->plan, r, a->u_p, r0, Kr, out, og);
 }
 
 /* The gradients of the output projection's input and of the output gate's
  * logits, from the chunk's dz rows (as unchunked) */
 static void rows_out_bwd(tf_exec *ex, const tf_trimul_act *a, void *dout, void *dog,
                          const void *dzq, const void *out, void *og, long n) {
-    if (a->gate_kernel) {
-        tf_x_gate_bwd(ex, dout, dog, dzq, out, og, n);
-    } else {
-        tf_x_act_fwd(ex, TF_ACT_SIGMOID, og, og, n);
-        tf_x_mul(ex, dout, dzq, og, n);
-        tf_x_mul(ex, dog, dzq, out, n);
-        tf_x_act_bwd(ex, TF_ACT_SIGMOID, dog, dog, og, n);
-    }
+    if (!a->plan.gate_kernel) tf_x_act_fwd(ex, TF_ACT_SIGMOID, og, og, n); /* logits again */
+    tf_trimul_rows_out_bwd(ex, &a->plan, dout, dog, dzq, out, og, n);
 }
 
 /* A chunk's output projection and gate again, and the gradients dout, dog
@@ -180,7 +121,7 @@ static void product_bwd_rows(tf_exec *ex, const tf_config *c, const tf_trimul_ac
                              tf_chunk k, const void *du, void *t) {
     const int N = c->seq_len, C = c->pair_dim, ni = k.ni;
     const long nn = (long)N * N, rows = (long)c->batch * nn, Kr = (long)ni * N;
-    const long off = a->cmajor ? k.b * nn : (long)k.b * C * nn, sc = a->cmajor ? rows : nn;
+    const long off = a->plan.cmajor ? k.b * nn : (long)k.b * C * nn, sc = a->plan.cmajor ? rows : nn;
     const long i0 = k.i0, i0N = i0 * N;
     const void *L = tf_at(ex, a->l_t, off), *R = tf_at(ex, a->r_t, off), *U = tf_at(ex, du, off);
     void *dL = t, *dR = tf_at(ex, t, (long)C * Kr);
@@ -200,83 +141,228 @@ static void product_bwd_rows(tf_exec *ex, const tf_config *c, const tf_trimul_ac
     tf_gemm(ex, &g2, which ? "trimul_in_dr" : "trimul_out_dr");
 }
 
+/* The chunked module's arguments */
+typedef struct {
+    const tf_model *M;
+    const tf_block_off *o;
+    int which;
+    const tf_trimul_act *a;
+    float *z_out, *dz;
+    const float *z_in;
+    void *du;
+} trimul_ctx;
+
+/* A chunk's norms, projections and gates, its gated L|R into lr_t */
+static void proj_chunk(tf_exec *ex, void *ctx, tf_chunk k) {
+    const trimul_ctx *cx = ctx;
+    const tf_model *M = cx->M;
+    const tf_block_off *o = cx->o;
+    const int which = cx->which;
+    const tf_trimul_act *a = cx->a;
+    const tf_config *c = M->c;
+    const int C = c->pair_dim;
+    const long rows = (long)c->batch * c->seq_len * c->seq_len;
+    const long r0 = tf_chunk_first(c, k), Kr = tf_chunk_positions(c, k), n = Kr * C;
+    const float *z_in = cx->z_in;
+    chunk_rows r;
+    if (a->plan.proj_op) { /* norms too, straight into the chunk's rows of lr_t; og not kept */
+        const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out, ln = o->tm[which].ln;
+        float *stats = tf_ln2_alloc(ex, &r.bln, &r.ln, Kr, C);
+        void *og = tf_alloc_at(ex, (size_t)n);
+        tf_x_trimul_proj_fwd(ex, tf_at(ex, a->lr_t, r0), og, r.ln.y, stats, z_in + r0 * C,
+                             tf_P(M, bn.w), tf_P(M, bn.b), tf_P(M, ln.w), tf_P(M, ln.b),
+                             tf_P(M, o->tm[which].lp), tf_P(M, o->tm[which].og), Kr, rows, C);
+        return;
+    }
+    rows_norm(ex, M, o, which, &r, z_in + r0 * C, Kr);
+    tf_trimul_rows_proj(ex, M, o, which, &a->plan, &r, Kr);
+    void *t = tf_alloc_at(ex, (size_t)2 * n); /* gated L|R of the chunk, [2, C, Kr] */
+    if (a->plan.gate_kernel && a->plan.fused) {
+        tf_x_gate_cmajor_fwd(ex, t, r.proj, r.gate, r.ld, Kr, Kr, C);
+    } else {
+        void *g_lr = tf_alloc_at(ex, (size_t)2 * n);
+        if (a->plan.fused) { /* [Kr, 2, C] -> [2, C, Kr] */
+            static const int perm[3] = {1, 2, 0};
+            int dims[3] = {(int)Kr, 2, C};
+            tf_x_mul(ex, g_lr, r.proj, r.gate, 2 * n);
+            tf_x_permute(ex, t, g_lr, 3, dims, perm, 0);
+        } else { /* [Kr, C] -> [C, Kr] per side */
+            static const int perm[2] = {1, 0};
+            int dims[2] = {(int)Kr, C};
+            for (int s = 0; s < 2; s++) {
+                const void *p = s ? r.rp : r.lp, *gt = s ? r.rg : r.lg;
+                void *gs = tf_at(ex, g_lr, s * n);
+                if (a->plan.gate_kernel)
+                    tf_x_gate_fwd(ex, gs, p, gt, n);
+                else
+                    tf_x_mul(ex, gs, p, gt, n);
+                tf_x_permute(ex, tf_at(ex, t, s * n), gs, 2, dims, perm, 0);
+            }
+        }
+    }
+    segs_scatter(ex, c, a->plan.cmajor, k, 2, a->lr_t, t);
+}
+
+/* A chunk's output projection, gate and residual add */
+static void out_chunk(tf_exec *ex, void *ctx, tf_chunk k) {
+    const trimul_ctx *cx = ctx;
+    const tf_model *M = cx->M;
+    const tf_block_off *o = cx->o;
+    const int which = cx->which;
+    const tf_trimul_act *a = cx->a;
+    const tf_config *c = M->c;
+    const int C = c->pair_dim;
+    const long rows = (long)c->batch * c->seq_len * c->seq_len;
+    const long r0 = tf_chunk_first(c, k), Kr = tf_chunk_positions(c, k), n = Kr * C;
+    const float *z_in = cx->z_in;
+    float *z_out = cx->z_out;
+    chunk_rows r;
+    void *out, *og;
+    if (a->plan.proj_op) {
+        og = rows_og(ex, M, o, which, &r, z_in + r0 * C, Kr);
+        tf_x_trimul_out_fwd(ex, z_out + r0 * C, z_in + r0 * C, tf_at(ex, a->u_p, r0),
+                            tf_P(M, o->tm[which].op), og, Kr, rows, C);
+        return;
+    }
+    rows_out(ex, M, o, which, a, &r, &out, &og, z_in + r0 * C, r0, Kr);
+    tf_trimul_rows_residual(ex, &a->plan, z_out + r0 * C, z_in + r0 * C, out, og, n);
+}
+
+/* A chunk's output stage backward: its rows of du and Wo's gradient */
+static void du_chunk(tf_exec *ex, void *ctx, tf_chunk k) {
+    const trimul_ctx *cx = ctx;
+    const tf_model *M = cx->M;
+    const tf_block_off *o = cx->o;
+    const int which = cx->which;
+    const tf_trimul_act *a = cx->a;
+    const tf_config *c = M->c;
+    const int C = c->pair_dim;
+    const long rows = (long)c->batch * c->seq_len * c->seq_len;
+    const long r0 = tf_chunk_first(c, k), Kr = tf_chunk_positions(c, k), n = Kr * C;
+    const float *z_in = cx->z_in;
+    float *dz = cx->dz;
+    void *du = cx->du;
+    const size_t wo = o->tm[which].op;
+    chunk_rows r;
+    void *dout, *dog;
+    if (a->plan.proj_op) { /* du's rows from the op, then dWo += dout^T u-chunk^T */
+        rows_out_op_bwd(ex, M, o, which, a, &r, &dout, &dog, du, z_in + r0 * C, dz + r0 * C,
+                        r0, Kr);
+        tf_gemm_args g = tf_gemm_make(ex, 1, 1, C, C, (int)Kr, 1.0f, 1.0f, dout, C, 0,
+                                      tf_at(ex, a->u_p, r0), rows, 0, tf_G(M, wo), C, 0, 1);
+        g.c_type = TF_F32; /* the parameter gradient */
+        g.wgrad = ex->wgrad_async;
+        tf_gemm(ex, &g, "linear_bwd_weight");
+        return;
+    }
+    rows_out_grads(ex, M, o, which, a, &r, &dout, &dog, z_in + r0 * C, dz + r0 * C, r0, Kr);
+    if (a->plan.cmajor) { /* dWo += dout^T u-chunk^T; du[:, chunk] = Wo^T dout^T */
+        tf_gemm_args g = tf_gemm_make(ex, 1, 1, C, C, (int)Kr, 1.0f, 1.0f, dout, C, 0,
+                                      tf_at(ex, a->u_p, r0), rows, 0, tf_G(M, wo), C, 0, 1);
+        g.c_type = TF_F32; /* the parameter gradient */
+        g.wgrad = ex->wgrad_async;
+        tf_gemm(ex, &g, "linear_bwd_weight");
+        g = tf_gemm_make(ex, 1, 1, C, (int)Kr, C, 1.0f, 0.0f, tf_x_w(ex, tf_P(M, wo)), C, 0,
+                         dout, C, 0, tf_at(ex, du, r0), rows, 0, 1);
+        tf_gemm(ex, &g, "linear_bwd_data");
+    } else { /* du_p [Kr, C] -> [C, Kr] -> its segments of du [B, C, N, N] */
+        static const int perm[2] = {1, 0};
+        int dims[2] = {(int)Kr, C};
+        void *du_p = tf_alloc_at(ex, (size_t)n), *t = tf_alloc_at(ex, (size_t)n);
+        tf_linear_bwd(ex, du_p, tf_G(M, wo), dout, tf_at(ex, a->u_p, r0 * C), tf_P(M, wo), Kr,
+                      C, C, 0);
+        tf_x_permute(ex, t, du_p, 2, dims, perm, 0);
+        segs_scatter(ex, c, 0, k, 1, du, t);
+    }
+}
+
+/* A chunk's gating, projections and norms backward (the output gate's
+ * part of dy and its weight gradient again) */
+static void gating_chunk(tf_exec *ex, void *ctx, tf_chunk k) {
+    const trimul_ctx *cx = ctx;
+    const tf_model *M = cx->M;
+    const tf_block_off *o = cx->o;
+    const int which = cx->which;
+    const tf_trimul_act *a = cx->a;
+    const tf_config *c = M->c;
+    const int C = c->pair_dim;
+    const long r0 = tf_chunk_first(c, k), Kr = tf_chunk_positions(c, k), n = Kr * C;
+    const float *z_in = cx->z_in;
+    float *dz = cx->dz;
+    const void *du = cx->du;
+    const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out;
+    const size_t lp = o->tm[which].lp, wog = o->tm[which].og;
+    /* the output gate's part of dy (and its weight gradient) again */
+    chunk_rows r;
+    void *dout, *dog;
+    if (a->plan.proj_op)
+        rows_out_op_bwd(ex, M, o, which, a, &r, &dout, &dog, NULL, z_in + r0 * C,
+                        dz + r0 * C, r0, Kr);
+    else
+        rows_out_grads(ex, M, o, which, a, &r, &dout, &dog, z_in + r0 * C, dz + r0 * C, r0,
+                       Kr);
+    void *dyq = tf_alloc_at(ex, (size_t)n);
+    tf_linear_bwd(ex, dyq, tf_G(M, wog), dog, r.ln.y, tf_P(M, wog), Kr, C, C, 0);
+    if (!a->plan.proj_op) tf_trimul_rows_proj(ex, M, o, which, &a->plan, &r, Kr);
+    tf_rpush(ex, "triangle_product");
+    void *t = tf_alloc_at(ex, (size_t)2 * n); /* the chunk's dL|dR, [2, C, Kr] */
+    product_bwd_rows(ex, c, a, which, k, du, t);
+    tf_rpop(ex);
+    void *dproj, *dgate;
+    if (a->plan.proj_op) { /* proj again from y, the merged [Kr, 4C] gradient */
+        dproj = tf_alloc_at(ex, (size_t)4 * n);
+        dgate = NULL;
+        tf_x_trimul_proj_bwd(ex, dproj, t, r.ln.y, tf_P(M, lp), Kr, Kr, C);
+    } else if (a->plan.gate_kernel && a->plan.fused) {
+        dproj = tf_alloc_at(ex, (size_t)4 * n);
+        dgate = tf_at(ex, dproj, a->plan.merged ? 2 * C : 2 * n);
+        tf_x_gate_cmajor_bwd(ex, dproj, dgate, t, r.proj, r.gate, r.ld, Kr, Kr, C);
+    } else {
+        void *dlr = tf_alloc_at(ex, (size_t)2 * n);
+        if (a->plan.fused) { /* [2, C, Kr] -> [Kr, 2, C] */
+            static const int perm[3] = {2, 0, 1};
+            int dims[3] = {2, C, (int)Kr};
+            tf_x_permute(ex, dlr, t, 3, dims, perm, 0);
+        } else { /* [2, C, Kr] -> [2, Kr, C] */
+            static const int perm[3] = {0, 2, 1};
+            int dims[3] = {2, C, (int)Kr};
+            tf_x_permute(ex, dlr, t, 3, dims, perm, 0);
+        }
+        dproj = dlr, dgate = t; /* t is free again */
+        tf_trimul_rows_gate_bwd(ex, &a->plan, &r, dproj, dgate, n);
+    }
+    tf_trimul_rows_proj_bwd(ex, M, o, which, &a->plan, &r, dyq, dproj, dgate, Kr);
+    tf_ln2_bwd(ex, M, bn, o->tm[which].ln, &r.bln, &r.ln, dz + r0 * C, dout, dyq,
+               z_in + r0 * C, Kr, C, 1);
+}
+
 void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                            tf_trimul_act *a, float *z_out, const float *z_in) {
     const tf_config *c = M->c;
     const int B = c->batch, N = c->seq_len, C = c->pair_dim;
-    const long rows = (long)B * N * N, nc = rows * C;
-    const int nk = tf_chunk_count(ex, c);
+    const long nc = (long)B * N * N * C;
+    const tf_trimul_plan plan = a->plan; /* tf_trimul_fwd's */
     *a = (tf_trimul_act){0};
-    a->chunked = 1;
-    a->fused = ex->fu.triangle;
-    a->gate_kernel = ex->level >= 3;
-    a->cmajor = ex->level >= 3;
-    a->merged = a->fused && a->gate_kernel && ex->trimul_merged &&
-                o->tm[which].rp == o->tm[which].lp + (size_t)C * C &&
-                o->tm[which].lg == o->tm[which].lp + (size_t)2 * C * C &&
-                o->tm[which].rg == o->tm[which].lp + (size_t)3 * C * C;
-    a->proj_op = a->merged && ex->trimul_proj_op && TF_TRIMUL_PROJ_OP_C(C);
+    a->plan = plan;
     tf_rpush(ex, which ? "triangle_mult_incoming" : "triangle_mult_outgoing");
     a->lr_t = tf_alloc_at(ex, (size_t)2 * nc);
     a->l_t = a->lr_t;
     a->r_t = tf_at(ex, a->lr_t, nc);
+    trimul_ctx cx = {M, o, which, a, z_out, NULL, z_in, NULL};
 
     tf_rpush(ex, "projections");
-    for (int q = 0; q < nk; q++) {
-        const tf_chunk k = tf_chunk_at(ex, c, q);
-        const long r0 = ((long)k.b * N + k.i0) * N, Kr = (long)k.ni * N, n = Kr * C;
-        const size_t mark = tf_arena_mark(ex->arena);
-        chunk_rows r;
-        if (a->proj_op) { /* norms too, straight into the chunk's rows of lr_t; og not kept */
-            const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out, ln = o->tm[which].ln;
-            float *stats = tf_ln2_alloc(ex, &r.bln, &r.ln, Kr, C);
-            void *og = tf_alloc_at(ex, (size_t)n);
-            tf_x_trimul_proj_fwd(ex, tf_at(ex, a->lr_t, r0), og, r.ln.y, stats, z_in + r0 * C,
-                                 tf_P(M, bn.w), tf_P(M, bn.b), tf_P(M, ln.w), tf_P(M, ln.b),
-                                 tf_P(M, o->tm[which].lp), tf_P(M, o->tm[which].og), Kr, rows, C);
-            tf_arena_release(ex->arena, mark);
-            continue;
-        }
-        rows_norm(ex, M, o, which, &r, z_in + r0 * C, Kr);
-        rows_proj(ex, M, o, which, a, &r, Kr);
-        void *t = tf_alloc_at(ex, (size_t)2 * n); /* gated L|R of the chunk, [2, C, Kr] */
-        if (a->gate_kernel && a->fused) {
-            tf_x_gate_cmajor_fwd(ex, t, r.proj, r.gate, r.ld, Kr, Kr, C);
-        } else {
-            void *g_lr = tf_alloc_at(ex, (size_t)2 * n);
-            if (a->fused) { /* [Kr, 2, C] -> [2, C, Kr] */
-                static const int perm[3] = {1, 2, 0};
-                int dims[3] = {(int)Kr, 2, C};
-                tf_x_mul(ex, g_lr, r.proj, r.gate, 2 * n);
-                tf_x_permute(ex, t, g_lr, 3, dims, perm, 0);
-            } else { /* [Kr, C] -> [C, Kr] per side */
-                static const int perm[2] = {1, 0};
-                int dims[2] = {(int)Kr, C};
-                for (int s = 0; s < 2; s++) {
-                    const void *p = s ? r.rp : r.lp, *gt = s ? r.rg : r.lg;
-                    void *gs = tf_at(ex, g_lr, s * n);
-                    if (a->gate_kernel)
-                        tf_x_gate_fwd(ex, gs, p, gt, n);
-                    else
-                        tf_x_mul(ex, gs, p, gt, n);
-                    tf_x_permute(ex, tf_at(ex, t, s * n), gs, 2, dims, perm, 0);
-                }
-            }
-        }
-        segs_scatter(ex, c, a->cmajor, k, 2, a->lr_t, t);
-        tf_arena_release(ex->arena, mark);
-    }
+    tf_chunk_run(ex, c, 1, proj_chunk, &cx);
     tf_rpop(ex);
 
     tf_rpush(ex, "triangle_product");
     a->u_p = tf_alloc_at(ex, (size_t)nc);
     size_t mark = tf_arena_mark(ex->arena);
-    void *u = a->cmajor ? a->u_p : tf_alloc_at(ex, (size_t)nc);
+    void *u = a->plan.cmajor ? a->u_p : tf_alloc_at(ex, (size_t)nc);
     if (which == 0)
         tf_trimul_product(ex, 0, 1, a->l_t, a->r_t, u, B, C, N, "trimul_out");
     else
         tf_trimul_product(ex, 1, 0, a->l_t, a->r_t, u, B, C, N, "trimul_in");
-    if (!a->cmajor) {
+    if (!a->plan.cmajor) {
         static const int to_chan_last[4] = {0, 2, 3, 1};
         int dims[4] = {B, C, N, N};
         tf_x_permute(ex, a->u_p, u, 4, dims, to_chan_last, 0);
@@ -285,35 +371,7 @@ void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
     tf_rpop(ex);
 
     tf_rpush(ex, "output_proj");
-    for (int q = 0; z_out && q < nk; q++) {
-        const tf_chunk k = tf_chunk_at(ex, c, q);
-        const long r0 = ((long)k.b * N + k.i0) * N, Kr = (long)k.ni * N, n = Kr * C;
-        const size_t m = tf_arena_mark(ex->arena);
-        chunk_rows r;
-        void *out, *og;
-        if (a->proj_op) {
-            og = rows_og(ex, M, o, which, &r, z_in + r0 * C, Kr);
-            tf_x_trimul_out_fwd(ex, z_out + r0 * C, z_in + r0 * C, tf_at(ex, a->u_p, r0),
-                                tf_P(M, o->tm[which].op), og, Kr, rows, C);
-            tf_arena_release(ex->arena, m);
-            continue;
-        }
-        rows_out(ex, M, o, which, a, &r, &out, &og, z_in + r0 * C, r0, Kr);
-        if (a->gate_kernel) {
-            tf_x_gate_residual_fwd(ex, z_out + r0 * C, z_in + r0 * C, out, og, n);
-        } else {
-            void *res = tf_alloc_at(ex, (size_t)n);
-            tf_x_act_fwd(ex, TF_ACT_SIGMOID, og, og, n);
-            tf_x_mul(ex, res, out, og, n);
-            float *res32 = res;
-            if (ex->at != TF_F32) { /* the residual add in the stream's type */
-                res32 = tf_alloc_act(ex, (size_t)n);
-                tf_x_convert(ex, res32, TF_F32, res, ex->at, n);
-            }
-            tf_x_add(ex, z_out + r0 * C, z_in + r0 * C, res32, n);
-        }
-        tf_arena_release(ex->arena, m);
-    }
+    if (z_out) tf_chunk_run(ex, c, 1, out_chunk, &cx);
     tf_rpop(ex);
     tf_rpop(ex);
 }
@@ -321,135 +379,20 @@ void tf_trimul_fwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o
 void tf_trimul_bwd_chunked(tf_exec *ex, const tf_model *M, const tf_block_off *o, int which,
                            const tf_trimul_act *a, float *dz, const float *z_in) {
     const tf_config *c = M->c;
-    const int B = c->batch, N = c->seq_len, C = c->pair_dim;
-    const long rows = (long)B * N * N, nc = rows * C;
-    const int nk = tf_chunk_count(ex, c);
-    const tf_ln_off bn = which ? o->pn_tri_in : o->pn_tri_out;
-    const size_t lp = o->tm[which].lp, lg = o->tm[which].lg, wo = o->tm[which].op,
-                 wog = o->tm[which].og;
+    const long nc = (long)c->batch * c->seq_len * c->seq_len * c->pair_dim;
     const size_t mark0 = tf_arena_mark(ex->arena);
     tf_rpush(ex, which ? "triangle_mult_incoming" : "triangle_mult_outgoing");
 
     /* du, channel-first (or -major) as the product's backward reads it, and
      * the output projection's weight gradient, chunk by chunk */
     tf_rpush(ex, "output_proj");
-    void *du = tf_alloc_at(ex, (size_t)nc);
-    for (int q = 0; q < nk; q++) {
-        const tf_chunk k = tf_chunk_at(ex, c, q);
-        const long r0 = ((long)k.b * N + k.i0) * N, Kr = (long)k.ni * N, n = Kr * C;
-        const size_t m = tf_arena_mark(ex->arena);
-        chunk_rows r;
-        void *dout, *dog;
-        if (a->proj_op) { /* du's rows from the op, then dWo += dout^T u-chunk^T */
-            rows_out_op_bwd(ex, M, o, which, a, &r, &dout, &dog, du, z_in + r0 * C, dz + r0 * C,
-                            r0, Kr);
-            tf_gemm_args g = tf_gemm_make(ex, 1, 1, C, C, (int)Kr, 1.0f, 1.0f, dout, C, 0,
-                                          tf_at(ex, a->u_p, r0), rows, 0, tf_G(M, wo), C, 0, 1);
-            g.c_type = TF_F32; /* the parameter gradient */
-            g.wgrad = ex->wgrad_async;
-            tf_gemm(ex, &g, "linear_bwd_weight");
-            tf_arena_release(ex->arena, m);
-            continue;
-        }
-        rows_out_grads(ex, M, o, which, a, &r, &dout, &dog, z_in + r0 * C, dz + r0 * C, r0, Kr);
-        if (a->cmajor) { /* dWo += dout^T u-chunk^T; du[:, chunk] = Wo^T dout^T */
-            tf_gemm_args g = tf_gemm_make(ex, 1, 1, C, C, (int)Kr, 1.0f, 1.0f, dout, C, 0,
-                                          tf_at(ex, a->u_p, r0), rows, 0, tf_G(M, wo), C, 0, 1);
-            g.c_type = TF_F32; /* the parameter gradient */
-            g.wgrad = ex->wgrad_async;
-            tf_gemm(ex, &g, "linear_bwd_weight");
-            g = tf_gemm_make(ex, 1, 1, C, (int)Kr, C, 1.0f, 0.0f, tf_x_w(ex, tf_P(M, wo)), C, 0,
-                             dout, C, 0, tf_at(ex, du, r0), rows, 0, 1);
-            tf_gemm(ex, &g, "linear_bwd_data");
-        } else { /* du_p [Kr, C] -> [C, Kr] -> its segments of du [B, C, N, N] */
-            static const int perm[2] = {1, 0};
-            int dims[2] = {(int)Kr, C};
-            void *du_p = tf_alloc_at(ex, (size_t)n), *t = tf_alloc_at(ex, (size_t)n);
-            tf_linear_bwd(ex, du_p, tf_G(M, wo), dout, tf_at(ex, a->u_p, r0 * C), tf_P(M, wo), Kr,
-                          C, C, 0);
-            tf_x_permute(ex, t, du_p, 2, dims, perm, 0);
-            segs_scatter(ex, c, 0, k, 1, du, t);
-        }
-        tf_arena_release(ex->arena, m);
-    }
+    trimul_ctx cx = {M, o, which, a, NULL, dz, z_in, tf_alloc_at(ex, (size_t)nc)};
+    tf_chunk_run(ex, c, 1, du_chunk, &cx);
     tf_rpop(ex);
 
     /* the gating, projections and norms per chunk */
     tf_rpush(ex, "gating");
-    for (int q = 0; q < nk; q++) {
-        const tf_chunk k = tf_chunk_at(ex, c, q);
-        const long r0 = ((long)k.b * N + k.i0) * N, Kr = (long)k.ni * N, n = Kr * C;
-        const size_t m = tf_arena_mark(ex->arena);
-        /* the output gate's part of dy (and its weight gradient) again */
-        chunk_rows r;
-        void *dout, *dog;
-        if (a->proj_op)
-            rows_out_op_bwd(ex, M, o, which, a, &r, &dout, &dog, NULL, z_in + r0 * C,
-                            dz + r0 * C, r0, Kr);
-        else
-            rows_out_grads(ex, M, o, which, a, &r, &dout, &dog, z_in + r0 * C, dz + r0 * C, r0,
-                           Kr);
-        void *dyq = tf_alloc_at(ex, (size_t)n);
-        tf_linear_bwd(ex, dyq, tf_G(M, wog), dog, r.ln.y, tf_P(M, wog), Kr, C, C, 0);
-        if (!a->proj_op) rows_proj(ex, M, o, which, a, &r, Kr);
-        tf_rpush(ex, "triangle_product");
-        void *t = tf_alloc_at(ex, (size_t)2 * n); /* the chunk's dL|dR, [2, C, Kr] */
-        product_bwd_rows(ex, c, a, which, k, du, t);
-        tf_rpop(ex);
-        void *dproj, *dgate;
-        if (a->proj_op) { /* proj again from y, the merged [Kr, 4C] gradient */
-            dproj = tf_alloc_at(ex, (size_t)4 * n);
-            dgate = NULL;
-            tf_x_trimul_proj_bwd(ex, dproj, t, r.ln.y, tf_P(M, lp), Kr, Kr, C);
-        } else if (a->gate_kernel && a->fused) {
-            dproj = tf_alloc_at(ex, (size_t)4 * n);
-            dgate = tf_at(ex, dproj, a->merged ? 2 * C : 2 * n);
-            tf_x_gate_cmajor_bwd(ex, dproj, dgate, t, r.proj, r.gate, r.ld, Kr, Kr, C);
-        } else {
-            void *dlr = tf_alloc_at(ex, (size_t)2 * n);
-            if (a->fused) { /* [2, C, Kr] -> [Kr, 2, C] */
-                static const int perm[3] = {2, 0, 1};
-                int dims[3] = {2, C, (int)Kr};
-                tf_x_permute(ex, dlr, t, 3, dims, perm, 0);
-            } else { /* [2, C, Kr] -> [2, Kr, C] */
-                static const int perm[3] = {0, 2, 1};
-                int dims[3] = {2, C, (int)Kr};
-                tf_x_permute(ex, dlr, t, 3, dims, perm, 0);
-            }
-            dproj = dlr, dgate = t; /* t is free again */
-            if (a->fused) { /* r.gate holds sigmoid(gate) */
-                tf_x_mul(ex, dgate, dlr, r.proj, 2 * n);
-                tf_x_act_bwd(ex, TF_ACT_SIGMOID, dgate, dgate, r.gate, 2 * n);
-                tf_x_mul(ex, dproj, dlr, r.gate, 2 * n);
-            } else {
-                for (int s = 0; s < 2; s++) {
-                    const void *p = s ? r.rp : r.lp, *gt = s ? r.rg : r.lg;
-                    void *dp = tf_at(ex, dproj, s * n), *dg = tf_at(ex, dgate, s * n);
-                    if (a->gate_kernel) {
-                        tf_x_gate_bwd(ex, dp, dg, dp, p, gt, n);
-                    } else {
-                        tf_x_mul(ex, dg, dp, p, n);
-                        tf_x_act_bwd(ex, TF_ACT_SIGMOID, dg, dg, gt, n);
-                        tf_x_mul(ex, dp, dp, gt, n);
-                    }
-                }
-            }
-        }
-        if (a->merged) {
-            tf_linear_bwd(ex, dyq, tf_G(M, lp), dproj, r.ln.y, tf_P(M, lp), Kr, C, 4 * C, 1);
-        } else if (a->fused) {
-            tf_linear_bwd(ex, dyq, tf_G(M, lp), dproj, r.ln.y, tf_P(M, lp), Kr, C, 2 * C, 1);
-            tf_linear_bwd(ex, dyq, tf_G(M, lg), dgate, r.ln.y, tf_P(M, lg), Kr, C, 2 * C, 1);
-        } else {
-            const size_t w[4] = {lp, o->tm[which].rp, lg, o->tm[which].rg};
-            const void *dd[4] = {dproj, tf_at(ex, dproj, n), dgate, tf_at(ex, dgate, n)};
-            for (int i = 0; i < 4; i++)
-                tf_linear_bwd(ex, dyq, tf_G(M, w[i]), dd[i], r.ln.y, tf_P(M, w[i]), Kr, C, C, 1);
-        }
-        tf_ln2_bwd(ex, M, bn, o->tm[which].ln, &r.bln, &r.ln, dz + r0 * C, dout, dyq,
-                   z_in + r0 * C, Kr, C, 1);
-        tf_arena_release(ex->arena, m);
-    }
+    tf_chunk_run(ex, c, 1, gating_chunk, &cx);
     tf_rpop(ex);
     tf_rpop(ex);
     tf_arena_release(ex->arena, mark0);
