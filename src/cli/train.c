@@ -67,7 +67,8 @@ static int create_profiler(cli_run *cr)
                        .backend = r->c.backend,
                        .gpu_timer =
                            gpu ? (tf_prof_gpu_timer)o->gpu_timer : TF_PROF_GPU_TIMER_DEFAULT,
-                       .top = o->top};
+                       .top = o->top,
+                       .precision = r->c.precision};
     cr->prof = tf_prof_create(&po, err, sizeof err);
     if (!cr->prof) {
         tf_cli_error("profile: %s", err);

@@ -75,6 +75,13 @@ void prof_ceilings_measure_cpu(prof_ceilings *c) {
              (unsigned)(COPY_FLOATS * sizeof(float) >> 20), REPS);
 }
 
+double prof_compute_ceiling(const prof_ceilings *c, tf_precision prec) {
+    if (prec == TF_PREC_TF32 && c->gemm_tf32_flops > 0) return c->gemm_tf32_flops;
+    if ((prec == TF_PREC_BF16 || prec == TF_PREC_FP16) && c->gemm_half_flops > 0)
+        return c->gemm_half_flops;
+    return c->gemm_flops;
+}
+
 cJSON *prof_ceilings_json(const prof_ceilings *c) {
     if (c->gemm_flops <= 0 && c->copy_bytes <= 0) return NULL;
     cJSON *o = cJSON_CreateObject();
@@ -84,6 +91,8 @@ cJSON *prof_ceilings_json(const prof_ceilings *c) {
     cJSON_AddStringToObject(o, "compute_kernel", c->gemm_what);
     if (c->gemm_tf32_flops > 0) /* the ceiling of --precision tf32 runs */
         cJSON_AddNumberToObject(o, "compute_tf32_flops_per_s", c->gemm_tf32_flops);
+    if (c->gemm_half_flops > 0) /* the ceiling of bf16 and fp16 runs */
+        cJSON_AddNumberToObject(o, "compute_half_flops_per_s", c->gemm_half_flops);
     cJSON_AddNumberToObject(o, "memory_bytes_per_s", c->copy_bytes);
     cJSON_AddStringToObject(o, "memory_kernel", c->copy_what);
     if (c->copy_bytes > 0)

@@ -130,6 +130,7 @@ typedef struct {
 typedef struct {
     double gemm_flops;    /* FLOP/s */
     double gemm_tf32_flops; /* CUDA: the same GEMM with TF32 tensor cores; 0 elsewhere */
+    double gemm_half_flops; /* CUDA: bf16 operands, fp32 sums (bf16 and fp16 runs); 0 elsewhere */
     double copy_bytes;    /* bytes/s, read + write */
     char gemm_what[96], copy_what[96];
 } prof_ceilings;
@@ -143,6 +144,7 @@ struct tf_prof {
     int include_warmup, trace_max_steps, top;
     prof_timer timer;
     const char *backend; /* the run's backend's word (registry.h) */
+    tf_precision precision; /* the run's (the compute ceiling of its ops) */
     const char *records; /* where an events run's kernel records come from */
     int64_t t0;
 
@@ -268,6 +270,9 @@ static inline void prof_arena_touch(tf_prof *p) {
 void prof_opcost_free(tf_prof *p);
 /* ---- ceilings (ceilings.c; CUDA: src/prof/cuda) ---- */
 void prof_ceilings_measure_cpu(prof_ceilings *c);
+/* FLOP/s the run's precision is held to: TF32's, the half types' or fp32's
+ * GEMM (the fp32 one where the other was not measured); 0: none measured */
+double prof_compute_ceiling(const prof_ceilings *c, tf_precision prec);
 /* 0 ok, else -1 (nothing measured) */
 int prof_gpu_ceilings(prof_ceilings *c);
 struct cJSON *prof_ceilings_json(const prof_ceilings *c);
@@ -317,6 +322,7 @@ typedef struct {
     uint32_t name;
     int64_t fwd_ns, bwd_ns, other_ns; /* host time on the CPU, kernel time on CUDA */
     uint64_t calls;
+    double flops, bytes; /* its ops' analytic costs, one step (opcost.c) */
 } prof_module;
 prof_module *prof_modules(const tf_prof *p, size_t *n);
 

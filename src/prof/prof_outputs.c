@@ -205,6 +205,8 @@ static cJSON *summary_json(const tf_prof *p, const cJSON *run) {
         cJSON_AddNumberToObject(o, "other_ns", (double)mods[i].other_ns);
         cJSON_AddNumberToObject(o, "total_ns", (double)tot);
         cJSON_AddNumberToObject(o, "pct", pct_step(tot, t.step_ns));
+        cJSON_AddNumberToObject(o, "flops_per_step", mods[i].flops);
+        cJSON_AddNumberToObject(o, "bytes_per_step", mods[i].bytes);
         cJSON_AddItemToArray(mj, o);
     }
     free(mods);

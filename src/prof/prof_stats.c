@@ -131,44 +131,70 @@ static int by_module_total(const void *a, const void *b) {
     return x->name < y->name ? -1 : x->name > y->name;
 }
 
+/* The module a region path is in: its outermost component past the phase
+ * that is not a block (PROF_NONE: none, or a path outside the model's
+ * phases); *phase 0 forward, 1 backward, 2 other; *depth how many such
+ * components the path has (1: the module's own region). */
+static uint32_t module_of(const tf_prof *p, uint32_t id, int *phase, int *depth) {
+    uint32_t comp[PROF_MAX_DEPTH + 1];
+    int nc = 0;
+    for (uint32_t k = id; k != PROF_ROOT && nc <= PROF_MAX_DEPTH; k = p->paths[k].parent)
+        comp[nc++] = p->paths[k].name; /* leaf first */
+    *phase = 2, *depth = 0;
+    if (!nc) return PROF_NONE;
+    const char *first = p->names.strs[comp[nc - 1]];
+    int hi = nc - 1;
+    if (!strcmp(first, "forward_pass")) *phase = 0, hi--;
+    else if (!strcmp(first, "backward_pass")) *phase = 1, hi--;
+    else if (!strcmp(first, "optimizer_step") || !strcmp(first, "data_loading")) return PROF_NONE;
+    uint32_t name = PROF_NONE;
+    for (int k = hi; k >= 0; k--) {
+        if (is_block(p->names.strs[comp[k]])) continue;
+        if (!(*depth)++) name = comp[k];
+    }
+    return name;
+}
+
+static size_t module_slot(prof_module *m, size_t *n, uint32_t name) {
+    size_t j = 0;
+    while (j < *n && m[j].name != name) j++;
+    if (j == *n) {
+        m[j].name = name;
+        (*n)++;
+    }
+    return j;
+}
+
 prof_module *prof_modules(const tf_prof *p, size_t *n) {
     *n = 0;
     prof_module *m = calloc(p->npaths + 1, sizeof *m);
     if (!m) return NULL;
-    uint32_t comp[PROF_MAX_DEPTH + 1];
     for (uint32_t id = 1; id < p->npaths; id++) {
         const prof_path *q = &p->paths[id];
         /* under CUDA graph replay a module region is entered once (at capture)
          * while its kernels run every step: keep paths that only have kernels */
         if (q->calls == 0 && q->kernel_ns == 0) continue;
-        int nc = 0;
-        for (uint32_t k = id; k != PROF_ROOT && nc <= PROF_MAX_DEPTH; k = p->paths[k].parent)
-            comp[nc++] = p->paths[k].name; /* leaf first */
-        const char *first = p->names.strs[comp[nc - 1]];
-        int phase = 2; /* 0 forward, 1 backward, 2 other */
-        int lo = 0, hi = nc - 1;
-        if (!strcmp(first, "forward_pass")) phase = 0, hi--;
-        else if (!strcmp(first, "backward_pass")) phase = 1, hi--;
-        else if (!strcmp(first, "optimizer_step") || !strcmp(first, "data_loading")) continue;
-        int kept = 0;
-        uint32_t name = PROF_NONE;
-        for (int k = hi; k >= lo; k--) {
-            if (is_block(p->names.strs[comp[k]])) continue;
-            kept++;
-            name = comp[k];
-        }
-        if (kept != 1) continue; /* a phase or block itself, or a sub-step */
-        size_t j = 0;
-        while (j < *n && m[j].name != name) j++;
-        if (j == *n) {
-            m[j].name = name;
-            (*n)++;
-        }
+        int phase, depth;
+        const uint32_t name = module_of(p, id, &phase, &depth);
+        if (name == PROF_NONE || depth != 1) continue; /* a phase or block itself, or a sub-step */
+        const size_t j = module_slot(m, n, name);
         int64_t v = prof_device_timed(p) ? q->kernel_ns : q->host_ns;
         if (phase == 0) m[j].fwd_ns += v;
         else if (phase == 1) m[j].bwd_ns += v;
         else m[j].other_ns += v;
         m[j].calls += q->calls;
+    }
+    /* the analytic costs of the ops inside each (any depth), where timed */
+    for (size_t i = 0; i < p->nopc; i++) {
+        const prof_opcost *e = &p->opc[i];
+        int phase, depth;
+        const uint32_t name = e->has_cost ? module_of(p, e->path, &phase, &depth) : PROF_NONE;
+        if (name == PROF_NONE) continue;
+        size_t j = 0;
+        while (j < *n && m[j].name != name) j++;
+        if (j == *n) continue; /* no time collected for it */
+        m[j].flops += e->flops;
+        m[j].bytes += e->bytes;
     }
     qsort(m, *n, sizeof *m, by_module_total);
     return m;

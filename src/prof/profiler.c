@@ -136,6 +136,7 @@ tf_prof *tf_prof_create(const tf_prof_opts *o, char *err, size_t errlen) {
     p->include_warmup = o->include_warmup != 0;
     p->trace_max_steps = o->trace_max_steps > 0 ? o->trace_max_steps : 5;
     p->top = o->top > 0 ? o->top : 15;
+    p->precision = o->precision;
     p->t0 = prof_now_ns();
     p->cost_step = -1;
     if ((o->out_dir && !(p->out_dir = strdup(o->out_dir))) ||

@@ -50,6 +50,7 @@ typedef struct {
     tf_backend_kind backend;      /* the run's (not auto; 0: the CPU) */
     tf_prof_gpu_timer gpu_timer;  /* GPU runs only */
     int top;                      /* kernels in the printed table (<= 0 means 15) */
+    tf_precision precision;       /* the run's: which compute ceiling its ops are held to */
 } tf_prof_opts;
 
 /* NULL + one line in err on failure. On CUDA create it BEFORE the trainer

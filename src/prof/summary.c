@@ -33,7 +33,8 @@ static void modules(const tf_prof *p, tf_prof_summary *s) {
     if (s->modules) {
         for (size_t i = 0; i < n; i++)
             s->modules[i] = (tf_prof_module_row){p->names.strs[m[i].name], m[i].fwd_ns,
-                                                 m[i].bwd_ns, m[i].other_ns};
+                                                 m[i].bwd_ns, m[i].other_ns, m[i].flops,
+                                                 m[i].bytes};
         s->nmodules = n;
     }
     free(m);
@@ -94,6 +95,8 @@ int tf_prof_summarize(const tf_prof *p, tf_prof_summary *s) {
     }
     s->busy_steps = t.busy_steps;
     modules(p, s);
+    s->ceil_flops = prof_compute_ceiling(&p->ceil, p->precision);
+    s->ceil_bytes = p->ceil.copy_bytes;
 
     size_t rss = prof_host_peak_rss();
     s->peak_backend = p->peak_backend;

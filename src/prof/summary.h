@@ -32,6 +32,7 @@ typedef struct {
 typedef struct {
     const char *name;
     int64_t fwd_ns, bwd_ns, other_ns;
+    double flops, bytes; /* its ops' analytic costs, one step (0: none recorded) */
 } tf_prof_module_row;
 
 typedef struct {
@@ -64,6 +65,9 @@ typedef struct {
     /* the modules (NULL: out of memory) */
     tf_prof_module_row *modules;
     size_t nmodules;
+    /* the ceilings the run's ops are held to (FLOP/s of its precision's GEMM,
+     * bytes/s read + written), measured when files are written; 0: none */
+    double ceil_flops, ceil_bytes;
 
     size_t peak_backend, peak_host; /* bytes; host: the process's peak RSS too */
     uint64_t mem_samples;

@@ -93,21 +93,49 @@ static void print_phases(const tf_prof_summary *s, FILE *out) {
     }
 }
 
+/* The time of a step's FLOPs and bytes at the ceilings: the larger of the
+ * two (the roofline's bound); 0 where a ceiling was not measured. */
+static double roof_ns(const tf_prof_summary *s, double flops, double bytes) {
+    if (s->ceil_flops <= 0 || s->ceil_bytes <= 0) return 0;
+    const double f = flops / s->ceil_flops, b = bytes / s->ceil_bytes;
+    return 1e9 * (f > b ? f : b);
+}
+
 static void print_modules(const tf_prof_summary *s, FILE *out) {
     if (!s->modules || !s->nmodules) return;
-    fprintf(out, "Time per module, all blocks, %s time over %zu steps:\n",
+    int costs = 0;
+    for (size_t i = 0; i < s->nmodules; i++) costs |= s->modules[i].flops > 0 || s->modules[i].bytes > 0;
+    fprintf(out, "Time per module, all blocks, %s time over %zu steps",
             s->events ? "op (GPU events)" : s->cupti ? "kernel" : "host", s->steps_collected);
-    fprintf(out, "%-28s | %11s | %11s | %11s | %9s\n", "Region", "Forward ms", "Backward ms",
+    if (costs) {
+        fprintf(out, "; a step's FLOPs and least bytes (the ops' shapes)");
+        if (s->ceil_flops > 0 && s->ceil_bytes > 0)
+            fprintf(out, " and its time over the roof's (at %.3g TFLOP/s and %.3g TB/s, the "
+                         "measured GEMM of the run's precision and copy)",
+                    s->ceil_flops / 1e12, s->ceil_bytes / 1e12);
+    }
+    fprintf(out, ":\n%-28s | %11s | %11s | %11s | %9s", "Region", "Forward ms", "Backward ms",
             "Total ms", "% of step");
-    fprintf(out, "-----------------------------|-------------|-------------|-------------|"
-                 "----------\n");
+    if (costs) fprintf(out, " | %8s | %7s | %6s", "GFLOP", "GB", "x roof");
+    fprintf(out, "\n-----------------------------|-------------|-------------|-------------|"
+                 "----------");
+    if (costs) fprintf(out, "|----------|---------|-------");
+    fputc('\n', out);
+    const double steps = s->steps_collected ? (double)s->steps_collected : 1.0;
     for (size_t i = 0; i < s->nmodules; i++) {
         const tf_prof_module_row *m = &s->modules[i];
         int64_t tot = m->fwd_ns + m->bwd_ns + m->other_ns;
         put_name(out, m->name, 28);
-        fprintf(out, " | %11.3f | %11.3f | %11.3f | %8.2f%%\n", (double)m->fwd_ns / 1e6,
+        fprintf(out, " | %11.3f | %11.3f | %11.3f | %8.2f%%", (double)m->fwd_ns / 1e6,
                 (double)m->bwd_ns / 1e6, (double)tot / 1e6,
                 s->step_ns ? 100.0 * (double)tot / (double)s->step_ns : 0.0);
+        if (costs) {
+            const double r = roof_ns(s, m->flops, m->bytes);
+            fprintf(out, " | %8.2f | %7.3f | ", m->flops / 1e9, m->bytes / 1e9);
+            if (r > 0 && tot > 0) fprintf(out, "%6.1f", (double)tot / steps / r);
+            else fprintf(out, "%6s", "-");
+        }
+        fputc('\n', out);
     }
 }
 

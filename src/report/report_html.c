@@ -709,14 +709,18 @@ static void roofline_one(FILE *f, const rp_run *r) {
     const cJSON *ops = rp_get(r->profile, "op_costs", "ops"), *o;
     double peak = rp_num(r->profile, "ceilings", "compute_flops_per_s", 0);
     double bw = rp_num(r->profile, "ceilings", "memory_bytes_per_s", 0);
-    /* a --precision tf32 run is held to the TF32 GEMM's ceiling, fp32 beside it */
+    /* a --precision tf32 run is held to the TF32 GEMM's ceiling, a bf16 or
+     * fp16 run to the half GEMM's (where measured), fp32's beside it */
     double second = rp_num(r->profile, "ceilings", "compute_tf32_flops_per_s", 0);
+    const double half = rp_num(r->profile, "ceilings", "compute_half_flops_per_s", 0);
     const cJSON *prec = rp_get(r->run, "config", "precision");
+    const int is_half_prec = cJSON_IsString(prec) && (!strcmp(prec->valuestring, "bf16") ||
+                                                     !strcmp(prec->valuestring, "fp16"));
     int is_tf32 = second > 0 && cJSON_IsString(prec) && strcmp(prec->valuestring, "tf32") == 0;
-    if (is_tf32) {
-        double t = peak;
-        peak = second;
-        second = t;
+    const int is_half = half > 0 && is_half_prec;
+    if (is_tf32 || is_half) {
+        second = peak;
+        peak = is_tf32 ? rp_num(r->profile, "ceilings", "compute_tf32_flops_per_s", 0) : half;
     }
     double steps = rp_num(r->profile, "op_costs", "steps_collected", 1);
     if (steps <= 0) steps = 1;
@@ -760,11 +764,10 @@ static void roofline_one(FILE *f, const rp_run *r) {
     const cJSON *mk = rp_get(r->profile, "ceilings", "memory_kernel");
     fprintf(f, "compute ceiling %s (", a);
     if (is_tf32) fputs("the same GEMM on TF32 tensor cores: this run's precision", f);
+    else if (is_half) fputs("the same GEMM on bf16 operands with fp32 sums: this run's precision", f);
     else if (cJSON_IsString(ck)) rp_esc(f, ck->valuestring);
-    /* no half-precision GEMM ceiling is measured: say what the points are held to */
-    if (cJSON_IsString(prec) &&
-        (!strcmp(prec->valuestring, "bf16") || !strcmp(prec->valuestring, "fp16")))
-        fprintf(f, "; an fp32 ceiling, this run is %s", prec->valuestring);
+    /* no half-precision GEMM ceiling was measured: say what the points are held to */
+    if (is_half_prec && !is_half) fprintf(f, "; an fp32 ceiling, this run is %s", prec->valuestring);
     fprintf(f, "), memory ceiling %s (", b);
     if (cJSON_IsString(mk)) rp_esc(f, mk->valuestring);
     fprintf(f, "), measured when the profile started; ridge %.1f FLOP/byte. Each point is one op "
@@ -864,7 +867,7 @@ static void roofline_one(FILE *f, const rp_run *r) {
     if (second > 0 && second < yhi && second > ylo) {
         /* the other GEMM ceiling (CUDA: fp32 beside TF32), dashed, from its ridge on */
         char t[40];
-        rp_fmt_si(t, sizeof t, second, is_tf32 ? "FLOP/s fp32" : "FLOP/s TF32");
+        rp_fmt_si(t, sizeof t, second, is_tf32 || is_half ? "FLOP/s fp32" : "FLOP/s TF32");
         double xr = L + lx(fmax(second / bw, xlo), xlo, xhi, PW);
         double yt = T + PH - lx(second, ylo, yhi, PH);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#333\" "

@@ -463,8 +463,81 @@ static void test_create_errors(void **state) {
 #endif
 }
 
+/* an op of `flops` and `bytes` (the costs count in the first collected step
+ * only) in the region path `path` (components split at '/') */
+static void cost_op(tf_prof *p, const char *path, double flops, double bytes) {
+    char buf[256], *save = NULL;
+    int depth = 0;
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save), depth++)
+        tf_region_push(p, c);
+    tf_prof_op_begin(p, "op");
+    tf_prof_op_cost(p, "op", flops, bytes);
+    tp_spin_us(20);
+    tf_prof_op_end(p);
+    while (depth--) tf_region_pop(p);
+}
+
+/* Each module's FLOPs and bytes: its ops' at any depth, over all blocks and
+ * both passes, one step's (not the sum over the collected steps); nothing
+ * from outside the modules; the roof by the run's precision's ceiling. */
+static void test_module_costs(void **state) {
+    (void)state;
+    char err[256] = "";
+    tf_prof_opts o = {.precision = TF_PREC_BF16};
+    tf_prof *p = tf_prof_create(&o, err, sizeof err);
+    assert_non_null(p);
+    for (long s = 0; s < 3; s++) {
+        tf_prof_step_begin(p, s, 0);
+        cost_op(p, "forward_pass/block_0/triangle_attn_ending/qkv", 2e9, 1e8);
+        cost_op(p, "forward_pass/block_1/triangle_attn_ending", 1e9, 5e7);
+        cost_op(p, "backward_pass/block_0/triangle_attn_ending/attention/inner", 3e9, 2e8);
+        cost_op(p, "forward_pass/block_0/pair_transition", 4e9, 1e8);
+        cost_op(p, "optimizer_step", 7e9, 7e9);
+        tf_prof_step_end(p, s);
+    }
+    assert_int_equal(tf_prof_finish(p, NULL, err, sizeof err), 0);
+    /* ceilings as a written profile measures them: bf16 is held to the half GEMM's */
+    p->ceil.gemm_flops = 1e12, p->ceil.gemm_half_flops = 4e12, p->ceil.copy_bytes = 1e11;
+    tf_prof_summary s;
+    assert_int_equal(tf_prof_summarize(p, &s), 0);
+    assert_true(s.ceil_flops == 4e12 && s.ceil_bytes == 1e11);
+    int seen = 0;
+    for (size_t i = 0; i < s.nmodules; i++) {
+        const tf_prof_module_row *m = &s.modules[i];
+        if (!strcmp(m->name, "triangle_attn_ending")) {
+            assert_true(m->flops == 6e9 && m->bytes == 3.5e8);
+            seen |= 1;
+        } else if (!strcmp(m->name, "pair_transition")) {
+            assert_true(m->flops == 4e9 && m->bytes == 1e8);
+            seen |= 2;
+        } else {
+            fail_msg("unexpected module %s", m->name);
+        }
+    }
+    assert_int_equal(seen, 3);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    tf_report_prof_table(&s, out);
+    fclose(out);
+    assert_non_null(strstr(text, "at 4 TFLOP/s and 0.1 TB/s"));
+    assert_non_null(strstr(text, "|    GFLOP |      GB | x roof"));
+    assert_non_null(strstr(text, "|     6.00 |   0.350 |"));
+    assert_non_null(strstr(text, "|     4.00 |   0.100 |"));
+    free(text);
+    tf_prof_summary_free(&s);
+    /* tf32 without a TF32 ceiling, and fp32: the fp32 GEMM's */
+    assert_true(prof_compute_ceiling(&p->ceil, TF_PREC_TF32) == 1e12);
+    assert_true(prof_compute_ceiling(&p->ceil, TF_PREC_FP32) == 1e12);
+    assert_true(prof_compute_ceiling(&p->ceil, TF_PREC_FP16) == 4e12);
+    tf_prof_destroy(p);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_module_costs),
         cmocka_unit_test(test_full_run),     cmocka_unit_test(test_selected_regions),
         cmocka_unit_test(test_warmup),       cmocka_unit_test(test_trace_cap),
         cmocka_unit_test(test_null_prof),    cmocka_unit_test(test_robustness),

@@ -4,7 +4,9 @@
  * best of a few device-to-device copies of 512 MiB (bytes read + written)
  * and of a few 8192^3 fp32 cublasSgemm calls (the default math mode, no
  * TF32; then the same with TF32 tensor cores, the ceiling of --precision
- * tf32), timed with events on a stream of their own. About a second. */
+ * tf32; and as cublasGemmEx on bf16 operands with fp32 sums and result, the
+ * ceiling of bf16 and fp16), timed with events on a stream of their own.
+ * About a second. */
 #include <stdio.h>
 #include <string.h>
 
@@ -25,6 +27,12 @@ static double best_ms(cudaStream_t s, cudaEvent_t a, cudaEvent_t b, int what, vo
         cudaEventRecord(a, s);
         if (what == 0) {
             cudaMemcpyAsync(y, x, COPY_BYTES, cudaMemcpyDeviceToDevice, s);
+        } else if (what == 2) { /* bf16 x bf16 -> fp32, fp32 sums */
+            if (cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, GEMM_N, GEMM_N, GEMM_N, &one, x,
+                             CUDA_R_16BF, GEMM_N, x, CUDA_R_16BF, GEMM_N, &zero, y, CUDA_R_32F,
+                             GEMM_N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) !=
+                CUBLAS_STATUS_SUCCESS)
+                return -1;
         } else if (cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, GEMM_N, GEMM_N, GEMM_N, &one,
                                (const float *)x, GEMM_N, (const float *)x, GEMM_N, &zero,
                                (float *)y, GEMM_N) != CUBLAS_STATUS_SUCCESS) {
@@ -56,6 +64,10 @@ int prof_gpu_ceilings(prof_ceilings *c) {
     double copy_ms = best_ms(s, a, b, 0, x, y, h);
     double gemm_ms = best_ms(s, a, b, 1, x, y, h);
     if (copy_ms <= 0 || gemm_ms <= 0) goto done;
+    {
+        const double half_ms = best_ms(s, a, b, 2, x, y, h);
+        if (half_ms > 0) c->gemm_half_flops = 2.0 * GEMM_N * (double)GEMM_N * GEMM_N / (half_ms * 1e-3);
+    }
     /* the same GEMM on TF32 tensor cores: the ceiling of --precision tf32 */
     if (cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH) == CUBLAS_STATUS_SUCCESS) {
         double tf32_ms = best_ms(s, a, b, 1, x, y, h);
