@@ -121,6 +121,10 @@ recipe() {
         show tinyfold profile --backend cpu --impl v3 "${tiny[@]}" --num-steps 2 --out prof_cpu |
             awk 'NR == 1 { print; print "..."; next } /^Kernel launches per step/ { on = 1 } !on { next }
                  rows >= 6 { print "..."; exit } { print } /^------/ { table = 1; next } table { rows++ }' ;;
+    prof_cpu_ops) # the ops furthest above their roof, the same run as prof_cpu's
+        show tinyfold profile --backend cpu --impl v3 "${tiny[@]}" --num-steps 2 --out prof_cpu |
+            awk 'NR == 1 { print; print "..."; next } /^Ops with the most time/ { on = 1 }
+                 /^Peak memory/ { on = 0 } on' ;;
     *) return 4 ;;
     esac
 }

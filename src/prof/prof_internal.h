@@ -326,6 +326,18 @@ typedef struct {
 } prof_module;
 prof_module *prof_modules(const tf_prof *p, size_t *n);
 
+/* An op of a module over all blocks, one pass: its analytic costs (one step)
+ * and its time over the collected steps (kernel time on a GPU). */
+typedef struct {
+    uint32_t module, name; /* name: the op's */
+    int phase;             /* 0 forward, 1 backward, 2 other */
+    double flops, bytes;
+    int64_t ns;
+} prof_op_row;
+/* Every (module, pass, op) with costs and time, unordered (NULL: none or out
+ * of memory) */
+prof_op_row *prof_op_rows(const tf_prof *p, size_t *n);
+
 
 /* ---- GPU (src/prof/cuda or the stub in prof_gpu_stub.c) ---- */
 /* Start CUPTI activity collection; 0 ok, else one line in err. */

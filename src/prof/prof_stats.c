@@ -199,3 +199,23 @@ prof_module *prof_modules(const tf_prof *p, size_t *n) {
     qsort(m, *n, sizeof *m, by_module_total);
     return m;
 }
+
+prof_op_row *prof_op_rows(const tf_prof *p, size_t *n) {
+    *n = 0;
+    prof_op_row *r = calloc(p->nopc + 1, sizeof *r);
+    if (!r) return NULL;
+    for (size_t i = 0; i < p->nopc; i++) {
+        const prof_opcost *e = &p->opc[i];
+        if (!e->has_cost || e->kernel_ns <= 0) continue;
+        int phase, depth;
+        const uint32_t mod = module_of(p, e->path, &phase, &depth);
+        if (mod == PROF_NONE) continue;
+        size_t j = 0;
+        while (j < *n && !(r[j].module == mod && r[j].phase == phase && r[j].name == e->name)) j++;
+        if (j == *n) r[(*n)++] = (prof_op_row){mod, e->name, phase, 0, 0, 0};
+        r[j].flops += e->flops;
+        r[j].bytes += e->bytes;
+        r[j].ns += e->kernel_ns;
+    }
+    return r;
+}

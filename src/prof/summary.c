@@ -40,6 +40,41 @@ static void modules(const tf_prof *p, tf_prof_summary *s) {
     free(m);
 }
 
+#define TOP_OPS 10
+
+static int by_above(const void *a, const void *b) {
+    const double x = ((const tf_prof_op_row *)a)->above_ns, y = ((const tf_prof_op_row *)b)->above_ns;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void top_ops(const tf_prof *p, tf_prof_summary *s) {
+    static const char *const pass[3] = {"forward", "backward", "other"};
+    size_t n;
+    prof_op_row *r = prof_op_rows(p, &n);
+    if (!r || !n) {
+        free(r);
+        return;
+    }
+    tf_prof_op_row *o = calloc(n, sizeof *o);
+    if (o) {
+        const double steps = s->steps_collected ? (double)s->steps_collected : 1.0;
+        for (size_t i = 0; i < n; i++) {
+            double roof = 0;
+            if (s->ceil_flops > 0 && s->ceil_bytes > 0) {
+                const double f = r[i].flops / s->ceil_flops, b = r[i].bytes / s->ceil_bytes;
+                roof = 1e9 * (f > b ? f : b);
+            }
+            o[i] = (tf_prof_op_row){p->names.strs[r[i].module], p->names.strs[r[i].name],
+                                    pass[r[i].phase], r[i].flops, r[i].bytes, r[i].ns, roof,
+                                    (double)r[i].ns / steps - roof};
+        }
+        qsort(o, n, sizeof *o, by_above);
+        s->ops = o;
+        s->nops = n < TOP_OPS ? n : TOP_OPS;
+    }
+    free(r);
+}
+
 static void trace_window(const tf_prof *p, tf_prof_summary *s) {
     s->steps_traced = p->steps_traced;
     s->trace_first = s->trace_last = -1;
@@ -97,6 +132,7 @@ int tf_prof_summarize(const tf_prof *p, tf_prof_summary *s) {
     modules(p, s);
     s->ceil_flops = prof_compute_ceiling(&p->ceil, p->precision);
     s->ceil_bytes = p->ceil.copy_bytes;
+    top_ops(p, s);
 
     size_t rss = prof_host_peak_rss();
     s->peak_backend = p->peak_backend;
@@ -115,6 +151,7 @@ int tf_prof_summarize(const tf_prof *p, tf_prof_summary *s) {
 void tf_prof_summary_free(tf_prof_summary *s) {
     free(s->kernels);
     free(s->modules);
+    free(s->ops);
     free(s->counters);
     memset(s, 0, sizeof *s);
 }

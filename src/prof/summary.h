@@ -28,6 +28,17 @@ typedef struct {
     int64_t total_ns;
 } tf_prof_kernel_row;
 
+/* A module's op over all blocks, one pass (the ops furthest above their
+ * roof). */
+typedef struct {
+    const char *module, *name;
+    const char *pass; /* "forward", "backward" or "other" */
+    double flops, bytes; /* one step */
+    int64_t ns;          /* over the collected steps */
+    double roof_ns;      /* a step's FLOPs and bytes at the ceilings (0: not measured) */
+    double above_ns;     /* its time a step less roof_ns */
+} tf_prof_op_row;
+
 /* A module region over all blocks. */
 typedef struct {
     const char *name;
@@ -68,6 +79,10 @@ typedef struct {
     /* the ceilings the run's ops are held to (FLOP/s of its precision's GEMM,
      * bytes/s read + written), measured when files are written; 0: none */
     double ceil_flops, ceil_bytes;
+    /* the ops with the most time a step above their roof (without ceilings:
+     * the most time), descending (NULL: none) */
+    tf_prof_op_row *ops;
+    size_t nops;
 
     size_t peak_backend, peak_host; /* bytes; host: the process's peak RSS too */
     uint64_t mem_samples;

@@ -139,6 +139,40 @@ static void print_modules(const tf_prof_summary *s, FILE *out) {
     }
 }
 
+/* The recoverable time: each module's ops (over all blocks, one pass) with
+ * the most time a step above what their FLOPs and bytes need at the
+ * ceilings (without ceilings: the most time). */
+static void print_ops(const tf_prof_summary *s, FILE *out) {
+    if (!s->ops || !s->nops) return;
+    const int roof = s->ceil_flops > 0 && s->ceil_bytes > 0;
+    const double steps = s->steps_collected ? (double)s->steps_collected : 1.0;
+    fprintf(out, "%s, a step (a module's op over all blocks, one pass):\n",
+            roof ? "Ops with the most time above their roof" : "Ops with the most time");
+    enum { W = 60 }; /* module / pass / op */
+    put_name(out, "Module / pass / op", W);
+    fprintf(out, " | %9s | %8s | %7s", "ms", "GFLOP", "GB");
+    if (roof) fprintf(out, " | %6s | %9s", "x roof", "above ms");
+    fputc('\n', out);
+    for (int i = 0; i < W; i++) fputc('-', out);
+    fprintf(out, "-|-----------|----------|---------");
+    if (roof) fprintf(out, "|--------|----------");
+    fputc('\n', out);
+    for (size_t i = 0; i < s->nops; i++) {
+        const tf_prof_op_row *o = &s->ops[i];
+        char name[160];
+        snprintf(name, sizeof name, "%s / %s / %s", o->module, o->pass, o->name);
+        put_name(out, name, W);
+        fprintf(out, " | %9.3f | %8.2f | %7.3f", (double)o->ns / steps / 1e6, o->flops / 1e9,
+                o->bytes / 1e9);
+        if (roof) {
+            if (o->roof_ns > 0) fprintf(out, " | %6.1f", (double)o->ns / steps / o->roof_ns);
+            else fprintf(out, " | %6s", "-");
+            fprintf(out, " | %9.3f", o->above_ns / 1e6);
+        }
+        fputc('\n', out);
+    }
+}
+
 static void bytes_h(char *buf, size_t n, double b) {
     if (b >= 1073741824.0) snprintf(buf, n, "%.2f GiB", b / 1073741824.0);
     else snprintf(buf, n, "%.1f MiB", b / 1048576.0);
@@ -160,6 +194,7 @@ void tf_report_prof_table(const tf_prof_summary *s, FILE *out) {
                 s->steps_collected == 1 ? "" : "s");
     print_phases(s, out);
     print_modules(s, out);
+    print_ops(s, out);
     char b1[32], b2[32];
     bytes_h(b1, sizeof b1, (double)s->peak_backend);
     bytes_h(b2, sizeof b2, (double)s->peak_host);

@@ -516,6 +516,18 @@ static void test_module_costs(void **state) {
         }
     }
     assert_int_equal(seen, 3);
+    /* the ops, by time a step above their roof: each (module, pass, op) over
+     * the blocks; at the ceilings above, pair_transition's forward needs 1 ms,
+     * triangle_attn_ending's forward 1.5 ms (its bytes), its backward 2 ms */
+    assert_int_equal(s.nops, 3);
+    assert_string_equal(s.ops[0].module, "pair_transition");
+    assert_true(s.ops[0].roof_ns == 1e6);
+    assert_string_equal(s.ops[1].pass, "forward");
+    assert_true(s.ops[1].flops == 3e9 && s.ops[1].bytes == 1.5e8 && s.ops[1].roof_ns == 1.5e6);
+    assert_string_equal(s.ops[2].module, "triangle_attn_ending");
+    assert_string_equal(s.ops[2].pass, "backward");
+    assert_true(s.ops[2].flops == 3e9 && s.ops[2].bytes == 2e8 && s.ops[2].roof_ns == 2e6);
+    assert_true(s.ops[0].above_ns > s.ops[1].above_ns && s.ops[1].above_ns > s.ops[2].above_ns);
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
@@ -526,6 +538,8 @@ static void test_module_costs(void **state) {
     assert_non_null(strstr(text, "|    GFLOP |      GB | x roof"));
     assert_non_null(strstr(text, "|     6.00 |   0.350 |"));
     assert_non_null(strstr(text, "|     4.00 |   0.100 |"));
+    assert_non_null(strstr(text, "Ops with the most time above their roof"));
+    assert_non_null(strstr(text, "triangle_attn_ending / backward / op"));
     free(text);
     tf_prof_summary_free(&s);
     /* tf32 without a TF32 ceiling, and fp32: the fp32 GEMM's */
