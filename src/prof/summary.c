@@ -25,6 +25,14 @@ static void kernels(const tf_prof *p, tf_prof_summary *s) {
     free(ids);
 }
 
+/* A step's FLOPs and bytes at the ceilings: the larger of the two times
+ * (the roofline's bound); 0 where a ceiling was not measured. */
+static double roof_ns(const tf_prof_summary *s, double flops, double bytes) {
+    if (s->ceil_flops <= 0 || s->ceil_bytes <= 0) return 0;
+    const double f = flops / s->ceil_flops, b = bytes / s->ceil_bytes;
+    return 1e9 * (f > b ? f : b);
+}
+
 static void modules(const tf_prof *p, tf_prof_summary *s) {
     size_t n;
     prof_module *m = prof_modules(p, &n);
@@ -34,7 +42,7 @@ static void modules(const tf_prof *p, tf_prof_summary *s) {
         for (size_t i = 0; i < n; i++)
             s->modules[i] = (tf_prof_module_row){p->names.strs[m[i].name], m[i].fwd_ns,
                                                  m[i].bwd_ns, m[i].other_ns, m[i].flops,
-                                                 m[i].bytes};
+                                                 m[i].bytes, roof_ns(s, m[i].flops, m[i].bytes)};
         s->nmodules = n;
     }
     free(m);
@@ -59,11 +67,7 @@ static void top_ops(const tf_prof *p, tf_prof_summary *s) {
     if (o) {
         const double steps = s->steps_collected ? (double)s->steps_collected : 1.0;
         for (size_t i = 0; i < n; i++) {
-            double roof = 0;
-            if (s->ceil_flops > 0 && s->ceil_bytes > 0) {
-                const double f = r[i].flops / s->ceil_flops, b = r[i].bytes / s->ceil_bytes;
-                roof = 1e9 * (f > b ? f : b);
-            }
+            const double roof = roof_ns(s, r[i].flops, r[i].bytes);
             o[i] = (tf_prof_op_row){p->names.strs[r[i].module], p->names.strs[r[i].name],
                                     pass[r[i].phase], r[i].flops, r[i].bytes, r[i].ns, roof,
                                     (double)r[i].ns / steps - roof};
@@ -129,9 +133,9 @@ int tf_prof_summarize(const tf_prof *p, tf_prof_summary *s) {
         s->phase_calls[k] = t.phase_calls[k];
     }
     s->busy_steps = t.busy_steps;
-    modules(p, s);
     s->ceil_flops = prof_compute_ceiling(&p->ceil, p->precision);
     s->ceil_bytes = p->ceil.copy_bytes;
+    modules(p, s);
     top_ops(p, s);
 
     size_t rss = prof_host_peak_rss();

@@ -44,6 +44,7 @@ typedef struct {
     const char *name;
     int64_t fwd_ns, bwd_ns, other_ns;
     double flops, bytes; /* its ops' analytic costs, one step (0: none recorded) */
+    double roof_ns;      /* those at the ceilings (0: not measured) */
 } tf_prof_module_row;
 
 typedef struct {

@@ -93,14 +93,6 @@ static void print_phases(const tf_prof_summary *s, FILE *out) {
     }
 }
 
-/* The time of a step's FLOPs and bytes at the ceilings: the larger of the
- * two (the roofline's bound); 0 where a ceiling was not measured. */
-static double roof_ns(const tf_prof_summary *s, double flops, double bytes) {
-    if (s->ceil_flops <= 0 || s->ceil_bytes <= 0) return 0;
-    const double f = flops / s->ceil_flops, b = bytes / s->ceil_bytes;
-    return 1e9 * (f > b ? f : b);
-}
-
 static void print_modules(const tf_prof_summary *s, FILE *out) {
     if (!s->modules || !s->nmodules) return;
     int costs = 0;
@@ -130,7 +122,7 @@ static void print_modules(const tf_prof_summary *s, FILE *out) {
                 (double)m->bwd_ns / 1e6, (double)tot / 1e6,
                 s->step_ns ? 100.0 * (double)tot / (double)s->step_ns : 0.0);
         if (costs) {
-            const double r = roof_ns(s, m->flops, m->bytes);
+            const double r = m->roof_ns;
             fprintf(out, " | %8.2f | %7.3f | ", m->flops / 1e9, m->bytes / 1e9);
             if (r > 0 && tot > 0) fprintf(out, "%6.1f", (double)tot / steps / r);
             else fprintf(out, "%6s", "-");

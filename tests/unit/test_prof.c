@@ -507,9 +507,11 @@ static void test_module_costs(void **state) {
         const tf_prof_module_row *m = &s.modules[i];
         if (!strcmp(m->name, "triangle_attn_ending")) {
             assert_true(m->flops == 6e9 && m->bytes == 3.5e8);
+            assert_true(m->roof_ns == 3.5e6); /* its bytes: 3.5e8 at 1e11 B/s */
             seen |= 1;
         } else if (!strcmp(m->name, "pair_transition")) {
             assert_true(m->flops == 4e9 && m->bytes == 1e8);
+            assert_true(m->roof_ns == 1e6);
             seen |= 2;
         } else {
             fail_msg("unexpected module %s", m->name);
