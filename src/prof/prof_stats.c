@@ -155,9 +155,16 @@ static uint32_t module_of(const tf_prof *p, uint32_t id, int *phase, int *depth)
     return name;
 }
 
-static size_t module_slot(prof_module *m, size_t *n, uint32_t name) {
+/* the index of name's module in m[0..n), n where there is none */
+static size_t module_find(const prof_module *m, size_t n, uint32_t name) {
     size_t j = 0;
-    while (j < *n && m[j].name != name) j++;
+    while (j < n && m[j].name != name) j++;
+    return j;
+}
+
+/* name's module, added to m when missing */
+static size_t module_slot(prof_module *m, size_t *n, uint32_t name) {
+    const size_t j = module_find(m, *n, name);
     if (j == *n) {
         m[j].name = name;
         (*n)++;
@@ -190,8 +197,7 @@ prof_module *prof_modules(const tf_prof *p, size_t *n) {
         int phase, depth;
         const uint32_t name = e->has_cost ? module_of(p, e->path, &phase, &depth) : PROF_NONE;
         if (name == PROF_NONE) continue;
-        size_t j = 0;
-        while (j < *n && m[j].name != name) j++;
+        const size_t j = module_find(m, *n, name);
         if (j == *n) continue; /* no time collected for it */
         m[j].flops += e->flops;
         m[j].bytes += e->bytes;

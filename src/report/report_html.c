@@ -711,7 +711,8 @@ static void roofline_one(FILE *f, const rp_run *r) {
     double bw = rp_num(r->profile, "ceilings", "memory_bytes_per_s", 0);
     /* a --precision tf32 run is held to the TF32 GEMM's ceiling, a bf16 or
      * fp16 run to the half GEMM's (where measured), fp32's beside it */
-    double second = rp_num(r->profile, "ceilings", "compute_tf32_flops_per_s", 0);
+    const double tf32 = rp_num(r->profile, "ceilings", "compute_tf32_flops_per_s", 0);
+    double second = tf32;
     const double half = rp_num(r->profile, "ceilings", "compute_half_flops_per_s", 0);
     const cJSON *prec = rp_get(r->run, "config", "precision");
     const int is_half_prec = cJSON_IsString(prec) && (!strcmp(prec->valuestring, "bf16") ||
@@ -720,7 +721,7 @@ static void roofline_one(FILE *f, const rp_run *r) {
     const int is_half = half > 0 && is_half_prec;
     if (is_tf32 || is_half) {
         second = peak;
-        peak = is_tf32 ? rp_num(r->profile, "ceilings", "compute_tf32_flops_per_s", 0) : half;
+        peak = is_tf32 ? tf32 : half;
     }
     double steps = rp_num(r->profile, "op_costs", "steps_collected", 1);
     if (steps <= 0) steps = 1;
