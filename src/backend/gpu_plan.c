@@ -198,7 +198,7 @@ void tf_gpu_gemm_route_format(const tf_gpu_gemm_route *r, char *out, size_t n)
     char sp[16] = "";
     if (r->splits > 1) snprintf(sp, sizeof sp, " s%d", r->splits);
     snprintf(out, n, "%s %d%s%s%s", tf_gpu_engine_name(r->engine), r->tile, sp,
-             r->x3 ? " x3" : " tf32", r->wg_short ? " short" : "");
+             r->half ? " half" : r->x3 ? " x3" : " tf32", r->wg_short ? " short" : "");
 }
 
 const char *tf_gpu_attn_kernel_name(tf_gpu_attn_kernel k)
@@ -244,6 +244,30 @@ static int route_wide(const tf_gpu_gemm_shape *s, int dw, int wg_ok, int tf32, l
     r->kchunk = (per + 31) / 32 * 32;
     r->splits = (int)cdiv(s->K, r->kchunk);
     r->x3 = !tf32;
+    return 1;
+}
+
+/* The half types' weight gradients (dW = A^T B: A stored [K, M], B [K, N],
+ * an fp32 result) as route_wide's split on the half wgmma kernel
+ * (cuda_gemm_wgmma_dw.cu: 128 x 128 tiles, one block an SM, 64-row slices,
+ * so each split takes whole slices). 0: not one for it. */
+#define WIDE_HALF_BK 64
+static int route_wide_half(const tf_gpu_gemm_shape *s, long sms, tf_gpu_gemm_route *r)
+{
+    if (!s->ta || s->tb || s->c_half || s->K < 1024) return 0;
+    const long tiles = (long)s->batch * cdiv(s->M, 128) * cdiv(s->N, 128);
+    if (tiles * 2 > sms) return 0; /* enough tiles without a split */
+    long n = sms / tiles;
+    if (n > s->K / WIDE_DEPTH) n = s->K / WIDE_DEPTH;
+    const long cap = (long)(TF_GPU_WORKSPACE_BYTES / sizeof(float)) / ((long)s->batch * s->M * s->N);
+    if (n > cap) n = cap;
+    if (n < 2) return 0;
+    r->kchunk = (int)(cdiv(cdiv(s->K, n), WIDE_HALF_BK) * WIDE_HALF_BK);
+    r->splits = (int)cdiv(s->K, r->kchunk);
+    if (r->splits < 2) return 0;
+    r->engine = TF_GPU_ENG_WIDE_WGMMA;
+    r->tile = 128;
+    r->half = 1;
     return 1;
 }
 
@@ -313,7 +337,17 @@ tf_gpu_gemm_route tf_gpu_route_gemm(const tf_gpu_plan *p, const tf_gpu_caps *cap
     r.splits = 1;
     r.kchunk = s->K;
     const int lib_ok = s->K > 0 && !s->neg_stride;
-    if (s->half && p->level >= 3) { /* half types: cuBLASLt (what it takes), else cuBLAS */
+    if (s->half && p->level >= 3) {
+        /* half types: the weight gradients on the half wgmma kernel (dw=auto
+         * under gemm=auto or wgmma), else cuBLASLt (what it takes), else cuBLAS */
+        const int wg_dw = caps && caps->has_wgmma && caps->has_mma_sync && caps->has_cp_async &&
+                          p->dw == TF_GPU_DW_AUTO &&
+                          (p->gemm == TF_GPU_GEMM_AUTO || p->gemm == TF_GPU_GEMM_WGMMA);
+        const long sms = caps && caps->sm_count > 0 ? caps->sm_count : 1;
+        if (wg_dw && lib_ok && s->M >= 16 && s->N >= 16 && s->batch <= 65535 &&
+            route_wide_half(s, sms, &r))
+            return r;
+        r.splits = 1, r.kchunk = s->K;
         if (lib_ok) r.engine = TF_GPU_ENG_LT;
         return r;
     }

@@ -18,7 +18,8 @@
  * mma.sync without wgmma), the weight gradients (few tiles, long K) as a
  * wide split K on wgmma, everything else and every tf32 GEMM on cuBLASLt;
  * attention on kernel5 (tensor cores) at head size 32, kernel4 for short
- * rows, kernel2/3 above L 128. Half types (bf16, fp16): GEMMs on cuBLASLt
+ * rows, kernel2/3 above L 128. Half types (bf16, fp16): the weight gradients
+ * as a wide split K on the half wgmma kernel, other GEMMs on cuBLASLt
  * (cuBLAS at levels 1-2), attention on kernel5 where it fits (L <= 128,
  * head size 16 or 32; TF32 products, exact on half inputs), else kernel1. */
 #ifndef TF_GPU_PLAN_H
@@ -71,8 +72,9 @@ typedef enum {
 
 /* level-3 GEMMs with few tiles over a long K (the weight gradients) */
 typedef enum {
-    TF_GPU_DW_AUTO = 0, /* fp32: split K one wave wide on wgmma where the tiles are full */
-    TF_GPU_DW_MMA,      /* the same on mma.sync, on every shape */
+    TF_GPU_DW_AUTO = 0, /* split K one wave wide on wgmma: fp32 where the tiles are full,
+                           bf16/fp16 dW = A^T B with an fp32 result */
+    TF_GPU_DW_MMA,      /* fp32: the same on mma.sync, on every shape (half: cuBLASLt) */
     TF_GPU_DW_LT,       /* no wide split: routed as the other GEMMs */
     TF_GPU_DW_COUNT_
 } tf_gpu_dw_policy;
@@ -170,8 +172,11 @@ typedef struct {
     int neg_stride; /* batch > 1 with a negative stride */
     int relu;       /* the RELU epilogue */
     int beta_zero;  /* beta == 0 (C not read) */
-    int half;       /* bf16/fp16 operands or result: the library engines only (the
-                       tensor-core kernels multiply fp32 as 3xTF32 or TF32) */
+    int half;       /* bf16/fp16 operands or result: the library engines, and for the
+                       weight gradients the half wgmma kernel (the other tensor-core
+                       kernels multiply fp32 as 3xTF32 or TF32) */
+    int ta, tb;     /* A stored [K, M], B stored [N, K] (tf_gemm_args transA, transB) */
+    int c_half;     /* the result in the half type (else fp32) */
 } tf_gpu_gemm_shape;
 
 typedef struct {
@@ -181,6 +186,7 @@ typedef struct {
     int kchunk;    /* K per split (a multiple of 32) */
     int x3;        /* the tensor-core kernels: 3xTF32 (fp32), else one TF32 product */
     int wg_short;  /* WGMMA: the two-blocks-an-SM schedule for short K */
+    int half;      /* WIDE_WGMMA: the half types' kernel (cuda_gemm_wgmma_dw.cu) */
 } tf_gpu_gemm_route;
 
 tf_gpu_gemm_route tf_gpu_route_gemm(const tf_gpu_plan *p, const tf_gpu_caps *caps,

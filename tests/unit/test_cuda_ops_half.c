@@ -840,10 +840,19 @@ static void test_half_gemm(void **state)
         {0, 1, 33, 70, 17, 3, 0.f, TF_EPI_NONE, 0},  {1, 1, 20, 24, 40, 2, 0.5f, TF_EPI_NONE, 0},
         {0, 0, 40, 32, 64, 1, 0.f, TF_EPI_RELU, 0},  {0, 1, 48, 16, 32, 2, 0.f, TF_EPI_DRELU, 0},
         {0, 0, 31, 27, 50, 1, 1.f, TF_EPI_NONE, 1},  {0, 0, 64, 64, 128, 1, 1.f, TF_EPI_DRELU, 1},
+        /* weight gradients (A^T B, K >= 1024: the wide split on the half wgmma
+         * kernel where the GPU has it): K not a multiple of its 64-row slices,
+         * N past a tile, a batch with R, M 130 (no 16-byte copies) */
+        {1, 0, 128, 128, 1100, 1, 1.f, TF_EPI_NONE, 0}, {1, 0, 72, 200, 2048, 1, 0.f, TF_EPI_NONE, 0},
+        {1, 0, 64, 48, 1536, 2, 1.f, TF_EPI_NONE, 1},   {1, 0, 130, 72, 1030, 1, 1.f, TF_EPI_NONE, 0},
     };
-    const int lv[2] = {1, 3};
-    for (int li = 0; li < 2; ++li) {
-        const bk b = lv[li] == 1 ? g_cu1 : g_cu3;
+    /* level 1 (cuBLAS), level 3 under gemm=mma (the libraries) and under
+     * gemm=wgmma (the weight gradients on the half wgmma kernel, where the
+     * build and GPU have sm_90a code) */
+    const bk lb[3] = {g_cu1, g_cu3, g_cu3wg};
+    const char *const lname[3] = {"L1", "L3", "L3wg"};
+    for (int li = 0; li < 3; ++li) {
+        const bk b = lb[li];
         for (int k = 0; k < 2; ++k)
             for (int ck = 0; ck < 2; ++ck)
                 for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ++ci) {
@@ -875,8 +884,8 @@ static void test_half_gemm(void **state)
                     float *got = malloc(4 * nC), *ref = malloc(4 * nC);
                     get_t(b, got, a.C, nC, ct), b_get(b, ref, r.C, nC);
                     char shape[96];
-                    snprintf(shape, sizeof shape, "L%d %s x %s -> %s %c%c M%d N%d K%d b%d%s%s",
-                             lv[li], tf_dtype_name(ab), tf_dtype_name(ab), tf_dtype_name(ct),
+                    snprintf(shape, sizeof shape, "%s %s x %s -> %s %c%c M%d N%d K%d b%d%s%s",
+                             lname[li], tf_dtype_name(ab), tf_dtype_name(ab), tf_dtype_name(ct),
                              g->tA ? 'T' : 'N', g->tB ? 'T' : 'N', g->M, g->N, g->K, g->batch,
                              g->epi == TF_EPI_RELU ? " relu" : g->epi == TF_EPI_DRELU ? " drelu" : "",
                              g->use_r ? " R" : "");

@@ -127,6 +127,7 @@ static void r_gemm(tf_backend *be, const tf_gemm_args *a, const char *name)
     c.g.relu = a->epilogue == TF_EPI_RELU;
     c.g.beta_zero = a->beta == 0.f;
     c.g.half = a->ab_type != TF_F32 || a->c_type != TF_F32;
+    c.g.ta = a->transA, c.g.tb = a->transB, c.g.c_half = a->c_type != TF_F32;
     snprintf(c.name, sizeof c.name, "%s%s", name ? name : "?", a->wgrad ? " (wgrad)" : "");
     rec(&c);
 }
@@ -380,7 +381,7 @@ static void test_sweep(void **state)
                 for (size_t k = 0; k < sizeof ks / sizeof *ks; ++k)
                     for (size_t q = 0; q < sizeof batches / sizeof *batches; ++q)
                         for (int neg = 0; neg <= 1; ++neg) {
-                            tf_gpu_gemm_shape s = {dims[a], dims[b], ks[k], batches[q], 0, 0, 0, 0};
+                            tf_gpu_gemm_shape s = {dims[a], dims[b], ks[k], batches[q], 0, 0, 0, 0, 0, 0, 0};
                             s.neg_stride = neg && s.batch > 1;
                             const tf_gpu_gemm_route r = tf_gpu_route_gemm(&p, &caps, &s, tf32);
                             const tf_gpu_gemm_route w = ref_gemm(&s, tf32, caps.sm_count);
@@ -406,7 +407,7 @@ static void test_sweep(void **state)
     assert_int_equal(bad, 0);
     /* wgmma's wide split bounds: within the workspace and the GEMM's K */
     const tf_gpu_plan p = tf_gpu_plan_default(&caps, 0, 3);
-    const tf_gpu_gemm_shape s = {128, 128, 65536, 1, 0, 0, 0, 0};
+    const tf_gpu_gemm_shape s = {128, 128, 65536, 1, 0, 0, 0, 0, 0, 0, 0};
     const tf_gpu_gemm_route r = tf_gpu_route_gemm(&p, &caps, &s, 0);
     assert_int_equal(r.engine, TF_GPU_ENG_WIDE_WGMMA);
     assert_true(r.splits >= 2 && r.splits <= caps.sm_count);
@@ -418,8 +419,8 @@ static void test_policies(void **state)
 {
     (void)state;
     tf_gpu_caps caps = tf_gpu_caps_h200();
-    const tf_gpu_gemm_shape big = {4096, 256, 128, 1, 0, 0, 0, 0}, dw = {128, 128, 16384, 1, 0, 0, 0, 0},
-                            relu = {64, 64, 64, 1, 0, 1, 1, 0}, k0 = {64, 64, 0, 1, 0, 0, 0, 0};
+    const tf_gpu_gemm_shape big = {4096, 256, 128, 1, 0, 0, 0, 0, 0, 0, 0}, dw = {128, 128, 16384, 1, 0, 0, 0, 0, 0, 0, 0},
+                            relu = {64, 64, 64, 1, 0, 1, 1, 0, 0, 0, 0}, k0 = {64, 64, 0, 1, 0, 0, 0, 0, 0, 0, 0};
     tf_gpu_plan p = tf_gpu_plan_default(&caps, 0, 1);
     assert_int_equal(tf_gpu_route_gemm(&p, &caps, &big, 0).engine, TF_GPU_ENG_CUBLAS);
     assert_int_equal(tf_gpu_route_gemm(&p, &caps, &relu, 0).engine, TF_GPU_ENG_LT);
@@ -444,7 +445,7 @@ static void test_policies(void **state)
     /* no wgmma code: mma.sync takes the shapes it is faster on */
     caps.has_wgmma = 0;
     p = tf_gpu_plan_default(&caps, 0, 3);
-    const tf_gpu_gemm_shape many = {16384, 512, 128, 4, 0, 0, 0, 0};
+    const tf_gpu_gemm_shape many = {16384, 512, 128, 4, 0, 0, 0, 0, 0, 0, 0};
     r = tf_gpu_route_gemm(&p, &caps, &many, 0);
     assert_int_equal(r.engine, TF_GPU_ENG_MMA);
     assert_int_equal(r.tile, 128);
@@ -532,7 +533,8 @@ static void test_parse(void **state)
     assert_int_equal(m.level, 3);
 }
 
-/* half types: GEMMs on the libraries (the tensor-core kernels are fp32),
+/* half types: GEMMs on the libraries but the weight gradients (the half wgmma
+ * kernel),
  * attention at head size 16 or 32 on kernel5 where it fits and kernel6 above
  * (every L under attn=k6) whatever the level-3 policy but k1, kernel1
  * elsewhere; act_types by device */
@@ -540,10 +542,10 @@ static void test_half_routes(void **state)
 {
     (void)state;
     tf_gpu_caps caps = tf_gpu_caps_h200();
-    const tf_gpu_gemm_shape big = {4096, 256, 128, 1, 0, 0, 0, 1},
-                            dw = {128, 128, 16384, 1, 0, 0, 0, 1},
-                            relu = {64, 64, 64, 1, 0, 1, 1, 1}, k0 = {64, 64, 0, 1, 0, 0, 0, 1},
-                            neg = {64, 64, 64, 2, 1, 0, 0, 1};
+    const tf_gpu_gemm_shape big = {4096, 256, 128, 1, 0, 0, 0, 1, 0, 0, 0},
+                            dw = {128, 128, 16384, 1, 0, 0, 0, 1, 0, 0, 0},
+                            relu = {64, 64, 64, 1, 0, 1, 1, 1, 0, 0, 0}, k0 = {64, 64, 0, 1, 0, 0, 0, 1, 0, 0, 0},
+                            neg = {64, 64, 64, 2, 1, 0, 0, 1, 0, 0, 0};
     for (int level = 1; level <= 3; ++level) {
         const tf_gpu_plan p = tf_gpu_plan_default(&caps, 0, level);
         const tf_gpu_engine lib = level >= 3 ? TF_GPU_ENG_LT : TF_GPU_ENG_CUBLAS;
@@ -561,6 +563,60 @@ static void test_half_routes(void **state)
         const tf_gpu_plan q = tf_gpu_plan_apply(p, &over);
         assert_int_equal(tf_gpu_route_gemm(&q, &caps, &big, 0).engine, TF_GPU_ENG_LT);
         assert_int_equal(tf_gpu_route_gemm(&q, &caps, &dw, 0).engine, TF_GPU_ENG_LT);
+    }
+    { /* the weight gradients (A^T B, fp32 result, K >= 1024, few tiles): split
+       * one wave wide on the half wgmma kernel in whole 64-row slices under
+       * dw=auto and gemm=auto or wgmma; anything else stays on the library */
+        const tf_gpu_gemm_shape w = {128, 128, 16384, 1, 0, 0, 0, 1, 1, 0, 0},
+                                w2 = {512, 128, 65536, 1, 0, 0, 0, 1, 1, 0, 0},
+                                odd = {130, 72, 3000, 3, 0, 0, 0, 1, 1, 0, 0};
+        const tf_gpu_gemm_route r = tf_gpu_route_gemm(&p, &caps, &w, 0);
+        assert_int_equal(r.engine, TF_GPU_ENG_WIDE_WGMMA);
+        assert_int_equal(r.half, 1);
+        assert_int_equal(r.tile, 128);
+        assert_int_equal(r.kchunk, 128); /* 132 SMs, at least 128 deep: 128 splits */
+        assert_int_equal(r.splits, 128);
+        const tf_gpu_gemm_route r2 = tf_gpu_route_gemm(&p, &caps, &w2, 0);
+        assert_int_equal(r2.kchunk, 2048); /* 4 tiles: 33 splits of 1986, whole slices */
+        assert_int_equal(r2.splits, 32);
+        const tf_gpu_gemm_route r3 = tf_gpu_route_gemm(&p, &caps, &odd, 0);
+        assert_int_equal(r3.engine, TF_GPU_ENG_WIDE_WGMMA); /* 6 tiles: 22 splits wanted */
+        assert_int_equal(r3.kchunk % 64, 0);
+        assert_true((long)r3.kchunk * r3.splits >= 3000 && (long)r3.kchunk * (r3.splits - 1) < 3000);
+        char txt[64];
+        tf_gpu_gemm_route_format(&r, txt, sizeof txt);
+        assert_string_equal(txt, "wide-wgmma 128 s128 half");
+        tf_gpu_gemm_shape no = w;
+        no.ta = 0; /* not A^T B */
+        assert_int_equal(tf_gpu_route_gemm(&p, &caps, &no, 0).engine, TF_GPU_ENG_LT);
+        no = w, no.tb = 1;
+        assert_int_equal(tf_gpu_route_gemm(&p, &caps, &no, 0).engine, TF_GPU_ENG_LT);
+        no = w, no.c_half = 1; /* a half result */
+        assert_int_equal(tf_gpu_route_gemm(&p, &caps, &no, 0).engine, TF_GPU_ENG_LT);
+        no = w, no.K = 1000;
+        assert_int_equal(tf_gpu_route_gemm(&p, &caps, &no, 0).engine, TF_GPU_ENG_LT);
+        no = w, no.M = 2048, no.N = 1024; /* 128 tiles: no split */
+        assert_int_equal(tf_gpu_route_gemm(&p, &caps, &no, 0).engine, TF_GPU_ENG_LT);
+        no = w, no.M = 8; /* too narrow for the tensor-core kernels */
+        assert_int_equal(tf_gpu_route_gemm(&p, &caps, &no, 0).engine, TF_GPU_ENG_LT);
+        const char *lib[] = {"dw=lt", "dw=mma", "gemm=mma", "gemm=cublas"};
+        for (int i = 0; i < 4; ++i) {
+            assert_int_equal(tf_gpu_plan_parse(lib[i], &over, NULL, 0), 0);
+            const tf_gpu_plan q = tf_gpu_plan_apply(p, &over);
+            assert_int_equal(tf_gpu_route_gemm(&q, &caps, &w, 0).engine, TF_GPU_ENG_LT);
+        }
+        assert_int_equal(tf_gpu_plan_parse("gemm=wgmma", &over, NULL, 0), 0);
+        const tf_gpu_plan q = tf_gpu_plan_apply(p, &over);
+        assert_int_equal(tf_gpu_route_gemm(&q, &caps, &w, 0).engine, TF_GPU_ENG_WIDE_WGMMA);
+        tf_gpu_caps nowg = caps;
+        nowg.has_wgmma = 0;
+        assert_int_equal(tf_gpu_route_gemm(&p, &nowg, &w, 0).engine, TF_GPU_ENG_LT);
+        for (int level = 1; level <= 2; ++level) {
+            const tf_gpu_plan b = tf_gpu_plan_default(&caps, 0, level);
+            assert_int_equal(tf_gpu_route_gemm(&b, &caps, &w, 0).engine, TF_GPU_ENG_CUBLAS);
+        }
+        const tf_gpu_plan port = tf_gpu_plan_portable();
+        assert_int_equal(tf_gpu_route_gemm(&port, &caps, &w, 0).engine, TF_GPU_ENG_LT);
     }
     const char *attn[] = {"attn=auto", "attn=k2", "attn=k3", "attn=k4", "attn=k5", "attn=k6"};
     for (int i = 0; i < 6; ++i) {

@@ -242,6 +242,8 @@ extern "C" tf_gpu_gemm_shape tf_cu_gemm_shape(const tf_gemm_args *a)
     s.relu = a->epilogue == TF_EPI_RELU;
     s.beta_zero = a->beta == 0.f;
     s.half = a->ab_type != TF_F32 || a->c_type != TF_F32;
+    s.ta = a->transA, s.tb = a->transB;
+    s.c_half = a->c_type != TF_F32;
     return s;
 }
 

@@ -269,7 +269,7 @@ static int mma_setup(const tf_gemm_args *a, mma_args *p)
     if ((long)a->batch > 65535) return 0;
     memset(p, 0, sizeof *p);
     p->M = a->M, p->N = a->N, p->K = a->K;
-    /* fp32 operands: tf_cu_t_gemm checked the types */
+    /* fp32 operands (the half types' weight gradients read a's own) */
     p->A = (const float *)a->A, p->lda = a->lda, p->sA = a->strideA;
     p->B = (const float *)a->B, p->ldb = a->ldb, p->sB = a->strideB;
     p->C = (float *)a->C, p->ldc = a->ldc, p->sC = a->strideC;
@@ -312,7 +312,9 @@ extern "C" void tf_cu_gemm_tc(tf_backend *be, const tf_gemm_args *a, const tf_gp
         if (wide) p.sep = 1;
         else p.count = be->mma_count;
     }
-    if (r->engine == TF_GPU_ENG_WGMMA || r->engine == TF_GPU_ENG_WIDE_WGMMA)
+    if (r->half) /* the half types' weight gradients (route_wide_half) */
+        tf_cu_gemm_dw_half(be, a, &p);
+    else if (r->engine == TF_GPU_ENG_WGMMA || r->engine == TF_GPU_ENG_WIDE_WGMMA)
         tf_cu_gemm_wg(be, &p, a->batch, a->transA, a->transB, vec, r->wg_short);
     else if (r->tile == 128)
         mma_pick<MMA_BIG>(be, p, a->batch, a->transA, a->transB, vec, r->x3);

@@ -1,5 +1,6 @@
 /* What the tensor-core GEMM kernels share (cuda_gemm_mma.cu: mma.sync, any
- * tile; cuda_gemm_wgmma.cu: wgmma, fp32 only): the arguments, the cp.async
+ * tile; cuda_gemm_wgmma.cu: wgmma, fp32; cuda_gemm_wgmma_dw.cu: the half types'
+ * weight gradients): the arguments, the cp.async
  * copy of a BK slice of the A and B tiles into shared memory in their global
  * layouts, and the split-K + epilogue of the accumulators. See
  * cuda_gemm_mma.cu for the design. */
@@ -335,6 +336,9 @@ extern "C" {
  * two blocks an SM (short K) */
 void tf_cu_gemm_wg(tf_backend *be, const mma_args *p, int batch, int ta, int tb, int vec,
                    int wg_short);
+/* the half types' weight gradients (a: transA, half operands, fp32 C) on
+ * wgmma, the wide split's raw products into p->part (cuda_gemm_wgmma_dw.cu) */
+void tf_cu_gemm_dw_half(tf_backend *be, const tf_gemm_args *a, const mma_args *p);
 /* split K with p->sep: C = alpha (the splits' partials added) + beta (R or C),
  * ReLU, the DRELU mask */
 void tf_cu_splitk_reduce(tf_backend *be, const mma_args *p, int batch);

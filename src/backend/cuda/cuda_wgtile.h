@@ -1,7 +1,8 @@
 /* The half types' warpgroup tile on Hopper: wgmma.mma_async m64nNk16 with
  * bf16 or fp16 operands and fp32 accumulation, B from shared memory, A from
  * registers (the mma.sync m16n8k16 A fragment per warp, cuda_tile.h; N 64
- * or 128) or from shared memory (N 64); the descriptors, fences and waits. A
+ * or 128) or from shared memory (N 64 or 128, K-major or, TA, M-major);
+ * the descriptors, fences and waits. A
  * warpgroup is 4 consecutive warps (128 threads); warp w of it holds rows
  * 16w.. of the 64-row result in cuda_tile.h's C layout, one tile per 8
  * columns: d[n][0..3] = (g, 8n + 2t), (g, 8n + 2t + 1), (g + 8, ..), so two
@@ -128,8 +129,9 @@ __device__ __forceinline__ void wg_proxy_fence()
 #define TF_WG_UNPAREN(...) __VA_ARGS__
 
 /* d (64 x N a warpgroup) += a b: a the warp's A fragment (registers) or a
- * K-major tile (descriptor, N 64), b a K-major tile of N rows (B^T), or
- * with TB an N-major tile of N columns */
+ * K-major tile of 64 rows (descriptor; with TA an M-major tile, the
+ * instruction's transpose of A, as TB's of B), b a K-major tile of N rows
+ * (B^T), or with TB an N-major tile of N columns */
 template <class E, int N, bool TB = false>
 __device__ __forceinline__ void tf_wg_mma_rs(float (*d)[4], const uint32_t *a, uint64_t b)
 {
@@ -149,16 +151,24 @@ __device__ __forceinline__ void tf_wg_mma_rs(float (*d)[4], const uint32_t *a, u
     }
 #undef TF_WG_RS
 }
-template <class E, int N, bool TB = false>
+template <class E, int N, bool TB = false, bool TA = false>
 __device__ __forceinline__ void tf_wg_mma_ss(float (*d)[4], uint64_t a, uint64_t b)
 {
-    static_assert(N == 64, "wgmma tile, A from shared memory: N 64");
-    if (tf_tile_is_bf16<E>::value)
-        TF_WG_MMA("m64n64k16", "bf16.bf16", TF_WG_R32, "%32", "%33", "%34", "1, 1, 0, %35", (TF_WG_D8),
-                  "l"(a), "l"(b), "r"(1), "n"(TB ? 1 : 0));
-    else
-        TF_WG_MMA("m64n64k16", "f16.f16", TF_WG_R32, "%32", "%33", "%34", "1, 1, 0, %35", (TF_WG_D8),
-                  "l"(a), "l"(b), "r"(1), "n"(TB ? 1 : 0));
+    static_assert(N == 64 || N == 128, "wgmma tile, A from shared memory: N 64 or 128");
+#define TF_WG_SS(SHAPE, AB, R, A, B, P, T, DO) \
+    TF_WG_MMA(SHAPE, AB, R, A, B, P, "1, 1, " T, DO, "l"(a), "l"(b), "r"(1), "n"(TA ? 1 : 0), "n"(TB ? 1 : 0))
+    if constexpr (N == 64) {
+        if (tf_tile_is_bf16<E>::value)
+            TF_WG_SS("m64n64k16", "bf16.bf16", TF_WG_R32, "%32", "%33", "%34", "%35, %36", (TF_WG_D8));
+        else
+            TF_WG_SS("m64n64k16", "f16.f16", TF_WG_R32, "%32", "%33", "%34", "%35, %36", (TF_WG_D8));
+    } else {
+        if (tf_tile_is_bf16<E>::value)
+            TF_WG_SS("m64n128k16", "bf16.bf16", TF_WG_R64, "%64", "%65", "%66", "%67, %68", (TF_WG_D16));
+        else
+            TF_WG_SS("m64n128k16", "f16.f16", TF_WG_R64, "%64", "%65", "%66", "%67, %68", (TF_WG_D16));
+    }
+#undef TF_WG_SS
 }
 #else
 /* no asynchrony to fence or wait for: hostemu runs each wgmma when issued */
@@ -211,12 +221,12 @@ static inline void tf_wg_mma_rs(float (*d)[4], const uint32_t *a, uint64_t b)
         return tf_tile_widen<E>((uint16_t)(w >> (16 * (k & 1))));
     });
 }
-template <class E, int N, bool TB = false>
+template <class E, int N, bool TB = false, bool TA = false>
 static inline void tf_wg_mma_ss(float (*d)[4], uint64_t a, uint64_t b)
 {
-    static_assert(N == 64, "wgmma tile, A from shared memory: N 64");
+    static_assert(N == 64 || N == 128, "wgmma tile, A from shared memory: N 64 or 128");
     const int r0 = 16 * (((int)threadIdx.x >> 5) & 3); /* the warp's rows of the 64 */
-    tf_wg_emu_mma<E, N, TB>(d, b, [&](int i, int k) { return tf_wg_emu_at<E>(a, r0 + i, k); });
+    tf_wg_emu_mma<E, N, TB>(d, b, [&](int i, int k) { return tf_wg_emu_at<E, TA>(a, r0 + i, k); });
 }
 #endif
 
