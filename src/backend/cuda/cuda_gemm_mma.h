@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cuda_common.h"
+#include "cuda_cp_async.h"
 #include "cuda_mma.h"
 
 #define MMA_BK 32
@@ -36,32 +37,13 @@ typedef struct {
                     split stores its raw products in part, none reads them back */
 } mma_args;
 
-/* ---- cp.async (and, without PTX, a synchronous copy: hostemu, HIP) ---------- */
-#if !TF_HAVE_NV_PTX
+/* ---- cp.async (cuda_cp_async.h): 4 or 16 bytes, zero-filled when !ok ---------- */
 __device__ __forceinline__ void mma_cp(float *dst, const float *src, int bytes, bool ok)
 {
-    if (ok) memcpy(dst, src, (size_t)bytes);
-    else memset(dst, 0, (size_t)bytes);
+    tf_cp_async(dst, src, bytes, ok);
 }
-__device__ __forceinline__ void mma_commit() {}
-template <int N> __device__ __forceinline__ void mma_wait() {}
-#else
-/* global -> shared, `bytes` 4 or 16; zero-filled when !ok (src not read) */
-__device__ __forceinline__ void mma_cp(float *dst, const float *src, int bytes, bool ok)
-{
-    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    const int n = ok ? bytes : 0;
-    if (bytes == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(n));
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s), "l"(src), "r"(n));
-}
-__device__ __forceinline__ void mma_commit() { asm volatile("cp.async.commit_group;"); }
-template <int N> __device__ __forceinline__ void mma_wait()
-{
-    asm volatile("cp.async.wait_group %0;" ::"n"(N));
-}
-#endif
+__device__ __forceinline__ void mma_commit() { tf_cp_commit(); }
+template <int N> __device__ __forceinline__ void mma_wait() { tf_cp_wait<N>(); }
 
 /* ---- the kernel ------------------------------------------------------------ */
 template <int BM, int BN, int WM, int WN, bool TA, bool TB>

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 
 #include "cuda_common.h"
+#include "cuda_cp_async.h"
 
 #define LN1_THREADS 128
 #define LN2_THREADS 256 /* 8 rows per block */
@@ -629,43 +630,82 @@ layernorm_bwd_kernel2_v(TX *dx, ln_roots o, float *part, int *count, const TY *d
     ln2_block_finish<2, VW>(sp, a, C, part, count, o);
 }
 
-/* layernorm2's backward, C 128 */
+/* layernorm2's backward, C 128. Each warp keeps LN2_RING of its rows in
+ * flight in a ring of slots in shared memory: the row's x, dout and
+ * (accumulate) dx copied by cp.async, each lane its own 4 columns, lanes
+ * 0..3 the row's four statistics, one commit group a row. Row i is used once
+ * at most LN2_RING - 1 newer groups are pending, and its slot takes row
+ * i + LN2_RING next. A row ahead in registers left the loads' latency
+ * exposed (the warps stalled on them at ~half of DRAM's rate) in more
+ * registers. The slots' memory serves the block's finish after the rows. */
+template <class TX, class TY>
+struct ln2_slot {
+    TX x[128], dx[128];
+    TY d[128];
+    float st[4];
+};
+template <class TX, class TY>
+struct ln2_ring {
+    static constexpr int NW = LN2_THREADS / TF_GROUP;
+    static constexpr int FIN = 4 * NW * TF_GROUP * LN2_CACHE * 4; /* the finish's bytes */
+    /* 4 rows a warp where that stays within 48 KB with the finish's sums
+     * (fp32 dout: 3) */
+    static constexpr int RING = NW * 4 * (int)sizeof(ln2_slot<TX, TY>) <= 42 * 1024 ? 4 : 3;
+    static constexpr int ROWS = NW * RING * (int)sizeof(ln2_slot<TX, TY>);
+    static constexpr int BYTES = ROWS > FIN ? ROWS : FIN;
+};
+
+/* row r's slot filled (r < r1), one commit group either way */
+template <class TX, class TY>
+__device__ __forceinline__ void ln2_fetch(ln2_slot<TX, TY> &s, long r, long r1, long rows,
+                                          int lane, const TX *x, const TY *dout, const TX *dx,
+                                          const float *stats, int accumulate)
+{
+    if (r < r1) {
+        tf_cp_async(s.x + 4 * lane, x + r * 128 + 4 * lane, 4 * (int)sizeof(TX), true);
+        tf_cp_async(s.d + 4 * lane, dout + r * 128 + 4 * lane, 4 * (int)sizeof(TY), true);
+        if (accumulate)
+            tf_cp_async(s.dx + 4 * lane, dx + r * 128 + 4 * lane, 4 * (int)sizeof(TX), true);
+        if (lane < 4) tf_cp_async(s.st + lane, stats + lane * rows + r, 4, true);
+    }
+    tf_cp_commit();
+}
+
 template <class TX, class TY>
 __global__ void __launch_bounds__(LN2_THREADS)
 layernorm2_bwd_kernel2_c128(TX *dx, ln_roots o, float *part, int *count, const TY *dout,
                             const TX *x, const float *stats, const float *g1, const float *b1,
                             const float *g2, long rows, int accumulate, long rpb)
 {
-    constexpr int NW = LN2_THREADS / TF_GROUP, C = 128;
-    __shared__ float sp[4][NW][TF_GROUP * LN2_CACHE]; /* dg1 db1 dg2 db2 per warp */
+    typedef ln2_ring<TX, TY> RG;
+    typedef ln2_slot<TX, TY> SL;
+    constexpr int NW = RG::NW, C = 128, RING = RG::RING;
+    __shared__ float4 smem[(RG::BYTES + 15) / 16]; /* 16-byte aligned */
     const int lane = threadIdx.x % TF_GROUP, w = threadIdx.x / TF_GROUP;
+    SL *ring = reinterpret_cast<SL *>(smem) + w * RING;
     const long r0 = (long)blockIdx.x * rpb;
     const long r1 = r0 + rpb < rows ? r0 + rpb : rows;
-    float g1v[4], b1v[4], g2v[4], a[4][LN2_CACHE], xv[4], dv[4];
+    long r = r0 + w;
+#pragma unroll
+    for (int i = 0; i < RING - 1; ++i)
+        ln2_fetch(ring[i], r + (long)i * NW, r1, rows, lane, x, dout, dx, stats, accumulate);
+    float g1v[4], b1v[4], g2v[4], a[4][LN2_CACHE];
     ln_vld<4>(g1 + 4 * lane, g1v), ln_vld<4>(b1 + 4 * lane, b1v), ln_vld<4>(g2 + 4 * lane, g2v);
 #pragma unroll
     for (int k = 0; k < 4; ++k) a[0][k] = a[1][k] = a[2][k] = a[3][k] = 0.f;
-    long r = r0 + w;
-    /* the row's statistics and (accumulate) dx's row are loaded a row ahead,
-     * with x and dout */
-    float st[4] = {0.f, 0.f, 0.f, 0.f}, ov[LN2_CACHE] = {0.f, 0.f, 0.f, 0.f};
-    ln_vld_row<4>(r, r1, C, lane, x, dout, xv, dv);
-    if (r < r1) {
-#pragma unroll
-        for (int q = 0; q < 4; ++q) st[q] = stats[q * rows + r];
-        if (accumulate) ln_vld<4>(dx + r * C + 4 * lane, ov);
-    }
-    for (; r < r1; r += NW) { /* warp-uniform */
-        const float m1 = st[0], s1 = st[1], m2 = st[2], s2 = st[3];
-        float xn[4], dn[4], xh1[4], xh2[4], gv[4], on[LN2_CACHE] = {0.f, 0.f, 0.f, 0.f};
-        const long rn = r + NW;
-        ln_vld_row<4>(rn, r1, C, lane, x, dout, xn, dn);
-        if (rn < r1) {
-#pragma unroll
-            for (int q = 0; q < 4; ++q) st[q] = stats[q * rows + rn];
-            if (accumulate) ln_vld<4>(dx + rn * C + 4 * lane, on);
-        }
-        float t1 = 0.f, t2 = 0.f;
+    for (int i = 0; r < r1; r += NW, ++i) { /* warp-uniform */
+        /* the slot row i - 1 used (read by every lane: the sync at the end) */
+        ln2_fetch(ring[(i + RING - 1) % RING], r + (long)(RING - 1) * NW, r1, rows, lane, x,
+                  dout, dx, stats, accumulate);
+        tf_cp_wait<RING - 1>(); /* this lane's copies of row i */
+        tf_syncwarp();          /* ... and lanes 0..3's statistics */
+        const SL &s = ring[i % RING];
+        const float m1 = s.st[0], s1 = s.st[1], m2 = s.st[2], s2 = s.st[3];
+        float xv[4], dv[4], ov[LN2_CACHE] = {0.f, 0.f, 0.f, 0.f};
+        ln_vld<4>(s.x + 4 * lane, xv);
+        ln_vld<4>(s.d + 4 * lane, dv);
+        if (accumulate) ln_vld<4>(s.dx + 4 * lane, ov);
+        float xh1[4], xh2[4], gv[4], t1 = 0.f, t2 = 0.f;
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
             xh1[k] = (xv[k] - m1) * s1;
@@ -693,10 +733,12 @@ layernorm2_bwd_kernel2_c128(TX *dx, ln_roots o, float *part, int *count, const T
 #pragma unroll
         for (int k = 0; k < 4; ++k) v[k] = s1 * (gv[k] - mg - xh1[k] * mgx);
         ln_vst_add<4>(dx + r * C + 4 * lane, v, ov, accumulate);
-#pragma unroll
-        for (int k = 0; k < 4; ++k) xv[k] = xn[k], dv[k] = dn[k], ov[k] = on[k];
+        tf_syncwarp(); /* every lane has read the slot before it is refilled */
     }
-    ln2_block_finish<4, 4>(sp, a, C, part, count, o);
+    tf_cp_wait<0>(); /* the empty groups past the rows */
+    __syncthreads(); /* every warp is done with its ring: the finish reuses the memory */
+    typedef float fin_t[4][NW][TF_GROUP * LN2_CACHE];
+    ln2_block_finish<4, 4>(*reinterpret_cast<fin_t *>(smem), a, C, part, count, o);
 }
 
 /* The forwards on vector rows (a warp per row, as kernel2): one vector load
