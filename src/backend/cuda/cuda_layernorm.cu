@@ -564,16 +564,54 @@ __device__ __forceinline__ void ln_vst_add(T *p, const float (&v)[LN2_CACHE],
     for (int k = 0; k < LN2_CACHE; ++k) s[k] = accumulate ? old[k] + v[k] : v[k];
     ln_vst<VW>(p, s);
 }
-/* row r's x and dout at column VW lane, when r < r1 */
-template <int VW, class TX, class TY>
-__device__ __forceinline__ void ln_vld_row(long r, long r1, int C, int lane, const TX *x,
-                                           const TY *d, float (&xv)[LN2_CACHE],
-                                           float (&dv)[LN2_CACHE])
+/* The vector-row backwards keep LN_RING of a warp's rows in flight in a ring
+ * of slots in shared memory: the row's x, dout and (accumulate) dx copied by
+ * cp.async, each lane its own VW columns, lanes 0.. the row's statistics,
+ * one commit group a row. Row i is used once at most LN_RING - 1 newer
+ * groups are pending, and its slot takes row i + LN_RING next. A row ahead
+ * in registers left the loads' latency exposed (the warps stalled on them at
+ * about half of DRAM's rate) in more registers. After the rows, the slots'
+ * memory holds the block's finish (ln2_block_finish's sums). */
+template <class TX, class TY, int C>
+struct ln_slot {
+    TX x[C], dx[C];
+    TY d[C];
+    float st[4];
+};
+template <class TX, class TY, int C, int NQ>
+struct ln_ring {
+    static constexpr int NW = LN2_THREADS / TF_GROUP;
+    static constexpr int FIN = NQ * NW * TF_GROUP * LN2_CACHE * 4; /* the finish's bytes */
+    /* 4 rows a warp where the ring stays within 42 KB (fp32 dout at C 128: 3) */
+    static constexpr int RING = NW * 4 * (int)sizeof(ln_slot<TX, TY, C>) <= 42 * 1024 ? 4 : 3;
+    static constexpr int ROWS = NW * RING * (int)sizeof(ln_slot<TX, TY, C>);
+    static constexpr int BYTES = ROWS > FIN ? ROWS : FIN;
+    typedef float fin_t[NQ][NW][TF_GROUP * LN2_CACHE];
+};
+/* where a row's statistics come from: row r's q-th at p[q][r], q < n */
+struct ln_stat_src {
+    const float *p[4];
+    int n;
+};
+
+/* row r's slot filled (r < r1; dx when accumulating into it), one commit
+ * group either way */
+template <int VW, int C, class TX, class TY>
+__device__ __forceinline__ void ln_fetch(ln_slot<TX, TY, C> &s, long r, long r1, int lane,
+                                         const TX *x, const TY *dout, const TX *dx,
+                                         const ln_stat_src &st, bool with_dx)
 {
     if (r < r1) {
-        ln_vld<VW>(x + r * C + VW * lane, xv);
-        ln_vld<VW>(d + r * C + VW * lane, dv);
+        const long e = r * C + VW * lane;
+        tf_cp_async(s.x + VW * lane, x + e, VW * (int)sizeof(TX), true);
+        tf_cp_async(s.d + VW * lane, dout + e, VW * (int)sizeof(TY), true);
+        if (with_dx) tf_cp_async(s.dx + VW * lane, dx + e, VW * (int)sizeof(TX), true);
+        if (lane < st.n) { /* selects, not an indexed (local-memory) array */
+            const float *q = lane == 0 ? st.p[0] : lane == 1 ? st.p[1] : lane == 2 ? st.p[2] : st.p[3];
+            tf_cp_async(s.st + lane, q + r, 4, true);
+        }
     }
+    tf_cp_commit();
 }
 
 template <int VW, class TX, class TY>
@@ -582,30 +620,36 @@ layernorm_bwd_kernel2_v(TX *dx, ln_roots o, float *part, int *count, const TY *d
                         const float *mean, const float *rstd, const float *gamma, long rows,
                         int accumulate, long rpb)
 {
-    constexpr int NW = LN2_THREADS / TF_GROUP, C = TF_GROUP * VW;
-    __shared__ float sp[2][NW][TF_GROUP * LN2_CACHE]; /* dgamma dbeta per warp */
+    constexpr int C = TF_GROUP * VW;
+    typedef ln_ring<TX, TY, C, 2> RG;
+    typedef ln_slot<TX, TY, C> SL;
+    constexpr int NW = RG::NW, RING = RG::RING;
+    __shared__ float4 smem[(RG::BYTES + 15) / 16]; /* 16-byte aligned */
     const int lane = threadIdx.x % TF_GROUP, w = threadIdx.x / TF_GROUP;
+    SL *ring = reinterpret_cast<SL *>(smem) + w * RING;
     const long r0 = (long)blockIdx.x * rpb;
     const long r1 = r0 + rpb < rows ? r0 + rpb : rows;
-    float gm[LN2_CACHE], a[2][LN2_CACHE], xv[LN2_CACHE], dv[LN2_CACHE];
+    const ln_stat_src st = {{mean, rstd, NULL, NULL}, 2};
+    const bool with_dx = dx && accumulate;
+    long r = r0 + w;
+#pragma unroll
+    for (int i = 0; i < RING - 1; ++i)
+        ln_fetch<VW>(ring[i], r + (long)i * NW, r1, lane, x, dout, dx, st, with_dx);
+    float gm[LN2_CACHE], a[2][LN2_CACHE];
     ln_vld<VW>(gamma + VW * lane, gm);
 #pragma unroll
     for (int k = 0; k < LN2_CACHE; ++k) a[0][k] = a[1][k] = 0.f;
-    long r = r0 + w;
-    /* dx's row (accumulate) loaded a row ahead at VW 2; at VW 4 those
-     * registers would cost a block an SM, and it is loaded at the store */
-    constexpr bool DX_AHEAD = VW == 2;
-    float ov[LN2_CACHE] = {0.f, 0.f, 0.f, 0.f};
-    ln_vld_row<VW>(r, r1, C, lane, x, dout, xv, dv);
-    if (DX_AHEAD && dx && accumulate && r < r1) ln_vld<VW>(dx + r * C + VW * lane, ov);
-    float mu = r < r1 ? mean[r] : 0.f, rs = r < r1 ? rstd[r] : 0.f;
-    for (; r < r1; r += NW) { /* warp-uniform */
-        float xn[LN2_CACHE], dn[LN2_CACHE], on[LN2_CACHE] = {0.f, 0.f, 0.f, 0.f};
-        const long rn = r + NW;
-        ln_vld_row<VW>(rn, r1, C, lane, x, dout, xn, dn);
-        if (DX_AHEAD && dx && accumulate && rn < r1) ln_vld<VW>(dx + rn * C + VW * lane, on);
-        const float mun = rn < r1 ? mean[rn] : 0.f, rsn = rn < r1 ? rstd[rn] : 0.f;
-        float gv[LN2_CACHE], xh[LN2_CACHE], sg = 0.f, sgx = 0.f;
+    for (int i = 0; r < r1; r += NW, ++i) { /* warp-uniform */
+        /* the slot row i - 1 used (read by every lane: the sync at the end) */
+        ln_fetch<VW>(ring[(i + RING - 1) % RING], r + (long)(RING - 1) * NW, r1, lane, x, dout,
+                     dx, st, with_dx);
+        tf_cp_wait<RING - 1>(); /* this lane's copies of row i */
+        tf_syncwarp();          /* ... and the lanes' statistics */
+        const SL &s = ring[i % RING];
+        const float mu = s.st[0], rs = s.st[1];
+        float xv[LN2_CACHE], dv[LN2_CACHE], gv[LN2_CACHE], xh[LN2_CACHE], sg = 0.f, sgx = 0.f;
+        ln_vld<VW>(s.x + VW * lane, xv);
+        ln_vld<VW>(s.d + VW * lane, dv);
 #pragma unroll
         for (int k = 0; k < VW; ++k) {
             xh[k] = (xv[k] - mu) * rs;
@@ -617,86 +661,48 @@ layernorm_bwd_kernel2_v(TX *dx, ln_roots o, float *part, int *count, const TY *d
         }
         if (dx) {
             const float mg = tf_warp_sum(sg) / C, mgx = tf_warp_sum(sgx) / C;
-            float v[LN2_CACHE];
+            float v[LN2_CACHE], ov[LN2_CACHE] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
             for (int k = 0; k < VW; ++k) v[k] = rs * (gv[k] - mg - xh[k] * mgx);
-            if (!DX_AHEAD && accumulate) ln_vld<VW>(dx + r * C + VW * lane, ov);
+            if (accumulate) ln_vld<VW>(s.dx + VW * lane, ov);
             ln_vst_add<VW>(dx + r * C + VW * lane, v, ov, accumulate);
         }
-#pragma unroll
-        for (int k = 0; k < LN2_CACHE; ++k) xv[k] = xn[k], dv[k] = dn[k], ov[k] = on[k];
-        mu = mun, rs = rsn;
+        tf_syncwarp(); /* every lane has read the slot before it is refilled */
     }
-    ln2_block_finish<2, VW>(sp, a, C, part, count, o);
+    tf_cp_wait<0>(); /* the empty groups past the rows */
+    __syncthreads(); /* every warp is done with its ring: the finish reuses the memory */
+    ln2_block_finish<2, VW>(*reinterpret_cast<typename RG::fin_t *>(smem), a, C, part, count, o);
 }
 
-/* layernorm2's backward, C 128. Each warp keeps LN2_RING of its rows in
- * flight in a ring of slots in shared memory: the row's x, dout and
- * (accumulate) dx copied by cp.async, each lane its own 4 columns, lanes
- * 0..3 the row's four statistics, one commit group a row. Row i is used once
- * at most LN2_RING - 1 newer groups are pending, and its slot takes row
- * i + LN2_RING next. A row ahead in registers left the loads' latency
- * exposed (the warps stalled on them at ~half of DRAM's rate) in more
- * registers. The slots' memory serves the block's finish after the rows. */
-template <class TX, class TY>
-struct ln2_slot {
-    TX x[128], dx[128];
-    TY d[128];
-    float st[4];
-};
-template <class TX, class TY>
-struct ln2_ring {
-    static constexpr int NW = LN2_THREADS / TF_GROUP;
-    static constexpr int FIN = 4 * NW * TF_GROUP * LN2_CACHE * 4; /* the finish's bytes */
-    /* 4 rows a warp where that stays within 48 KB with the finish's sums
-     * (fp32 dout: 3) */
-    static constexpr int RING = NW * 4 * (int)sizeof(ln2_slot<TX, TY>) <= 42 * 1024 ? 4 : 3;
-    static constexpr int ROWS = NW * RING * (int)sizeof(ln2_slot<TX, TY>);
-    static constexpr int BYTES = ROWS > FIN ? ROWS : FIN;
-};
-
-/* row r's slot filled (r < r1), one commit group either way */
-template <class TX, class TY>
-__device__ __forceinline__ void ln2_fetch(ln2_slot<TX, TY> &s, long r, long r1, long rows,
-                                          int lane, const TX *x, const TY *dout, const TX *dx,
-                                          const float *stats, int accumulate)
-{
-    if (r < r1) {
-        tf_cp_async(s.x + 4 * lane, x + r * 128 + 4 * lane, 4 * (int)sizeof(TX), true);
-        tf_cp_async(s.d + 4 * lane, dout + r * 128 + 4 * lane, 4 * (int)sizeof(TY), true);
-        if (accumulate)
-            tf_cp_async(s.dx + 4 * lane, dx + r * 128 + 4 * lane, 4 * (int)sizeof(TX), true);
-        if (lane < 4) tf_cp_async(s.st + lane, stats + lane * rows + r, 4, true);
-    }
-    tf_cp_commit();
-}
-
+/* layernorm2's backward, C 128, on the same ring */
 template <class TX, class TY>
 __global__ void __launch_bounds__(LN2_THREADS)
 layernorm2_bwd_kernel2_c128(TX *dx, ln_roots o, float *part, int *count, const TY *dout,
                             const TX *x, const float *stats, const float *g1, const float *b1,
                             const float *g2, long rows, int accumulate, long rpb)
 {
-    typedef ln2_ring<TX, TY> RG;
-    typedef ln2_slot<TX, TY> SL;
-    constexpr int NW = RG::NW, C = 128, RING = RG::RING;
+    constexpr int C = 128;
+    typedef ln_ring<TX, TY, C, 4> RG;
+    typedef ln_slot<TX, TY, C> SL;
+    constexpr int NW = RG::NW, RING = RG::RING;
     __shared__ float4 smem[(RG::BYTES + 15) / 16]; /* 16-byte aligned */
     const int lane = threadIdx.x % TF_GROUP, w = threadIdx.x / TF_GROUP;
     SL *ring = reinterpret_cast<SL *>(smem) + w * RING;
     const long r0 = (long)blockIdx.x * rpb;
     const long r1 = r0 + rpb < rows ? r0 + rpb : rows;
+    const ln_stat_src st = {{stats, stats + rows, stats + 2 * rows, stats + 3 * rows}, 4};
     long r = r0 + w;
 #pragma unroll
     for (int i = 0; i < RING - 1; ++i)
-        ln2_fetch(ring[i], r + (long)i * NW, r1, rows, lane, x, dout, dx, stats, accumulate);
+        ln_fetch<4>(ring[i], r + (long)i * NW, r1, lane, x, dout, dx, st, accumulate);
     float g1v[4], b1v[4], g2v[4], a[4][LN2_CACHE];
     ln_vld<4>(g1 + 4 * lane, g1v), ln_vld<4>(b1 + 4 * lane, b1v), ln_vld<4>(g2 + 4 * lane, g2v);
 #pragma unroll
     for (int k = 0; k < 4; ++k) a[0][k] = a[1][k] = a[2][k] = a[3][k] = 0.f;
     for (int i = 0; r < r1; r += NW, ++i) { /* warp-uniform */
         /* the slot row i - 1 used (read by every lane: the sync at the end) */
-        ln2_fetch(ring[(i + RING - 1) % RING], r + (long)(RING - 1) * NW, r1, rows, lane, x,
-                  dout, dx, stats, accumulate);
+        ln_fetch<4>(ring[(i + RING - 1) % RING], r + (long)(RING - 1) * NW, r1, lane, x, dout,
+                    dx, st, accumulate);
         tf_cp_wait<RING - 1>(); /* this lane's copies of row i */
         tf_syncwarp();          /* ... and lanes 0..3's statistics */
         const SL &s = ring[i % RING];
@@ -737,8 +743,7 @@ layernorm2_bwd_kernel2_c128(TX *dx, ln_roots o, float *part, int *count, const T
     }
     tf_cp_wait<0>(); /* the empty groups past the rows */
     __syncthreads(); /* every warp is done with its ring: the finish reuses the memory */
-    typedef float fin_t[4][NW][TF_GROUP * LN2_CACHE];
-    ln2_block_finish<4, 4>(*reinterpret_cast<fin_t *>(smem), a, C, part, count, o);
+    ln2_block_finish<4, 4>(*reinterpret_cast<typename RG::fin_t *>(smem), a, C, part, count, o);
 }
 
 /* The forwards on vector rows (a warp per row, as kernel2): one vector load
