@@ -33,30 +33,34 @@ TF_OP(void, gemm, (tf_backend *be, const tf_gemm_args *a, const char *name))
  * fwd: out = (x-mean)*rstd*gamma + beta (out may not alias x)
  * bwd: dx = (accumulate ? dx + : ) LN'(dout); dgamma += sum dout*xhat; dbeta += sum dout
  * x and dx are of type xt, out and dout of type yt (a residual stream is
- * normalised into a half activation); the rest is fp32. */
+ * normalised into a half activation); the rest is fp32.
+ * dxh (NULL: not wanted; given only with xt fp32): each element of dx as
+ * stored, also rounded to yt into dxh (the bits a convert of dx gives: a
+ * residual stream's gradient for the next module's half activations). */
 TF_OP(void, layernorm_fwd, (tf_backend *be, void *out, float *mean, float *rstd, const void *x,
                             const float *gamma, const float *beta, long rows, int C, float eps,
                             tf_dtype xt, tf_dtype yt))
-TF_OP(void, layernorm_bwd, (tf_backend *be, void *dx, float *dgamma, float *dbeta, const void *dout,
-                            const void *x, const float *mean, const float *rstd, const float *gamma,
-                            long rows, int C, int accumulate, tf_dtype xt, tf_dtype yt))
+TF_OP(void, layernorm_bwd, (tf_backend *be, void *dx, void *dxh, float *dgamma, float *dbeta,
+                            const void *dout, const void *x, const float *mean, const float *rstd,
+                            const float *gamma, long rows, int C, int accumulate, tf_dtype xt,
+                            tf_dtype yt))
 
 /* ---- two LayerNorms in a row over the same C (v3: a module's block norm,
  * then its own norm): y1 = LN(x; g1, b1), out = LN(y1; g2, b2), eps given.
  * stats [4, rows]: mean1, rstd1, mean2, rstd2, saved by fwd for bwd; y1 is
  * not stored (bwd recomputes it from x and stats). out may not alias x.
  * bwd: dx (= or += when accumulate) is the gradient through both from dout;
- * dg1, db1, dg2, db2 accumulate. One pass each way instead of two, and one
- * [rows, C] tensor less to keep. C <= TF_LN2_MAX_C (the model composes two
+ * dg1, db1, dg2, db2 accumulate; dxh as layernorm_bwd's. One pass each way
+ * instead of two, and one [rows, C] tensor less to keep. C <= TF_LN2_MAX_C (the model composes two
  * layernorm ops for wider rows). Types as layernorm's (xt: x, dx; yt:
  * out, dout); y1 is fp32 in registers, not rounded to yt. ---- */
 TF_OP(void, layernorm2_fwd, (tf_backend *be, void *out, float *stats, const void *x,
                              const float *g1, const float *b1, const float *g2, const float *b2,
                              long rows, int C, float eps, tf_dtype xt, tf_dtype yt))
-TF_OP(void, layernorm2_bwd, (tf_backend *be, void *dx, float *dg1, float *db1, float *dg2,
-                             float *db2, const void *dout, const void *x, const float *stats,
-                             const float *g1, const float *b1, const float *g2, long rows, int C,
-                             int accumulate, tf_dtype xt, tf_dtype yt))
+TF_OP(void, layernorm2_bwd, (tf_backend *be, void *dx, void *dxh, float *dg1, float *db1,
+                             float *dg2, float *db2, const void *dout, const void *x,
+                             const float *stats, const float *g1, const float *b1, const float *g2,
+                             long rows, int C, int accumulate, tf_dtype xt, tf_dtype yt))
 
 /* ---- softmax over the last axis (materialised scores path, v1) ----
  * fwd: y = softmax(x) (y may alias x); bwd: dx = y * (dy - sum(dy*y)) (dx may alias dy) */

@@ -189,6 +189,10 @@ typedef struct {
      * stage as trimul_out_fwd/_bwd (TF_TRIMUL_PROJ_OP_C; 0: the GEMMs,
      * gate_cmajor and the gate ops) */
     unsigned trimul_proj_op;
+    /* its layernorm_bwd and layernorm2_bwd store dx's rounded copy (dxh):
+     * the model takes the next module's stream gradient from it instead of
+     * a convert (src/model/exec.h tf_stream_copy; 0: converts) */
+    int ln_stream_copy;
 } tf_backend_caps;
 
 /* AdamW's hyper-parameters in backend memory (ops adamw, mse_head_bwd,

@@ -76,13 +76,102 @@ static void grad_note(tf_exec *ex, const tf_span *w, int nw) {
         }
 }
 
+/* ---- the stream gradients' copies (exec.h tf_stream_copy) ---- */
+/* [p, p + n) of type-size es within [b, b + bn) */
+static int within(const void *p, long n, const void *b, size_t bn, size_t es) {
+    const uintptr_t lo = (uintptr_t)p, blo = (uintptr_t)b;
+    return lo >= blo && lo + (size_t)n * es <= blo + bn * es;
+}
+
+/* The writes w[0..nw): every record whose range they touch is dropped. */
+static void sc_written(tf_exec *ex, const tf_span *w, int nw) {
+    for (int i = 0; i < ex->nsc; i++) {
+        tf_stream_copy *s = &ex->sc[i];
+        if (s->lo == s->hi) continue;
+        const tf_span r = tf_span_f(s->f + s->lo, s->hi - s->lo);
+        for (int k = 0; k < nw; k++)
+            if (w[k].lo < w[k].hi && overlap(w[k], r)) {
+                s->lo = s->hi = 0;
+                break;
+            }
+    }
+}
+
+/* The copy of p[0..n) (fp32) whose record holds it, NULL when none. */
+static const void *sc_find(const tf_exec *ex, const float *p, long n) {
+    for (int i = 0; i < ex->nsc; i++) {
+        const tf_stream_copy *s = &ex->sc[i];
+        if (s->lo < s->hi && within(p, n, s->f + s->lo, s->hi - s->lo, sizeof(float)))
+            return tf_at(ex, s->h[s->cur], p - s->f);
+    }
+    return NULL;
+}
+
+/* Where a LayerNorm backward writing dx [n] of type xt stores its copy
+ * (op_list.h dxh): in half precision, when dx lies in a tracked stream
+ * gradient (*sp), that stream's copy of this module's parity; else NULL. */
+static void *sc_dest(tf_exec *ex, const void *dx, tf_dtype xt, long n, tf_stream_copy **sp) {
+    if (xt != TF_F32 || ex->at == TF_F32) return NULL;
+    for (int i = 0; i < ex->nsc; i++) {
+        tf_stream_copy *s = &ex->sc[i];
+        if (within(dx, n, s->f, s->n, sizeof(float))) {
+            *sp = s;
+            return tf_at(ex, s->h[ex->bwd_module % s->nh], (const float *)dx - s->f);
+        }
+    }
+    return NULL;
+}
+
+/* After that LayerNorm: its range is the stream's record, joined to the
+ * record it extends (the chunks of one module, in the same copy). */
+static void sc_record(const tf_exec *ex, tf_stream_copy *s, const float *dx, long n) {
+    const size_t lo = (size_t)(dx - s->f), hi = lo + (size_t)n;
+    const int k = ex->bwd_module % s->nh;
+    if (s->lo < s->hi && s->cur == k && (lo == s->hi || hi == s->lo)) {
+        s->lo = lo < s->lo ? lo : s->lo;
+        s->hi = hi > s->hi ? hi : s->hi;
+        return;
+    }
+    s->cur = k;
+    s->lo = lo;
+    s->hi = hi;
+}
+
+void tf_x_stream_copies_begin(tf_exec *ex, const float *dz, size_t nz, const float *dm,
+                              size_t nm) {
+    ex->nsc = 0;
+    if (ex->at == TF_F32 || !ex->stream_copies) return;
+    const float *f[2] = {dz, dm};
+    const size_t n[2] = {nz, nm};
+    for (int i = 0; i < 2; i++) {
+        tf_stream_copy *s = &ex->sc[i];
+        memset(s, 0, sizeof *s);
+        s->f = f[i];
+        s->n = n[i];
+        s->nh = ex->wgrad_async ? TF_STREAM_COPIES : 1;
+        for (int k = 0; k < s->nh; k++) s->h[k] = tf_alloc_at(ex, n[i]);
+    }
+    ex->nsc = 2;
+}
+
+void tf_x_stream_copies_end(tf_exec *ex) { ex->nsc = 0; }
+
+/* a LayerNorm backward's cost with its copy's bytes (dxh [n], NULL: none) */
+static tf_op_cost plus_copy(const tf_exec *ex, tf_op_cost c, const void *dxh, long n) {
+    if (dxh) c.bytes += (double)n * (double)tf_dtype_size(ex->at);
+    return c;
+}
+
 #define TF_SPANS(...) \
     ((const tf_span[]){__VA_ARGS__}), (int)(sizeof((const tf_span[]){__VA_ARGS__}) / sizeof(tf_span))
 /* An op about to be issued on the main queue: its writes W and reads R
- * (TF_SPANS lists). One branch while nothing is on the lane. */
+ * (TF_SPANS lists). One branch while nothing is on the lane; the writes
+ * drop the stream copies' records they touch (planning too: the arena's
+ * plan follows which stream gradients are converted). */
 #define TF_ACCESS(ex, W, R)                                       \
     do {                                                          \
         if ((ex)->grad_hi) grad_note((ex), W);                    \
+        if ((ex)->nsc) sc_written((ex), W);                       \
         if ((ex)->lane.n && !(ex)->planning) main_op((ex), W, R); \
     } while (0)
 #define F(p, n) tf_span_f((p), (size_t)(n))
@@ -149,9 +238,10 @@ static const char *gemm_kname(const tf_gemm_args *a) {
 
 void tf_gemm(tf_exec *ex, const tf_gemm_args *a, const char *name) {
     tf_span r[4], w;
-    if (ex->grad_hi) {
+    if (ex->grad_hi || ex->nsc) {
         gemm_spans(a, r, &w);
-        grad_note(ex, &w, 1);
+        if (ex->grad_hi) grad_note(ex, &w, 1);
+        if (ex->nsc) sc_written(ex, &w, 1);
     }
     if (ex->planning) return;
     const int lane = a->wgrad && ex->wgrad_async;
@@ -294,12 +384,16 @@ void tf_x_layernorm_fwd(tf_exec *ex, void *out, float *mean, float *rstd, const 
 void tf_x_layernorm_bwd(tf_exec *ex, void *dx, tf_dtype xt, float *dg, float *db,
                         const void *dout, const void *x, const float *mean, const float *rstd,
                         const float *g, long rows, int C, int accumulate) {
-    TF_ACCESS(ex, TF_SPANS(T(dx, rows * C, xt), F(dg, C), F(db, C)),
+    tf_stream_copy *s = NULL;
+    void *dxh = sc_dest(ex, dx, xt, rows * C, &s);
+    TF_ACCESS(ex, TF_SPANS(T(dx, rows * C, xt), A(dxh, rows * C), F(dg, C), F(db, C)),
               TF_SPANS(A(dout, rows * C), T(x, rows * C, xt), F(mean, rows), F(rstd, rows),
                        F(g, C), T(accumulate ? dx : NULL, rows * C, xt), F(dg, C), F(db, C)));
-    TF_EXEC_OPC(ex, "layernorm_bwd", tf_cost_layernorm_bwd(rows, C, accumulate),
-                layernorm_bwd(ex->be, dx, dg, db, dout, x, mean, rstd, g, rows, C, accumulate, xt,
-                              ex->at));
+    TF_EXEC_OPC(ex, "layernorm_bwd",
+                plus_copy(ex, tf_cost_layernorm_bwd(rows, C, accumulate), dxh, rows * C),
+                layernorm_bwd(ex->be, dx, dxh, dg, db, dout, x, mean, rstd, g, rows, C,
+                              accumulate, xt, ex->at));
+    if (dxh) sc_record(ex, s, dx, rows * C);
 }
 
 void tf_x_layernorm2_fwd(tf_exec *ex, void *out, float *stats, const float *x, const float *g1,
@@ -314,12 +408,18 @@ void tf_x_layernorm2_fwd(tf_exec *ex, void *out, float *stats, const float *x, c
 void tf_x_layernorm2_bwd(tf_exec *ex, float *dx, float *dg1, float *db1, float *dg2, float *db2,
                          const void *dout, const float *x, const float *stats, const float *g1,
                          const float *b1, const float *g2, long rows, int C, int accumulate) {
-    TF_ACCESS(ex, TF_SPANS(F(dx, rows * C), F(dg1, C), F(db1, C), F(dg2, C), F(db2, C)),
+    tf_stream_copy *s = NULL;
+    void *dxh = sc_dest(ex, dx, TF_F32, rows * C, &s);
+    TF_ACCESS(ex,
+              TF_SPANS(F(dx, rows * C), A(dxh, rows * C), F(dg1, C), F(db1, C), F(dg2, C),
+                       F(db2, C)),
               TF_SPANS(A(dout, rows * C), F(x, rows * C), F(stats, 4 * rows), F(g1, C), F(b1, C),
                        F(g2, C), F(accumulate ? dx : NULL, rows * C)));
-    TF_EXEC_OPC(ex, "layernorm2_bwd", tf_cost_layernorm2_bwd(rows, C, accumulate),
-                layernorm2_bwd(ex->be, dx, dg1, db1, dg2, db2, dout, x, stats, g1, b1, g2, rows, C,
-                               accumulate, TF_F32, ex->at));
+    TF_EXEC_OPC(ex, "layernorm2_bwd",
+                plus_copy(ex, tf_cost_layernorm2_bwd(rows, C, accumulate), dxh, rows * C),
+                layernorm2_bwd(ex->be, dx, dxh, dg1, db1, dg2, db2, dout, x, stats, g1, b1, g2,
+                               rows, C, accumulate, TF_F32, ex->at));
+    if (dxh) sc_record(ex, s, dx, rows * C);
 }
 
 static long perm_count(const tf_permute_args *a) {
@@ -366,6 +466,8 @@ void tf_x_convert(tf_exec *ex, void *dst, tf_dtype dt, const void *src, tf_dtype
 }
 const void *tf_x_stream_grad(tf_exec *ex, const float *dz, long n) {
     if (ex->at == TF_F32) return dz;
+    const void *copy = sc_find(ex, dz, n);
+    if (copy) return copy;
     void *h = tf_alloc_at(ex, (size_t)n);
     tf_x_convert(ex, h, ex->at, dz, TF_F32, n);
     return h;

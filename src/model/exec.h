@@ -14,6 +14,26 @@
 #include "prof/prof.h"
 #include "tinyfold.h"
 
+/* A residual stream's gradient (fp32) and its copies in the activations'
+ * type (exec.c tf_x_stream_grad). A LayerNorm backward that writes into
+ * the stream's gradient also stores its rounded values into a copy
+ * (op_list.h layernorm_bwd dxh) and records the range; the next module
+ * reads the range's copy instead of converting the gradient again. Any
+ * later write into the recorded range drops the record. */
+#define TF_STREAM_COPIES 2 /* copies per stream: two with the weight-gradient lane */
+typedef struct {
+    const float *f; /* the fp32 gradient, n floats */
+    size_t n;
+    /* its copies of type at, n elements each, for the whole backward: the
+     * LayerNorms of backward module k write copy k % nh, so that with the
+     * lane a module's weight gradients, which read the copy it was given,
+     * may run on through the next module (as its temporaries' slots do) */
+    void *h[TF_STREAM_COPIES];
+    int nh;
+    int cur;       /* the copy the record is in */
+    size_t lo, hi; /* the record: f[lo, hi) rounded is h[cur][lo, hi); lo == hi: none */
+} tf_stream_copy;
+
 typedef struct {
     const tf_ops *ops;
     tf_backend *be;
@@ -82,6 +102,13 @@ typedef struct {
     void *stage_ctx;
     size_t *grad_hi;
     int grad_stages; /* entries of grad_hi */
+    /* The stream gradients' copies (tf_stream_copy): stream_copies, the
+     * backend's LayerNorm backwards write them (caps.ln_stream_copy); sc[0..nsc)
+     * the streams tracked (none in fp32), from tf_x_stream_copies_begin to
+     * tf_x_stream_copies_end. */
+    int stream_copies;
+    int nsc;
+    tf_stream_copy sc[2]; /* the pair's (dz) and the MSA's (dm) */
     /* called after every op when set (not while planning): MPI's
      * non-blocking all-reduces move only inside MPI calls */
     void (*op_done)(void *ctx);
@@ -137,9 +164,16 @@ static inline void tf_exec_fp32_end(tf_exec *ex, tf_dtype t) { ex->at = t; }
  * itself in fp32, else its element in the copy of type at. */
 const void *tf_x_w(const tf_exec *ex, const float *W);
 /* A residual stream's gradient (fp32) as the module's activations' type: dz
- * itself in fp32, else a converted copy from the arena (PyTorch's autocast
- * casts the gradient of a half branch the same way). */
+ * itself in fp32, else the copy a LayerNorm backward left of exactly these
+ * values (tf_stream_copy), else a converted copy from the arena (PyTorch's
+ * autocast casts the gradient of a half branch the same way). */
 const void *tf_x_stream_grad(tf_exec *ex, const float *dz, long n);
+/* The backward's stream gradients dz [nz] and dm [nm]: in half precision,
+ * with ex->stream_copies, their copies allocated from the arena (to be kept
+ * until tf_x_stream_copies_end, before the arena is released under them). */
+void tf_x_stream_copies_begin(tf_exec *ex, const float *dz, size_t nz, const float *dm,
+                              size_t nm);
+void tf_x_stream_copies_end(tf_exec *ex);
 /* dst (type dt) = src (type st), n elements */
 void tf_x_convert(tf_exec *ex, void *dst, tf_dtype dt, const void *src, tf_dtype st, long n);
 void tf_x_check_finite(tf_exec *ex, float *flag, const float *x, long n);

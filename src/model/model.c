@@ -411,6 +411,9 @@ void tf_model_backward(tf_exec *ex, tf_model *M) {
     float *dm = tf_alloc_act(ex, (size_t)mrows * c->msa_dim);
     float *dz = tf_alloc_act(ex, (size_t)zrows * c->pair_dim);
     float *dlogit = tf_alloc_act(ex, (size_t)zrows);
+    /* the streams' gradients' half copies, for the whole backward (exec.h
+     * tf_stream_copy) */
+    tf_x_stream_copies_begin(ex, dz, (size_t)zrows * c->pair_dim, dm, (size_t)mrows * c->msa_dim);
     const float *z_last = c->n_blocks > 0 ? M->acts[c->n_blocks - 1].z6 : M->z0;
     tf_dtype at = tf_exec_fp32_begin(ex);
     tf_rpush(ex, "loss");
@@ -441,5 +444,6 @@ void tf_model_backward(tf_exec *ex, tf_model *M) {
     tf_exec_fp32_end(ex, at);
     tf_x_lane_join(ex); /* the step ends joined */
     tf_x_stage_end(ex);
+    tf_x_stream_copies_end(ex); /* their memory is released */
     tf_arena_release(ex->arena, mark);
 }

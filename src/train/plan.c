@@ -31,6 +31,8 @@ static void compose(tf_plan *p) {
     p->ex.opm_fused_max_s = v3 && (k->opm_fused_op >> p->at & 1u) ? k->opm_fused_max_s : 0;
     p->ex.wgrad_async = v3 && k->wgrad_lane && p->ops->wgrad_enable != NULL &&
                         p->cfg.recompute == TF_RECOMPUTE_NONE;
+    /* the same bits as converting the stream gradients: at every level */
+    p->ex.stream_copies = k->ln_stream_copy;
 }
 
 /* The widest attention head of the problem against the backend's kernels. */

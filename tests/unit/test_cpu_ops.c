@@ -596,7 +596,8 @@ static void test_layernorm(void **state) {
                         rdx[r * C + c] = accum ? dx[r * C + c] + v : v;
                     }
                 }
-                g_ops->layernorm_bwd(g_be, dx, dg, db, dout, x, mean, rstd, g, R, C, accum, TF_F32, TF_F32);
+                g_ops->layernorm_bwd(g_be, dx, NULL, dg, db, dout, x, mean, rstd, g, R, C, accum,
+                                     TF_F32, TF_F32);
                 /* dx: C-term row sums; absolute error relative to dxmag (+|dx0| if accum) */
                 const double tdx = 8 * U * (sqrt((double)C) + 4) * (dxmag + (accum ? 4.0 : 0.0));
                 CHECK_LE("layernorm_bwd dx", tf_test_max_abs_err(dx, rdx, n), tdx);
@@ -637,7 +638,8 @@ static void test_layernorm_determinism(void **state) {
         if (k == 2) /* a one-thread backend */
             assert_int_equal(tf_test_cpu_backend_ex(&be1, &ops1, 1, 2), 0);
         tf_backend *be = k == 2 ? be1 : g_be;
-        g_ops->layernorm_bwd(be, dx[k], dg[k], db[k], dout, x, mean, rstd, g, R, C, 0, TF_F32, TF_F32);
+        g_ops->layernorm_bwd(be, dx[k], NULL, dg[k], db[k], dout, x, mean, rstd, g, R, C, 0,
+                             TF_F32, TF_F32);
         if (be1) {
             tf_cpu_backend_destroy(be1);
             tf_backend *tmp;
@@ -683,23 +685,29 @@ static void test_layernorm2(void **state) {
                 tf_test_fill_uniform(dp, 4 * C, -1, 1, seed + 1);
                 g_ops->layernorm_fwd(g_be, y1, st, st + R, x, g1, b1, R, C, 1e-5f, TF_F32, TF_F32);
                 g_ops->layernorm_fwd(g_be, out, st + 2 * R, st + 3 * R, y1, g2, b2, R, C, 1e-5f, TF_F32, TF_F32);
-                g_ops->layernorm_bwd(g_be, dy1, dp + 2 * C, dp + 3 * C, dout, y1, st + 2 * R,
+                g_ops->layernorm_bwd(g_be, dy1, NULL, dp + 2 * C, dp + 3 * C, dout, y1, st + 2 * R,
                                      st + 3 * R, g2, R, C, 0, TF_F32, TF_F32);
-                g_ops->layernorm_bwd(g_be, dx, dp, dp + C, dy1, x, st, st + R, g1, R, C, accum, TF_F32, TF_F32);
+                /* with its copy dxh (of type yt, here fp32: dx's bits; test_cpu_typed
+                 * checks the half types') */
+                float *dxh = tf_test_falloc(n);
+                g_ops->layernorm_bwd(g_be, dx, dxh, dp, dp + C, dy1, x, st, st + R, g1, R, C, accum,
+                                     TF_F32, TF_F32);
+                assert_true(tf_test_bits_equal(dxh, dx, n));
                 /* the fused op */
                 float *out2 = tf_test_falloc(n), *st2 = tf_test_falloc(4 * R);
                 float *dx2 = tf_test_falloc(n), *dp2 = tf_test_falloc(4 * C);
                 tf_test_fill_normal(dx2, n, 0, 1, seed++);
                 tf_test_fill_uniform(dp2, 4 * C, -1, 1, seed++);
                 g_ops->layernorm2_fwd(g_be, out2, st2, x, g1, b1, g2, b2, R, C, 1e-5f, TF_F32, TF_F32);
-                g_ops->layernorm2_bwd(g_be, dx2, dp2, dp2 + C, dp2 + 2 * C, dp2 + 3 * C, dout, x, st2,
-                                      g1, b1, g2, R, C, accum, TF_F32, TF_F32);
+                g_ops->layernorm2_bwd(g_be, dx2, dxh, dp2, dp2 + C, dp2 + 2 * C, dp2 + 3 * C, dout,
+                                      x, st2, g1, b1, g2, R, C, accum, TF_F32, TF_F32);
+                assert_true(tf_test_bits_equal(dxh, dx2, n));
                 assert_true(tf_test_bits_equal(out, out2, n));
                 assert_true(tf_test_bits_equal(st, st2, 4 * R));
                 assert_true(tf_test_bits_equal(dx, dx2, n));
                 assert_true(tf_test_bits_equal(dp, dp2, 4 * C));
                 free(x); free(dout); free(p); free(y1); free(out); free(st); free(dy1); free(dx);
-                free(dp); free(out2); free(st2); free(dx2); free(dp2);
+                free(dp); free(out2); free(st2); free(dx2); free(dp2); free(dxh);
             }
 }
 

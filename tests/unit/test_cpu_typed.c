@@ -101,6 +101,20 @@ static void f32_expect(const char *what, const float *got, const float *want, lo
     assert_true(tf_test_bits_equal(got, want, (size_t)n));
 }
 
+/* dxh (type t: a LayerNorm backward's copy) must hold the bits the convert
+ * op gives from dx (fp32) */
+static void copy_expect(const char *what, const void *dxh, tf_dtype t, const float *dx, long n) {
+    const size_t bytes = (size_t)(n > 0 ? n : 1) * tf_dtype_size(t);
+    void *want = malloc(bytes);
+    assert_non_null(want);
+    g_ops->convert(g_be, want, t, dx, TF_F32, n);
+    const int same = memcmp(dxh, want, (size_t)n * tf_dtype_size(t)) == 0;
+    if (!same)
+        fprintf(stderr, "%s (%s): the copy differs from convert(dx)\n", what, tf_dtype_name(t));
+    free(want);
+    assert_true(same);
+}
+
 static float *fdup(const float *x, long n) {
     float *y = tf_test_falloc((size_t)n);
     memcpy(y, x, (size_t)n * sizeof *y);
@@ -251,7 +265,8 @@ static void test_layout_typed(void **state) {
 
 /* ---------------------------------------------------- norms and softmax */
 
-/* LayerNorm and layernorm2 over every pair (xt, yt) with a half type in it */
+/* LayerNorm and layernorm2 over every pair (xt, yt) with a half type in it;
+ * with xt fp32 (a residual stream's gradient) the backwards' copy dxh too */
 static void test_layernorm_typed(void **state) {
     (void)state;
     static const int shapes[][2] = {{7, 33}, {300, 128}, {1, 1}, {65, 20}};
@@ -281,14 +296,16 @@ static void test_layernorm_typed(void **state) {
                 f32_expect("layernorm_fwd stats", sth, st32, 2 * R);
                 for (int acc = 0; acc <= 1; acc++) {
                     tbuf dx = tb_new(xt, n, 0, 1, s + 7 + acc);
+                    void *dxh = xt == TF_F32 ? malloc((size_t)n * tf_dtype_size(yt)) : NULL;
                     float *dp32 = tf_test_falloc(4 * C), *dph = tf_test_falloc(4 * C);
                     tf_test_fill_normal(dp32, 4 * C, 0, 1, s + 9);
                     memcpy(dph, dp32, 4 * C * sizeof(float));
-                    g_ops->layernorm_bwd(g_be, dx.f, dp32, dp32 + C, dout.f, x.f, st32, st32 + R,
-                                         g1, R, C, acc, TF_F32, TF_F32);
-                    g_ops->layernorm_bwd(g_be, dx.h, dph, dph + C, dout.h, x.h, st32, st32 + R,
-                                         g1, R, C, acc, xt, yt);
+                    g_ops->layernorm_bwd(g_be, dx.f, NULL, dp32, dp32 + C, dout.f, x.f, st32,
+                                         st32 + R, g1, R, C, acc, TF_F32, TF_F32);
+                    g_ops->layernorm_bwd(g_be, dx.h, dxh, dph, dph + C, dout.h, x.h, st32,
+                                         st32 + R, g1, R, C, acc, xt, yt);
                     tb_expect(acc ? "layernorm_bwd accumulate" : "layernorm_bwd", &dx);
+                    if (dxh) copy_expect("layernorm_bwd dxh", dxh, yt, dx.h, n);
                     f32_expect("layernorm_bwd dgamma, dbeta", dph, dp32, 2 * C);
                     if (C <= 128) { /* layernorm2 */
                         g_ops->layernorm2_fwd(g_be, out.f, st32, x.f, g1, b1, g2, b2, R, C, 1e-5f,
@@ -297,16 +314,18 @@ static void test_layernorm_typed(void **state) {
                                               xt, yt);
                         tb_expect("layernorm2_fwd", &out);
                         f32_expect("layernorm2_fwd stats", sth, st32, 4 * R);
-                        g_ops->layernorm2_bwd(g_be, dx.f, dp32, dp32 + C, dp32 + 2 * C,
+                        g_ops->layernorm2_bwd(g_be, dx.f, NULL, dp32, dp32 + C, dp32 + 2 * C,
                                               dp32 + 3 * C, dout.f, x.f, st32, g1, b1, g2, R, C,
                                               acc, TF_F32, TF_F32);
-                        g_ops->layernorm2_bwd(g_be, dx.h, dph, dph + C, dph + 2 * C, dph + 3 * C,
-                                              dout.h, x.h, st32, g1, b1, g2, R, C, acc, xt, yt);
+                        g_ops->layernorm2_bwd(g_be, dx.h, dxh, dph, dph + C, dph + 2 * C,
+                                              dph + 3 * C, dout.h, x.h, st32, g1, b1, g2, R, C,
+                                              acc, xt, yt);
                         tb_expect(acc ? "layernorm2_bwd accumulate" : "layernorm2_bwd", &dx);
+                        if (dxh) copy_expect("layernorm2_bwd dxh", dxh, yt, dx.h, n);
                         f32_expect("layernorm2_bwd parameter gradients", dph, dp32, 4 * C);
                     }
                     tb_free(&dx);
-                    free(dp32), free(dph);
+                    free(dxh), free(dp32), free(dph);
                 }
                 tb_free(&x), tb_free(&out), tb_free(&dout);
                 free(g1), free(b1), free(g2), free(b2), free(st32), free(sth);

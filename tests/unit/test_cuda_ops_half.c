@@ -115,6 +115,30 @@ static void check_exact(const char *op, const char *shape, tf_dtype t, const flo
     free(a), free(r);
 }
 
+/* A LayerNorm backward's copy dxh (type t) against the convert op of the dx
+ * it wrote (fp32): the same bits, every element (no tie is allowed here:
+ * both round one fp32 value) */
+static void check_copy(bk b, const char *op, const char *shape, tf_dtype t, const void *dxh,
+                       const void *dx, size_t n)
+{
+    void *cv = b_alloc(b, n);
+    b.ops->convert(b.be, cv, t, dx, TF_F32, (long)n);
+    uint16_t *got = malloc(2 * n), *want = malloc(2 * n);
+    b.ops->download(b.be, got, dxh, 2 * n);
+    b.ops->download(b.be, want, cv, 2 * n);
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < n; ++i)
+        if (got[i] != want[i] && !bad++) first = i;
+    if (bad)
+        printf("FAIL %s %s %s: %zu of %zu differ from convert(dx) (first %zu: 0x%x vs 0x%x)\n",
+               op, tf_dtype_name(t), shape, bad, n, first, got[first], want[first]);
+    else
+        printf("PASS %s %s %s: the bits of convert(dx) (%zu)\n", op, tf_dtype_name(t), shape, n);
+    g_fail += bad != 0;
+    b_free(b, cv);
+    free(got), free(want);
+}
+
 /* ---- elementwise and gating ---- */
 static void test_half_elementwise(void **state)
 {
@@ -308,7 +332,10 @@ static void test_half_data(void **state)
     done();
 }
 
-/* ---- LayerNorm, LayerNorm2, softmax ---- */
+/* ---- LayerNorm, LayerNorm2, softmax ----
+ * From a residual stream (x, dx fp32) the backwards also store dx's copy in
+ * the half type (dxh), the model's next stream gradient: checked against
+ * convert(dx). */
 static void test_half_norm(void **state)
 {
     (void)state;
@@ -339,6 +366,10 @@ static void test_half_norm(void **state)
                     float *mean = b_alloc(b, (size_t)rows * 4), *mean32 = b_alloc(b, (size_t)rows * 4);
                     float *dp = b_alloc(b, 4 * (size_t)C), *dp32 = b_alloc(b, 4 * (size_t)C);
                     float *got = malloc(4 * n), *ref = malloc(4 * n);
+                    /* the copy aligned (the model's), or one element off for every
+                     * other shape (the vector-row kernels' scalar stores) */
+                    void *dxh_base = xt == TF_F32 ? b_alloc(b, n + 1) : NULL;
+                    void *dxh = dxh_base && (ci + k) % 2 ? (uint16_t *)dxh_base + 1 : dxh_base;
                     char shape[64];
                     snprintf(shape, sizeof shape, "L%d rows %ld C %d x %s out %s", lv[li], rows, C,
                              tf_dtype_name(xt), tf_dtype_name(yt));
@@ -349,12 +380,13 @@ static void test_half_norm(void **state)
                     get_t(b, got, out, n, yt), b_get(b, ref, o32, n);
                     check_exact("layernorm_fwd", shape, yt, got, ref, n);
                     b.ops->zero(b.be, dp, 8 * (size_t)C), b.ops->zero(b.be, dp32, 8 * (size_t)C);
-                    b.ops->layernorm_bwd(b.be, dx, dp, dp + C, dout, x, mean32, mean32 + rows, g_,
-                                         rows, C, 1, xt, yt);
-                    b.ops->layernorm_bwd(b.be, dx32, dp32, dp32 + C, d32, x32, mean32,
+                    b.ops->layernorm_bwd(b.be, dx, dxh, dp, dp + C, dout, x, mean32, mean32 + rows,
+                                         g_, rows, C, 1, xt, yt);
+                    b.ops->layernorm_bwd(b.be, dx32, NULL, dp32, dp32 + C, d32, x32, mean32,
                                          mean32 + rows, g_, rows, C, 1, TF_F32, TF_F32);
                     get_t(b, got, dx, n, xt), b_get(b, ref, dx32, n);
                     check_exact("layernorm_bwd dx (acc)", shape, xt, got, ref, n);
+                    if (dxh) check_copy(b, "layernorm_bwd dxh", shape, yt, dxh, dx, n);
                     b_get(b, got, dp, 2 * (size_t)C), b_get(b, ref, dp32, 2 * (size_t)C);
                     check_exact("layernorm_bwd dgamma dbeta", shape, TF_F32, got, ref,
                                 2 * (size_t)C);
@@ -367,12 +399,14 @@ static void test_half_norm(void **state)
                     check_exact("layernorm2_fwd", shape, yt, got, ref, n);
                     float *dq = b_alloc(b, 4 * (size_t)C), *dq32 = b_alloc(b, 4 * (size_t)C);
                     b.ops->zero(b.be, dq, 16 * (size_t)C), b.ops->zero(b.be, dq32, 16 * (size_t)C);
-                    b.ops->layernorm2_bwd(b.be, dx, dq, dq + C, dq + 2 * C, dq + 3 * C, dout, x,
-                                          st32, g_, b_, b_, rows, C, 0, xt, yt);
-                    b.ops->layernorm2_bwd(b.be, dx32, dq32, dq32 + C, dq32 + 2 * C, dq32 + 3 * C,
-                                          d32, x32, st32, g_, b_, b_, rows, C, 0, TF_F32, TF_F32);
+                    b.ops->layernorm2_bwd(b.be, dx, dxh, dq, dq + C, dq + 2 * C, dq + 3 * C, dout,
+                                          x, st32, g_, b_, b_, rows, C, 0, xt, yt);
+                    b.ops->layernorm2_bwd(b.be, dx32, NULL, dq32, dq32 + C, dq32 + 2 * C,
+                                          dq32 + 3 * C, d32, x32, st32, g_, b_, b_, rows, C, 0,
+                                          TF_F32, TF_F32);
                     get_t(b, got, dx, n, xt), b_get(b, ref, dx32, n);
                     check_exact("layernorm2_bwd dx", shape, xt, got, ref, n);
+                    if (dxh) check_copy(b, "layernorm2_bwd dxh", shape, yt, dxh, dx, n);
                     b_get(b, got, dq, 4 * (size_t)C), b_get(b, ref, dq32, 4 * (size_t)C);
                     check_exact("layernorm2_bwd dg1 db1 dg2 db2", shape, TF_F32, got, ref,
                                 4 * (size_t)C);
@@ -380,6 +414,7 @@ static void test_half_norm(void **state)
                     b_free(b, x), b_free(b, dout), b_free(b, dx), b_free(b, out), b_free(b, x32);
                     b_free(b, d32), b_free(b, dx32), b_free(b, o32), b_free(b, g_), b_free(b, b_);
                     b_free(b, mean), b_free(b, mean32), b_free(b, dp), b_free(b, dp32);
+                    if (dxh_base) b_free(b, dxh_base);
                     free(hx), free(hd), free(hdx), free(gm), free(bt), free(got), free(ref);
                 }
             /* softmax: forward in place, backward */

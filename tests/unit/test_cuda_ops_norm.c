@@ -8,10 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- LayerNorm ---- */
+/* ---- LayerNorm ----
+ * The backward also writes dx's copy dxh (of the type of dout, here fp32:
+ * dx's bits; test_cuda_ops_half checks the half types'). */
 static void run_ln(bk b, long rows, int C, const float *hx, const float *hg, const float *hb,
                    const float *hdo, const float *hdx0, const float *hdg0, const float *hdb0,
-                   int acc, float *out, float *mean, float *rstd, float *dx, float *dg, float *db)
+                   int acc, float *out, float *mean, float *rstd, float *dx, float *dg, float *db,
+                   float *dxh)
 {
     const size_t n = (size_t)rows * C;
     float *x = b_put(b, hx, n), *g = b_put(b, hg, C), *be = b_put(b, hb, C);
@@ -21,14 +24,15 @@ static void run_ln(bk b, long rows, int C, const float *hx, const float *hg, con
     b_get(b, mean, mu, rows);
     b_get(b, rstd, rs, rows);
     float *dout = b_put(b, hdo, n), *dxd = acc ? b_put(b, hdx0, n) : b_nan(b, n);
-    float *dgd = b_put(b, hdg0, C), *dbd = b_put(b, hdb0, C);
-    b.ops->layernorm_bwd(b.be, dxd, dgd, dbd, dout, x, mu, rs, g, rows, C, acc, TF_F32,
+    float *dgd = b_put(b, hdg0, C), *dbd = b_put(b, hdb0, C), *dxhd = b_nan(b, n);
+    b.ops->layernorm_bwd(b.be, dxd, dxhd, dgd, dbd, dout, x, mu, rs, g, rows, C, acc, TF_F32,
                          TF_F32);
     b_get(b, dx, dxd, n);
+    b_get(b, dxh, dxhd, n);
     b_get(b, dg, dgd, C);
     b_get(b, db, dbd, C);
     b_free(b, x), b_free(b, g), b_free(b, be), b_free(b, o), b_free(b, mu), b_free(b, rs);
-    b_free(b, dout), b_free(b, dxd), b_free(b, dgd), b_free(b, dbd);
+    b_free(b, dout), b_free(b, dxd), b_free(b, dgd), b_free(b, dbd), b_free(b, dxhd);
 }
 
 static void ln_case(bk cu, int level, long rows, int C, int acc)
@@ -38,12 +42,13 @@ static void ln_case(bk cu, int level, long rows, int C, int acc)
     float *hdo = rnd(n, 1.f, 24), *hdx0 = rnd(n, 1.f, 25), *hdg0 = rnd(C, 1.f, 26),
           *hdb0 = rnd(C, 1.f, 27);
     for (size_t i = 0; i < n; ++i) hx[i] += 3.f; /* a mean away from 0 */
-    float *o[3][6];
+    float *o[3][7];
     for (int r = 0; r < 3; ++r) {
         o[r][0] = tf_test_falloc(n), o[r][1] = tf_test_falloc(rows), o[r][2] = tf_test_falloc(rows);
         o[r][3] = tf_test_falloc(n), o[r][4] = tf_test_falloc(C), o[r][5] = tf_test_falloc(C);
+        o[r][6] = tf_test_falloc(n);
         run_ln(r == 0 ? g_cpu : cu, rows, C, hx, hg, hb, hdo, hdx0, hdg0, hdb0, acc, o[r][0],
-               o[r][1], o[r][2], o[r][3], o[r][4], o[r][5]);
+               o[r][1], o[r][2], o[r][3], o[r][4], o[r][5], o[r][6]);
     }
     char shape[96];
     snprintf(shape, sizeof shape, "level=%d rows=%ld C=%d acc=%d", level, rows, C, acc);
@@ -58,8 +63,9 @@ static void ln_case(bk cu, int level, long rows, int C, int acc)
         check(names[k], shape, o[1][k], o[0][k], cnt[k], tol[k]);
         check_same(names[k], shape, o[1][k], o[2][k], cnt[k]);
     }
+    check_same("layernorm_bwd.dxh", shape, o[1][6], o[1][3], n);
     for (int r = 0; r < 3; ++r)
-        for (int k = 0; k < 6; ++k) free(o[r][k]);
+        for (int k = 0; k < 7; ++k) free(o[r][k]);
     free(hx), free(hg), free(hb), free(hdo), free(hdx0), free(hdg0), free(hdb0);
 }
 
@@ -97,7 +103,7 @@ static void test_layernorm(void **state)
  * tol_sum(C) for the first norm's, whose factor dy1 is one backward deep). */
 static void run_ln2(bk b, long rows, int C, const float *hx, const float *hp, const float *hdo,
                     const float *hdx0, const float *hdp0, int acc, float *out, float *st, float *dx,
-                    float *dp)
+                    float *dp, float *dxh)
 {
     const size_t n = (size_t)rows * C;
     float *x = b_put(b, hx, n), *p = b_put(b, hp, 4 * (size_t)C);
@@ -107,13 +113,14 @@ static void run_ln2(bk b, long rows, int C, const float *hx, const float *hp, co
     b_get(b, out, o, n);
     b_get(b, st, s, 4 * (size_t)rows);
     float *dout = b_put(b, hdo, n), *dxd = acc ? b_put(b, hdx0, n) : b_nan(b, n);
-    float *dpd = b_put(b, hdp0, 4 * (size_t)C);
-    b.ops->layernorm2_bwd(b.be, dxd, dpd, dpd + C, dpd + 2 * C, dpd + 3 * C, dout, x, s, p, p + C,
-                          p + 2 * C, rows, C, acc, TF_F32, TF_F32);
+    float *dpd = b_put(b, hdp0, 4 * (size_t)C), *dxhd = b_nan(b, n);
+    b.ops->layernorm2_bwd(b.be, dxd, dxhd, dpd, dpd + C, dpd + 2 * C, dpd + 3 * C, dout, x, s, p,
+                          p + C, p + 2 * C, rows, C, acc, TF_F32, TF_F32);
     b_get(b, dx, dxd, n);
+    b_get(b, dxh, dxhd, n);
     b_get(b, dp, dpd, 4 * (size_t)C);
     b_free(b, x), b_free(b, p), b_free(b, o), b_free(b, s), b_free(b, dout), b_free(b, dxd);
-    b_free(b, dpd);
+    b_free(b, dpd), b_free(b, dxhd);
 }
 
 static void ln2_case(bk cu, int level, long rows, int C, int acc)
@@ -122,12 +129,13 @@ static void ln2_case(bk cu, int level, long rows, int C, int acc)
     float *hx = rnd(n, 2.f, 31), *hp = rnd(4 * (size_t)C, 1.f, 32), *hdo = rnd(n, 1.f, 33);
     float *hdx0 = rnd(n, 1.f, 34), *hdp0 = rnd(4 * (size_t)C, 1.f, 35);
     for (size_t i = 0; i < n; ++i) hx[i] += 3.f; /* a mean away from 0 */
-    float *o[3][4];
+    float *o[3][5];
     for (int r = 0; r < 3; ++r) {
         o[r][0] = tf_test_falloc(n), o[r][1] = tf_test_falloc(4 * (size_t)rows);
         o[r][2] = tf_test_falloc(n), o[r][3] = tf_test_falloc(4 * (size_t)C);
+        o[r][4] = tf_test_falloc(n);
         run_ln2(r == 0 ? g_cpu : cu, rows, C, hx, hp, hdo, hdx0, hdp0, acc, o[r][0], o[r][1],
-                o[r][2], o[r][3]);
+                o[r][2], o[r][3], o[r][4]);
     }
     char shape[96];
     snprintf(shape, sizeof shape, "level=%d rows=%ld C=%d acc=%d", level, rows, C, acc);
@@ -144,8 +152,9 @@ static void ln2_case(bk cu, int level, long rows, int C, int acc)
         check(pn[k], shape, o[1][3] + (size_t)k * C, o[0][3] + (size_t)k * C, (size_t)C, tp[k]);
     const size_t cnt[4] = {n, 4 * (size_t)rows, n, 4 * (size_t)C};
     for (int k = 0; k < 4; ++k) check_same("layernorm2", shape, o[1][k], o[2][k], cnt[k]);
+    check_same("layernorm2_bwd.dxh", shape, o[1][4], o[1][2], n);
     for (int r = 0; r < 3; ++r)
-        for (int k = 0; k < 4; ++k) free(o[r][k]);
+        for (int k = 0; k < 5; ++k) free(o[r][k]);
     free(hx), free(hp), free(hdo), free(hdx0), free(hdp0);
 }
 

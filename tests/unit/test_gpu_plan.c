@@ -148,19 +148,19 @@ static void r_attn_bwd(tf_backend *be, const tf_attn_args *a) { (void)be, r_attn
 static void n_ln_fwd(tf_backend *b, void *o, float *m, float *r, const void *x, const float *g,
                      const float *be, long rows, int C, float eps, tf_dtype xt, tf_dtype yt)
 { (void)b, (void)o, (void)m, (void)r, (void)x, (void)g, (void)be, (void)rows, (void)C, (void)eps, (void)xt, (void)yt; }
-static void n_ln_bwd(tf_backend *b, void *dx, float *dg, float *db, const void *dy,
+static void n_ln_bwd(tf_backend *b, void *dx, void *dxh, float *dg, float *db, const void *dy,
                      const void *x, const float *m, const float *r, const float *g, long rows,
                      int C, int acc, tf_dtype xt, tf_dtype yt)
-{ (void)b, (void)dx, (void)dg, (void)db, (void)dy, (void)x, (void)m, (void)r, (void)g, (void)rows, (void)C, (void)acc, (void)xt, (void)yt; }
+{ (void)b, (void)dx, (void)dxh, (void)dg, (void)db, (void)dy, (void)x, (void)m, (void)r, (void)g, (void)rows, (void)C, (void)acc, (void)xt, (void)yt; }
 static void n_ln2_fwd(tf_backend *b, void *o, float *st, const void *x, const float *g1,
                       const float *b1, const float *g2, const float *b2, long rows, int C,
                       float eps, tf_dtype xt, tf_dtype yt)
 { (void)b, (void)o, (void)st, (void)x, (void)g1, (void)b1, (void)g2, (void)b2, (void)rows, (void)C, (void)eps, (void)xt, (void)yt; }
-static void n_ln2_bwd(tf_backend *b, void *dx, float *dg1, float *db1, float *dg2, float *db2,
-                      const void *dy, const void *x, const float *st, const float *g1,
+static void n_ln2_bwd(tf_backend *b, void *dx, void *dxh, float *dg1, float *db1, float *dg2,
+                      float *db2, const void *dy, const void *x, const float *st, const float *g1,
                       const float *b1, const float *g2, long rows, int C, int acc, tf_dtype xt,
                       tf_dtype yt)
-{ (void)b, (void)dx, (void)dg1, (void)db1, (void)dg2, (void)db2, (void)dy, (void)x, (void)st, (void)g1, (void)b1, (void)g2, (void)rows, (void)C, (void)acc, (void)xt, (void)yt; }
+{ (void)b, (void)dx, (void)dxh, (void)dg1, (void)db1, (void)dg2, (void)db2, (void)dy, (void)x, (void)st, (void)g1, (void)b1, (void)g2, (void)rows, (void)C, (void)acc, (void)xt, (void)yt; }
 static void n_sm_fwd(tf_backend *b, void *y, const void *x, long r, int c, tf_dtype t)
 { (void)b, (void)y, (void)x, (void)r, (void)c, (void)t; }
 static void n_sm_bwd(tf_backend *b, void *dx, const void *dy, const void *y, long r, int c,

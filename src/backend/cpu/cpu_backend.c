@@ -99,6 +99,7 @@ static void cpu_caps(const tf_backend *be, tf_backend_caps *c) {
     c->opm_weight_first = v3;
     c->trimul_merged = v3;
     c->act_types = (1u << TF_F32) | (1u << TF_BF16) | (1u << TF_F16);
+    c->ln_stream_copy = 1;
 }
 
 static const tf_ops cpu_ops = {

@@ -119,6 +119,13 @@ static inline void ln_bwd_row(float *dx, const float *dout, const float *x, floa
     }
 }
 
+/* dxh (layernorm_bwd's rounded copy, NULL: none): row r of dx, whose fp32
+ * values are dxr (xt is fp32: dxr are the stored values), rounded to yt */
+static inline void ln_store_copy(void *dxh, tf_dtype yt, long off, const float *dxr, int C) {
+    if (dxh)
+        tf_dtype_from_f32(tf_cpu_at(dxh, yt, off), yt, dxr, (size_t)C);
+}
+
 /* The chunks' partial rows (nq vectors of C, cp apart, per chunk) added in
  * chunk order into chunk 0, then vector q into out[q] (+=). */
 static void ln_add_chunks(float *part, long nchunk, size_t cp, int nq, float *const *out, int C) {
@@ -134,9 +141,10 @@ static void ln_add_chunks(float *part, long nchunk, size_t cp, int nq, float *co
             out[q][c] += part[(size_t)q * cp + c];
 }
 
-void tf_cpu_layernorm_bwd(tf_backend *be, void *dx, float *dgamma, float *dbeta, const void *dout,
-                          const void *x, const float *mean, const float *rstd, const float *gamma,
-                          long rows, int C, int accumulate, tf_dtype xt, tf_dtype yt) {
+void tf_cpu_layernorm_bwd(tf_backend *be, void *dx, void *dxh, float *dgamma, float *dbeta,
+                          const void *dout, const void *x, const float *mean, const float *rstd,
+                          const float *gamma, long rows, int C, int accumulate, tf_dtype xt,
+                          tf_dtype yt) {
     tf_cpu_dtype_check(xt, "layernorm_bwd");
     tf_cpu_dtype_check(yt, "layernorm_bwd");
     if (rows <= 0 || C <= 0)
@@ -159,6 +167,7 @@ void tf_cpu_layernorm_bwd(tf_backend *be, void *dx, float *dgamma, float *dbeta,
             const float mu = mean[r], rs = rstd[r];
             ln_bwd_row(dxr, dr, xr, mu, rs, gamma, C, accumulate);
             tf_cpu_row_store(dx, xt, r * C, dxr, C);
+            ln_store_copy(dxh, yt, r * C, dxr, C);
 #pragma omp simd
             for (int c = 0; c < C; c++) {
                 pg[c] += dr[c] * ((xr[c] - mu) * rs);
@@ -172,10 +181,10 @@ void tf_cpu_layernorm_bwd(tf_backend *be, void *dx, float *dgamma, float *dbeta,
 /* Per chunk of rows: recompute y1, then LN2's backward (into a per-thread
  * row dy1) and LN1's, with the four parameter partials summed in the order
  * of the two separate ops' chunks. */
-void tf_cpu_layernorm2_bwd(tf_backend *be, void *dx, float *dg1, float *db1, float *dg2,
-                           float *db2, const void *dout, const void *x, const float *stats,
-                           const float *g1, const float *b1, const float *g2, long rows, int C,
-                           int accumulate, tf_dtype xt, tf_dtype yt) {
+void tf_cpu_layernorm2_bwd(tf_backend *be, void *dx, void *dxh, float *dg1, float *db1,
+                           float *dg2, float *db2, const void *dout, const void *x,
+                           const float *stats, const float *g1, const float *b1, const float *g2,
+                           long rows, int C, int accumulate, tf_dtype xt, tf_dtype yt) {
     tf_cpu_dtype_check(xt, "layernorm2_bwd");
     tf_cpu_dtype_check(yt, "layernorm2_bwd");
     if (rows <= 0 || C <= 0)
@@ -202,6 +211,7 @@ void tf_cpu_layernorm2_bwd(tf_backend *be, void *dx, float *dg1, float *db1, flo
             ln_bwd_row(dy1, dr, y1, m2[r], r2[r], g2, C, 0);
             ln_bwd_row(dxr, dy1, xr, m1[r], r1[r], g1, C, accumulate);
             tf_cpu_row_store(dx, xt, r * C, dxr, C);
+            ln_store_copy(dxh, yt, r * C, dxr, C);
 #pragma omp simd
             for (int c = 0; c < C; c++) {
                 p[2 * cp + c] += dr[c] * ((y1[c] - m2[r]) * r2[r]);

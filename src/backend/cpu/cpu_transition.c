@@ -89,6 +89,7 @@ void tf_cpu_transition_bwd(tf_backend *be, float *dx, float *dgamma, float *dbet
     g.epilogue = TF_EPI_NONE;
     g.aux = NULL;
     tf_cpu_gemm(be, &g, "transition_dxn");
-    tf_cpu_layernorm_bwd(be, dx, dgamma, dbeta, dxn, x, mean, rstd, gamma, rows, C, 1, TF_F32, t);
+    tf_cpu_layernorm_bwd(be, dx, NULL, dgamma, dbeta, dxn, x, mean, rstd, gamma, rows, C, 1, TF_F32,
+                         t);
     free(dxn);
 }

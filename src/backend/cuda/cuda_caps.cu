@@ -47,6 +47,7 @@ extern "C" void tf_cu_caps(const tf_backend *be, tf_backend_caps *c)
         c->opm_fused_op = c->act_types & (1u << TF_BF16 | 1u << TF_F16);
         c->opm_fused_max_s = TF_GPU_OPM_FUSED_MAX_S;
     }
+    c->ln_stream_copy = 1; /* every LayerNorm backward kernel stores dxh (cuda_layernorm.cu) */
 }
 
 extern "C" void tf_cu_graph_destroy(tf_backend *be, void *graph)

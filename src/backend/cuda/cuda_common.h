@@ -318,16 +318,16 @@ int tf_cu_wg_probe(tf_backend *be);
 /* cuda_layernorm.cu */
 void tf_cu_layernorm_fwd(tf_backend *be, float *out, float *mean, float *rstd, const float *x,
                          const float *gamma, const float *beta, long rows, int C, float eps);
-void tf_cu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta,
+void tf_cu_layernorm_bwd(tf_backend *be, float *dx, float *dxh, float *dgamma, float *dbeta,
                          const float *dout, const float *x, const float *mean, const float *rstd,
                          const float *gamma, long rows, int C, int accumulate);
 void tf_cu_layernorm2_fwd(tf_backend *be, float *out, float *stats, const float *x,
                           const float *g1, const float *b1, const float *g2, const float *b2,
                           long rows, int C, float eps);
-void tf_cu_layernorm2_bwd(tf_backend *be, float *dx, float *dg1, float *db1, float *dg2,
-                          float *db2, const float *dout, const float *x, const float *stats,
-                          const float *g1, const float *b1, const float *g2, long rows, int C,
-                          int accumulate);
+void tf_cu_layernorm2_bwd(tf_backend *be, float *dx, float *dxh, float *dg1, float *db1,
+                          float *dg2, float *db2, const float *dout, const float *x,
+                          const float *stats, const float *g1, const float *b1, const float *g2,
+                          long rows, int C, int accumulate);
 
 /* cuda_softmax.cu */
 void tf_cu_softmax_fwd(tf_backend *be, float *y, const float *x, long rows, int cols);
@@ -382,17 +382,17 @@ void tf_cu_gate_cmajor_bwd(tf_backend *be, float *da, float *dg, const float *dl
 void tf_cu_layernorm_fwd_h(tf_backend *be, void *out, float *mean, float *rstd, const void *x,
                            const float *gamma, const float *beta, long rows, int C, float eps,
                            tf_dtype xt, tf_dtype yt);
-void tf_cu_layernorm_bwd_h(tf_backend *be, void *dx, float *dgamma, float *dbeta,
+void tf_cu_layernorm_bwd_h(tf_backend *be, void *dx, void *dxh, float *dgamma, float *dbeta,
                            const void *dout, const void *x, const float *mean, const float *rstd,
                            const float *gamma, long rows, int C, int accumulate, tf_dtype xt,
                            tf_dtype yt);
 void tf_cu_layernorm2_fwd_h(tf_backend *be, void *out, float *stats, const void *x,
                             const float *g1, const float *b1, const float *g2, const float *b2,
                             long rows, int C, float eps, tf_dtype xt, tf_dtype yt);
-void tf_cu_layernorm2_bwd_h(tf_backend *be, void *dx, float *dg1, float *db1, float *dg2,
-                            float *db2, const void *dout, const void *x, const float *stats,
-                            const float *g1, const float *b1, const float *g2, long rows, int C,
-                            int accumulate, tf_dtype xt, tf_dtype yt);
+void tf_cu_layernorm2_bwd_h(tf_backend *be, void *dx, void *dxh, float *dg1, float *db1,
+                            float *dg2, float *db2, const void *dout, const void *x,
+                            const float *stats, const float *g1, const float *b1, const float *g2,
+                            long rows, int C, int accumulate, tf_dtype xt, tf_dtype yt);
 void tf_cu_softmax_fwd_h(tf_backend *be, void *y, const void *x, long rows, int cols, tf_dtype t);
 void tf_cu_softmax_bwd_h(tf_backend *be, void *dx, const void *dy, const void *y, long rows,
                          int cols, tf_dtype t);

@@ -26,7 +26,12 @@
  * Every kernel is a template over the element types of x / dx (TX) and out /
  * dout (TY) (cuda_half.h): instantiated with floats it is the fp32 kernel,
  * with a half type the same sums on the widened elements, rounded at the
- * store. Rows of 64 and 128 take the vector-row kernels at level 3. */
+ * store. Rows of 64 and 128 take the vector-row kernels at level 3.
+ *
+ * Every kernel that writes dx also stores, when dxh is not NULL, each
+ * element's final value (after the accumulate) rounded to TY into dxh (ops.h
+ * layernorm_bwd: the residual stream's gradient in the activations' type,
+ * the bits a convert of the stored dx gives, with dx fp32). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -56,9 +61,9 @@ __device__ __forceinline__ void ln2_row_stats(const float (&v)[LN2_CACHE], int l
     rs = 1.f / sqrtf(tf_warp_sum(q) / C + eps);
 }
 /* dx = rs (g - mean(g) - xhat mean(g xhat)) from g = dout gamma and xhat (0 past
- * C), += when accumulate */
-template <class T>
-__device__ __forceinline__ void ln2_row_dx(T *dxr, const float (&gv)[LN2_CACHE],
+ * C), += when accumulate; dhr (NULL: none) gets the row's final values too */
+template <class T, class TH>
+__device__ __forceinline__ void ln2_row_dx(T *dxr, TH *dhr, const float (&gv)[LN2_CACHE],
                                            const float (&xh)[LN2_CACHE], int lane, int C,
                                            float rs, int accumulate)
 {
@@ -74,7 +79,9 @@ __device__ __forceinline__ void ln2_row_dx(T *dxr, const float (&gv)[LN2_CACHE],
         const int c = lane + TF_GROUP * k;
         if (c < C) {
             const float v = rs * (gv[k] - mg - xh[k] * mgx);
-            dxr[c] = accumulate ? dxr[c] + v : v;
+            const float d = accumulate ? dxr[c] + v : v;
+            dxr[c] = d;
+            if (dhr) dhr[c] = d;
         }
     }
 }
@@ -157,10 +164,9 @@ __global__ void __launch_bounds__(LN2_THREADS) layernorm_fwd_kernel2(TY *out, fl
  * g = dout*gamma, xhat = (x-mean)*rstd:
  * dx = rstd * (g - mean(g) - xhat * mean(g*xhat))  (+= when accumulate) */
 template <class TX, class TY>
-__global__ void __launch_bounds__(LN1_THREADS) layernorm_bwd_dx_kernel1(TX *dx, const TY *dout, const TX *x,
-                                                              const float *mean, const float *rstd,
-                                                              const float *gamma, long rows, int C,
-                                                              int accumulate)
+__global__ void __launch_bounds__(LN1_THREADS)
+layernorm_bwd_dx_kernel1(TX *dx, TY *dxh, const TY *dout, const TX *x, const float *mean,
+                         const float *rstd, const float *gamma, long rows, int C, int accumulate)
 {
     __shared__ float sh[32];
     const long r = blockIdx.x;
@@ -177,19 +183,21 @@ __global__ void __launch_bounds__(LN1_THREADS) layernorm_bwd_dx_kernel1(TX *dx, 
     const float mg = tf_block_sum(sg, sh) / C;
     const float mgx = tf_block_sum(sgx, sh) / C;
     TX *dxr = dx + r * C;
+    TY *dhr = dxh ? dxh + r * C : NULL;
     for (int c = threadIdx.x; c < C; c += blockDim.x) {
         const float xh = (xr[c] - mu) * rs;
         const float v = rs * (dr[c] * gamma[c] - mg - xh * mgx);
-        dxr[c] = accumulate ? dxr[c] + v : v;
+        const float d = accumulate ? dxr[c] + v : v;
+        dxr[c] = d;
+        if (dhr) dhr[c] = d;
     }
 }
 
 
 template <class TX, class TY>
-__global__ void __launch_bounds__(LN2_THREADS) layernorm_bwd_dx_kernel2(TX *dx, const TY *dout, const TX *x,
-                                                              const float *mean, const float *rstd,
-                                                              const float *gamma, long rows, int C,
-                                                              int accumulate)
+__global__ void __launch_bounds__(LN2_THREADS)
+layernorm_bwd_dx_kernel2(TX *dx, TY *dxh, const TY *dout, const TX *x, const float *mean,
+                         const float *rstd, const float *gamma, long rows, int C, int accumulate)
 {
     const int lane = threadIdx.x % TF_GROUP;
     const long r = (long)blockIdx.x * (LN2_THREADS / TF_GROUP) + (threadIdx.x / TF_GROUP);
@@ -198,6 +206,7 @@ __global__ void __launch_bounds__(LN2_THREADS) layernorm_bwd_dx_kernel2(TX *dx, 
     const TX *xr = x + r * C;
     const TY *dr = dout + r * C;
     TX *dxr = dx + r * C;
+    TY *dhr = dxh ? dxh + r * C : NULL;
     if (C <= TF_GROUP * LN2_CACHE) {
         float gv[LN2_CACHE], xh[LN2_CACHE];
 #pragma unroll
@@ -206,7 +215,7 @@ __global__ void __launch_bounds__(LN2_THREADS) layernorm_bwd_dx_kernel2(TX *dx, 
             gv[k] = c < C ? dr[c] * gamma[c] : 0.f;
             xh[k] = c < C ? (xr[c] - mu) * rs : 0.f;
         }
-        ln2_row_dx(dxr, gv, xh, lane, C, rs, accumulate);
+        ln2_row_dx(dxr, dhr, gv, xh, lane, C, rs, accumulate);
     } else {
         float sg = 0.f, sgx = 0.f;
         for (int c = lane; c < C; c += TF_GROUP) {
@@ -218,7 +227,9 @@ __global__ void __launch_bounds__(LN2_THREADS) layernorm_bwd_dx_kernel2(TX *dx, 
         for (int c = lane; c < C; c += TF_GROUP) {
             const float xhc = (xr[c] - mu) * rs;
             const float v = rs * (dr[c] * gamma[c] - mg - xhc * mgx);
-            dxr[c] = accumulate ? dxr[c] + v : v;
+            const float d = accumulate ? dxr[c] + v : v;
+            dxr[c] = d;
+            if (dhr) dhr[c] = d;
         }
     }
 }
@@ -395,11 +406,10 @@ static long ln_rows_per_block(const tf_backend *be, long rows, int W)
 }
 
 template <class TX, class TY>
-__global__ void __launch_bounds__(LN2_THREADS) layernorm_bwd_kernel2(TX *dx, ln_roots o, float *part,
-                                                           int *count, const TY *dout, const TX *x,
-                                                           const float *mean, const float *rstd,
-                                                           const float *gamma, long rows, int C,
-                                                           int accumulate, long rpb)
+__global__ void __launch_bounds__(LN2_THREADS)
+layernorm_bwd_kernel2(TX *dx, TY *dxh, ln_roots o, float *part, int *count, const TY *dout,
+                      const TX *x, const float *mean, const float *rstd, const float *gamma,
+                      long rows, int C, int accumulate, long rpb)
 {
     constexpr int NW = LN2_THREADS / TF_GROUP;
     __shared__ float sp[2][NW][TF_GROUP * LN2_CACHE]; /* dgamma dbeta per warp */
@@ -423,7 +433,7 @@ __global__ void __launch_bounds__(LN2_THREADS) layernorm_bwd_kernel2(TX *dx, ln_
             a[0][k] += dv[k] * xh[k]; /* rows in order per lane */
             a[1][k] += dv[k];
         }
-        if (dx) ln2_row_dx(dx + r * C, gv, xh, lane, C, rs, accumulate);
+        if (dx) ln2_row_dx(dx + r * C, dxh ? dxh + r * C : NULL, gv, xh, lane, C, rs, accumulate);
     }
     ln2_block_finish(sp, a, C, part, count, o);
 }
@@ -476,12 +486,10 @@ __global__ void __launch_bounds__(LN2_THREADS) layernorm2_fwd_kernel2(TY *out, f
 
 
 template <class TX, class TY>
-__global__ void __launch_bounds__(LN2_THREADS) layernorm2_bwd_kernel2(TX *dx, ln_roots o, float *part,
-                                                            int *count, const TY *dout, const TX *x,
-                                                            const float *stats, const float *g1,
-                                                            const float *b1, const float *g2,
-                                                            long rows, int C, int accumulate,
-                                                            long rpb)
+__global__ void __launch_bounds__(LN2_THREADS)
+layernorm2_bwd_kernel2(TX *dx, TY *dxh, ln_roots o, float *part, int *count, const TY *dout,
+                       const TX *x, const float *stats, const float *g1, const float *b1,
+                       const float *g2, long rows, int C, int accumulate, long rpb)
 {
     constexpr int NW = LN2_THREADS / TF_GROUP;
     __shared__ float sp[4][NW][TF_GROUP * LN2_CACHE]; /* dg1 db1 dg2 db2 per warp */
@@ -521,7 +529,7 @@ __global__ void __launch_bounds__(LN2_THREADS) layernorm2_bwd_kernel2(TX *dx, ln
             a[1][k] += dy1;
             gv[k] = c < C ? dy1 * g1[c] : 0.f;
         }
-        ln2_row_dx(dx + r * C, gv, xh1, lane, C, s1, accumulate);
+        ln2_row_dx(dx + r * C, dxh ? dxh + r * C : NULL, gv, xh1, lane, C, s1, accumulate);
     }
     ln2_block_finish(sp, a, C, part, count, o);
 }
@@ -554,15 +562,24 @@ __device__ __forceinline__ void ln_vst(T *p, const float (&v)[LN2_CACHE])
     else tf_cu_st2(p, v[0], v[1]);
 }
 /* p's VW elements = old + v when accumulate (old: p's elements, loaded
- * ahead, so that no load sits in the dependent chain), else v */
-template <int VW, class T>
-__device__ __forceinline__ void ln_vst_add(T *p, const float (&v)[LN2_CACHE],
+ * ahead, so that no load sits in the dependent chain), else v; and the same
+ * values into ph's (dxh's, NULL: none; one vector store where ph is aligned
+ * to VW elements, hv, else VW scalar ones) */
+template <int VW, class T, class TH>
+__device__ __forceinline__ void ln_vst_add(T *p, TH *ph, bool hv, const float (&v)[LN2_CACHE],
                                            const float (&old)[LN2_CACHE], int accumulate)
 {
     float s[LN2_CACHE];
 #pragma unroll
     for (int k = 0; k < LN2_CACHE; ++k) s[k] = accumulate ? old[k] + v[k] : v[k];
     ln_vst<VW>(p, s);
+    if (!ph) return;
+    if (hv) {
+        ln_vst<VW>(ph, s);
+        return;
+    }
+#pragma unroll
+    for (int k = 0; k < VW; ++k) ph[k] = s[k];
 }
 /* The vector-row backwards keep LN_RING of a warp's rows in flight in a ring
  * of slots in shared memory: the row's x, dout and (accumulate) dx copied by
@@ -616,9 +633,9 @@ __device__ __forceinline__ void ln_fetch(ln_slot<TX, TY, C> &s, long r, long r1,
 
 template <int VW, class TX, class TY>
 __global__ void __launch_bounds__(LN2_THREADS)
-layernorm_bwd_kernel2_v(TX *dx, ln_roots o, float *part, int *count, const TY *dout, const TX *x,
-                        const float *mean, const float *rstd, const float *gamma, long rows,
-                        int accumulate, long rpb)
+layernorm_bwd_kernel2_v(TX *dx, TY *dxh, ln_roots o, float *part, int *count, const TY *dout,
+                        const TX *x, const float *mean, const float *rstd, const float *gamma,
+                        long rows, int accumulate, long rpb)
 {
     constexpr int C = TF_GROUP * VW;
     typedef ln_ring<TX, TY, C, 2> RG;
@@ -631,6 +648,7 @@ layernorm_bwd_kernel2_v(TX *dx, ln_roots o, float *part, int *count, const TY *d
     const long r1 = r0 + rpb < rows ? r0 + rpb : rows;
     const ln_stat_src st = {{mean, rstd, NULL, NULL}, 2};
     const bool with_dx = dx && accumulate;
+    const bool hv = tf_cu_aligned(dxh, VW * sizeof(TY));
     long r = r0 + w;
 #pragma unroll
     for (int i = 0; i < RING - 1; ++i)
@@ -665,7 +683,8 @@ layernorm_bwd_kernel2_v(TX *dx, ln_roots o, float *part, int *count, const TY *d
 #pragma unroll
             for (int k = 0; k < VW; ++k) v[k] = rs * (gv[k] - mg - xh[k] * mgx);
             if (accumulate) ln_vld<VW>(s.dx + VW * lane, ov);
-            ln_vst_add<VW>(dx + r * C + VW * lane, v, ov, accumulate);
+            ln_vst_add<VW>(dx + r * C + VW * lane, dxh ? dxh + r * C + VW * lane : NULL, hv, v,
+                           ov, accumulate);
         }
         tf_syncwarp(); /* every lane has read the slot before it is refilled */
     }
@@ -677,9 +696,9 @@ layernorm_bwd_kernel2_v(TX *dx, ln_roots o, float *part, int *count, const TY *d
 /* layernorm2's backward, C 128, on the same ring */
 template <class TX, class TY>
 __global__ void __launch_bounds__(LN2_THREADS)
-layernorm2_bwd_kernel2_c128(TX *dx, ln_roots o, float *part, int *count, const TY *dout,
-                            const TX *x, const float *stats, const float *g1, const float *b1,
-                            const float *g2, long rows, int accumulate, long rpb)
+layernorm2_bwd_kernel2_c128(TX *dx, TY *dxh, ln_roots o, float *part, int *count,
+                            const TY *dout, const TX *x, const float *stats, const float *g1,
+                            const float *b1, const float *g2, long rows, int accumulate, long rpb)
 {
     constexpr int C = 128;
     typedef ln_ring<TX, TY, C, 4> RG;
@@ -691,6 +710,7 @@ layernorm2_bwd_kernel2_c128(TX *dx, ln_roots o, float *part, int *count, const T
     const long r0 = (long)blockIdx.x * rpb;
     const long r1 = r0 + rpb < rows ? r0 + rpb : rows;
     const ln_stat_src st = {{stats, stats + rows, stats + 2 * rows, stats + 3 * rows}, 4};
+    const bool hv = tf_cu_aligned(dxh, 4 * sizeof(TY));
     long r = r0 + w;
 #pragma unroll
     for (int i = 0; i < RING - 1; ++i)
@@ -738,7 +758,8 @@ layernorm2_bwd_kernel2_c128(TX *dx, ln_roots o, float *part, int *count, const T
         float v[4];
 #pragma unroll
         for (int k = 0; k < 4; ++k) v[k] = s1 * (gv[k] - mg - xh1[k] * mgx);
-        ln_vst_add<4>(dx + r * C + 4 * lane, v, ov, accumulate);
+        ln_vst_add<4>(dx + r * C + 4 * lane, dxh ? dxh + r * C + 4 * lane : NULL, hv, v, ov,
+                      accumulate);
         tf_syncwarp(); /* every lane has read the slot before it is refilled */
     }
     tf_cp_wait<0>(); /* the empty groups past the rows */
@@ -857,7 +878,7 @@ static void ln_fwd(tf_backend *be, TY *out, float *mean, float *rstd, const TX *
 #define DP_MAX_CHUNKS 1024
 
 template <class TX, class TY>
-static void ln_bwd(tf_backend *be, TX *dx, float *dgamma, float *dbeta, const TY *dout,
+static void ln_bwd(tf_backend *be, TX *dx, TY *dxh, float *dgamma, float *dbeta, const TY *dout,
                    const TX *x, const float *mean, const float *rstd, const float *gamma, long rows,
                    int C, int accumulate)
 {
@@ -870,16 +891,16 @@ static void ln_bwd(tf_backend *be, TX *dx, float *dgamma, float *dbeta, const TY
                          ln_valigned(x, vw) && ln_valigned(gamma, vw);
         if (vec && vw == 4)
             TF_LAUNCH((layernorm_bwd_kernel2_v<4, TX, TY>), dim3((unsigned)nblk),
-                      dim3(LN2_THREADS), be->stream, dx, o, be->scratch, be->mma_count, dout, x,
-                      mean, rstd, gamma, rows, accumulate, rpb);
+                      dim3(LN2_THREADS), be->stream, dx, dxh, o, be->scratch, be->mma_count, dout,
+                      x, mean, rstd, gamma, rows, accumulate, rpb);
         else if (vec)
             TF_LAUNCH((layernorm_bwd_kernel2_v<2, TX, TY>), dim3((unsigned)nblk),
-                      dim3(LN2_THREADS), be->stream, dx, o, be->scratch, be->mma_count, dout, x,
-                      mean, rstd, gamma, rows, accumulate, rpb);
+                      dim3(LN2_THREADS), be->stream, dx, dxh, o, be->scratch, be->mma_count, dout,
+                      x, mean, rstd, gamma, rows, accumulate, rpb);
         else
             TF_LAUNCH((layernorm_bwd_kernel2<TX, TY>), dim3((unsigned)nblk), dim3(LN2_THREADS),
-                      be->stream, dx, o, be->scratch, be->mma_count, dout, x, mean, rstd, gamma,
-                      rows, C, accumulate, rpb);
+                      be->stream, dx, dxh, o, be->scratch, be->mma_count, dout, x, mean, rstd,
+                      gamma, rows, C, accumulate, rpb);
         return;
     }
     if (dgamma || dbeta) {
@@ -905,10 +926,10 @@ static void ln_bwd(tf_backend *be, TX *dx, float *dgamma, float *dbeta, const TY
     if (be->kernel_level >= 3) {
         const long nb = (rows + LN2_THREADS / TF_GROUP - 1) / (LN2_THREADS / TF_GROUP);
         TF_LAUNCH((layernorm_bwd_dx_kernel2<TX, TY>), dim3((unsigned)nb), dim3(LN2_THREADS),
-                  be->stream, dx, dout, x, mean, rstd, gamma, rows, C, accumulate);
+                  be->stream, dx, dxh, dout, x, mean, rstd, gamma, rows, C, accumulate);
     } else {
         TF_LAUNCH((layernorm_bwd_dx_kernel1<TX, TY>), dim3((unsigned)rows), dim3(LN1_THREADS),
-                  be->stream, dx, dout, x, mean, rstd, gamma, rows, C, accumulate);
+                  be->stream, dx, dxh, dout, x, mean, rstd, gamma, rows, C, accumulate);
     }
 }
 
@@ -936,7 +957,7 @@ static void ln2_fwd(tf_backend *be, TY *out, float *stats, const TX *x, const fl
 }
 
 template <class TX, class TY>
-static void ln2_bwd(tf_backend *be, TX *dx, float *dg1, float *db1, float *dg2, float *db2,
+static void ln2_bwd(tf_backend *be, TX *dx, TY *dxh, float *dg1, float *db1, float *dg2, float *db2,
                     const TY *dout, const TX *x, const float *stats, const float *g1,
                     const float *b1, const float *g2, long rows, int C, int accumulate)
 {
@@ -947,12 +968,12 @@ static void ln2_bwd(tf_backend *be, TX *dx, float *dg1, float *db1, float *dg2, 
     if (C == 128 && ln_valigned(dx, 4) && ln_valigned(dout, 4) && ln_valigned(x, 4) &&
         ln_valigned(g1, 4) && ln_valigned(b1, 4) && ln_valigned(g2, 4))
         TF_LAUNCH((layernorm2_bwd_kernel2_c128<TX, TY>), dim3((unsigned)nblk), dim3(LN2_THREADS),
-                  be->stream, dx, o, be->scratch, be->mma_count, dout, x, stats, g1, b1, g2,
-                  rows, accumulate, rpb);
+                  be->stream, dx, dxh, o, be->scratch, be->mma_count, dout, x, stats, g1, b1,
+                  g2, rows, accumulate, rpb);
     else
         TF_LAUNCH((layernorm2_bwd_kernel2<TX, TY>), dim3((unsigned)nblk), dim3(LN2_THREADS),
-                  be->stream, dx, o, be->scratch, be->mma_count, dout, x, stats, g1, b1, g2, rows,
-                  C, accumulate, rpb);
+                  be->stream, dx, dxh, o, be->scratch, be->mma_count, dout, x, stats, g1, b1, g2,
+                  rows, C, accumulate, rpb);
 }
 
 extern "C" void tf_cu_layernorm_fwd(tf_backend *be, float *out, float *mean, float *rstd,
@@ -962,13 +983,13 @@ extern "C" void tf_cu_layernorm_fwd(tf_backend *be, float *out, float *mean, flo
     if (rows > 0 && C > 0) ln_fwd(be, out, mean, rstd, x, gamma, beta, rows, C, eps);
 }
 
-extern "C" void tf_cu_layernorm_bwd(tf_backend *be, float *dx, float *dgamma, float *dbeta,
-                                    const float *dout, const float *x, const float *mean,
-                                    const float *rstd, const float *gamma, long rows, int C,
-                                    int accumulate)
+extern "C" void tf_cu_layernorm_bwd(tf_backend *be, float *dx, float *dxh, float *dgamma,
+                                    float *dbeta, const float *dout, const float *x,
+                                    const float *mean, const float *rstd, const float *gamma,
+                                    long rows, int C, int accumulate)
 {
     if (rows > 0 && C > 0)
-        ln_bwd(be, dx, dgamma, dbeta, dout, x, mean, rstd, gamma, rows, C, accumulate);
+        ln_bwd(be, dx, dxh, dgamma, dbeta, dout, x, mean, rstd, gamma, rows, C, accumulate);
 }
 
 extern "C" void tf_cu_layernorm2_fwd(tf_backend *be, float *out, float *stats, const float *x,
@@ -978,13 +999,14 @@ extern "C" void tf_cu_layernorm2_fwd(tf_backend *be, float *out, float *stats, c
     if (rows > 0 && C > 0) ln2_fwd(be, out, stats, x, g1, b1, g2, b2, rows, C, eps);
 }
 
-extern "C" void tf_cu_layernorm2_bwd(tf_backend *be, float *dx, float *dg1, float *db1, float *dg2,
-                                     float *db2, const float *dout, const float *x,
-                                     const float *stats, const float *g1, const float *b1,
-                                     const float *g2, long rows, int C, int accumulate)
+extern "C" void tf_cu_layernorm2_bwd(tf_backend *be, float *dx, float *dxh, float *dg1,
+                                     float *db1, float *dg2, float *db2, const float *dout,
+                                     const float *x, const float *stats, const float *g1,
+                                     const float *b1, const float *g2, long rows, int C,
+                                     int accumulate)
 {
     if (rows > 0 && C > 0)
-        ln2_bwd(be, dx, dg1, db1, dg2, db2, dout, x, stats, g1, b1, g2, rows, C, accumulate);
+        ln2_bwd(be, dx, dxh, dg1, db1, dg2, db2, dout, x, stats, g1, b1, g2, rows, C, accumulate);
 }
 
 extern "C" void tf_cu_layernorm_fwd_h(tf_backend *be, void *out, float *mean, float *rstd,
@@ -997,15 +1019,15 @@ extern "C" void tf_cu_layernorm_fwd_h(tf_backend *be, void *out, float *mean, fl
                                 eps));
 }
 
-extern "C" void tf_cu_layernorm_bwd_h(tf_backend *be, void *dx, float *dgamma, float *dbeta,
-                                      const void *dout, const void *x, const float *mean,
-                                      const float *rstd, const float *gamma, long rows, int C,
-                                      int accumulate, tf_dtype xt, tf_dtype yt)
+extern "C" void tf_cu_layernorm_bwd_h(tf_backend *be, void *dx, void *dxh, float *dgamma,
+                                      float *dbeta, const void *dout, const void *x,
+                                      const float *mean, const float *rstd, const float *gamma,
+                                      long rows, int C, int accumulate, tf_dtype xt, tf_dtype yt)
 {
     if (rows <= 0 || C <= 0) return;
     TF_CU_DISPATCH2_HALF(xt, yt, TX, TY,
-                         ln_bwd(be, (TX *)dx, dgamma, dbeta, (const TY *)dout, (const TX *)x,
-                                mean, rstd, gamma, rows, C, accumulate));
+                         ln_bwd(be, (TX *)dx, (TY *)dxh, dgamma, dbeta, (const TY *)dout,
+                                (const TX *)x, mean, rstd, gamma, rows, C, accumulate));
 }
 
 extern "C" void tf_cu_layernorm2_fwd_h(tf_backend *be, void *out, float *stats, const void *x,
@@ -1019,14 +1041,14 @@ extern "C" void tf_cu_layernorm2_fwd_h(tf_backend *be, void *out, float *stats, 
                                  eps));
 }
 
-extern "C" void tf_cu_layernorm2_bwd_h(tf_backend *be, void *dx, float *dg1, float *db1,
-                                       float *dg2, float *db2, const void *dout, const void *x,
-                                       const float *stats, const float *g1, const float *b1,
-                                       const float *g2, long rows, int C, int accumulate,
-                                       tf_dtype xt, tf_dtype yt)
+extern "C" void tf_cu_layernorm2_bwd_h(tf_backend *be, void *dx, void *dxh, float *dg1,
+                                       float *db1, float *dg2, float *db2, const void *dout,
+                                       const void *x, const float *stats, const float *g1,
+                                       const float *b1, const float *g2, long rows, int C,
+                                       int accumulate, tf_dtype xt, tf_dtype yt)
 {
     if (rows <= 0 || C <= 0) return;
     TF_CU_DISPATCH2_HALF(xt, yt, TX, TY,
-                         ln2_bwd(be, (TX *)dx, dg1, db1, dg2, db2, (const TY *)dout,
+                         ln2_bwd(be, (TX *)dx, (TY *)dxh, dg1, db1, dg2, db2, (const TY *)dout,
                                  (const TX *)x, stats, g1, b1, g2, rows, C, accumulate));
 }

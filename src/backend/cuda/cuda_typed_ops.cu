@@ -21,15 +21,15 @@ void tf_cu_t_layernorm_fwd(tf_backend *be, void *out, float *mean, float *rstd, 
     else
         tf_cu_layernorm_fwd_h(be, out, mean, rstd, x, g, b, rows, C, eps, xt, yt);
 }
-void tf_cu_t_layernorm_bwd(tf_backend *be, void *dx, float *dg, float *db, const void *dout,
-                           const void *x, const float *mean, const float *rstd, const float *g,
-                           long rows, int C, int acc, tf_dtype xt, tf_dtype yt)
+void tf_cu_t_layernorm_bwd(tf_backend *be, void *dx, void *dxh, float *dg, float *db,
+                           const void *dout, const void *x, const float *mean, const float *rstd,
+                           const float *g, long rows, int C, int acc, tf_dtype xt, tf_dtype yt)
 {
     if (xt == TF_F32 && yt == TF_F32)
-        tf_cu_layernorm_bwd(be, (float *)dx, dg, db, (const float *)dout, (const float *)x,
-                            mean, rstd, g, rows, C, acc);
+        tf_cu_layernorm_bwd(be, (float *)dx, (float *)dxh, dg, db, (const float *)dout,
+                            (const float *)x, mean, rstd, g, rows, C, acc);
     else
-        tf_cu_layernorm_bwd_h(be, dx, dg, db, dout, x, mean, rstd, g, rows, C, acc, xt, yt);
+        tf_cu_layernorm_bwd_h(be, dx, dxh, dg, db, dout, x, mean, rstd, g, rows, C, acc, xt, yt);
 }
 void tf_cu_t_layernorm2_fwd(tf_backend *be, void *out, float *stats, const void *x,
                             const float *g1, const float *b1, const float *g2, const float *b2,
@@ -41,17 +41,18 @@ void tf_cu_t_layernorm2_fwd(tf_backend *be, void *out, float *stats, const void 
     else
         tf_cu_layernorm2_fwd_h(be, out, stats, x, g1, b1, g2, b2, rows, C, eps, xt, yt);
 }
-void tf_cu_t_layernorm2_bwd(tf_backend *be, void *dx, float *dg1, float *db1, float *dg2,
-                            float *db2, const void *dout, const void *x, const float *stats,
-                            const float *g1, const float *b1, const float *g2, long rows, int C,
-                            int acc, tf_dtype xt, tf_dtype yt)
+void tf_cu_t_layernorm2_bwd(tf_backend *be, void *dx, void *dxh, float *dg1, float *db1,
+                            float *dg2, float *db2, const void *dout, const void *x,
+                            const float *stats, const float *g1, const float *b1, const float *g2,
+                            long rows, int C, int acc, tf_dtype xt, tf_dtype yt)
 {
     if (xt == TF_F32 && yt == TF_F32)
-        tf_cu_layernorm2_bwd(be, (float *)dx, dg1, db1, dg2, db2, (const float *)dout,
-                             (const float *)x, stats, g1, b1, g2, rows, C, acc);
+        tf_cu_layernorm2_bwd(be, (float *)dx, (float *)dxh, dg1, db1, dg2, db2,
+                             (const float *)dout, (const float *)x, stats, g1, b1, g2, rows, C,
+                             acc);
     else
-        tf_cu_layernorm2_bwd_h(be, dx, dg1, db1, dg2, db2, dout, x, stats, g1, b1, g2, rows, C,
-                               acc, xt, yt);
+        tf_cu_layernorm2_bwd_h(be, dx, dxh, dg1, db1, dg2, db2, dout, x, stats, g1, b1, g2, rows,
+                               C, acc, xt, yt);
 }
 void tf_cu_t_softmax_fwd(tf_backend *be, void *y, const void *x, long rows, int cols, tf_dtype t)
 {
