@@ -65,7 +65,7 @@ tf_gpu_plan tf_gpu_plan_apply(tf_gpu_plan base, const tf_gpu_plan *o)
 
 /* ---- names ---------------------------------------------------------------- */
 static const char *const gemm_names[TF_GPU_GEMM_COUNT_] = {"auto", "cublas", "mma", "wgmma"};
-static const char *const dw_names[TF_GPU_DW_COUNT_] = {"auto", "mma", "lt"};
+static const char *const dw_names[TF_GPU_DW_COUNT_] = {"auto", "mma", "lt", "half"};
 static const char *const attn_names[TF_GPU_ATTN_COUNT_] = {"auto", "k1", "k2", "k3",
                                                             "k4",   "k5", "k6"};
 static const char *const lane_names[TF_GPU_LANE_COUNT_] = {"auto", "on", "off"};
@@ -77,7 +77,7 @@ static const char *const trimul_names[TF_GPU_TRIMUL_COUNT_] = {"auto", "composed
 const char *tf_gpu_plan_help(void)
 {
     return "default, portable, or comma-separated key=value over them: gemm=auto|cublas|mma|wgmma, "
-           "dw=auto|mma|lt, attn=auto|k1|k2|k3|k4|k5|k6, lane=auto|on|off, opm=auto|ffma|composed|fused, "
+           "dw=auto|mma|lt|half, attn=auto|k1|k2|k3|k4|k5|k6, lane=auto|on|off, opm=auto|ffma|composed|fused, "
            "mlp=auto|composed|fused, trimul=auto|composed|fused, wgrad_delay_us=0..100000";
 }
 
@@ -128,7 +128,7 @@ int tf_gpu_plan_parse(const char *spec, tf_gpu_plan *out, char *err, size_t errl
                 else return bad(err, errlen, "gemm value", v, vl, "use auto, cublas, mma or wgmma"), 1;
             } else if (kl == 2 && !strncmp(s, "dw", 2)) {
                 if ((k = pick(dw_names, TF_GPU_DW_COUNT_, v, vl)) >= 0) p.dw = k;
-                else return bad(err, errlen, "dw value", v, vl, "use auto, mma or lt"), 1;
+                else return bad(err, errlen, "dw value", v, vl, "use auto, mma, lt or half"), 1;
             } else if (kl == 4 && !strncmp(s, "attn", 4)) {
                 if ((k = pick(attn_names, TF_GPU_ATTN_COUNT_, v, vl)) >= 0) p.attn = k;
                 else return bad(err, errlen, "attn value", v, vl, "use auto, k1, k2, k3, k4, k5 or k6"), 1;
@@ -338,10 +338,10 @@ tf_gpu_gemm_route tf_gpu_route_gemm(const tf_gpu_plan *p, const tf_gpu_caps *cap
     r.kchunk = s->K;
     const int lib_ok = s->K > 0 && !s->neg_stride;
     if (s->half && p->level >= 3) {
-        /* half types: the weight gradients on the half wgmma kernel (dw=auto
+        /* half types: the weight gradients on the half wgmma kernel (dw=half
          * under gemm=auto or wgmma), else cuBLASLt (what it takes), else cuBLAS */
         const int wg_dw = caps && caps->has_wgmma && caps->has_mma_sync && caps->has_cp_async &&
-                          p->dw == TF_GPU_DW_AUTO &&
+                          p->dw == TF_GPU_DW_HALF &&
                           (p->gemm == TF_GPU_GEMM_AUTO || p->gemm == TF_GPU_GEMM_WGMMA);
         const long sms = caps && caps->sm_count > 0 ? caps->sm_count : 1;
         if (wg_dw && lib_ok && s->M >= 16 && s->N >= 16 && s->batch <= 65535 &&

@@ -18,9 +18,9 @@
  * mma.sync without wgmma), the weight gradients (few tiles, long K) as a
  * wide split K on wgmma, everything else and every tf32 GEMM on cuBLASLt;
  * attention on kernel5 (tensor cores) at head size 32, kernel4 for short
- * rows, kernel2/3 above L 128. Half types (bf16, fp16): the weight gradients
- * as a wide split K on the half wgmma kernel, other GEMMs on cuBLASLt
- * (cuBLAS at levels 1-2), attention on kernel5 where it fits (L <= 128,
+ * rows, kernel2/3 above L 128. Half types (bf16, fp16): GEMMs on cuBLASLt
+ * (the weight gradients under dw=half on the half wgmma kernel; cuBLAS at
+ * levels 1-2), attention on kernel5 where it fits (L <= 128,
  * head size 16 or 32; TF32 products, exact on half inputs), else kernel1. */
 #ifndef TF_GPU_PLAN_H
 #define TF_GPU_PLAN_H
@@ -72,10 +72,11 @@ typedef enum {
 
 /* level-3 GEMMs with few tiles over a long K (the weight gradients) */
 typedef enum {
-    TF_GPU_DW_AUTO = 0, /* split K one wave wide on wgmma: fp32 where the tiles are full,
-                           bf16/fp16 dW = A^T B with an fp32 result */
-    TF_GPU_DW_MMA,      /* fp32: the same on mma.sync, on every shape (half: cuBLASLt) */
+    TF_GPU_DW_AUTO = 0, /* fp32: split K one wave wide on wgmma where the tiles are full */
+    TF_GPU_DW_MMA,      /* fp32: the same on mma.sync, on every shape */
     TF_GPU_DW_LT,       /* no wide split: routed as the other GEMMs */
+    TF_GPU_DW_HALF,     /* as auto, and bf16/fp16 dW = A^T B (fp32 result) split the same
+                           way on the half wgmma kernel (not yet timed on a GPU: opt-in) */
     TF_GPU_DW_COUNT_
 } tf_gpu_dw_policy;
 
@@ -138,7 +139,7 @@ tf_gpu_plan tf_gpu_plan_default(const tf_gpu_caps *caps, int tf32, int level);
 tf_gpu_plan tf_gpu_plan_portable(void);
 
 /* `--gpu-plan SPEC`: "default", "portable", or comma-separated key=value
- * (gemm=auto|cublas|mma|wgmma, dw=auto|mma|lt, attn=auto|k1|k2|k3|k4|k5|k6,
+ * (gemm=auto|cublas|mma|wgmma, dw=auto|mma|lt|half, attn=auto|k1|k2|k3|k4|k5|k6,
  * lane=auto|on|off, opm=auto|ffma|composed|fused, mlp=auto|composed|fused,
  * trimul=auto|composed|fused, wgrad_delay_us=0..100000), each applied over the plan
  * named before it ("portable,lane=off"; without a name, over default). The

@@ -89,7 +89,7 @@ const tf_cli_optdef tf_cli_optdefs[] = {
      "CUDA: what runs each GEMM and attention (default: the device's default plan).\n"
      "SPEC is default, portable (no wgmma, mma.sync or cp.async: library GEMMs and\n"
      "plain kernels), or key=value pairs over them, comma-separated:\n"
-     "gemm=auto|cublas|mma|wgmma, dw=auto|mma|lt (weight gradients' wide split),\n"
+     "gemm=auto|cublas|mma|wgmma, dw=auto|mma|lt|half (weight gradients' wide split),\n"
      "attn=auto|k1|k2|k3|k4|k5|k6, lane=auto|on|off (weight-gradient lane),\n"
      "opm=auto|ffma (bf16/fp16 outer product mean on mma.sync or FFMA),\n"
      "mlp=auto|composed|fused (bf16/fp16 transition as LN + GEMM ops, auto, or one\n"

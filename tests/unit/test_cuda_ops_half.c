@@ -882,10 +882,11 @@ static void test_half_gemm(void **state)
         {1, 0, 64, 48, 1536, 2, 1.f, TF_EPI_NONE, 1},   {1, 0, 130, 72, 1030, 1, 1.f, TF_EPI_NONE, 0},
     };
     /* level 1 (cuBLAS), level 3 under gemm=mma (the libraries) and under
-     * gemm=wgmma (the weight gradients on the half wgmma kernel, where the
+     * dw=half (the weight gradients on the half wgmma kernel, where the
      * build and GPU have sm_90a code) */
-    const bk lb[3] = {g_cu1, g_cu3, g_cu3wg};
-    const char *const lname[3] = {"L1", "L3", "L3wg"};
+    const tf_gpu_plan dwh = plan_of(TF_GPU_GEMM_AUTO, TF_GPU_DW_HALF, TF_GPU_ATTN_AUTO);
+    const bk lb[3] = {g_cu1, g_cu3, bk_create(3, 0, &dwh, NULL)};
+    const char *const lname[3] = {"L1", "L3", "L3dw"};
     for (int li = 0; li < 3; ++li) {
         const bk b = lb[li];
         for (int k = 0; k < 2; ++k)
@@ -933,6 +934,7 @@ static void test_half_gemm(void **state)
                     free(hA), free(hB), free(hC), free(hX), free(got), free(ref);
                 }
     }
+    tf_cuda_backend_destroy(lb[2].be);
     done();
 }
 

@@ -503,7 +503,7 @@ static void test_parse(void **state)
         {"fast", "plan 'fast' is not accepted: default, portable, or"},
         {"gemm=tensor", "gemm value 'tensor' is not accepted: use auto, cublas, mma or wgmma"},
         {"attn=k7", "attn value 'k7' is not accepted: use auto, k1, k2, k3, k4, k5 or k6"},
-        {"dw=wg", "dw value 'wg' is not accepted: use auto, mma or lt"},
+        {"dw=wg", "dw value 'wg' is not accepted: use auto, mma, lt or half"},
         {"lane=1", "lane value '1' is not accepted: use auto, on or off"},
         {"opm=mma", "opm value 'mma' is not accepted: use auto, ffma, composed or fused"},
         {"mlp=one", "mlp value 'one' is not accepted: use auto, composed or fused"},
@@ -566,10 +566,14 @@ static void test_half_routes(void **state)
     }
     { /* the weight gradients (A^T B, fp32 result, K >= 1024, few tiles): split
        * one wave wide on the half wgmma kernel in whole 64-row slices under
-       * dw=auto and gemm=auto or wgmma; anything else stays on the library */
+       * dw=half and gemm=auto or wgmma; anything else stays on the library */
+        tf_gpu_plan def = p;
+        assert_int_equal(tf_gpu_plan_parse("dw=half", &over, NULL, 0), 0);
+        const tf_gpu_plan p = tf_gpu_plan_apply(def, &over);
         const tf_gpu_gemm_shape w = {128, 128, 16384, 1, 0, 0, 0, 1, 1, 0, 0},
                                 w2 = {512, 128, 65536, 1, 0, 0, 0, 1, 1, 0, 0},
                                 odd = {130, 72, 3000, 3, 0, 0, 0, 1, 1, 0, 0};
+        assert_int_equal(tf_gpu_route_gemm(&def, &caps, &w, 0).engine, TF_GPU_ENG_LT);
         const tf_gpu_gemm_route r = tf_gpu_route_gemm(&p, &caps, &w, 0);
         assert_int_equal(r.engine, TF_GPU_ENG_WIDE_WGMMA);
         assert_int_equal(r.half, 1);
@@ -599,15 +603,22 @@ static void test_half_routes(void **state)
         assert_int_equal(tf_gpu_route_gemm(&p, &caps, &no, 0).engine, TF_GPU_ENG_LT);
         no = w, no.M = 8; /* too narrow for the tensor-core kernels */
         assert_int_equal(tf_gpu_route_gemm(&p, &caps, &no, 0).engine, TF_GPU_ENG_LT);
-        const char *lib[] = {"dw=lt", "dw=mma", "gemm=mma", "gemm=cublas"};
+        const char *lib[] = {"dw=lt", "dw=mma", "dw=half,gemm=mma", "dw=half,gemm=cublas"};
         for (int i = 0; i < 4; ++i) {
             assert_int_equal(tf_gpu_plan_parse(lib[i], &over, NULL, 0), 0);
-            const tf_gpu_plan q = tf_gpu_plan_apply(p, &over);
+            const tf_gpu_plan q = tf_gpu_plan_apply(def, &over);
             assert_int_equal(tf_gpu_route_gemm(&q, &caps, &w, 0).engine, TF_GPU_ENG_LT);
         }
-        assert_int_equal(tf_gpu_plan_parse("gemm=wgmma", &over, NULL, 0), 0);
-        const tf_gpu_plan q = tf_gpu_plan_apply(p, &over);
+        assert_int_equal(tf_gpu_plan_parse("dw=half,gemm=wgmma", &over, NULL, 0), 0);
+        const tf_gpu_plan q = tf_gpu_plan_apply(def, &over);
         assert_int_equal(tf_gpu_route_gemm(&q, &caps, &w, 0).engine, TF_GPU_ENG_WIDE_WGMMA);
+        /* fp32 routes as auto under dw=half */
+        const tf_gpu_gemm_shape f = {128, 128, 65536, 1, 0, 0, 0, 0, 1, 0, 0};
+        const tf_gpu_gemm_route fa = tf_gpu_route_gemm(&def, &caps, &f, 0),
+                                fh = tf_gpu_route_gemm(&p, &caps, &f, 0);
+        assert_true(same_route(&fa, &fh));
+        assert_int_equal(fh.engine, TF_GPU_ENG_WIDE_WGMMA);
+        assert_int_equal(fh.half, 0);
         tf_gpu_caps nowg = caps;
         nowg.has_wgmma = 0;
         assert_int_equal(tf_gpu_route_gemm(&p, &nowg, &w, 0).engine, TF_GPU_ENG_LT);
