@@ -893,6 +893,8 @@ static void test_half_gemm(void **state)
             for (int ck = 0; ck < 2; ++ck)
                 for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ++ci) {
                     const gcase *g = &cases[ci];
+                    /* dw=half changes only the weight gradients' route */
+                    if (li == 2 && !(g->tA && !g->tB && g->K >= 1024)) continue;
                     const tf_dtype ab = k_half[k], ct = ck ? ab : TF_F32;
                     const long lda = g->tA ? g->M : g->K, ldb = g->tB ? g->K : g->N, ldc = g->N;
                     const long sA = (long)g->M * g->K, sB = (long)g->K * g->N,
