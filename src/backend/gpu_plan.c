@@ -214,12 +214,29 @@ const char *tf_gpu_attn_kernel_name(tf_gpu_attn_kernel k)
 
 static long cdiv(long a, long b) { return (a + b - 1) / b; }
 
+#define WIDE_DEPTH 128
+/* The wide split of K: per_sm blocks an SM over `tiles` tiles (one wave),
+ * each split at least WIDE_DEPTH deep, the partials within the workspace,
+ * each split whole slices of `slice` rows; into r's splits and kchunk. 0:
+ * fewer than 2 splits (r untouched). */
+static int wide_split(const tf_gpu_gemm_shape *s, long tiles, long per_sm, long sms, int slice,
+                      tf_gpu_gemm_route *r)
+{
+    long n = sms * per_sm / tiles;
+    if (n > s->K / WIDE_DEPTH) n = s->K / WIDE_DEPTH;
+    const long cap = (long)(TF_GPU_WORKSPACE_BYTES / sizeof(float)) / ((long)s->batch * s->M * s->N);
+    if (n > cap) n = cap;
+    if (n < 2) return 0;
+    r->kchunk = (int)(cdiv(cdiv(s->K, n), slice) * slice);
+    r->splits = (int)cdiv(s->K, r->kchunk);
+    return 1;
+}
+
 /* The wide split: few tiles over a long K (dW = dy^T x, K = rows). Split K as
  * wide as the GPU holds blocks (one wave), each split at least WIDE_DEPTH
  * deep, the partials in the workspace, added by a separate kernel. wgmma (1
  * block an SM) where M and N are at least 128; mma.sync (2 blocks of 128 x
  * 128, 4 of 64 x 64) under dw=mma. 0: not one for it. */
-#define WIDE_DEPTH 128
 static int route_wide(const tf_gpu_gemm_shape *s, int dw, int wg_ok, int tf32, long sms,
                       tf_gpu_gemm_route *r)
 {
@@ -232,17 +249,9 @@ static int route_wide(const tf_gpu_gemm_shape *s, int dw, int wg_ok, int tf32, l
     const int bm = big ? 128 : 64;
     const long tiles = (long)s->batch * cdiv(s->M, bm) * cdiv(s->N, bm);
     if (big_tiles * 2 > sms) return 0; /* enough tiles without a split */
-    const long per_sm = wg ? 1 : big ? 2 : 4;
-    long n = sms * per_sm / tiles;
-    if (n > s->K / WIDE_DEPTH) n = s->K / WIDE_DEPTH;
-    const long cap = (long)(TF_GPU_WORKSPACE_BYTES / sizeof(float)) / ((long)s->batch * s->M * s->N);
-    if (n > cap) n = cap;
-    if (n < 2) return 0;
-    const int per = (int)cdiv(s->K, n);
+    if (!wide_split(s, tiles, wg ? 1 : big ? 2 : 4, sms, 32, r)) return 0;
     r->engine = wg ? TF_GPU_ENG_WIDE_WGMMA : TF_GPU_ENG_WIDE_MMA;
     r->tile = bm;
-    r->kchunk = (per + 31) / 32 * 32;
-    r->splits = (int)cdiv(s->K, r->kchunk);
     r->x3 = !tf32;
     return 1;
 }
@@ -251,20 +260,12 @@ static int route_wide(const tf_gpu_gemm_shape *s, int dw, int wg_ok, int tf32, l
  * an fp32 result) as route_wide's split on the half wgmma kernel
  * (cuda_gemm_wgmma_dw.cu: 128 x 128 tiles, one block an SM, 64-row slices,
  * so each split takes whole slices). 0: not one for it. */
-#define WIDE_HALF_BK 64
 static int route_wide_half(const tf_gpu_gemm_shape *s, long sms, tf_gpu_gemm_route *r)
 {
     if (!s->ta || s->tb || s->c_half || s->K < 1024) return 0;
     const long tiles = (long)s->batch * cdiv(s->M, 128) * cdiv(s->N, 128);
     if (tiles * 2 > sms) return 0; /* enough tiles without a split */
-    long n = sms / tiles;
-    if (n > s->K / WIDE_DEPTH) n = s->K / WIDE_DEPTH;
-    const long cap = (long)(TF_GPU_WORKSPACE_BYTES / sizeof(float)) / ((long)s->batch * s->M * s->N);
-    if (n > cap) n = cap;
-    if (n < 2) return 0;
-    r->kchunk = (int)(cdiv(cdiv(s->K, n), WIDE_HALF_BK) * WIDE_HALF_BK);
-    r->splits = (int)cdiv(s->K, r->kchunk);
-    if (r->splits < 2) return 0;
+    if (!wide_split(s, tiles, 1, sms, 64, r)) return 0;
     r->engine = TF_GPU_ENG_WIDE_WGMMA;
     r->tile = 128;
     r->half = 1;
@@ -347,7 +348,6 @@ tf_gpu_gemm_route tf_gpu_route_gemm(const tf_gpu_plan *p, const tf_gpu_caps *cap
         if (wg_dw && lib_ok && s->M >= 16 && s->N >= 16 && s->batch <= 65535 &&
             route_wide_half(s, sms, &r))
             return r;
-        r.splits = 1, r.kchunk = s->K;
         if (lib_ok) r.engine = TF_GPU_ENG_LT;
         return r;
     }
