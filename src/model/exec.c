@@ -24,6 +24,7 @@
 
 /* ---- the lane's hazards (lane.h) ---- */
 static int overlap(tf_span a, tf_span b) { return a.lo < b.hi && b.lo < a.hi; }
+static int within(tf_span a, tf_span b) { return a.lo >= b.lo && a.hi <= b.hi; }
 
 /* The main queue waits for the lane's first `k` pending GEMMs. */
 static void lane_wait(tf_exec *ex, int k) {
@@ -77,12 +78,6 @@ static void grad_note(tf_exec *ex, const tf_span *w, int nw) {
 }
 
 /* ---- the stream gradients' copies (exec.h tf_stream_copy) ---- */
-/* [p, p + n) of type-size es within [b, b + bn) */
-static int within(const void *p, long n, const void *b, size_t bn, size_t es) {
-    const uintptr_t lo = (uintptr_t)p, blo = (uintptr_t)b;
-    return lo >= blo && lo + (size_t)n * es <= blo + bn * es;
-}
-
 /* The writes w[0..nw): every record whose range they touch is dropped. */
 static void sc_written(tf_exec *ex, const tf_span *w, int nw) {
     for (int i = 0; i < ex->nsc; i++) {
@@ -101,7 +96,8 @@ static void sc_written(tf_exec *ex, const tf_span *w, int nw) {
 static const void *sc_find(const tf_exec *ex, const float *p, long n) {
     for (int i = 0; i < ex->nsc; i++) {
         const tf_stream_copy *s = &ex->sc[i];
-        if (s->lo < s->hi && within(p, n, s->f + s->lo, s->hi - s->lo, sizeof(float)))
+        if (s->lo < s->hi &&
+            within(tf_span_f(p, (size_t)n), tf_span_f(s->f + s->lo, s->hi - s->lo)))
             return tf_at(ex, s->h[s->cur], p - s->f);
     }
     return NULL;
@@ -114,7 +110,7 @@ static void *sc_dest(tf_exec *ex, const void *dx, tf_dtype xt, long n, tf_stream
     if (xt != TF_F32 || ex->at == TF_F32) return NULL;
     for (int i = 0; i < ex->nsc; i++) {
         tf_stream_copy *s = &ex->sc[i];
-        if (within(dx, n, s->f, s->n, sizeof(float))) {
+        if (within(tf_span_f(dx, (size_t)n), tf_span_f(s->f, s->n))) {
             *sp = s;
             return tf_at(ex, s->h[ex->bwd_module % s->nh], (const float *)dx - s->f);
         }
