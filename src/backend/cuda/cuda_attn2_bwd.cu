@@ -28,7 +28,7 @@
 
 #include "cuda_attn2.h"
 #include "cuda_attn4.h" /* tf_cu_attn_dbias2 */
-#include "cuda_gemm_mma.h" /* cp.async: mma_cp, mma_commit, mma_wait */
+#include "cuda_cp_async.h"
 
 /* Partial dot products for D_i = dout_i . out_i of rows i0 + [0, BQ): part[r][k]
  * = sum over channels 4k..4k+3 (< d) in order; the caller adds the DM/4
@@ -342,15 +342,15 @@ __device__ __forceinline__ void attn_bwd2_dbias_fetch(const tf_attn_args &a, int
             const int r = e / C4, c = (e % C4) * 4;
             const bool oki = r < ni && c < d, okj = r < nj && c < d;
             const long ri = (long)(i0 + (oki ? r : 0)), rj = (long)(j0 + (okj ? r : 0));
-            mma_cp(&qs[r][c], tf_f32p(q + ri * a.q.sl + c), 16, oki);
-            mma_cp(&dos[r][c], tf_f32p(dout + ri * a.dout.sl + c), 16, oki);
-            mma_cp(&ks[r][c], tf_f32p(k + rj * a.k.sl + c), 16, okj);
-            mma_cp(&vs[r][c], tf_f32p(v + rj * a.v.sl + c), 16, okj);
+            tf_cp_async(&qs[r][c], tf_f32p(q + ri * a.q.sl + c), 16, oki);
+            tf_cp_async(&dos[r][c], tf_f32p(dout + ri * a.dout.sl + c), 16, oki);
+            tf_cp_async(&ks[r][c], tf_f32p(k + rj * a.k.sl + c), 16, okj);
+            tf_cp_async(&vs[r][c], tf_f32p(v + rj * a.v.sl + c), 16, okj);
         }
         if (tid < DB2_T) {
             const int r = tid < ni ? tid : 0;
-            mma_cp(&ls[tid], a.lse + rowbase + i0 + r, 4, tid < ni);
-            mma_cp(&dd[tid], a.work + rowbase + i0 + r, 4, tid < ni);
+            tf_cp_async(&ls[tid], a.lse + rowbase + i0 + r, 4, tid < ni);
+            tf_cp_async(&dd[tid], a.work + rowbase + i0 + r, 4, tid < ni);
         }
     } else {
         tf_attn2_load<DM, DB2_T, LD, DB2_NT>(qs, q, a.q.sl, i0, ni, d, vec);
@@ -414,16 +414,16 @@ __device__ __forceinline__ void attn_bwd2_dbias_body(const tf_attn_args &a, cons
     attn_bwd2_dbias_fetch<DM, LD, E>(a, vec, b, o, h, i0, ni, j0, nj, qs[s], dos[s], ks[s], vs[s], \
                                   ls[s], dd[s])
     if (NS == 2 && o0 < o1) DBIAS_FETCH(o0, 0);
-    mma_commit();
+    tf_cp_commit();
     for (int o = o0; o < o1; ++o) { /* in order: the sum over o is deterministic */
         const int s = NS == 2 ? (o - o0) & 1 : 0;
         /* the buffer written here was last read before the previous step's
          * closing barrier */
         if (NS == 1) DBIAS_FETCH(o, 0);
         else if (o + 1 < o1) DBIAS_FETCH(o + 1, s ^ 1);
-        mma_commit();
-        if (NS == 2) mma_wait<1>(); /* o's group is complete, o + 1's may not be */
-        else mma_wait<0>();
+        tf_cp_commit();
+        if (NS == 2) tf_cp_wait<1>(); /* o's group is complete, o + 1's may not be */
+        else tf_cp_wait<0>();
         __syncthreads();
         float sc[TM][TN], dp[TM][TN];
         tf_attn2_dots<DM, TM, TN, NY, NX, LD, 2>(sc, qs[s], ks[s], ty, tx);

@@ -9,7 +9,7 @@
 #define TF_CUDA_ATTN6_H
 
 #include "cuda_attn2.h"
-#include "cuda_gemm_mma.h" /* mma_cp, mma_commit, mma_wait */
+#include "cuda_cp_async.h"
 #include "cuda_tile.h"
 
 #ifdef __cplusplus
@@ -61,7 +61,7 @@ __device__ __forceinline__ void tf6_load(uint16_t *S, const E *base, long sl, in
 }
 
 /* The same rows with cp.async (16-byte copies, zero-filled past L) when vec,
- * to be waited for with mma_wait; else loaded at once */
+ * to be waited for with tf_cp_wait; else loaded at once */
 template <int DM, int ROWS, int LD, int NT, class E>
 __device__ __forceinline__ void tf6_load_async(uint16_t *S, const E *base, long sl, int r0, int L,
                                                int vec, int tid)
@@ -75,7 +75,7 @@ __device__ __forceinline__ void tf6_load_async(uint16_t *S, const E *base, long 
         const int r = e / C8, c = (e % C8) * 8;
         const bool ok = r0 + r < L;
         const E *src = ok ? base + (long)(r0 + r) * sl + c : base;
-        mma_cp(reinterpret_cast<float *>(S + r * LD + c), reinterpret_cast<const float *>(src), 16, ok);
+        tf_cp_async(reinterpret_cast<float *>(S + r * LD + c), reinterpret_cast<const float *>(src), 16, ok);
     }
 }
 

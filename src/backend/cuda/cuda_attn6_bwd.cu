@@ -66,9 +66,9 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dq_kernel6
     tf6_load_async<DM, BK, LD, C::NT>(Ks[0], kb, a.k.sl, 0, L, vec, tid);
     tf6_load_async<DM, BK, LD, C::NT>(Vs[0], vb, a.v.sl, 0, L, vec, tid);
     tf6_load_async<DM, BQ, LD, C::NT>(Ks[1], yb, a.out.sl, 0, L - q0, vec, tid); /* out, until key tile 1 */
-    mma_commit();
+    tf_cp_commit();
     const float ls = tid < BQ && q0 + tid < L ? a.lse[rowbase + q0 + tid] * TF6_LOG2E : 0.f;
-    mma_wait<0>();
+    tf_cp_wait<0>();
     __syncthreads();
     if (tid < BQ) {
         const int i = q0 + tid;
@@ -101,7 +101,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dq_kernel6
         if (more) {
             tf6_load_async<DM, BK, LD, C::NT>(Ks[buf ^ 1], kb, a.k.sl, k0 + BK, L, vec, tid);
             tf6_load_async<DM, BK, LD, C::NT>(Vs[buf ^ 1], vb, a.v.sl, k0 + BK, L, vec, tid);
-            mma_commit();
+            tf_cp_commit();
         }
         const uint16_t *Kt = Ks[buf];
         float s[NJ][4], dp[NJ][4];
@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dq_kernel6
                 s[j][e] = p * (dp[j][e] - dd[hf]);
             }
         tf_tile_mul_c<BK / 16, ND, E>(dq, s, Kt, LD); /* dq += dS K */
-        if (more) mma_wait<0>();
+        if (more) tf_cp_wait<0>();
         __syncthreads(); /* the next tile is in; this one is consumed */
     }
     E *dqb = tf_attn_at<E>(a.dq, b, o, h, DM);
@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dkv_kernel
     auto issue = [&](int q0, int buf) {
         tf6_load_async<DM, BQ, LD, C::NT>(Qs[buf], qb, a.q.sl, q0, L, vec, tid);
         tf6_load_async<DM, BQ, LD, C::NT>(Gs[buf], gb, a.dout.sl, q0, L, vec, tid);
-        mma_commit();
+        tf_cp_commit();
         if (tid < BQ) {
             const int i = q0 + tid;
             Ls[buf][tid] = i < L ? a.lse[rowbase + i] * TF6_LOG2E : 0.f;
@@ -165,7 +165,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dkv_kernel
     tf6_load_async<DM, BK, LD, C::NT>(Ks, tf_attn_at<E>(a.k, b, o, h, DM), a.k.sl, k0, L, vec, tid);
     tf6_load_async<DM, BK, LD, C::NT>(Vs, tf_attn_at<E>(a.v, b, o, h, DM), a.v.sl, k0, L, vec, tid);
     issue(0, 0);
-    mma_wait<0>();
+    tf_cp_wait<0>();
     __syncthreads();
 
     const int lane = tid & 31, g = lane >> 2, t = lane & 3, w = tid >> 5;
@@ -223,7 +223,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dkv_kernel
                 tf_tile_mma<E>(dk[n], da, qf);
             }
         }
-        if (more) mma_wait<0>();
+        if (more) tf_cp_wait<0>();
         __syncthreads(); /* the next tile is in; this one is consumed */
     }
     E *dvb = tf_attn_at<E>(a.dv, b, o, h, DM), *dkb = tf_attn_at<E>(a.dk, b, o, h, DM);
@@ -276,9 +276,9 @@ __global__ void __launch_bounds__(tf6_one<DM>::NT, 2) attn_bwd_kernel6(tf_attn_a
     tf6_load_async<DM, LC, LD, C::NT>(Vs, tf_attn_at<E>(a.v, b, o, h, DM), a.v.sl, 0, L, vec, tid);
     tf6_load_async<DM, LC, LD, C::NT>(Gs, gb, a.dout.sl, 0, L, vec, tid);
     tf6_load_async<DM, LC, LD, C::NT>(Ps, yb, a.out.sl, 0, L, vec, tid); /* out, until P */
-    mma_commit();
+    tf_cp_commit();
     const float ls = tid < L ? a.lse[rowbase + tid] * TF6_LOG2E : 0.f;
-    mma_wait<0>();
+    tf_cp_wait<0>();
     __syncthreads();
     if (tid < LC) { /* D and lse of query tid (D also into `work`, for the dbias kernel) */
         float dd = 0.f;

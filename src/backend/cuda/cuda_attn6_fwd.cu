@@ -32,8 +32,8 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_fwd_kernel6(tf
                                          a.q.sl, 0, L - q0, vec, tid);
     tf6_load_async<DM, BK, LD, C::NT>(Ks[0], kb, a.k.sl, 0, L, vec, tid);
     tf6_load_async<DM, BK, LD, C::NT>(Vs[0], vb, a.v.sl, 0, L, vec, tid);
-    mma_commit();
-    mma_wait<0>();
+    tf_cp_commit();
+    tf_cp_wait<0>();
     __syncthreads();
 
     const int lane = tid & 31, g = lane >> 2, t = lane & 3, w = tid >> 5;
@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_fwd_kernel6(tf
         if (more) {
             tf6_load_async<DM, BK, LD, C::NT>(Ks[buf ^ 1], kb, a.k.sl, k0 + BK, L, vec, tid);
             tf6_load_async<DM, BK, LD, C::NT>(Vs[buf ^ 1], vb, a.v.sl, k0 + BK, L, vec, tid);
-            mma_commit();
+            tf_cp_commit();
         }
         const uint16_t *Kt = Ks[buf], *Vt = Vs[buf];
         float s[NJ][4];
@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_fwd_kernel6(tf
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[n][e] *= corr[e >> 1];
         tf_tile_mul_c<BK / 16, ND, E>(acc, s, Vt, LD); /* acc += P V */
-        if (more) mma_wait<0>();
+        if (more) tf_cp_wait<0>();
         __syncthreads(); /* the next tile is in; this one is consumed */
     }
     /* the row sums over the row's 4 lanes (each lane summed its own keys) */

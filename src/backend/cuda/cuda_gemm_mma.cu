@@ -78,16 +78,16 @@ __global__ void __launch_bounds__(mma_cfg<BM, BN, WM, WN, TA, TB>::NT)
         if (s < nk)
             mma_load<CF, BM, BN, TA, TB, VEC>(sm + s * CF::STAGE, p, A, B, m0, n0,
                                               kb + s * MMA_BK, ke);
-        mma_commit();
+        tf_cp_commit();
     }
     for (int kt = 0; kt < nk; ++kt) {
-        mma_wait<MMA_STAGES - 2>(); /* slice kt has landed (this thread's copies) */
+        tf_cp_wait<MMA_STAGES - 2>(); /* slice kt has landed (this thread's copies) */
         __syncthreads();            /* ... and everyone's; slice kt-1 is no longer read */
         const int pf = kt + MMA_STAGES - 1;
         if (pf < nk)
             mma_load<CF, BM, BN, TA, TB, VEC>(sm + (pf % MMA_STAGES) * CF::STAGE, p, A, B, m0,
                                               n0, kb + pf * MMA_BK, ke);
-        mma_commit();
+        tf_cp_commit();
         const float *As = sm + (kt % MMA_STAGES) * CF::STAGE, *Bs = As + CF::A_TILE;
 #pragma unroll
         for (int kk = 0; kk < MMA_BK; kk += 8) {

@@ -37,14 +37,6 @@ typedef struct {
                     split stores its raw products in part, none reads them back */
 } mma_args;
 
-/* ---- cp.async (cuda_cp_async.h): 4 or 16 bytes, zero-filled when !ok ---------- */
-__device__ __forceinline__ void mma_cp(float *dst, const float *src, int bytes, bool ok)
-{
-    tf_cp_async(dst, src, bytes, ok);
-}
-__device__ __forceinline__ void mma_commit() { tf_cp_commit(); }
-template <int N> __device__ __forceinline__ void mma_wait() { tf_cp_wait<N>(); }
-
 /* ---- the kernel ------------------------------------------------------------ */
 template <int BM, int BN, int WM, int WN, bool TA, bool TB>
 struct mma_cfg {
@@ -74,14 +66,14 @@ __device__ __forceinline__ void mma_load(float *st, const mma_args &p, const flo
             const int r = i / (MMA_BK / VEC), c = (i % (MMA_BK / VEC)) * VEC;
             const int gm = m0 + r, gk = k0 + c;
             const bool ok = gm < p.M && gk < ke;
-            mma_cp(As + r * CF::SA + c, ok ? A + (long)gm * p.lda + gk : A, VEC * 4, ok);
+            tf_cp_async(As + r * CF::SA + c, ok ? A + (long)gm * p.lda + gk : A, VEC * 4, ok);
         }
     } else { /* A stored [K,M]: rows k, m contiguous */
         for (int i = tid; i < MMA_BK * BM / VEC; i += CF::NT) {
             const int r = i / (BM / VEC), c = (i % (BM / VEC)) * VEC;
             const int gk = k0 + r, gm = m0 + c;
             const bool ok = gk < ke && gm < p.M;
-            mma_cp(As + r * CF::SA + c, ok ? A + (long)gk * p.lda + gm : A, VEC * 4, ok);
+            tf_cp_async(As + r * CF::SA + c, ok ? A + (long)gk * p.lda + gm : A, VEC * 4, ok);
         }
     }
     if (!TB) { /* B [K,N]: rows k, n contiguous */
@@ -89,14 +81,14 @@ __device__ __forceinline__ void mma_load(float *st, const mma_args &p, const flo
             const int r = i / (BN / VEC), c = (i % (BN / VEC)) * VEC;
             const int gk = k0 + r, gn = n0 + c;
             const bool ok = gk < ke && gn < p.N;
-            mma_cp(Bs + r * CF::SB + c, ok ? B + (long)gk * p.ldb + gn : B, VEC * 4, ok);
+            tf_cp_async(Bs + r * CF::SB + c, ok ? B + (long)gk * p.ldb + gn : B, VEC * 4, ok);
         }
     } else { /* B stored [N,K]: rows n, k contiguous */
         for (int i = tid; i < BN * MMA_BK / VEC; i += CF::NT) {
             const int r = i / (MMA_BK / VEC), c = (i % (MMA_BK / VEC)) * VEC;
             const int gn = n0 + r, gk = k0 + c;
             const bool ok = gn < p.N && gk < ke;
-            mma_cp(Bs + r * CF::SB + c, ok ? B + (long)gn * p.ldb + gk : B, VEC * 4, ok);
+            tf_cp_async(Bs + r * CF::SB + c, ok ? B + (long)gn * p.ldb + gk : B, VEC * 4, ok);
         }
     }
 }
@@ -297,7 +289,7 @@ __device__ __forceinline__ void mma_stage_finish(const mma_args &p, float (*acc)
                                                  int bi, int sp)
 {
     const int lane = (int)threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    mma_wait<0>();   /* no copy of this thread's still landing (none is issued past K) */
+    tf_cp_wait<0>();   /* no copy of this thread's still landing (none is issued past K) */
     __syncthreads(); /* every warp's MMAs and reads of the pipeline's memory are done */
 #pragma unroll
     for (int i = 0; i < MI; ++i)

@@ -262,14 +262,14 @@ __global__ void __launch_bounds__(WG_NT, MINB) gemm_wg_kernel(mma_args p)
 #pragma unroll
     for (int s = 0; s < ST - 1; ++s) {
         if (s < nk) WG_LOAD(s);
-        mma_commit();
+        tf_cp_commit();
     }
     if (MODE == 0) {
         for (int kt = 0; kt < nk; ++kt) {
-            mma_wait<ST - 2>(); /* slice kt has landed (this thread's copies) */
+            tf_cp_wait<ST - 2>(); /* slice kt has landed (this thread's copies) */
             __syncthreads();    /* ... everyone's; slice kt-1's stage and B copies are free */
             if (kt + ST - 1 < nk) WG_LOAD(kt + ST - 1);
-            mma_commit();
+            tf_cp_commit();
             const float *As = WG_STAGE_AT(kt);
             wg_convert<CF, TB, X3>(As + CF::A_TILE, Bc, Bc + WG_BC);
             wg_proxy_fence();
@@ -290,20 +290,20 @@ __global__ void __launch_bounds__(WG_NT, MINB) gemm_wg_kernel(mma_args p)
          * kt - 1 used; one barrier. Register sets alternate: the loop runs
          * two slices per pass. */
         uint32_t b0[4][4], s0[4][4], b1[4][4], s1[4][4];
-        mma_wait<ST - 2>(); /* slice 0 */
+        tf_cp_wait<ST - 2>(); /* slice 0 */
         __syncthreads();
         if (ST - 1 < nk) WG_LOAD(ST - 1);
-        mma_commit();
+        tf_cp_commit();
         wg_convert<CF, TB, X3>(WG_STAGE_AT(0) + CF::A_TILE, Bc, Bc + WG_BC);
         wg_proxy_fence();
         wg_afrag<CF, TA, X3>(WG_STAGE_AT(0), wm, b0, s0);
-        mma_wait<ST - 2>(); /* slice 1 */
+        tf_cp_wait<ST - 2>(); /* slice 1 */
         __syncthreads();
 #define WG_STEP2(KT, CB, CS, NB, NS)                                                         \
     do {                                                                                     \
         const int kt_ = (KT);                                                                \
         if (kt_ + ST < nk) WG_LOAD(kt_ + ST);                                                \
-        mma_commit();                                                                        \
+        tf_cp_commit();                                                                        \
         const float *bh_ = Bc + (kt_ % 3) * 2 * WG_BC;                                       \
         wg_fence();                                                                          \
         wg_slice<X3>(acc[0], CB, CS, bh_, bh_ + WG_BC);                                          \
@@ -315,7 +315,7 @@ __global__ void __launch_bounds__(WG_NT, MINB) gemm_wg_kernel(mma_args p)
             wg_convert<CF, TB, X3>(WG_STAGE_AT(kt_ + 1) + CF::A_TILE, nh_, nh_ + WG_BC);         \
             wg_proxy_fence();                                                                \
             wg_afrag<CF, TA, X3>(WG_STAGE_AT(kt_ + 1), wm, NB, NS);                              \
-            mma_wait<ST - 2>(); /* slice kt + 2 has landed */                                \
+            tf_cp_wait<ST - 2>(); /* slice kt + 2 has landed */                                \
             __syncthreads();                                                                 \
         }                                                                                    \
     } while (0)

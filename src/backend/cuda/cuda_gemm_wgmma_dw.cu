@@ -41,7 +41,7 @@ __device__ __forceinline__ void dw_cp8(uint16_t *dst, const uint16_t *row, int c
 {
     if (V16) {
         const bool ok = row_ok && c < n;
-        mma_cp((float *)dst, ok ? (const float *)(row + c) : (const float *)row, 16, ok);
+        tf_cp_async((float *)dst, ok ? (const float *)(row + c) : (const float *)row, 16, ok);
     } else {
 #pragma unroll
         for (int j = 0; j < 8; ++j) dst[j] = row_ok && c + j < n ? row[c + j] : (uint16_t)0;
@@ -95,14 +95,14 @@ __global__ void __launch_bounds__(DW_NT, 1) gemm_dw_kernel(mma_args p, dw_ops o)
 #pragma unroll
     for (int s = 0; s < DW_ST - 1; ++s) {
         if (s < nk) DW_LOAD(s);
-        mma_commit();
+        tf_cp_commit();
     }
     for (int kt = 0; kt < nk; ++kt) {
-        mma_wait<DW_ST - 2>(); /* this thread's copies of slice kt */
+        tf_cp_wait<DW_ST - 2>(); /* this thread's copies of slice kt */
         wg_proxy_fence();      /* ... and its element stores, visible to wgmma */
         __syncthreads();       /* everyone's; slice kt - 1's stage is free */
         if (kt + DW_ST - 1 < nk) DW_LOAD(kt + DW_ST - 1);
-        mma_commit();
+        tf_cp_commit();
         const uint16_t *as = DW_STAGE(kt), *bs = as + DW_TILE;
         tf_wg_reg_fence<16>(d);
         wg_fence();

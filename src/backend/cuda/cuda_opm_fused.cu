@@ -24,7 +24,7 @@
  * memory. Rows of shared memory are 8 (mod 16) halves longer than their
  * data: the fragment loads and the stores of stage 1 hit distinct banks. */
 #include "cuda_common.h"
-#include "cuda_gemm_mma.h" /* mma_cp, mma_commit, mma_wait */
+#include "cuda_cp_async.h"
 #include "cuda_tile.h"
 
 #define OPF_THREADS 256
@@ -48,7 +48,7 @@ __device__ __forceinline__ void opf_stage_w(uint16_t *Ws, const uint16_t *W, int
 {
     for (int e = tid; e < CZ * 8; e += OPF_THREADS) {
         const int r = e >> 3, c = (e & 7) * 8;
-        mma_cp(reinterpret_cast<float *>(Ws + r * OPF_WLD + c),
+        tf_cp_async(reinterpret_cast<float *>(Ws + r * OPF_WLD + c),
                reinterpret_cast<const float *>(W + (long)r * 1024 + 64 * pc + c), 16, true);
     }
 }
@@ -68,7 +68,7 @@ opm_fwd_fused_kernel(float *z_out, const float *z_in, const uint16_t *a, const u
     const uint16_t *ab = a + (long)b * S * N * 32;
 
     opf_stage_w<CZ>(Ws, W, 0, tid);
-    mma_commit();
+    tf_cp_commit();
     /* As: 16-byte rows pieces, zero past S and N */
     for (int e = tid; e < sp * OPF_TJ * 4; e += OPF_THREADS) {
         const int s = e / (OPF_TJ * 4), r = e % (OPF_TJ * 4), j = r >> 2, c = (r & 3) * 8;
@@ -111,11 +111,11 @@ opm_fwd_fused_kernel(float *z_out, const float *z_in, const uint16_t *a, const u
             *(uint32_t *)o = tf_tile_pack<E>(c1[n][0] * inv_s, c1[n][1] * inv_s);       /* p' 0 */
             *(uint32_t *)(o + 32) = tf_tile_pack<E>(c1[n][2] * inv_s, c1[n][3] * inv_s); /* p' 1 */
         }
-        mma_wait<0>(); /* W's chunk pc */
+        tf_cp_wait<0>(); /* W's chunk pc */
         __syncthreads();
         if (pc + 1 < 16) { /* its other buffer was read by the last chunk's stage 2 */
             opf_stage_w<CZ>(Ws + ((pc + 1) & 1) * CZ * OPF_WLD, W, pc + 1, tid);
-            mma_commit();
+            tf_cp_commit();
         }
         /* 2. acc += Os W_chunk^T */
         const uint16_t *Wt = Ws + (pc & 1) * CZ * OPF_WLD;

@@ -27,7 +27,7 @@
  * block writes its partial sums to the workspace; opm_dw_reduce_kernel adds
  * them into dW in split order: deterministic, no atomics. */
 #include "cuda_common.h"
-#include "cuda_gemm_mma.h" /* mma_cp, mma_commit, mma_wait */
+#include "cuda_cp_async.h"
 #include "cuda_tile.h"
 
 #define OPB_THREADS 256
@@ -51,7 +51,7 @@ __device__ __forceinline__ void opb_stage_dz(uint16_t *D, const uint16_t *dzb, i
         const int P = e / PR, c = (e % PR) * 8, i = i0 + (P & 7), j = j0 + (P >> 3);
         const bool ok = i < N && j < N;
         const long row = mirror ? (long)j * N + i : (long)i * N + j;
-        mma_cp(reinterpret_cast<float *>(D + P * (CZ + 8) + c),
+        tf_cp_async(reinterpret_cast<float *>(D + P * (CZ + 8) + c),
                reinterpret_cast<const float *>(ok ? dzb + row * CZ + c : dzb), 16, ok);
     }
 }
@@ -61,7 +61,7 @@ __device__ __forceinline__ void opb_stage_a(uint16_t *As, const uint16_t *ab, in
     for (int e = tid; e < sp * OPB_TJ * 4; e += OPB_THREADS) {
         const int s = e / (OPB_TJ * 4), r = e % (OPB_TJ * 4), j = r >> 2, c = (r & 3) * 8;
         const bool ok = s < S && j0 + j < N;
-        mma_cp(reinterpret_cast<float *>(As + s * OPB_ALD + 32 * j + c),
+        tf_cp_async(reinterpret_cast<float *>(As + s * OPB_ALD + 32 * j + c),
                reinterpret_cast<const float *>(ok ? ab + ((long)s * N + j0 + j) * 32 + c : ab), 16,
                ok);
     }
@@ -92,7 +92,7 @@ opm_bwd_da_kernel(uint16_t *da, const uint16_t *dz, const uint16_t *a, const uin
 
     for (int e = tid; e < CZ * 16; e += OPB_THREADS) { /* W's 128 columns of the 4 p */
         const int r = e >> 4, c = (e & 15) * 8;
-        mma_cp(reinterpret_cast<float *>(Ws1 + r * OPB_NLD + c),
+        tf_cp_async(reinterpret_cast<float *>(Ws1 + r * OPB_NLD + c),
                reinterpret_cast<const float *>(W + (long)r * 1024 + 32 * p0 + c), 16, true);
     }
     for (int e = tid; e < CZ * 128; e += OPB_THREADS) { /* and their transposes */
@@ -105,7 +105,7 @@ opm_bwd_da_kernel(uint16_t *da, const uint16_t *dz, const uint16_t *a, const uin
         opb_stage_dz<CZ>(D1, dzb, i0, j0, N, false, tid);
         opb_stage_dz<CZ>(D1 + 64 * (CZ + 8), dzb, i0, j0, N, true, tid);
         opb_stage_a(D1 + DT, ab, j0, S, sp, N, tid);
-        mma_commit();
+        tf_cp_commit();
     };
     /* da's tiles (s, (p', i)): 4 columns of 8 by mt rows of 16; warp w has
      * tiles w and w + 8 */
@@ -122,12 +122,12 @@ opm_bwd_da_kernel(uint16_t *da, const uint16_t *dz, const uint16_t *a, const uin
         const int k = nbuf == 2 ? it & 1 : 0;
         if (nbuf == 1) {
             stage(j0, 0);
-            mma_wait<0>();
+            tf_cp_wait<0>();
         } else if (j0 + OPB_TJ < N) {
             stage(j0 + OPB_TJ, k ^ 1);
-            mma_wait<1>();
+            tf_cp_wait<1>();
         } else {
-            mma_wait<0>();
+            tf_cp_wait<0>();
         }
         __syncthreads();
         const uint16_t *D1 = Tb + k * TB, *D2 = D1 + 64 * (CZ + 8), *As = D1 + DT;
@@ -223,7 +223,7 @@ opm_bwd_dw_kernel(float *part, const uint16_t *dz, const uint16_t *a, int B, int
         uint16_t *Xs = Tb + k * TB, *As = Xs + sp * OPB_XLD, *Dz = As + sp * OPB_ALD;
         opb_stage_dz<CZ>(Dz, dz + (long)b * N * N * CZ, i0, j0, N, false, tid);
         opb_stage_a(As, ab, j0, S, sp, N, tid);
-        mma_commit();
+        tf_cp_commit();
         for (int e = tid; e < sp * OPB_PG * OPB_TI; e += OPB_THREADS) {
             const int s = e / (OPB_PG * OPB_TI), i = (e >> 2) & 7, pl = e & 3;
             Xs[s * OPB_XLD + 8 * pl + i] =
@@ -242,9 +242,9 @@ opm_bwd_dw_kernel(float *part, const uint16_t *dz, const uint16_t *a, int B, int
         const int k = (int)(it & 1);
         if (tile + splits < ntiles) {
             stage(tile + splits, k ^ 1);
-            mma_wait<1>();
+            tf_cp_wait<1>();
         } else {
-            mma_wait<0>();
+            tf_cp_wait<0>();
         }
         __syncthreads();
         const uint16_t *Xs = Tb + k * TB, *As = Xs + sp * OPB_XLD, *Dz = As + sp * OPB_ALD;

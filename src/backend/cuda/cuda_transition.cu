@@ -48,7 +48,7 @@
 #include <stdlib.h>
 
 #include "cuda_common.h"
-#include "cuda_gemm_mma.h" /* mma_cp: cp.async */
+#include "cuda_cp_async.h"
 #include "cuda_wgtile.h"
 
 #define TR_ROWS 128 /* rows a block */
@@ -101,7 +101,7 @@ __device__ __forceinline__ void tr_copy(uint16_t *d, SRC src, bool vec)
     for (int u = 0; u < R * K / 8 / TR_THREADS; ++u) {
         const int e = (int)threadIdx.x + u * TR_THREADS, r = e % R, q = e / R;
         uint16_t *o = d + tf_wg_off(r, 8 * q, R);
-        if (vec) mma_cp((float *)o, (const float *)src(r, q), 16, true);
+        if (vec) tf_cp_async((float *)o, (const float *)src(r, q), 16, true);
         else *(uint4 *)o = tr_load8(src(r, q), false);
     }
 }
@@ -115,7 +115,7 @@ __device__ __forceinline__ void tr_copy_mn(uint16_t *d, SRC src, bool vec)
     for (int u = 0; u < N * K / 8 / TR_THREADS; ++u) {
         const int e = (int)threadIdx.x + u * TR_THREADS, q = e % (N / 8), k = e / (N / 8);
         uint16_t *o = d + tf_wg_off_mn(8 * q, k, N);
-        if (vec) mma_cp((float *)o, (const float *)src(k, q), 16, true);
+        if (vec) tf_cp_async((float *)o, (const float *)src(k, q), 16, true);
         else *(uint4 *)o = tr_load8(src(k, q), false);
     }
 }
@@ -265,10 +265,10 @@ tr_fwd_kernel(float *x_out, float *mean, float *rstd, const float *x, const floa
     const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
     const long r0 = (long)blockIdx.x * TR_ROWS;
     if (x_out) tr_stage_fwd<C>(sw, sw + K::WH, W1, W2, 0, vec);
-    mma_commit();
+    tf_cp_commit();
     tr_prologue<E, C, true>(sx, mean, rstd, (E *)NULL, x, gamma, beta, r0, rows, eps);
     if (!x_out) { /* only the statistics (a recomputed forward) */
-        mma_wait<0>();
+        tf_cp_wait<0>();
         return;
     }
     float acc[K::NT][4];
@@ -279,8 +279,8 @@ tr_fwd_kernel(float *x_out, float *mean, float *rstd, const float *x, const floa
             uint16_t *nw = sw + ((i + 1) & 1) * 2 * K::WH;
             tr_stage_fwd<C>(nw, nw + K::WH, W1, W2, (i + 1) * TR_HC, vec);
         }
-        mma_commit();
-        mma_wait<1>(); /* chunk i has landed (this thread's copies) */
+        tf_cp_commit();
+        tf_cp_wait<1>(); /* chunk i has landed (this thread's copies) */
         wg_proxy_fence();
         __syncthreads();
         const uint16_t *w1 = sw + (i & 1) * 2 * K::WH, *w2 = w1 + K::WH;
@@ -375,7 +375,7 @@ tr_bwd_kernel(float *dx, float *part, E *xn, E *hout, E *dhout, const E *dy, con
         const long r0 = tile * TR_ROWS;
         __syncthreads(); /* the last tile's readers of every buffer are done */
         tr_stage_bwd<C>(sw, W1, W2, 0, vec);
-        mma_commit();
+        tf_cp_commit();
         tr_prologue<E, C, false>(sx, const_cast<float *>(mean), const_cast<float *>(rstd), xn, x,
                                  gamma, beta, r0, rows, 0.f);
         { /* the warp's rows of dy, all loads first */
@@ -393,8 +393,8 @@ tr_bwd_kernel(float *dx, float *part, E *xn, E *hout, E *dhout, const E *dy, con
 #pragma unroll 1
         for (int i = 0; i < K::NCH; ++i) {
             if (i + 1 < K::NCH) tr_stage_bwd<C>(sw + ((i + 1) & 1) * 3 * K::WH, W1, W2, (i + 1) * TR_HC, vec);
-            mma_commit();
-            mma_wait<1>();
+            tf_cp_commit();
+            tf_cp_wait<1>();
             wg_proxy_fence();
             __syncthreads();
             const uint16_t *w1 = sw + (i & 1) * 3 * K::WH, *w2t = w1 + K::WH, *w1t = w2t + K::WH;

@@ -18,7 +18,7 @@
  * so the backward writes du's tile over them without waiting for the others
  * before the block writes it out along rows. */
 #include "cuda_common.h"
-#include "cuda_gemm_mma.h" /* mma_cp, mma_commit, mma_wait */
+#include "cuda_cp_async.h"
 #include "cuda_tile.h"
 
 #define TO_C 128
@@ -41,7 +41,7 @@ __device__ __forceinline__ void to_stage(uint16_t *Us, uint16_t *Ws, const uint1
         uint16_t *dst = Us + k * TO_LD + seg;
         if (vec) {
             const bool ok = r < rows; /* rows % 8 == 0: a segment is all in or all out */
-            mma_cp(reinterpret_cast<float *>(dst),
+            tf_cp_async(reinterpret_cast<float *>(dst),
                    reinterpret_cast<const float *>(ok ? src : u_t), 16, ok);
         } else {
             for (int q = 0; q < 8; ++q) dst[q] = r + q < rows ? src[q] : (uint16_t)0;
@@ -49,11 +49,11 @@ __device__ __forceinline__ void to_stage(uint16_t *Us, uint16_t *Ws, const uint1
     }
     for (int e = tid; e < TO_C * (TO_C / 8); e += TO_THREADS) {
         const int c = e / (TO_C / 8), k = (e % (TO_C / 8)) * 8;
-        mma_cp(reinterpret_cast<float *>(Ws + c * TO_WLD + k),
+        tf_cp_async(reinterpret_cast<float *>(Ws + c * TO_WLD + k),
                reinterpret_cast<const float *>(Wo + (long)c * TO_C + k), 16, true);
     }
-    mma_commit();
-    mma_wait<0>();
+    tf_cp_commit();
+    tf_cp_wait<0>();
     __syncthreads();
 }
 

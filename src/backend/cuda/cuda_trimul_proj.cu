@@ -26,7 +26,7 @@
  * merged [rows, 4C] gradient. Shared rows are 136 halves (8 mod 16: the
  * fragment loads hit distinct banks). */
 #include "cuda_common.h"
-#include "cuda_gemm_mma.h" /* mma_cp, mma_commit, mma_wait */
+#include "cuda_cp_async.h"
 #include "cuda_tile.h"
 
 #define TP_C 128
@@ -46,7 +46,7 @@ __device__ __forceinline__ void tp_stage_w(uint16_t *Ws, const uint16_t *W4, con
         long row;
         if (p == 4) row = i;
         else row = (i < 64 ? 0 : 2 * TP_C) + (p >> 1) * TP_C + (p & 1) * 64 + (i & 63);
-        mma_cp(reinterpret_cast<float *>(Ws + i * TP_LD + c),
+        tf_cp_async(reinterpret_cast<float *>(Ws + i * TP_LD + c),
                reinterpret_cast<const float *>((p == 4 ? Wog : W4) + row * TP_C + c), 16, true);
     }
 }
@@ -56,7 +56,7 @@ __device__ __forceinline__ void tp_stage_y(uint16_t *Ys, const uint16_t *y, long
     for (int e = tid; e < TP_ROWS * 16; e += TP_THREADS) {
         const int i = e >> 4, c = (e & 15) * 8;
         const bool ok = r0 + i < rows;
-        mma_cp(reinterpret_cast<float *>(Ys + i * TP_LD + c),
+        tf_cp_async(reinterpret_cast<float *>(Ys + i * TP_LD + c),
                reinterpret_cast<const float *>(ok ? y + (r0 + i) * TP_C + c : y), 16, ok);
     }
 }
@@ -156,16 +156,16 @@ trimul_proj_fwd_kernel(uint16_t *lr_t, uint16_t *og, uint16_t *y, float *stats, 
     const int tid = (int)threadIdx.x, w = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const long r0 = (long)blockIdx.x * TP_ROWS;
     tp_stage_w(Ws, W4, Wog, 0, tid); /* pass 0's weights load while the rows are normalised */
-    mma_commit();
+    tf_cp_commit();
     tp_prologue<E>(Ys, y, stats, x, g1, b1, g2, b2, eps, r0, rows, w, lane);
 #pragma unroll 1
     for (int p = 0; p < 5; ++p) {
         if (p) {
             __syncthreads(); /* the last pass's readers of Ws and Ts are done */
             tp_stage_w(Ws, W4, Wog, p, tid);
-            mma_commit();
+            tf_cp_commit();
         }
-        mma_wait<0>();
+        tf_cp_wait<0>();
         __syncthreads();
         float acc[16][4];
         tp_mma<E>(acc, Ys, Ws, w);
@@ -220,7 +220,7 @@ trimul_proj_bwd_kernel(uint16_t *dproj, const uint16_t *dlr_t, const uint16_t *y
     for (int p = 0; p < 4; ++p) {
         __syncthreads(); /* the last pass's readers of Ws and Ts are done */
         tp_stage_w(Ws, W4, NULL, p, tid);
-        mma_commit();
+        tf_cp_commit();
         /* the pass's gradient: channel-major rows into Ts[channel][row] */
         for (int e = tid; e < 64 * (TP_ROWS / 8); e += TP_THREADS) {
             const int ch = e / (TP_ROWS / 8), seg = (e % (TP_ROWS / 8)) * 8;
@@ -233,7 +233,7 @@ trimul_proj_bwd_kernel(uint16_t *dproj, const uint16_t *dlr_t, const uint16_t *y
                 for (int k = 0; k < 8; ++k) dst[k] = r + k < rows ? src[k] : (uint16_t)0;
             }
         }
-        mma_wait<0>();
+        tf_cp_wait<0>();
         __syncthreads();
         float acc[16][4];
         tp_mma<E>(acc, Ys, Ws, w);
