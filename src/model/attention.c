@@ -51,7 +51,13 @@ static void flash_args(const tf_exec *ex, const tf_attn_core *a, tf_attn_args *g
     g->k = view(a, a->k, a->ld);
     g->v = view(a, a->v, a->ld);
     g->out = view(a, a->o, (long)a->H * a->d);
-    if (a->bias) {
+    if (a->bias && a->bias_hmajor) { /* [H, B, L, L] */
+        g->bias = a->bias;
+        g->bias_sb = (long)L * L;
+        g->bias_si = L;
+        g->bias_sj = 1;
+        g->bias_sh = (long)a->B * L * L;
+    } else if (a->bias) {
         g->bias = a->bias;
         g->bias_sb = (long)L * L * a->H;
         g->bias_si = (long)L * a->H;

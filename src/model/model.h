@@ -46,14 +46,15 @@ typedef struct {
     int colwise;            /* attend along X (outer Y) instead of along Y (outer X) */
     long ld;                /* row stride of q/k/v: C, or 3C for a fused buffer */
     const void *q, *k, *v;
-    const void *bias;       /* [B, L, L, H] or NULL */
+    const void *bias;       /* [B, L, L, H], head-major [H, B, L, L], or NULL */
+    int bias_hmajor;        /* bias (and dbias) head-major: the flash composition only */
     /* saved for backward */
     void *o;                /* [B, X, Y, C] */
     float *lse;             /* flash */
     void *qp, *kp, *vp, *probs; /* eager: per-head copies and softmax probabilities */
 } tf_attn_core;
 void tf_attn_core_fwd(tf_exec *ex, tf_attn_core *a);
-/* dq/dk/dv: buffers with the same layout (ld) as q/k/v, assigned; dbias [B,L,L,H] assigned */
+/* dq/dk/dv: buffers with the same layout (ld) as q/k/v, assigned; dbias (the bias' layout) assigned */
 void tf_attn_core_bwd(tf_exec *ex, const tf_attn_core *a, void *dq, void *dk, void *dv,
                       void *dbias, const void *dout);
 
@@ -64,7 +65,7 @@ typedef struct {            /* MSA row or column attention */
     tf_ln_act ln;           /* block norm (msa_norm_row / msa_norm_col) */
     void *qkv;              /* fused [rows, 3C] or NULL */
     void *q, *k, *v;        /* separate [rows, C] (or views into qkv) */
-    void *bias;             /* row only: [B, N, N, H] */
+    void *bias;             /* row only: [B, N, N, H] or head-major (tf_attn_core) */
     tf_attn_core core;
 } tf_msa_attn_act;
 

@@ -43,38 +43,59 @@ void tf_qkv_bwd(tf_exec *ex, const tf_model *M, int fused, size_t wq, const void
     }
 }
 
-/* The pair bias of the row attention, [rows, H] = z Wpb^T from the fp32 pair
- * stream, in fp32 (a narrow GEMM that reads z once), stored in the
- * activations' type. */
-static void *pair_bias_fwd(tf_exec *ex, const tf_model *M, size_t wpb, const float *z, long rows,
-                           int C, int H) {
-    void *bias = tf_alloc_at(ex, (size_t)rows * H);
-    if (ex->at == TF_F32) {
-        tf_linear_fwd(ex, bias, z, tf_P(M, wpb), rows, C, H, 0.0f, TF_EPI_NONE);
-        return bias;
+/* The pair bias of the row attention from the fp32 pair stream z [rows, C],
+ * in fp32 (a narrow GEMM that reads z once), stored in the activations'
+ * type. Head-major (the flash composition): [H, rows] = Wpb z^T, so that
+ * each head's bias rows run contiguously along the keys and an attention
+ * kernel copies a tile of them whole; else [rows, H] = z Wpb^T, as the
+ * reference's Linear (the eager composition permutes it per head). */
+static void bias_gemm(tf_exec *ex, float *b32, const float *z, const float *W, long rows, int C,
+                      int H, int hmajor) {
+    if (!hmajor) {
+        tf_linear_fwd(ex, b32, z, W, rows, C, H, 0.0f, TF_EPI_NONE);
+        return;
     }
+    tf_gemm_args g = tf_gemm_make(ex, 0, 1, H, (int)rows, C, 1.0f, 0.0f, W, C, 0, z, C, 0, b32,
+                                  rows, 0, 1);
+    tf_gemm(ex, &g, "linear_fwd");
+}
+
+static void *pair_bias_fwd(tf_exec *ex, const tf_model *M, size_t wpb, const float *z, long rows,
+                           int C, int H, int hmajor) {
+    void *bias = tf_alloc_at(ex, (size_t)rows * H);
     size_t mark = tf_arena_mark(ex->arena);
-    float *b32 = tf_alloc_act(ex, (size_t)rows * H);
+    float *b32 = ex->at == TF_F32 ? bias : tf_alloc_act(ex, (size_t)rows * H);
     tf_dtype at = tf_exec_fp32_begin(ex);
-    tf_linear_fwd(ex, b32, z, tf_P(M, wpb), rows, C, H, 0.0f, TF_EPI_NONE);
+    bias_gemm(ex, b32, z, tf_P(M, wpb), rows, C, H, hmajor);
     tf_exec_fp32_end(ex, at);
-    tf_x_convert(ex, bias, at, b32, TF_F32, rows * H);
+    if (at != TF_F32) tf_x_convert(ex, bias, at, b32, TF_F32, rows * H);
     tf_arena_release(ex->arena, mark);
     return bias;
 }
 
-/* dz += dbias Wpb; dWpb += dbias^T z (in fp32, as the forward) */
+/* dz += dbias Wpb; dWpb += dbias^T z (in fp32, as the forward; dbias in the
+ * forward's layout) */
 static void pair_bias_bwd(tf_exec *ex, const tf_model *M, size_t wpb, float *dz, const void *dbias,
-                          const float *z, long rows, int C, int H) {
-    if (ex->at == TF_F32) {
-        tf_linear_bwd(ex, dz, tf_G(M, wpb), dbias, z, tf_P(M, wpb), rows, C, H, 1);
-        return;
-    }
+                          const float *z, long rows, int C, int H, int hmajor) {
     size_t mark = tf_arena_mark(ex->arena);
-    float *db32 = tf_alloc_act(ex, (size_t)rows * H);
-    tf_x_convert(ex, db32, TF_F32, dbias, ex->at, rows * H);
+    const float *db32 = dbias;
+    if (ex->at != TF_F32) {
+        float *d = tf_alloc_act(ex, (size_t)rows * H);
+        tf_x_convert(ex, d, TF_F32, dbias, ex->at, rows * H);
+        db32 = d;
+    }
     tf_dtype at = tf_exec_fp32_begin(ex);
-    tf_linear_bwd(ex, dz, tf_G(M, wpb), db32, z, tf_P(M, wpb), rows, C, H, 1);
+    if (!hmajor) {
+        tf_linear_bwd(ex, dz, tf_G(M, wpb), db32, z, tf_P(M, wpb), rows, C, H, 1);
+    } else { /* dz [rows, C] += dbias^T Wpb; dWpb [H, C] += dbias z */
+        tf_gemm_args g = tf_gemm_make(ex, 1, 0, (int)rows, C, H, 1.0f, 1.0f, db32, rows, 0,
+                                      tf_P(M, wpb), C, 0, dz, C, 0, 1);
+        tf_gemm(ex, &g, "linear_bwd_data");
+        g = tf_gemm_make(ex, 0, 0, H, C, (int)rows, 1.0f, 1.0f, db32, rows, 0, z, C, 0,
+                         tf_G(M, wpb), C, 0, 1);
+        g.wgrad = ex->wgrad_async;
+        tf_gemm(ex, &g, "linear_bwd_weight");
+    }
     tf_exec_fp32_end(ex, at);
     tf_arena_release(ex->arena, mark);
 }
@@ -93,12 +114,13 @@ static void msa_attn_fwd(tf_exec *ex, const tf_model *M, int colwise, size_t wq,
     a->bias = NULL;
     if (z) {
         tf_rpush(ex, "pair_bias");
-        a->bias = pair_bias_fwd(ex, M, wpb, z, (long)B * N * N, c->pair_dim, H);
+        a->bias = pair_bias_fwd(ex, M, wpb, z, (long)B * N * N, c->pair_dim, H, ex->fu.flash);
         tf_rpop(ex);
     }
     tf_rpush(ex, "attention");
     a->core = (tf_attn_core){.B = B, .X = S, .Y = N, .H = H, .d = C / H, .colwise = colwise,
-                             .ld = ld, .q = a->q, .k = a->k, .v = a->v, .bias = a->bias};
+                             .ld = ld, .q = a->q, .k = a->k, .v = a->v, .bias = a->bias,
+                             .bias_hmajor = a->bias && ex->fu.flash};
     tf_attn_core_fwd(ex, &a->core);
     tf_rpop(ex);
     tf_rpush(ex, "output_proj");
@@ -128,7 +150,8 @@ static void msa_attn_bwd(tf_exec *ex, const tf_model *M, size_t wq, size_t wo, t
     tf_rpop(ex);
     if (z) {
         tf_rpush(ex, "pair_bias");
-        pair_bias_bwd(ex, M, wpb, dz, dbias, z, (long)B * N * N, c->pair_dim, H);
+        pair_bias_bwd(ex, M, wpb, dz, dbias, z, (long)B * N * N, c->pair_dim, H,
+                      a->core.bias_hmajor);
         tf_rpop(ex);
     }
     tf_rpush(ex, "msa_qkv");

@@ -94,7 +94,10 @@ static void check_bound(const char *op, const char *shape, tf_dtype t, const flo
 }
 
 typedef struct {
-    int nb, no, nh, L, d, sl, bias; /* bias 0: none (the triangle attentions) */
+    /* bias 0: none (the triangle attentions), 1: [nb, L, L, nh] (the
+     * reference's Linear), 2: head-major [nh, nb, L, L] (the flash
+     * composition's: kernel6 copies its tiles by 16 bytes where L % 8 == 0) */
+    int nb, no, nh, L, d, sl, bias;
 } shape_t;
 
 static void run_case(bk be, const char *route, const shape_t *s, tf_dtype t)
@@ -112,11 +115,16 @@ static void run_case(bk be, const char *route, const shape_t *s, tf_dtype t)
         for (int i = 0; i < L; ++i)
             for (int j = 0; j < L; ++j)
                 for (int h = 0; h < nh; ++h)
-                    if (j >= L - 3 || i == 1) bias[(((size_t)b * L + i) * L + j) * nh + h] = -60.f;
+                    if (j >= L - 3 || i == 1)
+                        bias[s->bias == 2 ? (((size_t)h * nb + b) * L + i) * L + j
+                                          : (((size_t)b * L + i) * L + j) * nh + h] = -60.f;
     tf_attn_args a;
     memset(&a, 0, sizeof a);
     a.nb = nb, a.no = no, a.nh = nh, a.L = L, a.d = d, a.scale = (float)scale, a.t = t;
-    a.bias_sb = (long)L * L * nh, a.bias_si = (long)L * nh, a.bias_sj = nh, a.bias_sh = 1;
+    if (s->bias == 2)
+        a.bias_sb = (long)L * L, a.bias_si = L, a.bias_sj = 1, a.bias_sh = (long)nb * L * L;
+    else
+        a.bias_sb = (long)L * L * nh, a.bias_si = (long)L * nh, a.bias_sj = nh, a.bias_sh = 1;
     tf_attn_view *views[] = {&a.q, &a.k, &a.v, &a.out, &a.dq, &a.dk, &a.dv, &a.dout};
     const float *src[] = {q, k, v, NULL, NULL, NULL, NULL, dout};
     for (int i = 0; i < 8; ++i) {
@@ -146,7 +154,7 @@ static void run_case(bk be, const char *route, const shape_t *s, tf_dtype t)
                 const size_t base = (size_t)b * no * L * sl + (size_t)o * L * sl + (size_t)h * d;
                 const size_t rowb = (((size_t)b * no + o) * nh + h) * L;
 #define AT(x, l, c) ((x)[base + (size_t)(l) * sl + (c)])
-#define BI(i, j) ((((size_t)b * L + (i)) * L + (j)) * nh + h)
+#define BI(i, j) (size_t)(b * a.bias_sb + h * a.bias_sh + (i) * a.bias_si + (j) * a.bias_sj)
                 for (int i = 0; i < L; ++i) {
                     double mx = -INFINITY, sum = 0.0;
                     for (int j = 0; j < L; ++j) {
@@ -194,7 +202,8 @@ static void run_case(bk be, const char *route, const shape_t *s, tf_dtype t)
 #undef BI
             }
     char shape[112];
-    snprintf(shape, sizeof shape, "%s nb%d no%d nh%d L%d d%d sl%d", route, nb, no, nh, L, d, sl);
+    snprintf(shape, sizeof shape, "%s nb%d no%d nh%d L%d d%d sl%d bias%d", route, nb, no, nh, L, d,
+             sl, s->bias);
     check_bound("attn_fwd out", shape, t, out, ro, mo, n, sl, C, L * amax(v, n));
     {
         size_t bad = 0;
@@ -223,10 +232,14 @@ static void test_half_flash(void **state)
     g_fail = 0;
     /* nb, no, nh, L, d, sl, bias: two key tiles and a part (L 131), one part
      * tile (37), scalar loads (sl not a multiple of 8), the MSA row shape (d
-     * 16), no bias (the triangle attentions) below and above L 128 */
+     * 16), no bias (the triangle attentions) below and above L 128; the
+     * head-major bias by 16-byte tiles (L 64, 120: the one-block backward)
+     * and element by element (L 37, 131) */
     const shape_t shapes[] = {
         {2, 3, 2, 37, 16, 32, 1}, {1, 2, 2, 131, 32, 64, 1}, {2, 2, 2, 70, 32, 66, 1},
         {1, 5, 4, 64, 16, 64, 1}, {1, 3, 2, 96, 32, 64, 0},  {1, 2, 1, 150, 32, 32, 0},
+        {2, 3, 2, 37, 16, 32, 2}, {1, 2, 2, 131, 32, 64, 2}, {2, 3, 4, 64, 16, 64, 2},
+        {2, 3, 2, 120, 16, 64, 2},
     };
     const tf_gpu_plan k6 = plan_of(TF_GPU_GEMM_AUTO, TF_GPU_DW_AUTO, TF_GPU_ATTN_K6);
     const tf_gpu_plan k5 = plan_of(TF_GPU_GEMM_AUTO, TF_GPU_DW_AUTO, TF_GPU_ATTN_K5);

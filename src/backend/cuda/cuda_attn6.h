@@ -132,6 +132,72 @@ __device__ __forceinline__ float tf6_exp2(float x)
 #endif
 }
 
+/* A head's bias copies by 16 bytes: rows contiguous along the keys (sj 1,
+ * the flash composition's head-major layout), every row 16-byte aligned (so
+ * L a multiple of 8: an 8-key group never straddles L) */
+static inline int tf6_bias_vec(const tf_attn_args *a)
+{
+    return a->bias && a->bias_sj == 1 && a->bias_si % 8 == 0 && a->bias_sb % 8 == 0 &&
+           a->bias_sh % 8 == 0 && ((uintptr_t)a->bias & 15u) == 0;
+}
+
+/* Where key c of row r sits in a staged bias tile: rows of LDB elements, or
+ * with SWZ rows of 64 without padding whose eight 16-byte chunks are permuted
+ * by the row (chunk c / 8 at (c / 8) ^ (r % 8)). Either way the pair loads of
+ * a fragment's 32 lanes (rows g, keys 2t) fall in 32 distinct banks. */
+template <int LDB, bool SWZ>
+__device__ __forceinline__ int tf6_boff(int r, int c)
+{
+    return SWZ ? r * 64 + ((((c >> 3) ^ r) & 7) << 3) + (c & 7) : r * LDB + c;
+}
+
+/* Rows [r0, r0 + R) x keys [c0, c0 + CC) of one head's bias (bb: the head's
+ * base, element (i, j) at bb + i si + j sj) into S (tf6_boff's layout; SWZ
+ * wants CC 64), zero past L either way: 16-byte cp.async copies when bvec
+ * (tf6_bias_vec; c0 a multiple of 8), to be waited for with tf_cp_wait, else
+ * element by element. The bias is then read from shared memory, a pair of
+ * keys at once, instead of one strided global load an element. */
+template <int R, int CC, int LDB, bool SWZ, int NT, class E>
+__device__ __forceinline__ void tf6_bias_tile(uint16_t *S, const E *bb, long si, long sj, int r0,
+                                              int c0, int L, int bvec, int tid)
+{
+    static_assert(!SWZ || CC == 64, "a swizzled bias tile is 64 keys wide");
+    if (bvec) {
+        constexpr int C8 = CC / 8;
+        for (int e = tid; e < R * C8; e += NT) {
+            const int r = e / C8, c = (e % C8) * 8;
+            const bool ok = r0 + r < L && c0 + c < L;
+            const E *src = ok ? bb + (long)(r0 + r) * si + c0 + c : bb;
+            tf_cp_async(reinterpret_cast<float *>(S + tf6_boff<LDB, SWZ>(r, c)),
+                        reinterpret_cast<const float *>(src), 16, ok);
+        }
+    } else {
+        const uint16_t *b16 = reinterpret_cast<const uint16_t *>(bb);
+#pragma unroll 1
+        for (int e = tid; e < R * CC; e += NT) {
+            const int r = e / CC, c = e % CC;
+            S[tf6_boff<LDB, SWZ>(r, c)] = r0 + r < L && c0 + c < L
+                                              ? b16[(long)(r0 + r) * si + (long)(c0 + c) * sj]
+                                              : (uint16_t)0;
+        }
+    }
+}
+
+/* the bias of keys (c, c + 1), c even, of row r of a staged tile (LDB even) */
+template <class E, int LDB, bool SWZ>
+__device__ __forceinline__ void tf6_bias_pair(const uint16_t *S, int r, int c, float *lo, float *hi)
+{
+    const uint32_t u = *reinterpret_cast<const uint32_t *>(S + tf6_boff<LDB, SWZ>(r, c));
+    *lo = tf_tile_widen<E>((uint16_t)(u & 0xffffu));
+    *hi = tf_tile_widen<E>((uint16_t)(u >> 16));
+}
+
+/* the score in base-2 units from a staged bias value: tf6_score2's formula */
+__device__ __forceinline__ float tf6_score2b(float scale, float dot, float bias)
+{
+    return fmaf(scale, dot, bias) * TF6_LOG2E;
+}
+
 /* (scale q.k + bias(i, j)) log2(e): the score in base-2 units (BIAS: the
  * call has a bias; bb is then the item's base, or NULL for a row past L) */
 template <bool BIAS, class E>

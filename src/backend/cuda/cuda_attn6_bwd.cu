@@ -13,7 +13,10 @@
  *     once the A fragments of dV += P^T dout and dK += dS^T q;
  *   - with a bias, the bias-gradient kernel: one block per (b, h) and 16
  *     queries x 32 keys, its 4 warps taking o = w, w + 4, ... each through
- *     shared memory of its own, the 4 partial sums added in warp order. */
+ *     shared memory of its own, the 4 partial sums added in warp order.
+ * Every kernel stages its bias tiles in shared memory with its operands
+ * (cuda_attn6.h tf6_bias_tile), as the forward does: no strided global load
+ * an element. */
 #include <math.h>
 
 #include "cuda_attn6.h"
@@ -41,7 +44,8 @@ __device__ __forceinline__ void tf6_s_dp(float (*s)[4], float (*dp)[4], const ui
 
 /* dQ, and D of the block's queries */
 template <int DM, bool BIAS, class E>
-__global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dq_kernel6(tf_attn_args a, int ntq, int vec)
+__global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dq_kernel6(tf_attn_args a, int ntq, int vec,
+                                                                             int bvec)
 {
     typedef tf6<DM> C;
     constexpr int LD = C::LD, KD = C::KD, ND = C::ND, NJ = C::NJ, BK = C::BK, BQ = C::BQ;
@@ -49,6 +53,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dq_kernel6
     __shared__ __align__(16) uint16_t Gs[BQ * LD];    /* dout */
     __shared__ __align__(16) uint16_t Ks[2][BK * LD]; /* key tiles t and t + 1 */
     __shared__ __align__(16) uint16_t Vs[2][BK * LD];
+    __shared__ __align__(16) uint16_t Bs[2][BIAS ? BQ * BK : 8]; /* their bias tiles (swizzled) */
     __shared__ float Ls[BQ], Ds[BQ];
 
     const int L = a.L, tid = (int)threadIdx.x;
@@ -66,6 +71,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dq_kernel6
     tf6_load_async<DM, BK, LD, C::NT>(Ks[0], kb, a.k.sl, 0, L, vec, tid);
     tf6_load_async<DM, BK, LD, C::NT>(Vs[0], vb, a.v.sl, 0, L, vec, tid);
     tf6_load_async<DM, BQ, LD, C::NT>(Ks[1], yb, a.out.sl, 0, L - q0, vec, tid); /* out, until key tile 1 */
+    if (BIAS) tf6_bias_tile<BQ, BK, BK, true, C::NT>(Bs[0], bb, a.bias_si, a.bias_sj, q0, 0, L, bvec, tid);
     tf_cp_commit();
     const float ls = tid < BQ && q0 + tid < L ? a.lse[rowbase + q0 + tid] * TF6_LOG2E : 0.f;
     tf_cp_wait<0>();
@@ -101,6 +107,9 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dq_kernel6
         if (more) {
             tf6_load_async<DM, BK, LD, C::NT>(Ks[buf ^ 1], kb, a.k.sl, k0 + BK, L, vec, tid);
             tf6_load_async<DM, BK, LD, C::NT>(Vs[buf ^ 1], vb, a.v.sl, k0 + BK, L, vec, tid);
+            if (BIAS)
+                tf6_bias_tile<BQ, BK, BK, true, C::NT>(Bs[buf ^ 1], bb, a.bias_si, a.bias_sj, q0, k0 + BK, L,
+                                                 bvec, tid);
             tf_cp_commit();
         }
         const uint16_t *Kt = Ks[buf];
@@ -109,12 +118,19 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dq_kernel6
 #pragma unroll
         for (int j = 0; j < NJ; ++j)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int jk = k0 + 8 * j + 2 * t + (e & 1), hf = e >> 1;
-                float p = 0.f;
-                if (jk < L && ok[hf])
-                    p = tf6_exp2(tf6_score2<BIAS>(a, bb, hf ? ihi : ilo, jk, s[j][e]) - lse2[hf]);
-                s[j][e] = p * (dp[j][e] - dd[hf]);
+            for (int hf = 0; hf < 2; ++hf) {
+                float bl = 0.f, bh = 0.f;
+                if (BIAS) tf6_bias_pair<E, BK, true>(Bs[buf], hf ? rhi : rlo, 8 * j + 2 * t, &bl, &bh);
+#pragma unroll
+                for (int u = 0; u < 2; ++u) {
+                    const int e = 2 * hf + u, jk = k0 + 8 * j + 2 * t + u;
+                    float p = 0.f;
+                    if (jk < L && ok[hf])
+                        p = tf6_exp2((BIAS ? tf6_score2b(a.scale, s[j][e], u ? bh : bl)
+                                           : tf6_score2<false>(a, bb, 0, 0, s[j][e])) -
+                                     lse2[hf]);
+                    s[j][e] = p * (dp[j][e] - dd[hf]);
+                }
             }
         tf_tile_mul_c<BK / 16, ND, E>(dq, s, Kt, LD); /* dq += dS K */
         if (more) tf_cp_wait<0>();
@@ -134,7 +150,8 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dq_kernel6
 
 /* dK and dV of the block's keys (D from the dQ kernel's `work`) */
 template <int DM, bool BIAS, class E>
-__global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dkv_kernel6(tf_attn_args a, int ntk, int vec)
+__global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dkv_kernel6(tf_attn_args a, int ntk, int vec,
+                                                                              int bvec)
 {
     typedef tf6<DM> C;
     constexpr int LD = C::LD, KD = C::KD, ND = C::ND, BK = C::BK, BQ = C::BQ;
@@ -142,6 +159,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dkv_kernel
     __shared__ __align__(16) uint16_t Vs[BK * LD];
     __shared__ __align__(16) uint16_t Qs[2][BQ * LD]; /* query tiles t and t + 1 */
     __shared__ __align__(16) uint16_t Gs[2][BQ * LD];
+    __shared__ __align__(16) uint16_t Bs[2][BIAS ? BQ * BK : 8]; /* their bias: queries x our keys (swizzled) */
     __shared__ float Ls[2][BQ], Ds[2][BQ];
 
     const int L = a.L, tid = (int)threadIdx.x;
@@ -155,6 +173,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dkv_kernel
     auto issue = [&](int q0, int buf) {
         tf6_load_async<DM, BQ, LD, C::NT>(Qs[buf], qb, a.q.sl, q0, L, vec, tid);
         tf6_load_async<DM, BQ, LD, C::NT>(Gs[buf], gb, a.dout.sl, q0, L, vec, tid);
+        if (BIAS) tf6_bias_tile<BQ, BK, BK, true, C::NT>(Bs[buf], bb, a.bias_si, a.bias_sj, q0, k0, L, bvec, tid);
         tf_cp_commit();
         if (tid < BQ) {
             const int i = q0 + tid;
@@ -207,7 +226,13 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dkv_kernel
                     const int r = 16 * c + 8 * u + 2 * t + (e & 1), i = q0 + r;
                     const int j = e < 2 ? jlo : jhi;
                     float p = 0.f;
-                    if (i < L && j < L) p = tf6_exp2(tf6_score2<BIAS>(a, bb, i, j, st[u][e]) - Lt[r]);
+                    if (i < L && j < L) {
+                        const float sc =
+                            BIAS ? tf6_score2b(a.scale, st[u][e],
+                                               tf_tile_widen<E>(Bs[buf][tf6_boff<BK, true>(r, j - k0)]))
+                                 : tf6_score2<false>(a, bb, 0, 0, st[u][e]);
+                        p = tf6_exp2(sc - Lt[r]);
+                    }
                     st[u][e] = p;
                     dpt[u][e] = p * (dpt[u][e] - Dt[r]);
                 }
@@ -256,7 +281,7 @@ struct tf6_one {
 };
 
 template <int DM, bool BIAS, class E>
-__global__ void __launch_bounds__(tf6_one<DM>::NT, 2) attn_bwd_kernel6(tf_attn_args a, int vec)
+__global__ void __launch_bounds__(tf6_one<DM>::NT, 2) attn_bwd_kernel6(tf_attn_args a, int vec, int bvec)
 {
     typedef tf6_one<DM> C;
     constexpr int LC = C::LC, LD = C::LD, LP = C::LP, KD = DM / 16, ND = DM / 8;
@@ -276,6 +301,9 @@ __global__ void __launch_bounds__(tf6_one<DM>::NT, 2) attn_bwd_kernel6(tf_attn_a
     tf6_load_async<DM, LC, LD, C::NT>(Vs, tf_attn_at<E>(a.v, b, o, h, DM), a.v.sl, 0, L, vec, tid);
     tf6_load_async<DM, LC, LD, C::NT>(Gs, gb, a.dout.sl, 0, L, vec, tid);
     tf6_load_async<DM, LC, LD, C::NT>(Ps, yb, a.out.sl, 0, L, vec, tid); /* out, until P */
+    /* the bias, until dS: each lane reads its (row, key) pairs before it
+     * writes dS there */
+    if (BIAS) tf6_bias_tile<LC, LC, LP, false, C::NT>(Ss, bb, a.bias_si, a.bias_sj, 0, 0, L, bvec, tid);
     tf_cp_commit();
     const float ls = tid < L ? a.lse[rowbase + tid] * TF6_LOG2E : 0.f;
     tf_cp_wait<0>();
@@ -312,13 +340,20 @@ __global__ void __launch_bounds__(tf6_one<DM>::NT, 2) attn_bwd_kernel6(tf_attn_a
 #pragma unroll
             for (int j = 0; j < 8; ++j)
 #pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int jk = kh + 8 * j + 2 * t + (e & 1), hf = e >> 1;
-                    float p = 0.f;
-                    if (jk < L && ok[hf])
-                        p = tf6_exp2(tf6_score2<BIAS>(a, bb, hf ? ihi : ilo, jk, s[j][e]) - lse2[hf]);
-                    s[j][e] = p;
-                    dp[j][e] = p * (dp[j][e] - dd[hf]);
+                for (int hf = 0; hf < 2; ++hf) {
+                    float bl = 0.f, bh = 0.f;
+                    if (BIAS) tf6_bias_pair<E, LP, false>(Ss, hf ? ihi : ilo, kh + 8 * j + 2 * t, &bl, &bh);
+#pragma unroll
+                    for (int u = 0; u < 2; ++u) {
+                        const int e = 2 * hf + u, jk = kh + 8 * j + 2 * t + u;
+                        float p = 0.f;
+                        if (jk < L && ok[hf])
+                            p = tf6_exp2((BIAS ? tf6_score2b(a.scale, s[j][e], u ? bh : bl)
+                                               : tf6_score2<false>(a, bb, 0, 0, s[j][e])) -
+                                         lse2[hf]);
+                        s[j][e] = p;
+                        dp[j][e] = p * (dp[j][e] - dd[hf]);
+                    }
                 }
 #pragma unroll
             for (int j = 0; j < 8; ++j)
@@ -388,13 +423,14 @@ struct tf6_db {
 
 template <int DM, class E>
 __global__ void __launch_bounds__(tf6_db<DM>::NT, 4) attn_bwd_dbias_kernel6(tf_attn_args a, int nti, int ntj,
-                                                                        int vec)
+                                                                        int vec, int bvec)
 {
     typedef tf6_db<DM> C;
     constexpr int LD = C::LD, KD = DM / 16, QT = C::QT, KT = C::KT, NJ = KT / 8, NW = C::NW;
     __shared__ __align__(16) uint16_t sm[NW * C::WS];
     __shared__ float Lw[NW][QT], Dw[NW][QT];
     __shared__ float red[NW - 1][QT * KT];
+    __shared__ __align__(16) uint16_t Bs[QT * (KT + 8)]; /* the tile's bias, the same for every o */
 
     const int L = a.L, tid = (int)threadIdx.x, lane = tid & 31, w = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
@@ -409,6 +445,10 @@ __global__ void __launch_bounds__(tf6_db<DM>::NT, 4) attn_bwd_dbias_kernel6(tf_a
     const E *bb = tf_attn2_bias<E>(a, b, h);
     const int ilo = i0 + g, ihi = ilo + 8;
     const bool ok[2] = {ilo < L, ihi < L};
+    tf6_bias_tile<QT, KT, KT + 8, false, C::NT>(Bs, bb, a.bias_si, a.bias_sj, i0, j0, L, bvec, tid);
+    tf_cp_commit();
+    tf_cp_wait<0>();
+    __syncthreads();
 
     float db[NJ][4];
     tf_tile_zero<NJ>(db);
@@ -437,11 +477,16 @@ __global__ void __launch_bounds__(tf6_db<DM>::NT, 4) attn_bwd_dbias_kernel6(tf_a
 #pragma unroll
         for (int j = 0; j < NJ; ++j)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int jk = j0 + 8 * j + 2 * t + (e & 1), hf = e >> 1;
-                if (jk < L && ok[hf]) {
-                    const float p = tf6_exp2(tf6_score2<true>(a, bb, hf ? ihi : ilo, jk, s[j][e]) - lse2[hf]);
-                    db[j][e] += p * (dp[j][e] - dd[hf]);
+            for (int hf = 0; hf < 2; ++hf) {
+                float bl, bh;
+                tf6_bias_pair<E, KT + 8, false>(Bs, g + 8 * hf, 8 * j + 2 * t, &bl, &bh);
+#pragma unroll
+                for (int u = 0; u < 2; ++u) {
+                    const int e = 2 * hf + u, jk = j0 + 8 * j + 2 * t + u;
+                    if (jk < L && ok[hf]) {
+                        const float p = tf6_exp2(tf6_score2b(a.scale, s[j][e], u ? bh : bl) - lse2[hf]);
+                        db[j][e] += p * (dp[j][e] - dd[hf]);
+                    }
                 }
             }
     }
@@ -471,25 +516,26 @@ __global__ void __launch_bounds__(tf6_db<DM>::NT, 4) attn_bwd_dbias_kernel6(tf_a
 template <int DM, class E>
 static void attn_bwd6_d(tf_backend *be, const tf_attn_args *a, int vec)
 {
+    const int bvec = tf6_bias_vec(a);
     const long bo = (long)a->nb * a->no * a->nh;
     if (a->L <= tf6_one<DM>::LC) { /* one block a head; it copies out's rows too */
         typedef tf6_one<DM> C1;
         const int v1 = vec && tf6_view_vec(&a->out);
         if (a->bias)
             TF_LAUNCH_SMEM((attn_bwd_kernel6<DM, true, E>), dim3((unsigned)bo), C1::NT, C1::SMEM, be,
-                           *a, v1);
+                           *a, v1, bvec);
         else
             TF_LAUNCH_SMEM((attn_bwd_kernel6<DM, false, E>), dim3((unsigned)bo), C1::NT, C1::SMEM, be,
-                           *a, v1);
+                           *a, v1, 0);
     } else {
         const int nt = (a->L + 63) / 64, vq = vec && tf6_view_vec(&a->out); /* dq copies out's rows */
         const dim3 grid((unsigned)(bo * nt));
         if (a->bias) {
-            TF_LAUNCH((attn_bwd_dq_kernel6<DM, true, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vq);
-            TF_LAUNCH((attn_bwd_dkv_kernel6<DM, true, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vec);
+            TF_LAUNCH((attn_bwd_dq_kernel6<DM, true, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vq, bvec);
+            TF_LAUNCH((attn_bwd_dkv_kernel6<DM, true, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vec, bvec);
         } else {
-            TF_LAUNCH((attn_bwd_dq_kernel6<DM, false, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vq);
-            TF_LAUNCH((attn_bwd_dkv_kernel6<DM, false, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vec);
+            TF_LAUNCH((attn_bwd_dq_kernel6<DM, false, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vq, 0);
+            TF_LAUNCH((attn_bwd_dkv_kernel6<DM, false, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vec, 0);
         }
     }
     if (a->dbias) {
@@ -497,7 +543,7 @@ static void attn_bwd6_d(tf_backend *be, const tf_attn_args *a, int vec)
         const int nti = (a->L + D::QT - 1) / D::QT, ntj = (a->L + D::KT - 1) / D::KT;
         const long nblk = (long)a->nb * a->nh * nti * ntj;
         TF_LAUNCH((attn_bwd_dbias_kernel6<DM, E>), dim3((unsigned)nblk), D::NT, be->stream, *a, nti,
-                  ntj, vec);
+                  ntj, vec, bvec);
     }
 }
 

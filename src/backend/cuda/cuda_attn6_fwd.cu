@@ -6,7 +6,8 @@
  * running maximum and sum per row (online softmax, base 2), rescales its
  * output accumulator and multiplies P (rounded to the type, straight from
  * the score fragments: tf_tile_c2a) by the tile's V; the next tile's K and V
- * arrive by cp.async meanwhile (two buffers). At the end out = acc /
+ * (and the bias tile, a pair of keys a shared-memory load) arrive by cp.async
+ * meanwhile (two buffers). At the end out = acc /
  * sum, and lse = max + log(sum) (natural log, as ops.h states) for the
  * backward. Only q, k, v, the bias, out and lse touch global memory. */
 #include <math.h>
@@ -14,13 +15,15 @@
 #include "cuda_attn6.h"
 
 template <int DM, bool BIAS, class E>
-__global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_fwd_kernel6(tf_attn_args a, int ntq, int vec)
+__global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_fwd_kernel6(tf_attn_args a, int ntq, int vec,
+                                                                          int bvec)
 {
     typedef tf6<DM> C;
     constexpr int LD = C::LD, KD = C::KD, ND = C::ND, NJ = C::NJ, BK = C::BK;
     __shared__ __align__(16) uint16_t Qs[C::BQ * LD];
     __shared__ __align__(16) uint16_t Ks[2][BK * LD]; /* key tiles t and t + 1 */
     __shared__ __align__(16) uint16_t Vs[2][BK * LD];
+    __shared__ __align__(16) uint16_t Bs[2][BIAS ? C::BQ * BK : 8]; /* their bias tiles (swizzled) */
 
     const int L = a.L, tid = (int)threadIdx.x;
     int b, o, h, tile;
@@ -32,6 +35,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_fwd_kernel6(tf
                                          a.q.sl, 0, L - q0, vec, tid);
     tf6_load_async<DM, BK, LD, C::NT>(Ks[0], kb, a.k.sl, 0, L, vec, tid);
     tf6_load_async<DM, BK, LD, C::NT>(Vs[0], vb, a.v.sl, 0, L, vec, tid);
+    if (BIAS) tf6_bias_tile<C::BQ, BK, BK, true, C::NT>(Bs[0], bb, a.bias_si, a.bias_sj, q0, 0, L, bvec, tid);
     tf_cp_commit();
     tf_cp_wait<0>();
     __syncthreads();
@@ -41,8 +45,6 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_fwd_kernel6(tf
 #pragma unroll
     for (int kk = 0; kk < KD; ++kk) tf_tile_load_a(qa[kk], Qs, LD, 16 * w, 16 * kk);
     const int ilo = q0 + 16 * w + g, ihi = ilo + 8;
-    /* query rows past L read no bias (their results are not stored) */
-    const E *blo = ilo < L ? bb : nullptr, *bhi = ihi < L ? bb : nullptr;
 
     float acc[ND][4];
     tf_tile_zero<ND>(acc);
@@ -54,6 +56,9 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_fwd_kernel6(tf
         if (more) {
             tf6_load_async<DM, BK, LD, C::NT>(Ks[buf ^ 1], kb, a.k.sl, k0 + BK, L, vec, tid);
             tf6_load_async<DM, BK, LD, C::NT>(Vs[buf ^ 1], vb, a.v.sl, k0 + BK, L, vec, tid);
+            if (BIAS)
+                tf6_bias_tile<C::BQ, BK, BK, true, C::NT>(Bs[buf ^ 1], bb, a.bias_si, a.bias_sj, q0, k0 + BK, L,
+                                                    bvec, tid);
             tf_cp_commit();
         }
         const uint16_t *Kt = Ks[buf], *Vt = Vs[buf];
@@ -71,12 +76,18 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_fwd_kernel6(tf
 #pragma unroll
         for (int j = 0; j < NJ; ++j)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int jk = k0 + 8 * j + 2 * t + (e & 1);
-                const float v = jk < L ? tf6_score2<BIAS>(a, e < 2 ? blo : bhi, e < 2 ? ilo : ihi, jk, s[j][e])
-                                       : -INFINITY;
-                s[j][e] = v;
-                tm[e >> 1] = fmaxf(tm[e >> 1], v);
+            for (int hf = 0; hf < 2; ++hf) {
+                float bl = 0.f, bh = 0.f; /* the bias of keys 2t, 2t + 1 (zero past L) */
+                if (BIAS) tf6_bias_pair<E, BK, true>(Bs[buf], 16 * w + g + 8 * hf, 8 * j + 2 * t, &bl, &bh);
+#pragma unroll
+                for (int u = 0; u < 2; ++u) {
+                    const int e = 2 * hf + u, jk = k0 + 8 * j + 2 * t + u;
+                    const float v = jk >= L ? -INFINITY
+                                    : BIAS  ? tf6_score2b(a.scale, s[j][e], u ? bh : bl)
+                                            : tf6_score2<false>(a, (const E *)nullptr, 0, 0, s[j][e]);
+                    s[j][e] = v;
+                    tm[hf] = fmaxf(tm[hf], v);
+                }
             }
         float corr[2], base[2];
 #pragma unroll
@@ -136,14 +147,15 @@ static void attn_fwd6(tf_backend *be, const tf_attn_args *a, int vec)
     const int ntq = (a->L + 63) / 64;
     const dim3 grid((unsigned)((long)a->nb * a->no * a->nh * ntq));
     const bool bias = a->bias != nullptr;
+    const int bvec = tf6_bias_vec(a);
     if (a->d == 16 && bias)
-        TF_LAUNCH((attn_fwd_kernel6<16, true, E>), grid, tf6<16>::NT, be->stream, *a, ntq, vec);
+        TF_LAUNCH((attn_fwd_kernel6<16, true, E>), grid, tf6<16>::NT, be->stream, *a, ntq, vec, bvec);
     else if (a->d == 16)
-        TF_LAUNCH((attn_fwd_kernel6<16, false, E>), grid, tf6<16>::NT, be->stream, *a, ntq, vec);
+        TF_LAUNCH((attn_fwd_kernel6<16, false, E>), grid, tf6<16>::NT, be->stream, *a, ntq, vec, bvec);
     else if (bias)
-        TF_LAUNCH((attn_fwd_kernel6<32, true, E>), grid, tf6<32>::NT, be->stream, *a, ntq, vec);
+        TF_LAUNCH((attn_fwd_kernel6<32, true, E>), grid, tf6<32>::NT, be->stream, *a, ntq, vec, bvec);
     else
-        TF_LAUNCH((attn_fwd_kernel6<32, false, E>), grid, tf6<32>::NT, be->stream, *a, ntq, vec);
+        TF_LAUNCH((attn_fwd_kernel6<32, false, E>), grid, tf6<32>::NT, be->stream, *a, ntq, vec, bvec);
 }
 
 extern "C" void tf_cu_attn_fwd6(tf_backend *be, const tf_attn_args *a)
