@@ -2,9 +2,9 @@
  * (cuda_tile.h), head size 16 or 32, any L (tiles of 64 queries and 64 keys,
  * the scores never in global memory). Forward cuda_attn6_fwd.cu, backward
  * cuda_attn6_bwd.cu. Shared here: the tile shapes, the loads of a head's rows
- * into shared memory as raw 2-byte elements, and the score of a (query, key)
- * pair in base-2 units, one formula for every kernel so that the backward's
- * recomputed P is the forward's. */
+ * into shared memory as raw 2-byte elements, the bias tiles, and the score
+ * of a (query, key) pair in base-2 units from the same constants in every
+ * kernel. */
 #ifndef TF_CUDA_ATTN6_H
 #define TF_CUDA_ATTN6_H
 
@@ -192,20 +192,24 @@ __device__ __forceinline__ void tf6_bias_pair(const uint16_t *S, int r, int c, f
     *hi = tf_tile_widen<E>((uint16_t)(u >> 16));
 }
 
-/* the score in base-2 units from a staged bias value: tf6_score2's formula */
-__device__ __forceinline__ float tf6_score2b(float scale, float dot, float bias)
+/* The score in base-2 units, (scale q.k + bias) log2(e), as every kernel6
+ * forms it: q.k c2 + bias log2(e), c2 = scale log2(e) formed on the host and
+ * passed as a kernel parameter (an operand of the multiply-add straight from
+ * the constant bank: no register), so a score costs one multiply-add */
+__host__ __device__ __forceinline__ float tf6_c2(float scale)
 {
-    return fmaf(scale, dot, bias) * TF6_LOG2E;
+    return scale * TF6_LOG2E;
 }
-
-/* (scale q.k + bias(i, j)) log2(e): the score in base-2 units (BIAS: the
- * call has a bias; bb is then the item's base, or NULL for a row past L) */
-template <bool BIAS, class E>
-__device__ __forceinline__ float tf6_score2(const tf_attn_args &a, const E *bb, int i, int j,
-                                            float dot)
+__device__ __forceinline__ float tf6_score2(float dot, float c2, float bias)
 {
-    if (!BIAS) return a.scale * dot * TF6_LOG2E;
-    return tf_attn2_score(a, bb, i, j, dot) * TF6_LOG2E;
+    return fmaf(dot, c2, bias * TF6_LOG2E);
+}
+/* exp2's argument, the score less sub (the row's lse, base 2), folded into
+ * the multiply-adds */
+template <bool BIAS>
+__device__ __forceinline__ float tf6_arg2(float dot, float c2, float bias, float sub)
+{
+    return BIAS ? fmaf(dot, c2, fmaf(bias, TF6_LOG2E, -sub)) : fmaf(dot, c2, -sub);
 }
 #endif /* __cplusplus */
 

@@ -45,7 +45,7 @@ __device__ __forceinline__ void tf6_s_dp(float (*s)[4], float (*dp)[4], const ui
 /* dQ, and D of the block's queries */
 template <int DM, bool BIAS, class E>
 __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dq_kernel6(tf_attn_args a, int ntq, int vec,
-                                                                             int bvec)
+                                                                             int bvec, float c2)
 {
     typedef tf6<DM> C;
     constexpr int LD = C::LD, KD = C::KD, ND = C::ND, NJ = C::NJ, BK = C::BK, BQ = C::BQ;
@@ -126,9 +126,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dq_kernel6
                     const int e = 2 * hf + u, jk = k0 + 8 * j + 2 * t + u;
                     float p = 0.f;
                     if (jk < L && ok[hf])
-                        p = tf6_exp2((BIAS ? tf6_score2b(a.scale, s[j][e], u ? bh : bl)
-                                           : tf6_score2<false>(a, bb, 0, 0, s[j][e])) -
-                                     lse2[hf]);
+                        p = tf6_exp2(tf6_arg2<BIAS>(s[j][e], c2, u ? bh : bl, lse2[hf]));
                     s[j][e] = p * (dp[j][e] - dd[hf]);
                 }
             }
@@ -151,7 +149,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dq_kernel6
 /* dK and dV of the block's keys (D from the dQ kernel's `work`) */
 template <int DM, bool BIAS, class E>
 __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dkv_kernel6(tf_attn_args a, int ntk, int vec,
-                                                                              int bvec)
+                                                                              int bvec, float c2)
 {
     typedef tf6<DM> C;
     constexpr int LD = C::LD, KD = C::KD, ND = C::ND, BK = C::BK, BQ = C::BQ;
@@ -227,11 +225,8 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dkv_kernel
                     const int j = e < 2 ? jlo : jhi;
                     float p = 0.f;
                     if (i < L && j < L) {
-                        const float sc =
-                            BIAS ? tf6_score2b(a.scale, st[u][e],
-                                               tf_tile_widen<E>(Bs[buf][tf6_boff<BK, true>(r, j - k0)]))
-                                 : tf6_score2<false>(a, bb, 0, 0, st[u][e]);
-                        p = tf6_exp2(sc - Lt[r]);
+                        const float bv = BIAS ? tf_tile_widen<E>(Bs[buf][tf6_boff<BK, true>(r, j - k0)]) : 0.f;
+                        p = tf6_exp2(tf6_arg2<BIAS>(st[u][e], c2, bv, Lt[r]));
                     }
                     st[u][e] = p;
                     dpt[u][e] = p * (dpt[u][e] - Dt[r]);
@@ -281,7 +276,7 @@ struct tf6_one {
 };
 
 template <int DM, bool BIAS, class E>
-__global__ void __launch_bounds__(tf6_one<DM>::NT, 2) attn_bwd_kernel6(tf_attn_args a, int vec, int bvec)
+__global__ void __launch_bounds__(tf6_one<DM>::NT, 2) attn_bwd_kernel6(tf_attn_args a, int vec, int bvec, float c2)
 {
     typedef tf6_one<DM> C;
     constexpr int LC = C::LC, LD = C::LD, LP = C::LP, KD = DM / 16, ND = DM / 8;
@@ -348,9 +343,7 @@ __global__ void __launch_bounds__(tf6_one<DM>::NT, 2) attn_bwd_kernel6(tf_attn_a
                         const int e = 2 * hf + u, jk = kh + 8 * j + 2 * t + u;
                         float p = 0.f;
                         if (jk < L && ok[hf])
-                            p = tf6_exp2((BIAS ? tf6_score2b(a.scale, s[j][e], u ? bh : bl)
-                                               : tf6_score2<false>(a, bb, 0, 0, s[j][e])) -
-                                         lse2[hf]);
+                            p = tf6_exp2(tf6_arg2<BIAS>(s[j][e], c2, u ? bh : bl, lse2[hf]));
                         s[j][e] = p;
                         dp[j][e] = p * (dp[j][e] - dd[hf]);
                     }
@@ -423,7 +416,7 @@ struct tf6_db {
 
 template <int DM, class E>
 __global__ void __launch_bounds__(tf6_db<DM>::NT, 4) attn_bwd_dbias_kernel6(tf_attn_args a, int nti, int ntj,
-                                                                        int vec, int bvec)
+                                                                        int vec, int bvec, float c2)
 {
     typedef tf6_db<DM> C;
     constexpr int LD = C::LD, KD = DM / 16, QT = C::QT, KT = C::KT, NJ = KT / 8, NW = C::NW;
@@ -484,7 +477,7 @@ __global__ void __launch_bounds__(tf6_db<DM>::NT, 4) attn_bwd_dbias_kernel6(tf_a
                 for (int u = 0; u < 2; ++u) {
                     const int e = 2 * hf + u, jk = j0 + 8 * j + 2 * t + u;
                     if (jk < L && ok[hf]) {
-                        const float p = tf6_exp2(tf6_score2b(a.scale, s[j][e], u ? bh : bl) - lse2[hf]);
+                        const float p = tf6_exp2(tf6_arg2<true>(s[j][e], c2, u ? bh : bl, lse2[hf]));
                         db[j][e] += p * (dp[j][e] - dd[hf]);
                     }
                 }
@@ -517,25 +510,26 @@ template <int DM, class E>
 static void attn_bwd6_d(tf_backend *be, const tf_attn_args *a, int vec)
 {
     const int bvec = tf6_bias_vec(a);
+    const float c2 = tf6_c2(a->scale);
     const long bo = (long)a->nb * a->no * a->nh;
     if (a->L <= tf6_one<DM>::LC) { /* one block a head; it copies out's rows too */
         typedef tf6_one<DM> C1;
         const int v1 = vec && tf6_view_vec(&a->out);
         if (a->bias)
             TF_LAUNCH_SMEM((attn_bwd_kernel6<DM, true, E>), dim3((unsigned)bo), C1::NT, C1::SMEM, be,
-                           *a, v1, bvec);
+                           *a, v1, bvec, c2);
         else
             TF_LAUNCH_SMEM((attn_bwd_kernel6<DM, false, E>), dim3((unsigned)bo), C1::NT, C1::SMEM, be,
-                           *a, v1, 0);
+                           *a, v1, 0, c2);
     } else {
         const int nt = (a->L + 63) / 64, vq = vec && tf6_view_vec(&a->out); /* dq copies out's rows */
         const dim3 grid((unsigned)(bo * nt));
         if (a->bias) {
-            TF_LAUNCH((attn_bwd_dq_kernel6<DM, true, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vq, bvec);
-            TF_LAUNCH((attn_bwd_dkv_kernel6<DM, true, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vec, bvec);
+            TF_LAUNCH((attn_bwd_dq_kernel6<DM, true, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vq, bvec, c2);
+            TF_LAUNCH((attn_bwd_dkv_kernel6<DM, true, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vec, bvec, c2);
         } else {
-            TF_LAUNCH((attn_bwd_dq_kernel6<DM, false, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vq, 0);
-            TF_LAUNCH((attn_bwd_dkv_kernel6<DM, false, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vec, 0);
+            TF_LAUNCH((attn_bwd_dq_kernel6<DM, false, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vq, 0, c2);
+            TF_LAUNCH((attn_bwd_dkv_kernel6<DM, false, E>), grid, tf6<DM>::NT, be->stream, *a, nt, vec, 0, c2);
         }
     }
     if (a->dbias) {
@@ -543,7 +537,7 @@ static void attn_bwd6_d(tf_backend *be, const tf_attn_args *a, int vec)
         const int nti = (a->L + D::QT - 1) / D::QT, ntj = (a->L + D::KT - 1) / D::KT;
         const long nblk = (long)a->nb * a->nh * nti * ntj;
         TF_LAUNCH((attn_bwd_dbias_kernel6<DM, E>), dim3((unsigned)nblk), D::NT, be->stream, *a, nti,
-                  ntj, vec, bvec);
+                  ntj, vec, bvec, c2);
     }
 }
 

@@ -3,7 +3,9 @@
  * queries, one warp per 16 of them; the keys go by in tiles of 64 through
  * shared memory. A warp holds its queries' A fragments, computes the 16 x 64
  * scores of a key tile in registers (fp32), adds the pair bias, keeps a
- * running maximum and sum per row (online softmax, base 2), rescales its
+ * running maximum and sum per row (online softmax, base 2: without a bias
+ * the maximum of the dot products, each exponent one multiply-add with the
+ * scale; keys past L masked in the last tile only), rescales its
  * output accumulator and multiplies P (rounded to the type, straight from
  * the score fragments: tf_tile_c2a) by the tile's V; the next tile's K and V
  * (and the bias tile, a pair of keys a shared-memory load) arrive by cp.async
@@ -16,7 +18,7 @@
 
 template <int DM, bool BIAS, class E>
 __global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_fwd_kernel6(tf_attn_args a, int ntq, int vec,
-                                                                          int bvec)
+                                                                          int bvec, float c2)
 {
     typedef tf6<DM> C;
     constexpr int LD = C::LD, KD = C::KD, ND = C::ND, NJ = C::NJ, BK = C::BK;
@@ -72,29 +74,37 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_fwd_kernel6(tf_attn_args 
                 tf_tile_load_bt(kf, Kt, LD, 8 * j, 16 * kk);
                 tf_tile_mma<E>(s[j], qa[kk], kf);
             }
+        /* with a bias the base-2 score, else the dot product (c2 > 0: the
+         * largest dot gives the largest score); keys past L only in the last
+         * tile */
         float tm[2] = {-INFINITY, -INFINITY};
 #pragma unroll
         for (int j = 0; j < NJ; ++j)
 #pragma unroll
             for (int hf = 0; hf < 2; ++hf) {
-                float bl = 0.f, bh = 0.f; /* the bias of keys 2t, 2t + 1 (zero past L) */
-                if (BIAS) tf6_bias_pair<E, BK, true>(Bs[buf], 16 * w + g + 8 * hf, 8 * j + 2 * t, &bl, &bh);
-#pragma unroll
-                for (int u = 0; u < 2; ++u) {
-                    const int e = 2 * hf + u, jk = k0 + 8 * j + 2 * t + u;
-                    const float v = jk >= L ? -INFINITY
-                                    : BIAS  ? tf6_score2b(a.scale, s[j][e], u ? bh : bl)
-                                            : tf6_score2<false>(a, (const E *)nullptr, 0, 0, s[j][e]);
-                    s[j][e] = v;
-                    tm[hf] = fmaxf(tm[hf], v);
+                if (BIAS) {
+                    float bl, bh;
+                    tf6_bias_pair<E, BK, true>(Bs[buf], 16 * w + g + 8 * hf, 8 * j + 2 * t, &bl, &bh);
+                    s[j][2 * hf] = tf6_score2(s[j][2 * hf], c2, bl);
+                    s[j][2 * hf + 1] = tf6_score2(s[j][2 * hf + 1], c2, bh);
                 }
             }
+        if (k0 + BK > L)
+#pragma unroll
+            for (int j = 0; j < NJ; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    if (k0 + 8 * j + 2 * t + (e & 1) >= L) s[j][e] = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < NJ; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) tm[e >> 1] = fmaxf(tm[e >> 1], s[j][e]);
         float corr[2], base[2];
 #pragma unroll
         for (int hf = 0; hf < 2; ++hf) {
             tm[hf] = fmaxf(tm[hf], __shfl_xor_sync(0xffffffffu, tm[hf], 1));
             tm[hf] = fmaxf(tm[hf], __shfl_xor_sync(0xffffffffu, tm[hf], 2));
-            const float mn = fmaxf(mx[hf], tm[hf]);
+            const float mn = fmaxf(mx[hf], BIAS ? tm[hf] : tm[hf] * c2);
             /* a row that has seen only -inf keeps 0 for every p */
             base[hf] = mn == -INFINITY ? 0.f : mn;
             corr[hf] = tf6_exp2(mx[hf] - base[hf]);
@@ -105,7 +115,7 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_fwd_kernel6(tf_attn_args 
         for (int j = 0; j < NJ; ++j)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-                const float p = tf6_exp2(s[j][e] - base[e >> 1]);
+                const float p = tf6_exp2(BIAS ? s[j][e] - base[e >> 1] : fmaf(s[j][e], c2, -base[e >> 1]));
                 s[j][e] = p;
                 ts[e >> 1] += p;
             }
@@ -148,14 +158,15 @@ static void attn_fwd6(tf_backend *be, const tf_attn_args *a, int vec)
     const dim3 grid((unsigned)((long)a->nb * a->no * a->nh * ntq));
     const bool bias = a->bias != nullptr;
     const int bvec = tf6_bias_vec(a);
+    const float c2 = tf6_c2(a->scale);
     if (a->d == 16 && bias)
-        TF_LAUNCH((attn_fwd_kernel6<16, true, E>), grid, tf6<16>::NT, be->stream, *a, ntq, vec, bvec);
+        TF_LAUNCH((attn_fwd_kernel6<16, true, E>), grid, tf6<16>::NT, be->stream, *a, ntq, vec, bvec, c2);
     else if (a->d == 16)
-        TF_LAUNCH((attn_fwd_kernel6<16, false, E>), grid, tf6<16>::NT, be->stream, *a, ntq, vec, bvec);
+        TF_LAUNCH((attn_fwd_kernel6<16, false, E>), grid, tf6<16>::NT, be->stream, *a, ntq, vec, bvec, c2);
     else if (bias)
-        TF_LAUNCH((attn_fwd_kernel6<32, true, E>), grid, tf6<32>::NT, be->stream, *a, ntq, vec, bvec);
+        TF_LAUNCH((attn_fwd_kernel6<32, true, E>), grid, tf6<32>::NT, be->stream, *a, ntq, vec, bvec, c2);
     else
-        TF_LAUNCH((attn_fwd_kernel6<32, false, E>), grid, tf6<32>::NT, be->stream, *a, ntq, vec, bvec);
+        TF_LAUNCH((attn_fwd_kernel6<32, false, E>), grid, tf6<32>::NT, be->stream, *a, ntq, vec, bvec, c2);
 }
 
 extern "C" void tf_cu_attn_fwd6(tf_backend *be, const tf_attn_args *a)
