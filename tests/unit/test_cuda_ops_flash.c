@@ -234,12 +234,13 @@ static void test_half_flash(void **state)
      * tile (37), scalar loads (sl not a multiple of 8), the MSA row shape (d
      * 16), no bias (the triangle attentions) below and above L 128; the
      * head-major bias by 16-byte tiles (L 64, 120: the one-block backward)
-     * and element by element (L 37, 131) */
+     * and element by element (L 37, 131); no 11: the bias gradient's warps
+     * each take o three times (their copy buffers reused) */
     const shape_t shapes[] = {
         {2, 3, 2, 37, 16, 32, 1}, {1, 2, 2, 131, 32, 64, 1}, {2, 2, 2, 70, 32, 66, 1},
         {1, 5, 4, 64, 16, 64, 1}, {1, 3, 2, 96, 32, 64, 0},  {1, 2, 1, 150, 32, 32, 0},
         {2, 3, 2, 37, 16, 32, 2}, {1, 2, 2, 131, 32, 64, 2}, {2, 3, 4, 64, 16, 64, 2},
-        {2, 3, 2, 120, 16, 64, 2},
+        {2, 3, 2, 120, 16, 64, 2}, {1, 11, 2, 64, 16, 32, 2},
     };
     const tf_gpu_plan k6 = plan_of(TF_GPU_GEMM_AUTO, TF_GPU_DW_AUTO, TF_GPU_ATTN_K6);
     const tf_gpu_plan k5 = plan_of(TF_GPU_GEMM_AUTO, TF_GPU_DW_AUTO, TF_GPU_ATTN_K5);

@@ -406,12 +406,15 @@ __global__ void __launch_bounds__(tf6_one<DM>::NT, 2) attn_bwd_kernel6(tf_attn_a
     }
 }
 
-/* dbias(b, h, i, j) = sum_o dS: 16 queries x 32 keys a block */
+/* dbias(b, h, i, j) = sum_o dS: 16 queries x 32 keys a block. Each warp
+ * copies its next o's rows by cp.async while it computes this one's (NB
+ * buffers a warp: two at head size 16, one at 32, within 48 KB), and holds
+ * the next rows' lse and D in registers. */
 template <int DM>
 struct tf6_db {
-    static constexpr int QT = 16, KT = 32, NW = 4, NT = NW * 32;
+    static constexpr int QT = 16, KT = 32, NW = 4, NT = NW * 32, NB = DM == 16 ? 2 : 1;
     static constexpr int LD = tf6<DM>::LD;
-    static constexpr int WS = (2 * QT + 2 * KT) * LD; /* a warp's elements */
+    static constexpr int WS = (2 * QT + 2 * KT) * LD; /* a buffer's elements */
 };
 
 template <int DM, class E>
@@ -419,9 +422,8 @@ __global__ void __launch_bounds__(tf6_db<DM>::NT, 4) attn_bwd_dbias_kernel6(tf_a
                                                                         int vec, int bvec, float c2)
 {
     typedef tf6_db<DM> C;
-    constexpr int LD = C::LD, KD = DM / 16, QT = C::QT, KT = C::KT, NJ = KT / 8, NW = C::NW;
-    __shared__ __align__(16) uint16_t sm[NW * C::WS];
-    __shared__ float Lw[NW][QT], Dw[NW][QT];
+    constexpr int LD = C::LD, KD = DM / 16, QT = C::QT, KT = C::KT, NJ = KT / 8, NW = C::NW, NB = C::NB;
+    __shared__ __align__(16) uint16_t sm[NW * NB * C::WS];
     __shared__ float red[NW - 1][QT * KT];
     __shared__ __align__(16) uint16_t Bs[QT * (KT + 8)]; /* the tile's bias, the same for every o */
 
@@ -434,7 +436,6 @@ __global__ void __launch_bounds__(tf6_db<DM>::NT, 4) attn_bwd_dbias_kernel6(tf_a
     idx /= nti;
     const int h = (int)(idx % a.nh), b = (int)(idx / a.nh);
     const int i0 = ti * QT, j0 = tj * KT;
-    uint16_t *Qs = sm + w * C::WS, *Gs = Qs + QT * LD, *Ks = Gs + QT * LD, *Vs = Ks + KT * LD;
     const E *bb = tf_attn2_bias<E>(a, b, h);
     const int ilo = i0 + g, ihi = ilo + 8;
     const bool ok[2] = {ilo < L, ihi < L};
@@ -443,21 +444,40 @@ __global__ void __launch_bounds__(tf6_db<DM>::NT, 4) attn_bwd_dbias_kernel6(tf_a
     tf_cp_wait<0>();
     __syncthreads();
 
+    /* o's rows into the warp's buffer bf (one commit group), its rows' lse
+     * (base 2) and D into ls, ds */
+    auto issue = [&](int o, int bf, float *ls, float *ds) {
+        uint16_t *Q = sm + (w * NB + bf) * C::WS, *G = Q + QT * LD, *K = G + QT * LD, *V = K + KT * LD;
+        tf6_load_async<DM, QT, LD, 32>(Q, tf_attn_at<E>(a.q, b, o, h, DM), a.q.sl, i0, L, vec, lane);
+        tf6_load_async<DM, QT, LD, 32>(G, tf_attn_at<E>(a.dout, b, o, h, DM), a.dout.sl, i0, L, vec, lane);
+        tf6_load_async<DM, KT, LD, 32>(K, tf_attn_at<E>(a.k, b, o, h, DM), a.k.sl, j0, L, vec, lane);
+        tf6_load_async<DM, KT, LD, 32>(V, tf_attn_at<E>(a.v, b, o, h, DM), a.v.sl, j0, L, vec, lane);
+        tf_cp_commit();
+        const long rowbase = (((long)b * a.no + o) * a.nh + h) * L;
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+            ls[hf] = ok[hf] ? a.lse[rowbase + (hf ? ihi : ilo)] * TF6_LOG2E : 0.f;
+            ds[hf] = ok[hf] ? a.work[rowbase + (hf ? ihi : ilo)] : 0.f;
+        }
+    };
+
     float db[NJ][4];
     tf_tile_zero<NJ>(db);
-    for (int o = w; o < a.no; o += NW) {
+    float lse2[2] = {0.f, 0.f}, dd[2] = {0.f, 0.f}, lsn[2], dsn[2];
+    if (NB == 2 && w < a.no) issue(w, 0, lse2, dd);
+    for (int o = w, it = 0; o < a.no; o += NW, ++it) {
+        const int bf = NB == 2 ? it & 1 : 0;
+        const bool next = NB == 2 && o + NW < a.no;
+        __syncwarp(); /* the buffer written next was consumed */
+        if (NB == 1) issue(o, 0, lse2, dd);
+        if (next) issue(o + NW, bf ^ 1, lsn, dsn);
+        if (next)
+            tf_cp_wait<1>();
+        else
+            tf_cp_wait<0>();
         __syncwarp();
-        tf6_load<DM, QT, LD, 32>(Qs, tf_attn_at<E>(a.q, b, o, h, DM), a.q.sl, i0, L, vec, lane);
-        tf6_load<DM, QT, LD, 32>(Gs, tf_attn_at<E>(a.dout, b, o, h, DM), a.dout.sl, i0, L, vec, lane);
-        tf6_load<DM, KT, LD, 32>(Ks, tf_attn_at<E>(a.k, b, o, h, DM), a.k.sl, j0, L, vec, lane);
-        tf6_load<DM, KT, LD, 32>(Vs, tf_attn_at<E>(a.v, b, o, h, DM), a.v.sl, j0, L, vec, lane);
-        if (lane < QT) {
-            const long rowbase = (((long)b * a.no + o) * a.nh + h) * L;
-            const int i = i0 + lane;
-            Lw[w][lane] = i < L ? a.lse[rowbase + i] * TF6_LOG2E : 0.f;
-            Dw[w][lane] = i < L ? a.work[rowbase + i] : 0.f;
-        }
-        __syncwarp();
+        const uint16_t *Qs = sm + (w * NB + bf) * C::WS, *Gs = Qs + QT * LD, *Ks = Gs + QT * LD;
+        const uint16_t *Vs = Ks + KT * LD;
         uint32_t qa[KD][4], ga[KD][4];
 #pragma unroll
         for (int kk = 0; kk < KD; ++kk) {
@@ -466,7 +486,6 @@ __global__ void __launch_bounds__(tf6_db<DM>::NT, 4) attn_bwd_dbias_kernel6(tf_a
         }
         float s[NJ][4], dp[NJ][4];
         tf6_s_dp<NJ, KD, E>(s, dp, qa, ga, Ks, Vs, LD);
-        const float lse2[2] = {Lw[w][g], Lw[w][g + 8]}, dd[2] = {Dw[w][g], Dw[w][g + 8]};
 #pragma unroll
         for (int j = 0; j < NJ; ++j)
 #pragma unroll
@@ -482,6 +501,10 @@ __global__ void __launch_bounds__(tf6_db<DM>::NT, 4) attn_bwd_dbias_kernel6(tf_a
                     }
                 }
             }
+        if (next) {
+#pragma unroll
+            for (int hf = 0; hf < 2; ++hf) lse2[hf] = lsn[hf], dd[hf] = dsn[hf];
+        }
     }
     /* the warps' partial sums, added in warp order */
     if (w > 0)
