@@ -42,6 +42,33 @@ __device__ __forceinline__ void tf6_s_dp(float (*s)[4], float (*dp)[4], const ui
         }
 }
 
+/* P = exp2(score - lse) and dS = P (dP - D) of a warp's rows (rlo, rhi of
+ * the staged bias tile Bt, tf6_boff's layout; valid where ok) against keys
+ * k0 + 8 j + 2 t + u (bias columns cb + ...; zero from L on): s becomes P,
+ * dp becomes dS */
+template <int NJ, bool BIAS, class E, int LDB, bool SWZ>
+__device__ __forceinline__ void tf6_p_ds(float (*s)[4], float (*dp)[4], const uint16_t *Bt, int rlo,
+                                         int rhi, int cb, int k0, int L, const bool *ok, float c2,
+                                         const float *lse2, const float *dd)
+{
+    const int t = (threadIdx.x & 31) & 3;
+#pragma unroll
+    for (int j = 0; j < NJ; ++j)
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+            float bl = 0.f, bh = 0.f;
+            if (BIAS) tf6_bias_pair<E, LDB, SWZ>(Bt, hf ? rhi : rlo, cb + 8 * j + 2 * t, &bl, &bh);
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+                const int e = 2 * hf + u, jk = k0 + 8 * j + 2 * t + u;
+                float p = 0.f;
+                if (jk < L && ok[hf]) p = tf6_exp2(tf6_arg2<BIAS>(s[j][e], c2, u ? bh : bl, lse2[hf]));
+                s[j][e] = p;
+                dp[j][e] = p * (dp[j][e] - dd[hf]);
+            }
+        }
+}
+
 /* dQ, and D of the block's queries */
 template <int DM, bool BIAS, class E>
 __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dq_kernel6(tf_attn_args a, int ntq, int vec,
@@ -115,22 +142,8 @@ __global__ void __launch_bounds__(tf6<DM>::NT, BIAS ? 3 : 4) attn_bwd_dq_kernel6
         const uint16_t *Kt = Ks[buf];
         float s[NJ][4], dp[NJ][4];
         tf6_s_dp<NJ, KD, E>(s, dp, qa, ga, Kt, Vs[buf], LD);
-#pragma unroll
-        for (int j = 0; j < NJ; ++j)
-#pragma unroll
-            for (int hf = 0; hf < 2; ++hf) {
-                float bl = 0.f, bh = 0.f;
-                if (BIAS) tf6_bias_pair<E, BK, true>(Bs[buf], hf ? rhi : rlo, 8 * j + 2 * t, &bl, &bh);
-#pragma unroll
-                for (int u = 0; u < 2; ++u) {
-                    const int e = 2 * hf + u, jk = k0 + 8 * j + 2 * t + u;
-                    float p = 0.f;
-                    if (jk < L && ok[hf])
-                        p = tf6_exp2(tf6_arg2<BIAS>(s[j][e], c2, u ? bh : bl, lse2[hf]));
-                    s[j][e] = p * (dp[j][e] - dd[hf]);
-                }
-            }
-        tf_tile_mul_c<BK / 16, ND, E>(dq, s, Kt, LD); /* dq += dS K */
+        tf6_p_ds<NJ, BIAS, E, BK, true>(s, dp, Bs[buf], rlo, rhi, 0, k0, L, ok, c2, lse2, dd);
+        tf_tile_mul_c<BK / 16, ND, E>(dq, dp, Kt, LD); /* dq += dS K */
         if (more) tf_cp_wait<0>();
         __syncthreads(); /* the next tile is in; this one is consumed */
     }
@@ -332,22 +345,7 @@ __global__ void __launch_bounds__(tf6_one<DM>::NT, 2) attn_bwd_kernel6(tf_attn_a
             if (kh >= L) break;
             float s[8][4], dp[8][4];
             tf6_s_dp<8, KD, E>(s, dp, qa, ga, Ks + kh * LD, Vs + kh * LD, LD);
-#pragma unroll
-            for (int j = 0; j < 8; ++j)
-#pragma unroll
-                for (int hf = 0; hf < 2; ++hf) {
-                    float bl = 0.f, bh = 0.f;
-                    if (BIAS) tf6_bias_pair<E, LP, false>(Ss, hf ? ihi : ilo, kh + 8 * j + 2 * t, &bl, &bh);
-#pragma unroll
-                    for (int u = 0; u < 2; ++u) {
-                        const int e = 2 * hf + u, jk = kh + 8 * j + 2 * t + u;
-                        float p = 0.f;
-                        if (jk < L && ok[hf])
-                            p = tf6_exp2(tf6_arg2<BIAS>(s[j][e], c2, u ? bh : bl, lse2[hf]));
-                        s[j][e] = p;
-                        dp[j][e] = p * (dp[j][e] - dd[hf]);
-                    }
-                }
+            tf6_p_ds<8, BIAS, E, LP, false>(s, dp, Ss, ilo, ihi, kh, kh, L, ok, c2, lse2, dd);
 #pragma unroll
             for (int j = 0; j < 8; ++j)
 #pragma unroll
