@@ -231,6 +231,18 @@ TF_OP(void, mse_head_bwd, (tf_backend *be, float *dlogit, const float *pred, con
 TF_OP(void, adamw, (tf_backend *be, float *p, const float *g, float *m, float *v, long n,
                     const float *hyper))
 
+/* ---- the pair bias' backward into the pair stream (the MSA row
+ * attention's bias, head-major: dbias [H, rows] of type t, W [H, C] fp32,
+ * H <= TF_PAIR_BIAS_MAX_H):
+ *   dz[r, c] += sum_h dbias[h rows + r] W[h C + c]
+ * the sum over h in order by fused multiply-adds (fmaf) from 0, then added
+ * to dz (fp32). dzh (NULL: not wanted; t half): the new dz rounded to t, as
+ * layernorm_bwd's dxh; db32 (NULL: not wanted): dbias widened to fp32 (for
+ * the weight gradient's fp32 GEMM). One pass over dz, where a GEMM, a
+ * conversion of dbias and one of the stream's gradient ran. ---- */
+TF_OP(void, pair_bias_bwd, (tf_backend *be, float *dz, void *dzh, float *db32, const void *dbias,
+                            const float *W, long rows, int C, int H, tf_dtype t))
+
 /* ---- element types and the finiteness check ---- */
 /* dst[i] = src[i] converted (i < n): widening is exact, narrowing rounds
  * to nearest even (tf_dtype.h); st == dt copies. No overlap. */

@@ -145,6 +145,7 @@ typedef enum {
 
 #define TF_MARKS 4         /* ops->mark: timing points per step */
 #define TF_LN2_MAX_C 128 /* layernorm2: widest row (CUDA keeps a row in registers) */
+#define TF_PAIR_BIAS_MAX_H 64 /* pair_bias_bwd: most heads (a row's in registers) */
 /* transition_fwd/_bwd: the rows they take (C of 64 or 128) */
 #define TF_TRANSITION_OP_C(C) ((C) == 64 || (C) == 128)
 /* trimul_proj_fwd/_bwd, trimul_out_fwd/_bwd: the channels they take */

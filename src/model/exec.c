@@ -460,6 +460,19 @@ void tf_x_convert(tf_exec *ex, void *dst, tf_dtype dt, const void *src, tf_dtype
     c.bytes = (double)n * (double)(tf_dtype_size(dt) + tf_dtype_size(st));
     TF_EXEC_OPC(ex, "convert", c, convert(ex->be, dst, dt, src, st, n));
 }
+void tf_x_pair_bias_bwd(tf_exec *ex, float *dz, float *db32, const void *dbias, const float *W,
+                        long rows, int C, int H) {
+    tf_stream_copy *s = NULL;
+    void *dzh = sc_dest(ex, dz, TF_F32, rows * C, &s);
+    const long nb = (long)H * rows;
+    TF_ACCESS(ex, TF_SPANS(F(dz, rows * C), A(dzh, rows * C), F(db32, db32 ? nb : 0)),
+              TF_SPANS(F(dz, rows * C), A(dbias, nb), F(W, (long)H * C)));
+    TF_EXEC_OPC(ex, "pair_bias_bwd",
+                plus_copy(ex, tf_cost_pair_bias_bwd(rows, C, H, tf_dtype_size(ex->at), db32 != NULL),
+                          dzh, rows * C),
+                pair_bias_bwd(ex->be, dz, dzh, db32, dbias, W, rows, C, H, ex->at));
+    if (dzh) sc_record(ex, s, dz, rows * C);
+}
 const void *tf_x_stream_grad(tf_exec *ex, const float *dz, long n) {
     if (ex->at == TF_F32) return dz;
     const void *copy = sc_find(ex, dz, n);

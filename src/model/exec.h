@@ -174,6 +174,12 @@ const void *tf_x_stream_grad(tf_exec *ex, const float *dz, long n);
 void tf_x_stream_copies_begin(tf_exec *ex, const float *dz, size_t nz, const float *dm,
                               size_t nm);
 void tf_x_stream_copies_end(tf_exec *ex);
+/* The pair bias' backward into the pair stream dz [rows, C] (op_list.h
+ * pair_bias_bwd; dbias head-major [H, rows] of type at, W fp32): its copy in
+ * half precision where dz is a tracked stream gradient (tf_stream_copy), and
+ * db32 (NULL: none) the widened dbias */
+void tf_x_pair_bias_bwd(tf_exec *ex, float *dz, float *db32, const void *dbias, const float *W,
+                        long rows, int C, int H);
 /* dst (type dt) = src (type st), n elements */
 void tf_x_convert(tf_exec *ex, void *dst, tf_dtype dt, const void *src, tf_dtype st, long n);
 void tf_x_check_finite(tf_exec *ex, float *flag, const float *x, long n);

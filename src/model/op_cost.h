@@ -133,6 +133,16 @@ static inline tf_op_cost tf_cost_elementwise(long n, int inputs, int outputs, do
     return tf_cost_floats(flops_per * (double)n, (double)(inputs + outputs) * (double)n);
 }
 
+/* pair_bias_bwd: dz [rows, C] read and written, dbias [H, rows] of tsize
+ * bytes an element and W read, 2 H flops an element of dz; db32 written
+ * when wide */
+static inline tf_op_cost tf_cost_pair_bias_bwd(long rows, int C, int H, size_t tsize, int wide) {
+    tf_op_cost c = tf_cost_floats(2.0 * (double)rows * C * H,
+                                  2.0 * (double)rows * C + (double)H * C + (wide ? (double)H * rows : 0.0));
+    c.bytes += (double)H * (double)rows * (double)tsize;
+    return c;
+}
+
 static inline tf_op_cost tf_cost_permute(long n, int accumulate) {
     return tf_cost_floats(accumulate ? (double)n : 0.0, (accumulate ? 3.0 : 2.0) * (double)n);
 }

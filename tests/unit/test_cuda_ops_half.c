@@ -214,6 +214,96 @@ static void test_half_elementwise(void **state)
 }
 
 /* ---- data movement: permute, broadcast add, sum, copy_rows, gate_cmajor ---- */
+/* pair_bias_bwd (every type): the CUDA op against the CPU's bit for bit (both
+ * sum the heads by fmaf in order and add once: the same IEEE operations),
+ * dzh the bits of dz rounded, db32 dbias exactly; and dz against double:
+ * the H-term sum and the add round at most (H + 1) times, each within u of
+ * the running magnitude, so |got - ref| <= (H + 1) u (|dz0| + sum |d w|)
+ * (2x margin). Shapes: C a multiple of 4 (4 columns a thread) and not (a
+ * column a thread), odd rows, H 4 and 3. */
+static void check_bits(const char *op, const char *shape, const float *got, const float *want,
+                       size_t n)
+{
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < n; ++i)
+        if (memcmp(&got[i], &want[i], 4) && !bad++) first = i;
+    if (bad)
+        printf("FAIL %s %s: %zu of %zu differ (first %zu: %.9g vs %.9g)\n", op, shape, bad, n,
+               first, got[first], want[first]);
+    else
+        printf("PASS %s %s: the same bits (%zu)\n", op, shape, n);
+    g_fail += bad != 0;
+}
+
+static void test_half_pair_bias(void **state)
+{
+    (void)state;
+    g_fail = 0;
+    const tf_dtype types[3] = {TF_BF16, TF_F16, TF_F32};
+    const int shapes[2][3] = {{301, 128, 4}, {37, 6, 3}}; /* rows, C, H */
+    for (int k = 0; k < 3; ++k)
+        for (int sh = 0; sh < 2; ++sh) {
+            const tf_dtype t = types[k];
+            const long rows = shapes[sh][0];
+            const int C = shapes[sh][1], H = shapes[sh][2];
+            const size_t n = (size_t)rows * C, nb = (size_t)H * rows;
+            float *hz = rnd(n, 1.f, 40 + sh), *hd = rnd_t(nb, 1.f, 41 + sh, t);
+            float *hw = rnd((size_t)H * C, 0.5f, 42 + sh);
+            const bk be[2] = {g_cpu, g_cu3};
+            float *z[2], *db[2], *gz[2], *gdb[2], *gh[2];
+            void *zh[2];
+            for (int i = 0; i < 2; ++i) {
+                const bk b = be[i];
+                z[i] = b_put(b, hz, n);
+                zh[i] = t == TF_F32 ? NULL : b_alloc(b, n);
+                db[i] = b_alloc(b, nb);
+                void *d = put_t(b, hd, nb, t);
+                float *w = b_put(b, hw, (size_t)H * C);
+                b.ops->pair_bias_bwd(b.be, z[i], zh[i], db[i], d, w, rows, C, H, t);
+                gz[i] = malloc(4 * n), gdb[i] = malloc(4 * nb), gh[i] = malloc(4 * n);
+                b_get(b, gz[i], z[i], n);
+                b_get(b, gdb[i], db[i], nb);
+                if (zh[i]) get_t(b, gh[i], zh[i], n, t);
+                b_free(b, d), b_free(b, w);
+            }
+            char shape[48];
+            snprintf(shape, sizeof shape, "%s rows %ld C %d H %d", tf_dtype_name(t), rows, C, H);
+            check_bits("pair_bias_bwd dz (cuda vs cpu)", shape, gz[1], gz[0], n);
+            check_bits("pair_bias_bwd db32", shape, gdb[1], hd, nb);
+            if (t != TF_F32) {
+                check_bits("pair_bias_bwd dzh (cuda vs cpu)", shape, gh[1], gh[0], n);
+                float *want = malloc(4 * n);
+                memcpy(want, gz[1], 4 * n);
+                round_t(want, n, t);
+                check_bits("pair_bias_bwd dzh = dz rounded", shape, gh[1], want, n);
+                free(want);
+            }
+            for (int i = 0; i < 2; ++i) {
+                size_t bad = 0;
+                for (long r = 0; r < rows; ++r)
+                    for (int c = 0; c < C; ++c) {
+                        double ref = hz[r * C + c], mag = fabs(ref);
+                        for (int h = 0; h < H; ++h) {
+                            const double v = (double)hd[h * rows + r] * hw[h * C + c];
+                            ref += v, mag += fabs(v);
+                        }
+                        bad += !(fabs(gz[i][r * C + c] - ref) <= 2.0 * (H + 1) * 0x1p-24 * mag);
+                    }
+                printf("%s pair_bias_bwd dz (%s) vs double %s: %zu past 2 (H + 1) u (|dz| + "
+                       "sum |d w|)\n",
+                       bad ? "FAIL" : "PASS", i ? "cuda" : "cpu", shape, bad);
+                g_fail += bad != 0;
+            }
+            for (int i = 0; i < 2; ++i) {
+                b_free(be[i], z[i]), b_free(be[i], db[i]);
+                if (zh[i]) b_free(be[i], zh[i]);
+                free(gz[i]), free(gdb[i]), free(gh[i]);
+            }
+            free(hz), free(hd), free(hw);
+        }
+    done();
+}
+
 static void test_half_data(void **state)
 {
     (void)state;
@@ -1064,6 +1154,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_half_opm_fused),
         cmocka_unit_test(test_half_trimul_proj),
         cmocka_unit_test(test_half_trimul_out),
+        cmocka_unit_test(test_half_pair_bias),
     };
     return tf_cuda_test_main(argc, argv, "test_cuda_ops_half", tests, sizeof tests / sizeof *tests);
 }

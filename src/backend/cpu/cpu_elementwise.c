@@ -9,6 +9,8 @@
  * before its outputs are written, so those ops run in place too. */
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -327,6 +329,41 @@ void tf_cpu_gate_residual_fwd(tf_backend *be, float *out, const float *res, cons
         ld_blk(fg, g, t, i0, m);
         for (long i = 0; i < m; i++)
             out[i0 + i] = res[i0 + i] + fa[i] * tf_cpu_sigmoidf(fg[i]);
+    }
+}
+
+/* ---- the pair bias' backward into the pair stream ---- */
+
+#define PB_COLS 256
+
+void tf_cpu_pair_bias_bwd(tf_backend *be, float *dz, void *dzh, float *db32, const void *dbias,
+                          const float *W, long rows, int C, int H, tf_dtype t) {
+    tf_cpu_dtype_check(t, "pair_bias_bwd");
+    if (H < 1 || H > TF_PAIR_BIAS_MAX_H) {
+        fprintf(stderr, "tinyfold: internal error: cpu pair_bias_bwd with %d heads (1..%d)\n", H,
+                TF_PAIR_BIAS_MAX_H);
+        abort();
+    }
+    if (db32)
+        tf_cpu_widen(be, db32, dbias, t, (long)H * rows);
+#pragma omp parallel for schedule(static) num_threads(be->threads) if (rows * C >= TF_CPU_PAR_MIN)
+    for (long r = 0; r < rows; r++) {
+        float d[TF_PAIR_BIAS_MAX_H];
+        for (int h = 0; h < H; h++)
+            tf_dtype_to_f32(&d[h], tf_cpu_cat(dbias, t, (long)h * rows + r), t, 1);
+        float *z = dz + r * C;
+        for (int c0 = 0; c0 < C; c0 += PB_COLS) { /* the sums over h, a block of columns at once */
+            const int m = C - c0 < PB_COLS ? C - c0 : PB_COLS;
+            float acc[PB_COLS];
+            for (int c = 0; c < m; c++) acc[c] = 0.f;
+            for (int h = 0; h < H; h++) {
+                const float *w = W + (long)h * C + c0;
+                for (int c = 0; c < m; c++) acc[c] = fmaf(d[h], w[c], acc[c]);
+            }
+            for (int c = 0; c < m; c++) z[c0 + c] += acc[c];
+        }
+        if (dzh)
+            tf_dtype_from_f32(tf_cpu_at(dzh, t, r * C), t, z, (size_t)C);
     }
 }
 

@@ -281,3 +281,67 @@ extern "C" void tf_cu_t_check_finite(tf_backend *be, float *flag, const float *x
         TF_LAUNCH(check_finite_kernel1, dim3(tf_cu_grid(be, n, CV_THREADS)), dim3(CV_THREADS),
                   be->stream, flag, x, n);
 }
+
+/* ---- the pair bias' backward into the pair stream: every type ---- */
+
+/* A thread a row's 4 columns (C % 4 == 0, dz 16-byte aligned), or a column:
+ * the row's H bias gradients (one load each, shared by the row's threads
+ * through L1), W's 4 columns of each head, and dz, dzh as vectors. */
+template <class E>
+__global__ void __launch_bounds__(CV_THREADS) pair_bias_bwd_kernel(float *dz, E *dzh, float *db32,
+                                                                   const E *dbias, const float *W,
+                                                                   long rows, int C, int H, int vw)
+{
+    const long stride = (long)gridDim.x * blockDim.x;
+    const long nh = (long)H * rows;
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; db32 && i < nh; i += stride)
+        db32[i] = tf_cu_f32(dbias[i]);
+    const long per = C / vw, n = rows * per;
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const long r = i / per;
+        const int c = (int)(i % per) * vw;
+        float acc[4] = {0.f, 0.f, 0.f, 0.f};
+        for (int h = 0; h < H; ++h) {
+            const float d = tf_cu_f32(dbias[(long)h * rows + r]);
+            const float *w = W + (long)h * C + c;
+            if (vw == 4) {
+                const float4 wv = tf_cu_ld4(w);
+                acc[0] = fmaf(d, wv.x, acc[0]), acc[1] = fmaf(d, wv.y, acc[1]);
+                acc[2] = fmaf(d, wv.z, acc[2]), acc[3] = fmaf(d, wv.w, acc[3]);
+            } else {
+                acc[0] = fmaf(d, w[0], acc[0]);
+            }
+        }
+        float *z = dz + r * C + c;
+        if (vw == 4) {
+            float4 v = tf_cu_ld4(z);
+            v.x += acc[0], v.y += acc[1], v.z += acc[2], v.w += acc[3];
+            tf_cu_st4(z, v);
+            if (dzh) tf_cu_st4(dzh + r * C + c, v);
+        } else {
+            const float v = z[0] + acc[0];
+            z[0] = v;
+            if (dzh) dzh[r * C + c] = v;
+        }
+    }
+}
+
+extern "C" void tf_cu_t_pair_bias_bwd(tf_backend *be, float *dz, void *dzh, float *db32,
+                                      const void *dbias, const float *W, long rows, int C, int H,
+                                      tf_dtype t)
+{
+    if (!tf_dtype_valid(t) || H < 1 || H > TF_PAIR_BIAS_MAX_H) {
+        fprintf(stderr, "tinyfold: internal error: cuda pair_bias_bwd: type %d, %d heads (1..%d)\n",
+                (int)t, H, TF_PAIR_BIAS_MAX_H);
+        abort();
+    }
+    if (rows <= 0 || C <= 0) return;
+    const int vw = C % 4 == 0 && tf_cu_aligned(dz, 16) && tf_cu_aligned(W, 16) &&
+                           (!dzh || tf_cu_aligned(dzh, 4 * tf_dtype_size(t)))
+                       ? 4
+                       : 1;
+    const dim3 grid(tf_cu_grid(be, rows * (C / vw), CV_THREADS));
+    TF_CU_DISPATCH(t, E,
+                   TF_LAUNCH((pair_bias_bwd_kernel<E>), grid, dim3(CV_THREADS), be->stream, dz,
+                             (E *)dzh, db32, (const E *)dbias, W, rows, C, H, vw));
+}
