@@ -227,9 +227,12 @@ TF_OP(void, mse_head_bwd, (tf_backend *be, float *dlogit, const float *pred, con
  * p -= (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps), bc_i = 1 - b_i^step.
  * When hyper[TF_HYPER_NONFINITE] != 0, p, m and v are left as they are.
  * The hyper-parameters are read from BACKEND memory at run time (so a captured
- * CUDA graph sees the current step): hyper[TF_HYPER_COUNT], the enum above. */
-TF_OP(void, adamw, (tf_backend *be, float *p, const float *g, float *m, float *v, long n,
-                    const float *hyper))
+ * CUDA graph sees the current step): hyper[TF_HYPER_COUNT], the enum above.
+ * ph (NULL: none; t bf16 or fp16): each updated p also stored rounded to t
+ * (the GEMMs' weight copy: the bits a convert of p gives), left as it is
+ * with p on a skipped step. */
+TF_OP(void, adamw, (tf_backend *be, float *p, void *ph, const float *g, float *m, float *v, long n,
+                    const float *hyper, tf_dtype t))
 
 /* ---- the pair bias' backward into the pair stream (the MSA row
  * attention's bias, head-major: dbias [H, rows] of type t, W [H, C] fp32,

@@ -738,9 +738,11 @@ void tf_x_mse_head_bwd(tf_exec *ex, float *dlogit, const float *pred, const floa
     TF_EXEC_OPC(ex, "mse_head_bwd", tf_cost_mse_head_bwd(n),
                 mse_head_bwd(ex->be, dlogit, pred, target, n, dmax, loss_scale));
 }
-void tf_x_adamw(tf_exec *ex, float *p, const float *g, float *m, float *v, long n,
+void tf_x_adamw(tf_exec *ex, float *p, void *ph, const float *g, float *m, float *v, long n,
                 const float *hyper) {
-    TF_ACCESS(ex, TF_SPANS(F(p, n), F(m, n), F(v, n)),
+    TF_ACCESS(ex, TF_SPANS(F(p, n), A(ph, n), F(m, n), F(v, n)),
               TF_SPANS(F(p, n), F(m, n), F(v, n), F(g, n), F(hyper, TF_HYPER_COUNT)));
-    TF_EXEC_OPC(ex, "adamw", tf_cost_adamw(n), adamw(ex->be, p, g, m, v, n, hyper));
+    tf_op_cost c = tf_cost_adamw(n);
+    if (ph) c.bytes += (double)n * (double)tf_dtype_size(ex->at);
+    TF_EXEC_OPC(ex, "adamw", c, adamw(ex->be, p, ph, g, m, v, n, hyper, ex->at));
 }

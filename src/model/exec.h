@@ -296,7 +296,9 @@ void tf_x_mse_head_fwd(tf_exec *ex, float *pred, float *loss, const float *logit
                        const float *target, long n, float dmax);
 void tf_x_mse_head_bwd(tf_exec *ex, float *dlogit, const float *pred, const float *target, long n,
                        float dmax, const float *loss_scale);
-void tf_x_adamw(tf_exec *ex, float *p, const float *g, float *m, float *v, long n,
+/* AdamW over p [n]; ph (NULL: none) p's copy in the activations' type
+ * (tf_x_w's), rewritten with it */
+void tf_x_adamw(tf_exec *ex, float *p, void *ph, const float *g, float *m, float *v, long n,
                 const float *hyper);
 
 #endif

@@ -80,12 +80,14 @@ void tf_optim_issue(tf_optim *o) {
      * by tf_optim_prepare, is read by AdamW and by the host after the step) */
     if (o->scaler.enabled)
         tf_x_check_finite(o->ex, o->hyper + TF_HYPER_NONFINITE, o->grads, (long)o->n);
+    /* the weight copy of each range with it (the untrained ones' copies, set
+     * by tf_optim_refresh, do not change) */
     for (int i = 0; i < o->nranges; i++) {
         const tf_range *r = &o->ranges[i];
-        tf_x_adamw(o->ex, o->params + r->off, o->grads + r->off, o->m + r->off, o->v + r->off,
-                   (long)r->n, o->hyper);
+        void *wh = o->wh ? tf_at(o->ex, o->wh, (long)r->off) : NULL;
+        tf_x_adamw(o->ex, o->params + r->off, wh, o->grads + r->off, o->m + r->off,
+                   o->v + r->off, (long)r->n, o->hyper);
     }
-    tf_optim_refresh(o);
 }
 
 void tf_optim_end(tf_optim *o, float nonfinite, tf_step_stats *st) {

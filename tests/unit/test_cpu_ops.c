@@ -1558,7 +1558,7 @@ static void test_adamw(void **state) {
         g[0] = 0; /* a zero gradient: only the decay acts */
         const float bc1 = 1.0f - powf(b1, (float)step), bc2 = 1.0f - powf(b2, (float)step);
         const float hyper[TF_HYPER_COUNT] = {lr, b1, b2, eps, wd, bc1, bc2, 1.0f, 1.0f, 0.0f};
-        g_ops->adamw(g_be, p, g, m, v, n, hyper);
+        g_ops->adamw(g_be, p, NULL, g, m, v, n, hyper, TF_F32);
         for (long i = 0; i < n; i++) {
             rp[i] *= 1.0 - (double)lr * wd;
             rm[i] = (double)b1 * rm[i] + (1.0 - (double)b1) * g[i];

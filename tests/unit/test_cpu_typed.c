@@ -621,7 +621,7 @@ static void test_adamw_grad_mul(void **state) {
     for (int step = 1; step <= 2; step++) {
         tf_test_fill_normal(g, n, 0, 3e-2f, 1000 + step);
         adamw_hyper(h, step, gmul, 0.0f);
-        g_ops->adamw(g_be, p, g, m, v, n, h);
+        g_ops->adamw(g_be, p, NULL, g, m, v, n, h, TF_F32);
         const double lr = h[TF_HYPER_LR], b1 = h[TF_HYPER_B1], b2 = h[TF_HYPER_B2];
         const double bc1 = h[TF_HYPER_BC1], bc2 = h[TF_HYPER_BC2], eps = h[TF_HYPER_EPS];
         for (long i = 0; i < n; i++) {
@@ -650,9 +650,9 @@ static void test_adamw_grad_mul(void **state) {
     tf_test_fill_normal(g, n, 0, 3e-2f, 1100);
     for (long i = 0; i < n; i++) g4[i] = g[i] * 0.25f;
     adamw_hyper(h, 3, 1.0f, 0.0f);
-    g_ops->adamw(g_be, p, g, m, v, n, h);
+    g_ops->adamw(g_be, p, NULL, g, m, v, n, h, TF_F32);
     adamw_hyper(h, 3, 4.0f, 0.0f);
-    g_ops->adamw(g_be, p2, g4, m2, v2, n, h);
+    g_ops->adamw(g_be, p2, NULL, g4, m2, v2, n, h, TF_F32);
     assert_true(tf_test_bits_equal(p, p2, n) && tf_test_bits_equal(m, m2, n) &&
                 tf_test_bits_equal(v, v2, n));
 
@@ -660,7 +660,7 @@ static void test_adamw_grad_mul(void **state) {
     g[7] = NAN;
     g[n - 1] = INFINITY;
     adamw_hyper(h, 4, 1.0f, 1.0f);
-    g_ops->adamw(g_be, p2, g, m2, v2, n, h);
+    g_ops->adamw(g_be, p2, NULL, g, m2, v2, n, h, TF_F32);
     assert_memory_equal(p2, p, n * sizeof *p);
     assert_memory_equal(m2, m, n * sizeof *m);
     assert_memory_equal(v2, v, n * sizeof *v);

@@ -100,10 +100,41 @@ static void adamw_run(bk b, const float *hy, const float *hp, const float *hg, c
 {
     float *p = b_put(b, hp, n), *g = b_put(b, hg, n), *m = b_put(b, hm, n);
     float *v = b_put(b, hv, n), *hyd = b_put(b, hy, TF_HYPER_COUNT);
-    b.ops->adamw(b.be, p, g, m, v, n, hyd);
+    b.ops->adamw(b.be, p, NULL, g, m, v, n, hyd, TF_F32);
     float *dv[3] = {p, m, v};
     for (int q = 0; q < 3; ++q) res[q] = tf_test_falloc(n), b_get(b, res[q], dv[q], n);
     b_free(b, p), b_free(b, g), b_free(b, m), b_free(b, v), b_free(b, hyd);
+}
+
+/* The weight copy ph (type t) AdamW writes with p: the bits of p rounded,
+ * every element; on a skipped step (NONFINITE) left as it was */
+static void adamw_copy(bk b, const char *be, tf_dtype t, const float *hy, const float *hp,
+                       const float *hg, const float *hm, const float *hv, long n)
+{
+    float *p = b_put(b, hp, n), *g = b_put(b, hg, n), *m = b_put(b, hm, n);
+    float *v = b_put(b, hv, n), *hyd = b_put(b, hy, TF_HYPER_COUNT);
+    void *ph = b_alloc(b, n);
+    uint16_t *got = malloc(2 * n), *want = malloc(2 * n), *before = malloc(2 * n);
+    float *pp = tf_test_falloc(n);
+    for (long i = 0; i < n; ++i) before[i] = (uint16_t)(0x3c00u + (i & 255));
+    b.ops->upload(b.be, ph, before, 2 * n);
+    b.ops->adamw(b.be, p, ph, g, m, v, n, hyd, t);
+    b.ops->sync(b.be);
+    b.ops->download(b.be, got, ph, 2 * n);
+    b_get(b, pp, p, n);
+    const int skipped = hy[TF_HYPER_NONFINITE] != 0.f;
+    if (skipped)
+        memcpy(want, before, 2 * n);
+    else
+        tf_dtype_from_f32(want, t, pp, n);
+    size_t bad = 0;
+    for (long i = 0; i < n; ++i) bad += got[i] != want[i];
+    printf("%s adamw copy %s %s n=%ld%s: %zu of %ld differ from %s\n", bad ? "FAIL" : "PASS", be,
+           tf_dtype_name(t), n, skipped ? " (skipped)" : "", bad, n,
+           skipped ? "the copy before" : "p rounded");
+    g_fail += bad != 0;
+    b_free(b, p), b_free(b, g), b_free(b, m), b_free(b, v), b_free(b, hyd), b_free(b, ph);
+    free(got), free(want), free(before), free(pp);
 }
 
 static void test_adamw(void **state)
@@ -118,6 +149,10 @@ static void test_adamw(void **state)
         tf_test_fill_uniform(hv, n, 0.f, 0.01f, 104);
         adamw_hyper(hy, 1e-2f, 3);
         for (int r = 0; r < 3; ++r) adamw_run(r == 0 ? g_cpu : g_cu3, hy, hp, hg, hm, hv, n, res[r]);
+        for (int r = 0; r < 2; ++r)
+            for (int k2 = 0; k2 < 2; ++k2)
+                adamw_copy(r ? g_cu3 : g_cpu, r ? "cuda" : "cpu", k2 ? TF_F16 : TF_BF16, hy, hp, hg,
+                           hm, hv, n);
         char shape[32];
         snprintf(shape, sizeof shape, "n=%ld", n);
         static const char *nm[3] = {"adamw.p", "adamw.m", "adamw.v"};
@@ -150,6 +185,8 @@ static void test_adamw(void **state)
         hys[TF_HYPER_NONFINITE] = 1.f;
         for (long i = 0; i < n; i += 3) hgs[i] = NAN;
         for (int r = 0; r < 2; ++r) adamw_run(r == 0 ? g_cpu : g_cu3, hys, hp, hgs, hm, hv, n, skip[r]);
+        for (int r = 0; r < 2; ++r)
+            adamw_copy(r ? g_cu3 : g_cpu, r ? "cuda" : "cpu", TF_BF16, hys, hp, hgs, hm, hv, n);
         const float *orig[3] = {hp, hm, hv};
         for (int q = 0; q < 3; ++q) { /* one rounding more (g * mul) than above */
             char nmq[48];
@@ -367,7 +404,7 @@ typedef struct {
 static void graph_step(void *arg)
 {
     gstate *s = arg;
-    s->b.ops->adamw(s->b.be, s->p, s->g, s->m, s->v, GN, s->hyper);
+    s->b.ops->adamw(s->b.be, s->p, NULL, s->g, s->m, s->v, GN, s->hyper, TF_F32);
     s->b.ops->layernorm_fwd(s->b.be, s->ln, s->mu, s->rs, s->x, s->gam, s->bet, GR, GC, 1e-5f, TF_F32,
                             TF_F32);
     tf_gemm_args a = {0, 1, GR, GC, GC, 1.f, 1.f, s->ln, GC, 0, s->w, GC, 0, s->y, GC, 0, 1, TF_EPI_NONE,

@@ -441,9 +441,10 @@ void tf_cpu_mse_head_bwd(tf_backend *be, float *dlogit, const float *pred, const
 
 /* ---- AdamW, PyTorch's formula, hyper: ops.h TF_HYPER_* ---- */
 
-void tf_cpu_adamw(tf_backend *be, float *p, const float *g, float *m, float *v, long n,
-                  const float *hyper) {
+void tf_cpu_adamw(tf_backend *be, float *p, void *ph, const float *g, float *m, float *v, long n,
+                  const float *hyper, tf_dtype t) {
     if (hyper[TF_HYPER_NONFINITE] != 0.0f) return; /* a skipped step */
+    if (ph) tf_cpu_dtype_check(t, "adamw");
     const float lr = hyper[0], b1 = hyper[1], b2 = hyper[2], eps = hyper[3], wd = hyper[4];
     const float bc1 = hyper[5], bc2 = hyper[6], gmul = hyper[TF_HYPER_GRAD_MUL];
     const float decay = 1.0f - lr * wd, step = lr / bc1, sbc2 = sqrtf(bc2);
@@ -457,4 +458,5 @@ void tf_cpu_adamw(tf_backend *be, float *p, const float *g, float *m, float *v, 
         v[i] = vi;
         p[i] = p[i] * decay - step * mi / (sqrtf(vi) / sbc2 + eps);
     }
+    if (ph && t != TF_F32) tf_cpu_narrow(be, ph, t, p, n);
 }

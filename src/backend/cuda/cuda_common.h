@@ -444,7 +444,7 @@ void tf_cu_drelu_strided_h(tf_backend *be, void *C, const void *aux, int M, int 
 
 /* ---- the ops: tf_cu_t_<name> for every entry of op_list.h ----
  * Defined in cuda_typed_ops.cu (fp32 to the fp32 paths above, a half type
- * to their _h paths; convert and check_finite), and in the files of the
+ * to their _h paths; convert, check_finite, pair_bias_bwd), and in the files of the
  * ops without such a pair: cuda_gemm.cu (gemm), cuda_embed_loss.cu
  * (embed_*, mse_head_*, adamw) and the NVIDIA-only cuda_opm_fused*.cu
  * (opm_fwd, opm_bwd_dz), cuda_trimul_proj.cu, cuda_trimul_out.cu (bf16 /

@@ -115,8 +115,9 @@ extern "C" void tf_cu_t_mse_head_bwd(tf_backend *be, float *dlogit, const float 
 /* ---- AdamW (PyTorch formula; hyper: ops.h TF_HYPER_* in device memory,
  * read at run time so that a captured graph sees the current step, the
  * gradient's multiplier and whether the step is skipped) ---- */
-extern "C" __global__ void adamw_kernel1(float *p, const float *g, float *m, float *v, long n,
-                                         const float *hyper)
+template <class H>
+__global__ void adamw_kernel1(float *p, H *ph, const float *g, float *m, float *v, long n,
+                              const float *hyper)
 {
     if (hyper[TF_HYPER_NONFINITE] != 0.f) return; /* a skipped step: p, m, v as they are */
     const float lr = hyper[TF_HYPER_LR], b1 = hyper[TF_HYPER_B1], b2 = hyper[TF_HYPER_B2];
@@ -131,14 +132,22 @@ extern "C" __global__ void adamw_kernel1(float *p, const float *g, float *m, flo
         const float vi = b2 * v[i] + (1.f - b2) * gi * gi;
         m[i] = mi;
         v[i] = vi;
-        p[i] = p[i] * decay - step * (mi / (sqrtf(vi) / sbc2 + eps)); /* addcdiv order */
+        const float pi = p[i] * decay - step * (mi / (sqrtf(vi) / sbc2 + eps)); /* addcdiv order */
+        p[i] = pi;
+        if (ph) ph[i] = pi; /* rounded to H (H float: ph is NULL) */
     }
 }
 
-extern "C" void tf_cu_t_adamw(tf_backend *be, float *p, const float *g, float *m, float *v, long n,
-                              const float *hyper)
+extern "C" void tf_cu_t_adamw(tf_backend *be, float *p, void *ph, const float *g, float *m,
+                              float *v, long n, const float *hyper, tf_dtype t)
 {
-    if (n > 0)
-        TF_LAUNCH(adamw_kernel1, dim3(tf_cu_grid(be, n, EL_THREADS)), dim3(EL_THREADS),
-                  be->stream, p, g, m, v, n, hyper);
+    if (n <= 0) return;
+    const dim3 grid(tf_cu_grid(be, n, EL_THREADS));
+    if (!ph || t == TF_F32)
+        TF_LAUNCH(adamw_kernel1<float>, grid, dim3(EL_THREADS), be->stream, p, (float *)nullptr, g,
+                  m, v, n, hyper);
+    else
+        TF_CU_DISPATCH_HALF(t, E,
+                            TF_LAUNCH(adamw_kernel1<E>, grid, dim3(EL_THREADS), be->stream, p,
+                                      (E *)ph, g, m, v, n, hyper));
 }
