@@ -234,6 +234,14 @@ TF_OP(void, mse_head_bwd, (tf_backend *be, float *dlogit, const float *pred, con
 TF_OP(void, adamw, (tf_backend *be, float *p, void *ph, const float *g, float *m, float *v, long n,
                     const float *hyper, tf_dtype t))
 
+/* ---- the pair bias of the MSA row attention from the pair stream, head-
+ * major (z [rows, C] and W [H, C] fp32, H <= TF_PAIR_BIAS_MAX_H):
+ *   bias[h rows + r] = sum_c z[r C + c] W[h C + c]
+ * the sum over c in order by fused multiply-adds (fmaf) from 0, rounded
+ * once to t. One pass over z, where a narrow fp32 GEMM and (half types) a
+ * conversion of its result ran. ---- */
+TF_OP(void, pair_bias_fwd, (tf_backend *be, void *bias, const float *z, const float *W, long rows,
+                            int C, int H, tf_dtype t))
 /* ---- the pair bias' backward into the pair stream (the MSA row
  * attention's bias, head-major: dbias [H, rows] of type t, W [H, C] fp32,
  * H <= TF_PAIR_BIAS_MAX_H):

@@ -460,6 +460,12 @@ void tf_x_convert(tf_exec *ex, void *dst, tf_dtype dt, const void *src, tf_dtype
     c.bytes = (double)n * (double)(tf_dtype_size(dt) + tf_dtype_size(st));
     TF_EXEC_OPC(ex, "convert", c, convert(ex->be, dst, dt, src, st, n));
 }
+void tf_x_pair_bias_fwd(tf_exec *ex, void *bias, const float *z, const float *W, long rows, int C,
+                        int H) {
+    TF_ACCESS(ex, TF_SPANS(A(bias, (long)H * rows)), TF_SPANS(F(z, rows * C), F(W, (long)H * C)));
+    TF_EXEC_OPC(ex, "pair_bias_fwd", tf_cost_pair_bias_fwd(rows, C, H, tf_dtype_size(ex->at)),
+                pair_bias_fwd(ex->be, bias, z, W, rows, C, H, ex->at));
+}
 void tf_x_pair_bias_bwd(tf_exec *ex, float *dz, float *db32, const void *dbias, const float *W,
                         long rows, int C, int H) {
     tf_stream_copy *s = NULL;

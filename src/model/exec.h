@@ -174,6 +174,9 @@ const void *tf_x_stream_grad(tf_exec *ex, const float *dz, long n);
 void tf_x_stream_copies_begin(tf_exec *ex, const float *dz, size_t nz, const float *dm,
                               size_t nm);
 void tf_x_stream_copies_end(tf_exec *ex);
+/* The pair bias [H, rows] (type at) from z [rows, C] (op_list.h pair_bias_fwd) */
+void tf_x_pair_bias_fwd(tf_exec *ex, void *bias, const float *z, const float *W, long rows, int C,
+                        int H);
 /* The pair bias' backward into the pair stream dz [rows, C] (op_list.h
  * pair_bias_bwd; dbias head-major [H, rows] of type at, W fp32): its copy in
  * half precision where dz is a tracked stream gradient (tf_stream_copy), and

@@ -44,29 +44,23 @@ void tf_qkv_bwd(tf_exec *ex, const tf_model *M, int fused, size_t wq, const void
 }
 
 /* The pair bias of the row attention from the fp32 pair stream z [rows, C],
- * in fp32 (a narrow GEMM that reads z once), stored in the activations'
- * type. Head-major (the flash composition): [H, rows] = Wpb z^T, so that
- * each head's bias rows run contiguously along the keys and an attention
- * kernel copies a tile of them whole; else [rows, H] = z Wpb^T, as the
- * reference's Linear (the eager composition permutes it per head). */
-static void bias_gemm(tf_exec *ex, float *b32, const float *z, const float *W, long rows, int C,
-                      int H, int hmajor) {
-    if (!hmajor) {
-        tf_linear_fwd(ex, b32, z, W, rows, C, H, 0.0f, TF_EPI_NONE);
-        return;
-    }
-    tf_gemm_args g = tf_gemm_make(ex, 0, 1, H, (int)rows, C, 1.0f, 0.0f, W, C, 0, z, C, 0, b32,
-                                  rows, 0, 1);
-    tf_gemm(ex, &g, "linear_fwd");
-}
-
+ * in fp32, stored in the activations' type. Head-major (the flash
+ * composition): [H, rows] by one op (op_list.h pair_bias_fwd: one pass over
+ * z, the sums rounded once), each head's rows contiguous along the keys for
+ * the attention kernels' tiles; else [rows, H] = z Wpb^T, as the
+ * reference's Linear (the eager composition permutes it per head), a
+ * narrow fp32 GEMM and its conversion. */
 static void *pair_bias_fwd(tf_exec *ex, const tf_model *M, size_t wpb, const float *z, long rows,
                            int C, int H, int hmajor) {
     void *bias = tf_alloc_at(ex, (size_t)rows * H);
+    if (hmajor) {
+        tf_x_pair_bias_fwd(ex, bias, z, tf_P(M, wpb), rows, C, H);
+        return bias;
+    }
     size_t mark = tf_arena_mark(ex->arena);
     float *b32 = ex->at == TF_F32 ? bias : tf_alloc_act(ex, (size_t)rows * H);
     tf_dtype at = tf_exec_fp32_begin(ex);
-    bias_gemm(ex, b32, z, tf_P(M, wpb), rows, C, H, hmajor);
+    tf_linear_fwd(ex, b32, z, tf_P(M, wpb), rows, C, H, 0.0f, TF_EPI_NONE);
     tf_exec_fp32_end(ex, at);
     if (at != TF_F32) tf_x_convert(ex, bias, at, b32, TF_F32, rows * H);
     tf_arena_release(ex->arena, mark);

@@ -133,6 +133,14 @@ static inline tf_op_cost tf_cost_elementwise(long n, int inputs, int outputs, do
     return tf_cost_floats(flops_per * (double)n, (double)(inputs + outputs) * (double)n);
 }
 
+/* pair_bias_fwd: z [rows, C] and W read, bias [H, rows] of tsize bytes an
+ * element written, 2 C flops an element of bias */
+static inline tf_op_cost tf_cost_pair_bias_fwd(long rows, int C, int H, size_t tsize) {
+    tf_op_cost c = tf_cost_floats(2.0 * (double)rows * C * H, (double)rows * C + (double)H * C);
+    c.bytes += (double)H * (double)rows * (double)tsize;
+    return c;
+}
+
 /* pair_bias_bwd: dz [rows, C] read and written, dbias [H, rows] of tsize
  * bytes an element and W read, 2 H flops an element of dz; db32 written
  * when wide */

@@ -214,13 +214,15 @@ static void test_half_elementwise(void **state)
 }
 
 /* ---- data movement: permute, broadcast add, sum, copy_rows, gate_cmajor ---- */
-/* pair_bias_bwd (every type): the CUDA op against the CPU's bit for bit (both
- * sum the heads by fmaf in order and add once: the same IEEE operations),
- * dzh the bits of dz rounded, db32 dbias exactly; and dz against double:
- * the H-term sum and the add round at most (H + 1) times, each within u of
- * the running magnitude, so |got - ref| <= (H + 1) u (|dz0| + sum |d w|)
- * (2x margin). Shapes: C a multiple of 4 (4 columns a thread) and not (a
- * column a thread), odd rows, H 4 and 3. */
+/* pair_bias_fwd and _bwd (every type): the CUDA ops against the CPU's bit
+ * for bit (both sum by fmaf in order and round or add once: the same IEEE
+ * operations); dzh the bits of dz rounded, db32 dbias exactly; and against
+ * double: an n-term fmaf chain and the add round at most n + 1 times, each
+ * within u of the running magnitude, so |got - ref| <= (n + 1) u M (M the
+ * sum of the magnitudes; bwd: n = H, M = |dz0| + sum |d w|; fwd: n = C, M =
+ * sum |z w|, plus the rounding to t, u_t |ref|), 2x margin. Shapes: C a
+ * multiple of 4 (bwd: 4 columns a thread) and not, odd rows (fwd: past a
+ * block of 128), H 4 and 3 (fwd: a second group of 4 heads with 6). */
 static void check_bits(const char *op, const char *shape, const float *got, const float *want,
                        size_t n)
 {
@@ -240,9 +242,9 @@ static void test_half_pair_bias(void **state)
     (void)state;
     g_fail = 0;
     const tf_dtype types[3] = {TF_BF16, TF_F16, TF_F32};
-    const int shapes[2][3] = {{301, 128, 4}, {37, 6, 3}}; /* rows, C, H */
+    const int shapes[3][3] = {{301, 128, 4}, {37, 6, 3}, {130, 40, 6}}; /* rows, C, H */
     for (int k = 0; k < 3; ++k)
-        for (int sh = 0; sh < 2; ++sh) {
+        for (int sh = 0; sh < 3; ++sh) {
             const tf_dtype t = types[k];
             const long rows = shapes[sh][0];
             const int C = shapes[sh][1], H = shapes[sh][2];
@@ -294,7 +296,38 @@ static void test_half_pair_bias(void **state)
                        bad ? "FAIL" : "PASS", i ? "cuda" : "cpu", shape, bad);
                 g_fail += bad != 0;
             }
+            /* the forward from hz: bias [H, rows] of type t */
+            float *gb[2];
             for (int i = 0; i < 2; ++i) {
+                const bk b = be[i];
+                float *zz = b_put(b, hz, n), *w = b_put(b, hw, (size_t)H * C);
+                void *bias = b_alloc(b, nb);
+                b.ops->pair_bias_fwd(b.be, bias, zz, w, rows, C, H, t);
+                gb[i] = malloc(4 * nb);
+                get_t(b, gb[i], bias, nb, t);
+                b_free(b, zz), b_free(b, w), b_free(b, bias);
+            }
+            check_bits("pair_bias_fwd (cuda vs cpu)", shape, gb[1], gb[0], nb);
+            {
+                const double ut = t == TF_F32 ? 0x1p-24 : t == TF_BF16 ? 0x1p-8 : 0x1p-11;
+                size_t bad = 0;
+                for (int h = 0; h < H; ++h)
+                    for (long r = 0; r < rows; ++r) {
+                        double ref = 0.0, mag = 0.0;
+                        for (int c = 0; c < C; ++c) {
+                            const double v = (double)hz[r * C + c] * hw[h * C + c];
+                            ref += v, mag += fabs(v);
+                        }
+                        const double tol = 2.0 * ((C + 1) * 0x1p-24 * mag + ut * fabs(ref));
+                        bad += !(fabs(gb[1][h * rows + r] - ref) <= tol);
+                    }
+                printf("%s pair_bias_fwd vs double %s: %zu past 2 ((C + 1) u sum |z w| + u_t "
+                       "|ref|)\n",
+                       bad ? "FAIL" : "PASS", shape, bad);
+                g_fail += bad != 0;
+            }
+            for (int i = 0; i < 2; ++i) {
+                free(gb[i]);
                 b_free(be[i], z[i]), b_free(be[i], db[i]);
                 if (zh[i]) b_free(be[i], zh[i]);
                 free(gz[i]), free(gdb[i]), free(gh[i]);

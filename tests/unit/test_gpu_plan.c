@@ -212,6 +212,9 @@ static void n_mse_fwd(tf_backend *b, float *p, float *l, const float *lg, const 
 static void n_mse_bwd(tf_backend *b, float *dl, const float *p, const float *t, long n, float dmax,
                       const float *ls)
 { (void)b, (void)dl, (void)p, (void)t, (void)n, (void)dmax, (void)ls; }
+static void n_pb_fwd(tf_backend *b, void *bias, const float *z, const float *W, long rows, int C,
+                     int H, tf_dtype t)
+{ (void)b, (void)bias, (void)z, (void)W, (void)rows, (void)C, (void)H, (void)t; }
 static void n_pb_bwd(tf_backend *b, float *dz, void *dzh, float *db32, const void *d,
                      const float *W, long rows, int C, int H, tf_dtype t)
 { (void)b, (void)dz, (void)dzh, (void)db32, (void)d, (void)W, (void)rows, (void)C, (void)H, (void)t; }
@@ -235,6 +238,7 @@ static tf_ops rec_ops(void)
     o.gate_cmajor_bwd = n_gcm_bwd, o.opm_bwd = n_opm_bwd, o.opm_outer = n_opm_outer;
     o.embed_fwd = n_emb_fwd, o.embed_bwd = n_emb_bwd, o.mse_head_fwd = n_mse_fwd;
     o.mse_head_bwd = n_mse_bwd, o.zero = n_zero, o.copy = n_copy, o.pair_bias_bwd = n_pb_bwd;
+    o.pair_bias_fwd = n_pb_fwd;
     o.wgrad_mark = n_wmark, o.wgrad_wait = n_wwait;
     return o;
 }

@@ -336,6 +336,26 @@ void tf_cpu_gate_residual_fwd(tf_backend *be, float *out, const float *res, cons
 
 #define PB_COLS 256
 
+void tf_cpu_pair_bias_fwd(tf_backend *be, void *bias, const float *z, const float *W, long rows,
+                          int C, int H, tf_dtype t) {
+    tf_cpu_dtype_check(t, "pair_bias_fwd");
+    if (H < 1 || H > TF_PAIR_BIAS_MAX_H) {
+        fprintf(stderr, "tinyfold: internal error: cpu pair_bias_fwd with %d heads (1..%d)\n", H,
+                TF_PAIR_BIAS_MAX_H);
+        abort();
+    }
+#pragma omp parallel for schedule(static) num_threads(be->threads) if (rows * C >= TF_CPU_PAR_MIN)
+    for (long r = 0; r < rows; r++) {
+        const float *zr = z + r * C;
+        float acc[TF_PAIR_BIAS_MAX_H];
+        for (int h = 0; h < H; h++) acc[h] = 0.f;
+        for (int c = 0; c < C; c++) /* the heads' sums side by side, each in c order */
+            for (int h = 0; h < H; h++) acc[h] = fmaf(zr[c], W[(long)h * C + c], acc[h]);
+        for (int h = 0; h < H; h++)
+            tf_dtype_from_f32(tf_cpu_at(bias, t, (long)h * rows + r), t, &acc[h], 1);
+    }
+}
+
 void tf_cpu_pair_bias_bwd(tf_backend *be, float *dz, void *dzh, float *db32, const void *dbias,
                           const float *W, long rows, int C, int H, tf_dtype t) {
     tf_cpu_dtype_check(t, "pair_bias_bwd");

@@ -345,3 +345,56 @@ extern "C" void tf_cu_t_pair_bias_bwd(tf_backend *be, float *dz, void *dzh, floa
                    TF_LAUNCH((pair_bias_bwd_kernel<E>), grid, dim3(CV_THREADS), be->stream, dz,
                              (E *)dzh, db32, (const E *)dbias, W, rows, C, H, vw));
 }
+
+/* the pair bias: a thread a row, the block's 128 rows staged 32 columns at
+ * a time in shared memory (coalesced loads; a row's sums in column order,
+ * four heads at a time), each head's outputs stored along the rows */
+#define PB_ROWS 128
+#define PB_COLS 32
+template <class E>
+__global__ void __launch_bounds__(PB_ROWS) pair_bias_fwd_kernel(E *bias, const float *z,
+                                                                const float *W, long rows, int C,
+                                                                int H)
+{
+    __shared__ float Zs[PB_ROWS][PB_COLS + 1];
+    const int tid = (int)threadIdx.x;
+    const long r0 = (long)blockIdx.x * PB_ROWS, r = r0 + tid;
+    for (int h0 = 0; h0 < H; h0 += 4) {
+        const int nh = H - h0 < 4 ? H - h0 : 4;
+        float acc[4] = {0.f, 0.f, 0.f, 0.f};
+        for (int c0 = 0; c0 < C; c0 += PB_COLS) {
+            const int nc = C - c0 < PB_COLS ? C - c0 : PB_COLS;
+            __syncthreads(); /* the last tile is consumed */
+            for (int e = tid; e < PB_ROWS * PB_COLS; e += PB_ROWS) {
+                const int i = e / PB_COLS, c = e % PB_COLS;
+                Zs[i][c] = r0 + i < rows && c < nc ? z[(r0 + i) * C + c0 + c] : 0.f;
+            }
+            __syncthreads();
+            for (int c = 0; c < nc; ++c) {
+                const float zv = Zs[tid][c];
+#pragma unroll
+                for (int k = 0; k < 4; ++k)
+                    if (k < nh) acc[k] = fmaf(zv, W[(long)(h0 + k) * C + c0 + c], acc[k]);
+            }
+        }
+        if (r < rows)
+#pragma unroll
+            for (int k = 0; k < 4; ++k)
+                if (k < nh) bias[(long)(h0 + k) * rows + r] = acc[k];
+    }
+}
+
+extern "C" void tf_cu_t_pair_bias_fwd(tf_backend *be, void *bias, const float *z, const float *W,
+                                      long rows, int C, int H, tf_dtype t)
+{
+    if (!tf_dtype_valid(t) || H < 1 || H > TF_PAIR_BIAS_MAX_H) {
+        fprintf(stderr, "tinyfold: internal error: cuda pair_bias_fwd: type %d, %d heads (1..%d)\n",
+                (int)t, H, TF_PAIR_BIAS_MAX_H);
+        abort();
+    }
+    if (rows <= 0 || C <= 0) return;
+    const dim3 grid((unsigned)((rows + PB_ROWS - 1) / PB_ROWS));
+    TF_CU_DISPATCH(t, E,
+                   TF_LAUNCH((pair_bias_fwd_kernel<E>), grid, dim3(PB_ROWS), be->stream, (E *)bias,
+                             z, W, rows, C, H));
+}
