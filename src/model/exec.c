@@ -471,7 +471,7 @@ void tf_x_pair_bias_bwd(tf_exec *ex, float *dz, float *db32, const void *dbias, 
     tf_stream_copy *s = NULL;
     void *dzh = sc_dest(ex, dz, TF_F32, rows * C, &s);
     const long nb = (long)H * rows;
-    TF_ACCESS(ex, TF_SPANS(F(dz, rows * C), A(dzh, rows * C), F(db32, db32 ? nb : 0)),
+    TF_ACCESS(ex, TF_SPANS(F(dz, rows * C), A(dzh, rows * C), F(db32, nb)),
               TF_SPANS(F(dz, rows * C), A(dbias, nb), F(W, (long)H * C)));
     TF_EXEC_OPC(ex, "pair_bias_bwd",
                 plus_copy(ex, tf_cost_pair_bias_bwd(rows, C, H, tf_dtype_size(ex->at), db32 != NULL),

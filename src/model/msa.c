@@ -74,27 +74,22 @@ static void *pair_bias_fwd(tf_exec *ex, const tf_model *M, size_t wpb, const flo
 static void pair_bias_bwd(tf_exec *ex, const tf_model *M, size_t wpb, float *dz, const void *dbias,
                           const float *z, long rows, int C, int H, int hmajor) {
     size_t mark = tf_arena_mark(ex->arena);
-    const float *db32 = dbias;
-    if (hmajor) {
-        float *d = ex->at == TF_F32 ? NULL : tf_alloc_act(ex, (size_t)rows * H);
+    /* dbias in fp32: itself, or widened (by the head-major op, else converted) */
+    float *d = ex->at == TF_F32 ? NULL : tf_alloc_act(ex, (size_t)rows * H);
+    if (hmajor)
         tf_x_pair_bias_bwd(ex, dz, d, dbias, tf_P(M, wpb), rows, C, H);
-        if (d) db32 = d;
-        tf_dtype at = tf_exec_fp32_begin(ex);
+    else if (d)
+        tf_x_convert(ex, d, TF_F32, dbias, ex->at, rows * H);
+    const float *db32 = d ? d : dbias;
+    tf_dtype at = tf_exec_fp32_begin(ex);
+    if (hmajor) { /* dWpb [H, C] += dbias z */
         tf_gemm_args g = tf_gemm_make(ex, 0, 0, H, C, (int)rows, 1.0f, 1.0f, db32, rows, 0, z, C,
                                       0, tf_G(M, wpb), C, 0, 1);
         g.wgrad = ex->wgrad_async;
         tf_gemm(ex, &g, "linear_bwd_weight");
-        tf_exec_fp32_end(ex, at);
-        tf_arena_release(ex->arena, mark);
-        return;
+    } else {
+        tf_linear_bwd(ex, dz, tf_G(M, wpb), db32, z, tf_P(M, wpb), rows, C, H, 1);
     }
-    if (ex->at != TF_F32) {
-        float *d = tf_alloc_act(ex, (size_t)rows * H);
-        tf_x_convert(ex, d, TF_F32, dbias, ex->at, rows * H);
-        db32 = d;
-    }
-    tf_dtype at = tf_exec_fp32_begin(ex);
-    tf_linear_bwd(ex, dz, tf_G(M, wpb), db32, z, tf_P(M, wpb), rows, C, H, 1);
     tf_exec_fp32_end(ex, at);
     tf_arena_release(ex->arena, mark);
 }

@@ -145,8 +145,8 @@ static inline tf_op_cost tf_cost_pair_bias_fwd(long rows, int C, int H, size_t t
  * bytes an element and W read, 2 H flops an element of dz; db32 written
  * when wide */
 static inline tf_op_cost tf_cost_pair_bias_bwd(long rows, int C, int H, size_t tsize, int wide) {
-    tf_op_cost c = tf_cost_floats(2.0 * (double)rows * C * H,
-                                  2.0 * (double)rows * C + (double)H * C + (wide ? (double)H * rows : 0.0));
+    const double db32 = wide ? (double)H * rows : 0.0;
+    tf_op_cost c = tf_cost_floats(2.0 * (double)rows * C * H, 2.0 * (double)rows * C + (double)H * C + db32);
     c.bytes += (double)H * (double)rows * (double)tsize;
     return c;
 }

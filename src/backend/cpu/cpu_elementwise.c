@@ -332,18 +332,24 @@ void tf_cpu_gate_residual_fwd(tf_backend *be, float *out, const float *res, cons
     }
 }
 
-/* ---- the pair bias' backward into the pair stream ---- */
+/* ---- the pair bias (head-major) and its backward into the pair stream ---- */
 
 #define PB_COLS 256
 
-void tf_cpu_pair_bias_fwd(tf_backend *be, void *bias, const float *z, const float *W, long rows,
-                          int C, int H, tf_dtype t) {
-    tf_cpu_dtype_check(t, "pair_bias_fwd");
+/* aborts with a message for a type outside tf_dtype or a head count past
+ * TF_PAIR_BIAS_MAX_H (the op table has no error path) */
+static void pb_check(tf_dtype t, int H, const char *op) {
+    tf_cpu_dtype_check(t, op);
     if (H < 1 || H > TF_PAIR_BIAS_MAX_H) {
-        fprintf(stderr, "tinyfold: internal error: cpu pair_bias_fwd with %d heads (1..%d)\n", H,
+        fprintf(stderr, "tinyfold: internal error: cpu %s with %d heads (1..%d)\n", op, H,
                 TF_PAIR_BIAS_MAX_H);
         abort();
     }
+}
+
+void tf_cpu_pair_bias_fwd(tf_backend *be, void *bias, const float *z, const float *W, long rows,
+                          int C, int H, tf_dtype t) {
+    pb_check(t, H, "pair_bias_fwd");
 #pragma omp parallel for schedule(static) num_threads(be->threads) if (rows * C >= TF_CPU_PAR_MIN)
     for (long r = 0; r < rows; r++) {
         const float *zr = z + r * C;
@@ -358,12 +364,7 @@ void tf_cpu_pair_bias_fwd(tf_backend *be, void *bias, const float *z, const floa
 
 void tf_cpu_pair_bias_bwd(tf_backend *be, float *dz, void *dzh, float *db32, const void *dbias,
                           const float *W, long rows, int C, int H, tf_dtype t) {
-    tf_cpu_dtype_check(t, "pair_bias_bwd");
-    if (H < 1 || H > TF_PAIR_BIAS_MAX_H) {
-        fprintf(stderr, "tinyfold: internal error: cpu pair_bias_bwd with %d heads (1..%d)\n", H,
-                TF_PAIR_BIAS_MAX_H);
-        abort();
-    }
+    pb_check(t, H, "pair_bias_bwd");
     if (db32)
         tf_cpu_widen(be, db32, dbias, t, (long)H * rows);
 #pragma omp parallel for schedule(static) num_threads(be->threads) if (rows * C >= TF_CPU_PAR_MIN)

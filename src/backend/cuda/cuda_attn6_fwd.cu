@@ -78,17 +78,16 @@ __global__ void __launch_bounds__(tf6<DM>::NT, 4) attn_fwd_kernel6(tf_attn_args 
          * largest dot gives the largest score); keys past L only in the last
          * tile */
         float tm[2] = {-INFINITY, -INFINITY};
+        if (BIAS)
 #pragma unroll
-        for (int j = 0; j < NJ; ++j)
+            for (int j = 0; j < NJ; ++j)
 #pragma unroll
-            for (int hf = 0; hf < 2; ++hf) {
-                if (BIAS) {
+                for (int hf = 0; hf < 2; ++hf) {
                     float bl, bh;
                     tf6_bias_pair<E, BK, true>(Bs[buf], 16 * w + g + 8 * hf, 8 * j + 2 * t, &bl, &bh);
                     s[j][2 * hf] = tf6_score2(s[j][2 * hf], c2, bl);
                     s[j][2 * hf + 1] = tf6_score2(s[j][2 * hf + 1], c2, bh);
                 }
-            }
         if (k0 + BK > L)
 #pragma unroll
             for (int j = 0; j < NJ; ++j)

@@ -282,7 +282,19 @@ extern "C" void tf_cu_t_check_finite(tf_backend *be, float *flag, const float *x
                   be->stream, flag, x, n);
 }
 
-/* ---- the pair bias' backward into the pair stream: every type ---- */
+/* ---- the pair bias (head-major) and its backward into the pair stream:
+ * every type ---- */
+
+/* aborts with a message for a type outside tf_dtype or a head count past
+ * TF_PAIR_BIAS_MAX_H (the op table has no error path) */
+static void pb_check(tf_dtype t, int H, const char *op)
+{
+    if (!tf_dtype_valid(t) || H < 1 || H > TF_PAIR_BIAS_MAX_H) {
+        fprintf(stderr, "tinyfold: internal error: cuda %s: type %d, %d heads (1..%d)\n", op,
+                (int)t, H, TF_PAIR_BIAS_MAX_H);
+        abort();
+    }
+}
 
 /* A thread a row's 4 columns (C % 4 == 0, dz 16-byte aligned), or a column:
  * the row's H bias gradients (one load each, shared by the row's threads
@@ -330,11 +342,7 @@ extern "C" void tf_cu_t_pair_bias_bwd(tf_backend *be, float *dz, void *dzh, floa
                                       const void *dbias, const float *W, long rows, int C, int H,
                                       tf_dtype t)
 {
-    if (!tf_dtype_valid(t) || H < 1 || H > TF_PAIR_BIAS_MAX_H) {
-        fprintf(stderr, "tinyfold: internal error: cuda pair_bias_bwd: type %d, %d heads (1..%d)\n",
-                (int)t, H, TF_PAIR_BIAS_MAX_H);
-        abort();
-    }
+    pb_check(t, H, "pair_bias_bwd");
     if (rows <= 0 || C <= 0) return;
     const int vw = C % 4 == 0 && tf_cu_aligned(dz, 16) && tf_cu_aligned(W, 16) &&
                            (!dzh || tf_cu_aligned(dzh, 4 * tf_dtype_size(t)))
@@ -387,11 +395,7 @@ __global__ void __launch_bounds__(PB_ROWS) pair_bias_fwd_kernel(E *bias, const f
 extern "C" void tf_cu_t_pair_bias_fwd(tf_backend *be, void *bias, const float *z, const float *W,
                                       long rows, int C, int H, tf_dtype t)
 {
-    if (!tf_dtype_valid(t) || H < 1 || H > TF_PAIR_BIAS_MAX_H) {
-        fprintf(stderr, "tinyfold: internal error: cuda pair_bias_fwd: type %d, %d heads (1..%d)\n",
-                (int)t, H, TF_PAIR_BIAS_MAX_H);
-        abort();
-    }
+    pb_check(t, H, "pair_bias_fwd");
     if (rows <= 0 || C <= 0) return;
     const dim3 grid((unsigned)((rows + PB_ROWS - 1) / PB_ROWS));
     TF_CU_DISPATCH(t, E,
